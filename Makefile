@@ -1,0 +1,59 @@
+# The two commands of the README are `make demo` and `make test`; everything else here serves them.
+# Only Python 3.11, node/npm and git are assumed: every other dependency is installed into the repo.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# az finds this extension from source through a "dev source" folder holding a link to the repo root,
+# named after the extension (az names a dev extension after its folder, whatever the clone is called).
+DEV_SOURCES := $(CURDIR)/$(VENV)/az-dev
+export AZURE_EXTENSION_DEV_SOURCES := $(DEV_SOURCES)
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+
+AZ_STAMP := $(VENV)/.az-installed
+DEV_STAMP := $(VENV)/.ext-linked
+TEST_STAMP := $(VENV)/.test-tools
+NODE_STAMP := node_modules/.azurite-installed
+
+.PHONY: demo test dev test-tools bench bench-expand wheel lint clean
+
+demo: dev
+	$(BIN)/python scripts/demo.py
+
+test: dev test-tools
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+dev: $(DEV_STAMP)
+
+$(AZ_STAMP):
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# The latest azure-cli: its own pins decide azure-mgmt-batchai, azure-storage-*, azure-core and knack.
+	$(BIN)/python -m pip install --quiet --upgrade azure-cli
+	touch $@
+
+$(DEV_STAMP): $(AZ_STAMP) setup.py
+	$(BIN)/python setup.py --quiet egg_info
+	mkdir -p $(DEV_SOURCES)
+	ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
+	touch $@
+
+test-tools: $(TEST_STAMP) $(NODE_STAMP)
+
+$(TEST_STAMP): $(AZ_STAMP) requirements-test.txt
+	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+	touch $@
+
+# Azurite (the Blob emulator) is pinned in package-lock.json and installed into ./node_modules.
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+wheel: $(AZ_STAMP)
+	rm -rf build dist
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+
+bench: dev test-tools
+	$(BIN)/python bench/expand.py
+
+clean:
+	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache

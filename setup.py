@@ -1,0 +1,44 @@
+#!/usr/bin/env python
+"""Packaging for the azext-batchai-sweep Azure CLI extension.
+
+No install_requires on purpose: everything the extension imports at run time (azure-mgmt-batchai,
+azure-storage-blob, azure-storage-file-share, azure-core, knack, PyYAML) ships with azure-cli, and az's
+own pins decide their versions. That is also what lets the wheel install offline with
+`az extension add --source dist/<wheel> -y`.
+"""
+from setuptools import setup, find_packages
+
+VERSION = '0.1.0'
+
+CLASSIFIERS = [
+    'Development Status :: 4 - Beta',
+    'Intended Audience :: Developers',
+    'Intended Audience :: System Administrators',
+    'Programming Language :: Python',
+    'Programming Language :: Python :: 3',
+    'Programming Language :: Python :: 3.10',
+    'Programming Language :: Python :: 3.11',
+    'Programming Language :: Python :: 3.12',
+    'License :: OSI Approved :: MIT License',
+]
+
+with open('README.md', 'r', encoding='utf-8') as f:
+    README = f.read()
+with open('HISTORY.rst', 'r', encoding='utf-8') as f:
+    HISTORY = f.read()
+
+setup(
+    name='batchai-sweep',
+    version=VERSION,
+    description='Parameter sweeps on Azure Batch AI as az commands: az batchai sweep create|submit|status|resubmit|metrics.',
+    long_description=README + '\n\n' + HISTORY,
+    long_description_content_type='text/markdown',
+    license='MIT',
+    author='azext-batchai-sweep developers',
+    url='https://github.com/azext-batchai-sweep/azext-batchai-sweep',
+    classifiers=CLASSIFIERS,
+    packages=find_packages(exclude=['tests', 'tests.*', 'bench', 'bench.*']),
+    install_requires=[],
+    package_data={'azext_batchai_sweep': ['azext_metadata.json', 'core/schemas/*.json']},
+    python_requires='>=3.9',
+)

@@ -1,0 +1,11 @@
+"""Shared test fixtures, one plugin module per concern.
+
+- fixtures_az:      a temporary AZURE_CONFIG_DIR and a runner for the real `az` executable
+- fixtures_azurite: Azurite (Blob) from ./node_modules, started once per session on a free loopback port
+- fixtures_service: the local Batch AI service, started once per session on a free loopback port
+"""
+pytest_plugins = [
+    'tests.fixtures_az',
+    'tests.fixtures_azurite',
+    'tests.fixtures_service',
+]
