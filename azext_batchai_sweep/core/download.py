@@ -1,0 +1,205 @@
+"""Reading jobs' output files through listOutputFiles' downloadUrl: streamed chunks, log tails, whole folders.
+
+downloadUrl is a SAS URL (Azure Files, or the local service's files endpoint): it carries its own credential,
+so the requests go out without the ARM token, and the URL itself is never logged.
+"""
+import logging
+import os
+import posixpath
+from collections import deque
+
+import requests
+from azure.core.exceptions import ResourceNotFoundError
+from azure.mgmt.batchai.models import JobsListOutputFilesOptions
+
+from .listing import list_jobs, select_jobs
+from .parallel import run_parallel
+from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries, describe_error
+
+logger = logging.getLogger(__name__)
+
+STDOUTERR = 'stdouterr'
+CHUNK_SIZE = 64 * 1024
+HTTP_TIMEOUT = (10, 60)  # connect, read: a stalled download fails and is retried instead of hanging
+
+
+def list_output_files(client, resource_group, workspace, experiment, job, output_directory_id=STDOUTERR,
+                      directory='.', *, recursive=False, retry=None):
+    """The File models (name, file_type, download_url, content_length) of a job's output directory.
+
+    With recursive, subdirectories are listed too and each file's `name` becomes its path relative to
+    `directory`. A job or directory that does not exist yields nothing.
+    """
+    retry = retry or RetrySettings()
+    options = JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory)
+
+    def listing():
+        return list(client.jobs.list_output_files(resource_group, workspace, experiment, job, options,
+                                                  **NO_SDK_RETRY))
+    try:
+        files = call_with_retries(listing, settings=retry, what='list output files of {}'.format(job))
+    except ResourceNotFoundError:
+        return []
+    result = []
+    for item in files:
+        name = posixpath.basename(item.name.rstrip('/'))
+        if str(getattr(item.file_type, 'value', item.file_type)).lower() == 'directory':
+            if recursive:
+                sub = posixpath.normpath(posixpath.join(directory, name))
+                for child in list_output_files(client, resource_group, workspace, experiment, job,
+                                               output_directory_id, sub, recursive=True, retry=retry):
+                    child.name = posixpath.join(name, child.name)
+                    result.append(child)
+            continue
+        item.name = name
+        result.append(item)
+    return result
+
+
+def find_output_file(client, resource_group, workspace, experiment, job, path, output_directory_id=STDOUTERR, *,
+                     retry=None):
+    """The File model of `path` (may contain subdirectories, e.g. logs/metrics.txt), or None if there is none."""
+    directory, name = posixpath.split(path.strip('/'))
+    for item in list_output_files(client, resource_group, workspace, experiment, job, output_directory_id,
+                                  directory or '.', retry=retry):
+        if item.name == name:
+            return item
+    return None
+
+
+def _get(url, headers=None, retry=None):
+    """A streamed GET of a download URL, retried on throttling, server errors and dropped connections."""
+    def attempt():
+        response = requests.get(url, headers=headers or {}, stream=True, timeout=HTTP_TIMEOUT)
+        if response.status_code >= 400:
+            response.close()
+            response.raise_for_status()
+        return response
+    return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')
+
+
+def iter_url_chunks(url, chunk_size=CHUNK_SIZE, retry=None):
+    """Yield the content of a download URL in chunks of at most chunk_size bytes, never the whole file at once."""
+    with _get(url, retry=retry) as response:
+        yield from response.iter_content(chunk_size=chunk_size)
+
+
+def _tail_bytes(url, size, retry):
+    """(bytes, complete): the last `size` bytes of the file through a Range request; complete when whole file."""
+    try:
+        response = _get(url, headers={'Range': 'bytes=-{}'.format(size)}, retry=retry)
+    except requests.HTTPError as exc:
+        if exc.response is not None and exc.response.status_code == 416:  # an empty file has no last bytes
+            return b'', True
+        raise
+    with response:
+        if response.status_code == 206:
+            data = response.content
+            total = response.headers.get('Content-Range', '').rpartition('/')[2]
+            return data, total.isdigit() and int(total) <= len(data)
+        # No Range support: stream the whole file, keeping only its end.
+        window = deque()
+        kept = 0
+        for chunk in response.iter_content(chunk_size=CHUNK_SIZE):
+            window.append(chunk)
+            kept += len(chunk)
+            while window and kept - len(window[0]) >= size:
+                kept -= len(window.popleft())
+        return b''.join(window), True
+
+
+def tail_job_output(client, resource_group, workspace, experiment, job, file='stdout.txt',
+                    output_directory_id=STDOUTERR, lines=100, *, retry=None):
+    """The last `lines` lines of one output file of a job, as {job, file, lines: [str], found}.
+
+    Reads only the end of the file (HTTP Range), growing the range until it holds enough lines.
+    """
+    retry = retry or RetrySettings()
+    result = {'job': job, 'file': file, 'outputDirectoryId': output_directory_id, 'found': False, 'lines': []}
+    item = find_output_file(client, resource_group, workspace, experiment, job, file, output_directory_id,
+                            retry=retry)
+    if item is None or not item.download_url or lines <= 0:
+        result['found'] = item is not None
+        return result
+    size = max(4096, lines * 160)
+    while True:
+        data, complete = _tail_bytes(item.download_url, size, retry)
+        text_lines = data.decode('utf-8', errors='replace').splitlines()
+        # Without the whole file, the first line may be cut: it only counts once there are more than enough.
+        if complete or len(text_lines) > lines:
+            break
+        size *= 4
+    result['found'] = True
+    result['lines'] = text_lines[-lines:]
+    return result
+
+
+def _download_file(url, target, retry):
+    """Stream one file to disk through a temporary name, so an interrupted download never looks complete."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    partial = target + '.partial'
+    with open(partial, 'wb') as out:
+        for chunk in iter_url_chunks(url, retry=retry):
+            out.write(chunk)
+    os.replace(partial, target)
+
+
+def _safe_join(root, relative):
+    """root/relative, refusing names that would escape root (a file named '../x' in a listing)."""
+    target = os.path.normpath(os.path.join(root, *relative.split('/')))
+    if os.path.commonpath([os.path.abspath(root), os.path.abspath(target)]) != os.path.abspath(root):
+        raise ValueError('unsafe output file name: {}'.format(relative))
+    return target
+
+
+def download_outputs(client, resource_group, workspace, experiment, dest_dir, job_names=None, output_directory_id=None,
+                     *, sweep_name=None, parallel=8, progress=None, retry=None):
+    """Download jobs' output files to dest_dir/<job>/<output directory id>/<path>, one folder per job.
+
+    output_directory_id None means stdouterr and every output directory the job declares. A file already on disk
+    with the size the service reports is not downloaded again, so an interrupted download can simply be re-run.
+    Returns {jobs, files, bytes, skipped, failed: [{job, file, error}]}; progress(done, total) counts jobs.
+    """
+    retry = retry or RetrySettings()
+    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
+                            sweep_name=sweep_name, job_names=job_names))
+    result = {'jobs': len(jobs), 'files': 0, 'bytes': 0, 'skipped': 0, 'failed': []}
+    done = [0]
+
+    def directories_of(job):
+        if output_directory_id is not None:
+            return [output_directory_id]
+        return [STDOUTERR] + [out.id for out in (job.output_directories or []) if out.id != STDOUTERR]
+
+    def work(job):
+        counts = {'files': 0, 'bytes': 0, 'skipped': 0, 'failed': []}
+        for directory_id in directories_of(job):
+            root = os.path.join(dest_dir, job.name, directory_id)
+            for item in list_output_files(client, resource_group, workspace, experiment, job.name, directory_id,
+                                          recursive=True, retry=retry):
+                try:
+                    target = _safe_join(root, item.name)
+                    if os.path.isfile(target) and os.path.getsize(target) == (item.content_length or 0):
+                        counts['skipped'] += 1
+                        continue
+                    _download_file(item.download_url, target, retry)
+                    counts['files'] += 1
+                    counts['bytes'] += os.path.getsize(target)
+                except Exception as exc:  # pylint: disable=broad-except
+                    counts['failed'].append({'job': job.name, 'file': posixpath.join(directory_id, item.name),
+                                             'error': describe_error(exc)})
+        return counts
+
+    def on_result(job, counts, exc):
+        if exc is not None:
+            result['failed'].append({'job': job.name, 'file': None, 'error': describe_error(exc)})
+        else:
+            for key in ('files', 'bytes', 'skipped'):
+                result[key] += counts[key]
+            result['failed'].extend(counts['failed'])
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(jobs))
+
+    run_parallel(work, jobs, parallel=parallel, on_result=on_result)
+    return result

@@ -1,0 +1,18 @@
+"""The experiment operations on a Batch AI client, in one place for the command layer.
+
+Each operation is one function with an optional progress callback, returning JSON-ready dicts and lists
+(camelCase keys). They work with any `azure.mgmt.batchai.BatchAI` client, against Azure or the local service.
+"""
+from .delete import delete_jobs
+from .download import download_outputs, tail_job_output
+from .metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+from .resubmit import resubmit_jobs
+from .retry import RetrySettings
+from .status import list_sweep_jobs, sweep_status, wait_for_jobs
+from .submit import submit_jobs
+
+__all__ = [
+    'MetricExtractor', 'RetrySettings', 'delete_jobs', 'download_outputs', 'get_metrics', 'list_sweep_jobs',
+    'resubmit_jobs', 'sort_rows', 'submit_jobs', 'sweep_status', 'tail_job_output', 'wait_for_jobs',
+    'write_metrics_csv',
+]
