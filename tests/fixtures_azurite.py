@@ -1,0 +1,89 @@
+"""Azurite (the Azure Storage emulator, Blob service) from ./node_modules, started once per test session.
+
+Only tests that ask for the `azurite` fixture start it; the rest of the suite runs without node.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+AZURITE_BLOB = os.path.join(REPO_ROOT, 'node_modules', '.bin', 'azurite-blob')
+START_TIMEOUT = 60
+
+# Azurite's well-known development account (public, documented; not a secret).
+DEV_ACCOUNT_NAME = 'devstoreaccount1'
+DEV_ACCOUNT_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+
+
+@dataclass(frozen=True)
+class Azurite:
+    account_name: str
+    account_key: str
+    blob_endpoint: str
+
+    @property
+    def connection_string(self):
+        return ('DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={};'
+                .format(self.account_name, self.account_key, self.blob_endpoint))
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_answering(proc, endpoint, log_path):
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            with open(log_path, encoding='utf-8', errors='replace') as log:
+                pytest.fail('Azurite exited with code {}:\n{}'.format(proc.returncode, log.read()[-4000:]))
+        try:
+            urllib.request.urlopen(endpoint + '?comp=list', timeout=2)  # pylint: disable=consider-using-with
+            return
+        except urllib.error.HTTPError:
+            return  # any HTTP answer (403 without credentials) means it is serving
+        except OSError:
+            time.sleep(0.2)
+    pytest.fail('Azurite did not answer on {} within {}s'.format(endpoint, START_TIMEOUT))
+
+
+@pytest.fixture(scope='session')
+def azurite():
+    """A running Azurite Blob service on a free loopback port with a throw-away workspace."""
+    if not os.path.exists(AZURITE_BLOB):
+        pytest.fail('Azurite is not installed in {}: run `make test-tools`'.format(AZURITE_BLOB))
+    workspace = tempfile.mkdtemp(prefix='azurite-')
+    port = _free_port()
+    endpoint = 'http://127.0.0.1:{}/{}'.format(port, DEV_ACCOUNT_NAME)
+    log_path = os.path.join(workspace, 'azurite.log')
+    # --skipApiVersionCheck: the azure-storage-blob that azure-cli pins may be newer than the pinned Azurite.
+    cmd = [AZURITE_BLOB, '--blobHost', '127.0.0.1', '--blobPort', str(port), '--location', workspace,
+           '--skipApiVersionCheck', '--silent', '--disableTelemetry']
+    with open(log_path, 'wb') as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
+                                start_new_session=True)
+    try:
+        _wait_until_answering(proc, endpoint, log_path)
+        yield Azurite(DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, endpoint)
+    finally:
+        # node may fork: stop the whole process group this fixture created.
+        try:
+            os.killpg(proc.pid, 15)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+        shutil.rmtree(workspace, ignore_errors=True)
