@@ -1,0 +1,118 @@
+"""MetricExtractor: regex and Katib formats, reductions, and streaming with bounded memory."""
+import io
+import math
+
+import pytest
+
+from azext_batchai_sweep.core.errors import SpecError
+from azext_batchai_sweep.core.metrics import MAX_LINE, MetricExtractor, sort_rows, write_metrics_csv
+
+LOG = '''training: learning_rate=0.05 hidden_units=8 epochs=3
+epoch=1 loss=0.9000 accuracy=0.5000 val_accuracy=0.4000
+epoch=2 loss=0.5000 accuracy=0.7000 val_accuracy=0.8000
+epoch=3 loss=0.3000 accuracy=0.9000 val_accuracy=0.6000
+'''
+
+
+@pytest.mark.parametrize('reduce, expected', [
+    ('last', 0.6), ('first', 0.4), ('min', 0.4), ('max', 0.8), ('mean', 0.6),
+])
+def test_katib_format_reductions(reduce, expected):
+    assert MetricExtractor(metric_name='val_accuracy', reduce=reduce).extract_text(LOG) == pytest.approx(expected)
+
+
+def test_katib_name_does_not_match_a_longer_name():
+    # 'accuracy' must not pick up 'val_accuracy=...'
+    assert MetricExtractor(metric_name='accuracy', reduce='max').extract_text(LOG) == pytest.approx(0.9)
+
+
+def test_regex_first_group_and_named_value_group():
+    assert MetricExtractor(regex=r'loss=(\d+\.\d+)', reduce='min').extract_text(LOG) == pytest.approx(0.3)
+    extractor = MetricExtractor(regex=r'(epoch)=\d+ loss=(?P<value>[\d.]+)', reduce='first')
+    assert extractor.extract_text(LOG) == pytest.approx(0.9)
+
+
+def test_scientific_and_signed_numbers():
+    text = 'lr=1e-4\nlr=-2.5E+3\nlr=.5\n'
+    assert MetricExtractor(metric_name='lr', reduce='min').extract_text(text) == -2500.0
+    assert MetricExtractor(metric_name='lr', reduce='max').extract_text(text) == 0.5
+
+
+def test_no_match_is_none_and_non_finite_values_are_ignored():
+    assert MetricExtractor(metric_name='missing').extract_text(LOG) is None
+    extractor = MetricExtractor(regex=r'loss=(\S+)', reduce='max')
+    assert extractor.extract_text('loss=nan\nloss=inf\nloss=oops\nloss=2\n') == 2.0
+    assert extractor.extract_text('loss=inf\n') is None
+
+
+@pytest.mark.parametrize('kwargs, where', [
+    ({'regex': 'loss=(['}, 'regex'),
+    ({'regex': r'loss=\d+'}, 'regex'),
+    ({}, 'metric'),
+    ({'metric_name': 'loss', 'reduce': 'median'}, 'reduce'),
+])
+def test_invalid_specs_raise_spec_error(kwargs, where):
+    with pytest.raises(SpecError) as info:
+        MetricExtractor(**kwargs)
+    assert info.value.path == where
+
+
+def test_chunks_split_lines_and_multibyte_characters():
+    data = ('é metric=1\n' * 3 + 'naïve metric=42.5\nno newline at end metric=7').encode('utf-8')
+    # 1-byte chunks cut every line and every multi-byte character in two.
+    chunks = (data[i:i + 1] for i in range(len(data)))
+    assert MetricExtractor(metric_name='metric', reduce='max').extract_chunks(chunks) == 42.5
+    assert MetricExtractor(metric_name='metric', reduce='last').extract_chunks([data]) == 7.0
+
+
+def test_streaming_reads_chunk_by_chunk_with_bounded_memory():
+    """A 5 MB log is consumed from a generator one 64 KiB chunk at a time, never joined."""
+    line = b'step=1 loss=0.5 ' + b'x' * 80 + b'\n'
+    count = 5 * 1024 * 1024 // len(line)
+    data = line * count + b'loss=0.125\n'
+    pulled = []
+
+    def chunks():
+        for start in range(0, len(data), 64 * 1024):
+            pulled.append(start)
+            yield data[start:start + 64 * 1024]
+
+    extractor = MetricExtractor(metric_name='loss', reduce='min')
+    original_scan = extractor._scan  # pylint: disable=protected-access
+    longest = [0]
+
+    def scan(text, reduction):
+        longest[0] = max(longest[0], len(text))
+        original_scan(text, reduction)
+
+    extractor._scan = scan  # pylint: disable=protected-access
+    assert extractor.extract_chunks(chunks()) == 0.125
+    assert len(pulled) == math.ceil(len(data) / (64 * 1024))
+    assert longest[0] <= len(line)  # only ever one line at a time
+
+
+def test_a_line_without_newline_longer_than_the_bound_is_scanned_in_pieces():
+    data = b'metric=3 ' + b'y' * (MAX_LINE + 10)
+    chunks = (data[i:i + 65536] for i in range(0, len(data), 65536))
+    assert MetricExtractor(metric_name='metric').extract_chunks(chunks) == 3.0
+
+
+def test_sort_rows_best_first_none_last_and_top():
+    rows = [{'name': 'a', 'metric': None}, {'name': 'b', 'metric': 0.5}, {'name': 'c', 'metric': 0.9},
+            {'name': 'd', 'metric': 0.0}]
+    assert [r['name'] for r in sort_rows(rows, 'max')] == ['c', 'b', 'd', 'a']
+    assert [r['name'] for r in sort_rows(rows, 'min', top=2)] == ['d', 'b']
+    with pytest.raises(SpecError):
+        sort_rows(rows, 'best')
+
+
+def test_csv_has_one_column_per_parameter():
+    rows = [{'name': 'j1', 'state': 'succeeded', 'metric': 0.5, 'parameters': {'LR': 0.1, 'D': {'K': 1}}},
+            {'name': 'j2', 'state': 'failed', 'metric': None, 'parameters': {'LR': 1}}]
+    out = io.StringIO()
+    write_metrics_csv(rows, out, metric_column='val_accuracy')
+    assert out.getvalue().splitlines() == [
+        'name,state,val_accuracy,D,LR',
+        'j1,succeeded,0.5,"{""K"": 1}",0.1',
+        'j2,failed,,,1',
+    ]
