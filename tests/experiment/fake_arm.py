@@ -22,13 +22,15 @@ _JOB = re.compile(r'/experiments/(?P<exp>[^/]+)/jobs(?:/(?P<job>[^/?]+))?$')
 class FakeArm:
     """script: {job name: [action, ...]} consumed one action per PUT; actions are 'created' (the default once the
     script is used up), 'retry-after:<seconds>' (429), '<status>' (an error), 'drop' (create, then close the
-    connection without answering)."""
+    connection without answering), 'hang' (never answer nor create, until close()).
+    Like Batch AI, a job read back has its `secrets` without their values."""
 
     def __init__(self, script=None):
         self.script = {name: list(actions) for name, actions in (script or {}).items()}
         self.jobs = {}
         self.requests = []
         self.lock = threading.Lock()
+        self.closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,17 +55,16 @@ class FakeArm:
         self.endpoint = 'http://127.0.0.1:{}'.format(self.server.server_address[1])
 
     def close(self):
+        self.closing.set()
         self.server.shutdown()
         self.server.server_close()
 
     def client(self):
-        """The real SDK client, pointed at this server (a static bearer token; plain HTTP on loopback)."""
-        class StaticToken(SansIOHTTPPolicy):
-            def on_request(self, request):
-                request.http_request.headers['Authorization'] = 'Bearer test-token'
-        # The policy above replaces the credential's, so the credential itself is never asked for a token.
-        return BatchAI(credential=object(), subscription_id=SUBSCRIPTION, base_url=self.endpoint,
-                       authentication_policy=StaticToken())
+        return client_for(self.endpoint)
+
+    def set_state(self, name, state, exit_code=None):
+        with self.lock:
+            self.jobs[name]['properties'].update(executionState=state, executionInfo={'exitCode': exit_code})
 
     def calls(self, method, job=None):
         return [r for r in self.requests if r[0] == method and (job is None or r[1] == job)]
@@ -94,6 +95,10 @@ class FakeArm:
         return self.put(handler, name, body, action)
 
     def put(self, handler, name, body, action):
+        if action == 'hang':
+            self.closing.wait(30)
+            handler.close_connection = True
+            return None
         if action and action.startswith('retry-after:'):
             return self.reply(handler, 429, {'error': {'code': 'TooManyRequests', 'message': 'slow down'}},
                               {'Retry-After': action.split(':', 1)[1]})
@@ -105,8 +110,11 @@ class FakeArm:
                 conflict = True
             else:
                 conflict = False
-                self.jobs[name] = {'id': '/jobs/' + name, 'name': name, 'properties': dict(
-                    (body or {}).get('properties', {}), provisioningState='succeeded', executionState='queued')}
+                properties = dict((body or {}).get('properties', {}), provisioningState='succeeded',
+                                  executionState='queued')
+                if properties.get('secrets'):
+                    properties['secrets'] = [{'name': secret['name']} for secret in properties['secrets']]
+                self.jobs[name] = {'id': '/jobs/' + name, 'name': name, 'properties': properties}
         if action == 'drop':
             handler.close_connection = True
             handler.connection.close()
@@ -125,3 +133,13 @@ class FakeArm:
             handler.send_header(key, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+def client_for(endpoint):
+    """The real SDK client, pointed at a fake server (a static bearer token; plain HTTP on loopback)."""
+    class StaticToken(SansIOHTTPPolicy):
+        def on_request(self, request):
+            request.http_request.headers['Authorization'] = 'Bearer test-token'
+    # The policy replaces the credential's, so the credential itself is never asked for a token.
+    return BatchAI(credential=object(), subscription_id=SUBSCRIPTION, base_url=endpoint,
+                   authentication_policy=StaticToken())
