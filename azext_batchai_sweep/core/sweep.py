@@ -20,9 +20,16 @@ from .substitution import CompiledTemplate, Placeholder, placeholder_names
 
 logger = logging.getLogger(__name__)
 
-# Redraws allowed per job in a random search before giving up; deterministic for a given seed. A finite space gets at
-# least ten times its size, so that drawing nearly all of it (the coupon collector's problem) still succeeds.
 MIN_REDRAWS = 1000
+
+
+def redraw_limit(space_size):
+    """Draws allowed per job of a random search before giving up; deterministic for a given seed.
+
+    A finite space gets ten times its size, so that drawing nearly all of it (the coupon collector's problem) still
+    succeeds; a continuous one (None) practically never repeats, so MIN_REDRAWS is plenty.
+    """
+    return MIN_REDRAWS if space_size is None else max(MIN_REDRAWS, 10 * space_size)
 
 
 class SweepJob:
@@ -183,7 +190,7 @@ class ParameterSweep:
         if seed is None:
             seed = int.from_bytes(os.urandom(8), 'big')
         logger.info('random search seed: %d', seed)
-        redraws = MIN_REDRAWS if space is None else max(MIN_REDRAWS, 10 * space)
+        redraws = redraw_limit(space)
 
         def combinations():
             rng = random.Random(seed)

@@ -1,0 +1,260 @@
+"""Parameter specifications: names, grid values, random draws, validation, FileParamSpec's mapping and secrets."""
+import pickle
+import random
+
+import pytest
+
+from azext_batchai_sweep.core.errors import SpecError
+from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
+from azext_batchai_sweep.core.substitution import ExternalValue
+
+
+def num(**kwargs):
+    args = dict(parameterName='X', start=0, end=1, dataType='REAL', scale='LINEAR')
+    args.update(kwargs)
+    return NumParamSpec(**args)
+
+
+@pytest.mark.parametrize('name', ['LR', 'LEARNING_RATE', '_X', 'A1', 'B_2_C'])
+def test_valid_names(name):
+    assert DiscreteParamSpec(parameterName=name, values=[1]).name == name
+
+
+@pytest.mark.parametrize('name', ['lr', 'Lr', '1X', 'A-B', 'A B', '', None, 'É'])
+def test_bad_name_is_an_error_naming_it(name):
+    with pytest.raises(SpecError) as exc_info:
+        DiscreteParamSpec(parameterName=name, values=[1])
+    assert repr(name) in str(exc_info.value)
+    assert exc_info.value.path == 'parameterName'
+
+
+def test_linear_step_is_inclusive_and_free_of_float_drift():
+    assert num(start=0, end=0.3, step=0.1).values() == [0.0, 0.1, 0.2, 0.3]
+    assert num(start=0.1, end=1.0, step=0.1).values()[-1] == 1.0
+    assert len(num(start=0.1, end=1.0, step=0.1).values()) == 10
+
+
+def test_linear_step_never_passes_end():
+    assert num(start=0, end=1, step=0.3).values() == [0.0, 0.3, 0.6, 0.9]
+
+
+def test_linear_step_integer_readme_example():
+    spec = num(parameterName='BATCH_SIZE', start=10, end=50, step=10, dataType='INTEGER')
+    assert spec.values() == [10, 20, 30, 40, 50]
+    assert all(type(v) is int for v in spec.values())
+
+
+def test_linear_num_values_evenly_spaced_inclusive():
+    assert num(start=0, end=1, numValues=5).values() == [0.0, 0.25, 0.5, 0.75, 1.0]
+    assert num(start=0, end=1, numValues=11).values()[3] == 0.3
+    assert num(start=2, end=3, numValues=1).values() == [2.0]
+
+
+def test_log_num_values_readme_example_is_exact():
+    spec = num(start=1e-4, end=1e-1, numValues=4, scale='LOG')
+    assert spec.values() == [1e-4, 1e-3, 1e-2, 1e-1]
+
+
+def test_log_is_geometric():
+    values = num(start=1, end=1000, numValues=3, scale='LOG').values()
+    assert values[0] == 1 and values[2] == 1000
+    assert values[1] == pytest.approx(1000 ** 0.5)
+
+
+def test_integer_rounds_to_nearest_and_drops_repeats_keeping_order():
+    # LOG 1..10 with 7 values: 1, 1.47, 2.15, 3.16, 4.64, 6.81, 10 -> 1, 1, 2, 3, 5, 7, 10 -> repeats dropped.
+    assert num(start=1, end=10, numValues=7, scale='LOG', dataType='INTEGER').values() == [1, 2, 3, 5, 7, 10]
+    assert num(start=0, end=2, numValues=5, dataType='INTEGER').values() == [0, 1, 2]  # 0.5 -> 1, 1.5 -> 2
+
+
+def test_random_uniform_draws_num_values_seeded():
+    first = num(start=0, end=10, numValues=5, scale='RANDOM_UNIFORM', seed=42)
+    again = num(start=0, end=10, numValues=5, scale='RANDOM_UNIFORM', seed=42)
+    other = num(start=0, end=10, numValues=5, scale='RANDOM_UNIFORM', seed=43)
+    assert len(first.values()) == 5
+    assert first.values() == again.values() != other.values()
+    assert all(0 <= v <= 10 for v in first.values())
+
+
+def test_random_uniform_without_seed_keeps_the_drawn_seed():
+    spec = num(start=0, end=10, numValues=3, scale='RANDOM_UNIFORM')
+    assert isinstance(spec.seed, int)
+    assert num(start=0, end=10, numValues=3, scale='RANDOM_UNIFORM', seed=spec.seed).values() == spec.values()
+
+
+def test_random_uniform_integer_draws_distinct_integers():
+    values = num(start=1, end=5, numValues=5, scale='RANDOM_UNIFORM', dataType='INTEGER', seed=1).values()
+    assert sorted(values) == [1, 2, 3, 4, 5]
+    with pytest.raises(SpecError, match='numValues'):
+        num(start=1, end=5, numValues=6, scale='RANDOM_UNIFORM', dataType='INTEGER', seed=1).values()
+
+
+@pytest.mark.parametrize('kwargs, path', [
+    (dict(start=1, end=1, step=0.1), 'start'),
+    (dict(start=2, end=1, step=0.1), 'start'),
+    (dict(step=0), 'step'),
+    (dict(step=-0.1), 'step'),
+    (dict(numValues=0), 'numValues'),
+    (dict(numValues=2.5), 'numValues'),
+    (dict(scale='LOG', start=0, end=1, numValues=3), 'start'),
+    (dict(scale='LOG', start=-1, end=1, numValues=3), 'start'),
+    (dict(scale='LOG', start=1, end=10, step=1), 'step'),
+    (dict(step=0.1, numValues=3), 'step'),
+    (dict(dataType='FLOAT', step=0.1), 'dataType'),
+    (dict(scale='EXP', step=0.1), 'scale'),
+    (dict(start='0', step=0.1), 'start'),
+    (dict(end=float('inf'), step=0.1), 'end'),
+    (dict(start=0.2, end=0.8, dataType='INTEGER', numValues=2), 'end'),
+])
+def test_invalid_numeric_specs_are_clear_errors(kwargs, path):
+    with pytest.raises(SpecError) as exc_info:
+        num(**kwargs)
+    assert exc_info.value.path == path
+
+
+def test_grid_without_step_or_num_values_is_an_error_random_search_is_not():
+    log = num(start=1e-4, end=1e-1, scale='LOG')
+    with pytest.raises(SpecError, match='numValues') as exc_info:
+        log.values()
+    assert exc_info.value.path == 'numValues'
+    with pytest.raises(SpecError, match='step or numValues'):
+        num().values()
+    assert 1e-4 <= log.sample(random.Random(0)) <= 1e-1
+
+
+def test_num_sampling_distributions():
+    rng = random.Random(7)
+    linear = [num(start=0, end=100).sample(rng) for _ in range(2000)]
+    assert all(0 <= v <= 100 for v in linear)
+    assert 40 < sum(linear) / len(linear) < 60
+    log = [num(start=1e-6, end=1, scale='LOG').sample(rng) for _ in range(2000)]
+    # log-uniform: about half the draws below the geometric midpoint 1e-3 (a uniform draw would put ~0.1% there)
+    assert 0.4 < sum(v < 1e-3 for v in log) / len(log) < 0.6
+    ints = {num(start=1, end=4, dataType='INTEGER').sample(rng) for _ in range(200)}
+    assert ints == {1, 2, 3, 4}
+    log_ints = {num(start=1, end=4, scale='LOG', dataType='INTEGER').sample(rng) for _ in range(500)}
+    assert log_ints == {1, 2, 3, 4}
+
+
+def test_space_sizes():
+    assert num(start=1, end=10, dataType='INTEGER').space_size() == 10
+    assert num().space_size() is None
+    assert DiscreteParamSpec(parameterName='D', values=['a', 'b']).space_size() == 2
+
+
+def test_discrete_values_and_validation():
+    spec = DiscreteParamSpec(parameterName='DEVICE_ID', values=['Device_1', 'Device_2', 'Device_3'])
+    assert spec.values() == ['Device_1', 'Device_2', 'Device_3']
+    assert spec.sample(random.Random(0)) in spec.values()
+    with pytest.raises(SpecError, match='non-empty list'):
+        DiscreteParamSpec(parameterName='D', values=[])
+    with pytest.raises(SpecError, match='twice') as exc_info:
+        DiscreteParamSpec(parameterName='D', values=[1, 2, 1])
+    assert exc_info.value.path == 'values[2]'
+    for bad in (True, None, [1], float('nan')):
+        with pytest.raises(SpecError, match='parameter value'):
+            DiscreteParamSpec(parameterName='D', values=[1, bad])
+
+
+def test_dict_values_and_validation():
+    values = [{'LEARNING_RATE': 1e-4, 'HIDDEN_LAYER_SIZE': 100}, {'LEARNING_RATE': 1e-3, 'HIDDEN_LAYER_SIZE': 200}]
+    spec = DictParamSpec(parameterName='HYPERPARAMS', values=values)
+    assert spec.values() == values
+    assert spec.keys == ('LEARNING_RATE', 'HIDDEN_LAYER_SIZE')
+    with pytest.raises(SpecError, match='keys') as exc_info:
+        DictParamSpec(parameterName='H', values=[{'A': 1}, {'B': 1}])
+    assert exc_info.value.path == 'values[1]'
+    with pytest.raises(SpecError, match="key 'a-b'"):
+        DictParamSpec(parameterName='H', values=[{'a-b': 1}])
+    with pytest.raises(SpecError, match='non-empty dict'):
+        DictParamSpec(parameterName='H', values=[1])
+
+
+# FileParamSpec: storage.list_file_paths is replaced by a fake here (monkeypatch), so that these tests check the
+# mapping/filtering logic alone; tests/storage exercises the real listing against Azurite.
+BLOBS = ['/other/a.txt', '/b.txt', '/data/c.txt', '/data/d.txt']
+
+
+@pytest.fixture
+def fake_listing(monkeypatch):
+    calls = []
+
+    def list_file_paths(storage_type, account_name, **kwargs):
+        calls.append((storage_type, account_name, kwargs))
+        return list(BLOBS)
+    from azext_batchai_sweep.core import storage
+    monkeypatch.setattr(storage, 'list_file_paths', list_file_paths)
+    return calls
+
+
+def blob_spec(**kwargs):
+    args = dict(parameterName='DATA_INPUT', storageAccountName='example_name', storageAccountKey='s3cr3t-key',
+                storageType='BLOB', mountPath='bfs', container='example_container')
+    args.update(kwargs)
+    return FileParamSpec(**args)
+
+
+def test_file_filter_fully_matches_path_with_leading_slash(fake_listing):
+    spec = blob_spec(filterStr='/data/.+')
+    assert spec.values() == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/data/c.txt', '$AZ_BATCHAI_MOUNT_ROOT/bfs/data/d.txt']
+    assert blob_spec(filterStr='.*/[ab].txt').values() == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/other/a.txt',
+                                                          '$AZ_BATCHAI_MOUNT_ROOT/bfs/b.txt']
+    # fullmatch, not match: a prefix of the path is not enough
+    with pytest.raises(SpecError, match='no file'):
+        blob_spec(filterStr='/data').values()
+
+
+def test_file_values_are_external_and_listed_once(fake_listing):
+    spec = blob_spec(mountMethod='JOB')
+    values = spec.values()
+    assert values[0] == '$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/other/a.txt'
+    assert all(isinstance(v, ExternalValue) for v in values)
+    assert values[0].external == '/other/a.txt'
+    spec.values()
+    spec.sample(random.Random(0))
+    assert len(fake_listing) == 1
+    storage_type, account, kwargs = fake_listing[0]
+    assert (storage_type, account, kwargs['container'], kwargs['account_key']) == \
+        ('BLOB', 'example_name', 'example_container', 's3cr3t-key')
+
+
+def test_file_share_directory_is_passed(fake_listing):
+    spec = FileParamSpec(parameterName='DATA_INPUT', storageAccountName='example_name', sasToken='sv=sig',
+                         storageType='FILE', mountPath='/afs/', fileshare='example_share', directory='/data/')
+    assert spec.values()[2] == '$AZ_BATCHAI_MOUNT_ROOT/afs/data/c.txt'
+    _, _, kwargs = fake_listing[0]
+    assert (kwargs['share'], kwargs['directory'], kwargs['sas_token']) == ('example_share', 'data', 'sv=sig')
+
+
+@pytest.mark.parametrize('kwargs, path', [
+    (dict(storageType='DISK'), 'storageType'),
+    (dict(mountMethod='NODE'), 'mountMethod'),
+    (dict(mountPath=None), 'mountPath'),
+    (dict(mountPath='/'), 'mountPath'),
+    (dict(container=None), 'container'),
+    (dict(fileshare='share'), 'fileshare'),
+    (dict(storageType='FILE', container=None), 'fileshare'),
+    (dict(storageType='FILE', fileshare='s'), 'container'),
+    (dict(filterStr='(['), 'filterStr'),
+    (dict(storageAccountName=''), 'storageAccountName'),
+])
+def test_file_spec_arguments_are_validated(kwargs, path):
+    with pytest.raises(SpecError) as exc_info:
+        blob_spec(**kwargs)
+    assert exc_info.value.path == path
+    assert 's3cr3t-key' not in str(exc_info.value)
+
+
+def test_file_spec_never_shows_secrets(fake_listing):
+    spec = blob_spec(connectionString='AccountKey=c0nn-secret', sasToken='sig=s4s-secret')
+    spec.values()
+    shown = repr(spec) + str(spec) + repr(vars(spec).keys()) + repr(pickle.dumps(spec))
+    for secret in ('s3cr3t-key', 'c0nn-secret', 's4s-secret'):
+        assert secret not in shown
+    assert pickle.loads(pickle.dumps(spec)).values() == spec.values()
+
+
+def test_file_spec_falls_back_to_environment_credentials(fake_listing, monkeypatch):
+    monkeypatch.setenv('AZURE_STORAGE_KEY', 'env-key')
+    blob_spec(storageAccountKey=None).values()
+    assert fake_listing[0][2]['account_key'] == 'env-key'
