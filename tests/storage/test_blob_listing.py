@@ -139,3 +139,19 @@ def test_resolve_storage_credentials():
            'OTHER': 'x'}
     assert resolve_storage_credentials(env) == {'account_key': 'k', 'sas_token': 'sv=1&sig=x'}
     assert resolve_storage_credentials({}) == {}
+
+
+def test_readme_blob_example_through_file_param_spec(azurite, container):
+    from azext_batchai_sweep.core.params import FileParamSpec
+    spec = FileParamSpec(parameterName='DATA_INPUT', storageAccountName=azurite.account_name,
+                         storageAccountKey=azurite.account_key, storageType='BLOB', mountPath='bfs',
+                         container=container, filterStr='/data/.+', accountUrl=azurite.blob_endpoint)
+    assert spec.values() == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/data/c.txt', '$AZ_BATCHAI_MOUNT_ROOT/bfs/data/d.txt']
+
+
+def test_file_param_spec_reads_the_connection_string_from_the_environment(azurite, container, monkeypatch):
+    from azext_batchai_sweep.core.params import FileParamSpec
+    monkeypatch.setenv('AZURE_STORAGE_CONNECTION_STRING', azurite.connection_string)
+    spec = FileParamSpec(parameterName='DATA_INPUT', storageAccountName=azurite.account_name, storageType='BLOB',
+                         mountMethod='JOB', mountPath='bfs', container=container, directory='data')
+    assert spec.values() == ['$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/data/c.txt', '$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/data/d.txt']
