@@ -45,6 +45,7 @@ def test_created_at_defaults_to_now_in_utc():
     assert header(0, created_at=None)['createdAt'].endswith('+00:00')
 
 
+@pytest.mark.slow
 def test_write_and_read_stream_in_flat_memory(tmp_path):
     path = str(tmp_path / 'big.plan.jsonl')
     count = 100_000

@@ -1,0 +1,364 @@
+"""Sweep files: load, validate and resolve a sweep (YAML or JSON) into a :class:`SweepDefinition`.
+
+    jobNamePrefix: lr
+    sampling: {type: random, count: 16, seed: 7}        # or {type: grid}
+    parameters:
+      - {name: LEARNING_RATE, type: numeric, dataType: REAL, start: 1e-4, end: 1e-1, numValues: 4, scale: LOG}
+      - {name: DEVICE_ID, type: discrete, values: [Device_1, Device_2]}
+    job: job.json    # relative to this file; or inline, {"properties": {...}} or the properties alone
+
+Every error is a SpecError naming the file, the field path and what was expected there. The order of checks:
+the file against sweep.schema.json, the parameter specs (core/params.py), then the job template against the Batch
+AI job schema, after each `{{NAME}}` placeholder is replaced by a sample value of its parameter (so that
+`nodeCount: "{{NODES}}"` passes as the integer it will be).
+"""
+import copy
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from .errors import SpecError
+from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec, MOUNT_ROOTS
+from .plan import literal_secrets
+from .schema_validation import SchemaValidator, format_path
+from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
+from .sweep import ParameterSweep
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'schemas')
+STORAGE_ACCOUNT_ENV = 'AZURE_BATCHAI_STORAGE_ACCOUNT'
+STORAGE_ACCOUNT_PLACEHOLDER = '<{}>'.format(STORAGE_ACCOUNT_ENV)
+# Credentials have no place in a file that gets shared and committed: core/storage.py reads them from these.
+CREDENTIAL_FIELDS = ('storageAccountKey', 'connectionString', 'sasToken')
+CREDENTIAL_HELP = ('storage credentials never go in the sweep file: set AZURE_STORAGE_KEY, '
+                   'AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_SAS_TOKEN in the environment instead')
+_AZURE_FILE_URL = re.compile(r'^https?://([^./]+)\.file\.')
+
+
+class _Loader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+    """YAML 1.1 reads `1e-4` as a string (its floats need a dot); sweep files are full of such numbers."""
+
+
+# YAML 1.2's float syntax, added after the 1.1 resolvers, so it only decides what they left as a string.
+_Loader.add_implicit_resolver(
+    'tag:yaml.org,2002:float',
+    re.compile(r'^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$'),
+    list('-+0123456789'))
+
+
+@dataclass
+class SweepDefinition:  # pylint: disable=too-many-instance-attributes
+    """A validated sweep.
+
+    :ivar source: the sweep file's path.
+    :ivar job_name_prefix: the file's jobNamePrefix, or None (the command uses the sweep name).
+    :ivar sampling: ``{"type": "grid"|"random", "count": int|None, "seed": int|None}``; the seed is set whenever
+        anything is drawn at random (a random search or a RANDOM_UNIFORM grid), chosen here if nobody gave one.
+    :ivar parameters: the parameter specs (core/params.py objects), in file order.
+    :ivar parameter_summaries: the parameters as written in the file (plan headers list them).
+    :ivar template: the job template, the Batch AI job *properties* (placeholders still in it).
+    :ivar unused_parameters: the parameters no placeholder uses (they still reach the job as PARAM_<NAME>).
+    """
+    source: str
+    job_name_prefix: str
+    sampling: dict
+    parameters: list
+    parameter_summaries: list
+    template: dict
+    unused_parameters: list = field(default_factory=list)
+
+    def jobs(self, sweep_name=None, job_name_prefix=None):
+        """The sweep's jobs, lazily (a core.sweep.JobSequence): `len()` first, then one job at a time.
+
+        Each job's ``body_json()`` is a Batch AI job create body, ``{"properties": {...}}``.
+        """
+        prefix = job_name_prefix or self.job_name_prefix or sweep_name
+        sweep = ParameterSweep(self.parameters)
+        body = {'properties': self.template}
+        try:
+            if self.sampling['type'] == 'random':
+                return sweep.generate_jobs_random_search(body, self.sampling['count'], seed=self.sampling['seed'],
+                                                         job_name_prefix=prefix, sweep_name=sweep_name)
+            return sweep.generate_jobs(body, job_name_prefix=prefix, sweep_name=sweep_name)
+        except SpecError as ex:
+            raise ex.within(source=self.source) from None
+
+
+def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed=None, storage_account_name=None,
+                    cluster_id=None):
+    """Load, validate and resolve a sweep file.
+
+    :param path: the sweep file, YAML or JSON.
+    :param template_path: a job.json to use instead of the file's `job`.
+    :param sampling: "grid" or "random", overriding the file's sampling.type.
+    :param count: jobs of a random search, overriding sampling.count.
+    :param seed: the random seed, overriding sampling.seed.
+    :param storage_account_name: replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the template; defaults to the
+        AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.
+    :param cluster_id: the cluster's resource id, set as the job's cluster.id.
+    :raises SpecError: naming the file, the field and what was expected.
+    """
+    document = _read_document(path)
+    _refuse_credentials(document, path)
+    _validate(document, 'sweep.schema.json', path)
+    resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
+    _choose_seed(resolved_sampling, document['parameters'])
+    specs = [_spec(entry, index, resolved_sampling, path) for index, entry in enumerate(document['parameters'])]
+    names = [spec.name for spec in specs]
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise SpecError('expected a name not used by another parameter', source=path,
+                            path='parameters[{}].name'.format(index))
+    for index, spec in enumerate(specs):
+        _check_values(spec, index, resolved_sampling['type'], path)
+
+    template, locate = _template(document, path, template_path)
+    template = _fill_storage_account(template, storage_account_name, locate)
+    if cluster_id:
+        template['cluster'] = {'id': cluster_id}
+    elif 'cluster' not in template:
+        logger.warning('The job template has no cluster: give one (--cluster) before submitting the sweep.')
+    unused = _check_template(template, specs, locate)
+    for name in unused:
+        logger.warning('Parameter %s is not used by any {{%s}} placeholder of the job: it still varies the jobs '
+                       'only through the PARAM_%s environment variable.', name, name, name)
+    return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
+                           parameters=specs, parameter_summaries=document['parameters'], template=template,
+                           unused_parameters=unused)
+
+
+def _read_document(path, what='sweep file'):
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except OSError as ex:
+        raise SpecError('expected a readable {} ({})'.format(what, ex.strerror or ex), source=path) from None
+    try:
+        if path.lower().endswith('.json'):
+            return json.loads(text)
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python objects from the file
+    except ValueError as ex:
+        raise SpecError('expected valid JSON ({})'.format(ex), source=path) from None
+    except yaml.YAMLError as ex:
+        mark = getattr(ex, 'problem_mark', None)
+        where = 'line {}, column {}'.format(mark.line + 1, mark.column + 1) if mark else None
+        raise SpecError('expected valid YAML ({})'.format(getattr(ex, 'problem', None) or ex), source=path,
+                        path=where) from None
+
+
+def _refuse_credentials(node, path, where=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in CREDENTIAL_FIELDS:
+                raise SpecError('expected no {}: {}'.format(key, CREDENTIAL_HELP), source=path,
+                                path=format_path(where + (key,)))
+            _refuse_credentials(value, path, where + (key,))
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            _refuse_credentials(item, path, where + (index,))
+
+
+def _load_schema(name):
+    with open(os.path.join(SCHEMA_DIR, name), encoding='utf-8') as f:
+        return json.load(f)
+
+
+def _validate(document, schema_name, source, locate=None, explain=None):
+    issues = SchemaValidator(_load_schema(schema_name)).errors(document)
+    if not issues:
+        return
+    locate = locate or (lambda p: (source, format_path(p)))
+    explain = explain or (lambda issue: issue.message)
+
+    def where(issue):
+        file, field_path = locate(issue.path)
+        return '{}: {}'.format(file, field_path) if field_path else file
+
+    first_source, first_path = locate(issues[0].path)
+    message = explain(issues[0])
+    if len(issues) > 1:
+        message += ''.join('\n  {}: {}'.format(where(issue), explain(issue)) for issue in issues[1:])
+    error = SpecError(message, source=first_source, path=first_path or None)
+    error.issues = issues
+    raise error
+
+
+def _sampling(written, sampling, count, seed, path):
+    kind = sampling or written['type']
+    resolved = {'type': kind, 'count': None, 'seed': seed if seed is not None else written.get('seed')}
+    if kind == 'random':
+        resolved['count'] = count if count is not None else written.get('count')
+        if resolved['count'] is None:
+            raise SpecError('expected the number of jobs of a random search (or a count on the command line)',
+                            source=path, path='sampling.count')
+    elif count is not None:
+        raise SpecError('expected random sampling for a count of jobs (this sweep samples a grid)', source=path,
+                        path='sampling.type')
+    return resolved
+
+
+def _choose_seed(sampling, entries):
+    drawn = sampling['type'] == 'random' or any(entry.get('scale') == 'RANDOM_UNIFORM' for entry in entries)
+    if not drawn:
+        sampling['seed'] = None
+    elif sampling['seed'] is None:
+        # Chosen here, reported with the plan: a random sweep without a known seed could never be replayed.
+        sampling['seed'] = random.SystemRandom().randrange(2 ** 31)
+
+
+_SPEC_FIELDS = {
+    'numeric': (NumParamSpec, ('start', 'end', 'dataType', 'scale', 'numValues', 'step')),
+    'discrete': (DiscreteParamSpec, ('values',)),
+    'dict': (DictParamSpec, ('values',)),
+    'file': (FileParamSpec, ('storageAccountName', 'storageType', 'mountMethod', 'mountPath', 'container',
+                             'fileshare', 'directory', 'filterStr')),
+}
+
+
+def _spec(entry, index, sampling, path):
+    cls, fields = _SPEC_FIELDS[entry['type']]
+    kwargs = {key: entry[key] for key in fields if key in entry}
+    if entry['type'] == 'numeric' and entry['scale'] == 'RANDOM_UNIFORM':
+        # One stream per parameter, from the sweep's seed: two such parameters must not draw the same values.
+        kwargs['seed'] = '{}/{}'.format(sampling['seed'], entry['name'])
+    try:
+        return cls(parameterName=entry['name'], **kwargs)
+    except SpecError as ex:
+        raise _in_parameter(ex, index, path) from None
+
+
+def _in_parameter(error, index, path):
+    # The specs name their fields as the seed README's keyword arguments; the sweep file calls parameterName "name".
+    error.path = 'name' if error.path == 'parameterName' else error.path
+    return error.within('parameters[{}]'.format(index), source=path)
+
+
+def _check_values(spec, index, sampling_type, path):
+    """Compute what expansion will need now, so that an error points at its parameter (file listing included)."""
+    if sampling_type == 'grid' or isinstance(spec, FileParamSpec):
+        try:
+            spec.values()
+        except SpecError as ex:
+            raise _in_parameter(ex, index, path) from None
+
+
+class _Location:
+    """Maps a path inside `{"properties": ...}` to the file and the path as the user wrote the job there."""
+
+    def __init__(self, source, prefix, wrapped):
+        self.source, self.prefix, self.wrapped = source, prefix, wrapped
+
+    def __call__(self, where):
+        where = tuple(where)
+        return self.source, format_path(self.prefix + (where if self.wrapped else where[1:]))
+
+    def text(self, where):
+        """The same for a path already written out, such as `properties.nodeCount` (from the substitution)."""
+        if not self.wrapped and where and where.startswith('properties'):
+            where = where[len('properties'):].lstrip('.')
+        if self.prefix:
+            where = format_path(self.prefix) + ('.' + where if where and not where.startswith('[') else where or '')
+        return where or None
+
+
+def _template(document, path, template_path):
+    """The job properties and their :class:`_Location`."""
+    if template_path is not None:
+        source, job, prefix = template_path, _read_document(template_path, 'job template'), ()
+    elif 'job' in document:
+        job = document['job']
+        if isinstance(job, str):
+            source = os.path.join(os.path.dirname(os.path.abspath(path)), job)
+            job, prefix = _read_document(source, 'job template'), ()
+        else:
+            source, prefix = path, ('job',)
+    else:
+        raise SpecError('expected a job: a path to a job.json, or the job inline (or a template on the command line)',
+                        source=path, path='job')
+    if not isinstance(job, dict):
+        raise SpecError('expected a job definition (a mapping)', source=source, path=format_path(prefix) or None)
+    wrapped = isinstance(job.get('properties'), dict)
+    if wrapped:
+        extra = sorted(set(job) - {'$schema', 'properties'})
+        if extra:
+            raise SpecError('expected only $schema and properties next to the job\'s properties', source=source,
+                            path=format_path(prefix + (extra[0],)))
+    return copy.deepcopy(job['properties'] if wrapped else job), _Location(source, prefix, wrapped)
+
+
+def _fill_storage_account(template, storage_account_name, locate):
+    text = json.dumps(template)
+    if STORAGE_ACCOUNT_PLACEHOLDER not in text:
+        return template
+    name = storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
+    if not name:
+        source, where = locate(('properties',) + _first_path_with(template, STORAGE_ACCOUNT_PLACEHOLDER))
+        raise SpecError('expected a storage account name for {}: give it on the command line (--storage-account-name) or '
+                        'in the {} environment variable'.format(STORAGE_ACCOUNT_PLACEHOLDER, STORAGE_ACCOUNT_ENV),
+                        source=source, path=where)
+    return json.loads(text.replace(STORAGE_ACCOUNT_PLACEHOLDER, name))
+
+
+def _first_path_with(node, text, where=()):
+    if isinstance(node, str):
+        return where if text in node else None
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = _first_path_with(value, text, where + (key,))
+        if found is not None:
+            return found
+    return None
+
+
+def _check_template(template, specs, locate):
+    """Validate the template with sample values in its placeholders; return the parameters no placeholder uses."""
+    for mount in (template.get('mountVolumes') or {}).get('azureFileShares') or ():
+        # As `az batchai job create` does: the account is the one of the share's URL.
+        match = _AZURE_FILE_URL.match(mount.get('azureFileUrl') or '') if isinstance(mount, dict) else None
+        if match and 'accountName' not in mount:
+            mount['accountName'] = match.group(1)
+    leaked = literal_secrets({'properties': template})
+    if leaked:
+        source, where = locate(leaked[0])
+        raise SpecError('expected a reference like "$env:NAME" to an environment variable holding the secret, resolved at '
+                        'submit time: a secret value never goes in a template or a plan', source=source, path=where)
+    try:
+        compiled = CompiledTemplate({'properties': template}, specs)
+    except SpecError as ex:
+        raise SpecError(ex.message, source=locate.source, path=locate.text(ex.path)) from None
+    samples = {spec.name: _sample(spec) for spec in specs}
+    rendered = compiled.render(samples, json.dumps(samples))
+    for kind in ('azureFileShares', 'azureBlobFileSystems'):
+        for mount in (rendered['properties'].get('mountVolumes') or {}).get(kind) or ():
+            # The account key is not part of the template: it comes from the environment at submit time.
+            mount.setdefault('credentials', {})
+    def explain(issue):
+        # The value checked is a sample; say so when the field as written is a placeholder.
+        written = _value_at({'properties': template}, issue.path)
+        if isinstance(written, str) and PLACEHOLDER_PATTERN.search(written):
+            return '{} (with the placeholders of {!r} replaced by sample values)'.format(issue.message, written)
+        return issue.message
+    _validate(rendered, 'job.schema.json', None, locate, explain)
+    return [spec.name for spec in specs if spec.name not in compiled.used_names]
+
+
+def _value_at(node, path):
+    for key in path:
+        try:
+            node = node[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
+
+
+def _sample(spec):
+    """A value of the parameter's type, without listing any storage."""
+    if isinstance(spec, FileParamSpec):
+        return '{}/{}/sample'.format(MOUNT_ROOTS[spec.mount_method], spec.mount_path)
+    return spec.sample(random.Random(0))
