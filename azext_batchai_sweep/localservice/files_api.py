@@ -80,12 +80,16 @@ class _Request:
     def __init__(self, method, path, query, headers, body_reader):
         self.method = method.upper()
         self.raw_path = path
-        # unquote, not unquote_plus: the Storage SDKs percent-encode spaces and sign '+' as a literal '+'.
         self.query = {}
-        for part in (query or '').split('&'):
-            if part:
-                name, _, value = part.partition('=')
-                self.query.setdefault(unquote(name).lower(), []).append(unquote(value))
+        if isinstance(query, str):
+            # unquote, not unquote_plus: the Storage SDKs percent-encode spaces and sign '+' as a literal '+'.
+            for part in query.split('&'):
+                if part:
+                    name, _, value = part.partition('=')
+                    self.query.setdefault(unquote(name).lower(), []).append(unquote(value))
+        else:
+            for name, value in (query or {}).items():
+                self.query.setdefault(name.lower(), []).extend([value] if isinstance(value, str) else value)
         self.headers = {name.lower(): value for name, value in headers.items()}
         self.body_reader = body_reader
         # Decoded before splitting: the SDK sends a nested directory name as one segment, 'in%2Fdeep'.
@@ -108,9 +112,11 @@ class FilesApi:
     def handle(self, method, path, query, headers, body_reader):
         """Answer one request.
 
-        `path` is the request path as received (still percent-encoded), `query` the raw query string, `headers` a
-        mapping, `body_reader` a binary file object holding the body (at most Content-Length bytes are read).
-        Returns (status, headers, body) where body is bytes or an iterable of bytes; Content-Length is always set.
+        `path` is the request path as received (still percent-encoded); `query` the raw query string (preferred) or
+        a mapping of decoded values (parse_qs-style: a '+' decoded to a space then breaks the signature of a request
+        whose prefix or marker holds a '+'); `headers` a mapping; `body_reader` a binary file object holding the
+        body (at most Content-Length bytes are read). Returns (status, headers, body): body is bytes or an iterable
+        of bytes, empty for HEAD; Content-Length is always set.
         """
         request = _Request(method, path, query, headers, body_reader)
         request_id = str(uuid.uuid4())
@@ -125,6 +131,8 @@ class FilesApi:
                             'Date': email.utils.formatdate(usegmt=True)})
         if isinstance(body, bytes):  # a HEAD of a file has set the file's length already
             out_headers.setdefault('Content-Length', str(len(body)))
+        if request.method == 'HEAD':  # headers only, errors included, whatever the adapter does with a body
+            body = b''
         return status, out_headers, body
 
     # -- routing ---------------------------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """localservice.files_api through the real azure-storage-file-share SDK (and raw HTTP where the SDK cannot go)."""
+import base64
 import http.client
 import os
 import re
 import uuid
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta, timezone
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
@@ -14,6 +15,7 @@ from azure.storage.fileshare import (ShareClient, ShareServiceClient, generate_f
 from azext_batchai_sweep.core.errors import StorageError
 from azext_batchai_sweep.core.params import FileParamSpec
 from azext_batchai_sweep.core.storage import list_file_paths
+from azext_batchai_sweep.localservice.files_api import FilesApi
 
 from .files_server import start_files_endpoint
 
@@ -293,3 +295,32 @@ def test_error_messages_carry_no_request_secret(endpoint, readme_share):
     _, _, body = _raw(endpoint, 'GET', '/{}/{}/none.txt?{}'.format(endpoint.account_name, readme_share, sas))
     assert signature not in body.decode() and endpoint.account_key not in body.decode()
     assert uuid.UUID(ET.fromstring(body).findtext('Message').split('RequestId:')[1].split()[0])
+
+
+def test_names_that_need_url_encoding(endpoint):
+    # Spaces, '+', '%', '?', '#', '&', quotes and non-ASCII must survive the URL, the signature and the listing.
+    share = _share_client(endpoint, 'odd-names')
+    share.create_share()
+    share.get_directory_client('d ir+x').create_directory()
+    names = ['a b+c.txt', 'q?x#y&z=%20.txt', "it's.txt", 'ünï cödé.txt', 'd ir+x/f g']
+    for name in names:
+        share.get_file_client(name).upload_file(name.encode())
+        assert share.get_file_client(name).download_file().readall() == name.encode()
+    listed = share.get_directory_client('').list_directories_and_files(name_starts_with='q?x#y&z=%')
+    assert [item['name'] for item in listed] == ['q?x#y&z=%20.txt']
+    assert list_file_paths('FILE', endpoint.account_name, share='odd-names', account_key=endpoint.account_key,
+                           account_url=endpoint.account_url) == sorted('/' + name for name in names)
+
+
+def test_handle_takes_a_parsed_query_and_answers_head_without_body(tmp_path):
+    # The contract with the local service's own HTTP server, which may hand over a parse_qs-style mapping.
+    api = FilesApi(str(tmp_path), base64.b64encode(b'k' * 64).decode())
+    os.makedirs(tmp_path / 'acct' / 'shares' / 'share1')
+    sas = generate_share_sas('acct', 'share1', base64.b64encode(b'k' * 64).decode(), permission='rl',
+                             expiry=datetime.now(timezone.utc) + timedelta(hours=1))
+    query = parse_qs(sas)
+    status, headers, body = api.handle('GET', '/acct/share1', dict(query, restype='directory', comp='list'), {},
+                                       None)
+    assert status == 200 and b'<Entries></Entries>' in body
+    status, headers, body = api.handle('HEAD', '/acct/share1/missing.txt', query, {}, None)
+    assert (status, headers['x-ms-error-code'], body) == (404, 'ResourceNotFound', b'')
