@@ -27,7 +27,9 @@ def core_errors():
     try:
         yield
     except SpecError as ex:
-        raise InvalidArgumentValueError(_capitalized(str(ex)), recommendation=SPEC_RECOMMENDATION) from None
+        # The message starts with the file name (whose case must not change), hence the lead-in.
+        raise InvalidArgumentValueError('Invalid sweep definition: {}'.format(ex),
+                                        recommendation=SPEC_RECOMMENDATION) from None
     except StorageError as ex:
         raise AzureResponseError(_capitalized(str(ex)), recommendation=STORAGE_RECOMMENDATION) from None
     except ServiceError as ex:
@@ -49,6 +51,8 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from .core.plan import plan_header, write_plan
     from .core.sweepfile import load_sweep_file
 
+    # Configured defaults arrive as str subclasses that az's output would turn into {"isDefault": true}.
+    resource_group, workspace_name, experiment_name = str(resource_group), str(workspace_name), str(experiment_name)
     plan_file = os.path.abspath(plan_file or '{}.plan.jsonl'.format(sweep_name))
     with core_errors():
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
