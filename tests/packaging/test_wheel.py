@@ -1,0 +1,62 @@
+"""The wheel installs with `az extension add` (no dependencies to fetch) and its command runs through az."""
+import ast
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.fixtures_az import AZ, REPO_ROOT, base_env
+
+pytestmark = [pytest.mark.az, pytest.mark.slow]
+
+
+def test_setup_declares_no_install_requires():
+    # Everything the extension imports ships with azure-cli; a requirement would make `az extension add` go online.
+    with open(os.path.join(REPO_ROOT, 'setup.py'), encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    setup_call = next(node for node in ast.walk(tree)
+                      if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'setup')
+    keywords = {keyword.arg: keyword.value for keyword in setup_call.keywords}
+    assert 'install_requires' in keywords
+    assert ast.literal_eval(keywords['install_requires']) == []
+
+
+@pytest.fixture(scope='module')
+def wheel(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp('wheel'))
+    # --no-build-isolation: the venv's setuptools and wheel build it, offline (requirements-test.txt lists wheel).
+    built = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--quiet', '--no-deps', '--no-build-isolation',
+                            '-w', out, REPO_ROOT], check=False, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    (path,) = glob.glob(os.path.join(out, '*.whl'))
+    return path
+
+
+def test_installed_wheel_runs_sweep_create(wheel, tmp_path):
+    config_dir, extension_dir = tmp_path / 'config', tmp_path / 'extensions'
+    config_dir.mkdir()
+    extension_dir.mkdir()
+    env = base_env(str(config_dir), {'AZURE_EXTENSION_DIR': str(extension_dir)})
+    del env['AZURE_EXTENSION_DEV_SOURCES']  # the installed wheel, not the source tree
+
+    def az(*args):
+        return subprocess.run([AZ, *args], capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600,
+                              check=False)
+
+    added = az('extension', 'add', '--source', wheel, '-y')
+    assert added.returncode == 0, added.stderr
+    listed = json.loads(az('extension', 'list', '-o', 'json').stdout)
+    assert [(e['name'], e['extensionType']) for e in listed] == [('batchai-sweep', 'whl')]
+
+    for name in ('sweep.yaml', 'job.json'):
+        shutil.copy(os.path.join(REPO_ROOT, 'examples', name), str(tmp_path / name))
+    result = az('batchai', 'sweep', 'create', '-g', 'rg', '-w', 'ws', '-e', 'exp', '-n', 'w', '--spec', 'sweep.yaml',
+                '--storage-account-name', 'acct', '-o', 'json')
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)['jobCount'] == 9
+    # The schemas are package data: validation works from the installed copy, not from the source tree.
+    assert str(extension_dir) in az('extension', 'show', '-n', 'batchai-sweep', '--query', 'path', '-o', 'tsv').stdout
