@@ -169,7 +169,8 @@ def file_value(path):
 def test_shell_quote():
     assert shell_quote(0.001) == '0.001' and shell_quote('abc_1') == 'abc_1'
     assert shell_quote(file_value('/data/c.txt')) == '$AZ_BATCHAI_MOUNT_ROOT/bfs/data/c.txt'
-    assert shlex.split(shell_quote(file_value('/a; touch /tmp/pwned'))) == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/a; touch /tmp/pwned']
+    quoted = shell_quote(file_value('/a; touch /tmp/pwned'))
+    assert shlex.split(quoted) == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/a; touch /tmp/pwned']
 
 
 def test_external_value_in_command_line_is_one_quoted_argument(tmp_path):
