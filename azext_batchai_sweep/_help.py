@@ -1,6 +1,7 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
+# pylint: disable=line-too-long
 from knack.help_files import helps  # pylint: disable=unused-import
 
 helps['batchai sweep'] = """

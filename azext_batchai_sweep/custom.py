@@ -3,6 +3,7 @@
 # --------------------------------------------------------------------------------------------
 """The commands: arguments mapped to the core library, core errors mapped to azclierror classes."""
 import os
+import sys
 from contextlib import contextmanager
 
 from knack.log import get_logger
@@ -88,7 +89,9 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def _records(cmd, jobs, listed, limit):
     """The plan's job records, one at a time; the first `limit` are also kept (name and parameters) for the output."""
     import json
-    progress = cmd.cli_ctx.get_progress_controller(det=True) if len(jobs) >= PROGRESS_THRESHOLD else None
+    # A bar is for someone watching: redirected stderr (CI logs, scripts) gets only the final status line.
+    watched = len(jobs) >= PROGRESS_THRESHOLD and sys.stderr.isatty()
+    progress = cmd.cli_ctx.get_progress_controller(det=True) if watched else None
     for job in jobs:
         if len(listed) < limit:
             listed.append({'name': job.name, 'parameters': job.parameters})

@@ -28,7 +28,8 @@ def main():
     print('\n# The same sweep as a random search of 4 jobs; the seed makes it repeatable. --query picks fields.')
     run('batchai', 'sweep', 'create', '-g', 'batchai.recipes', '-w', 'recipe_workspace', '-e', 'chainer_experiment',
         '-n', 'mnist-random', '--spec', spec, '--storage-account-name', 'demostorage', '-c', 'nc6',
-        '--sampling', 'random', '--count', '4', '--seed', '7', '--query', '{jobs: jobCount, seed: seed, plan: planFile}')
+        '--sampling', 'random', '--count', '4', '--seed', '7',
+        '--query', '{jobs: jobCount, seed: seed, plan: planFile}')
     print('\n# The plan files are in {}.'.format(OUTPUT))
 
 

@@ -120,11 +120,19 @@ def write_plan(path, header, jobs):
                 count += 1
         if count != header['jobCount']:
             raise ValueError('The plan header announces {} jobs but {} were written'.format(header['jobCount'], count))
+        # mkstemp makes the file private (0600); the plan holds no secret, so it gets a new file's usual mode.
+        os.chmod(temp_path, 0o666 & ~_umask())
         os.replace(temp_path, path)
     except BaseException:
         os.unlink(temp_path)
         raise
     return count
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _line(record):

@@ -299,8 +299,8 @@ def _fill_storage_account(template, storage_account_name, locate):
     name = storage_account_name or os.environ.get(STORAGE_ACCOUNT_ENV)
     if not name:
         source, where = locate(('properties',) + _first_path_with(template, STORAGE_ACCOUNT_PLACEHOLDER))
-        raise SpecError('expected a storage account name for {}: give it on the command line (--storage-account-name) or '
-                        'in the {} environment variable'.format(STORAGE_ACCOUNT_PLACEHOLDER, STORAGE_ACCOUNT_ENV),
+        raise SpecError('expected a storage account name for {}: give it on the command line '
+                        '(--storage-account-name) or in the {} environment variable'.format(STORAGE_ACCOUNT_PLACEHOLDER, STORAGE_ACCOUNT_ENV),
                         source=source, path=where)
     return json.loads(text.replace(STORAGE_ACCOUNT_PLACEHOLDER, name))
 
@@ -326,8 +326,8 @@ def _check_template(template, specs, locate):
     leaked = literal_secrets({'properties': template})
     if leaked:
         source, where = locate(leaked[0])
-        raise SpecError('expected a reference like "$env:NAME" to an environment variable holding the secret, resolved at '
-                        'submit time: a secret value never goes in a template or a plan', source=source, path=where)
+        raise SpecError('expected a reference like "$env:NAME" to an environment variable holding the secret, '
+                        'resolved at submit time: a secret value never goes in a template or a plan', source=source, path=where)
     try:
         compiled = CompiledTemplate({'properties': template}, specs)
     except SpecError as ex:

@@ -54,7 +54,8 @@ def test_json_output_and_the_plan_file(az, example, tmp_path):
     # Not logged in: the cluster name is expanded with the all-zero subscription, as create never needs a login.
     assert properties['cluster']['id'] == ('/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/'
                                            'providers/Microsoft.BatchAI/workspaces/ws/clusters/nc6')
-    assert properties['chainerSettings']['commandLineArgs'] == '-g -o $AZ_BATCHAI_OUTPUT_MODEL --unit 100 --batchsize 50'
+    assert properties['chainerSettings']['commandLineArgs'] == \
+        '-g -o $AZ_BATCHAI_OUTPUT_MODEL --unit 100 --batchsize 50'
     assert properties['mountVolumes']['azureFileShares'][0]['azureFileUrl'] == 'https://acct.file.core.windows.net/logs'
     env = {item['name']: item['value'] for item in properties['environmentVariables']}
     assert env['PARAM_UNITS'] == '100' and env['BATCHAI_SWEEP_NAME'] == 'mnist'

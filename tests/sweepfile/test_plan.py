@@ -36,6 +36,9 @@ def test_header_line_then_one_line_per_job(tmp_path):
                         'parameters': [{'name': 'UNITS', 'type': 'discrete', 'values': [1, 2]}], 'jobCount': 2,
                         'createdAt': '2026-01-01T00:00:00+00:00'}
     assert lines[1:] == [job(1), job(2)]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~mask
     read_header, jobs = read_plan(path)
     assert read_header == lines[0]
     assert list(jobs) == [job(1), job(2)]

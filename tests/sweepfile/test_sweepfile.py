@@ -80,7 +80,8 @@ def test_yaml_inline_job_and_every_parameter_kind(tmp_path):
           - {name: LR, type: numeric, dataType: REAL, start: 1e-4, end: 1e-1, numValues: 4, scale: LOG}
           - {name: BATCH_SIZE, type: numeric, dataType: INTEGER, start: 10, end: 50, step: 10, scale: LINEAR}
           - {name: DEVICE_ID, type: discrete, values: [Device_1, Device_2]}
-          - {name: HYPERPARAMS, type: dict, values: [{LEARNING_RATE: 1e-4, HIDDEN: 100}, {LEARNING_RATE: 1e-3, HIDDEN: 200}]}
+          - {name: HYPERPARAMS, type: dict,
+             values: [{LEARNING_RATE: 1e-4, HIDDEN: 100}, {LEARNING_RATE: 1e-3, HIDDEN: 200}]}
         job:
           nodeCount: 1
           customToolkitSettings:
