@@ -1,0 +1,51 @@
+"""Foreground form: `python -m azext_batchai_sweep.localservice --data-dir DIR [options]`.
+
+Runs until SIGTERM or SIGINT, then terminates the running jobs (recorded failed: ServiceStopped) and exits.
+"""
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from .server import LocalService
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog='python -m azext_batchai_sweep.localservice',
+                                     description='Local Batch AI (2018-05-01) compatible service.')
+    parser.add_argument('--data-dir', required=True, help='state, storage, job files and secrets live here')
+    parser.add_argument('--host', default='127.0.0.1', help='listen address (non-loopback needs --allow-remote)')
+    parser.add_argument('--port', type=int, default=0, help='ARM API port (0: a free port)')
+    parser.add_argument('--files-port', type=int, default=0, help='files API port (0: a free port)')
+    parser.add_argument('--slots', type=int, default=None, help='nodes of the default cluster (default: CPUs)')
+    parser.add_argument('--faults', default=None,
+                        help='fault injection, e.g. 5xx=0.2,429=0.1,drop=0.02,latency-ms=200,writes-per-s=20,seed=1')
+    parser.add_argument('--allow-remote', action='store_true', help='allow a non-loopback --host')
+    parser.add_argument('--log-level', default='INFO', choices=['DEBUG', 'INFO', 'WARNING', 'ERROR'])
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    if args.slots is not None and args.slots < 1:
+        _parser().error('--slots must be at least 1')
+    try:
+        service = LocalService(args.data_dir, host=args.host, port=args.port, files_port=args.files_port,
+                               slots=args.slots, faults=args.faults, allow_remote=args.allow_remote)
+        service.start()
+    except (ValueError, RuntimeError, OSError) as ex:
+        print('error: {}'.format(ex), file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    while not stop.wait(1.0):
+        pass
+    service.shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

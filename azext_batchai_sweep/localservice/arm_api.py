@@ -1,0 +1,445 @@
+"""The Batch AI 2018-05-01 ARM routes: workspaces, clusters, experiments, jobs, operation results.
+
+Long-running operations answer 202 with `Location` (an operationresults URL) and `Retry-After: 1`, as the
+swagger's examples do. The operation id is the operation itself (action + resource key, base64url), so polling
+needs no table: create answers the resource once it exists, delete answers 202 while the resource is being
+deleted, terminate answers 202 while the job is terminating.
+
+Re-PUT of an existing job (ARM PUT semantics): Batch AI jobs are immutable, so an identical body (as stored) gets
+200 and the existing job; any difference gets 409 Conflict (`JobAlreadyExists`). The same rule holds for clusters.
+Workspaces only accept a tags change; experiments have no body.
+"""
+import base64
+import datetime
+import json
+import logging
+import os
+import threading
+import urllib.parse
+
+from . import API_VERSION
+from .auth import sign_link
+from .errors import ArmError, bad_request, conflict, not_found
+from .layout import JobLayout
+from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, cluster_body, experiment_body,
+                        iso, job_body, parse_cluster_id, utcnow, validate_job, workspace_body)
+from .store import resource_key
+
+logger = logging.getLogger(__name__)
+
+JSON = 'application/json; charset=utf-8'
+RETRY_AFTER = '1'
+DELETE_WAIT_SECONDS = 15.0
+
+
+def _canonical(value):
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+def _op_token(action, key):
+    return base64.urlsafe_b64encode(json.dumps([action, key]).encode()).decode().rstrip('=')
+
+
+def _op_parse(token):
+    try:
+        action, key = json.loads(base64.urlsafe_b64decode(token + '=' * (-len(token) % 4)))
+    except (ValueError, TypeError):
+        raise ArmError(404, 'OperationNotFound', "Operation '{}' was not found.".format(token)) from None
+    return action, key
+
+
+def _json_response(status, body, headers=None):
+    data = body if isinstance(body, bytes) else json.dumps(body, separators=(',', ':')).encode('utf-8')
+    return status, {'Content-Type': JSON, **(headers or {})}, data
+
+
+class ArmApi:
+    """Routes an authenticated ARM request to its operation; returns (status, headers, body bytes)."""
+
+    def __init__(self, store, runner, data_dir, link_key):
+        self._store = store
+        self._runner = runner
+        self._data_dir = data_dir
+        self._real_data_dir = os.path.realpath(data_dir)
+        self._link_key = link_key
+
+    # ---- dispatch --------------------------------------------------------------------------------------------
+
+    def handle(self, method, path, query, base_url, body):
+        """Serve one request. `query` maps lower-cased names to values; `base_url` is how the client reached us."""
+        version = query.get('api-version')
+        if version is None:
+            raise bad_request('MissingApiVersionParameter',
+                              "The api-version query parameter (?api-version=) is required for all requests.")
+        if version != API_VERSION:
+            raise bad_request('InvalidApiVersionParameter',
+                              "The api-version '{}' is invalid. The supported versions are '{}'.".format(
+                                  version, API_VERSION))
+        segments = [urllib.parse.unquote(s) for s in path.split('/') if s]
+        lower = [s.lower() for s in segments]
+        if len(segments) < 4 or lower[0] != 'subscriptions':
+            raise ArmError(404, 'InvalidResourceType', "No route for '{}'.".format(path))
+        sub = segments[1]
+        ctx = _Request(self, method, path, query, base_url, body, sub)
+        if lower[2:4] == ['providers', 'microsoft.batchai']:
+            tail, rg = segments[4:], None
+        elif lower[2] == 'resourcegroups' and len(segments) >= 6 and lower[4:6] == ['providers', 'microsoft.batchai']:
+            rg, tail = segments[3], segments[6:]
+            check_name('resource group', rg, RESOURCE_GROUP_RE, max_length=90)
+            if rg in ('.', '..'):
+                raise bad_request('InvalidResourceName', "'{}' is not a resource group name.".format(rg))
+        else:
+            raise ArmError(404, 'InvalidResourceType', "No route for '{}'.".format(path))
+        return ctx.route(rg, tail)
+
+    # ---- helpers shared by the routes ------------------------------------------------------------------------
+
+    def cluster_view(self, body):
+        """A cluster body with its live node state counts (slots in use by running jobs)."""
+        key = resource_key(*self._key_parts(body['id']))
+        used = self._runner.used_slots(key)
+        total = body['properties'].get('currentNodeCount', 0)
+        body['properties']['nodeStateCounts'] = {
+            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
+            'unusableNodeCount': 0, 'leavingNodeCount': 0}
+        return body
+
+    @staticmethod
+    def _key_parts(arm_resource_id):
+        parts = [p for p in arm_resource_id.split('/') if p]
+        # subscriptions/<sub>/resourceGroups/<rg>/providers/Microsoft.BatchAI/workspaces/<ws>/...
+        return [parts[1], parts[3], *parts[7:]]
+
+    def public_body(self, row):
+        body = json.loads(row['body'])
+        return self.cluster_view(body) if row['kind'] == 'cluster' else body
+
+    def delete_async(self, key, kind):
+        """Mark a resource (and what is below it) deleting, then remove it once its running jobs are killed."""
+        with self._runner.locked():
+            self._store.update(key, lambda b: b['properties'].update(
+                provisioningState='deleting', provisioningStateTransitionTime=iso(utcnow())))
+            self._store.set_state_below(key, 'deleting')
+            running = self._runner.running_below(key)
+        if kind == 'cluster':
+            running = [r['key'] for r in self._store.in_states(('running', 'terminating', 'queued'))
+                       if r['cluster'] == key]
+
+        def finish():
+            for job in running:
+                if not self._runner.kill(job, 'cluster' if kind == 'cluster' else 'deleted'):
+                    self._runner.fail_queued(job, 'cluster')
+            self._runner.wait_for(running, DELETE_WAIT_SECONDS)
+            self._store.delete_tree(key)
+            logger.info('deleted %s', key)
+        threading.Thread(target=finish, name='delete', daemon=True).start()
+
+    def list_files(self, row, query, base_url):
+        """listOutputFiles: the entries of one directory of a job's stdouterr or output directory, paged."""
+        body = json.loads(row['body'])
+        directory_id = query.get('outputdirectoryid')
+        if not directory_id:
+            raise bad_request('MissingRequiredParameter', "The 'outputdirectoryid' query parameter is required.")
+        layout = JobLayout(self._data_dir, body, row['cluster'])
+        base = layout.directory(directory_id)
+        if base is None:
+            raise bad_request('InvalidOutputDirectoryId',
+                              "The job has no output directory '{}'.".format(directory_id))
+        target = os.path.normpath(os.path.join(base, query.get('directory') or '.'))
+        if target != base and not target.startswith(base + os.sep):
+            raise bad_request('InvalidDirectory', "'directory' must stay inside the output directory.")
+        expiry = _int_param(query, 'linkexpiryinminutes', 60, 5, 600)
+        limit = _int_param(query, 'maxresults', 1000, 1, 1000)
+        start = _int_param(query, '$skiptoken', 0, 0, None)
+        try:
+            entries = sorted(os.scandir(target), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            entries = []
+        page = entries[start:start + limit]
+        files = []
+        for entry in page:
+            if entry.is_dir():
+                files.append({'name': entry.name, 'fileType': 'directory'})
+                continue
+            try:
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue
+            item = {'name': entry.name, 'fileType': 'file', 'properties': {
+                'lastModified': iso(_from_timestamp(stat.st_mtime)), 'contentLength': stat.st_size}}
+            relpath = os.path.relpath(os.path.realpath(entry.path), self._real_data_dir)
+            if not relpath.startswith('..'):  # a symlink out of the data dir gets no link
+                item['downloadUrl'] = '{}/download/{}?{}'.format(
+                    base_url, urllib.parse.quote(relpath), sign_link(self._link_key, relpath, expiry))
+            files.append(item)
+        result = {'value': files}
+        if start + limit < len(entries):
+            params = {k: v for k, v in query.items() if k != '$skiptoken'}
+            params['$skiptoken'] = str(start + limit)
+            result['nextLink'] = '{}{}?{}'.format(base_url, urllib.parse.quote(body['id']) + '/listOutputFiles',
+                                                  urllib.parse.urlencode(params))
+        return result
+
+
+def _from_timestamp(seconds):
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+
+
+def _int_param(query, name, default, minimum, maximum):
+    text = query.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        raise bad_request('InvalidQueryParameterValue', "Query parameter '{}' must be an integer{}.".format(
+            name, ' from {} to {}'.format(minimum, maximum) if maximum is not None else ' >= {}'.format(minimum)))
+    return value
+
+
+class _Request:
+    """One request's routing state; methods are the operations of the swagger."""
+
+    def __init__(self, api, method, path, query, base_url, body, sub):
+        self.api = api
+        self.path = path
+        self.store = api._store  # pylint: disable=protected-access
+        self.runner = api._runner  # pylint: disable=protected-access
+        self.method = method
+        self.query = query
+        self.base_url = base_url
+        self.body = body
+        self.sub = sub
+
+    def route(self, rg, tail):
+        lower = [t.lower() for t in tail]
+        n = len(tail)
+        if rg is None:
+            if lower == ['workspaces']:
+                return self._only('GET', lambda: self.list_page('workspace', None, self.sub.lower() + '/'))
+            if n == 4 and lower[0] == 'locations' and lower[2] == 'operationresults':
+                return self._only('GET', lambda: self.operation_result(tail[1], tail[3]))
+            raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
+        if not tail or lower[0] != 'workspaces':
+            raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
+        if n == 1:
+            return self._only('GET', lambda: self.list_page('workspace', resource_key(self.sub, rg)))
+        workspace = tail[1]
+        check_name('workspace', workspace)
+        ws_key = resource_key(self.sub, rg, workspace)
+        if n == 2:
+            return self.workspace(rg, workspace, ws_key)
+        if lower[2] not in ('clusters', 'experiments'):
+            raise ArmError(404, 'InvalidResourceType', "No such Batch AI resource type '{}'.".format(tail[2]))
+        if n == 3:
+            return self._only('GET', lambda: self.list_children(ws_key, 'workspace', lower[2][:-1]))
+        child = tail[3]
+        check_name(lower[2][:-1], child)
+        child_key = '{}/{}/{}'.format(ws_key, lower[2], child.lower())
+        if lower[2] == 'clusters' and n == 4:
+            return self.cluster(rg, workspace, child, ws_key, child_key)
+        if lower[2] == 'clusters':
+            raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
+        if n == 4:
+            return self.experiment(rg, workspace, child, ws_key, child_key)
+        if lower[4] != 'jobs':
+            raise ArmError(404, 'InvalidResourceType', "No such Batch AI resource type '{}'.".format(tail[4]))
+        if n == 5:
+            return self._only('GET', lambda: self.list_children(child_key, 'experiment', 'job'))
+        job = tail[5]
+        check_name('job', job)
+        job_key = '{}/jobs/{}'.format(child_key, job.lower())
+        if n == 6:
+            return self.job(rg, workspace, child, job, child_key, job_key)
+        if n == 7 and lower[6] == 'terminate':
+            return self._only('POST', lambda: self.terminate(job_key))
+        if n == 7 and lower[6] == 'listoutputfiles':
+            # POST is the operation; GET is how the SDK follows its nextLink.
+            return self._only(('POST', 'GET'), lambda: _json_response(200, self.api.list_files(
+                self._get(job_key, 'job', job), self.query, self.base_url)))
+        raise ArmError(404, 'InvalidResourceType', 'No such Batch AI operation.')
+
+    # ---- generic pieces --------------------------------------------------------------------------------------
+
+    def _only(self, methods, action):
+        if self.method not in ((methods,) if isinstance(methods, str) else methods):
+            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+        return action()
+
+    def _get(self, key, kind, name):
+        row = self.store.get(key)
+        if row is None:
+            raise not_found(kind, name)
+        return row
+
+    def _params(self):
+        if not self.body:
+            return {}
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise bad_request('InvalidRequestContent', 'The request body is not valid JSON.') from None
+
+    def _accepted(self, action, key, location_sub=None):
+        """202 with the operation's Location and Retry-After."""
+        url = '{}/subscriptions/{}/providers/Microsoft.BatchAI/locations/{}/operationresults/{}?api-version={}'
+        url = url.format(self.base_url, location_sub or self.sub, 'local', _op_token(action, key), API_VERSION)
+        return 202, {'Location': url, 'Retry-After': RETRY_AFTER}, b''
+
+    def _deletable(self, key, kind, name):
+        row = self.store.get(key)
+        if row is None:
+            # ARM DELETE of a missing resource: 204 No Content, nothing to do.
+            return 204, {}, b''
+        if row['state'] != 'deleting':
+            self.api.delete_async(key, kind)
+        return self._accepted('delete', key)
+
+    def list_page(self, kind, parent, prefix=None):
+        """A page of a list operation: stored bodies joined as-is, nextLink with a $skiptoken when more remain."""
+        limit = _int_param(self.query, 'maxresults', 1000, 1, 1000)
+        after = _int_param(self.query, '$skiptoken', 0, 0, None)
+        if prefix is not None:
+            rows = self.store.page_by_prefix(kind, prefix, after, limit + 1)
+        else:
+            rows = self.store.page(kind, parent, after, limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if kind == 'cluster':
+            bodies = [json.dumps(self.api.cluster_view(json.loads(b)), separators=(',', ':')) for _, b in rows]
+        else:
+            bodies = [b for _, b in rows]
+        data = '{"value":[' + ','.join(bodies) + ']'
+        if more:
+            params = {k: v for k, v in self.query.items() if k != '$skiptoken'}
+            params['$skiptoken'] = str(rows[-1][0])
+            data += ',"nextLink":' + json.dumps('{}{}?{}'.format(self.base_url, self.path,
+                                                                 urllib.parse.urlencode(params)))
+        return _json_response(200, (data + '}').encode('utf-8'))
+
+    def list_children(self, parent_key, parent_kind, kind):
+        self._get(parent_key, parent_kind, parent_key.rsplit('/', 1)[-1])
+        return self.list_page(kind, parent_key)
+
+    def operation_result(self, _location, token):
+        action, key = _op_parse(token)
+        row = self.store.get(key)
+        if action == 'create':
+            if row is None:
+                raise ArmError(404, 'ResourceNotFound', 'The resource of this operation no longer exists.')
+            return _json_response(200, self.api.public_body(row))
+        busy = row is not None and (row['state'] == 'deleting' if action == 'delete' else row['state'] == 'terminating')
+        if busy:
+            return self._accepted(action, key)
+        return 200, {}, b''
+
+    # ---- workspaces ------------------------------------------------------------------------------------------
+
+    def workspace(self, rg, name, key):
+        if self.method == 'GET':
+            return _json_response(200, self.api.public_body(self._get(key, 'workspace', name)))
+        if self.method == 'DELETE':
+            return self._deletable(key, 'workspace', name)
+        if self.method != 'PUT':
+            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+        params = self._params()
+        body = workspace_body(self.sub, rg, name, params, utcnow())
+        if self.store.insert(key, 'workspace', resource_key(self.sub, rg), body, spec=params):
+            return self._accepted('create', key)
+        row = self.store.get(key)
+        existing = json.loads(row['body'])
+        if row['state'] == 'deleting':
+            raise conflict('Conflict', "The workspace '{}' is being deleted.".format(name))
+        if existing['location'].lower() != body['location'].lower():
+            raise conflict('InvalidResourceLocation', "The workspace '{}' already exists in location '{}'.".format(
+                name, existing['location']))
+        updated = self.store.update(key, lambda b: b.update(tags=body['tags']))
+        return _json_response(200, updated)
+
+    # ---- clusters --------------------------------------------------------------------------------------------
+
+    def cluster(self, rg, workspace, name, ws_key, key):
+        if self.method == 'GET':
+            return _json_response(200, self.api.public_body(self._get(key, 'cluster', name)))
+        if self.method == 'DELETE':
+            return self._deletable(key, 'cluster', name)
+        if self.method != 'PUT':
+            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+        self._get(ws_key, 'workspace', workspace)
+        params = self._params()
+        body = cluster_body(self.sub, rg, workspace, name, params, utcnow())
+        if self.store.insert(key, 'cluster', ws_key, body, spec=params):
+            self.runner.wake()
+            return self._accepted('create', key)
+        return self._same_or_conflict(key, params, 'cluster', name)
+
+    def _same_or_conflict(self, key, params, kind, name):
+        row = self.store.get(key)
+        if row['state'] == 'deleting':
+            raise conflict('Conflict', "The {} '{}' is being deleted.".format(kind, name))
+        if _canonical(json.loads(row['spec'])) != _canonical(params):
+            raise conflict('{}AlreadyExists'.format(kind.capitalize()),
+                           "The {} '{}' already exists with different properties; Batch AI {}s cannot be changed: "
+                           'delete it first or use another name.'.format(kind, name, kind))
+        return _json_response(200, self.api.public_body(row))
+
+    # ---- experiments -----------------------------------------------------------------------------------------
+
+    def experiment(self, rg, workspace, name, ws_key, key):
+        if self.method == 'GET':
+            return _json_response(200, self.api.public_body(self._get(key, 'experiment', name)))
+        if self.method == 'DELETE':
+            return self._deletable(key, 'experiment', name)
+        if self.method != 'PUT':
+            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+        self._get(ws_key, 'workspace', workspace)
+        if self.store.insert(key, 'experiment', ws_key, experiment_body(self.sub, rg, workspace, name, utcnow())):
+            return self._accepted('create', key)
+        row = self.store.get(key)
+        if row['state'] == 'deleting':
+            raise conflict('Conflict', "The experiment '{}' is being deleted.".format(name))
+        return _json_response(200, self.api.public_body(row))
+
+    # ---- jobs ------------------------------------------------------------------------------------------------
+
+    def job(self, rg, workspace, experiment, name, exp_key, key):
+        if self.method == 'GET':
+            return _json_response(200, self.api.public_body(self._get(key, 'job', name)))
+        if self.method == 'DELETE':
+            return self._deletable(key, 'job', name)
+        if self.method != 'PUT':
+            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+        self._get(exp_key, 'experiment', experiment)
+        params = self._params()
+        props, toolkit = validate_job(params)
+        existing = self.store.get(key)
+        if existing is not None:
+            return self._same_or_conflict(key, props, 'job', name)
+        cluster_sub, cluster_rg, cluster_ws, cluster_name = parse_cluster_id(props['cluster']['id'])
+        cluster_key = resource_key(cluster_sub, cluster_rg, cluster_ws, 'clusters', cluster_name)
+        cluster_row = self.store.get(cluster_key)
+        if cluster_row is None or cluster_row['state'] == 'deleting':
+            raise bad_request('ClusterNotFound', "The cluster '{}' does not exist.".format(props['cluster']['id']))
+        slots = json.loads(cluster_row['body'])['properties'].get('currentNodeCount', 0)
+        if props['nodeCount'] > slots:
+            raise bad_request('InvalidNodeCount', 'The job needs {} nodes; the cluster has {}.'.format(
+                props['nodeCount'], slots))
+        body = job_body(self.sub, rg, workspace, experiment, name, props, toolkit, utcnow())
+        JobLayout(self.api._data_dir, body, cluster_key).check_inside_data_dir()  # pylint: disable=protected-access
+        inserted = self.store.insert(key, 'job', exp_key, body, spec=props, cluster=cluster_key, state='queued',
+                                     priority=PRIORITIES[props.get('schedulingPriority', 'normal')],
+                                     node_count=props['nodeCount'])
+        if not inserted:  # a concurrent PUT of the same name won the race
+            return self._same_or_conflict(key, props, 'job', name)
+        self.runner.wake()
+        return self._accepted('create', key)
+
+    def terminate(self, key):
+        row = self._get(key, 'job', key.rsplit('/', 1)[-1])
+        if row['state'] == 'queued':
+            self.runner.fail_queued(key, 'terminated')
+        elif row['state'] == 'running':
+            self.runner.kill(key, 'terminated', state='terminating')
+        return self._accepted('terminate', key)

@@ -1,0 +1,125 @@
+"""Start, inspect and stop a background local service (for `az batchai sweep local start|status|stop`).
+
+The background service is the foreground form spawned detached (its own session), logging to
+`<data-dir>/service.log`; `<data-dir>/service.json` tells where it listens once it is ready.
+"""
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from . import SERVICE_FILE
+
+logger = logging.getLogger(__name__)
+
+MODULE = 'azext_batchai_sweep.localservice'
+LOG_FILE = 'service.log'
+
+
+def _read_info(data_dir):
+    try:
+        with open(os.path.join(data_dir, SERVICE_FILE), encoding='utf-8') as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _alive(pid):
+    """True when `pid` is a live (not zombie) local service process."""
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our child that already exited
+    except ChildProcessError:
+        pass
+    try:
+        with open('/proc/{}/stat'.format(pid), 'rb') as f:
+            stat = f.read()
+        with open('/proc/{}/cmdline'.format(pid), 'rb') as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    state = stat[stat.rindex(b')') + 2:stat.rindex(b')') + 3]
+    return state not in (b'Z', b'X') and MODULE.encode() in cmdline
+
+
+def _answers(endpoint, timeout=2.0):
+    """True when something speaks HTTP at the endpoint (an error status counts: it needs a token)."""
+    try:
+        with urllib.request.urlopen(endpoint + '/', timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def status(data_dir):
+    """{'running': True, **service.json} when a service runs on the data dir, else {'running': False}."""
+    data_dir = os.path.abspath(data_dir)
+    info = _read_info(data_dir)
+    if info and _alive(info.get('pid', -1)):
+        return {'running': True, **info}
+    return {'running': False, 'dataDir': data_dir}
+
+
+def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, timeout=60.0):
+    """Start a detached service on `data_dir` (or return the one already running); return its service.json."""
+    data_dir = os.path.abspath(data_dir)
+    current = status(data_dir)
+    if current['running']:
+        return {k: v for k, v in current.items() if k != 'running'}
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    try:
+        os.unlink(os.path.join(data_dir, SERVICE_FILE))  # stale: its service is gone
+    except FileNotFoundError:
+        pass
+    cmd = [sys.executable, '-m', MODULE, '--data-dir', data_dir, '--port', str(port), '--files-port', str(files_port)]
+    if slots:
+        cmd += ['--slots', str(slots)]
+    if faults:
+        cmd += ['--faults', faults]
+    with open(os.path.join(data_dir, LOG_FILE), 'ab') as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # pylint: disable=consider-using-with
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError('the local service exited with code {}; see {}'.format(
+                proc.returncode, os.path.join(data_dir, LOG_FILE)))
+        info = _read_info(data_dir)
+        if info and info.get('pid') == proc.pid and _answers(info['endpoint']):
+            return info
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError('the local service did not start within {:g} s; see {}'.format(
+        timeout, os.path.join(data_dir, LOG_FILE)))
+
+
+def stop(data_dir, timeout=20.0):
+    """Stop the service cleanly (SIGTERM: running jobs are killed and recorded), SIGKILL after `timeout`.
+
+    Returns True when a service was running.
+    """
+    data_dir = os.path.abspath(data_dir)
+    info = _read_info(data_dir)
+    if not info or not _alive(info.get('pid', -1)):
+        return False
+    pid = info['pid']
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    logger.warning('local service %s did not stop within %g s: killing it', pid, timeout)
+    try:
+        os.killpg(pid, signal.SIGKILL)  # its own session: the group is the service (jobs have their own groups)
+    except ProcessLookupError:
+        pass
+    while _alive(pid):
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,157 @@
+"""Where a job's files live in the data dir, the environment Batch AI gives it, and the command it runs.
+
+Data dir layout (the storage part is the contract with files_api.py):
+    storage/<account>/shares/<share>             an Azure file share
+    storage/<account>/containers/<container>     a blob container
+    clusters/<sub>/<rg>/<workspace>/<cluster>/mounts   AZ_BATCHAI_MOUNT_ROOT (symlinks to node setup volumes)
+    jobs/<job uid>/mounts                        AZ_BATCHAI_JOB_MOUNT_ROOT (symlinks to the job's volumes)
+    jobs/<job uid>/tmp                           AZ_BATCHAI_JOB_TEMP, the job's working directory
+"""
+import os
+import re
+import shlex
+import sys
+import urllib.parse
+
+from .errors import bad_request
+
+MARKER_VARIABLE = 'BATCHAI_LOCAL_JOB'
+PYTHON_TOOLKITS = ('tensorFlowSettings', 'pyTorchSettings', 'chainerSettings', 'caffe2Settings', 'horovodSettings',
+                   'cntkSettings', 'caffeSettings')
+_VARIABLE = re.compile(r'\$(\w+)|\$\{(\w+)\}')
+
+
+def expand(text, variables):
+    """Replace $NAME / ${NAME} of `variables` in `text` (others are left for the job's shell)."""
+    def substitute(match):
+        name = match.group(1) or match.group(2)
+        return variables.get(name, match.group(0))
+    return _VARIABLE.sub(substitute, text)
+
+
+def _storage_target(data_dir, ref, kind):
+    """The local directory backing a mount volume reference."""
+    if kind == 'azureBlobFileSystems':
+        account, name, sub = ref['accountName'], ref['containerName'], 'containers'
+    else:
+        url = urllib.parse.urlsplit(ref['azureFileUrl'])
+        parts = [p for p in url.path.split('/') if p]
+        sub = 'shares'
+        if url.hostname and '.file.' in url.hostname:
+            account, name = url.hostname.split('.', 1)[0], parts[0] if parts else ''
+        else:  # path-style, as the local files endpoint answers: http://127.0.0.1:<port>/<account>/<share>
+            account, name = (parts + ['', ''])[:2]
+    for value in (account, name):
+        if not value or value in ('.', '..') or '/' in value or '\\' in value:
+            raise bad_request('InvalidMountVolume', 'Cannot map mount volume {} to local storage.'.format(ref))
+    return os.path.join(data_dir, 'storage', account.lower(), sub, name)
+
+
+def link_volumes(data_dir, mount_root, volumes):
+    """Create the storage directories of `volumes` and symlink them at mount_root/<relativeMountPath>."""
+    os.makedirs(mount_root, exist_ok=True)
+    for kind in ('azureFileShares', 'azureBlobFileSystems'):
+        for ref in (volumes or {}).get(kind) or []:
+            target = _storage_target(data_dir, ref, kind)
+            os.makedirs(target, exist_ok=True)
+            link = os.path.join(mount_root, ref['relativeMountPath'].strip('/'))
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            if os.path.islink(link):
+                if os.readlink(link) == target:
+                    continue
+                os.unlink(link)
+            os.symlink(target, link)
+
+
+def cluster_mount_root(data_dir, cluster_key):
+    sub, rg, workspace, _, cluster = cluster_key.split('/')
+    return os.path.join(data_dir, 'clusters', sub, rg, workspace, cluster, 'mounts')
+
+
+class JobLayout:
+    """Paths and environment of one job incarnation (identified by the uid ending its output path segment)."""
+
+    def __init__(self, data_dir, body, cluster_key):
+        self.data_dir = data_dir
+        props = body['properties']
+        self.props = props
+        self.name = body['name']
+        self.segment = props['jobOutputDirectoryPathSegment']
+        self.uid = self.segment.rsplit('/', 1)[-1]
+        self.job_dir = os.path.join(data_dir, 'jobs', self.uid)
+        self.job_mount_root = os.path.join(self.job_dir, 'mounts')
+        self.temp_dir = os.path.join(self.job_dir, 'tmp')
+        self.mount_root = cluster_mount_root(data_dir, cluster_key)
+        roots = {'AZ_BATCHAI_JOB_MOUNT_ROOT': self.job_mount_root, 'AZ_BATCHAI_MOUNT_ROOT': self.mount_root,
+                 'AZ_BATCHAI_JOB_TEMP': self.temp_dir}
+        self.stdouterr_dir = os.path.join(expand(props['stdOutErrPathPrefix'], roots), self.segment, 'stdouterr')
+        self.outputs = {}
+        for entry in props.get('outputDirectories') or []:
+            path = os.path.join(expand(entry['pathPrefix'], roots), self.segment, 'outputs')
+            if entry.get('pathSuffix'):
+                path = os.path.join(path, entry['pathSuffix'])
+            self.outputs[entry['id']] = os.path.normpath(path)
+        self.inputs = {entry['id']: os.path.normpath(expand(entry['path'], roots))
+                       for entry in props.get('inputDirectories') or []}
+        self.roots = roots
+
+    def directory(self, directory_id):
+        """The directory behind a listOutputFiles `outputdirectoryid` ('stdouterr' or an output id), or None."""
+        if directory_id.lower() == 'stdouterr':
+            return self.stdouterr_dir
+        for key, path in self.outputs.items():
+            if key.lower() == directory_id.lower():
+                return path
+        return None
+
+    def check_inside_data_dir(self):
+        """400 unless stdouterr and output dirs are in the data dir (the only place download links can serve)."""
+        root = os.path.normpath(self.data_dir) + os.sep
+        for path in [self.stdouterr_dir, *self.outputs.values()]:
+            if not os.path.normpath(path).startswith(root):
+                raise bad_request('InvalidPath', "'{}' is outside the service's storage: write job output below "
+                                  '$AZ_BATCHAI_JOB_MOUNT_ROOT or $AZ_BATCHAI_MOUNT_ROOT.'.format(path))
+
+    def prepare(self, job_volumes, cluster_volumes):
+        """Create the job's directories and mount-volume symlinks (cluster volumes first: jobs may write there)."""
+        link_volumes(self.data_dir, self.mount_root, cluster_volumes)
+        link_volumes(self.data_dir, self.job_mount_root, job_volumes)
+        os.makedirs(self.temp_dir, exist_ok=True)
+        for path in [self.stdouterr_dir, *self.outputs.values()]:
+            os.makedirs(path, exist_ok=True)
+
+    def environment(self, spec_props):
+        """The job's environment: the service's, then Batch AI's variables, then the job's variables and secrets."""
+        env = dict(os.environ)
+        env.update(self.roots)
+        env.update({'AZ_BATCHAI_JOB_NAME': self.name, 'AZ_BATCHAI_STDOUTERR_DIR': self.stdouterr_dir,
+                    MARKER_VARIABLE: self.uid})
+        env.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in self.outputs.items()})
+        env.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in self.inputs.items()})
+        for kind in ('environmentVariables', 'secrets'):
+            for entry in spec_props.get(kind) or []:
+                env[entry['name']] = entry['value']
+        return env
+
+
+def _python_line(settings, args):
+    interpreter = settings.get('pythonInterpreterPath')
+    # A user-given path stays double-quoted so $VARIABLES in it expand like on a Batch AI node.
+    interpreter = '"{}"'.format(interpreter) if interpreter else shlex.quote(sys.executable)
+    return 'exec {} "{}" {}'.format(interpreter, settings['pythonScriptFilePath'], args or '').rstrip()
+
+
+def command_line(props, toolkit):
+    """The bash command line of a job's toolkit settings (one local process for every framework)."""
+    settings = props[toolkit]
+    if toolkit in ('customToolkitSettings', 'customMpiSettings'):
+        return settings.get('commandLine') or 'true'
+    if toolkit == 'tensorFlowSettings':
+        return _python_line(settings, settings.get('masterCommandLineArgs'))
+    if toolkit == 'cntkSettings' and not settings.get('pythonScriptFilePath'):
+        return 'exec cntk configFile="{}" {}'.format(settings['configFilePath'],
+                                                       settings.get('commandLineArgs') or '').rstrip()
+    if toolkit == 'caffeSettings' and not settings.get('pythonScriptFilePath'):
+        return 'exec caffe train --solver="{}" {}'.format(settings['configFilePath'],
+                                                          settings.get('commandLineArgs') or '').rstrip()
+    return _python_line(settings, settings.get('commandLineArgs'))

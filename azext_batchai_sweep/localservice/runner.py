@@ -1,0 +1,316 @@
+"""The scheduler and the job processes.
+
+A cluster's nodes are slots. The scheduler thread (off the request path: requests only `wake()` it) starts the
+queued jobs of each cluster strictly in order (priority high > normal > low, then submission order): when the
+head of a queue needs more slots than are free, the jobs behind it wait too, as Batch AI's gang scheduling does.
+Each running job has a thread that runs its process group (job preparation, then the toolkit command), enforces
+maxWallClockTime and records the outcome.
+"""
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .layout import JobLayout, MARKER_VARIABLE, command_line
+from .resources import TOOLKITS, iso, job_wall_clock, utcnow
+
+logger = logging.getLogger(__name__)
+
+KILL_GRACE_SECONDS = 2.0
+POLL_SECONDS = 0.1
+
+# Why a job ended without its own exit code deciding: executionInfo.errors[].code and message.
+REASONS = {
+    'terminated': ('JobTerminated', 'The job was terminated by the user.'),
+    'deleted': ('JobDeleted', 'The job was deleted while it was running.'),
+    'wallclock': ('MaxWallClockTimeExceeded', 'The job ran longer than its constraints.maxWallClockTime.'),
+    'stopped': ('ServiceStopped', 'The local Batch AI service was stopped while the job was running.'),
+    'crashed': ('ServiceInterrupted', 'The local Batch AI service died while the job was running; '
+                                      'the job was marked failed and its processes killed at the next start.'),
+    'cluster': ('ClusterDeleted', 'The cluster of the job was deleted.'),
+}
+
+
+@dataclass
+class _Running:
+    """A job that holds slots: its current process and why it is being stopped (if it is)."""
+    cluster: str
+    slots: int
+    proc: subprocess.Popen = None
+    reason: str = None
+    kill_at: float = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _error(reason):
+    code, message = REASONS[reason]
+    return {'code': code, 'message': message}
+
+
+def _signal_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _group_has_marker(pgid, marker):
+    """True when a live process of group `pgid` carries our job marker, so a reused pgid is never killed."""
+    needle = '{}={}'.format(MARKER_VARIABLE, marker).encode()
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/{}/stat'.format(pid), 'rb') as f:
+                stat = f.read()
+            if int(stat[stat.rindex(b')') + 2:].split()[2]) != pgid:
+                continue
+            with open('/proc/{}/environ'.format(pid), 'rb') as f:
+                if needle in f.read().split(b'\0'):
+                    return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+class Runner:
+    """Runs the jobs stored in `store` on their clusters' slots."""
+
+    def __init__(self, store, data_dir):
+        self._store = store
+        self._data_dir = data_dir
+        self._lock = threading.RLock()  # re-entered by `locked()` callers that query the runner
+        self._running = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def recover(self):
+        """After an unclean exit: kill what is left of the process groups of the jobs that were running, fail
+        those jobs, and finish the deletions that were under way."""
+        for row in self._store.in_states(('running', 'terminating', 'deleting')):
+            if row['pgid'] and row['marker'] and _group_has_marker(row['pgid'], row['marker']):
+                logger.warning('killing orphaned process group %s of job %s', row['pgid'], row['key'])
+                _signal_group(row['pgid'], signal.SIGKILL)
+            if row['state'] != 'deleting':
+                self._record_end(row['key'], None, 'terminated' if row['state'] == 'terminating' else 'crashed')
+        for row in self._store.in_states(('deleting',), kind=None):
+            self._store.delete_tree(row['key'])
+
+    def start(self):
+        self._thread = threading.Thread(target=self._schedule_loop, name='scheduler', daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=10.0):
+        """Stop scheduling, kill every running job (recorded failed: ServiceStopped) and wait for the records."""
+        self._stopping = True
+        self._wake.set()
+        with self._lock:
+            running = list(self._running)
+        for key in running:
+            self.kill(key, 'stopped')
+        self.wait_for(running, timeout)
+
+    def wake(self):
+        """Ask the scheduler to look at the queues (a job was queued or slots were freed)."""
+        self._wake.set()
+
+    # ---- queries and control from the API ---------------------------------------------------------------------
+
+    def used_slots(self, cluster):
+        with self._lock:
+            return sum(r.slots for r in self._running.values() if r.cluster == cluster)
+
+    def is_running(self, key):
+        with self._lock:
+            return key in self._running
+
+    def running_below(self, prefix):
+        with self._lock:
+            return [k for k in self._running if k.startswith(prefix + '/') or k == prefix]
+
+    def kill(self, key, reason, state=None):
+        """Stop a running job's process group (SIGTERM, SIGKILL after a grace period); False if not running.
+
+        `state` (e.g. 'terminating') is recorded under the same lock that records a job's end, so it can never
+        overwrite the final state of a job that ended meanwhile.
+        """
+        with self._lock:
+            running = self._running.get(key)
+            if running is None:
+                return False
+            if running.reason is None:
+                running.reason = reason
+            running.kill_at = time.monotonic() + KILL_GRACE_SECONDS
+            proc = running.proc
+            if state:
+                now = iso(utcnow())
+                self._store.update(key, lambda b: b['properties'].update(
+                    executionState=state, executionStateTransitionTime=now), state=state)
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGTERM)
+        return True
+
+    def wait_for(self, keys, timeout):
+        """Wait until the given jobs no longer hold slots."""
+        deadline = time.monotonic() + timeout
+        for key in keys:
+            with self._lock:
+                running = self._running.get(key)
+            if running is not None:
+                running.done.wait(max(0.0, deadline - time.monotonic()))
+
+    def locked(self):
+        """The lock under which the scheduler moves jobs from queued to running (for atomic bulk changes)."""
+        return self._lock
+
+    # ---- scheduling ------------------------------------------------------------------------------------------
+
+    def _schedule_loop(self):
+        while not self._stopping:
+            self._wake.wait(1.0)
+            self._wake.clear()
+            if self._stopping:
+                break
+            try:
+                self._schedule()
+            except Exception:  # pylint: disable=broad-except
+                # The loop must survive anything a single bad record can throw; the next wake retries.
+                logger.exception('scheduler pass failed')
+
+    def _schedule(self):
+        for cluster in self._store.clusters_with_queue():
+            cluster_row = self._store.get(cluster)
+            if cluster_row is None:
+                continue
+            cluster_body = json.loads(cluster_row['body'])
+            slots = cluster_body['properties'].get('currentNodeCount', 0)
+            while not self._stopping:
+                with self._lock:
+                    head = self._store.next_queued(cluster)
+                    if head is None:
+                        break
+                    used = sum(r.slots for r in self._running.values() if r.cluster == cluster)
+                    if used + head['node_count'] > slots:
+                        break
+                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'])
+                    now = iso(utcnow())
+                    self._store.update(head['key'], lambda b: b['properties'].update(
+                        executionState='running', executionStateTransitionTime=now,
+                        executionInfo={'startTime': now}), state='running')
+                threading.Thread(target=self._run, args=(head['key'], cluster_body), name='job',
+                                 daemon=True).start()
+
+    # ---- one job ---------------------------------------------------------------------------------------------
+
+    def _run(self, key, cluster_body):
+        exit_code, reason, errors = None, None, []
+        try:
+            row = self._store.get(key)
+            body, spec = json.loads(row['body']), json.loads(row['spec'])
+            toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
+            layout = JobLayout(self._data_dir, body, row['cluster'])
+            layout.prepare(spec.get('mountVolumes'), (cluster_body['properties'].get('nodeSetup') or {})
+                           .get('mountVolumes'))
+            self._store.update(key, marker=layout.uid)
+            env = layout.environment(spec)
+            deadline = time.monotonic() + job_wall_clock(spec).total_seconds()
+            out_dir = layout.stdouterr_dir
+            if spec.get('containerSettings'):
+                image = (spec['containerSettings'].get('imageSourceRegistry') or {}).get('image')
+                note = ('batchai-local: containerSettings ignored (image {!r}): no container engine, '
+                        'the job runs on the host.\n').format(image)
+                with open(os.path.join(out_dir, 'stderr.txt'), 'a', encoding='utf-8') as f:
+                    f.write(note)
+                logger.info('job %s: %s', key, note.strip())
+            steps = []
+            if spec.get('jobPreparation'):
+                steps.append((spec['jobPreparation']['commandLine'], 'stdout-job_prep.txt', 'stderr-job_prep.txt'))
+            steps.append((command_line(spec, toolkit), 'stdout.txt', 'stderr.txt'))
+            for index, (line, out_name, err_name) in enumerate(steps):
+                exit_code, reason = self._run_step(key, line, env, layout.temp_dir, os.path.join(out_dir, out_name),
+                                                   os.path.join(out_dir, err_name), deadline)
+                if reason or exit_code != 0:
+                    if not reason and index < len(steps) - 1:
+                        errors.append({'code': 'JobPreparationFailed',
+                                       'message': 'jobPreparation.commandLine exited with {}.'.format(exit_code)})
+                    break
+        except Exception as ex:  # pylint: disable=broad-except
+            # A job that cannot even start (bad mount, missing bash...) fails visibly instead of staying 'running'.
+            logger.exception('job %s could not run', key)
+            errors.append({'code': 'JobStartFailed', 'message': str(ex)})
+            exit_code = None
+        with self._lock:
+            running = self._running.pop(key, None)
+            reason = reason or (running.reason if running else None)
+            if reason != 'deleted':  # a deleted job's record goes away with it
+                self._record_end(key, exit_code, reason, errors)
+        if running is not None:
+            running.done.set()
+        self._wake.set()
+
+    def _run_step(self, key, line, env, cwd, out_path, err_path, deadline):
+        """Run one bash command line as its own process group; return (exit code, stop reason or None)."""
+        with open(out_path, 'ab') as out, open(err_path, 'ab') as err:
+            proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        with self._lock:
+            running = self._running[key]
+            running.proc = proc
+            stop_now = running.reason is not None
+        self._store.update(key, pgid=proc.pid)
+        if stop_now:
+            _signal_group(proc.pid, signal.SIGKILL)
+        reason = None
+        while True:
+            try:
+                exit_code = proc.wait(timeout=POLL_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if reason is None and time.monotonic() >= deadline:
+                self.kill(key, 'wallclock')
+            with self._lock:
+                reason = running.reason
+                kill_at = running.kill_at
+            if kill_at is not None and time.monotonic() >= kill_at:
+                _signal_group(proc.pid, signal.SIGKILL)
+        # Whatever the job left behind in its group (background children) ends with it, as on a Batch AI node.
+        _signal_group(proc.pid, signal.SIGKILL)
+        with self._lock:
+            reason = running.reason
+        return exit_code, reason
+
+    def _record_end(self, key, exit_code, reason, errors=()):
+        errors = list(errors)
+        if reason:
+            errors.append(_error(reason))
+        state = 'succeeded' if exit_code == 0 and not errors else 'failed'
+        now = iso(utcnow())
+
+        def finish(body):
+            props = body['properties']
+            info = props.get('executionInfo') or {}
+            info['endTime'] = now
+            if exit_code is not None:
+                info['exitCode'] = exit_code
+            if errors:
+                info['errors'] = errors
+            props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
+        self._store.update(key, finish, state=state, pgid=None)
+        logger.info('job %s %s (exit code %s%s)', key, state, exit_code, ', ' + reason if reason else '')
+
+    def fail_queued(self, key, reason):
+        """Move a queued job straight to failed (terminate of a job that never started); False if not queued."""
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return False
+            self._record_end(key, None, reason)
+            return True

@@ -1,0 +1,287 @@
+"""The service process: two HTTP listeners (ARM API + download links, files API), the store and the runner.
+
+Every ARM request needs the bearer token of `<data-dir>/token`; fault injection applies to ARM requests only.
+Download links carry their own HMAC signature; the files API does its own (Shared Key) authentication.
+"""
+import fcntl
+import ipaddress
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import urllib.parse
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
+               SERVICE_FILE)
+from . import downloads
+from .arm_api import ArmApi, JSON
+from .auth import check_bearer, load_or_create_secrets
+from .errors import ArmError
+from .faults import FaultInjector
+from .resources import cluster_body, utcnow, workspace_body
+from .runner import Runner
+from .store import Store, resource_key
+
+logger = logging.getLogger(__name__)
+
+
+def is_loopback(host):
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _LimitedReader:
+    """The request body as a file-like object that stops at Content-Length (for the files API)."""
+
+    def __init__(self, stream, length):
+        self._stream = stream
+        self._left = length
+
+    def read(self, size=-1):
+        if self._left <= 0:
+            return b''
+        size = self._left if size is None or size < 0 else min(size, self._left)
+        data = self._stream.read(size)
+        self._left -= len(data)
+        return data
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Shared HTTP plumbing: keep-alive, no Nagle delay, one write per small response."""
+    protocol_version = 'HTTP/1.1'
+    server_version = 'batchai-local'
+    sys_version = ''
+    wbufsize = -1  # buffered: headers and a small body leave in one segment
+
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format, *args):  # pylint: disable=redefined-builtin
+        pass  # request lines carry signed query strings: access logging stays off (see `_log`)
+
+    def _log(self, status):
+        logger.debug('%s %s -> %s', self.command, urllib.parse.urlsplit(self.path).path, status)
+
+    def _read_body(self):
+        length = int(self.headers.get('Content-Length') or 0)
+        return self.rfile.read(length) if length else b''
+
+    def _send(self, status, headers, body):
+        self.send_response(status)
+        iterable = not isinstance(body, (bytes, bytearray))
+        chunked = iterable and 'Content-Length' not in headers and self.command != 'HEAD'
+        for name, value in headers.items():
+            self.send_header(name, str(value))
+        if chunked:
+            self.send_header('Transfer-Encoding', 'chunked')
+        elif not iterable and 'Content-Length' not in headers:
+            self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        if not iterable:
+            self.wfile.write(body)
+        else:
+            for chunk in body:
+                self.wfile.write(b'%x\r\n%s\r\n' % (len(chunk), chunk) if chunked else chunk)
+            if chunked:
+                self.wfile.write(b'0\r\n\r\n')
+        self._log(status)
+
+    def _drop(self):
+        """Close the connection without an answer (an injected network fault)."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _ArmHandler(_Handler):
+    def _dispatch(self):
+        service = self.server.service
+        split = urllib.parse.urlsplit(self.path)
+        query = {k.lower(): v[0] for k, v in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
+        body = self._read_body()
+        if split.path.startswith('/download/') and self.command in ('GET', 'HEAD'):
+            self._send(*downloads.serve(service.data_dir, service.secrets.link_key, self.command, split.path, query,
+                                        self.headers.get('Range')))
+            return
+        request_id = str(uuid.uuid4())
+        fault = service.faults.draw(self.command)
+        if service.faults.latency:
+            time.sleep(service.faults.latency)
+        if fault is not None and fault.drop:
+            self._drop()
+            return
+        try:
+            if fault is not None:
+                headers = {'Retry-After': str(fault.retry_after)} if fault.retry_after else {}
+                code = {429: 'TooManyRequests', 500: 'InternalServerError', 503: 'ServiceUnavailable'}[fault.status]
+                raise ArmError(fault.status, code, 'Injected fault.', headers)
+            if not check_bearer(self.headers.get('Authorization'), service.secrets.token):
+                raise ArmError(401, 'AuthenticationFailed',
+                               'Authentication failed: the bearer token of the local service is missing or wrong.',
+                               {'WWW-Authenticate': 'Bearer'})
+            base_url = 'http://{}'.format(self.headers.get('Host') or service.endpoint_host)
+            status, headers, data = service.api.handle(self.command, split.path, query, base_url, body)
+        except ArmError as ex:
+            status, headers, data = ex.status, {'Content-Type': JSON, **ex.headers}, json.dumps(ex.body()).encode()
+        except Exception:  # pylint: disable=broad-except
+            # An unexpected bug answers as ARM would (500, retried by the SDK) instead of killing the connection.
+            logger.exception('%s %s failed', self.command, split.path)
+            status, headers = 500, {'Content-Type': JSON}
+            data = json.dumps({'error': {'code': 'InternalServerError', 'message': 'Internal error.'}}).encode()
+        headers['x-ms-request-id'] = request_id
+        self._send(status, headers, data)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _dispatch
+
+
+class _FilesHandler(_Handler):
+    def _dispatch(self):
+        files_api = self.server.service.files_api
+        if files_api is None:
+            self._read_body()
+            self._send(501, {'Content-Type': 'application/xml'},
+                       b'<?xml version="1.0" encoding="utf-8"?><Error><Code>NotImplemented</Code>'
+                       b'<Message>The files API is not available in this build.</Message></Error>')
+            return
+        split = urllib.parse.urlsplit(self.path)
+        query = {k: v[0] for k, v in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
+        reader = _LimitedReader(self.rfile, int(self.headers.get('Content-Length') or 0))
+        try:
+            status, headers, body = files_api.handle(self.command, split.path, query, self.headers, reader)
+        except Exception:  # pylint: disable=broad-except
+            logger.exception('files API %s %s failed', self.command, split.path)
+            status, headers, body = 500, {'Content-Type': 'application/xml'}, b''
+        reader.read()  # drain what the files API did not read, to keep the connection usable
+        self._send(status, dict(headers), body)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address, handler, service):
+        family = socket.AF_INET6 if ':' in address[0] else socket.AF_INET
+        self.address_family = family
+        super().__init__(address, handler)
+        self.service = service
+
+
+def _load_files_api(data_dir, storage_key):
+    """The files API of files_api.py when that module exists (written separately); None answers 501."""
+    try:
+        from .files_api import FilesApi  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        logger.warning('files API not available: files_api.py is missing')
+        return None
+    return FilesApi(os.path.join(data_dir, 'storage'), storage_key)
+
+
+class LocalService:
+    """One running service on a data dir (exclusive: a second one on the same dir refuses to start)."""
+
+    def __init__(self, data_dir, host='127.0.0.1', port=0, files_port=0, slots=None, faults=None,
+                 allow_remote=False):
+        if not is_loopback(host) and not allow_remote:
+            raise ValueError("refusing to listen on non-loopback address '{}' without --allow-remote".format(host))
+        self.data_dir = os.path.abspath(data_dir)
+        self.host, self.port, self.files_port = host, port, files_port
+        self.slots = slots or os.cpu_count() or 1
+        self.faults = FaultInjector(faults)
+        self.secrets = None
+        self.store = self.runner = self.api = self.files_api = None
+        self._servers = []
+        self._lock_file = None
+        self.endpoint_host = None
+
+    def start(self):
+        """Open the store, recover from a crash, create the default resources, listen, write service.json."""
+        os.makedirs(self.data_dir, exist_ok=True)
+        os.chmod(self.data_dir, 0o700)
+        self._lock_file = open(os.path.join(self.data_dir, 'service.lock'), 'w')  # pylint: disable=consider-using-with
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError('another local service is running on {}'.format(self.data_dir)) from None
+        self.secrets = load_or_create_secrets(self.data_dir)
+        self.store = Store(os.path.join(self.data_dir, 'service.db'))
+        self.runner = Runner(self.store, self.data_dir)
+        self.runner.recover()
+        self._create_defaults()
+        self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
+        self.files_api = _load_files_api(self.data_dir, self.secrets.storage_key)
+        arm = _Server((self.host, self.port), _ArmHandler, self)
+        files = _Server((self.host, self.files_port), _FilesHandler, self)
+        self._servers = [arm, files]
+        self.endpoint_host = self._host_port(arm)
+        self.runner.start()
+        for server in self._servers:
+            threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.2}, daemon=True,
+                             name='http').start()
+        info = self.info()
+        path = os.path.join(self.data_dir, SERVICE_FILE)
+        with open(path + '.tmp', 'w', encoding='utf-8') as f:
+            json.dump(info, f, indent=2)
+        os.replace(path + '.tmp', path)
+        logger.info('listening on %s (files %s), data dir %s, %s slots%s', info['endpoint'], info['filesEndpoint'],
+                    self.data_dir, self.slots, ', faults ' + json.dumps(self.faults.settings) if self.faults.enabled
+                    else '')
+        return info
+
+    def _host_port(self, server):
+        host = self.host if ':' not in self.host else '[{}]'.format(self.host)
+        return '{}:{}'.format(host, server.server_address[1])
+
+    def info(self):
+        return {
+            'endpoint': 'http://' + self.endpoint_host,
+            'filesEndpoint': 'http://' + self._host_port(self._servers[1]),
+            'pid': os.getpid(), 'tokenFile': self.secrets.token_file, 'dataDir': self.data_dir,
+            'subscriptionId': DEFAULT_SUBSCRIPTION, 'resourceGroup': DEFAULT_RESOURCE_GROUP,
+            'workspace': DEFAULT_WORKSPACE, 'cluster': DEFAULT_CLUSTER,
+        }
+
+    def _create_defaults(self):
+        """The default workspace and cluster, so a sweep can be submitted at once; the cluster follows --slots."""
+        now = utcnow()
+        sub, rg = DEFAULT_SUBSCRIPTION, DEFAULT_RESOURCE_GROUP
+        ws_key = resource_key(sub, rg, DEFAULT_WORKSPACE)
+        params = {'location': DEFAULT_LOCATION}
+        self.store.insert(ws_key, 'workspace', resource_key(sub, rg),
+                          workspace_body(sub, rg, DEFAULT_WORKSPACE, params, now), spec=params)
+        cluster_params = {'properties': {
+            'vmSize': 'LOCAL', 'userAccountSettings': {'adminUserName': os.environ.get('USER') or 'batchai'},
+            'scaleSettings': {'manual': {'targetNodeCount': self.slots}}}}
+        key = resource_key(sub, rg, DEFAULT_WORKSPACE, 'clusters', DEFAULT_CLUSTER)
+        body = cluster_body(sub, rg, DEFAULT_WORKSPACE, DEFAULT_CLUSTER, cluster_params, now)
+        if not self.store.insert(key, 'cluster', ws_key, body, spec=cluster_params):
+            self.store.update(key, lambda b: b['properties'].update(currentNodeCount=self.slots))
+
+    def shutdown(self):
+        """Stop listening, kill and record the running jobs, close the store, remove service.json."""
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+        if self.runner is not None:
+            self.runner.stop()
+        if self.store is not None:
+            self.store.close()
+        try:
+            os.unlink(os.path.join(self.data_dir, SERVICE_FILE))
+        except FileNotFoundError:
+            pass
+        if self._lock_file is not None:
+            self._lock_file.close()
+        logger.info('stopped')

@@ -1,0 +1,150 @@
+"""SQLite (WAL) persistence of the local service's resources.
+
+One table holds every resource as its public JSON body (what GET returns, secrets stripped), so a list page is a
+string join of stored bodies. Jobs carry extra columns for the scheduler and for crash recovery, and `spec`, the
+create request as received (it holds the secret values a job needs to run; it is never returned).
+
+Keys are lower-cased ARM paths below the subscription ('sub/rg/ws', 'sub/rg/ws/experiments/e/jobs/j'...)
+because ARM resource names are case-insensitive.
+"""
+import json
+import logging
+import sqlite3
+import threading
+
+logger = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS resources (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    parent TEXT NOT NULL,
+    body TEXT NOT NULL,
+    spec TEXT,
+    cluster TEXT,
+    state TEXT,
+    priority INTEGER,
+    node_count INTEGER,
+    pgid INTEGER,
+    marker TEXT
+);
+CREATE INDEX IF NOT EXISTS resources_children ON resources (kind, parent, seq);
+CREATE INDEX IF NOT EXISTS resources_queue ON resources (cluster, state, priority, seq);
+"""
+
+JOB_COLUMNS = ('cluster', 'state', 'priority', 'node_count', 'pgid', 'marker')
+
+
+def resource_key(*parts):
+    """The store key of a resource from its ARM path segments (case-insensitive)."""
+    return '/'.join(parts).lower()
+
+
+class Store:
+    """Thread-safe access to the database: one connection, short transactions under a lock.
+
+    A single writer keeps SQLite free of `database is locked` retries; every statement is a few microseconds, so
+    the lock is never the bottleneck of the HTTP layer.
+    """
+
+    def __init__(self, path):
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute('PRAGMA journal_mode=WAL')
+        # NORMAL in WAL mode: durable against a service crash (not a power cut) without an fsync per commit.
+        self._conn.execute('PRAGMA synchronous=NORMAL')
+        self._conn.executescript(SCHEMA)
+        self._lock = threading.RLock()
+
+    def close(self):
+        with self._lock:
+            self._conn.close()
+
+    def get(self, key):
+        """The row of a resource, or None."""
+        with self._lock:
+            return self._conn.execute('SELECT * FROM resources WHERE key = ?', (key,)).fetchone()
+
+    def insert(self, key, kind, parent, body, spec=None, **job):
+        """Insert a resource; return False (and change nothing) when the key already exists."""
+        cols = ['key', 'kind', 'parent', 'body', 'spec'] + [c for c in JOB_COLUMNS if c in job]
+        values = [key, kind, parent, json.dumps(body, separators=(',', ':')),
+                  None if spec is None else json.dumps(spec)] + [job[c] for c in JOB_COLUMNS if c in job]
+        sql = 'INSERT OR IGNORE INTO resources ({}) VALUES ({})'.format(','.join(cols), ','.join('?' * len(cols)))
+        with self._lock:
+            return self._conn.execute(sql, values).rowcount == 1
+
+    def update(self, key, mutate=None, **job):
+        """Apply `mutate(body)` to a resource's body and set job columns, atomically; return the new body or None."""
+        with self._lock:
+            row = self._conn.execute('SELECT body FROM resources WHERE key = ?', (key,)).fetchone()
+            if row is None:
+                return None
+            body = json.loads(row['body'])
+            if mutate is not None:
+                mutate(body)
+            sets = ['body = ?'] + ['{} = ?'.format(c) for c in JOB_COLUMNS if c in job]
+            values = [json.dumps(body, separators=(',', ':'))] + [job[c] for c in JOB_COLUMNS if c in job] + [key]
+            self._conn.execute('UPDATE resources SET {} WHERE key = ?'.format(', '.join(sets)), values)
+            return body
+
+    def delete(self, key):
+        """Delete one resource; True when it existed."""
+        with self._lock:
+            return self._conn.execute('DELETE FROM resources WHERE key = ?', (key,)).rowcount == 1
+
+    def delete_tree(self, key):
+        """Delete a resource and everything below it."""
+        with self._lock:
+            self._conn.execute('BEGIN')
+            self._conn.execute('DELETE FROM resources WHERE key = ? OR substr(key, 1, ?) = ?',
+                               (key, len(key) + 1, key + '/'))
+            self._conn.execute('COMMIT')
+
+    def page(self, kind, parent, after_seq, limit):
+        """Up to `limit` (seq, body-JSON) pairs of `kind` under `parent`, in creation order after `after_seq`."""
+        with self._lock:
+            rows = self._conn.execute(
+                'SELECT seq, body FROM resources WHERE kind = ? AND parent = ? AND seq > ? ORDER BY seq LIMIT ?',
+                (kind, parent, after_seq, limit)).fetchall()
+        return [(r['seq'], r['body']) for r in rows]
+
+    def page_by_prefix(self, kind, prefix, after_seq, limit):
+        """Like `page`, for every resource of `kind` whose key starts with `prefix` (e.g. a subscription)."""
+        with self._lock:
+            rows = self._conn.execute(
+                'SELECT seq, body FROM resources WHERE kind = ? AND substr(key, 1, ?) = ? AND seq > ? '
+                'ORDER BY seq LIMIT ?', (kind, len(prefix), prefix, after_seq, limit)).fetchall()
+        return [(r['seq'], r['body']) for r in rows]
+
+    def next_queued(self, cluster):
+        """The job to start next on a cluster: highest priority first, then submission order."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT key, node_count FROM resources WHERE cluster = ? AND state = 'queued' "
+                'ORDER BY priority, seq LIMIT 1', (cluster,)).fetchone()
+
+    def clusters_with_queue(self):
+        """Keys of the clusters that have queued jobs."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT cluster FROM resources WHERE kind = 'job' AND state = 'queued'").fetchall()
+        return [r['cluster'] for r in rows]
+
+    def in_states(self, states, kind='job'):
+        """Rows (key, state, pgid, marker, cluster) of the resources (of `kind`, None: any) in any of `states`."""
+        sql = 'SELECT key, state, pgid, marker, cluster FROM resources WHERE state IN ({})'.format(
+            ','.join('?' * len(states)))
+        args = list(states)
+        if kind:
+            sql += ' AND kind = ?'
+            args.append(kind)
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
+
+    def set_state_below(self, key, state):
+        """Set the state column of a resource and of everything below it (e.g. 'deleting': unschedulable)."""
+        with self._lock:
+            self._conn.execute('UPDATE resources SET state = ? WHERE key = ? OR substr(key, 1, ?) = ?',
+                               (state, key, len(key) + 1, key + '/'))
