@@ -1,0 +1,168 @@
+"""Job execution: scheduling order on slots, terminate, maxWallClockTime, the recipe job, files and download links."""
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+from azure.mgmt.batchai import models
+
+from azext_batchai_sweep.localservice import auth, downloads
+from tests.localservice.conftest import job_params, wait_state
+
+RECIPE_SCRIPT = '''import os, sys
+print('args', sys.argv[1:])
+print('job', os.environ['AZ_BATCHAI_JOB_NAME'], 'secret', os.environ['SECRET'] == 'hidden')
+out = sys.argv[sys.argv.index('-o') + 1]
+with open(os.path.join(out, 'model.txt'), 'w') as f:
+    f.write('trained')
+'''
+
+
+def _alive(pid):
+    try:
+        with open('/proc/{}/stat'.format(pid)) as f:
+            return f.read().split(') ', 1)[1][0] != 'Z'
+    except OSError:
+        return False
+
+
+def _read(path):
+    with open(path, encoding='utf-8') as f:
+        return f.read()
+
+
+def test_queue_order_priority_then_submission(client, local_service):
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.clusters.begin_create(rg, ws, 'one', models.ClusterCreateParameters(
+        vm_size='LOCAL', user_account_settings=models.UserAccountSettings(admin_user_name='me'),
+        scale_settings=models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=1)))).result()
+    cluster_id = local_service.cluster_id.rsplit('/', 1)[0] + '/one'
+    client.experiments.begin_create(rg, ws, 'order').result()
+    client.jobs.begin_create(rg, ws, 'order', 'blocker', job_params(local_service, 'sleep 0.5', cluster_id=cluster_id),
+                             polling=False)
+    wait_state(client, local_service, 'order', 'blocker', ('running',))
+    submitted = [('low1', 'low'), ('normal1', 'normal'), ('high1', 'high'), ('normal2', 'normal')]
+    for name, priority in submitted:
+        client.jobs.begin_create(rg, ws, 'order', name, job_params(
+            local_service, 'sleep 0.05', cluster_id=cluster_id, scheduling_priority=priority), polling=False)
+    assert client.jobs.get(rg, ws, 'order', 'low1').execution_state == 'queued'
+    assert client.clusters.get(rg, ws, 'one').node_state_counts.running_node_count == 1
+    jobs = [wait_state(client, local_service, 'order', name) for name, _ in submitted]
+    started = [j.name for j in sorted(jobs, key=lambda j: j.execution_info.start_time)]
+    assert started == ['high1', 'normal1', 'normal2', 'low1']
+    assert all(j.execution_state == 'succeeded' for j in jobs)
+
+
+def test_terminate_kills_the_process_group(client, local_service, tmp_path):
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.experiments.begin_create(rg, ws, 'term').result()
+    pid_file = tmp_path / 'child.pid'
+    command = 'sleep 60 & echo $! > {}; wait'.format(pid_file)
+    client.jobs.begin_create(rg, ws, 'term', 'long', job_params(local_service, command), polling=False)
+    wait_state(client, local_service, 'term', 'long', ('running',))
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    client.jobs.begin_terminate(rg, ws, 'term', 'long').result()
+    job = client.jobs.get(rg, ws, 'term', 'long')
+    assert job.execution_state == 'failed'
+    assert [e.code for e in job.execution_info.errors] == ['JobTerminated']
+    deadline = time.monotonic() + 5
+    while _alive(child):
+        assert time.monotonic() < deadline, 'the job\'s background child survived terminate'
+        time.sleep(0.05)
+    client.jobs.begin_create(rg, ws, 'term', 'queued', job_params(local_service, 'true', node_count=99 // 99),
+                             polling=False)
+    client.jobs.begin_terminate(rg, ws, 'term', 'queued').result()
+    assert client.jobs.get(rg, ws, 'term', 'queued').execution_state in ('failed', 'succeeded')
+
+
+def test_max_wall_clock_time_is_enforced(client, local_service):
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.experiments.begin_create(rg, ws, 'wall').result()
+    params = job_params(local_service, 'sleep 30', constraints=models.JobBasePropertiesConstraints(
+        max_wall_clock_time='PT0.5S'))
+    client.jobs.begin_create(rg, ws, 'wall', 'slow', params, polling=False)
+    job = wait_state(client, local_service, 'wall', 'slow', timeout=10)
+    assert job.execution_state == 'failed'
+    assert [e.code for e in job.execution_info.errors] == ['MaxWallClockTimeExceeded']
+    assert job.constraints.max_wall_clock_time.total_seconds() == 0.5
+
+
+def test_recipe_job_runs_unchanged_but_the_account(client, local_service):
+    """The Chainer recipe job of the seed (2 nodes, file shares, output dir, container) runs on the host."""
+    rg, ws = local_service.resource_group, local_service.workspace
+    account = 'recipestorage'
+    scripts = os.path.join(local_service.data_dir, 'storage', account, 'shares', 'scripts', 'chainer')
+    os.makedirs(scripts, exist_ok=True)
+    with open(os.path.join(scripts, 'train_mnist.py'), 'w', encoding='utf-8') as f:
+        f.write(RECIPE_SCRIPT)
+    client.experiments.begin_create(rg, ws, 'chainer_experiment').result()
+    share = 'https://{}.file.core.windows.net/'.format(account)
+    params = models.JobCreateParameters(
+        cluster=models.ResourceId(id=local_service.cluster_id), node_count=2,
+        chainer_settings=models.ChainerSettings(
+            python_script_file_path='$AZ_BATCHAI_JOB_MOUNT_ROOT/scripts/chainer/train_mnist.py',
+            command_line_args='-g -o $AZ_BATCHAI_OUTPUT_MODEL'),
+        std_out_err_path_prefix='$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
+        mount_volumes=models.MountVolumes(azure_file_shares=[
+            models.AzureFileShareReference(account_name=account, azure_file_url=share + 'logs',
+                                           relative_mount_path='logs',
+                                           credentials=models.AzureStorageCredentialsInfo(account_key='k')),
+            models.AzureFileShareReference(account_name=account, azure_file_url=share + 'scripts',
+                                           relative_mount_path='scripts',
+                                           credentials=models.AzureStorageCredentialsInfo(account_key='k'))]),
+        output_directories=[models.OutputDirectory(id='MODEL', path_prefix='$AZ_BATCHAI_JOB_MOUNT_ROOT/logs')],
+        secrets=[models.EnvironmentVariableWithSecretValue(name='SECRET', value='hidden')],
+        container_settings=models.ContainerSettings(image_source_registry=models.ImageSourceRegistry(
+            image='batchaitraining/chainermn:openMPI')))
+    job = client.jobs.begin_create(rg, ws, 'chainer_experiment', 'distributed_chainer', params).result()
+    assert job.tool_type == 'chainer'
+    job = wait_state(client, local_service, 'chainer_experiment', 'distributed_chainer')
+    logs = os.path.join(local_service.data_dir, 'storage', account, 'shares', 'logs',
+                        job.job_output_directory_path_segment)
+    assert job.execution_state == 'succeeded', _read(os.path.join(logs, 'stdouterr', 'stderr.txt'))
+    stdout = _read(os.path.join(logs, 'stdouterr', 'stdout.txt'))
+    # $AZ_BATCHAI_OUTPUT_MODEL goes through the job's mount of the share, so the file lands in the share
+    assert '/{}/outputs'.format(job.job_output_directory_path_segment) in stdout
+    assert _read(os.path.join(logs, 'outputs', 'model.txt')) == 'trained'
+    assert 'job distributed_chainer secret True' in stdout
+    assert 'containerSettings ignored' in _read(os.path.join(logs, 'stdouterr', 'stderr.txt'))
+    [model] = client.jobs.list_output_files(rg, ws, 'chainer_experiment', 'distributed_chainer',
+                                            models.JobsListOutputFilesOptions(outputdirectoryid='MODEL'))
+    assert model.name == 'model.txt'
+    with urllib.request.urlopen(model.download_url) as response:
+        assert response.read() == b'trained'
+
+
+def test_download_links_range_expiry_and_escape(client, local_service):
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.experiments.begin_create(rg, ws, 'links').result()
+    client.jobs.begin_create(rg, ws, 'links', 'log', job_params(local_service, 'printf 0123456789'),
+                             polling=False)
+    wait_state(client, local_service, 'links', 'log')
+    files = {f.name: f for f in client.jobs.list_output_files(rg, ws, 'links', 'log', models.JobsListOutputFilesOptions(
+        outputdirectoryid='stdouterr', linkexpiryinminutes=5))}
+    url = files['stdout.txt'].download_url
+    request = urllib.request.Request(url, headers={'Range': 'bytes=4-'})
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 206 and response.read() == b'456789'
+        assert response.headers['Content-Range'] == 'bytes 4-9/10'
+    with pytest.raises(urllib.error.HTTPError) as beyond:
+        urllib.request.urlopen(urllib.request.Request(url, headers={'Range': 'bytes=10-'}))
+    assert beyond.value.code == 416
+    with pytest.raises(urllib.error.HTTPError) as tampered:
+        urllib.request.urlopen(url.replace('sig=', 'sig=0'))
+    assert tampered.value.code == 403
+    split = urllib.parse.urlsplit(url)
+    relpath = urllib.parse.unquote(split.path[len('/download/'):])
+    key = bytes.fromhex(open(os.path.join(local_service.data_dir, 'link.key')).read().strip())
+    expired = dict(urllib.parse.parse_qsl(auth.sign_link(key, relpath, 5, now=time.time() - 3600)))
+    assert downloads.serve(local_service.data_dir, key, 'GET', split.path, expired, None)[0] == 403
+    escape = '../' + os.path.basename(local_service.data_dir) + '-other/x'
+    signed = dict(urllib.parse.parse_qsl(auth.sign_link(key, escape, 5)))
+    assert downloads.serve(local_service.data_dir, key, 'GET', '/download/' + escape, signed, None)[0] == 403

@@ -1,0 +1,137 @@
+"""Validate service responses against the Batch AI 2018-05-01 swagger (test-only: uses `jsonschema`).
+
+The swagger document is the root of every validation (so `#/definitions/...` references resolve). Object
+definitions are made strict: `allOf` parents are merged in and `additionalProperties: false` is set wherever a
+definition lists its properties, so a misspelt or invented property fails.
+
+`SpecCheckPolicy` is an azure-core policy for the real SDK client: it validates every response body against the
+schema of the operation (swagger path + method + status, `default` for errors) and counts what it checked.
+"""
+import copy
+import functools
+import json
+import os
+import re
+
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+from jsonschema import Draft4Validator
+
+from tests.fixtures_az import SHARED_SPECS
+
+SPEC_FILE = os.path.join(SHARED_SPECS, 'batchai-2018-05-01', 'BatchAI.json')
+# Operation results are not swagger paths: their 200 body is the resource the operation created.
+RESOURCE_TYPES = {
+    'Microsoft.BatchAI/workspaces': 'Workspace', 'Microsoft.BatchAI/workspaces/clusters': 'Cluster',
+    'Microsoft.BatchAI/workspaces/experiments': 'Experiment', 'Microsoft.BatchAI/workspaces/experiments/jobs': 'Job',
+}
+
+
+def _strict(schema, definitions, seen_refs=()):
+    """A copy of a schema node with allOf merged and additionalProperties false on property lists (recursive)."""
+    if not isinstance(schema, dict):
+        return schema
+    node = copy.deepcopy(schema)
+    props = dict(node.get('properties') or {})
+    required = list(node.get('required') or [])
+    for parent in node.pop('allOf', []):
+        if '$ref' in parent:
+            parent = definitions[parent['$ref'].rsplit('/', 1)[-1]]
+        parent = _strict(parent, definitions)
+        props = {**parent.get('properties', {}), **props}
+        required += parent.get('required', [])
+    if props or 'properties' in schema:
+        node['properties'] = {name: _strict(sub, definitions) for name, sub in props.items()}
+        node.setdefault('additionalProperties', False)
+        if required:
+            node['required'] = sorted(set(required))
+    if isinstance(node.get('items'), dict):
+        node['items'] = _strict(node['items'], definitions)
+    if isinstance(node.get('additionalProperties'), dict):
+        node['additionalProperties'] = _strict(node['additionalProperties'], definitions)
+    return node
+
+
+@functools.lru_cache(maxsize=None)
+def load_spec():
+    """The swagger document with strict definitions."""
+    with open(SPEC_FILE, encoding='utf-8') as f:
+        spec = json.load(f)
+    definitions = spec['definitions']
+    spec['definitions'] = {name: _strict(schema, definitions) for name, schema in definitions.items()}
+    return spec
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(definition):
+    spec = load_spec()
+    if definition not in spec['definitions']:
+        raise KeyError(definition)
+    root = dict(spec)
+    root.update({'$ref': '#/definitions/' + definition})
+    return Draft4Validator(root)
+
+
+def validate(definition, body):
+    """Raise AssertionError listing every violation of `body` against a swagger definition."""
+    errors = sorted(_validator(definition).iter_errors(body), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise AssertionError('{} does not conform to {}:\n{}'.format(
+            json.dumps(body)[:2000], definition,
+            '\n'.join('  at {}: {}'.format('/'.join(map(str, e.absolute_path)), e.message) for e in errors)))
+
+
+@functools.lru_cache(maxsize=None)
+def _operations():
+    """(regex over the URL path, METHOD, responses) of every swagger operation."""
+    result = []
+    for template, item in load_spec()['paths'].items():
+        pattern = re.sub(r'\\{[^}]+\\}', '[^/]+', re.escape(template))
+        for method, operation in item.items():
+            if method != 'parameters':
+                result.append((re.compile('^' + pattern + '/?$', re.IGNORECASE), method.upper(),
+                               operation['responses']))
+    return result
+
+
+def response_definition(method, path, status):
+    """The definition name a response must conform to; None when it has no body schema; KeyError if unknown."""
+    if re.search(r'/operationresults/[^/]+$', path, re.IGNORECASE):
+        return 'operationresult'
+    for regex, op_method, responses in _operations():
+        if op_method == method and regex.match(path):
+            response = responses.get(str(status)) or (responses.get('default') if status >= 400 else None)
+            if response is None:
+                raise AssertionError('{} {} answered {}, which the swagger does not list'.format(method, path,
+                                                                                                 status))
+            ref = (response.get('schema') or {}).get('$ref')
+            return ref.rsplit('/', 1)[-1] if ref else None
+    raise KeyError('{} {} is not a swagger operation'.format(method, path))
+
+
+class SpecCheckPolicy(SansIOHTTPPolicy):
+    """Validates each response body of the client against the swagger; `checked` counts validated bodies."""
+
+    def __init__(self):
+        super().__init__()
+        self.checked = 0
+
+    def on_response(self, request, response):
+        http_request, http_response = request.http_request, response.http_response
+        path = http_request.url.split('?', 1)[0].split('://', 1)[-1]
+        path = path[path.index('/'):] if '/' in path else '/'
+        status = http_response.status_code
+        definition = response_definition(http_request.method, path, status)
+        text = http_response.text()
+        if definition == 'operationresult':
+            if status >= 400:
+                definition = 'CloudError'
+            elif text:
+                definition = RESOURCE_TYPES[json.loads(text)['type']]
+            else:
+                return
+        if definition is None:
+            assert not text, '{} {} -> {} must have no body, got {!r}'.format(http_request.method, path, status,
+                                                                            text[:200])
+            return
+        validate(definition, json.loads(text))
+        self.checked += 1
