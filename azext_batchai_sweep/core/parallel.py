@@ -51,3 +51,18 @@ def run_parallel(fn, items, *, parallel=8, on_result=None, should_stop=None):
                 future.cancel()
             raise
     return not_started
+
+
+def pooled_transport(max_connections=32):
+    """An azure-core transport keeping up to max_connections connections per host alive.
+
+    requests' default pool holds 10: with more threads than that, every extra call opens and discards a connection
+    (and urllib3 warns 'Connection pool is full'). Pass it when building the client: BatchAI(..., transport=...).
+    """
+    import requests  # pylint: disable=import-outside-toplevel
+    from azure.core.pipeline.transport import RequestsTransport  # pylint: disable=import-outside-toplevel
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max_connections)
+    for scheme in ('http://', 'https://'):
+        session.mount(scheme, adapter)
+    return RequestsTransport(session=session, session_owner=True)
