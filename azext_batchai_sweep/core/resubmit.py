@@ -35,8 +35,9 @@ _KEY_FIELDS = ('accountKey', 'accountKeySecretReference', 'password', 'passwordS
 
 def rebuild_body(job) -> JobCreateParameters:
     """The JobCreateParameters of a job as the service returned it: every creation field, none of the read-only."""
-    fields = {attr: getattr(job, attr) for attr in JobCreateParameters._attribute_map}  # pylint: disable=protected-access
-    return JobCreateParameters(**{key: value for key, value in fields.items() if value is not None})
+    creation_fields = JobCreateParameters._attribute_map  # pylint: disable=protected-access
+    return JobCreateParameters(**{attr: getattr(job, attr) for attr in creation_fields
+                                  if getattr(job, attr, None) is not None})
 
 
 def hidden_secrets(body) -> list:

@@ -123,7 +123,7 @@ def test_tail_and_download_outputs(batchai_client, local_service, tmp_path):
     svc, client = local_service, batchai_client
     experiment = new_experiment(client, svc)
     plan = sweep_plan(svc, 'chatty', 2, 'for i in $(seq 1 3000); do echo "line $i of job $PARAM_X"; done; '
-                                       'mkdir -p $AZ_BATCHAI_OUTPUT_MODEL/sub && echo w > $AZ_BATCHAI_OUTPUT_MODEL/sub/w.txt')
+                      'mkdir -p $AZ_BATCHAI_OUTPUT_MODEL/sub && echo w > $AZ_BATCHAI_OUTPUT_MODEL/sub/w.txt')
     submit_jobs(client, svc.resource_group, svc.workspace, experiment, plan)
     wait_all(client, svc, experiment, 'chatty')
     job = plan[1][0]
