@@ -155,10 +155,10 @@ class _FilesHandler(_Handler):
                        b'<Message>The files API is not available in this build.</Message></Error>')
             return
         split = urllib.parse.urlsplit(self.path)
-        query = {k: v[0] for k, v in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
         reader = _LimitedReader(self.rfile, int(self.headers.get('Content-Length') or 0))
         try:
-            status, headers, body = files_api.handle(self.command, split.path, query, self.headers, reader)
+            # The raw query string: the files API checks Shared Key signatures over the values as sent.
+            status, headers, body = files_api.handle(self.command, split.path, split.query, self.headers, reader)
         except Exception:  # pylint: disable=broad-except
             logger.exception('files API %s %s failed', self.command, split.path)
             status, headers, body = 500, {'Content-Type': 'application/xml'}, b''
