@@ -29,7 +29,8 @@ from tests.fixtures_service import start_service, stop_service  # noqa: E402
 
 def _params(cluster_id, command='true'):
     return models.JobCreateParameters(
-        cluster=models.ResourceId(id=cluster_id), node_count=1, std_out_err_path_prefix='$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
+        cluster=models.ResourceId(id=cluster_id), node_count=1,
+        std_out_err_path_prefix='$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
         mount_volumes=models.MountVolumes(azure_file_shares=[models.AzureFileShareReference(
             account_name='bench', azure_file_url='https://bench.file.core.windows.net/logs',
             credentials=models.AzureStorageCredentialsInfo(account_key='x'), relative_mount_path='logs')]),

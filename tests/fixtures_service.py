@@ -61,8 +61,8 @@ def start_service(data_dir, slots=SESSION_SLOTS, faults=None, extra_args=()):
     if faults:
         cmd += ['--faults', faults]
     log = open(os.path.join(data_dir, 'service.log'), 'ab')  # pylint: disable=consider-using-with
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # pylint: disable=consider-using-with
-                            start_new_session=True)
+    proc = subprocess.Popen(  # pylint: disable=consider-using-with
+        cmd, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     log.close()
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

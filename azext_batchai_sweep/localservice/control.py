@@ -83,8 +83,8 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
     if faults:
         cmd += ['--faults', faults]
     with open(os.path.join(data_dir, LOG_FILE), 'ab') as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # pylint: disable=consider-using-with
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(  # pylint: disable=consider-using-with
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

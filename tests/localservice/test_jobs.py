@@ -76,7 +76,7 @@ def test_terminate_kills_the_process_group(client, local_service, tmp_path):
     while _alive(child):
         assert time.monotonic() < deadline, 'the job\'s background child survived terminate'
         time.sleep(0.05)
-    client.jobs.begin_create(rg, ws, 'term', 'queued', job_params(local_service, 'true', node_count=99 // 99),
+    client.jobs.begin_create(rg, ws, 'term', 'queued', job_params(local_service, 'true'),
                              polling=False)
     client.jobs.begin_terminate(rg, ws, 'term', 'queued').result()
     assert client.jobs.get(rg, ws, 'term', 'queued').execution_state in ('failed', 'succeeded')
