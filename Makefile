@@ -48,7 +48,7 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-wheel: $(AZ_STAMP)
+wheel: $(TEST_STAMP)
 	rm -rf build dist
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 

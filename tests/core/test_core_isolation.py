@@ -24,9 +24,17 @@ def core_modules():
     return sorted(name for _, name, _ in pkgutil.walk_packages([CORE_DIR], 'azext_batchai_sweep.core.'))
 
 
-def test_every_core_module_imports_without_azure_cli():
-    modules = ['azext_batchai_sweep.core'] + core_modules()
+def service_modules():
+    service_dir = os.path.join(PACKAGE_DIR, 'localservice')
+    return sorted(name for _, name, _ in pkgutil.walk_packages([service_dir], 'azext_batchai_sweep.localservice.')
+                  if not name.endswith('__main__'))
+
+
+def test_every_core_and_service_module_imports_without_azure_cli():
+    # Through the real package __init__: it must fall back quietly where azure.cli cannot be imported.
+    modules = ['azext_batchai_sweep.core'] + core_modules() + service_modules()
     assert 'azext_batchai_sweep.core.sweep' in modules
+    assert 'azext_batchai_sweep.localservice.server' in modules
     code = FORBID_AZURE_CLI + '''
 import importlib
 for name in {!r}:
