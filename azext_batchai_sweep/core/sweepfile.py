@@ -87,6 +87,8 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
                                                          job_name_prefix=prefix, sweep_name=sweep_name)
             return sweep.generate_jobs(body, job_name_prefix=prefix, sweep_name=sweep_name)
         except SpecError as ex:
+            if ex.path is None and self.sampling['type'] == 'random':
+                ex.path = 'sampling.count'  # the only sweep-wide check of a random search: enough distinct sets
             raise ex.within(source=self.source) from None
 
 
@@ -328,8 +330,10 @@ def _check_template(template, specs, locate):
         source, where = locate(leaked[0])
         raise SpecError('expected a reference like "$env:NAME" to an environment variable holding the secret, '
                         'resolved at submit time: a secret value never goes in a template or a plan', source=source, path=where)
+    _check_job_fields(template, locate)
     try:
-        compiled = CompiledTemplate({'properties': template}, specs)
+        # A sample sweep name, so that a template setting BATCHAI_SWEEP_NAME itself is caught here, with its location.
+        compiled = CompiledTemplate({'properties': template}, specs, sweep_name='sample')
     except SpecError as ex:
         raise SpecError(ex.message, source=locate.source, path=locate.text(ex.path)) from None
     samples = {spec.name: _sample(spec) for spec in specs}
@@ -346,6 +350,22 @@ def _check_template(template, specs, locate):
         return issue.message
     _validate(rendered, 'job.schema.json', None, locate, explain)
     return [spec.name for spec in specs if spec.name not in compiled.used_names]
+
+
+def _check_job_fields(template, locate):
+    """A job template is a Batch AI job: only the job's own fields (the copied schema is permissive, so a typo such as
+    `nodeCnt` would otherwise be dropped silently) and at least one toolkit to run."""
+    known = _load_schema('job.schema.json')['properties']['properties']['properties']
+    unknown = sorted(set(template) - set(known))
+    if unknown:
+        source, where = locate(('properties', unknown[0]))
+        raise SpecError('expected only the fields of a Batch AI job ({}), got the unknown field {!r}'.format(
+            ', '.join(sorted(known)), unknown[0]), source=source, path=where)
+    toolkits = sorted(name for name in known if name.endswith('Settings') and name != 'containerSettings')
+    if not any(template.get(name) for name in toolkits):
+        source, where = locate(('properties',))
+        raise SpecError('expected a Batch AI job with one of {} (what the job runs)'.format(', '.join(toolkits)),
+                        source=source, path=where or None)
 
 
 def _value_at(node, path):
