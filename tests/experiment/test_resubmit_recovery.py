@@ -111,8 +111,12 @@ def test_sigkill_between_delete_and_create_then_rerun(fake, tmp_path, with_plan)
     fake.script = {'job-3': ['hang']}  # job-3's create never answers: the process is killed there
     journal = None if with_plan else str(tmp_path / 'resubmit.journal')
     proc = _resubmit_in_subprocess(fake.endpoint, tmp_path, journal, with_plan)
+    # Killed once job-3's create hangs AND job-1 (resubmitted in parallel) is back: the state this test is about.
+    # Waiting for job-3 alone raced with job-1 under load (its journal fsync, delete and wait for 404 could still be
+    # under way), leaving job-1 deleted but not re-created at the kill, which the assertions below do not expect.
     deadline = time.monotonic() + 30
-    while not fake.calls('PUT', 'job-3')[1:] and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not (fake.calls('PUT', 'job-3')[1:] and len(fake.calls('PUT', 'job-1')) >= 2
+                                               and 'job-1' in fake.jobs):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
