@@ -14,13 +14,18 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test dev test-tools bench bench-expand wheel lint clean
+.PHONY: demo test test-reliability dev test-tools bench bench-expand wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
 
 test: dev test-tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The long reliability runs (1,000-job fault submit, 10 SIGKILLs of a 300-job submit, 10,000-job load); the last -m
+# wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md.
+test-reliability: dev test-tools
+	$(BIN)/python -m pytest tests/reliability -m soak -s $(PYTEST_ARGS)
 
 dev: $(DEV_STAMP)
 
