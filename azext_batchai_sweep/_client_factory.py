@@ -1,14 +1,12 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""Clients for the commands that talk to Batch AI (submit, status, ...).
+"""The Batch AI client of the commands that talk to a service; see _targeting.py for which service that is.
 
-`create` works offline and needs none. The SDK import stays inside the function so that loading the command
-table never imports azure.mgmt.batchai.
+The SDK import stays inside the function so that loading the command table never imports azure.mgmt.batchai.
 """
 
 
 def cf_batchai(cli_ctx, *_):
-    from azure.cli.core.commands.client_factory import get_mgmt_service_client
-    from azure.mgmt.batchai import BatchAIManagementClient
-    return get_mgmt_service_client(cli_ctx, BatchAIManagementClient)
+    from ._targeting import batchai_client
+    return batchai_client(cli_ctx)

@@ -27,3 +27,97 @@ def _cell(value):
         return ''
     # repr() keeps 0.001 as 0.001 and 1e-05 as 1e-05, the shortest text that reads back to the same float.
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def _with_parameters(row, parameters):
+    """The row followed by one column per parameter, the same columns as create's table."""
+    for key, value in _planned_job_row({'name': None, 'parameters': parameters or {}}).items():
+        if key != 'Name':
+            row[key] = value
+    return row
+
+
+def _text(value):
+    return '' if value is None else str(value)
+
+
+def _parameter_names(rows):
+    """Every parameter of the rows, in first-seen order: a job missing one gets '' rather than a shifted column."""
+    names = {}
+    for row in rows:
+        for name in row.get('parameters') or {}:
+            names.setdefault(name, None)
+    return list(names)
+
+
+def _aligned_parameters(rows):
+    names = _parameter_names(rows)
+    return [{name: (row.get('parameters') or {}).get(name) for name in names} for row in rows]
+
+
+def sweep_submit_table_format(result):
+    row = OrderedDict()
+    row['Sweep'] = result['sweep']
+    row['Total'] = result['total']
+    row['Submitted'] = result['submitted']
+    row['Already Present'] = result['alreadyPresent']
+    row['Not Submitted'] = len(result['notSubmitted'])
+    if 'counts' in result:
+        for state, count in result['counts'].items():
+            row[state.title()] = count
+    return [row]
+
+
+def sweep_status_table_format(result):
+    """One row per job with a column per parameter; or, for `--job --tail`, one row per line of output."""
+    if isinstance(result, list):
+        return [OrderedDict([('Line', line)]) for line in result]
+    jobs = result['jobs']
+    rows = []
+    for job, parameters in zip(jobs, _aligned_parameters(jobs)):
+        row = OrderedDict()
+        row['Name'] = job['name']
+        row['State'] = _text(job['state'])
+        row['Exit Code'] = _text(job['exitCode'])
+        row['Start'] = _text(job['startTime'])
+        row['Duration'] = '' if job['durationSeconds'] is None else '{:.1f}s'.format(job['durationSeconds'])
+        rows.append(_with_parameters(row, parameters))
+    return rows
+
+
+def sweep_resubmit_table_format(result):
+    rows = [OrderedDict([('Job', name), ('Result', 'resubmitted')]) for name in result['resubmitted']]
+    rows += [OrderedDict([('Job', item['job']), ('Result', 'skipped: ' + item['reason'])])
+             for item in result['skipped']]
+    rows += [OrderedDict([('Job', item['job']), ('Result', 'failed: ' + item['error'])]) for item in result['failed']]
+    return rows
+
+
+def sweep_metrics_table_format(result):
+    rows = []
+    for job, parameters in zip(result, _aligned_parameters(result)):
+        row = OrderedDict()
+        row['Name'] = job['name']
+        row['State'] = _text(job['state'])
+        row['Metric'] = _cell(job['metric'])
+        rows.append(_with_parameters(row, parameters))
+    return rows
+
+
+def sweep_delete_table_format(result):
+    return [OrderedDict([('Sweep', result['sweep']), ('Deleted', len(result['deleted'])),
+                         ('Not Found', len(result['notFound'])), ('Failed', len(result['failed']))])]
+
+
+def sweep_download_table_format(result):
+    return [OrderedDict([('Sweep', result['sweep']), ('Jobs', result['jobs']), ('Files', result['files']),
+                         ('Bytes', result['bytes']), ('Skipped', result['skipped']),
+                         ('Failed', len(result['failed'])), ('Destination', result['destination'])])]
+
+
+def local_service_table_format(result):
+    """A single row; the keys of local start/status/stop in title case."""
+    titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',
+              'running': 'Running', 'targeted': 'Targeted', 'stopped': 'Stopped', 'workspace': 'Workspace',
+              'cluster': 'Cluster', 'resourceGroup': 'Resource Group'}
+    return [OrderedDict((title, _text(result[key])) for key, title in titles.items() if key in result)]

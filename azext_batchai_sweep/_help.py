@@ -17,7 +17,8 @@ helps['batchai sweep create'] = """
 type: command
 short-summary: Validate and expand a sweep into a plan file, one Batch AI job definition per parameter set.
 long-summary: >
-    Works offline: nothing is submitted. The plan (JSON Lines, by default <name>.plan.jsonl in the current directory)
+    Nothing is submitted; the experiment is created on the service if it does not exist yet (with --plan-only, no
+    service is contacted and no login is needed). The plan (JSON Lines, by default <name>.plan.jsonl in the current directory)
     holds the sweep's name and seed, then each job's name, parameter values and full job definition. It never holds
     a secret: secret fields of the job are written "$env:NAME" and read from the environment at submit time.
     Storage credentials for file parameters come from AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING or
@@ -58,9 +59,14 @@ parameters:
   - name: --yes -y
     type: bool
     short-summary: Plan the sweep even if it has more jobs than --max-jobs.
+  - name: --plan-only
+    type: bool
+    short-summary: Only write the plan; contact no service.
 examples:
   - name: Plan the grid search of a sweep file, listing the jobs as a table.
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --storage-account-name mystorage -o table
+  - name: Plan offline, without creating the experiment.
+    text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml --plan-only
   - name: Plan a random search of 32 jobs with a fixed seed, whatever the sweep file's sampling says.
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr-random --spec sweep.yaml --sampling random --count 32 --seed 7
   - name: Plan a large grid (more than --max-jobs jobs) and print only the job count.
@@ -69,4 +75,245 @@ examples:
     text: |
         az configure --defaults group=MyResourceGroup batchai_workspace=MyWorkspace batchai_experiment=MyExperiment
         az batchai sweep create -n lr --spec sweep.yaml
+"""
+
+helps['batchai sweep submit'] = """
+type: command
+short-summary: Submit the jobs of a sweep that are not on the service yet.
+long-summary: >
+    Reads the plan (--plan-file, by default <name>.plan.jsonl), or plans the sweep first from --spec as "create"
+    does. Creates the experiment if it does not exist, then every planned job that is not on the service, many at
+    a time, retrying throttled and failed requests. Re-running it after a crash or Ctrl-C finishes the sweep: jobs
+    already submitted are skipped, none is submitted twice. "$env:NAME" secret references are read from the
+    environment, and storage mounts get their account key from AZURE_BATCHAI_STORAGE_KEY, as with
+    "az batchai job create"; neither is ever printed. Exits with a non-zero code when a job could not be submitted.
+parameters:
+  - name: --plan-file
+    type: string
+    short-summary: The plan to submit (from "az batchai sweep create"); with --spec, where to write it.
+  - name: --spec
+    type: string
+    short-summary: Plan the sweep from this sweep file first, then submit it (takes the options of "create").
+  - name: --parallel
+    type: int
+    short-summary: Number of job submissions in flight at once.
+  - name: --max-retries
+    type: int
+    short-summary: Retries of a throttled or failed request before a job is given up.
+  - name: --wait
+    type: bool
+    short-summary: Then block until every job has finished; exit with a non-zero code if one failed.
+examples:
+  - name: Submit the sweep planned by "az batchai sweep create -n lr".
+    text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
+  - name: Plan and submit in one go, then wait for the jobs to finish.
+    text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --wait
+  - name: Submit with 32 requests in flight, printing only the jobs that were not submitted.
+    text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --parallel 32 --query notSubmitted
+"""
+
+helps['batchai sweep status'] = """
+type: command
+short-summary: Show the state of a sweep's jobs, wait for them to finish, or print the end of one job's output.
+long-summary: >
+    The output holds the number of jobs in each state (counts) and one row per job: name, state, exit code, start
+    time, duration and parameter values (with -o table, one column per parameter). Everything comes from the
+    service: no plan file is needed.
+parameters:
+  - name: --state
+    type: string
+    short-summary: Only the jobs in this execution state.
+  - name: --wait
+    type: bool
+    short-summary: Block until every job has finished; exit with a non-zero code if one failed.
+  - name: --interval
+    type: float
+    short-summary: Seconds between two checks while waiting.
+  - name: --job
+    type: string
+    short-summary: Print the end of this job's stdout.txt instead.
+  - name: --tail
+    type: int
+    short-summary: With --job, the number of lines to print.
+examples:
+  - name: Show the jobs of a sweep as a table, one column per parameter.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -o table
+  - name: Count the jobs in each state.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --query counts
+  - name: List the failed jobs only.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --state failed -o table
+  - name: Wait until every job has finished, checking every 30 seconds.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --interval 30
+  - name: Print the last 20 lines of a job's standard output.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --job lr-0123456789abcdef --tail 20 -o tsv
+"""
+
+helps['batchai sweep resubmit'] = """
+type: command
+short-summary: Run jobs of a sweep again under the same names (by default, the failed ones).
+long-summary: >
+    Each job is deleted, and once it is gone created again with the same definition: from the plan file when
+    --plan-file is given (needed for jobs with secrets, which the service never returns), else as the service
+    describes it. Interrupted, the same command run again finishes the work with no job lost or duplicated (without
+    a plan, a journal in the az config directory keeps the definitions of the jobs being resubmitted).
+parameters:
+  - name: --plan-file
+    type: string
+    short-summary: The sweep's plan, to re-create the jobs from (with their secrets from the environment).
+  - name: --jobs
+    type: string
+    short-summary: Names of the jobs to resubmit, whatever their state (unless --state is given too).
+  - name: --state
+    type: string
+    short-summary: Resubmit the jobs in this state. Default is failed, unless --jobs is given.
+  - name: --wait
+    type: bool
+    short-summary: Then block until the resubmitted jobs have finished; exit with a non-zero code if one failed.
+examples:
+  - name: Resubmit the failed jobs of a sweep after fixing their cause.
+    text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
+  - name: Resubmit two jobs from the plan file and wait for them.
+    text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --jobs lr-0123456789abcdef lr-fedcba9876543210 --wait
+"""
+
+helps['batchai sweep metrics'] = """
+type: command
+short-summary: Read a metric from each job's output and rank the jobs of a sweep.
+long-summary: >
+    Each job's file (stdout.txt by default) is streamed from the service and searched line by line, with --regex (a
+    group named "value", or the first group, is the number) or for NAME=VALUE lines with --metric NAME. The values
+    found in one file become one number with --reduce. A job without the file or the metric shows an empty metric.
+parameters:
+  - name: --regex
+    type: string
+    short-summary: Regular expression with a group around the number.
+  - name: --metric
+    type: string
+    short-summary: Name of a metric logged as NAME=VALUE.
+  - name: --reduce
+    type: string
+    short-summary: Which value of a file counts (last, first, min, max or mean).
+  - name: --goal
+    type: string
+    short-summary: Sort best first, the largest (max) or the smallest (min) metric.
+  - name: --top
+    type: int
+    short-summary: Only the first N jobs.
+  - name: --csv
+    type: string
+    short-summary: Also write the rows to this CSV file.
+examples:
+  - name: The 5 jobs with the highest accuracy, logged as "accuracy=0.93".
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric accuracy --goal max --top 5 -o table
+  - name: The lowest loss each job printed (lines like "loss 0.25"), found by a regular expression, also written to a CSV file.
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss (\\S+)" --reduce min --goal min --csv lr.csv
+  - name: Read the metric from a file of an output directory.
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "score (\\d+)" --output-directory-id MODEL --file logs/metrics.txt
+"""
+
+helps['batchai sweep delete'] = """
+type: command
+short-summary: Delete the jobs of a sweep (all of them, those in one state, or the named ones).
+long-summary: >
+    Only jobs of the named sweep are ever deleted, never other jobs of the experiment. Asks for confirmation unless
+    --yes is given, and waits until the jobs are gone unless --no-wait is given.
+parameters:
+  - name: --state
+    type: string
+    short-summary: Only the jobs in this execution state.
+  - name: --jobs
+    type: string
+    short-summary: Names of the jobs to delete.
+  - name: --no-wait
+    type: bool
+    short-summary: Return once the deletions are requested.
+examples:
+  - name: Delete every job of a sweep, without a prompt.
+    text: az batchai sweep delete -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --yes
+  - name: Delete the failed jobs of a sweep.
+    text: az batchai sweep delete -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --state failed --yes
+"""
+
+helps['batchai sweep download'] = """
+type: command
+short-summary: Download the output files of a sweep's jobs, one folder per job.
+long-summary: >
+    Files go to <dest>/<job>/<output directory id>/<path>. A file already there with the size the service reports
+    is skipped, so an interrupted download can be run again.
+parameters:
+  - name: --dest
+    type: string
+    short-summary: Directory to download into. Default is ./<name>-outputs.
+  - name: --output-directory-id
+    type: string
+    short-summary: Only this output directory; default is stdouterr and every output directory of the job.
+  - name: --jobs
+    type: string
+    short-summary: Names of the jobs to download; default is every job of the sweep.
+examples:
+  - name: Download every output of a sweep into ./lr-outputs.
+    text: az batchai sweep download -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
+  - name: Download the MODEL output directory of one job.
+    text: az batchai sweep download -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --jobs lr-0123456789abcdef --output-directory-id MODEL --dest models
+"""
+
+helps['batchai sweep local'] = """
+type: group
+short-summary: A local Batch AI service, to run sweeps on this machine.
+long-summary: >
+    "local start" runs a service that speaks the Batch AI API on 127.0.0.1, with one workspace (local), one cluster
+    (local) in resource group batchai-local, and runs the jobs as local processes. It also points every
+    "az batchai sweep" command at it (az config batchai_sweep.endpoint and token_file; the environment variables
+    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop".
+"""
+
+helps['batchai sweep local start'] = """
+type: command
+short-summary: Start the local Batch AI service in the background and point the sweep commands at it.
+long-summary: Returns the running service if one already runs on the data directory.
+parameters:
+  - name: --port
+    type: int
+    short-summary: Port on 127.0.0.1; default is a free port.
+  - name: --data-dir
+    type: string
+    short-summary: Directory of the service's data; default is batchai-sweep/local in the az config directory.
+  - name: --slots
+    type: int
+    short-summary: Number of jobs run at once; default is the number of CPUs.
+  - name: --faults
+    type: string
+    short-summary: Inject failures for testing, e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".
+examples:
+  - name: Start the local service and run a sweep on it.
+    text: |
+        az batchai sweep local start
+        az batchai sweep submit -g batchai-local -w local -e demo -n lr --spec sweep.yaml -c local --wait
+  - name: Start a service that runs 2 jobs at a time on a given port.
+    text: az batchai sweep local start --slots 2 --port 8950
+"""
+
+helps['batchai sweep local status'] = """
+type: command
+short-summary: Show whether the local Batch AI service runs, where, and whether the sweep commands use it.
+parameters:
+  - name: --data-dir
+    type: string
+    short-summary: Directory of the service's data; default is batchai-sweep/local in the az config directory.
+examples:
+  - name: Show the local service.
+    text: az batchai sweep local status -o table
+"""
+
+helps['batchai sweep local stop'] = """
+type: command
+short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
+long-summary: Running jobs are stopped and recorded as failed; the data directory is kept for the next start.
+parameters:
+  - name: --data-dir
+    type: string
+    short-summary: Directory of the service's data; default is batchai-sweep/local in the az config directory.
+examples:
+  - name: Stop the local service.
+    text: az batchai sweep local stop
 """

@@ -5,9 +5,15 @@
 from argcomplete.completers import FilesCompleter
 from azure.cli.core.commands.parameters import get_enum_type, resource_group_name_type
 
-from ._validators import validate_sweep_create
+from ._validators import (validate_local_start, validate_sweep_create, validate_sweep_delete, validate_sweep_metrics,
+                          validate_sweep_resubmit, validate_sweep_status, validate_sweep_submit, validate_sweep_target)
 
 DEFAULT_MAX_JOBS = 10000
+DEFAULT_PARALLEL = 8
+DEFAULT_MAX_RETRIES = 8
+DEFAULT_INTERVAL = 10
+DEFAULT_TAIL = 50
+STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed']
 
 
 def load_arguments(self, _):
@@ -21,24 +27,96 @@ def load_arguments(self, _):
         c.argument('sweep_name', options_list=['--name', '-n'],
                    help='Name of the sweep: letters, digits, "-" and "_". It names the default plan file and is set in every job as BATCHAI_SWEEP_NAME.')
 
+    for command in ('create', 'submit'):
+        with self.argument_context('batchai sweep ' + command) as c:
+            c.argument('spec', options_list=['--spec'], completer=FilesCompleter(),
+                       help='Path of the sweep file (YAML or JSON): jobNamePrefix, sampling, parameters and the job.')
+            c.argument('template', options_list=['--template'], completer=FilesCompleter(),
+                       help='Path of a job.json to use as the job template, instead of the "job" of the sweep file.')
+            c.argument('cluster', options_list=['--cluster', '-c'],
+                       help='Name or ARM ID of the cluster to run the jobs on; fills the job\'s cluster.id. You need to provide the ARM ID if the cluster belongs to a different workspace.')
+            c.argument('storage_account_name', options_list=['--storage-account-name'],
+                       help='Storage account name that replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the job template. Can be specified using the AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.')
+            c.argument('sampling', arg_type=get_enum_type(['grid', 'random']),
+                       help='How to pick parameter values: every combination (grid) or --count random draws (random). Overrides the sweep file\'s sampling.type.')
+            c.argument('count', type=int,
+                       help='Number of jobs of a random search. Overrides the sweep file\'s sampling.count.')
+            c.argument('seed', type=int,
+                       help='Seed of the random draws (0 or more): the same seed plans the same jobs. Overrides the sweep file\'s sampling.seed; if neither gives one, a seed is chosen and reported.')
+            c.argument('max_jobs', type=int, default=DEFAULT_MAX_JOBS,
+                       help='Refuse a sweep of more jobs than this unless --yes is given.')
+            c.argument('yes', options_list=['--yes', '-y'], action='store_true',
+                       help='Plan the sweep even if it has more jobs than --max-jobs.')
+
     with self.argument_context('batchai sweep create', validator=validate_sweep_create) as c:
-        c.argument('spec', options_list=['--spec'], completer=FilesCompleter(),
-                   help='Path of the sweep file (YAML or JSON): jobNamePrefix, sampling, parameters and the job.')
-        c.argument('template', options_list=['--template'], completer=FilesCompleter(),
-                   help='Path of a job.json to use as the job template, instead of the "job" of the sweep file.')
-        c.argument('cluster', options_list=['--cluster', '-c'],
-                   help='Name or ARM ID of the cluster to run the jobs on; fills the job\'s cluster.id. You need to provide the ARM ID if the cluster belongs to a different workspace.')
-        c.argument('storage_account_name', options_list=['--storage-account-name'],
-                   help='Storage account name that replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the job template. Can be specified using the AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.')
-        c.argument('sampling', arg_type=get_enum_type(['grid', 'random']),
-                   help='How to pick parameter values: every combination (grid) or --count random draws (random). Overrides the sweep file\'s sampling.type.')
-        c.argument('count', type=int,
-                   help='Number of jobs of a random search. Overrides the sweep file\'s sampling.count.')
-        c.argument('seed', type=int,
-                   help='Seed of the random draws (0 or more): the same seed plans the same jobs. Overrides the sweep file\'s sampling.seed; if neither gives one, a seed is chosen and reported.')
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
                    help='Where to write the plan (JSON Lines). Default: <name>.plan.jsonl in the current directory.')
-        c.argument('max_jobs', type=int, default=DEFAULT_MAX_JOBS,
-                   help='Refuse a sweep of more jobs than this unless --yes is given.')
-        c.argument('yes', options_list=['--yes', '-y'], action='store_true',
-                   help='Plan the sweep even if it has more jobs than --max-jobs.')
+        c.argument('plan_only', options_list=['--plan-only'], action='store_true',
+                   help='Only write the plan: contact no service (the experiment is not created) and need no login.')
+
+    for command in ('submit', 'resubmit', 'status', 'metrics', 'delete', 'download'):
+        with self.argument_context('batchai sweep ' + command) as c:
+            c.argument('parallel', type=int, default=DEFAULT_PARALLEL,
+                       help='Number of requests in flight at once.')
+            c.argument('wait', action='store_true',
+                       help='Block until every job has finished (progress on stderr); exit with a non-zero code if a job failed.')
+            c.argument('interval', type=float, default=DEFAULT_INTERVAL,
+                       help='Seconds between two checks of the jobs while waiting.')
+            c.argument('job_names', options_list=['--jobs'], nargs='+',
+                       help='Names of the sweep\'s jobs to act on (space-separated); default: every job of the sweep.')
+            c.argument('state', arg_type=get_enum_type(STATES),
+                       help='Only the jobs in this execution state.')
+
+    with self.argument_context('batchai sweep submit', validator=validate_sweep_submit) as c:
+        c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
+                   help='The plan to submit, from "az batchai sweep create". Default: <name>.plan.jsonl. With --spec: where to write the plan.')
+        c.argument('max_retries', type=int, default=DEFAULT_MAX_RETRIES,
+                   help='How often to retry a request that was throttled, failed on the server or lost its connection, before giving up on the job.')
+
+    with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
+        c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt instead of the sweep\'s status.')
+        c.argument('tail', type=int,
+                   help='With --job: number of lines to print from the end of the job\'s stdout.txt (default {}).'.format(DEFAULT_TAIL))
+
+    with self.argument_context('batchai sweep resubmit', validator=validate_sweep_resubmit) as c:
+        c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
+                   help='The sweep\'s plan: the jobs are re-created from it (with their secrets from the environment) instead of from what the service returns.')
+        c.argument('state', arg_type=get_enum_type(STATES),
+                   help='Resubmit the jobs in this execution state. Default: failed, unless --jobs is given.')
+
+    with self.argument_context('batchai sweep metrics', validator=validate_sweep_metrics) as c:
+        c.argument('regex', options_list=['--regex'],
+                   help='Regular expression finding the metric in each line; its group named "value" (or its first group) is the number.')
+        c.argument('metric', options_list=['--metric'],
+                   help='Name of a metric logged as NAME=VALUE (Katib\'s format), instead of --regex.')
+        c.argument('reduce', arg_type=get_enum_type(['last', 'first', 'min', 'max', 'mean']), default='last',
+                   help='How to turn the values found in one job\'s file into one number.')
+        c.argument('file', options_list=['--file'],
+                   help='Path of the file to read, inside the output directory (may contain subdirectories).')
+        c.argument('output_directory_id', options_list=['--output-directory-id'],
+                   help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt).')
+        c.argument('goal', arg_type=get_enum_type(['max', 'min']),
+                   help='Sort the jobs best first: the largest (max) or smallest (min) metric. Default: by job name.')
+        c.argument('top', type=int, help='Only the first N jobs (with --goal: the N best).')
+        c.argument('csv', options_list=['--csv'], completer=FilesCompleter(),
+                   help='Also write the rows to this CSV file: name, state, the metric, one column per parameter.')
+
+    with self.argument_context('batchai sweep delete', validator=validate_sweep_delete) as c:
+        c.argument('no_wait', options_list=['--no-wait'], action='store_true',
+                   help='Return once the deletions are requested, without waiting until the jobs are gone.')
+
+    with self.argument_context('batchai sweep download', validator=validate_sweep_target) as c:
+        c.argument('output_directory_id', options_list=['--output-directory-id'],
+                   help='ID of the one output directory to download. Default: stdouterr and every output directory of the job.')
+        c.argument('dest', options_list=['--dest'], completer=FilesCompleter(),
+                   help='Directory to download into, one folder per job. Default: ./<name>-outputs.')
+
+    with self.argument_context('batchai sweep local') as c:
+        c.argument('data_dir', options_list=['--data-dir'], completer=FilesCompleter(),
+                   help='Directory of the local service\'s data (jobs, outputs, storage). Default: batchai-sweep/local in the az config directory.')
+
+    with self.argument_context('batchai sweep local start', validator=validate_local_start) as c:
+        c.argument('port', type=int, default=0, help='Port of the service on 127.0.0.1. Default: a free port.')
+        c.argument('slots', type=int, help='Number of jobs the local cluster runs at once. Default: the number of CPUs.')
+        c.argument('faults', options_list=['--faults'],
+                   help='Inject failures, for testing clients: e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".')

@@ -5,7 +5,8 @@
 import os
 import re
 
-from azure.cli.core.azclierror import FileOperationError, InvalidArgumentValueError
+from azure.cli.core.azclierror import (ArgumentUsageError, FileOperationError, InvalidArgumentValueError,
+                                       MutuallyExclusiveArgumentError, RequiredArgumentMissingError)
 
 # The subscription of a cluster id when nobody is logged in: `create` works offline, and submit checks the real one.
 NO_SUBSCRIPTION = '00000000-0000-0000-0000-000000000000'
@@ -14,16 +15,93 @@ _SWEEP_NAME = re.compile(r'^[-\w]{1,64}$', re.ASCII)
 
 def validate_sweep_create(cmd, namespace):
     _validate_sweep_name(namespace.sweep_name)
+    _validate_planning(cmd, namespace)
+
+
+def _validate_planning(cmd, namespace):
     _validate_file(namespace.spec, '--spec', 'the sweep file')
     if namespace.template is not None:
         _validate_file(namespace.template, '--template', 'the job template')
-    for option, value in (('--count', namespace.count), ('--max-jobs', namespace.max_jobs)):
-        if value is not None and value < 1:
-            raise InvalidArgumentValueError('{} must be at least 1, not {}'.format(option, value))
-    if namespace.seed is not None and namespace.seed < 0:
-        raise InvalidArgumentValueError('--seed must be 0 or more, not {}'.format(namespace.seed))
+    _at_least(1, count=namespace.count, max_jobs=namespace.max_jobs)
+    _at_least(0, seed=namespace.seed)
     if namespace.cluster:
         namespace.cluster = _cluster_id(cmd.cli_ctx, namespace)
+
+
+def _at_least(minimum, **values):
+    for name, value in values.items():
+        if value is not None and value < minimum:
+            raise InvalidArgumentValueError('--{} must be {}, not {}'.format(
+                name.replace('_', '-'), 'at least {}'.format(minimum) if minimum else '0 or more', value))
+
+
+def validate_sweep_target(cmd, namespace):  # pylint: disable=unused-argument
+    """Every command acting on a sweep's jobs: a valid sweep name and sensible --parallel/--interval."""
+    _validate_sweep_name(namespace.sweep_name)
+    _at_least(1, parallel=getattr(namespace, 'parallel', None))
+    interval = getattr(namespace, 'interval', None)
+    if interval is not None and interval <= 0:
+        raise InvalidArgumentValueError('--interval must be more than 0 seconds, not {:g}'.format(interval))
+
+
+def validate_sweep_submit(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+    _at_least(0, max_retries=namespace.max_retries)
+    if namespace.spec:
+        _validate_planning(cmd, namespace)
+        return
+    for option in ('template', 'cluster', 'storage_account_name', 'sampling', 'count', 'seed'):
+        if getattr(namespace, option) is not None:
+            raise ArgumentUsageError('--{} is an option of planning: it needs --spec'.format(
+                option.replace('_', '-')))
+    namespace.plan_file = namespace.plan_file or '{}.plan.jsonl'.format(namespace.sweep_name)
+    if not os.path.isfile(namespace.plan_file):
+        raise FileOperationError(
+            'The plan file {} does not exist'.format(namespace.plan_file),
+            recommendation='Plan the sweep first with "az batchai sweep create", pass its plan with --plan-file, or '
+                           'plan and submit at once with --spec.')
+
+
+def validate_sweep_status(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+    if namespace.tail is not None and not namespace.job:
+        raise RequiredArgumentMissingError('--tail needs --job: the name of the job whose output to print')
+    _at_least(1, tail=namespace.tail)
+    if namespace.job and (namespace.wait or namespace.state):
+        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait or --state')
+
+
+def validate_sweep_resubmit(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+    if namespace.plan_file:
+        _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
+
+
+def validate_sweep_metrics(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+    if bool(namespace.regex) == bool(namespace.metric):
+        raise MutuallyExclusiveArgumentError(
+            'Give exactly one of --regex and --metric',
+            recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
+                           'number.')
+    _at_least(1, top=namespace.top)
+
+
+def validate_sweep_delete(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+
+
+def validate_local_start(cmd, namespace):  # pylint: disable=unused-argument
+    _at_least(1, slots=namespace.slots)
+    if namespace.port is not None and not 0 <= namespace.port <= 65535:
+        raise InvalidArgumentValueError('--port must be between 0 (any free port) and 65535, not {}'.format(
+            namespace.port))
+    if namespace.faults:
+        from .localservice.faults import parse_spec
+        try:
+            parse_spec(namespace.faults)
+        except ValueError as ex:
+            raise InvalidArgumentValueError('Invalid --faults: {}'.format(ex)) from None
 
 
 def _validate_sweep_name(name):
@@ -44,7 +122,9 @@ def _cluster_id(cli_ctx, namespace):
     if namespace.cluster.startswith('/'):
         return namespace.cluster
     from azure.mgmt.core.tools import resource_id
-    return resource_id(subscription=_current_subscription(cli_ctx), resource_group=namespace.resource_group,
+    from ._targeting import subscription_for_cluster_ids
+    subscription = subscription_for_cluster_ids(cli_ctx) or _current_subscription(cli_ctx)
+    return resource_id(subscription=subscription, resource_group=namespace.resource_group,
                        namespace='Microsoft.BatchAI', type='workspaces', name=namespace.workspace_name,
                        child_type_1='clusters', child_name_1=namespace.cluster)
 

@@ -1,7 +1,12 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-from ._format import sweep_create_table_format
+from ._format import (local_service_table_format, sweep_create_table_format, sweep_delete_table_format,
+                      sweep_download_table_format, sweep_metrics_table_format, sweep_resubmit_table_format,
+                      sweep_status_table_format, sweep_submit_table_format)
+
+DELETE_CONFIRMATION = ('Delete the selected jobs of this sweep? Their outputs on the service are deleted with them '
+                       'and cannot be recovered.')
 
 
 def load_command_table(self, _):
@@ -9,3 +14,15 @@ def load_command_table(self, _):
     # users already know (`az batchai job create`), and -g/-w/-e mean the same things.
     with self.command_group('batchai sweep', is_preview=True) as g:
         g.custom_command('create', 'create_sweep', table_transformer=sweep_create_table_format)
+        g.custom_command('submit', 'submit_sweep', table_transformer=sweep_submit_table_format)
+        g.custom_command('status', 'sweep_status', table_transformer=sweep_status_table_format)
+        g.custom_command('resubmit', 'resubmit_sweep', table_transformer=sweep_resubmit_table_format)
+        g.custom_command('metrics', 'sweep_metrics', table_transformer=sweep_metrics_table_format)
+        g.custom_command('delete', 'delete_sweep_jobs', table_transformer=sweep_delete_table_format,
+                         confirmation=DELETE_CONFIRMATION)
+        g.custom_command('download', 'download_sweep_outputs', table_transformer=sweep_download_table_format)
+
+    with self.command_group('batchai sweep local', is_preview=True) as g:
+        g.custom_command('start', 'local_start', table_transformer=local_service_table_format)
+        g.custom_command('status', 'local_status', table_transformer=local_service_table_format)
+        g.custom_command('stop', 'local_stop', table_transformer=local_service_table_format)

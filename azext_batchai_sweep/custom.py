@@ -1,102 +1,261 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""The commands: arguments mapped to the core library, core errors mapped to azclierror classes."""
+"""The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
+# pylint: disable=too-many-arguments,too-many-locals
 import os
-import sys
-from contextlib import contextmanager
 
 from knack.log import get_logger
 
-from ._params import DEFAULT_MAX_JOBS
+from ._errors import core_errors
+from ._output import Progress, fail_after_output
+from ._params import DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_TAIL
 
 logger = get_logger(__name__)
 
-SPEC_RECOMMENDATION = 'Fix the field named above; "az batchai sweep create -h" describes the sweep file.'
-STORAGE_RECOMMENDATION = ('Check the storage account, container or share, and the credentials in AZURE_STORAGE_KEY, '
-                          'AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_SAS_TOKEN.')
-# Progress is only worth drawing for sweeps that take a while to write.
-PROGRESS_THRESHOLD = 10000
-PROGRESS_EVERY = 1000
+RERUN_RECOMMENDATION = 'Run the same command again: jobs already on the service are skipped, none is duplicated.'
+FAILED_RECOMMENDATION = ('See a job\'s output with "az batchai sweep status --job NAME --tail 50"; run the failed jobs '
+                         'again with "az batchai sweep resubmit".')
 
 
-@contextmanager
-def core_errors():
-    """Turn the core's errors into az's error classes: a message and a fix, never a traceback."""
-    from azure.cli.core.azclierror import AzureResponseError, FileOperationError, InvalidArgumentValueError
-    from .core.errors import ServiceError, SpecError, StorageError, SweepError
-    try:
-        yield
-    except SpecError as ex:
-        # The message starts with the file name (whose case must not change), hence the lead-in.
-        raise InvalidArgumentValueError('Invalid sweep definition: {}'.format(ex),
-                                        recommendation=SPEC_RECOMMENDATION) from None
-    except StorageError as ex:
-        raise AzureResponseError(_capitalized(str(ex)), recommendation=STORAGE_RECOMMENDATION) from None
-    except ServiceError as ex:
-        raise AzureResponseError(_capitalized(str(ex))) from None
-    except SweepError as ex:
-        raise InvalidArgumentValueError(_capitalized(str(ex))) from None
-    except OSError as ex:
-        raise FileOperationError('{}: {}'.format(ex.strerror or ex, ex.filename)) from None
+def _names(resource_group, workspace_name, experiment_name):
+    # Configured defaults arrive as str subclasses that az's output would turn into {"isDefault": true}.
+    return str(resource_group), str(workspace_name), str(experiment_name)
 
 
-def _capitalized(message):
-    return message[:1].upper() + message[1:]
+def _client(cmd):
+    from ._targeting import batchai_client
+    return batchai_client(cmd.cli_ctx)
+
+
+def _retry(max_retries=DEFAULT_MAX_RETRIES):
+    from .core.retry import RetrySettings
+    return RetrySettings(max_retries=max_retries)
+
+
+def _listed(names, limit=10):
+    shown = ', '.join(names[:limit])
+    return shown + (' and {} more'.format(len(names) - limit) if len(names) > limit else '')
 
 
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
-                 max_jobs=DEFAULT_MAX_JOBS, yes=False):
-    from azure.cli.core.azclierror import InvalidArgumentValueError
-    from .core.plan import plan_header, write_plan
-    from .core.sweepfile import load_sweep_file
+                 max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False):
+    from ._planning import plan_sweep
+    from .core.submit import ensure_experiment
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    summary = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
+                         cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
+                         seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes)
+    if not plan_only:
+        client = _client(cmd)
+        with core_errors():
+            if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=_retry()):
+                logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+    return summary
 
-    # Configured defaults arrive as str subclasses that az's output would turn into {"isDefault": true}.
-    resource_group, workspace_name, experiment_name = str(resource_group), str(workspace_name), str(experiment_name)
-    plan_file = os.path.abspath(plan_file or '{}.plan.jsonl'.format(sweep_name))
+
+def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, spec=None,
+                 template=None, cluster=None, storage_account_name=None, sampling=None, count=None, seed=None,
+                 max_jobs=DEFAULT_MAX_JOBS, yes=False, parallel=DEFAULT_PARALLEL, max_retries=DEFAULT_MAX_RETRIES,
+                 wait=False, interval=DEFAULT_INTERVAL):
+    from azure.cli.core.azclierror import AzureResponseError
+    from ._planning import plan_sweep
+    from ._submission import PlannedJobs, load_plan
+    from ._targeting import local_target
+    from .core.submit import ensure_experiment, submit_jobs
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    if spec:
+        plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
+                               template=template, cluster=cluster, storage_account_name=storage_account_name,
+                               sampling=sampling, count=count, seed=seed, plan_file=plan_file, max_jobs=max_jobs,
+                               yes=yes)['planFile']
+    retry = _retry(max_retries)
     with core_errors():
-        definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
-                                     storage_account_name=storage_account_name, cluster_id=cluster)
-        jobs = definition.jobs(sweep_name=sweep_name)
-    if len(jobs) > max_jobs and not yes:
-        raise InvalidArgumentValueError(
-            'The sweep has {} jobs, more than --max-jobs ({})'.format(len(jobs), max_jobs),
-            recommendation='Add --yes to plan it anyway, raise --max-jobs, or use --sampling random --count N.')
-    header = plan_header(sweep=sweep_name, resource_group=resource_group, workspace=workspace_name,
-                         experiment=experiment_name, job_name_prefix=jobs.prefix, sampling=definition.sampling,
-                         parameters=definition.parameter_summaries, job_count=len(jobs))
-    listed = []
+        header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
+        jobs = PlannedJobs(plan_file, header, cmd.cli_ctx, local=local_target(cmd.cli_ctx) is not None)
+        jobs.check_first()
+        client = _client(cmd)
+        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
+            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        with Progress(cmd, 'Submitting') as progress:
+            outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
+                                  progress=progress, retry=retry)
+    result = {'sweep': sweep_name, 'planFile': os.path.abspath(plan_file), 'total': outcome['total'],
+              'submitted': outcome['submitted'], 'alreadyPresent': outcome['alreadyPresent'],
+              'failed': outcome['failed'], 'notSubmitted': outcome['notSubmitted']}
+    logger.warning('Sweep %s: %d submitted, %d already present, %d not submitted, of %d jobs', sweep_name,
+                   result['submitted'], result['alreadyPresent'], len(result['notSubmitted']), result['total'])
+    if result['notSubmitted']:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} job(s) of sweep {} were not submitted: {}'.format(
+                len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
+            recommendation=RERUN_RECOMMENDATION))
+    elif wait:
+        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval)
+        result['counts'] = status['counts']
+    return result
+
+
+def _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval, job_names=None):
+    """Block until the jobs have finished; a failed job makes the command exit non-zero after its output."""
+    from azure.cli.core.azclierror import AzureResponseError
+    from .core.status import wait_for_jobs
+    with core_errors(), Progress(cmd, 'Waiting for the jobs') as progress:
+        status = wait_for_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
+                               job_names=job_names, interval=interval, progress=progress)
+    failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
+    logger.warning('Sweep %s finished: %s', sweep_name,
+                   ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs')
+    if failed:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} job(s) of sweep {} failed: {}'.format(len(failed), sweep_name, _listed(failed)),
+            recommendation=FAILED_RECOMMENDATION))
+    return status
+
+
+def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
+                 interval=DEFAULT_INTERVAL, job=None, tail=None):
+    from .core.status import sweep_status as core_sweep_status
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    client = _client(cmd)
+    if job:
+        return _tail(client, resource_group, workspace_name, experiment_name, job, tail or DEFAULT_TAIL)
+    if wait:
+        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval)
+        if state:
+            status['jobs'] = [row for row in status['jobs'] if row['state'] == state]
+    else:
+        with core_errors():
+            status = core_sweep_status(client, resource_group, workspace_name, experiment_name,
+                                       sweep_name=sweep_name, state=state)
+    if not status['jobs'] and not state:
+        logger.warning('No jobs of sweep %s in experiment %s', sweep_name, experiment_name)
+    return {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
+
+
+def _tail(client, resource_group, workspace_name, experiment_name, job, lines):
+    """The last lines of the job's stdout.txt as a list of strings: `-o tsv` prints them as they are."""
+    from .core.download import tail_job_output
+    from .core.retry import NO_SDK_RETRY
     with core_errors():
-        write_plan(plan_file, header, _records(cmd, jobs, listed, max_jobs))
-    logger.warning('Planned %d jobs of sweep %s in %s', len(jobs), sweep_name, plan_file)
-    if len(listed) < len(jobs):
-        logger.warning('The output lists the first %d jobs; the plan file has all of them.', len(listed))
-    return {
-        'sweep': sweep_name,
-        'resourceGroup': resource_group,
-        'workspace': workspace_name,
-        'experiment': experiment_name,
-        'planFile': plan_file,
-        'jobCount': len(jobs),
-        'sampling': definition.sampling['type'],
-        'seed': definition.sampling['seed'],
-        'parameters': [spec.name for spec in definition.parameters],
-        'jobs': listed,
-    }
+        client.jobs.get(resource_group, workspace_name, experiment_name, job, **NO_SDK_RETRY)  # 404: no such job
+        output = tail_job_output(client, resource_group, workspace_name, experiment_name, job, lines=lines)
+    if not output['found']:
+        logger.warning('Job %s has no %s yet', job, output['file'])
+    return output['lines']
 
 
-def _records(cmd, jobs, listed, limit):
-    """The plan's job records, one at a time; the first `limit` are also kept (name and parameters) for the output."""
-    import json
-    # A bar is for someone watching: redirected stderr (CI logs, scripts) gets only the final status line.
-    watched = len(jobs) >= PROGRESS_THRESHOLD and sys.stderr.isatty()
-    progress = cmd.cli_ctx.get_progress_controller(det=True) if watched else None
-    for job in jobs:
-        if len(listed) < limit:
-            listed.append({'name': job.name, 'parameters': job.parameters})
-        if progress and job.index % PROGRESS_EVERY == 0:
-            progress.add(message='Planning', value=job.index, total_val=len(jobs))
-        yield {'name': job.name, 'parameters': job.parameters, 'job': json.loads(job.body_json())}
-    if progress:
-        progress.end()
+def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
+                   state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL):
+    from azure.cli.core.azclierror import AzureResponseError
+    from ._submission import PlannedJobs, load_plan
+    from ._targeting import journal_path, local_target
+    from .core.resubmit import resubmit_jobs
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    if state is None and not job_names:
+        state = 'failed'
+    client = _client(cmd)
+    plan, journal = None, None
+    with core_errors():
+        if plan_file:
+            header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
+            plan = list(PlannedJobs(plan_file, header, cmd.cli_ctx, local=local_target(cmd.cli_ctx) is not None))
+        else:
+            journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+        with Progress(cmd, 'Resubmitting') as progress:
+            result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
+                                   job_names=job_names, state=state, plan=plan, journal_path=journal,
+                                   parallel=parallel, progress=progress)
+    logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
+                   len(result['skipped']), len(result['failed']))
+    result = {'sweep': sweep_name, **result}
+    if result['failed']:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} job(s) of sweep {} were not resubmitted: {}'.format(
+                len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
+            recommendation=RERUN_RECOMMENDATION))
+    elif wait and result['resubmitted']:
+        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval,
+                       job_names=result['resubmitted'])
+        result['counts'] = status['counts']
+    return result
+
+
+def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_name, regex=None, metric=None,
+                  reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
+                  parallel=DEFAULT_PARALLEL):
+    from .core.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    with core_errors():
+        extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
+        client = _client(cmd)
+        with Progress(cmd, 'Reading metrics') as progress:
+            rows = get_metrics(client, resource_group, workspace_name, experiment_name, extractor,
+                               sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
+                               goal=goal or 'max', parallel=parallel, progress=progress)
+        # Without a goal there is no "best": the jobs come in name order, like status.
+        rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
+        if csv:
+            with open(csv, 'w', encoding='utf-8', newline='') as stream:
+                write_metrics_csv(rows, stream, metric_column=metric or 'metric')
+            logger.warning('Wrote %d rows to %s', len(rows), csv)
+    missing = sum(1 for row in rows if row['metric'] is None)
+    if missing:
+        logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+    return rows
+
+
+def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
+                      parallel=DEFAULT_PARALLEL, no_wait=False):
+    from azure.cli.core.azclierror import AzureResponseError
+    from .core.delete import delete_jobs
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    client = _client(cmd)
+    with core_errors(), Progress(cmd, 'Deleting') as progress:
+        # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
+        result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
+                             state=state, job_names=job_names, parallel=parallel, wait=not no_wait,
+                             progress=progress)
+    logger.warning('Sweep %s: %d job(s) deleted%s', sweep_name, len(result['deleted']),
+                   ' (deletion still in progress)' if no_wait and result['deleted'] else '')
+    if result['failed']:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} job(s) of sweep {} were not deleted: {}'.format(
+                len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
+            recommendation='Run the same command again.'))
+    return {'sweep': sweep_name, **result}
+
+
+def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
+                           output_directory_id=None, dest=None, parallel=DEFAULT_PARALLEL):
+    from azure.cli.core.azclierror import AzureResponseError
+    from .core.download import download_outputs
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
+    client = _client(cmd)
+    with core_errors(), Progress(cmd, 'Downloading') as progress:
+        result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
+                                  output_directory_id=output_directory_id, sweep_name=sweep_name,
+                                  parallel=parallel, progress=progress)
+    logger.warning('Downloaded %d file(s) (%d bytes) of %d job(s) to %s; %d already there', result['files'],
+                   result['bytes'], result['jobs'], dest, result['skipped'])
+    if result['failed']:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} file(s) were not downloaded'.format(len(result['failed'])), recommendation=RERUN_RECOMMENDATION))
+    return {'sweep': sweep_name, 'destination': dest, **result}
+
+
+def local_start(cmd, port=0, data_dir=None, slots=None, faults=None):
+    from ._local import start
+    return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults)
+
+
+def local_status(cmd, data_dir=None):
+    from ._local import status
+    return status(cmd.cli_ctx, data_dir=data_dir)
+
+
+def local_stop(cmd, data_dir=None):
+    from ._local import stop
+    return stop(cmd.cli_ctx, data_dir=data_dir)

@@ -9,10 +9,10 @@ from .metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
 from .resubmit import resubmit_jobs
 from .retry import RetrySettings
 from .status import list_sweep_jobs, sweep_status, wait_for_jobs
-from .submit import submit_jobs
+from .submit import ensure_experiment, submit_jobs
 
 __all__ = [
-    'MetricExtractor', 'RetrySettings', 'delete_jobs', 'download_outputs', 'get_metrics', 'list_sweep_jobs',
-    'resubmit_jobs', 'sort_rows', 'submit_jobs', 'sweep_status', 'tail_job_output', 'wait_for_jobs',
-    'write_metrics_csv',
+    'MetricExtractor', 'RetrySettings', 'delete_jobs', 'download_outputs', 'ensure_experiment', 'get_metrics',
+    'list_sweep_jobs', 'resubmit_jobs', 'sort_rows', 'submit_jobs', 'sweep_status', 'tail_job_output',
+    'wait_for_jobs', 'write_metrics_csv',
 ]

@@ -148,3 +148,23 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
         logger.warning('%d of %d job(s) not submitted; run submit again to finish the sweep',
                        len(result['notSubmitted']), total)
     return result
+
+
+def ensure_experiment(client, resource_group, workspace, experiment, *, retry=None) -> bool:
+    """Create the experiment when it does not exist (GET, then PUT on 404); True when it was created."""
+    retry = retry or RetrySettings()
+
+    def get():
+        try:
+            return client.experiments.get(resource_group, workspace, experiment, **NO_SDK_RETRY)
+        except ResourceNotFoundError:
+            return None
+    if call_with_retries(get, settings=retry, what='get experiment {}'.format(experiment)) is not None:
+        return False
+
+    def put():
+        client.experiments.begin_create(resource_group, workspace, experiment, polling=False,
+                                        **NO_SDK_RETRY).result()
+    call_with_retries(put, settings=retry, what='create experiment {}'.format(experiment))
+    logger.info('created experiment %s', experiment)
+    return True

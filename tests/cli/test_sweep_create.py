@@ -10,7 +10,8 @@ from azext_batchai_sweep.core.plan import read_plan
 pytestmark = pytest.mark.az
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'examples')
-BASE = ['batchai', 'sweep', 'create', '-g', 'rg', '-w', 'ws', '-e', 'exp']
+# --plan-only: these tests need no service (create would otherwise create the experiment).
+BASE = ['batchai', 'sweep', 'create', '--plan-only', '-g', 'rg', '-w', 'ws', '-e', 'exp']
 
 
 @pytest.fixture
@@ -83,8 +84,8 @@ def test_storage_account_from_the_environment(az, example, tmp_path):
 
 def test_configured_defaults_for_group_workspace_and_experiment(az, example):
     assert az('configure', '--defaults', 'group=g1', 'batchai_workspace=w1', 'batchai_experiment=e1').exit_code == 0
-    result = az('batchai', 'sweep', 'create', '-n', 'd', '--spec', example, '--storage-account-name', 'a',
-                '--query', '[resourceGroup, workspace, experiment]')
+    result = az('batchai', 'sweep', 'create', '--plan-only', '-n', 'd', '--spec', example,
+                '--storage-account-name', 'a', '--query', '[resourceGroup, workspace, experiment]')
     assert result.exit_code == 0, result.stderr
     assert result.json() == ['g1', 'w1', 'e1']
 

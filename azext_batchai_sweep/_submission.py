@@ -1,0 +1,94 @@
+# --------------------------------------------------------------------------------------------
+# Licensed under the MIT License.
+# --------------------------------------------------------------------------------------------
+"""A plan file turned into the (name, body) jobs submit and resubmit send, with their secrets filled in.
+
+The plan never holds a secret. At submit time every `$env:NAME` reference is replaced by that environment variable
+(core.plan.resolve_secret_references), and storage mounts get their account key the way `az batchai job create`
+fills them: from AZURE_BATCHAI_STORAGE_KEY (or az config batchai.storage_key), for a mount without credentials or
+whose key is the `<AZURE_BATCHAI_STORAGE_KEY>` placeholder. The values only ever go into request bodies.
+"""
+import os
+
+from knack.log import get_logger
+
+logger = get_logger(__name__)
+
+STORAGE_KEY_VAR = 'AZURE_BATCHAI_STORAGE_KEY'
+_MOUNT_KINDS = ('azureFileShares', 'azureBlobFileSystems')
+
+
+def storage_key(cli_ctx):
+    return os.environ.get(STORAGE_KEY_VAR) or cli_ctx.config.get('batchai', 'storage_key', None)
+
+
+def fill_mount_credentials(body, key, required):
+    """Give each storage mount of a job body (a dict, changed in place) the account key `key`.
+
+    Returns the number of mounts that needed a key; raises when one needs it, there is none, and `required`.
+    """
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from .core.plan import STORAGE_KEY_PLACEHOLDER
+    volumes = (body.get('properties') or {}).get('mountVolumes') or {}
+    needed = 0
+    for kind in _MOUNT_KINDS:
+        for mount in volumes.get(kind) or ():
+            credentials = mount.get('credentials') or {}
+            placeholder = credentials.get('accountKey') == STORAGE_KEY_PLACEHOLDER
+            if not placeholder and (credentials.get('accountKey') or credentials.get('accountKeySecretReference')):
+                continue
+            needed += 1
+            if key:
+                mount['credentials'] = dict(credentials, accountKey=key)
+            elif placeholder or required:
+                raise RequiredArgumentMissingError(
+                    'The job mounts storage account {} but no account key is set'.format(
+                        mount.get('accountName') or mount.get('azureFileUrl')),
+                    recommendation='Set the environment variable {} (as for "az batchai job create").'.format(
+                        STORAGE_KEY_VAR))
+            else:
+                mount.pop('credentials', None)  # the local service mounts its own storage: no key needed
+    return needed
+
+
+class PlannedJobs:
+    """The jobs of a plan file, read one at a time, ready to send; len() is the header's jobCount."""
+
+    def __init__(self, path, header, cli_ctx, local):
+        self.path = path
+        self.header = header
+        self.key = storage_key(cli_ctx)
+        self.local = local
+
+    def __len__(self):
+        return self.header['jobCount']
+
+    def __iter__(self):
+        from .core.plan import read_plan, resolve_secret_references
+        _, records = read_plan(self.path)
+        for record in records:
+            body = resolve_secret_references(record['job'])
+            fill_mount_credentials(body, self.key, required=not self.local)
+            yield record['name'], body
+
+    def check_first(self):
+        """Resolve the first job now: a missing secret fails before anything is submitted (the jobs share one
+        template, so they share their references)."""
+        for _ in self:
+            return
+
+
+def load_plan(path, sweep_name, resource_group, workspace, experiment):
+    """(header, path) of a plan file, refusing one of another sweep and warning about another target."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    from .core.plan import read_plan
+    header, _ = read_plan(path)
+    if header.get('sweep') != sweep_name:
+        raise InvalidArgumentValueError(
+            'The plan {} is of sweep {!r}, not {!r}'.format(path, header.get('sweep'), sweep_name),
+            recommendation='Pass the sweep\'s name with -n, or the plan of this sweep with --plan-file.')
+    planned = (header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
+    if planned != (resource_group, workspace, experiment):
+        logger.warning('The plan was made for group %s, workspace %s, experiment %s; submitting to %s, %s, %s',
+                       *planned, resource_group, workspace, experiment)
+    return header
