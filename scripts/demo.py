@@ -143,8 +143,8 @@ def tour(az):
     if not best:
         raise StepFailed('metrics found no best job')
     print('best={}'.format(best))
-    az('batchai', 'sweep', 'status', *SWEEP, '--job', best, '--tail', '5',
-       shown='az batchai sweep status {} --job "$best" --tail 5'.format(' '.join(SWEEP)))
+    az('batchai', 'sweep', 'status', *SWEEP, '--job', best, '--tail', '5', '-o', 'tsv',
+       shown='az batchai sweep status {} --job "$best" --tail 5 -o tsv'.format(' '.join(SWEEP)))
 
 
 def main():

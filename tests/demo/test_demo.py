@@ -48,8 +48,8 @@ def test_make_demo_runs_a_sweep_and_ranks_it():
     rows = table[rule + 1:]
     assert len(rows) == 9, '\n'.join(table)
     assert all(row.startswith('moons-') for row in rows), '\n'.join(table)
-    header = table[rule - 1].lower()
-    column = header.split().index('val_accuracy') if 'val_accuracy' in header.split() else -1
+    header = table[rule - 1].lower().split()
+    column = next(i for i, name in enumerate(header) if name in ('metric', 'val_accuracy'))
     values = [float(row.split()[column]) for row in rows]
     assert values == sorted(values, reverse=True)
 
