@@ -59,10 +59,26 @@ def batchai_client(cli_ctx):
             token_file), recommendation=START_RECOMMENDATION)
     from .core.client import local_batchai_client
     try:
-        return local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS))
+        client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS))
     except SweepError as ex:
         raise InvalidArgumentValueError(str(ex), recommendation='Check az config {}.{}'.format(
             SECTION, ENDPOINT)) from None
+    _check_reachable(endpoint)
+    return client
+
+
+def _check_reachable(endpoint, timeout=3.0):
+    """Fail at once when nothing listens at a local endpoint, instead of after every retry's backoff."""
+    import socket
+    import urllib.parse
+    from azure.cli.core.azclierror import AzureConnectionError
+    url = urllib.parse.urlsplit(endpoint)
+    try:
+        with socket.create_connection((url.hostname, url.port or (443 if url.scheme == 'https' else 80)), timeout):
+            pass
+    except OSError as ex:
+        raise AzureConnectionError('The Batch AI service at {} cannot be reached: {}'.format(
+            endpoint, ex.strerror or ex), recommendation=START_RECOMMENDATION) from None
 
 
 START_RECOMMENDATION = ('Start the local service with "az batchai sweep local start", or check the endpoint '

@@ -1,0 +1,63 @@
+"""`az batchai sweep local start|status|stop` and the help of every command, through the real az executable."""
+import configparser
+import os
+
+import pytest
+
+from azext_batchai_sweep.localservice import control
+
+pytestmark = pytest.mark.az
+
+COMMANDS = ['create', 'submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'local start', 'local status',
+            'local stop']
+
+
+def configured(config_dir):
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(config_dir, 'config'))
+    return dict(parser['batchai_sweep']) if parser.has_section('batchai_sweep') else {}
+
+
+@pytest.mark.service
+def test_local_start_points_the_commands_at_the_service_and_stop_clears_it(az, az_config_dir, tmp_path):
+    data_dir = str(tmp_path / 'local')
+    try:
+        started = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--slots', '1', '-o', 'json')
+        assert started.exit_code == 0, started.stderr
+        info = started.json()
+        assert info['dataDir'] == data_dir and info['endpoint'].startswith('http://127.0.0.1:')
+        assert (info['workspace'], info['cluster'], info['resourceGroup']) == ('local', 'local', 'batchai-local')
+        assert os.path.isfile(info['tokenFile']) and info['filesEndpoint'] and info['pid'] > 0
+        assert configured(az_config_dir) == {'endpoint': info['endpoint'], 'token_file': info['tokenFile']}
+
+        status = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '--query', '[running, targeted]')
+        assert status.json() == [True, True]
+        # Any sweep command now says which service it uses; the default workspace is there, no experiment yet.
+        listed = az('batchai', 'sweep', 'status', '-g', 'batchai-local', '-w', 'local', '-e', 'none', '-n', 's')
+        assert 'Using the Batch AI service at {}'.format(info['endpoint']) in listed.stderr
+        assert listed.exit_code == 3 and "The experiment 'none' was not found" in listed.stderr
+
+        stopped = az('batchai', 'sweep', 'local', 'stop', '--data-dir', data_dir, '-o', 'table')
+        assert stopped.exit_code == 0, stopped.stderr
+        assert stopped.stdout.splitlines()[2].split() == [data_dir, 'True']
+        assert configured(az_config_dir) == {}
+        after = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '--query', 'running')
+        assert after.json() is False
+    finally:
+        control.stop(data_dir)
+
+
+def test_local_start_refuses_bad_faults(az, tmp_path):
+    result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(tmp_path / 'x'), '--faults', 'boom=1')
+    assert result.exit_code == 1 and 'Invalid --faults' in result.stderr
+    assert not (tmp_path / 'x').exists()
+
+
+def test_every_command_has_help_with_examples(az):
+    for command in COMMANDS:
+        result = az('batchai', 'sweep', *command.split(), '-h')
+        assert result.exit_code == 0, (command, result.stderr)
+        assert 'Examples' in result.stdout, command
+    group = az('batchai', 'sweep', '-h')
+    for command in ('submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'local'):
+        assert command in group.stdout
