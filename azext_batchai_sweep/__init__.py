@@ -19,6 +19,7 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
         from azure.cli.core.commands import CliCommandType
         from ._help import helps  # pylint: disable=unused-import  # registers the help entries with knack
         custom_type = CliCommandType(operations_tmpl='azext_batchai_sweep.custom#{}')
+        _route_core_logging()
         super().__init__(cli_ctx=cli_ctx, custom_command_type=custom_type)
 
     def load_command_table(self, args):
@@ -29,6 +30,18 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
     def load_arguments(self, command):
         from ._params import load_arguments
         load_arguments(self, command)
+
+
+def _route_core_logging():
+    """Send the core's log records through knack's "cli" logger.
+
+    core/ logs with the standard `logging` module under its own names (it never imports knack), but az shows the
+    root logger's records only at CRITICAL unless --debug: the core's warnings (a parameter no placeholder uses, a
+    job not submitted, a listing retried while waiting) would never reach the user. knack's `cli` logger does not
+    propagate, so each record is shown once, at the level the user asked for (--only-show-errors, --verbose).
+    """
+    import logging
+    logging.getLogger('azext_batchai_sweep.core').parent = logging.getLogger('cli.azext_batchai_sweep')
 
 
 COMMAND_LOADER_CLS = BatchAiSweepCommandsLoader

@@ -15,16 +15,14 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from .az_inprocess import run_many
 from .corpus import argv, load_cases, prepare
+from .helpers import service_env
 
 CASES = load_cases()
 # Through the real executable too: a YAML error, a schema error, an argument check, a file error, a warning.
 EXECUTABLE_CASES = ['yaml-unclosed-flow', 'start-greater-than-end', 'sweep-name-bad-characters', 'spec-missing',
                     'larger-than-max-jobs-default', 'parameter-without-placeholder']
+DEFAULT_ARGS = ['-c', 'c1']
 SUBMIT_CASES = [case for case in CASES if case['command'] == 'create' and case['exit'] != 0]
-
-
-def service_env(service):
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
 
 
 @pytest.fixture(scope='module')
@@ -40,7 +38,9 @@ def corpus_results(local_service, tmp_path_factory, corpus_experiment):
     for case in CASES:
         workdir = str(root / case['id'])
         spec = prepare(case, workdir)
-        runs.append({'argv': argv(case, spec, experiment=corpus_experiment, resource_group=local_service.resource_group,
+        # The accepted inputs (warnings only) create their experiment: a separate one.
+        experiment = corpus_experiment if case['exit'] else corpus_experiment + '-accepted'
+        runs.append({'argv': argv(case, spec, experiment=experiment, resource_group=local_service.resource_group,
                                   workspace=local_service.workspace), 'cwd': workdir})
     results = run_many(runs, str(root / 'azure-config'), env=service_env(local_service))
     return dict(zip((case['id'] for case in CASES), results))
@@ -83,10 +83,13 @@ def test_the_corpus_changed_nothing_on_the_service(corpus_results, batchai_clien
 
 @pytest.mark.az
 @pytest.mark.parametrize('case_id', EXECUTABLE_CASES)
-def test_bad_input_through_the_az_executable(case_id, az, tmp_path, corpus_results):
+def test_bad_input_through_the_az_executable(case_id, az, tmp_path, corpus_results, local_service,
+                                            corpus_experiment):
     case = next(case for case in CASES if case['id'] == case_id)
     spec = prepare(case, str(tmp_path))
-    result = az(*argv(case, spec))
+    experiment = corpus_experiment if case['exit'] else corpus_experiment + '-accepted'
+    result = az(*argv(case, spec, experiment=experiment, resource_group=local_service.resource_group,
+                      workspace=local_service.workspace), env=service_env(local_service))
     assert result.exit_code == case['exit'], result.stderr
     assert 'Traceback' not in result.stderr
     # The executable prints what the in-process run printed (paths aside: each ran in its own directory).
@@ -109,9 +112,9 @@ def test_submit_refuses_the_bad_sweep_files_before_any_request(local_service, ba
     experiment = 'bad-submit-' + uuid.uuid4().hex[:8]
     runs, cases = [], []
     for case in SUBMIT_CASES:
-        if '--template' in case['args'] or case['id'].startswith(('count-option', 'negative-seed', 'max-jobs')):
-            continue  # create-only options
-        submit_case = dict(case, command='submit', args=[])
+        if case['args'] != DEFAULT_ARGS:
+            continue  # bad because of an option, not of the sweep file
+        submit_case = dict(case, command='submit')
         workdir = str(tmp_path / case['id'])
         spec = prepare(case, workdir)
         runs.append({'argv': argv(submit_case, spec, experiment=experiment, resource_group=local_service.resource_group,
