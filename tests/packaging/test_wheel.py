@@ -54,8 +54,8 @@ def test_installed_wheel_runs_sweep_create(wheel, tmp_path):
 
     for name in ('sweep.yaml', 'job.json'):
         shutil.copy(os.path.join(REPO_ROOT, 'examples', name), str(tmp_path / name))
-    result = az('batchai', 'sweep', 'create', '-g', 'rg', '-w', 'ws', '-e', 'exp', '-n', 'w', '--spec', 'sweep.yaml',
-                '--storage-account-name', 'acct', '-o', 'json')
+    result = az('batchai', 'sweep', 'create', '--plan-only', '-g', 'rg', '-w', 'ws', '-e', 'exp', '-n', 'w',
+                '--spec', 'sweep.yaml', '--storage-account-name', 'acct', '-o', 'json')
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)['jobCount'] == 9
     # The schemas are package data: validation works from the installed copy, not from the source tree.
