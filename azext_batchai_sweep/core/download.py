@@ -6,6 +6,7 @@ so the requests go out without the ARM token, and the URL itself is never logged
 import logging
 import os
 import posixpath
+import re
 from collections import deque
 
 import requests
@@ -17,6 +18,28 @@ from .parallel import run_parallel
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries, describe_error
 
 logger = logging.getLogger(__name__)
+
+_SIGNATURE = re.compile(r'(?i)\bsig=[^&\s"\']+')
+
+
+class RedactSignatures(logging.Filter):
+    """Masks `sig=` values in a record: urllib3 logs every request line, query string included, at DEBUG, and with
+    `az --debug` that would print the SAS signature of every downloaded file."""
+
+    def filter(self, record):
+        message = record.getMessage()
+        if 'sig=' in message.lower():
+            record.msg, record.args = _SIGNATURE.sub('sig=<redacted>', message), None
+        return True
+
+
+def _redact_urllib3_request_lines():
+    pool_logger = logging.getLogger('urllib3.connectionpool')
+    if not any(isinstance(f, RedactSignatures) for f in pool_logger.filters):
+        pool_logger.addFilter(RedactSignatures())
+
+
+_redact_urllib3_request_lines()
 
 STDOUTERR = 'stdouterr'
 CHUNK_SIZE = 64 * 1024
