@@ -14,7 +14,7 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools bench bench-expand wheel lint clean
+.PHONY: demo test test-reliability dev test-tools bench bench-expand bench-service bench-cli wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -57,8 +57,18 @@ wheel: $(TEST_STAMP)
 	rm -rf build dist
 	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
 
-bench: dev test-tools
+# Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
+# benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
+bench: bench-expand bench-service bench-cli
+
+bench-expand: dev
 	$(BIN)/python bench/expand.py
 
+bench-service: dev $(TEST_STAMP)
+	$(BIN)/python bench/service.py
+
+bench-cli: dev $(TEST_STAMP)
+	$(BIN)/python bench/cli.py
+
 clean:
-	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache .demo
