@@ -9,7 +9,6 @@ Nothing touches the user's ~/.azure: az runs with AZURE_CONFIG_DIR=.demo/azure-c
 in .demo/data, and both start empty on every run. az is the repo venv's, loading the extension from source
 (AZURE_EXTENSION_DEV_SOURCES, exported by the Makefile and defaulted here for a direct run).
 """
-import json
 import os
 import shlex
 import shutil
@@ -21,7 +20,6 @@ DEMO_DIR = '.demo'  # relative to the repo, as the echoed commands show it
 CONFIG_DIR = os.path.join(DEMO_DIR, 'azure-config')
 DATA_DIR = os.path.join(DEMO_DIR, 'data')
 AZ = os.path.join(os.path.dirname(sys.executable), 'az')
-FALLBACK = os.path.join(REPO, 'scripts', 'demo_fallback.py')
 
 ACCOUNT = 'demostorage'
 SWEEP = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons']
@@ -55,36 +53,14 @@ def az_environment():
 
 
 class Az:
-    """Runs `az` as the user would type it (echoed first). Commands of the extension that do not exist yet run
-    through scripts/demo_fallback.py on the core library, with the same arguments and the same output."""
+    """Runs `az` as the user would type it, echoed first; a failure ends the tour (StepFailed)."""
 
     def __init__(self):
         self.env = az_environment()
-        self.available = None
-
-    def _commands(self):
-        """The `batchai sweep` commands az knows, from its help (e.g. {'create', 'local start'})."""
-        found = set()
-        for group in ('', 'local'):
-            proc = subprocess.run([AZ, 'batchai', 'sweep', *group.split(), '-h'], cwd=REPO, env=self.env,
-                                  capture_output=True, text=True, check=False)
-            section = None
-            for line in proc.stdout.splitlines():
-                if line.strip() in ('Commands:', 'Subgroups:'):
-                    section = line.strip()
-                elif section == 'Commands:' and line.startswith('    ') and line.split():
-                    found.add((group + ' ' + line.split()[0]).strip())
-                elif not line.strip():
-                    section = None
-        return found
 
     def __call__(self, *args, capture=False, shown=None):
         echo(shown or ' '.join(['az', *(shlex.quote(a) for a in args)]))
-        if self.available is None:
-            self.available = self._commands()
-        command = ' '.join(args[2:4]) if args[2] == 'local' else args[2]
-        program = [AZ] if command in self.available else [sys.executable, FALLBACK]
-        proc = subprocess.run([*program, *args], cwd=REPO, env=self.env, check=False, text=True,
+        proc = subprocess.run([AZ, *args], cwd=REPO, env=self.env, check=False, text=True,
                               stdout=subprocess.PIPE if capture else None)
         if proc.returncode != 0:
             raise StepFailed('`az {}` exited with code {}'.format(' '.join(args), proc.returncode))
