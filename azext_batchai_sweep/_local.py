@@ -23,7 +23,6 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
     from azure.cli.core.azclierror import UnclassifiedUserFault
     from .localservice import control
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
-    _importable_by_children()
     try:
         info = control.start_background(data_dir, port=port or 0, slots=slots or os.cpu_count() or 1, faults=faults)
     except RuntimeError as ex:
@@ -34,18 +33,6 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
                    'until "az batchai sweep local stop". Workspace %s, cluster %s, resource group %s.',
                    info['endpoint'], data_dir, info['workspace'], info['cluster'], info['resourceGroup'])
     return _report(info)
-
-
-def _importable_by_children():
-    """Put this extension on the PYTHONPATH the background service inherits.
-
-    az imports extensions from its own directories (cliextensions, or AZURE_EXTENSION_DEV_SOURCES), which a new
-    `python -m azext_batchai_sweep.localservice` would not search.
-    """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
-    if root not in paths:
-        os.environ['PYTHONPATH'] = os.pathsep.join([root] + paths)
 
 
 def status(cli_ctx, data_dir=None):

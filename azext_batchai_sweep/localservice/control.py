@@ -57,6 +57,17 @@ def _answers(endpoint, timeout=2.0):
         return False
 
 
+def _child_environment():
+    """This process's environment, with the folder holding this package first on PYTHONPATH.
+
+    az imports extensions from its own folders (cliextensions, or AZURE_EXTENSION_DEV_SOURCES), which a new
+    `python -m azext_batchai_sweep.localservice` would not search: the child must be told where the package is.
+    """
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    paths = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p and p != package_root]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([package_root] + paths))
+
+
 def status(data_dir):
     """{'running': True, **service.json} when a service runs on the data dir, else {'running': False}."""
     data_dir = os.path.abspath(data_dir)
@@ -84,7 +95,8 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
         cmd += ['--faults', faults]
     with open(os.path.join(data_dir, LOG_FILE), 'ab') as log:
         proc = subprocess.Popen(  # pylint: disable=consider-using-with
-            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+            cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            env=_child_environment())
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
