@@ -60,3 +60,16 @@ def test_installed_wheel_runs_sweep_create(wheel, tmp_path):
     assert json.loads(result.stdout)['jobCount'] == 9
     # The schemas are package data: validation works from the installed copy, not from the source tree.
     assert str(extension_dir) in az('extension', 'show', '-n', 'batchai-sweep', '--query', 'path', '-o', 'tsv').stdout
+
+    # The local service is a child process: it must find the package in the extension dir, not in the source tree.
+    data_dir = tmp_path / 'local'
+    started = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(data_dir), '--slots', '1', '-o', 'json')
+    try:
+        assert started.returncode == 0, started.stderr + (data_dir / 'service.log').read_text()
+        endpoint = json.loads(started.stdout)['endpoint']
+        status = az('batchai', 'sweep', 'local', 'status', '--data-dir', str(data_dir), '-o', 'json')
+        assert json.loads(status.stdout)['running'] is True
+        assert json.loads(status.stdout)['endpoint'] == endpoint
+    finally:
+        stopped = az('batchai', 'sweep', 'local', 'stop', '--data-dir', str(data_dir), '-o', 'json')
+    assert stopped.returncode == 0, stopped.stderr
