@@ -90,12 +90,14 @@ def test_sigkill_submit_at_3_points_of_a_60_job_sweep_then_rerun(service_factory
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_soak_sigkill_submit_at_10_points_of_a_300_job_sweep_then_rerun(service_factory, tmp_path):
     figures = kill_and_rerun(service_factory, tmp_path, 300, [1, 10, 30, 60, 100, 150, 200, 240, 280, 299])
     print('\nFIGURES sigkill submit: {}'.format(json.dumps(figures)))
 
 
 @pytest.mark.soak
+@pytest.mark.timeout(1800)
 def test_soak_az_submit_of_1000_jobs_through_faults(service_factory, tmp_path):
     svc = service_factory(name='faulty-az', faults='5xx=0.2,429=0.1,drop=0.02,seed=21', slots=2)
     plan = make_plan(tmp_path, svc, 'faults', 1000)

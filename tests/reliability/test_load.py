@@ -17,7 +17,8 @@ from tests.fixtures_az import AZ, base_env
 
 from .helpers import client_for, make_plan, plan_bodies, quick_retry, service_env
 
-pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.soak]
+# Minutes, not seconds: 10,000 jobs are run as processes before the commands are measured.
+pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.soak, pytest.mark.timeout(3600)]
 
 JOBS = 10000
 PEAK_RSS_LIMIT_MB = 400
@@ -66,7 +67,7 @@ def measured_az(args, config_dir, service, cwd, timeout=1800):
 
 
 def test_soak_10000_job_experiment_status_metrics_delete(service_factory, tmp_path):
-    svc = service_factory(name='load', slots=4)
+    svc = service_factory(name='load', slots=8)
     client = client_for(svc)
     rg, ws = svc.resource_group, svc.workspace
     client.experiments.begin_create(rg, ws, 'load', polling=False).result()
