@@ -66,7 +66,8 @@ def test_chunks_split_lines_and_multibyte_characters():
 
 
 def test_streaming_reads_chunk_by_chunk_with_bounded_memory():
-    """A 5 MB log is consumed from a generator one 64 KiB chunk at a time, never joined."""
+    """A 5 MB log is consumed from a generator one 64 KiB chunk at a time, never joined: what is scanned at once is
+    at most one chunk plus the partial line carried over from the chunk before."""
     line = b'step=1 loss=0.5 ' + b'x' * 80 + b'\n'
     count = 5 * 1024 * 1024 // len(line)
     data = line * count + b'loss=0.125\n'
@@ -78,17 +79,17 @@ def test_streaming_reads_chunk_by_chunk_with_bounded_memory():
             yield data[start:start + 64 * 1024]
 
     extractor = MetricExtractor(metric_name='loss', reduce='min')
-    original_scan = extractor._scan  # pylint: disable=protected-access
+    original_scan = extractor._scan_block  # pylint: disable=protected-access
     longest = [0]
 
     def scan(text, reduction):
         longest[0] = max(longest[0], len(text))
         original_scan(text, reduction)
 
-    extractor._scan = scan  # pylint: disable=protected-access
+    extractor._scan_block = scan  # pylint: disable=protected-access
     assert extractor.extract_chunks(chunks()) == 0.125
     assert len(pulled) == math.ceil(len(data) / (64 * 1024))
-    assert longest[0] <= len(line)  # only ever one line at a time
+    assert 0 < longest[0] <= 64 * 1024 + len(line)
 
 
 def test_a_line_without_newline_longer_than_the_bound_is_scanned_in_pieces():
@@ -116,3 +117,27 @@ def test_csv_has_one_column_per_parameter():
         'j1,succeeded,0.5,"{""K"": 1}",0.1',
         'j2,failed,,,1',
     ]
+
+
+def test_first_stops_reading_at_the_first_block_with_the_metric():
+    data = b'noise\n' * 20000 + b'acc=0.25\n' + b'acc=0.75\n' * 200000
+    pulled = []
+
+    def chunks():
+        for start in range(0, len(data), 64 * 1024):
+            pulled.append(start)
+            yield data[start:start + 64 * 1024]
+
+    assert MetricExtractor(metric_name='acc', reduce='first').extract_chunks(chunks()) == 0.25
+    assert len(pulled) < 5  # of about 30: the rest of the log is never downloaded
+
+
+@pytest.mark.parametrize('reduce, expected', [('last', 2.0), ('first', 7.0), ('min', 1.0), ('max', 9.0),
+                                              ('mean', 4.5)])
+def test_block_scan_keeps_line_semantics(reduce, expected):
+    # A match may not span lines (`\s` would cross the newline between "value:" and "99"); ^ anchors at each line.
+    text = ('value: 7\nvalue:\n99\nxvalue: 100\nvalue: 3\nvalue: 9\nvalue: 1\nvalue: 5\nvalue: 2\n' * 3)
+    chunks = [text.encode()[i:i + 7] for i in range(0, len(text), 7)]
+    extractor = MetricExtractor(regex=r'^value:\s*(\d+)', reduce=reduce)
+    assert extractor.extract_chunks(iter(chunks)) == expected
+    assert extractor.extract_text(text) == expected
