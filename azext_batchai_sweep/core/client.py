@@ -4,12 +4,12 @@ Authentication is the service's bearer token, read from its token file on every 
 with a new token file keeps working). azure-core's BearerTokenCredentialPolicy insists on TLS, so a small policy
 sets the header instead; to keep the token off the network, plain http is refused unless the host is loopback.
 """
-import ipaddress
 import urllib.parse
 
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 
 from .errors import SweepError
+from .loopback import is_loopback
 
 DEFAULT_SUBSCRIPTION = '00000000-0000-0000-0000-000000000000'
 
@@ -34,21 +34,12 @@ class TokenFilePolicy(SansIOHTTPPolicy):
         request.http_request.headers['Authorization'] = 'Bearer ' + token
 
 
-def _is_loopback(host):
-    if host == 'localhost':
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_endpoint(endpoint):
     """Refuse an endpoint that would send the token in clear text off this machine."""
     url = urllib.parse.urlsplit(endpoint)
     if url.scheme not in ('http', 'https') or not url.hostname:
         raise SweepError("'{}' is not an http(s) endpoint URL.".format(endpoint))
-    if url.scheme == 'http' and not _is_loopback(url.hostname):
+    if url.scheme == 'http' and not is_loopback(url.hostname):
         raise SweepError("Refusing plain http to '{}': the bearer token would travel unencrypted. Use https, or "
                          'a loopback address (127.0.0.1, ::1, localhost).'.format(url.hostname))
 

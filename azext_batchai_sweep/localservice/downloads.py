@@ -9,8 +9,7 @@ import re
 import urllib.parse
 
 from .auth import verify_link
-
-CHUNK = 64 * 1024
+from .fileio import read_range
 _RANGE = re.compile(r'^bytes=(\d*)-(\d*)$')
 
 
@@ -18,17 +17,6 @@ def _error(status, code, message):
     body = '<?xml version="1.0" encoding="utf-8"?><Error><Code>{}</Code><Message>{}</Message></Error>'.format(
         code, message).encode('utf-8')
     return status, {'Content-Type': 'application/xml'}, body
-
-
-def _file_chunks(path, start, length):
-    with open(path, 'rb') as f:
-        f.seek(start)
-        while length > 0:
-            data = f.read(min(CHUNK, length))
-            if not data:
-                break
-            length -= len(data)
-            yield data
 
 
 def serve(data_dir, link_key, method, raw_path, query, range_header):
@@ -66,4 +54,4 @@ def serve(data_dir, link_key, method, raw_path, query, range_header):
     headers['Content-Length'] = str(length)
     if method == 'HEAD':
         return status, headers, b''
-    return status, headers, _file_chunks(path, start, length)
+    return status, headers, read_range(path, start, length)

@@ -34,6 +34,8 @@ from datetime import datetime, timezone
 from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
+from .fileio import read_range
+
 logger = logging.getLogger(__name__)
 
 API_VERSION = '2025-11-05'  # answered when the request names none
@@ -336,7 +338,7 @@ class FilesApi:
             status = 206
             headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
         headers['Content-Length'] = str(end - start + 1)
-        return status, headers, _read_chunks(path, start, end - start + 1)
+        return status, headers, read_range(path, start, end - start + 1)
 
     @staticmethod
     def _create_file(path, request):
@@ -486,17 +488,6 @@ def _check_md5(request, data):
     if expected != hashlib.md5(data).digest():  # nosec: an integrity checksum, as the protocol defines it
         raise StorageApiError(400, 'Md5Mismatch', 'The MD5 value specified in the request did not match with the '
                               'MD5 value calculated by the server.')
-
-
-def _read_chunks(path, start, length):
-    with open(path, 'rb') as source:
-        source.seek(start)
-        while length > 0:
-            chunk = source.read(min(CHUNK_BYTES, length))
-            if not chunk:
-                break
-            length -= len(chunk)
-            yield chunk
 
 
 def _entity_headers(stat):

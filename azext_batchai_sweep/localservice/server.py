@@ -4,7 +4,6 @@ Every ARM request needs the bearer token of `<data-dir>/token`; fault injection 
 Download links carry their own HMAC signature; the files API does its own (Shared Key) authentication.
 """
 import fcntl
-import ipaddress
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
 from . import downloads
+from ..core.loopback import is_loopback
 from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
 from .errors import ArmError
@@ -27,15 +27,6 @@ from .runner import Runner
 from .store import Store, resource_key
 
 logger = logging.getLogger(__name__)
-
-
-def is_loopback(host):
-    if host == 'localhost':
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class _LimitedReader:
