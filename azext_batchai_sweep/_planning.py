@@ -22,12 +22,14 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     """Expand the sweep file into the plan file; returns create's summary (sweep, planFile, jobCount, jobs...)."""
     from azure.cli.core.azclierror import InvalidArgumentValueError
     from .core.plan import plan_header, write_plan
+    from ._local_storage import local_file_storage
     from .core.sweepfile import load_sweep_file
 
     plan_file = os.path.abspath(plan_file or '{}.plan.jsonl'.format(sweep_name))
     with core_errors():
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
-                                     storage_account_name=storage_account_name, cluster_id=cluster)
+                                     storage_account_name=storage_account_name, cluster_id=cluster,
+                                     file_storage=local_file_storage(cmd.cli_ctx))
         jobs = definition.jobs(sweep_name=sweep_name)
     if len(jobs) > max_jobs and not yes:
         raise InvalidArgumentValueError(
@@ -56,6 +58,12 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     }
 
 
+def _plain(parameters):
+    # File values are str subclasses carrying attributes (core.substitution.ExternalValue); az's output would print
+    # those attributes as an object instead of the string.
+    return {name: str(value) if isinstance(value, str) else value for name, value in parameters.items()}
+
+
 def _records(cmd, jobs, listed, limit):
     """The plan's job records, one at a time; the first `limit` are also kept (name and parameters) for the output."""
     # A bar is for someone watching: redirected stderr (CI logs, scripts) gets only the final status line.
@@ -63,7 +71,7 @@ def _records(cmd, jobs, listed, limit):
     progress = cmd.cli_ctx.get_progress_controller(det=True) if watched else None
     for job in jobs:
         if len(listed) < limit:
-            listed.append({'name': job.name, 'parameters': job.parameters})
+            listed.append({'name': job.name, 'parameters': _plain(job.parameters)})
         if progress and job.index % PROGRESS_EVERY == 0:
             progress.add(message='Planning', value=job.index, total_val=len(jobs))
         yield {'name': job.name, 'parameters': job.parameters, 'job': json.loads(job.body_json())}

@@ -81,7 +81,8 @@ def list_file_paths(storage_type, account_name, *, container=None, share=None, d
         if isinstance(exc, ClientAuthenticationError) or exc.status_code == 403:
             raise StorageError('access to {} of {} was refused ({}): check the account key or SAS token; {}'
                                .format(where, account, _code(exc), CREDENTIALS_HELP)) from None
-        raise StorageError('listing {} of {} failed ({})'.format(where, account, _code(exc))) from None
+        raise StorageError('listing {} of {} failed ({}){}'.format(where, account, _code(exc), _hint(exc, storage_type))
+                           ) from None
     logger.debug('%d files in %s of %s', len(paths), where, account)
     return paths
 
@@ -131,6 +132,21 @@ def _share_lister(account_name, share, directory, credential, account_url, conne
         return files
     logger.debug('listing files of share %s at %s', share, _safe_endpoint(service.url))
     return names
+
+
+# Azure's naming rules, for the error an invalid name gets (its message only says "invalid characters").
+NAMING_RULES = {
+    'BLOB': 'container names are 3-63 lowercase letters, digits and single hyphens, starting with a letter or digit',
+    'FILE': 'share names are 3-63 lowercase letters, digits and single hyphens (no "_"), starting with a letter or '
+            'digit',
+}
+
+
+def _hint(exc, storage_type):
+    code = getattr(exc, 'error_code', None)
+    if getattr(code, 'value', code) in ('InvalidResourceName', 'OutOfRangeInput'):
+        return ': ' + NAMING_RULES[storage_type]
+    return ''
 
 
 def _safe_endpoint(url):

@@ -93,7 +93,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
 
 
 def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed=None, storage_account_name=None,
-                    cluster_id=None):
+                    cluster_id=None, file_storage=None):
     """Load, validate and resolve a sweep file.
 
     :param path: the sweep file, YAML or JSON.
@@ -104,6 +104,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     :param storage_account_name: replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the template; defaults to the
         AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.
     :param cluster_id: the cluster's resource id, set as the job's cluster.id.
+    :param file_storage: called with each file parameter as written (a dict), returns extra FileParamSpec keyword
+        arguments (such as accountUrl and storageAccountKey of a local service); credentials cannot be in the file.
     :raises SpecError: naming the file, the field and what was expected.
     """
     document = _read_document(path)
@@ -111,7 +113,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     _validate(document, 'sweep.schema.json', path)
     resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
     _choose_seed(resolved_sampling, document['parameters'])
-    specs = [_spec(entry, index, resolved_sampling, path) for index, entry in enumerate(document['parameters'])]
+    specs = [_spec(entry, index, resolved_sampling, path, file_storage)
+             for index, entry in enumerate(document['parameters'])]
     names = [spec.name for spec in specs]
     for index, name in enumerate(names):
         if name in names[:index]:
@@ -223,9 +226,11 @@ _SPEC_FIELDS = {
 }
 
 
-def _spec(entry, index, sampling, path):
+def _spec(entry, index, sampling, path, file_storage=None):
     cls, fields = _SPEC_FIELDS[entry['type']]
     kwargs = {key: entry[key] for key in fields if key in entry}
+    if entry['type'] == 'file' and file_storage is not None:
+        kwargs.update(file_storage(dict(entry)))
     if entry['type'] == 'numeric' and entry['scale'] == 'RANDOM_UNIFORM':
         # One stream per parameter, from the sweep's seed: two such parameters must not draw the same values.
         kwargs['seed'] = '{}/{}'.format(sampling['seed'], entry['name'])

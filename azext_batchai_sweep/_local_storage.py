@@ -1,0 +1,85 @@
+# --------------------------------------------------------------------------------------------
+# Licensed under the MIT License.
+# --------------------------------------------------------------------------------------------
+"""FILE parameters of a sweep planned for the local service: list the service's own shares, with its local key.
+
+On the local service a job's `azureFileShares` mount is the directory `<data-dir>/storage/<account>/shares/<share>`,
+whatever host its URL names, so the files a FILE parameter enumerates must come from that same local share: the
+service's Files endpoint (`filesEndpoint` of `<data-dir>/service.json`), signed with `<data-dir>/storage.key`. The
+data dir is the folder of the configured token file (`local start` writes both there). Against Azure (no local
+target) nothing is added and the AZURE_STORAGE_* variables are used as by `az storage`.
+
+The key is only ever handed to the FileParamSpec (which keeps it out of repr, errors and pickles): never logged.
+"""
+import json
+import os
+
+from knack.log import get_logger
+
+logger = get_logger(__name__)
+
+_ENV_CREDENTIALS = ('AZURE_STORAGE_KEY', 'AZURE_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_SAS_TOKEN')
+
+
+def local_file_storage(cli_ctx):
+    """A `file_storage` hook for core.sweepfile.load_sweep_file, or None when the commands target Azure."""
+    from ._targeting import local_target
+    target = local_target(cli_ctx)
+    if target is None or not target[1]:
+        return None  # no token file: the client's own error says so when a service is contacted
+    return LocalFileStorage(os.path.dirname(os.path.abspath(target[1])))
+
+
+class LocalFileStorage:
+    """FileParamSpec arguments (accountUrl, storageAccountKey) for the FILE parameters of a sweep file.
+
+    Reads the data dir only when a FILE parameter asks (a sweep without one works with the service stopped).
+    """
+
+    def __init__(self, data_dir):
+        self.data_dir = data_dir
+
+    def __repr__(self):
+        return 'LocalFileStorage(data_dir={!r})'.format(self.data_dir)
+
+    def __call__(self, entry):
+        """Extra FileParamSpec keyword arguments for the sweep file's parameter `entry` (a dict as written)."""
+        if str(entry.get('storageType', '')).upper() != 'FILE':
+            return {}  # BLOB: Azurite or Azure, credentials from the environment as before
+        endpoint = self._files_endpoint()
+        account = entry.get('storageAccountName')
+        ignored = [name for name in _ENV_CREDENTIALS if os.environ.get(name)]
+        if ignored:
+            # They would list a share on Azure while the local jobs mount the local one.
+            logger.warning('FILE parameter %s lists share %s of the local service (ignoring %s).',
+                           entry.get('name'), entry.get('fileshare'), ', '.join(ignored))
+        logger.info('FILE parameter %s: listing share %s of account %s at %s', entry.get('name'),
+                    entry.get('fileshare'), account, endpoint)
+        return {'accountUrl': '{}/{}'.format(endpoint.rstrip('/'), account), 'storageAccountKey': self._key()}
+
+    def _files_endpoint(self):
+        from azure.cli.core.azclierror import AzureConnectionError
+        from .localservice import SERVICE_FILE
+        path = os.path.join(self.data_dir, SERVICE_FILE)
+        try:
+            with open(path, encoding='utf-8') as f:
+                endpoint = json.load(f).get('filesEndpoint')
+        except (OSError, ValueError):
+            endpoint = None
+        if not endpoint:
+            raise AzureConnectionError(
+                'FILE parameters are listed through the local service\'s Files endpoint, but no running service '
+                'is described in {}'.format(path),
+                recommendation='Start it with "az batchai sweep local start" (the token file configured in az '
+                               'config batchai_sweep.token_file must be in its data dir).')
+        return endpoint
+
+    def _key(self):
+        from azure.cli.core.azclierror import FileOperationError
+        from .localservice.auth import STORAGE_KEY_FILE
+        path = os.path.join(self.data_dir, STORAGE_KEY_FILE)
+        try:
+            with open(path, encoding='ascii') as f:
+                return f.read().strip()
+        except OSError as ex:
+            raise FileOperationError('Cannot read the local storage key {}: {}'.format(path, ex.strerror)) from None
