@@ -10,7 +10,7 @@ from ._validators import (validate_local_start, validate_sweep_create, validate_
 
 DEFAULT_MAX_JOBS = 10000
 DEFAULT_PARALLEL = 8
-DEFAULT_MAX_RETRIES = 8
+DEFAULT_MAX_RETRIES = 12
 DEFAULT_INTERVAL = 10
 DEFAULT_TAIL = 50
 STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed']

@@ -93,7 +93,7 @@ def retry_after_seconds(exc, now=None) -> Optional[float]:
 @dataclass
 class RetrySettings:
     """How often and how long to retry. `sleep` and `random` are injectable so tests need not wait."""
-    max_retries: int = 8
+    max_retries: int = 12
     base_delay: float = 0.5
     max_delay: float = 30.0
     # A Retry-After beyond this is capped: the operation must stay bounded in time.

@@ -83,7 +83,8 @@ def _sized(planned_jobs):
         return list(planned_jobs)
 
 
-def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, parallel=8, max_retries=8,
+def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, parallel=8,
+                max_retries=RetrySettings.max_retries,
                 progress=None, should_stop=None, retry=None):
     """Submit the planned (name, body) jobs that are not on the service yet.
 
