@@ -139,14 +139,31 @@ class MetricExtractor:
         return values
 
     def _edge_value(self, block, from_end):
-        """The last (or first) value of a block of whole lines, reading lines only until one holds the metric."""
-        if self.pattern.search(block) is None:  # one C-speed pass rules out most blocks of a sparse log
+        """The last (or first) value of a block of whole lines, reading lines only until one holds the metric.
+
+        Lines are found with rfind/find from the edge rather than by splitting the block: in a log where most lines
+        hold the metric, one line is read per block.
+        """
+        first_match = self.pattern.search(block)  # one C-speed pass rules out most blocks of a sparse log
+        if first_match is None:
             return None
-        lines = block.split('\n')
-        for line in (reversed(lines) if from_end else lines):
-            values = self._matches(line)
+        if not from_end:
+            pos = block.rfind('\n', 0, first_match.start()) + 1  # the line of the first match (a candidate)
+            while pos < len(block):
+                end = block.find('\n', pos)
+                end = len(block) if end < 0 else end
+                values = self._matches(block[pos:end])
+                if values:
+                    return values[0]
+                pos = end + 1
+            return None
+        end = len(block)
+        while end > 0:
+            start = block.rfind('\n', 0, end) + 1
+            values = self._matches(block[start:end])
             if values:
-                return values[-1] if from_end else values[0]
+                return values[-1]
+            end = start - 1
         return None
 
     def _scan_block(self, block, reduction):

@@ -141,3 +141,13 @@ def test_block_scan_keeps_line_semantics(reduce, expected):
     extractor = MetricExtractor(regex=r'^value:\s*(\d+)', reduce=reduce)
     assert extractor.extract_chunks(iter(chunks)) == expected
     assert extractor.extract_text(text) == expected
+
+
+@pytest.mark.parametrize('chunk', [5, 64, 65536])
+def test_last_and_first_skip_lines_without_the_metric_at_a_block_edge(chunk):
+    text = 'start\nloss=9 noise\n' + 'noise\n' * 50 + 'loss=4\nloss=3 x\ntrailing noise\n' + 'more\n' * 50
+    data = text.encode()
+    pieces = [data[i:i + chunk] for i in range(0, len(data), chunk)]
+    assert MetricExtractor(metric_name='loss', reduce='last').extract_chunks(iter(pieces)) == 3.0
+    assert MetricExtractor(metric_name='loss', reduce='first').extract_chunks(iter(pieces)) == 9.0
+    assert MetricExtractor(regex=r'loss=(\d+)$', reduce='last').extract_chunks(iter(pieces)) == 4.0
