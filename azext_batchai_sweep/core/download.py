@@ -101,6 +101,19 @@ def _get(url, headers=None, retry=None):
     return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')
 
 
+class RangeNotSupported(Exception):
+    """The server answered a Range request with the whole file: read it as a stream instead."""
+
+
+def read_url_range(url, start, end, retry=None):
+    """Bytes [start, end) of a download URL through one HTTP Range request; raises RangeNotSupported on a 200."""
+    response = _get(url, headers={'Range': 'bytes={}-{}'.format(start, end - 1)}, retry=retry)
+    with response:
+        if response.status_code != 206:
+            raise RangeNotSupported()
+        return response.content
+
+
 def iter_url_chunks(url, chunk_size=CHUNK_SIZE, retry=None):
     """Yield the content of a download URL in chunks of at most chunk_size bytes, never the whole file at once."""
     with _get(url, retry=retry) as response:

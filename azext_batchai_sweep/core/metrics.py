@@ -11,7 +11,7 @@ import logging
 import math
 import re
 
-from .download import STDOUTERR, find_output_file, iter_url_chunks
+from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
 from .errors import SpecError
 from .listing import job_summary, list_jobs, select_jobs, state_of
 from .parallel import run_parallel
@@ -23,6 +23,8 @@ REDUCERS = ('last', 'first', 'min', 'max', 'mean')
 GOALS = ('max', 'min')
 # A "line" longer than this (a binary file, a progress bar without newlines) is scanned in pieces of this size.
 MAX_LINE = 1024 * 1024
+# With reduce `last`, a log is read backwards in windows of this size until a whole line holds the metric.
+TAIL_WINDOW = 256 * 1024
 _NUMBER = r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?'
 
 
@@ -201,6 +203,32 @@ class MetricExtractor:
             self._scan_block(partial, reduction)
         return reduction.result()
 
+    def extract_last_backwards(self, read_range, size, encoding='utf-8'):
+        """The last value of a file of `size` bytes, reading it from its end: read_range(start, end) -> bytes.
+
+        A finished job's log usually ends with its metric, so this reads one window where extract_chunks would
+        read the whole file. A line cut by a window's start is completed by the window before it (it is carried
+        over), and only whole lines are decoded, so a multi-byte character is never split.
+        """
+        if self.reduce != 'last':
+            raise ValueError('extract_last_backwards is for reduce last')
+        end, carry = size, b''
+        while end > 0:
+            start = max(0, end - TAIL_WINDOW)
+            data = read_range(start, end) + carry
+            carry = b''
+            if start > 0:
+                cut = data.find(b'\n') + 1  # bytes before it belong to a line that starts in an earlier window
+                if cut == 0 and len(data) <= MAX_LINE:
+                    carry, end = data, start
+                    continue
+                carry, data = data[:cut], data[cut:]
+            value = self._edge_value(data.decode(encoding, errors='replace'), from_end=True)
+            if value is not None:
+                return value
+            end = start
+        return None
+
     def extract_text(self, text):
         reduction = _Reduction(self.reduce)
         self._scan_block(text, reduction)
@@ -236,6 +264,12 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
                                 retry=retry)
         if item is None or not item.download_url:
             return None
+        if extractor.reduce == 'last' and item.content_length:
+            try:
+                return extractor.extract_last_backwards(
+                    lambda start, end: read_url_range(item.download_url, start, end, retry=retry), item.content_length)
+            except RangeNotSupported:
+                pass  # read it all, as a stream
         return extractor.extract_chunks(iter_url_chunks(item.download_url, retry=retry))
 
     def on_result(job, metric, exc):

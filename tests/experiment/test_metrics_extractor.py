@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from azext_batchai_sweep.core import metrics as metrics_module
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.metrics import MAX_LINE, MetricExtractor, sort_rows, write_metrics_csv
 
@@ -151,3 +152,38 @@ def test_last_and_first_skip_lines_without_the_metric_at_a_block_edge(chunk):
     assert MetricExtractor(metric_name='loss', reduce='last').extract_chunks(iter(pieces)) == 3.0
     assert MetricExtractor(metric_name='loss', reduce='first').extract_chunks(iter(pieces)) == 9.0
     assert MetricExtractor(regex=r'loss=(\d+)$', reduce='last').extract_chunks(iter(pieces)) == 4.0
+
+
+def _reader(data, reads):
+    def read_range(start, end):
+        reads.append(end - start)
+        return data[start:end]
+    return read_range
+
+
+@pytest.mark.parametrize('window', [7, 64, 1000, 256 * 1024])
+@pytest.mark.parametrize('seed', range(12))
+def test_reading_backwards_gives_the_stream_answer(monkeypatch, window, seed):
+    import random
+    monkeypatch.setattr(metrics_module, 'TAIL_WINDOW', window)
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(rng.randrange(0, 300)):
+        kind = rng.random()
+        if kind < 0.1:
+            lines.append('loss={:.3f} é'.format(rng.random()))  # a multi-byte character near the value
+        elif kind < 0.15:
+            lines.append('xloss=5 val_loss=7')  # longer names never match `loss`
+        else:
+            lines.append('noise ' * rng.randrange(0, 40))
+    data = ('\n'.join(lines) + ('\n' if rng.random() < 0.5 else '')).encode()
+    for extractor in (MetricExtractor(metric_name='loss'), MetricExtractor(regex=r'^loss=([\d.]+)')):
+        expected = extractor.extract_chunks(iter([data[i:i + 100] for i in range(0, len(data), 100)]))
+        assert extractor.extract_last_backwards(_reader(data, []), len(data)) == expected
+
+
+def test_reading_backwards_reads_one_window_of_a_log_that_ends_with_its_metric():
+    data = b'epoch=1 val_accuracy=0.5\n' * 200000 + b'epoch=2 val_accuracy=0.75\n'  # 5 MB
+    reads = []
+    assert MetricExtractor(metric_name='val_accuracy').extract_last_backwards(_reader(data, reads), len(data)) == 0.75
+    assert reads == [metrics_module.TAIL_WINDOW]

@@ -153,3 +153,23 @@ def test_delete_a_sweeps_failed_jobs_then_the_rest(batchai_client, local_service
     assert sweep_status(*args, sweep_name=name)['counts']['failed'] == 0
     result = delete_jobs(*args, sweep_name=name, job_names=[plan[0][0], 'never-there'], retry=quick_retry())
     assert result['deleted'] == [plan[0][0]] and result['notFound'] == ['never-there']
+
+
+def test_metrics_last_reads_a_long_log_from_its_end(batchai_client, local_service, monkeypatch):
+    # reduce last (the default) asks the service for the log's last window only (HTTP Range), not the whole file.
+    from azext_batchai_sweep.core import metrics as metrics_module
+    svc, client = local_service, batchai_client
+    experiment = new_experiment(client, svc)
+    plan = sweep_plan(svc, 'longlog', 1, 'for i in $(seq 1 40000); do echo "step=$i loss=0.$i padding"; done')
+    submit_jobs(client, svc.resource_group, svc.workspace, experiment, plan)
+    wait_all(client, svc, experiment, 'longlog')
+    ranges, streamed = [], []
+    real_read_range = metrics_module.read_url_range
+    monkeypatch.setattr(metrics_module, 'read_url_range',
+                        lambda url, start, end, **kw: ranges.append(end - start) or real_read_range(url, start, end, **kw))
+    monkeypatch.setattr(metrics_module, 'iter_url_chunks', lambda *a, **kw: streamed.append(1) or iter(()))
+
+    rows = get_metrics(client, svc.resource_group, svc.workspace, experiment, MetricExtractor(metric_name='loss'),
+                       sweep_name='longlog')
+    assert rows[0]['metric'] == 0.40000
+    assert ranges == [metrics_module.TAIL_WINDOW] and not streamed  # of a ~1 MB log
