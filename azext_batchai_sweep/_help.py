@@ -10,7 +10,7 @@ short-summary: Parameter sweeps on Batch AI. Plan a grid or random search from a
 long-summary: >
     A sweep file (YAML or JSON) lists parameters (numeric ranges, discrete values, dicts of values, files in Azure
     Storage) and a Batch AI job (job.json) with {{NAME}} placeholders where their values go. Every job also gets
-    PARAM_<NAME> environment variables, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS.
+    `PARAM_<NAME>` environment variables, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS.
 """
 
 helps['batchai sweep create'] = """
@@ -18,7 +18,7 @@ type: command
 short-summary: Validate and expand a sweep into a plan file, one Batch AI job definition per parameter set.
 long-summary: >
     Nothing is submitted; the experiment is created on the service if it does not exist yet (with --plan-only, no
-    service is contacted and no login is needed). The plan (JSON Lines, by default <name>.plan.jsonl in the current directory)
+    service is contacted and no login is needed). The plan (JSON Lines, by default `<name>.plan.jsonl` in the current directory)
     holds the sweep's name and seed, then each job's name, parameter values and full job definition. It never holds
     a secret: secret fields of the job are written "$env:NAME" and read from the environment at submit time.
     Storage credentials for file parameters come from AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING or
@@ -40,7 +40,7 @@ parameters:
     short-summary: Name or ARM ID of the cluster to run the jobs on.
   - name: --storage-account-name
     type: string
-    short-summary: Storage account name that replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the job template.
+    short-summary: Storage account name that replaces `<AZURE_BATCHAI_STORAGE_ACCOUNT>` in the job template.
   - name: --sampling
     type: string
     short-summary: grid (every combination) or random (--count random draws); overrides the sweep file.
@@ -52,7 +52,7 @@ parameters:
     short-summary: Seed of the random draws; the same seed plans the same jobs.
   - name: --plan-file
     type: string
-    short-summary: Where to write the plan. Default is <name>.plan.jsonl in the current directory.
+    short-summary: Where to write the plan. Default is `<name>.plan.jsonl` in the current directory.
   - name: --max-jobs
     type: int
     short-summary: Refuse a sweep of more jobs than this unless --yes is given.
@@ -71,17 +71,13 @@ examples:
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr-random --spec sweep.yaml --sampling random --count 32 --seed 7
   - name: Plan a large grid (more than --max-jobs jobs) and print only the job count.
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n big --spec sweep.yaml --yes --query jobCount
-  - name: Use the workspace and experiment configured as defaults.
-    text: |
-        az configure --defaults group=MyResourceGroup batchai_workspace=MyWorkspace batchai_experiment=MyExperiment
-        az batchai sweep create -n lr --spec sweep.yaml
 """
 
 helps['batchai sweep submit'] = """
 type: command
 short-summary: Submit the jobs of a sweep that are not on the service yet.
 long-summary: >
-    Reads the plan (--plan-file, by default <name>.plan.jsonl), or plans the sweep first from --spec as "create"
+    Reads the plan (--plan-file, by default `<name>.plan.jsonl`), or plans the sweep first from --spec as "create"
     does. Creates the experiment if it does not exist, then every planned job that is not on the service, many at
     a time, retrying throttled and failed requests. Re-running it after a crash or Ctrl-C finishes the sweep: jobs
     already submitted are skipped, none is submitted twice. "$env:NAME" secret references are read from the
@@ -226,7 +222,7 @@ parameters:
     short-summary: Names of the jobs to delete.
   - name: --no-wait
     type: bool
-    short-summary: Return once the deletions are requested.
+    short-summary: Return once the deletions are requested; like any az --no-wait, print no result.
 examples:
   - name: Delete every job of a sweep, without a prompt.
     text: az batchai sweep delete -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --yes
@@ -238,12 +234,12 @@ helps['batchai sweep download'] = """
 type: command
 short-summary: Download the output files of a sweep's jobs, one folder per job.
 long-summary: >
-    Files go to <dest>/<job>/<output directory id>/<path>. A file already there with the size the service reports
+    Files go to `<dest>/<job>/<output directory id>/<path>`. A file already there with the size the service reports
     is skipped, so an interrupted download can be run again.
 parameters:
   - name: --dest
     type: string
-    short-summary: Directory to download into. Default is ./<name>-outputs.
+    short-summary: Directory to download into. Default is `./<name>-outputs`.
   - name: --output-directory-id
     type: string
     short-summary: Only this output directory; default is stdouterr and every output directory of the job.

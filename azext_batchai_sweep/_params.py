@@ -36,7 +36,7 @@ def load_arguments(self, _):
             c.argument('cluster', options_list=['--cluster', '-c'],
                        help='Name or ARM ID of the cluster to run the jobs on; fills the job\'s cluster.id. You need to provide the ARM ID if the cluster belongs to a different workspace.')
             c.argument('storage_account_name', options_list=['--storage-account-name'],
-                       help='Storage account name that replaces <AZURE_BATCHAI_STORAGE_ACCOUNT> in the job template. Can be specified using the AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.')
+                       help='Storage account name that replaces `<AZURE_BATCHAI_STORAGE_ACCOUNT>` in the job template. Can be specified using the AZURE_BATCHAI_STORAGE_ACCOUNT environment variable.')
             c.argument('sampling', arg_type=get_enum_type(['grid', 'random']),
                        help='How to pick parameter values: every combination (grid) or --count random draws (random). Overrides the sweep file\'s sampling.type.')
             c.argument('count', type=int,
@@ -50,7 +50,7 @@ def load_arguments(self, _):
 
     with self.argument_context('batchai sweep create', validator=validate_sweep_create) as c:
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
-                   help='Where to write the plan (JSON Lines). Default: <name>.plan.jsonl in the current directory.')
+                   help='Where to write the plan (JSON Lines). Default: `<name>.plan.jsonl` in the current directory.')
         c.argument('plan_only', options_list=['--plan-only'], action='store_true',
                    help='Only write the plan: contact no service (the experiment is not created) and need no login.')
 
@@ -69,7 +69,7 @@ def load_arguments(self, _):
 
     with self.argument_context('batchai sweep submit', validator=validate_sweep_submit) as c:
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
-                   help='The plan to submit, from "az batchai sweep create". Default: <name>.plan.jsonl. With --spec: where to write the plan.')
+                   help='The plan to submit, from "az batchai sweep create". Default: `<name>.plan.jsonl`. With --spec: where to write the plan.')
         c.argument('max_retries', type=int, default=DEFAULT_MAX_RETRIES,
                    help='How often to retry a request that was throttled, failed on the server or lost its connection, before giving up on the job.')
 
@@ -109,7 +109,7 @@ def load_arguments(self, _):
         c.argument('output_directory_id', options_list=['--output-directory-id'],
                    help='ID of the one output directory to download. Default: stdouterr and every output directory of the job.')
         c.argument('dest', options_list=['--dest'], completer=FilesCompleter(),
-                   help='Directory to download into, one folder per job. Default: ./<name>-outputs.')
+                   help='Directory to download into, one folder per job. Default: `./<name>-outputs`.')
 
     with self.argument_context('batchai sweep local') as c:
         c.argument('data_dir', options_list=['--data-dir'], completer=FilesCompleter(),

@@ -18,8 +18,9 @@ def load_command_table(self, _):
         g.custom_command('status', 'sweep_status', table_transformer=sweep_status_table_format)
         g.custom_command('resubmit', 'resubmit_sweep', table_transformer=sweep_resubmit_table_format)
         g.custom_command('metrics', 'sweep_metrics', table_transformer=sweep_metrics_table_format)
+        # supports_no_wait: without it az drops the function's no_wait argument, and --no-wait does not exist.
         g.custom_command('delete', 'delete_sweep_jobs', table_transformer=sweep_delete_table_format,
-                         confirmation=DELETE_CONFIRMATION)
+                         confirmation=DELETE_CONFIRMATION, supports_no_wait=True)
         g.custom_command('download', 'download_sweep_outputs', table_transformer=sweep_download_table_format)
 
     with self.command_group('batchai sweep local', is_preview=True) as g:
