@@ -70,5 +70,19 @@ bench-service: dev $(TEST_STAMP)
 bench-cli: dev $(TEST_STAMP)
 	$(BIN)/python bench/cli.py
 
+# azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
+# rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.
+LINT_VENV := .venv-lint
+LINT_STAMP := $(LINT_VENV)/.installed
+
+lint: $(LINT_STAMP) $(DEV_STAMP)
+	scripts/lint/azdev_linter.sh
+
+$(LINT_STAMP): requirements-lint.txt
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LINT_VENV)/bin/python -m pip install --quiet -r requirements-lint.txt
+	touch $@
+
 clean:
-	rm -rf $(VENV) node_modules build dist *.egg-info .pytest_cache .demo
+	rm -rf $(VENV) $(LINT_VENV) node_modules build dist *.egg-info .pytest_cache .demo
