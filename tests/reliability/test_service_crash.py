@@ -26,7 +26,10 @@ def test_sigkill_of_the_service_mid_sweep_then_restart_and_resubmit(service_fact
     client.experiments.begin_create(rg, ws, 'crash', polling=False).result()
     marker = tmp_path / 'marker'
     plan = make_plan(tmp_path, svc, 'crash', 12, command=COMMAND.format(marker=marker))
-    assert submit_jobs(client, rg, ws, 'crash', plan_bodies(plan), retry=quick_retry())['submitted'] == 12
+    # One at a time, so the jobs queue in plan order (X = 0..11) and the cluster's 4 slots settle on 4 odd jobs running
+    # after 4 even ones finished; submitted in parallel, the odd ones could take all 4 slots first.
+    submitted = submit_jobs(client, rg, ws, 'crash', plan_bodies(plan), parallel=1, retry=quick_retry())
+    assert submitted['submitted'] == 12
 
     def settled():
         jobs = {job.name: job for job in service_jobs(client, svc, 'crash')}
