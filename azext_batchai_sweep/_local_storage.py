@@ -21,13 +21,24 @@ logger = get_logger(__name__)
 _ENV_CREDENTIALS = ('AZURE_STORAGE_KEY', 'AZURE_STORAGE_CONNECTION_STRING', 'AZURE_STORAGE_SAS_TOKEN')
 
 
-def local_file_storage(cli_ctx):
-    """A `file_storage` hook for core.sweepfile.load_sweep_file, or None when the commands target Azure."""
+def local_data_dir(cli_ctx):
+    """The data dir of the targeted local service (the folder of its token file), or None when targeting Azure."""
     from ._targeting import local_target
     target = local_target(cli_ctx)
     if target is None or not target[1]:
         return None  # no token file: the client's own error says so when a service is contacted
-    return LocalFileStorage(os.path.dirname(os.path.abspath(target[1])))
+    return os.path.dirname(os.path.abspath(target[1]))
+
+
+def local_storage_key(data_dir):
+    """The account key of every storage account of the local service at `data_dir`."""
+    return LocalFileStorage(data_dir).key()
+
+
+def local_file_storage(cli_ctx):
+    """A `file_storage` hook for core.sweepfile.load_sweep_file, or None when the commands target Azure."""
+    data_dir = local_data_dir(cli_ctx)
+    return None if data_dir is None else LocalFileStorage(data_dir)
 
 
 class LocalFileStorage:
@@ -55,7 +66,7 @@ class LocalFileStorage:
                            entry.get('name'), entry.get('fileshare'), ', '.join(ignored))
         logger.info('FILE parameter %s: listing share %s of account %s at %s', entry.get('name'),
                     entry.get('fileshare'), account, endpoint)
-        return {'accountUrl': '{}/{}'.format(endpoint.rstrip('/'), account), 'storageAccountKey': self._key()}
+        return {'accountUrl': '{}/{}'.format(endpoint.rstrip('/'), account), 'storageAccountKey': self.key()}
 
     def _files_endpoint(self):
         from azure.cli.core.azclierror import AzureConnectionError
@@ -74,7 +85,7 @@ class LocalFileStorage:
                                'config batchai_sweep.token_file must be in its data dir).')
         return endpoint
 
-    def _key(self):
+    def key(self):
         from azure.cli.core.azclierror import FileOperationError
         from .localservice.auth import STORAGE_KEY_FILE
         path = os.path.join(self.data_dir, STORAGE_KEY_FILE)

@@ -6,7 +6,9 @@
 The plan never holds a secret. At submit time every `$env:NAME` reference is replaced by that environment variable
 (core.plan.resolve_secret_references), and storage mounts get their account key the way `az batchai job create`
 fills them: from AZURE_BATCHAI_STORAGE_KEY (or az config batchai.storage_key), for a mount without credentials or
-whose key is the `<AZURE_BATCHAI_STORAGE_KEY>` placeholder. The values only ever go into request bodies.
+whose key is the `<AZURE_BATCHAI_STORAGE_KEY>` placeholder. On the local service the key is the service's own
+storage key (every local account has it), so what is sent has credentials wherever the Batch AI spec requires them.
+The values only ever go into request bodies.
 """
 import os
 
@@ -19,13 +21,18 @@ _MOUNT_KINDS = ('azureFileShares', 'azureBlobFileSystems')
 
 
 def storage_key(cli_ctx):
+    """The account key for storage mounts: the local service's own key when targeting it, else as az batchai does."""
+    from ._local_storage import local_data_dir, local_storage_key
+    data_dir = local_data_dir(cli_ctx)
+    if data_dir is not None:
+        return local_storage_key(data_dir)
     return os.environ.get(STORAGE_KEY_VAR) or cli_ctx.config.get('batchai', 'storage_key', None)
 
 
-def fill_mount_credentials(body, key, required):
+def fill_mount_credentials(body, key):
     """Give each storage mount of a job body (a dict, changed in place) the account key `key`.
 
-    Returns the number of mounts that needed a key; raises when one needs it, there is none, and `required`.
+    Returns the number of mounts that needed a key; raises when one needs it and there is none.
     """
     from azure.cli.core.azclierror import RequiredArgumentMissingError
     from .core.plan import STORAGE_KEY_PLACEHOLDER
@@ -38,27 +45,23 @@ def fill_mount_credentials(body, key, required):
             if not placeholder and (credentials.get('accountKey') or credentials.get('accountKeySecretReference')):
                 continue
             needed += 1
-            if key:
-                mount['credentials'] = dict(credentials, accountKey=key)
-            elif placeholder or required:
+            if not key:
                 raise RequiredArgumentMissingError(
                     'The job mounts storage account {} but no account key is set'.format(
                         mount.get('accountName') or mount.get('azureFileUrl')),
                     recommendation='Set the environment variable {} (as for "az batchai job create").'.format(
                         STORAGE_KEY_VAR))
-            else:
-                mount.pop('credentials', None)  # the local service mounts its own storage: no key needed
+            mount['credentials'] = dict(credentials, accountKey=key)
     return needed
 
 
 class PlannedJobs:
     """The jobs of a plan file, read one at a time, ready to send; len() is the header's jobCount."""
 
-    def __init__(self, path, header, cli_ctx, local):
+    def __init__(self, path, header, cli_ctx):
         self.path = path
         self.header = header
         self.key = storage_key(cli_ctx)
-        self.local = local
 
     def __len__(self):
         return self.header['jobCount']
@@ -68,7 +71,7 @@ class PlannedJobs:
         _, records = read_plan(self.path)
         for record in records:
             body = resolve_secret_references(record['job'])
-            fill_mount_credentials(body, self.key, required=not self.local)
+            fill_mount_credentials(body, self.key)
             yield record['name'], body
 
     def check_first(self):

@@ -62,7 +62,6 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from azure.cli.core.azclierror import AzureResponseError
     from ._planning import plan_sweep
     from ._submission import PlannedJobs, load_plan
-    from ._targeting import local_target
     from .core.submit import ensure_experiment, submit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     if spec:
@@ -73,7 +72,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     retry = _retry(max_retries)
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
-        jobs = PlannedJobs(plan_file, header, cmd.cli_ctx, local=local_target(cmd.cli_ctx) is not None)
+        jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
         jobs.check_first()
         client = _client(cmd)
         if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
@@ -150,7 +149,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
                    state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
     from ._submission import PlannedJobs, load_plan
-    from ._targeting import journal_path, local_target
+    from ._targeting import journal_path
     from .core.resubmit import resubmit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     if state is None and not job_names:
@@ -160,7 +159,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
     with core_errors():
         if plan_file:
             header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
-            plan = list(PlannedJobs(plan_file, header, cmd.cli_ctx, local=local_target(cmd.cli_ctx) is not None))
+            plan = list(PlannedJobs(plan_file, header, cmd.cli_ctx))
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
         with Progress(cmd, 'Resubmitting') as progress:

@@ -122,8 +122,12 @@ def local_service(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def batchai_client(local_service):  # pylint: disable=redefined-outer-name
+    """The client the extension builds for a local endpoint, plus a policy that checks every request body it sends
+    and every response body it gets against the Batch AI swagger (tests/spec_conformance.py)."""
     from azext_batchai_sweep.core.client import local_batchai_client
-    return local_batchai_client(local_service.endpoint, local_service.token_file, local_service.subscription)
+    from tests.spec_conformance import SpecCheckPolicy
+    return local_batchai_client(local_service.endpoint, local_service.token_file, local_service.subscription,
+                                per_retry_policies=[SpecCheckPolicy()])
 
 
 @pytest.fixture

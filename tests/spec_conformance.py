@@ -82,43 +82,79 @@ def validate(definition, body):
 
 @functools.lru_cache(maxsize=None)
 def _operations():
-    """(regex over the URL path, METHOD, responses) of every swagger operation."""
+    """(regex over the URL path, METHOD, operation) of every swagger operation."""
     result = []
     for template, item in load_spec()['paths'].items():
         pattern = re.sub(r'\\{[^}]+\\}', '[^/]+', re.escape(template))
         for method, operation in item.items():
             if method != 'parameters':
-                result.append((re.compile('^' + pattern + '/?$', re.IGNORECASE), method.upper(),
-                               operation['responses']))
+                result.append((re.compile('^' + pattern + '/?$', re.IGNORECASE), method.upper(), operation))
     return result
+
+
+def _operation(method, path):
+    for regex, op_method, operation in _operations():
+        if op_method == method and regex.match(path):
+            return operation
+    raise KeyError('{} {} is not a swagger operation'.format(method, path))
+
+
+def request_definition(method, path):
+    """The definition a request body must conform to, or None when the operation takes no body."""
+    spec = load_spec()
+    for parameter in _operation(method, path).get('parameters', []):
+        if '$ref' in parameter:  # a shared parameter (#/parameters/...): path or query, never a body here
+            parameter = spec['parameters'][parameter['$ref'].rsplit('/', 1)[-1]]
+        if parameter.get('in') == 'body':
+            return parameter['schema']['$ref'].rsplit('/', 1)[-1]
+    return None
 
 
 def response_definition(method, path, status):
     """The definition name a response must conform to; None when it has no body schema; KeyError if unknown."""
     if re.search(r'/operationresults/[^/]+$', path, re.IGNORECASE):
         return 'operationresult'
-    for regex, op_method, responses in _operations():
-        if op_method == method and regex.match(path):
-            response = responses.get(str(status)) or (responses.get('default') if status >= 400 else None)
-            if response is None:
-                raise AssertionError('{} {} answered {}, which the swagger does not list'.format(method, path,
-                                                                                                 status))
-            ref = (response.get('schema') or {}).get('$ref')
-            return ref.rsplit('/', 1)[-1] if ref else None
-    raise KeyError('{} {} is not a swagger operation'.format(method, path))
+    responses = _operation(method, path)['responses']
+    response = responses.get(str(status)) or (responses.get('default') if status >= 400 else None)
+    if response is None:
+        raise AssertionError('{} {} answered {}, which the swagger does not list'.format(method, path, status))
+    ref = (response.get('schema') or {}).get('$ref')
+    return ref.rsplit('/', 1)[-1] if ref else None
+
+
+def _path_of(url):
+    path = url.split('?', 1)[0].split('://', 1)[-1]
+    return path[path.index('/'):] if '/' in path else '/'
 
 
 class SpecCheckPolicy(SansIOHTTPPolicy):
-    """Validates each response body of the client against the swagger; `checked` counts validated bodies."""
+    """Validates each request body the client sends and each response body it gets against the swagger.
+
+    `checked` counts validated response bodies, `requests_checked` validated request bodies.
+    """
 
     def __init__(self):
         super().__init__()
         self.checked = 0
+        self.requests_checked = 0
+
+    def on_request(self, request):
+        http_request = request.http_request
+        path = _path_of(http_request.url)
+        if re.search(r'/operationresults/[^/]+$', path, re.IGNORECASE):
+            return  # polling an operation: a GET without a body
+        definition = request_definition(http_request.method, path)
+        body = http_request.body
+        if definition is None:
+            assert not body, '{} {} takes no body, sent {!r}'.format(http_request.method, path, body[:200])
+            return
+        if body:  # the SDK sends no body for a PUT whose model is empty (an experiment create)
+            validate(definition, json.loads(body))
+            self.requests_checked += 1
 
     def on_response(self, request, response):
         http_request, http_response = request.http_request, response.http_response
-        path = http_request.url.split('?', 1)[0].split('://', 1)[-1]
-        path = path[path.index('/'):] if '/' in path else '/'
+        path = _path_of(http_request.url)
         status = http_response.status_code
         definition = response_definition(http_request.method, path, status)
         text = http_response.text()

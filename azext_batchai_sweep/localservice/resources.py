@@ -161,12 +161,21 @@ def _check_mount_volumes(volumes, where):
     _require(not unsupported, 'UnsupportedMountVolume',
              'The local service mounts Azure file shares and blob containers only, not {}.'.format(
                  ', '.join(unsupported)))
-    for kind, fields in (('azureFileShares', ('azureFileUrl', 'relativeMountPath')),
+    # The fields the 2018-05-01 spec requires (credentials too: Azure answers 400 without them, so the local service
+    # does, although it mounts its own storage and never needs the key).
+    for kind, fields in (('azureFileShares', ('accountName', 'azureFileUrl', 'relativeMountPath')),
                          ('azureBlobFileSystems', ('accountName', 'containerName', 'relativeMountPath'))):
         for ref in volumes.get(kind) or []:
             _require(isinstance(ref, dict) and all(isinstance(ref.get(f), str) and ref.get(f) for f in fields),
-                     'InvalidRequestContent', '{}.mountVolumes.{} entries need {}.'.format(
+                     'InvalidRequestContent', '{}.mountVolumes.{} entries need {} and credentials.'.format(
                          where, kind, ', '.join(fields)))
+            credentials = ref.get('credentials')
+            _require(isinstance(credentials, dict) and (credentials.get('accountKey')
+                                                        or credentials.get('accountKeySecretReference')),
+                     'InvalidRequestContent', '{}.mountVolumes.{} entry {}: credentials need accountKey (or '
+                     'accountKeySecretReference).'.format(where, kind, ref['relativeMountPath']))
+            _require(not credentials.get('accountKeySecretReference'), 'UnsupportedSecretReference',
+                     'The local service cannot read KeyVault: give the storage account key as accountKey.')
             relative = ref['relativeMountPath']
             _require(not relative.startswith('/') and '..' not in relative.split('/'), 'InvalidMountPath',
                      "relativeMountPath '{}' must be a relative path inside the mount root.".format(relative))

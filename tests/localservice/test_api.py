@@ -128,3 +128,26 @@ def test_errors_are_arm_shaped(client, local_service):
         assert error.value.status_code == 400 and error.value.error.code == code
     with pytest.raises(ResourceNotFoundError):
         client.jobs.get(rg, ws, 'errors', 'missing')
+
+
+@pytest.mark.parametrize('credentials, code', [(None, 'InvalidRequestContent'), ({}, 'InvalidRequestContent'),
+                                               ({'accountKeySecretReference': {'sourceVault': {'id': 'x'},
+                                                                               'secretUrl': 'y'}},
+                                                'UnsupportedSecretReference')])
+def test_a_mount_without_an_account_key_is_refused_as_azure_does(local_service, client, credentials, code):
+    # The spec requires credentials on every storage mount: Azure answers 400, and so does the local service.
+    path = ('/subscriptions/{}/resourceGroups/{}/providers/Microsoft.BatchAI/workspaces/{}/experiments/creds'
+            .format(local_service.subscription, local_service.resource_group, local_service.workspace))
+    assert raw(local_service, 'PUT', path, body={})[0] in (200, 201, 202)
+    mount = {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/logs',
+             'relativeMountPath': 'logs'}
+    if credentials is not None:
+        mount['credentials'] = credentials
+    body = {'properties': {'cluster': {'id': local_service.cluster_id}, 'nodeCount': 1,
+                           'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
+                           'mountVolumes': {'azureFileShares': [mount]},
+                           'customToolkitSettings': {'commandLine': 'true'}}}
+    status, _, answer = raw(local_service, 'PUT', path + '/jobs/no-key', body=body)
+    assert status == 400 and answer['error']['code'] == code, answer
+    assert 'accountKey' in answer['error']['message']
+    validate('CloudError', answer)
