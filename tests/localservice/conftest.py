@@ -35,6 +35,15 @@ def job_params(service, command='true', node_count=1, **kwargs):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command), **kwargs)
 
 
+def process_alive(pid):
+    """Whether a process exists and is not a zombie (an exited child its parent has not reaped yet)."""
+    try:
+        with open('/proc/{}/stat'.format(pid)) as f:
+            return f.read().split(') ', 1)[1][0] != 'Z'
+    except OSError:
+        return False
+
+
 def wait_state(client, service, experiment, job, states=('succeeded', 'failed'), timeout=30):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -10,7 +10,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.localservice import auth, downloads
-from tests.localservice.conftest import job_params, wait_state
+from tests.localservice.conftest import job_params, process_alive, wait_state
 
 RECIPE_SCRIPT = '''import os, sys
 print('args', sys.argv[1:])
@@ -19,14 +19,6 @@ out = sys.argv[sys.argv.index('-o') + 1]
 with open(os.path.join(out, 'model.txt'), 'w') as f:
     f.write('trained')
 '''
-
-
-def _alive(pid):
-    try:
-        with open('/proc/{}/stat'.format(pid)) as f:
-            return f.read().split(') ', 1)[1][0] != 'Z'
-    except OSError:
-        return False
 
 
 def _read(path):
@@ -73,7 +65,7 @@ def test_terminate_kills_the_process_group(client, local_service, tmp_path):
     assert job.execution_state == 'failed'
     assert [e.code for e in job.execution_info.errors] == ['JobTerminated']
     deadline = time.monotonic() + 5
-    while _alive(child):
+    while process_alive(child):
         assert time.monotonic() < deadline, 'the job\'s background child survived terminate'
         time.sleep(0.05)
     client.jobs.begin_create(rg, ws, 'term', 'queued', job_params(local_service, 'true'),
@@ -181,7 +173,7 @@ def test_delete_experiment_kills_its_running_jobs(client, local_service, tmp_pat
         assert time.monotonic() < deadline
         time.sleep(0.05)
     client.experiments.begin_delete(rg, ws, 'doomed').result()
-    assert not _alive(int(pid_file.read_text()))
+    assert not process_alive(int(pid_file.read_text()))
     with pytest.raises(ResourceNotFoundError):
         client.jobs.get(rg, ws, 'doomed', 'busy')
     assert 'doomed' not in [e.name for e in client.experiments.list_by_workspace(rg, ws)]

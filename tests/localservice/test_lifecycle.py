@@ -14,19 +14,11 @@ from azext_batchai_sweep.core.client import local_batchai_client
 from azext_batchai_sweep.core.errors import SweepError
 from azext_batchai_sweep.localservice import control
 from azext_batchai_sweep.localservice.faults import FaultInjector, parse_spec
-from tests.localservice.conftest import job_params, raw, wait_state
+from tests.localservice.conftest import job_params, process_alive, raw, wait_state
 
 
 def _client(info, **kwargs):
     return local_batchai_client(info.endpoint, info.token_file, info.subscription, **kwargs)
-
-
-def _alive(pid):
-    try:
-        with open('/proc/{}/stat'.format(pid)) as f:
-            return f.read().split(') ', 1)[1][0] != 'Z'
-    except OSError:
-        return False
 
 
 def test_sigkill_restart_keeps_state_and_fails_running_jobs(service_factory, tmp_path):
@@ -47,7 +39,7 @@ def test_sigkill_restart_keeps_state_and_fails_running_jobs(service_factory, tmp
 
     info = service_factory.restart(info)
     client = _client(info)
-    assert not _alive(child), 'the orphaned job process group must be killed at restart'
+    assert not process_alive(child), 'the orphaned job process group must be killed at restart'
     job = client.jobs.get(rg, ws, 'crash', 'running')
     assert job.execution_state == 'failed' and job.execution_info.errors[0].code == 'ServiceInterrupted'
     assert wait_state(client, info, 'crash', 'waiting').execution_state == 'succeeded'
