@@ -176,9 +176,11 @@ helps['batchai sweep metrics'] = """
 type: command
 short-summary: Read a metric from each job's output and rank the jobs of a sweep.
 long-summary: >
-    Each job's file (stdout.txt by default) is streamed from the service and searched line by line, with --regex (a
-    group named "value", or the first group, is the number) or for NAME=VALUE lines with --metric NAME. The values
-    found in one file become one number with --reduce. A job without the file or the metric shows an empty metric.
+    Each job's file (stdout.txt by default) is searched line by line, with --regex (a group named "value", or the
+    first group, is the number) or for NAME=VALUE lines with --metric NAME. The values found in one file become one
+    number with --reduce: with "last" (the default) the file is read from its end until a line holds the metric, so
+    a long log is not downloaded whole; the other reductions stream the whole file. A job without the file or the
+    metric shows an empty metric.
 parameters:
   - name: --regex
     type: string
