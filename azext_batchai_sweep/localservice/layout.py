@@ -43,7 +43,9 @@ def _storage_target(data_dir, ref, kind):
             account, name = (parts + ['', ''])[:2]
     for value in (account, name):
         if not value or value in ('.', '..') or '/' in value or '\\' in value:
-            raise bad_request('InvalidMountVolume', 'Cannot map mount volume {} to local storage.'.format(ref))
+            # Named by where it mounts and what it points at, never by the whole reference: it holds the account key.
+            raise bad_request('InvalidMountVolume', "Cannot map mount volume '{}' ({}) to local storage.".format(
+                ref.get('relativeMountPath'), ref.get('azureFileUrl') or ref.get('containerName')))
     return os.path.join(data_dir, 'storage', account.lower(), sub, name)
 
 

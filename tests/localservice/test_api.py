@@ -1,4 +1,7 @@
 """Every ARM operation the extension uses, through the real SDK client, every response checked against the swagger."""
+import json
+import os
+import time
 import urllib.request
 
 import pytest
@@ -151,3 +154,30 @@ def test_a_mount_without_an_account_key_is_refused_as_azure_does(local_service, 
     assert status == 400 and answer['error']['code'] == code, answer
     assert 'accountKey' in answer['error']['message']
     validate('CloudError', answer)
+
+
+def test_an_unmappable_mount_never_shows_its_account_key(local_service):
+    # A mount the service cannot map to local storage (a file URL without a share) must not echo the storage
+    # account key in the job's errors (GET answers them) nor anywhere else in the answer.
+    path = ('/subscriptions/{}/resourceGroups/{}/providers/Microsoft.BatchAI/workspaces/{}/experiments/unmappable'
+            .format(local_service.subscription, local_service.resource_group, local_service.workspace))
+    assert raw(local_service, 'PUT', path, body={})[0] in (200, 201, 202)
+    mount = {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/',
+             'relativeMountPath': 'nowhere', 'credentials': {'accountKey': 'TOP-SECRET-KEY'}}
+    body = {'properties': {'cluster': {'id': local_service.cluster_id}, 'nodeCount': 1,
+                           'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/nowhere',
+                           'mountVolumes': {'azureFileShares': [mount]},
+                           'customToolkitSettings': {'commandLine': 'true'}}}
+    status, _, answer = raw(local_service, 'PUT', path + '/jobs/no-share', body=body)
+    deadline = time.monotonic() + 10
+    while status in (200, 201, 202):
+        status, _, answer = raw(local_service, 'GET', path + '/jobs/no-share')
+        if answer['properties']['executionState'] in ('succeeded', 'failed'):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert 'TOP-SECRET-KEY' not in json.dumps(answer), answer
+    log = os.path.join(local_service.data_dir, 'service.log')
+    if os.path.exists(log):
+        with open(log, encoding='utf-8') as f:
+            assert 'TOP-SECRET-KEY' not in f.read()
