@@ -86,4 +86,6 @@ def verify_link(link_key, relpath, expiry, signature, now=None):
         return False
     if expiry < (now if now is not None else time.time()):
         return False
-    return hmac.compare_digest(_link_signature(link_key, relpath, expiry), signature or '')
+    # Bytes: compare_digest raises TypeError on a non-ASCII str, and the signature is whatever the request sent.
+    return hmac.compare_digest(_link_signature(link_key, relpath, expiry).encode('ascii'),
+                               (signature or '').encode('utf-8', 'surrogateescape'))

@@ -207,7 +207,7 @@ class FilesApi:
         if abs(time.time() - signed_at) > CLOCK_SKEW_SECONDS:
             raise _auth_failed('Request date header too old or too far in the future.')
         expected = [self._sign(text) for text in _shared_key_strings(request, account)]
-        if not any(hmac.compare_digest(signature, candidate) for candidate in expected):
+        if not any(_same(signature, candidate) for candidate in expected):
             raise _auth_failed('The MAC signature found in the HTTP request is not the same as any computed '
                                'signature.')
 
@@ -227,7 +227,7 @@ class FilesApi:
         if resource_type == 'f':
             resource += '/' + '/'.join(names)
         text = '\n'.join(resource if name is None else fields[name] for name in _SAS_FIELDS)
-        if not hmac.compare_digest(request.arg('sig'), self._sign(text)):
+        if not _same(request.arg('sig'), self._sign(text)):
             raise _auth_failed('Signature did not match.')
         now = datetime.now(timezone.utc)
         expiry, start = _parse_time(fields['se']), _parse_time(fields['st']) if fields['st'] else None
@@ -424,6 +424,12 @@ def _operation(method, restype, comp, names):
             return 'put-range'
     raise StorageApiError(400, 'UnsupportedOperation', 'The local Azure Files endpoint does not support {} with '
                           'restype={} comp={}.'.format(method, restype, comp))
+
+
+def _same(sent, expected):
+    """Constant-time comparison of a signature as sent (any characters) with the expected one."""
+    # Bytes: compare_digest raises TypeError on a non-ASCII str, which would turn a forged signature into a 500.
+    return hmac.compare_digest(sent.encode('utf-8', 'surrogateescape'), expected.encode('utf-8'))
 
 
 def _shared_key_strings(request, account):

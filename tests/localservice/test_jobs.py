@@ -183,3 +183,11 @@ def test_files_endpoint_serves_the_files_api(local_service):
     with pytest.raises(urllib.error.HTTPError) as unsigned:
         urllib.request.urlopen(local_service.files_endpoint + '/acct?restype=share&comp=list')
     assert unsigned.value.code not in (501, 500)  # wired to files_api.py, which wants Shared Key
+
+
+def test_a_download_link_with_a_non_ascii_signature_is_403(local_service):
+    url = '{}/download/token?se=9999999999&sig=%C3%A9'.format(local_service.endpoint)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url, timeout=10)
+    assert refused.value.code == 403
+    assert not auth.verify_link(b'k' * 32, 'token', '9999999999', '\u00e9')

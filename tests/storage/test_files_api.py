@@ -324,3 +324,19 @@ def test_handle_takes_a_parsed_query_and_answers_head_without_body(tmp_path):
     assert status == 200 and b'<Entries></Entries>' in body
     status, headers, body = api.handle('HEAD', '/acct/share1/missing.txt', query, {}, None)
     assert (status, headers['x-ms-error-code'], body) == (404, 'ResourceNotFound', b'')
+
+
+def test_non_ascii_signatures_are_refused_not_crashed(tmp_path):
+    # hmac.compare_digest refuses non-ASCII str: a SharedKey or SAS signature with such a character must be a 403,
+    # not an exception out of the handler (a 500 and a logged traceback).
+    api = FilesApi(str(tmp_path), base64.b64encode(b'k' * 64).decode())
+    os.makedirs(tmp_path / 'acct' / 'shares' / 'share1')
+    now = datetime.now(timezone.utc).strftime('%a, %d %b %Y %H:%M:%S GMT')
+    status, headers, _ = api.handle('GET', '/acct/share1', 'restype=directory&comp=list',
+                                    {'Authorization': 'SharedKey acct:\u00e9t\u00e9', 'x-ms-date': now}, None)
+    assert (status, headers['x-ms-error-code']) == (403, 'AuthenticationFailed')
+    sas = generate_share_sas('acct', 'share1', base64.b64encode(b'k' * 64).decode(), permission='rl',
+                             expiry=datetime.now(timezone.utc) + timedelta(hours=1))
+    tampered = re.sub(r'sig=[^&]*', 'sig=%C3%A9', sas)
+    status, headers, _ = api.handle('GET', '/acct/share1', 'restype=directory&comp=list&' + tampered, {}, None)
+    assert (status, headers['x-ms-error-code']) == (403, 'AuthenticationFailed')
