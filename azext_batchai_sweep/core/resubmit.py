@@ -173,6 +173,9 @@ def resubmit_jobs(client, resource_group, workspace, experiment, *, sweep_name, 
     for name, _, _ in run_parallel(work, planned, parallel=parallel, on_result=on_result, should_stop=should_stop):
         result['failed'].append({'job': name, 'error': 'stopped before resubmission'})
     result['resubmitted'].sort()
-    if journal_path and not result['failed'] and os.path.exists(journal_path):
+    # Kept while it holds a job that is neither on the service nor resubmitted now (a re-run for other jobs left it
+    # out): the journal is the only copy of that job's definition.
+    unresolved = set(journaled) - set(on_service) - set(result['resubmitted'])
+    if journal_path and not result['failed'] and not unresolved and os.path.exists(journal_path):
         os.remove(journal_path)
     return result

@@ -131,3 +131,20 @@ def test_sigkill_between_delete_and_create_then_rerun(fake, tmp_path, with_plan)
     assert fake.jobs['job-3']['properties']['customToolkitSettings'] == {'commandLine': 'exit $((PARAM_X % 2))'}
     if journal:
         assert not os.path.exists(journal)  # cleared once everything was resubmitted
+
+
+def test_a_rerun_for_other_jobs_keeps_the_journal_of_the_missing_ones(fake, tmp_path):
+    # An interrupted resubmit left job-3 deleted and journaled; a resubmit of job-1 alone must not drop the journal,
+    # or job-3's definition (kept nowhere else) is lost for good.
+    submitted(fake, 4)
+    journal = tmp_path / 'resubmit.journal'
+    journal.write_text(json.dumps({'name': 'job-3', 'job': body(3)}) + '\n')
+    del fake.jobs['job-3']
+    result = resubmit_jobs(fake.client(), RG, WS, EXP, sweep_name=SWEEP, job_names=['job-1'], retry=quick(),
+                           poll_interval=0.01, journal_path=str(journal))
+    assert result['resubmitted'] == ['job-1'] and result['failed'] == []
+    assert 'job-3' not in fake.jobs and journal.exists()
+    result = resubmit_jobs(fake.client(), RG, WS, EXP, sweep_name=SWEEP, retry=quick(), poll_interval=0.01,
+                           journal_path=str(journal))
+    assert 'job-3' in result['resubmitted'] and 'job-3' in fake.jobs
+    assert not journal.exists()
