@@ -28,10 +28,12 @@ def job_exists(client, resource_group, workspace, experiment, name, *, retry, sh
         except ResourceNotFoundError:
             return None
     job = call_with_retries(get, settings=retry, should_stop=should_stop, what='get job {}'.format(name))
-    if job is None:
-        return False
+    return job is not None and not _being_deleted(job)
+
+
+def _being_deleted(job) -> bool:
     state = job.provisioning_state
-    return str(getattr(state, 'value', state)).lower() != 'deleting'
+    return str(getattr(state, 'value', state)).lower() == 'deleting'
 
 
 def create_job(client, resource_group, workspace, experiment, name, body, *, retry, should_stop=None) -> str:
@@ -104,8 +106,10 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
     def stopping():
         return gave_up.is_set() or (should_stop is not None and should_stop())
 
+    # A job being deleted (delete --no-wait just before) is about to vanish: it is submitted again, not skipped;
+    # its PUT answers 409 until the name is free, which create_job retries.
     present = {job.name for job in list_jobs(client, resource_group, workspace, experiment, retry=retry,
-                                             should_stop=should_stop)}
+                                             should_stop=should_stop) if not _being_deleted(job)}
     result = {'total': total, SUBMITTED: 0, ALREADY_PRESENT: 0, 'failed': [], 'notSubmitted': [], 'stopped': False}
     done = [0]
 

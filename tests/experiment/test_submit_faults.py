@@ -91,3 +91,20 @@ def test_should_stop_leaves_the_rest_for_a_rerun(fake):
     result = submit_jobs(fake.client(), RG, WS, EXP, plan(10), parallel=1, retry=quick(), should_stop=stop)
     assert result['stopped'] and result['submitted'] + len(result['notSubmitted']) == 10
     assert sorted(list(fake.jobs) + result['notSubmitted']) == [name for name, _ in plan(10)]
+
+
+def test_a_job_being_deleted_is_submitted_again_once_gone(fake):
+    # `delete --no-wait` then `submit`: the listing still shows the job, provisioningState 'deleting'. It is not
+    # "already present" (it is about to vanish): submit waits for the name to be free (409, retried) and creates it.
+    import threading
+    submit_jobs(fake.client(), RG, WS, EXP, plan(2), retry=quick())
+    with fake.lock:
+        fake.jobs['job-00']['properties']['provisioningState'] = 'deleting'
+    timer = threading.Timer(0.3, lambda: fake.jobs.pop('job-00', None))
+    timer.start()
+    try:
+        result = submit_jobs(fake.client(), RG, WS, EXP, plan(2), retry=quick(max_retries=40))
+    finally:
+        timer.cancel()
+    assert (result['submitted'], result['alreadyPresent'], result['failed']) == (1, 1, [])
+    assert fake.jobs['job-00']['properties']['provisioningState'] == 'succeeded'
