@@ -30,14 +30,18 @@ import shlex
 from json.encoder import encode_basestring_ascii
 
 from .errors import SpecError
+from .shellquote import BARE, DOUBLE, quote_context, quote_for
 
 PLACEHOLDER_PATTERN = re.compile(r'\{\{\s*([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?(?::([^{}]*?))?\s*\}\}')
 
 # Fields the Batch AI service runs through a shell (REST names and the snake_case names of as_dict() forms). Values
-# from outside the user's file (file names listed from storage) are shell-quoted there.
+# from outside the user's file (file names listed from storage) are quoted there for the context they land in.
 SHELL_FIELDS = frozenset(('commandLine', 'commandLineArgs', 'masterCommandLineArgs', 'workerCommandLineArgs',
                           'command_line', 'command_line_args', 'master_command_line_args',
                           'worker_command_line_args'))
+# Paths a toolkit puts into its command line as one double-quoted word (so that $AZ_BATCHAI_* variables expand).
+DOUBLE_QUOTED_FIELDS = frozenset(('pythonScriptFilePath', 'pythonInterpreterPath', 'configFilePath',
+                                  'python_script_file_path', 'python_interpreter_path', 'config_file_path'))
 
 ENV_SWEEP_NAME = 'BATCHAI_SWEEP_NAME'
 ENV_SWEEP_PARAMS = 'BATCHAI_SWEEP_PARAMS'
@@ -59,8 +63,9 @@ class ExternalValue(str):
     def __getnewargs__(self):
         return (self.trusted, self.external)
 
-    def shell_quoted(self):
-        return self.trusted + shlex.quote(self.external)
+    def shell_quoted(self, context=BARE):
+        """For a shell command line: the trusted part as written, the external part quoted for `context`."""
+        return self.trusted + quote_for(context, self.external)
 
 
 def render_value(value):
@@ -248,12 +253,20 @@ def _json_text(text):
     return encode_basestring_ascii(text)[1:-1]
 
 
+def _whole_context(field):
+    """The quoting context of a value that is a whole shell field, or None for a field no shell reads."""
+    if field in SHELL_FIELDS:
+        return BARE
+    return DOUBLE if field in DOUBLE_QUOTED_FIELDS else None
+
+
 class _Slot:
     """One place a value goes: ``whole`` (a JSON value, typed) or text inside a JSON string."""
 
     __slots__ = ('name', 'key', 'whole', 'format_spec', 'shell')
 
-    def __init__(self, name, key, whole, format_spec=None, shell=False):
+    def __init__(self, name, key, whole, format_spec=None, shell=None):
+        # shell: None, or the quoting context (shellquote.BARE, DOUBLE, SINGLE) of an external value's place
         self.name, self.key, self.whole, self.format_spec, self.shell = name, key, whole, format_spec, shell
 
     def render(self, values):
@@ -261,7 +274,7 @@ class _Slot:
         if self.key is not None:
             value = value[self.key]
         if self.shell and isinstance(value, ExternalValue):
-            value = value.shell_quoted()
+            value = value.shell_quoted(self.shell)
         if self.whole:
             return _json_value(value)
         if self.format_spec:
@@ -345,7 +358,7 @@ class CompiledTemplate:
             return [self._tokenize(item, '{}[{}]'.format(path, i), field) for i, item in enumerate(node)]
         if isinstance(node, Placeholder):
             spec = self._check(node.name, node.key, path)
-            return self._token(_Slot(node.name, node.key, True, shell=spec.external and field in SHELL_FIELDS))
+            return self._token(_Slot(node.name, node.key, True, shell=_whole_context(field) if spec.external else None))
         if isinstance(node, _Ref):
             return self._token(_Slot(node.name, node.key, False))
         if isinstance(node, _ParamsJson):
@@ -356,16 +369,20 @@ class CompiledTemplate:
         return node
 
     def _tokenize_string(self, text, path, field):
-        shell = field in SHELL_FIELDS
         whole = PLACEHOLDER_PATTERN.fullmatch(text)
         if whole and not isinstance(text, _Text) and whole.group(3) is None:
             spec = self._check(whole.group(1), whole.group(2), path)
-            return self._token(_Slot(whole.group(1), whole.group(2), True, shell=shell and spec.external))
+            return self._token(_Slot(whole.group(1), whole.group(2), True,
+                                     shell=_whole_context(field) if spec.external else None))
 
         def embed(match):
             spec = self._check(match.group(1), match.group(2), path)
-            return self._token(_Slot(match.group(1), match.group(2), False, match.group(3),
-                                     shell=shell and spec.external))
+            context = None
+            if spec.external and field in SHELL_FIELDS:
+                context = quote_context(text[:match.start()])
+            elif spec.external and field in DOUBLE_QUOTED_FIELDS:
+                context = DOUBLE
+            return self._token(_Slot(match.group(1), match.group(2), False, match.group(3), shell=context))
         return PLACEHOLDER_PATTERN.sub(embed, str(text))
 
     def render_json(self, values, params_json):
