@@ -28,6 +28,9 @@ from .store import Store, resource_key
 
 logger = logging.getLogger(__name__)
 
+# The largest ARM request body read (a job create body is a few kB); larger ones are refused unread (413).
+MAX_ARM_BODY = 4 * 1024 * 1024
+
 
 class _LimitedReader:
     """The request body as a file-like object that stops at Content-Length (for the files API)."""
@@ -43,6 +46,10 @@ class _LimitedReader:
         data = self._stream.read(size)
         self._left -= len(data)
         return data
+
+    @property
+    def remaining(self):
+        return max(self._left, 0)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -62,9 +69,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _log(self, status):
         logger.debug('%s %s -> %s', self.command, urllib.parse.urlsplit(self.path).path, status)
 
-    def _read_body(self):
-        length = int(self.headers.get('Content-Length') or 0)
-        return self.rfile.read(length) if length else b''
+    def _has_body(self):
+        return bool(self.headers.get('Transfer-Encoding')) or (self.headers.get('Content-Length') or '0').strip() != '0'
+
+    def _content_length(self):
+        """The request's Content-Length; ValueError when it is not a plain non-negative number."""
+        text = (self.headers.get('Content-Length') or '0').strip()
+        if not text.isdigit():
+            raise ValueError(text)
+        return int(text)
 
     def _send(self, status, headers, body):
         self.send_response(status)
@@ -72,6 +85,8 @@ class _Handler(BaseHTTPRequestHandler):
         chunked = iterable and 'Content-Length' not in headers and self.command != 'HEAD'
         for name, value in headers.items():
             self.send_header(name, str(value))
+        if self.close_connection:
+            self.send_header('Connection', 'close')
         if chunked:
             self.send_header('Transfer-Encoding', 'chunked')
         elif not iterable and 'Content-Length' not in headers:
@@ -96,11 +111,25 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _ArmHandler(_Handler):
+    def _read_arm_body(self):
+        """The body of an authenticated ARM request: at most MAX_ARM_BODY bytes (a job is a few kB)."""
+        try:
+            length = self._content_length()
+        except ValueError:
+            raise ArmError(400, 'InvalidContentLength', 'The Content-Length header is not a number.') from None
+        if length > MAX_ARM_BODY:
+            raise ArmError(413, 'RequestEntityTooLarge',
+                           'The request body is larger than {} bytes.'.format(MAX_ARM_BODY)) from None
+        return self.rfile.read(length) if length else b''
+
     def _dispatch(self):
         service = self.server.service
         split = urllib.parse.urlsplit(self.path)
         query = {k.lower(): v[0] for k, v in urllib.parse.parse_qs(split.query, keep_blank_values=True).items()}
-        body = self._read_body()
+        # Until a body is read, an early answer closes the connection: an unread body would be taken for the next
+        # request, and reading it before knowing who sends it would let anyone make the service hold it.
+        client_closes = self.close_connection  # the client's own "Connection: close", set by parse_request
+        self.close_connection = client_closes or self._has_body()
         if split.path.startswith('/download/') and self.command in ('GET', 'HEAD'):
             self._send(*downloads.serve(service.data_dir, service.secrets.link_key, self.command, split.path, query,
                                         self.headers.get('Range')))
@@ -113,14 +142,16 @@ class _ArmHandler(_Handler):
             self._drop()
             return
         try:
-            if fault is not None:
-                headers = {'Retry-After': str(fault.retry_after)} if fault.retry_after else {}
-                code = {429: 'TooManyRequests', 500: 'InternalServerError', 503: 'ServiceUnavailable'}[fault.status]
-                raise ArmError(fault.status, code, 'Injected fault.', headers)
             if not check_bearer(self.headers.get('Authorization'), service.secrets.token):
                 raise ArmError(401, 'AuthenticationFailed',
                                'Authentication failed: the bearer token of the local service is missing or wrong.',
                                {'WWW-Authenticate': 'Bearer'})
+            body = self._read_arm_body()
+            self.close_connection = client_closes
+            if fault is not None:
+                headers = {'Retry-After': str(fault.retry_after)} if fault.retry_after else {}
+                code = {429: 'TooManyRequests', 500: 'InternalServerError', 503: 'ServiceUnavailable'}[fault.status]
+                raise ArmError(fault.status, code, 'Injected fault.', headers)
             base_url = 'http://{}'.format(self.headers.get('Host') or service.endpoint_host)
             status, headers, data = service.api.handle(self.command, split.path, query, base_url, body)
         except ArmError as ex:
@@ -140,20 +171,29 @@ class _FilesHandler(_Handler):
     def _dispatch(self):
         files_api = self.server.service.files_api
         if files_api is None:
-            self._read_body()
+            self.close_connection = self.close_connection or self._has_body()  # the body is never read
             self._send(501, {'Content-Type': 'application/xml'},
                        b'<?xml version="1.0" encoding="utf-8"?><Error><Code>NotImplemented</Code>'
                        b'<Message>The files API is not available in this build.</Message></Error>')
             return
         split = urllib.parse.urlsplit(self.path)
-        reader = _LimitedReader(self.rfile, int(self.headers.get('Content-Length') or 0))
+        try:
+            reader = _LimitedReader(self.rfile, self._content_length())
+        except ValueError:
+            self.close_connection = True
+            self._send(400, {'Content-Type': 'application/xml', 'x-ms-error-code': 'InvalidHeaderValue'},
+                       b'<?xml version="1.0" encoding="utf-8"?><Error><Code>InvalidHeaderValue</Code>'
+                       b'<Message>The Content-Length header is not a number.</Message></Error>')
+            return
         try:
             # The raw query string: the files API checks Shared Key signatures over the values as sent.
             status, headers, body = files_api.handle(self.command, split.path, split.query, self.headers, reader)
         except Exception:  # pylint: disable=broad-except
             logger.exception('files API %s %s failed', self.command, split.path)
             status, headers, body = 500, {'Content-Type': 'application/xml'}, b''
-        reader.read()  # drain what the files API did not read, to keep the connection usable
+        if reader.remaining:
+            # A body the files API did not read (a refused upload): close rather than read it into memory.
+            self.close_connection = True
         self._send(status, dict(headers), body)
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch

@@ -181,3 +181,39 @@ def test_an_unmappable_mount_never_shows_its_account_key(local_service):
     if os.path.exists(log):
         with open(log, encoding='utf-8') as f:
             assert 'TOP-SECRET-KEY' not in f.read()
+
+
+def _raw_http(service, request_bytes):
+    """Send raw bytes to the ARM port; return (status line, the whole answer) with the connection's end."""
+    import socket
+    host, port = service.endpoint.rsplit('/', 1)[-1].rsplit(':', 1)
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(request_bytes)
+        answer = b''
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            answer += data
+    return answer.split(b'\r\n', 1)[0].decode(), answer
+
+
+def test_a_body_is_not_read_before_the_token_is_checked(local_service):
+    # An unauthenticated client announcing a huge body gets 401 at once and the connection closes: the service does
+    # not wait for (or hold) the body. With 10 s of socket timeout, a service reading it first would hang here.
+    path = '/subscriptions/{}/resourceGroups/rg/providers/Microsoft.BatchAI/workspaces/w?api-version=2018-05-01'.format(
+        local_service.subscription)
+    status, answer = _raw_http(local_service, 'PUT {} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n{{'
+                               .format(path).encode())
+    assert status.endswith('401 Unauthorized') and b'Connection: close' in answer
+
+
+@pytest.mark.parametrize('length, expected', [('-1', '400 Bad Request'), ('abc', '400 Bad Request'),
+                                              (str(64 * 1024 * 1024), '413 Request Entity Too Large')])
+def test_a_bad_or_huge_content_length_is_refused_unread(local_service, length, expected):
+    path = '/subscriptions/{}/resourceGroups/rg/providers/Microsoft.BatchAI/workspaces/w?api-version=2018-05-01'.format(
+        local_service.subscription)
+    status, answer = _raw_http(local_service, 'PUT {} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\n'
+                               'Content-Length: {}\r\n\r\n'.format(path, local_service.token, length).encode())
+    assert status.endswith(expected), answer[:300]
+    assert b'Connection: close' in answer
