@@ -19,6 +19,7 @@ import urllib.parse
 
 from . import API_VERSION
 from .auth import sign_link
+from .downloads import servable_path
 from .errors import ArmError, bad_request, conflict, not_found
 from .layout import JobLayout
 from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, cluster_body, experiment_body,
@@ -167,8 +168,8 @@ class ArmApi:
                 continue
             item = {'name': entry.name, 'fileType': 'file', 'properties': {
                 'lastModified': iso(_from_timestamp(stat.st_mtime)), 'contentLength': stat.st_size}}
-            relpath = os.path.relpath(os.path.realpath(entry.path), self._real_data_dir)
-            if not relpath.startswith('..'):  # a symlink out of the data dir gets no link
+            relpath = servable_path(self._real_data_dir, entry.path)
+            if relpath is not None:  # a symlink out of the job storage (or the data dir) gets no link
                 item['downloadUrl'] = '{}/download/{}?{}'.format(
                     base_url, urllib.parse.quote(relpath), sign_link(self._link_key, relpath, expiry))
             files.append(item)

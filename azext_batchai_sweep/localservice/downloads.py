@@ -11,6 +11,21 @@ import urllib.parse
 from .auth import verify_link
 from .fileio import read_range
 _RANGE = re.compile(r'^bytes=(\d*)-(\d*)$')
+# The folders of the data dir that jobs write to. Links never reach the rest (the token, the storage and link keys,
+# the database), even through a symlink a job left in its output.
+SERVABLE_ROOTS = ('clusters', 'jobs', 'storage')
+
+
+def servable_path(real_data_dir, path):
+    """The path of `path` (resolved, symlinks followed) relative to the data dir when a link may serve it, else None.
+
+    :param real_data_dir: the data dir, already resolved with os.path.realpath.
+    """
+    relpath = os.path.relpath(os.path.realpath(path), real_data_dir)
+    parts = relpath.split(os.sep)
+    if parts[0] not in SERVABLE_ROOTS or len(parts) < 2 or '..' in parts:
+        return None
+    return relpath
 
 
 def _error(status, code, message):
@@ -25,9 +40,10 @@ def serve(data_dir, link_key, method, raw_path, query, range_header):
     if not verify_link(link_key, relpath, query.get('se'), query.get('sig')):
         return _error(403, 'AuthenticationFailed', 'The download link is invalid or has expired.')
     root = os.path.realpath(data_dir)
-    path = os.path.realpath(os.path.join(root, relpath))
-    if os.path.commonpath([root, path]) != root:
+    path = os.path.join(root, relpath)
+    if servable_path(root, path) is None:
         return _error(403, 'AuthorizationFailure', 'The path is outside the service storage.')
+    path = os.path.realpath(path)
     try:
         stat = os.stat(path)
     except FileNotFoundError:

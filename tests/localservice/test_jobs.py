@@ -191,3 +191,24 @@ def test_a_download_link_with_a_non_ascii_signature_is_403(local_service):
         urllib.request.urlopen(url, timeout=10)
     assert refused.value.code == 403
     assert not auth.verify_link(b'k' * 32, 'token', '9999999999', '\u00e9')
+
+
+def test_no_link_reaches_the_services_own_secrets(client, local_service):
+    # A job (it runs as the service's user) links the token and the keys into its output: listOutputFiles gives them
+    # no download link, and a link signed for them anyway is refused. The job's own files still get links.
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.experiments.begin_create(rg, ws, 'secretlinks').result()
+    command = ('ln -s {0}/token $AZ_BATCHAI_STDOUTERR_DIR/t; ln -s {0}/storage.key $AZ_BATCHAI_STDOUTERR_DIR/k; '
+               'ln -s {0}/service.db $AZ_BATCHAI_STDOUTERR_DIR/db; echo mine').format(local_service.data_dir)
+    client.jobs.begin_create(rg, ws, 'secretlinks', 'linker', job_params(local_service, command), polling=False)
+    assert wait_state(client, local_service, 'secretlinks', 'linker').execution_state == 'succeeded'
+    files = {f.name: f for f in client.jobs.list_output_files(rg, ws, 'secretlinks', 'linker',
+                                                              models.JobsListOutputFilesOptions(
+                                                                  outputdirectoryid='stdouterr'))}
+    assert {'t', 'k', 'db', 'stdout.txt'} <= set(files)
+    assert files['stdout.txt'].download_url
+    assert not files['t'].download_url and not files['k'].download_url and not files['db'].download_url
+    key = bytes.fromhex(open(os.path.join(local_service.data_dir, 'link.key')).read().strip())
+    for name in ('token', 'storage.key', 'link.key', 'service.db', 'clusters', 'storage'):
+        signed = dict(urllib.parse.parse_qsl(auth.sign_link(key, name, 5)))
+        assert downloads.serve(local_service.data_dir, key, 'GET', '/download/' + name, signed, None)[0] == 403
