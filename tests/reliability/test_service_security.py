@@ -63,7 +63,9 @@ def _link_status(service, relpath, query):
 def test_download_links_expired_tampered_or_escaping_are_refused(local_service):
     with open(os.path.join(local_service.data_dir, 'link.key'), encoding='ascii') as f:
         key = bytes.fromhex(f.read().strip())
-    relpath = 'reliability-link-check.txt'
+    # A file where jobs' files live (links never serve the data dir's own top level: token, keys, database).
+    relpath = 'storage/reliability-link-check.txt'
+    os.makedirs(os.path.join(local_service.data_dir, 'storage'), exist_ok=True)
     with open(os.path.join(local_service.data_dir, relpath), 'w', encoding='utf-8') as f:
         f.write('ok')
     good = sign_link(key, relpath, 10)
