@@ -188,6 +188,13 @@ def _safe_join(root, relative):
     return target
 
 
+def _one_name(name):
+    """A job name or output directory id as one folder name: what the service says is never a path here."""
+    if name in ('', '.', '..') or '/' in name or '\\' in name or '\0' in name:
+        raise ValueError('unsafe folder name from the service: {!r}'.format(name))
+    return name
+
+
 def download_outputs(client, resource_group, workspace, experiment, dest_dir, job_names=None, output_directory_id=None,
                      *, sweep_name=None, parallel=8, progress=None, retry=None):
     """Download jobs' output files to dest_dir/<job>/<output directory id>/<path>, one folder per job.
@@ -210,7 +217,7 @@ def download_outputs(client, resource_group, workspace, experiment, dest_dir, jo
     def work(job):
         counts = {'files': 0, 'bytes': 0, 'skipped': 0, 'failed': []}
         for directory_id in directories_of(job):
-            root = os.path.join(dest_dir, job.name, directory_id)
+            root = os.path.join(dest_dir, _one_name(job.name), _one_name(directory_id))
             for item in list_output_files(client, resource_group, workspace, experiment, job.name, directory_id,
                                           recursive=True, retry=retry):
                 try:
