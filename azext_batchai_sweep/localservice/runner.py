@@ -58,23 +58,28 @@ def _signal_group(pgid, sig):
         pass
 
 
-def _group_has_marker(pgid, marker):
-    """True when a live process of group `pgid` carries our job marker, so a reused pgid is never killed."""
+def _groups_with_marker(marker):
+    """The process groups of the live processes whose environment carries a job's marker.
+
+    Recovery looks processes up by their marker rather than by the recorded group id: the marker is stored before the
+    job starts, the group id only after, so a service killed in between still finds the job's processes; so it does
+    for a child that moved to a group of its own; and a group id the system reused for someone else is never hit.
+    """
     needle = '{}={}'.format(MARKER_VARIABLE, marker).encode()
+    groups = set()
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
             continue
         try:
+            with open('/proc/{}/environ'.format(pid), 'rb') as f:
+                if needle not in f.read().split(b'\0'):
+                    continue
             with open('/proc/{}/stat'.format(pid), 'rb') as f:
                 stat = f.read()
-            if int(stat[stat.rindex(b')') + 2:].split()[2]) != pgid:
-                continue
-            with open('/proc/{}/environ'.format(pid), 'rb') as f:
-                if needle in f.read().split(b'\0'):
-                    return True
+            groups.add(int(stat[stat.rindex(b')') + 2:].split()[2]))
         except (OSError, ValueError, IndexError):
             continue
-    return False
+    return groups
 
 
 class Runner:
@@ -95,9 +100,9 @@ class Runner:
         """After an unclean exit: kill what is left of the process groups of the jobs that were running, fail
         those jobs, and finish the deletions that were under way."""
         for row in self._store.in_states(('running', 'terminating', 'deleting')):
-            if row['pgid'] and row['marker'] and _group_has_marker(row['pgid'], row['marker']):
-                logger.warning('killing orphaned process group %s of job %s', row['pgid'], row['key'])
-                _signal_group(row['pgid'], signal.SIGKILL)
+            for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
+                logger.warning('killing orphaned process group %s of job %s', pgid, row['key'])
+                _signal_group(pgid, signal.SIGKILL)
             if row['state'] != 'deleting':
                 self._record_end(row['key'], None, 'terminated' if row['state'] == 'terminating' else 'crashed')
         for row in self._store.in_states(('deleting',), kind=None):

@@ -1,6 +1,7 @@
 """Service lifecycle: crash recovery (SIGKILL), clean stop via control.py, fault injection, client endpoint rules."""
 import http.client
 import os
+import sqlite3
 import stat
 import time
 import urllib.error
@@ -14,6 +15,7 @@ from azext_batchai_sweep.core.client import local_batchai_client
 from azext_batchai_sweep.core.errors import SweepError
 from azext_batchai_sweep.localservice import control
 from azext_batchai_sweep.localservice.faults import FaultInjector, parse_spec
+from tests.fixtures_service import kill_service
 from tests.localservice.conftest import job_params, process_alive, raw, wait_state
 
 
@@ -147,3 +149,33 @@ def test_wrong_token_is_401_for_the_sdk(local_service, tmp_path):
     with pytest.raises(HttpResponseError) as error:
         client.workspaces.get(local_service.resource_group, local_service.workspace)
     assert error.value.status_code == 401
+
+
+def test_restart_kills_a_jobs_processes_even_without_a_recorded_group(service_factory, tmp_path):
+    # The service stores a job's marker before starting it and its process group only after: killed in between,
+    # it must still find the job's processes on restart, by the marker in their environment. A child that moved to
+    # a session of its own is found the same way.
+    info = service_factory(slots=1)
+    client = _client(info)
+    rg, ws = info.resource_group, info.workspace
+    client.experiments.begin_create(rg, ws, 'window').result()
+    pids = tmp_path / 'pids'
+    client.jobs.begin_create(rg, ws, 'window', 'job', job_params(
+        info, 'setsid sleep 60 & echo $! >> {0}; sleep 60 & echo $! >> {0}; wait'.format(pids)), polling=False)
+    wait_state(client, info, 'window', 'job', ('running',))
+    deadline = time.monotonic() + 10
+    while not pids.exists() or len(pids.read_text().split()) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    children = [int(pid) for pid in pids.read_text().split()]
+
+    kill_service(info)
+    with sqlite3.connect(os.path.join(info.data_dir, 'service.db')) as db:  # as if killed before the pgid write
+        assert db.execute("UPDATE resources SET pgid = NULL WHERE kind = 'job'").rowcount == 1
+    info = service_factory.restart(info)
+    deadline = time.monotonic() + 5
+    while any(process_alive(pid) for pid in children):
+        assert time.monotonic() < deadline, 'orphans left: {}'.format([p for p in children if process_alive(p)])
+        time.sleep(0.05)
+    job = _client(info).jobs.get(rg, ws, 'window', 'job')
+    assert job.execution_state == 'failed' and job.execution_info.errors[0].code == 'ServiceInterrupted'
