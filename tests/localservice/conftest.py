@@ -35,6 +35,15 @@ def job_params(service, command='true', node_count=1, **kwargs):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command), **kwargs)
 
 
+def job_pids(path, count=1, timeout=10):
+    """The process ids a job writes to `path` (one per line), once there are `count` of them."""
+    deadline = time.monotonic() + timeout
+    while not path.exists() or len(path.read_text().split()) < count:
+        assert time.monotonic() < deadline, 'the job did not write {} pid(s) to {}'.format(count, path)
+        time.sleep(0.05)
+    return [int(pid) for pid in path.read_text().split()]
+
+
 def process_alive(pid):
     """Whether a process exists and is not a zombie (an exited child its parent has not reaped yet)."""
     try:

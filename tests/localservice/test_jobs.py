@@ -10,7 +10,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.localservice import auth, downloads
-from tests.localservice.conftest import job_params, process_alive, wait_state
+from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
 
 RECIPE_SCRIPT = '''import os, sys
 print('args', sys.argv[1:])
@@ -55,11 +55,7 @@ def test_terminate_kills_the_process_group(client, local_service, tmp_path):
     command = 'sleep 60 & echo $! > {}; wait'.format(pid_file)
     client.jobs.begin_create(rg, ws, 'term', 'long', job_params(local_service, command), polling=False)
     wait_state(client, local_service, 'term', 'long', ('running',))
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child = int(pid_file.read_text())
+    (child,) = job_pids(pid_file)
     client.jobs.begin_terminate(rg, ws, 'term', 'long').result()
     job = client.jobs.get(rg, ws, 'term', 'long')
     assert job.execution_state == 'failed'
@@ -168,12 +164,9 @@ def test_delete_experiment_kills_its_running_jobs(client, local_service, tmp_pat
     client.jobs.begin_create(rg, ws, 'doomed', 'busy', job_params(
         local_service, 'echo $$ > {}; sleep 60'.format(pid_file)), polling=False)
     wait_state(client, local_service, 'doomed', 'busy', ('running',))
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    (pid,) = job_pids(pid_file)
     client.experiments.begin_delete(rg, ws, 'doomed').result()
-    assert not process_alive(int(pid_file.read_text()))
+    assert not process_alive(pid)
     with pytest.raises(ResourceNotFoundError):
         client.jobs.get(rg, ws, 'doomed', 'busy')
     assert 'doomed' not in [e.name for e in client.experiments.list_by_workspace(rg, ws)]

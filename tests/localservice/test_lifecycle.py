@@ -16,7 +16,7 @@ from azext_batchai_sweep.core.errors import SweepError
 from azext_batchai_sweep.localservice import control
 from azext_batchai_sweep.localservice.faults import FaultInjector, parse_spec
 from tests.fixtures_service import kill_service
-from tests.localservice.conftest import job_params, process_alive, raw, wait_state
+from tests.localservice.conftest import job_params, job_pids, process_alive, raw, wait_state
 
 
 def _client(info, **kwargs):
@@ -33,11 +33,7 @@ def test_sigkill_restart_keeps_state_and_fails_running_jobs(service_factory, tmp
         info, 'sleep 60 & echo $! > {}; wait'.format(pid_file)), polling=False)
     client.jobs.begin_create(rg, ws, 'crash', 'waiting', job_params(info, 'echo later'), polling=False)
     wait_state(client, info, 'crash', 'running', ('running',))
-    deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    child = int(pid_file.read_text())
+    (child,) = job_pids(pid_file)
 
     info = service_factory.restart(info)
     client = _client(info)
@@ -163,11 +159,7 @@ def test_restart_kills_a_jobs_processes_even_without_a_recorded_group(service_fa
     client.jobs.begin_create(rg, ws, 'window', 'job', job_params(
         info, 'setsid sleep 60 & echo $! >> {0}; sleep 60 & echo $! >> {0}; wait'.format(pids)), polling=False)
     wait_state(client, info, 'window', 'job', ('running',))
-    deadline = time.monotonic() + 10
-    while not pids.exists() or len(pids.read_text().split()) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    children = [int(pid) for pid in pids.read_text().split()]
+    children = job_pids(pids, count=2)
 
     kill_service(info)
     with sqlite3.connect(os.path.join(info.data_dir, 'service.db')) as db:  # as if killed before the pgid write
