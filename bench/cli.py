@@ -34,6 +34,7 @@ sys.path.insert(0, REPO)
 from azure.mgmt.batchai import models  # noqa: E402
 
 from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
+from bench.procmem import run_measured  # noqa: E402
 from tests.fixtures_az import AZ, base_env  # noqa: E402
 from tests.fixtures_service import start_service, stop_service  # noqa: E402
 
@@ -99,17 +100,14 @@ sys.stdout.write(''.join(lines))
 
 
 def run(cmd, env=None, stdout=subprocess.DEVNULL):
-    """Run a command; return (wall seconds, peak RSS in MB of the process and its waited-for children)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE)  # pylint: disable=consider-using-with
-    stderr = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)  # the child's own rusage: ru_maxrss of that az process
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError('{} exited with {}:\n{}'.format(' '.join(cmd[:6]), proc.returncode,
-                                                           stderr.decode(errors='replace')[-3000:]))
-    return elapsed, usage.ru_maxrss / 1024.0
+    """Run a command; return (wall seconds, peak RSS in MB of that process, measured on it: bench/procmem.py)."""
+    with tempfile.TemporaryFile() as stderr:
+        code, elapsed, peak = run_measured(cmd, env=env, stdout=stdout, stderr=stderr)
+        if code != 0:
+            stderr.seek(0)
+            raise RuntimeError('{} exited with {}:\n{}'.format(' '.join(cmd[:6]), code,
+                                                               stderr.read().decode(errors='replace')[-3000:]))
+    return elapsed, peak
 
 
 class Bench:

@@ -95,12 +95,3 @@ def wait_until(predicate, timeout, interval=0.1, what='condition'):
             return value
         time.sleep(interval)
     raise AssertionError('{} not reached within {}s'.format(what, timeout))
-
-
-def peak_rss_kb(pid):
-    """VmHWM (peak resident set) of a live process, in kB."""
-    with open('/proc/{}/status'.format(pid), encoding='ascii') as f:
-        for line in f:
-            if line.startswith('VmHWM:'):
-                return int(line.split()[1])
-    return None

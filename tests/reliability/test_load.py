@@ -4,7 +4,6 @@ its latency throughout). Soak only: planning, submitting and running 10,000 jobs
 """
 import json
 import os
-import subprocess
 import threading
 import time
 
@@ -13,6 +12,7 @@ import pytest
 from azext_batchai_sweep.core.status import wait_for_jobs
 from azext_batchai_sweep.core.submit import submit_jobs
 
+from bench.procmem import run_measured
 from tests.fixtures_az import AZ, base_env
 
 from .helpers import client_for, make_plan, plan_bodies, quick_retry, service_env
@@ -53,17 +53,13 @@ class Prober:
 
 
 def measured_az(args, config_dir, service, cwd, timeout=1800):
-    """Run az; (exit code, stdout, stderr, seconds, peak RSS in MB of the az process itself)."""
+    """Run az; (exit code, stdout, stderr, seconds, peak RSS in MB of the az process itself, bench/procmem.py)."""
     out_path, err_path = os.path.join(cwd, 'az.out'), os.path.join(cwd, 'az.err')
     with open(out_path, 'w') as out, open(err_path, 'w') as err:  # pylint: disable=unspecified-encoding
-        started = time.monotonic()
-        proc = subprocess.Popen([AZ, *args], env=base_env(config_dir, service_env(service)), cwd=cwd,
-                                stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.monotonic() - started
+        code, seconds, peak = run_measured([AZ, *args], timeout=timeout, env=base_env(config_dir, service_env(service)),
+                                           cwd=cwd, stdout=out, stderr=err)
     with open(out_path, encoding='utf-8') as out, open(err_path, encoding='utf-8') as err:
-        return proc.returncode, out.read(), err.read(), seconds, usage.ru_maxrss / 1024.0
+        return code, out.read(), err.read(), seconds, peak
 
 
 def test_soak_10000_job_experiment_status_metrics_delete(service_factory, tmp_path):
