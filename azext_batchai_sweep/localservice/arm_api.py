@@ -339,12 +339,8 @@ class _Request:
     # ---- workspaces ------------------------------------------------------------------------------------------
 
     def workspace(self, rg, name, key):
-        if self.method == 'GET':
-            return _json_response(200, self.api.public_body(self._get(key, 'workspace', name)))
-        if self.method == 'DELETE':
-            return self._deletable(key, 'workspace', name)
         if self.method != 'PUT':
-            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+            return self._read_or_delete(key, 'workspace', name)
         params = self._params()
         body = workspace_body(self.sub, rg, name, params, utcnow())
         if self.store.insert(key, 'workspace', resource_key(self.sub, rg), body, spec=params):
@@ -362,12 +358,8 @@ class _Request:
     # ---- clusters --------------------------------------------------------------------------------------------
 
     def cluster(self, rg, workspace, name, ws_key, key):
-        if self.method == 'GET':
-            return _json_response(200, self.api.public_body(self._get(key, 'cluster', name)))
-        if self.method == 'DELETE':
-            return self._deletable(key, 'cluster', name)
         if self.method != 'PUT':
-            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+            return self._read_or_delete(key, 'cluster', name)
         self._get(ws_key, 'workspace', workspace)
         params = self._params()
         body = cluster_body(self.sub, rg, workspace, name, params, utcnow())
@@ -375,6 +367,14 @@ class _Request:
             self.runner.wake()
             return self._accepted('create', key)
         return self._same_or_conflict(key, params, 'cluster', name)
+
+    def _read_or_delete(self, key, kind, name):
+        """The answer to any method of a resource but PUT (which each kind handles itself): GET, DELETE or 405."""
+        if self.method == 'GET':
+            return _json_response(200, self.api.public_body(self._get(key, kind, name)))
+        if self.method == 'DELETE':
+            return self._deletable(key, kind, name)
+        raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
 
     def _same_or_conflict(self, key, params, kind, name):
         row = self.store.get(key)
@@ -389,12 +389,8 @@ class _Request:
     # ---- experiments -----------------------------------------------------------------------------------------
 
     def experiment(self, rg, workspace, name, ws_key, key):
-        if self.method == 'GET':
-            return _json_response(200, self.api.public_body(self._get(key, 'experiment', name)))
-        if self.method == 'DELETE':
-            return self._deletable(key, 'experiment', name)
         if self.method != 'PUT':
-            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+            return self._read_or_delete(key, 'experiment', name)
         self._get(ws_key, 'workspace', workspace)
         if self.store.insert(key, 'experiment', ws_key, experiment_body(self.sub, rg, workspace, name, utcnow())):
             return self._accepted('create', key)
@@ -406,12 +402,8 @@ class _Request:
     # ---- jobs ------------------------------------------------------------------------------------------------
 
     def job(self, rg, workspace, experiment, name, exp_key, key):
-        if self.method == 'GET':
-            return _json_response(200, self.api.public_body(self._get(key, 'job', name)))
-        if self.method == 'DELETE':
-            return self._deletable(key, 'job', name)
         if self.method != 'PUT':
-            raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
+            return self._read_or_delete(key, 'job', name)
         self._get(exp_key, 'experiment', experiment)
         params = self._params()
         props, toolkit = validate_job(params)
