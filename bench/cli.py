@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,6 +34,7 @@ from azure.mgmt.batchai import models  # noqa: E402
 
 from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
 from bench.procmem import run_measured  # noqa: E402
+from bench.service import run_on_clients  # noqa: E402
 from tests.fixtures_az import AZ, base_env  # noqa: E402
 from tests.fixtures_service import start_service, stop_service  # noqa: E402
 
@@ -154,23 +154,11 @@ def _job(cluster_id, command, index, account='bench'):
 def _create_jobs(info, names_and_params, threads=16):
     """Create jobs on `threads` threads, each with its own client (setup, not timed)."""
     clients = [local_batchai_client(info.endpoint, info.token_file) for _ in range(threads)]
-    items = list(names_and_params)
-    errors = []
 
-    def work(client, part):
-        try:
-            for name, params in part:
-                client.jobs.begin_create(info.resource_group, info.workspace, EXPERIMENT, name, params,
-                                         polling=False)
-        except Exception as ex:  # pylint: disable=broad-except
-            errors.append(ex)
-    pool = [threading.Thread(target=work, args=(c, items[i::threads])) for i, c in enumerate(clients)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    if errors:
-        raise errors[0]
+    def create(client, item):
+        name, params = item
+        client.jobs.begin_create(info.resource_group, info.workspace, EXPERIMENT, name, params, polling=False)
+    run_on_clients(clients, list(names_and_params), create)
 
 
 def _experiment_with_blocker(info):

@@ -38,7 +38,7 @@ def _params(cluster_id, command='true'):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command))
 
 
-def _parallel(clients, items, action):
+def run_on_clients(clients, items, action):
     """Run action(client, item) over items with one thread per client; return the elapsed seconds."""
     chunks = [items[i::len(clients)] for i in range(len(clients))]
     errors = []
@@ -76,12 +76,12 @@ def main():
         client.jobs.begin_create(rg, ws, 'bench', 'blocker', _params(info.cluster_id, 'sleep 3600')).result()
         params = _params(info.cluster_id)
         names = ['job-{:05d}'.format(i) for i in range(args.creates)]
-        create = _parallel(clients, names, lambda c, n: c.jobs.begin_create(rg, ws, 'bench', n, params,
+        create = run_on_clients(clients, names, lambda c, n: c.jobs.begin_create(rg, ws, 'bench', n, params,
                                                                             polling=False))
         get_names = [names[i % len(names)] for i in range(args.gets)]
-        get = _parallel(clients, get_names, lambda c, n: c.jobs.get(rg, ws, 'bench', n))
+        get = run_on_clients(clients, get_names, lambda c, n: c.jobs.get(rg, ws, 'bench', n))
         more = ['job-{:05d}'.format(i) for i in range(args.creates, args.list - 1)]
-        _parallel(clients, more, lambda c, n: c.jobs.begin_create(rg, ws, 'bench', n, params, polling=False))
+        run_on_clients(clients, more, lambda c, n: c.jobs.begin_create(rg, ws, 'bench', n, params, polling=False))
         start = time.perf_counter()
         listed = sum(1 for _ in client.jobs.list_by_experiment(rg, ws, 'bench'))
         listing = time.perf_counter() - start
