@@ -41,11 +41,18 @@ def batchai_client(cli_ctx):
     from azure.cli.core.azclierror import InvalidArgumentValueError, RequiredArgumentMissingError
     from .core.errors import SweepError
     from .core.parallel import pooled_transport
+    from azure.cli.core.util import should_disable_connection_verify
+    from .core.download import download_session
+    # az passes connection_verify=False to the clients it builds when AZURE_CLI_DISABLE_CONNECTION_VERIFICATION
+    # is set; a client given its own transport would drop it, so it goes to the transport, and to the downloads.
+    connection = {'connection_verify': False} if should_disable_connection_verify() else {}
+    if connection:
+        download_session().verify = False
     target = local_target(cli_ctx)
     if target is None:
         from azure.cli.core.commands.client_factory import get_mgmt_service_client
         from azure.mgmt.batchai import BatchAI
-        return get_mgmt_service_client(cli_ctx, BatchAI, transport=pooled_transport(MAX_CONNECTIONS))
+        return get_mgmt_service_client(cli_ctx, BatchAI, transport=pooled_transport(MAX_CONNECTIONS, **connection))
     endpoint, token_file = target
     logger.warning('Using the Batch AI service at %s (az config %s.%s)', endpoint, SECTION, ENDPOINT)
     if not token_file:
@@ -59,7 +66,7 @@ def batchai_client(cli_ctx):
             token_file), recommendation=START_RECOMMENDATION)
     from .core.client import local_batchai_client
     try:
-        client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS))
+        client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS, **connection))
     except SweepError as ex:
         raise InvalidArgumentValueError(str(ex), recommendation='Check az config {}.{}'.format(
             SECTION, ENDPOINT)) from None

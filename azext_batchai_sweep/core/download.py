@@ -3,10 +3,12 @@
 downloadUrl is a SAS URL (Azure Files, or the local service's files endpoint): it carries its own credential,
 so the requests go out without the ARM token, and the URL itself is never logged.
 """
+import http.cookiejar
 import logging
 import os
 import posixpath
 import re
+import threading
 from collections import deque
 
 import requests
@@ -16,6 +18,7 @@ from azure.mgmt.batchai.models import JobsListOutputFilesOptions
 from .listing import list_jobs, select_jobs
 from .parallel import run_parallel
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries, describe_error
+from .sessions import pooled_session
 
 logger = logging.getLogger(__name__)
 
@@ -90,10 +93,32 @@ def find_output_file(client, resource_group, workspace, experiment, job, path, o
     return None
 
 
+_SESSION_LOCK = threading.Lock()
+_SESSION = []
+# Enough kept-alive connections per host for --parallel up to this; more threads open extra, short-lived ones.
+DOWNLOAD_POOL_SIZE = 32
+
+
+def download_session():
+    """The one requests session every download of this process goes through, created on first use.
+
+    Keeping connections alive matters when a command reads a small piece of many files (metrics' log tails): a new
+    session per request means a new TCP (and TLS) connection and a new server thread for each one. The session is
+    shared by the worker threads: urllib3's connection pool is thread-safe, and the session keeps no cookies (a
+    SAS URL carries its own credential; nothing a response sets should ride along to the next file).
+    """
+    with _SESSION_LOCK:
+        if not _SESSION:
+            session = pooled_session(DOWNLOAD_POOL_SIZE)
+            session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            _SESSION.append(session)
+        return _SESSION[0]
+
+
 def _get(url, headers=None, retry=None):
     """A streamed GET of a download URL, retried on throttling, server errors and dropped connections."""
     def attempt():
-        response = requests.get(url, headers=headers or {}, stream=True, timeout=HTTP_TIMEOUT)
+        response = download_session().get(url, headers=headers or {}, stream=True, timeout=HTTP_TIMEOUT)
         if response.status_code >= 400:
             response.close()
             response.raise_for_status()

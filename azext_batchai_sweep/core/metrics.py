@@ -23,8 +23,12 @@ REDUCERS = ('last', 'first', 'min', 'max', 'mean')
 GOALS = ('max', 'min')
 # A "line" longer than this (a binary file, a progress bar without newlines) is scanned in pieces of this size.
 MAX_LINE = 1024 * 1024
-# With reduce `last`, a log is read backwards in windows of this size until a whole line holds the metric.
-TAIL_WINDOW = 256 * 1024
+# With reduce `last`, a log is read backwards, one HTTP Range request per window, until a whole line holds the
+# metric: the first window is small, since a finished log usually ends with its metric and a request's CPU grows
+# with its size (64 kB: about 800 lines of a dense log); each next window is four times larger, up to the cap, so a
+# log with its metric far from the end costs few requests.
+TAIL_WINDOW = 64 * 1024
+TAIL_WINDOW_MAX = 1024 * 1024
 _NUMBER = r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?'
 
 
@@ -212,9 +216,10 @@ class MetricExtractor:
         """
         if self.reduce != 'last':
             raise ValueError('extract_last_backwards is for reduce last')
-        end, carry = size, b''
+        end, carry, window = size, b'', TAIL_WINDOW
         while end > 0:
-            start = max(0, end - TAIL_WINDOW)
+            start = max(0, end - window)
+            window = min(window * 4, TAIL_WINDOW_MAX)
             data = read_range(start, end) + carry
             carry = b''
             if start > 0:

@@ -53,16 +53,15 @@ def run_parallel(fn, items, *, parallel=8, on_result=None, should_stop=None):
     return not_started
 
 
-def pooled_transport(max_connections=32):
+def pooled_transport(max_connections=32, **connection):
     """An azure-core transport keeping up to max_connections connections per host alive.
 
     requests' default pool holds 10: with more threads than that, every extra call opens and discards a connection
-    (and urllib3 warns 'Connection pool is full'). Pass it when building the client: BatchAI(..., transport=...).
+    (and urllib3 warns 'Connection pool is full'). Its session reads the proxy and CA-bundle environment once per
+    host (core/sessions.py). `connection` is azure-core's connection configuration (connection_verify, ...): a
+    client given its own transport no longer passes the client's keywords on to one, so they come here.
+    Pass it when building the client: BatchAI(..., transport=...).
     """
-    import requests  # pylint: disable=import-outside-toplevel
     from azure.core.pipeline.transport import RequestsTransport  # pylint: disable=import-outside-toplevel
-    session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=max_connections)
-    for scheme in ('http://', 'https://'):
-        session.mount(scheme, adapter)
-    return RequestsTransport(session=session, session_owner=True)
+    from .sessions import pooled_session  # pylint: disable=import-outside-toplevel
+    return RequestsTransport(session=pooled_session(max_connections), session_owner=True, **connection)

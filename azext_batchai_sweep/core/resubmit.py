@@ -36,6 +36,7 @@ _KEY_FIELDS = ('accountKey', 'accountKeySecretReference', 'password', 'passwordS
 def rebuild_body(job) -> JobCreateParameters:
     """The JobCreateParameters of a job as the service returned it: every creation field, none of the read-only."""
     creation_fields = JobCreateParameters._attribute_map  # pylint: disable=protected-access
+    job = job.as_model() if hasattr(job, 'as_model') else job  # a ListedJob: its full SDK model
     return JobCreateParameters(**{attr: getattr(job, attr) for attr in creation_fields
                                   if getattr(job, attr, None) is not None})
 

@@ -161,11 +161,13 @@ def _reader(data, reads):
     return read_range
 
 
-@pytest.mark.parametrize('window', [7, 64, 1000, 256 * 1024])
+@pytest.mark.parametrize('window,window_max', [(7, 7), (7, 500), (64, 64), (64, 4096), (1000, 1000),
+                                               (256 * 1024, 1024 * 1024)])
 @pytest.mark.parametrize('seed', range(12))
-def test_reading_backwards_gives_the_stream_answer(monkeypatch, window, seed):
+def test_reading_backwards_gives_the_stream_answer(monkeypatch, window, window_max, seed):
     import random
     monkeypatch.setattr(metrics_module, 'TAIL_WINDOW', window)
+    monkeypatch.setattr(metrics_module, 'TAIL_WINDOW_MAX', window_max)
     rng = random.Random(seed)
     lines = []
     for _ in range(rng.randrange(0, 300)):
@@ -187,3 +189,13 @@ def test_reading_backwards_reads_one_window_of_a_log_that_ends_with_its_metric()
     reads = []
     assert MetricExtractor(metric_name='val_accuracy').extract_last_backwards(_reader(data, reads), len(data)) == 0.75
     assert reads == [metrics_module.TAIL_WINDOW]
+
+
+def test_reading_backwards_grows_its_window_up_to_the_cap_when_the_metric_is_far_from_the_end():
+    first, cap = metrics_module.TAIL_WINDOW, metrics_module.TAIL_WINDOW_MAX
+    data = b'val_accuracy=0.5\n' + b'progress ......................\n' * 200000  # 6.4 MB, the metric first
+    reads = []
+    assert MetricExtractor(metric_name='val_accuracy').extract_last_backwards(_reader(data, reads), len(data)) == 0.5
+    assert reads[:3] == [first, first * 4, first * 16] and max(reads) == cap
+    assert sum(reads) == len(data)  # every byte read once, none twice
+    assert len(reads) < len(data) / cap + 5  # far fewer requests than with the first window throughout
