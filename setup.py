@@ -8,7 +8,7 @@ own pins decide their versions. That is also what lets the wheel install offline
 """
 from setuptools import setup, find_packages
 
-VERSION = '0.1.0'
+VERSION = '0.1.1'
 
 CLASSIFIERS = [
     'Development Status :: 4 - Beta',

@@ -42,12 +42,12 @@ def batchai_client(cli_ctx):
     from .core.errors import SweepError
     from .core.parallel import pooled_transport
     from azure.cli.core.util import should_disable_connection_verify
-    from .core.download import download_session
+    from .core.download import disable_download_verification
     # az passes connection_verify=False to the clients it builds when AZURE_CLI_DISABLE_CONNECTION_VERIFICATION
     # is set; a client given its own transport would drop it, so it goes to the transport, and to the downloads.
     connection = {'connection_verify': False} if should_disable_connection_verify() else {}
     if connection:
-        download_session().verify = False
+        disable_download_verification()
     target = local_target(cli_ctx)
     if target is None:
         from azure.cli.core.commands.client_factory import get_mgmt_service_client

@@ -14,7 +14,8 @@ interpreter start-up included; `az version` is measured alongside as az's own st
 3. submit: `submit --parallel 16` of 1,000 planned jobs with 200 ms of injected latency per request, vs the limit
    16 / 0.2 s = 80 jobs/s. The jobs stay queued behind a blocker job, so the CPUs serve the API, not 1,000 jobs.
 4. metrics: `metrics --metric val_accuracy` over 500 jobs with 5 MB logs vs downloading the same files raw
-   (same 8 threads, 64 kB chunks, bytes dropped); peak RSS of the az process (wait4's rusage).
+   (same 8 threads, 64 kB chunks, bytes dropped); peak RSS of the az process (bench/procmem.py). Two log shapes:
+   the metric on every line (`--reduce last` and `max`), and once per 100 lines (`max`).
 """
 import argparse
 import json
@@ -83,17 +84,24 @@ for t in threads: t.join()
 print(total[0])
 '''
 
-# The metrics runs: `last` (the default) and `max`, which has to read every byte of every log.
-METRICS_REDUCES = ('last', 'max')
+# The metrics runs: (log shape, reduce). `last` (the default) reads each log from its end; `max` has to read every
+# byte. "dense" logs carry the metric on every line (the worst case for a scan); "epochs" logs are what a training
+# script prints: 99 step lines (loss and accuracy, not the metric) for each epoch line with val_accuracy.
+METRICS_RUNS = (('dense', 'last'), ('dense', 'max'), ('epochs', 'max'))
 
 # What each metrics job runs: a log of about MB megabytes in Katib's format, written at once.
 LOG_SCRIPT = r'''
 import os, sys
-size, job = int(sys.argv[1]) * 1024 * 1024, int(sys.argv[2])
+size, job, shape = int(sys.argv[1]) * 1024 * 1024, int(sys.argv[2]), sys.argv[3]
 line = 'epoch={0} loss=0.{1:04d} accuracy=0.{2:04d} val_accuracy=0.{3:04d} lr=0.05 elapsed_s={0}.25\n'
+step = 'step={0} loss=0.{1:04d} accuracy=0.{2:04d} lr=0.05 samples_per_s=1{1:04d}.5 elapsed_s={0}.25\n'
 lines, n = [], 0
 while n < size:
-    lines.append(line.format(len(lines), len(lines) % 9973, (job * 7 + len(lines)) % 9973, (job * 31) % 9973))
+    i = len(lines)
+    if shape == 'dense' or i % 100 == 99:
+        lines.append(line.format(i, i % 9973, (job * 7 + i) % 9973, (job * 31 + i // 100) % 9973))
+    else:
+        lines.append(step.format(i, i % 9973, (job * 7 + i) % 9973))
     n += len(lines[-1])
 sys.stdout.write(''.join(lines))
 '''
@@ -151,13 +159,13 @@ def _job(cluster_id, command, index, account='bench'):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command))
 
 
-def _create_jobs(info, names_and_params, threads=16):
+def _create_jobs(info, names_and_params, threads=16, experiment=EXPERIMENT):
     """Create jobs on `threads` threads, each with its own client (setup, not timed)."""
     clients = [local_batchai_client(info.endpoint, info.token_file) for _ in range(threads)]
 
     def create(client, item):
         name, params = item
-        client.jobs.begin_create(info.resource_group, info.workspace, EXPERIMENT, name, params, polling=False)
+        client.jobs.begin_create(info.resource_group, info.workspace, experiment, name, params, polling=False)
     run_on_clients(clients, list(names_and_params), create)
 
 
@@ -260,45 +268,50 @@ def bench_metrics(bench):
     info = start_service(directory, slots=os.cpu_count() or 2)
     try:
         client = local_batchai_client(info.endpoint, info.token_file)
-        client.experiments.begin_create(info.resource_group, info.workspace, EXPERIMENT).result()
         scripts = os.path.join(info.data_dir, 'storage', 'bench', 'shares', 'scripts')
         os.makedirs(scripts)
         with open(os.path.join(scripts, 'log.py'), 'w', encoding='utf-8') as f:
             f.write(LOG_SCRIPT)
-        command = 'python3 $AZ_BATCHAI_JOB_MOUNT_ROOT/scripts/log.py {} {}'
-        _create_jobs(info, (('bench-{:05d}'.format(i), _job(info.cluster_id, command.format(megabytes, i), i))
-                            for i in range(n)))
-        _wait_all_finished(client, info, n)
-        urls = os.path.join(bench.root, 'urls.txt')
-        total = _write_download_urls(client, info, urls)
         script = os.path.join(bench.root, 'download.py')
         with open(script, 'w', encoding='utf-8') as f:
             f.write(DOWNLOAD_SCRIPT)
-        # reduce last (the default) reads each log backwards from its end (HTTP Range) and stops at the metric;
-        # reduce max must read every byte, so it is the one that measures streaming against the raw download.
-        az_runs, raw_times = {reduce: [] for reduce in METRICS_REDUCES}, []
+        shapes = sorted({shape for shape, _ in METRICS_RUNS})
+        urls, totals = {}, {}
+        for shape in shapes:  # one experiment of n jobs per log shape
+            experiment = 'bench-' + shape
+            client.experiments.begin_create(info.resource_group, info.workspace, experiment).result()
+            command = 'python3 $AZ_BATCHAI_JOB_MOUNT_ROOT/scripts/log.py {} {} ' + shape
+            _create_jobs(info, (('bench-{:05d}'.format(i), _job(info.cluster_id, command.format(megabytes, i), i))
+                                for i in range(n)), experiment=experiment)
+            _wait_all_finished(client, info, n, experiment=experiment)
+            urls[shape] = os.path.join(bench.root, 'urls-{}.txt'.format(shape))
+            totals[shape] = _write_download_urls(client, info, urls[shape], experiment=experiment)
+        # Interleaved: each round downloads every shape's files raw, then runs every metrics command once.
+        az_runs, raw_times = {run: [] for run in METRICS_RUNS}, {shape: [] for shape in shapes}
         for _ in range(bench.args.repeat):
-            raw_times.append(run([sys.executable, script, urls])[0])
-            for reduce in METRICS_REDUCES:
-                az_runs[reduce].append(bench.az(info, 'batchai', 'sweep', 'metrics', *bench.sweep_args(info),
-                                                '--metric', 'val_accuracy', '--reduce', reduce, '-o', 'json'))
-        t_raw = statistics.median(raw_times)
+            for shape in shapes:
+                raw_times[shape].append(run([sys.executable, script, urls[shape]])[0])
+            for shape, reduce in METRICS_RUNS:
+                args = ['-g', info.resource_group, '-w', info.workspace, '-e', 'bench-' + shape, '-n', SWEEP]
+                az_runs[shape, reduce].append(bench.az(info, 'batchai', 'sweep', 'metrics', *args, '--metric',
+                                                       'val_accuracy', '--reduce', reduce, '-o', 'json'))
     finally:
         stop_service(info)
-    for reduce in METRICS_REDUCES:
-        t_az = statistics.median(t for t, _ in az_runs[reduce])
-        peak = max(rss for _, rss in az_runs[reduce])
-        bench.rows.append(('metrics --reduce {}, {} jobs x {} MB logs ({:,.0f} MB)'.format(
-            reduce, n, megabytes, total / 2 ** 20), t_az,
-            'raw download {:.2f} s ({:,.0f} MB/s)'.format(t_raw, total / 2 ** 20 / t_raw), t_az / t_raw,
+    for shape, reduce in METRICS_RUNS:
+        t_az = statistics.median(t for t, _ in az_runs[shape, reduce])
+        t_raw = statistics.median(raw_times[shape])
+        peak = max(rss for _, rss in az_runs[shape, reduce])
+        bench.rows.append(('metrics --reduce {}, {} jobs x {} MB {} logs ({:,.0f} MB)'.format(
+            reduce, n, megabytes, shape, totals[shape] / 2 ** 20), t_az,
+            'raw download {:.2f} s ({:,.0f} MB/s)'.format(t_raw, totals[shape] / 2 ** 20 / t_raw), t_az / t_raw,
             '<= 1.3x, < 150 MB', 'peak RSS of az {:.0f} MB'.format(peak)))
 
 
-def _wait_all_finished(client, info, n, timeout=1800):
+def _wait_all_finished(client, info, n, timeout=1800, experiment=EXPERIMENT):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         states = [str(job.execution_state) for job in
-                  client.jobs.list_by_experiment(info.resource_group, info.workspace, EXPERIMENT)]
+                  client.jobs.list_by_experiment(info.resource_group, info.workspace, experiment)]
         done = sum(1 for s in states if s.endswith(('succeeded', 'failed')))
         if done == n:
             failed = sum(1 for s in states if s.endswith('failed'))
@@ -309,13 +322,13 @@ def _wait_all_finished(client, info, n, timeout=1800):
     raise RuntimeError('metrics jobs did not finish in time')
 
 
-def _write_download_urls(client, info, path):
+def _write_download_urls(client, info, path, experiment=EXPERIMENT):
     """The download URL of every job's stdout.txt, one per line; returns their total size in bytes."""
     total = 0
     with open(path, 'w', encoding='utf-8') as out:
-        for job in client.jobs.list_by_experiment(info.resource_group, info.workspace, EXPERIMENT):
+        for job in client.jobs.list_by_experiment(info.resource_group, info.workspace, experiment):
             options = models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr')
-            for item in client.jobs.list_output_files(info.resource_group, info.workspace, EXPERIMENT, job.name,
+            for item in client.jobs.list_output_files(info.resource_group, info.workspace, experiment, job.name,
                                                       options):
                 if item.name == 'stdout.txt':
                     out.write(item.download_url + '\n')

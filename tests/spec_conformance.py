@@ -96,6 +96,11 @@ def _operation(method, path):
     for regex, op_method, operation in _operations():
         if op_method == method and regex.match(path):
             return operation
+    # x-ms-pageable: the next pages of a pageable POST operation (listOutputFiles) are GETs of its nextLink, as
+    # autorest's clients follow them; they answer with the operation's own response.
+    for regex, op_method, operation in _operations():
+        if method == 'GET' and op_method == 'POST' and 'x-ms-pageable' in operation and regex.match(path):
+            return operation
     raise KeyError('{} {} is not a swagger operation'.format(method, path))
 
 

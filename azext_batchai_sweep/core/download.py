@@ -12,12 +12,13 @@ import threading
 from collections import deque
 
 import requests
+import urllib3
 from azure.core.exceptions import ResourceNotFoundError
-from azure.mgmt.batchai.models import JobsListOutputFilesOptions
 
 from .listing import list_jobs, select_jobs
 from .parallel import run_parallel
-from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries, describe_error
+from .rest import job_url, next_page_url, send_json
+from .retry import RetrySettings, call_with_retries, describe_error
 from .sessions import pooled_session
 
 logger = logging.getLogger(__name__)
@@ -49,27 +50,54 @@ CHUNK_SIZE = 64 * 1024
 HTTP_TIMEOUT = (10, 60)  # connect, read: a stalled download fails and is retried instead of hanging
 
 
+class OutputFile:
+    """A file (or directory) of a listOutputFiles answer, with the attribute names of the SDK's File model."""
+
+    __slots__ = ('name', 'file_type', 'download_url', 'content_length', 'last_modified')
+
+    def __init__(self, raw):
+        properties = raw.get('properties') or {}
+        self.name = raw.get('name') or ''
+        self.file_type = raw.get('fileType')
+        self.download_url = raw.get('downloadUrl')
+        self.content_length = properties.get('contentLength')
+        self.last_modified = properties.get('lastModified')  # as the service wrote it (ISO 8601)
+
+    def __repr__(self):  # never the download URL: its query string is a credential
+        return 'OutputFile({!r}, {}, {} bytes)'.format(self.name, self.file_type, self.content_length)
+
+
+def _list_directory(client, resource_group, workspace, experiment, job, output_directory_id, directory, retry):
+    """The OutputFiles of one directory, page by page (the SDK's requests: POST, then GET of each nextLink);
+    each page is retried on its own."""
+    url = job_url(resource_group, workspace, experiment, job, 'listOutputFiles',
+                  outputdirectoryid=output_directory_id, directory=directory)
+    method, files = 'POST', []
+    while url:
+        page = call_with_retries(lambda: send_json(client, method, url), settings=retry,  # noqa: B023
+                                 what='list output files of {}'.format(job))
+        files.extend(OutputFile(raw) for raw in page.get('value') or ())
+        method, url = 'GET', next_page_url(page)
+    return files
+
+
 def list_output_files(client, resource_group, workspace, experiment, job, output_directory_id=STDOUTERR,
                       directory='.', *, recursive=False, retry=None):
-    """The File models (name, file_type, download_url, content_length) of a job's output directory.
+    """The OutputFiles (name, file_type, download_url, content_length) of a job's output directory.
 
     With recursive, subdirectories are listed too and each file's `name` becomes its path relative to
     `directory`. A job or directory that does not exist yields nothing.
     """
     retry = retry or RetrySettings()
-    options = JobsListOutputFilesOptions(outputdirectoryid=output_directory_id, directory=directory)
-
-    def listing():
-        return list(client.jobs.list_output_files(resource_group, workspace, experiment, job, options,
-                                                  **NO_SDK_RETRY))
     try:
-        files = call_with_retries(listing, settings=retry, what='list output files of {}'.format(job))
+        files = _list_directory(client, resource_group, workspace, experiment, job, output_directory_id, directory,
+                                retry)
     except ResourceNotFoundError:
         return []
     result = []
     for item in files:
         name = posixpath.basename(item.name.rstrip('/'))
-        if str(getattr(item.file_type, 'value', item.file_type)).lower() == 'directory':
+        if str(item.file_type).lower() == 'directory':
             if recursive:
                 sub = posixpath.normpath(posixpath.join(directory, name))
                 for child in list_output_files(client, resource_group, workspace, experiment, job,
@@ -95,6 +123,7 @@ def find_output_file(client, resource_group, workspace, experiment, job, path, o
 
 _SESSION_LOCK = threading.Lock()
 _SESSION = []
+_SETTINGS = {}  # (scheme, '', host) -> the proxies/verify/... the session's environment gives that host
 # Enough kept-alive connections per host for --parallel up to this; more threads open extra, short-lived ones.
 DOWNLOAD_POOL_SIZE = 32
 
@@ -104,39 +133,81 @@ def download_session():
 
     Keeping connections alive matters when a command reads a small piece of many files (metrics' log tails): a new
     session per request means a new TCP (and TLS) connection and a new server thread for each one. The session is
-    shared by the worker threads: urllib3's connection pool is thread-safe, and the session keeps no cookies (a
-    SAS URL carries its own credential; nothing a response sets should ride along to the next file).
+    shared by the worker threads: urllib3's connection pool is thread-safe. Requests go to its adapter (_send), so
+    no cookie a response sets rides along to the next file (a SAS URL carries its own credential); the cookie
+    policy says so again for any caller that uses the session itself.
     """
     with _SESSION_LOCK:
         if not _SESSION:
             session = pooled_session(DOWNLOAD_POOL_SIZE)
             session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+            _SETTINGS.clear()
             _SESSION.append(session)
         return _SESSION[0]
 
 
+def disable_download_verification():
+    """Downloads without TLS certificate checks: az's AZURE_CLI_DISABLE_CONNECTION_VERIFICATION, for the downloads
+    as for az's own clients."""
+    download_session().verify = False
+    _SETTINGS.clear()
+
+
+def _send(url, headers):
+    """One streamed GET of a download URL through the download session's connection pool.
+
+    It goes to the session's adapter directly rather than through Session.get: the session's request machinery
+    (hooks, cookies, auth, redirects, settings merged again for every call) costs more CPU than the request
+    itself when metrics reads the tails of hundreds of logs, and a SAS download needs none of it. The proxy and
+    CA-bundle environment is still honoured (read once per host by the session), and requests' adapter still
+    turns connection failures into requests' exceptions, which are retried.
+    """
+    session = download_session()
+    parts = url.split('/', 3)
+    host = tuple(parts[:3])
+    settings = _SETTINGS.get(host)
+    if settings is None:
+        settings = _SETTINGS.setdefault(host, session.merge_environment_settings(url, {}, True, None, None))
+    request = requests.PreparedRequest()
+    request.prepare(method='GET', url=url, headers=headers)
+    response = session.get_adapter(url).send(request, timeout=HTTP_TIMEOUT, **settings)
+    if response.status_code >= 300:
+        response.close()
+        if response.status_code < 400:  # a SAS URL is the file itself; nothing here follows a redirect
+            raise requests.HTTPError('unexpected redirect ({})'.format(response.status_code), response=response)
+        response.raise_for_status()
+    return response
+
+
 def _get(url, headers=None, retry=None):
     """A streamed GET of a download URL, retried on throttling, server errors and dropped connections."""
-    def attempt():
-        response = download_session().get(url, headers=headers or {}, stream=True, timeout=HTTP_TIMEOUT)
-        if response.status_code >= 400:
-            response.close()
-            response.raise_for_status()
-        return response
-    return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')
+    return call_with_retries(lambda: _send(url, headers or {}), settings=retry or RetrySettings(), what='download')
 
 
 class RangeNotSupported(Exception):
     """The server answered a Range request with the whole file: read it as a stream instead."""
 
 
+def _whole_body(response):
+    """The body in one read: urllib3 reads it in one go where requests' `content` would join 10 kB chunks (a
+    tenth of a small download's CPU). A body cut short raises requests' ConnectionError, which is retried."""
+    try:
+        return response.raw.read(decode_content=True)
+    except urllib3.exceptions.HTTPError as exc:
+        raise requests.ConnectionError(exc) from exc
+
+
 def read_url_range(url, start, end, retry=None):
-    """Bytes [start, end) of a download URL through one HTTP Range request; raises RangeNotSupported on a 200."""
-    response = _get(url, headers={'Range': 'bytes={}-{}'.format(start, end - 1)}, retry=retry)
-    with response:
-        if response.status_code != 206:
-            raise RangeNotSupported()
-        return response.content
+    """Bytes [start, end) of a download URL through one HTTP Range request; raises RangeNotSupported on a 200.
+
+    The request and the reading of its body are retried together, so a connection dropped mid-body is retried too.
+    """
+    def attempt():
+        with _send(url, {'Range': 'bytes={}-{}'.format(start, end - 1)}) as response:
+            if response.status_code != 206:
+                raise RangeNotSupported()
+            return _whole_body(response)
+    return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')
 
 
 def iter_url_chunks(url, chunk_size=CHUNK_SIZE, retry=None):

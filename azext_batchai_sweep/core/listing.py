@@ -5,10 +5,10 @@ Sweep membership and parameter values come from the environment variables every 
 """
 import json
 import logging
-import urllib.parse
 from types import SimpleNamespace
 
-from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries
+from .rest import jobs_url, next_page_url, send_json
+from .retry import RetrySettings, call_with_retries
 
 logger = logging.getLogger(__name__)
 
@@ -16,9 +16,6 @@ SWEEP_NAME_VAR = 'BATCHAI_SWEEP_NAME'
 SWEEP_PARAMS_VAR = 'BATCHAI_SWEEP_PARAMS'
 PARAM_PREFIX = 'PARAM_'
 PAGE_SIZE = 1000  # the API's maximum: the fewer round trips, the better for sweeps of thousands of jobs
-API_VERSION = '2018-05-01'
-_JOBS_URL = ('/subscriptions/{{subscriptionId}}/resourceGroups/{}/providers/Microsoft.BatchAI/workspaces/{}'
-             '/experiments/{}/jobs?api-version={}&maxresults={}')
 
 # The Batch AI execution states, in the order status output shows them.
 STATES = ('queued', 'running', 'terminating', 'succeeded', 'failed')
@@ -30,7 +27,8 @@ class ListedJob:
     are attributes, as on the SDK's Job model, and anything else deserializes the whole Job (once).
 
     Why not the SDK's models: msrest's deserializer takes about 0.4 ms of CPU per job, most of the time of a
-    10,000-job `status` and a third of the fixed cost of `metrics`; these few fields cost a dictionary lookup.
+    10,000-job `status` and a third of the fixed cost of `metrics`; these few fields cost a dictionary lookup
+    (core/rest.py).
     """
 
     def __init__(self, raw, deserializer):
@@ -73,21 +71,6 @@ class ListedJob:
         return 'ListedJob({!r}, {})'.format(self.name, self.execution_state)
 
 
-def _get_page(client, url):
-    """One page of a job listing as JSON: the SDK's request through the client's pipeline, without its models."""
-    from azure.core.exceptions import (  # pylint: disable=import-outside-toplevel
-        ClientAuthenticationError, HttpResponseError, ResourceExistsError, ResourceNotFoundError, map_error)
-    from azure.core.pipeline.transport import HttpRequest  # pylint: disable=import-outside-toplevel
-    from azure.mgmt.core.exceptions import ARMErrorFormat  # pylint: disable=import-outside-toplevel
-    request = HttpRequest('GET', url, headers={'Accept': 'application/json'})
-    response = client._send_request(request, stream=False, **NO_SDK_RETRY)  # pylint: disable=protected-access
-    if response.status_code != 200:
-        map_error(status_code=response.status_code, response=response, error_map={
-            401: ClientAuthenticationError, 404: ResourceNotFoundError, 409: ResourceExistsError})
-        raise HttpResponseError(response=response, error_format=ARMErrorFormat)
-    return json.loads(response.text())
-
-
 def list_jobs(client, resource_group, workspace, experiment, *, retry=None, should_stop=None):
     """Yield every job of the experiment (ListedJob), page by page.
 
@@ -96,16 +79,13 @@ def list_jobs(client, resource_group, workspace, experiment, *, retry=None, shou
     """
     retry = retry or RetrySettings()
     deserializer = client._deserialize  # pylint: disable=protected-access
-    quote = lambda name: urllib.parse.quote(name, safe='')  # noqa: E731
-    url = _JOBS_URL.format(quote(resource_group), quote(workspace), quote(experiment), API_VERSION, PAGE_SIZE)
+    url = jobs_url(resource_group, workspace, experiment, maxresults=PAGE_SIZE)
     while url:
-        page = call_with_retries(lambda: _get_page(client, url), settings=retry, should_stop=should_stop,  # noqa
-                                 what='list jobs')
+        page = call_with_retries(lambda: send_json(client, 'GET', url), settings=retry,  # noqa: B023
+                                 should_stop=should_stop, what='list jobs')
         for raw in page.get('value') or ():
             yield ListedJob(raw, deserializer)
-        # _send_request fills {subscriptionId} in with str.format: braces of a continuation link are doubled.
-        next_link = page.get('nextLink')
-        url = next_link.replace('{', '{{').replace('}', '}}') if next_link else None
+        url = next_page_url(page)
 
 
 def env_of(job) -> dict:

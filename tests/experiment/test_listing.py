@@ -63,12 +63,12 @@ def test_listing_follows_next_links(batchai_client, local_service, finished_swee
     svc = local_service
     monkeypatch.setattr(listing, 'PAGE_SIZE', 2)
     requests_seen = []
-    original = listing._get_page  # pylint: disable=protected-access
+    original = listing.send_json
 
-    def counting(client, url):
+    def counting(client, method, url):
         requests_seen.append(url)
-        return original(client, url)
-    monkeypatch.setattr(listing, '_get_page', counting)
+        return original(client, method, url)
+    monkeypatch.setattr(listing, 'send_json', counting)
     names = [job.name for job in list_jobs(batchai_client, svc.resource_group, svc.workspace, finished_sweep)]
     assert sorted(names) == ['listing-{:03d}'.format(i) for i in range(5)]  # each once, across three pages
     assert len(requests_seen) == 3 and 'maxresults=2' in requests_seen[0]
@@ -81,3 +81,28 @@ def test_listing_a_missing_experiment_raises_what_the_sdk_raises(batchai_client,
     with pytest.raises(ResourceNotFoundError) as theirs:
         list(batchai_client.jobs.list_by_experiment(svc.resource_group, svc.workspace, 'no-such-experiment'))
     assert mine.value.error.code == theirs.value.error.code and mine.value.status_code == 404
+
+
+def test_output_files_say_what_the_sdk_file_models_say_across_pages(batchai_client, local_service):
+    from azext_batchai_sweep.core.download import OutputFile, list_output_files
+    svc = local_service
+    experiment = new_experiment(batchai_client, svc)
+    # 1,005 files and a subdirectory: more than the API's 1,000 per page, so the listing takes a nextLink.
+    command = ('mkdir -p $AZ_BATCHAI_OUTPUT_MODEL/sub && cd $AZ_BATCHAI_OUTPUT_MODEL && '
+               'for i in $(seq 1 1005); do echo $i > f$i.txt; done && echo deep > sub/d.txt')
+    plan = sweep_plan(svc, 'files', 1, command)
+    submit_jobs(batchai_client, svc.resource_group, svc.workspace, experiment, plan, retry=quick_retry())
+    wait_all(batchai_client, svc, experiment, 'files')
+    job = plan[0][0]
+    mine = list_output_files(batchai_client, svc.resource_group, svc.workspace, experiment, job, 'MODEL')
+    options = models.JobsListOutputFilesOptions(outputdirectoryid='MODEL')
+    theirs = [f for f in batchai_client.jobs.list_output_files(svc.resource_group, svc.workspace, experiment, job,
+                                                               options) if str(f.file_type) != 'directory'
+              and getattr(f.file_type, 'value', f.file_type) != 'directory']
+    assert len(mine) == len(theirs) == 1005 and all(isinstance(f, OutputFile) for f in mine)
+    assert sorted((f.name, f.content_length, f.file_type) for f in mine) == sorted(
+        (f.name, f.content_length, getattr(f.file_type, 'value', f.file_type)) for f in theirs)
+    assert all(f.download_url and 'sig=' not in repr(f) for f in mine)
+    deep = list_output_files(batchai_client, svc.resource_group, svc.workspace, experiment, job, 'MODEL',
+                             recursive=True)
+    assert len(deep) == 1006 and 'sub/d.txt' in {f.name for f in deep}

@@ -1,0 +1,63 @@
+"""Range reads of download URLs when the connection drops mid-body: the read is retried as a whole.
+
+A real HTTP server on loopback cuts the first response short (its Content-Length promises more than it sends,
+then the connection closes); the local service cannot be made to do that on demand.
+"""
+import http.server
+import threading
+
+import pytest
+
+from azext_batchai_sweep.core import download
+from azext_batchai_sweep.core.download import RangeNotSupported, read_url_range
+
+from .service_helpers import quick_retry
+
+DATA = bytes(range(256)) * 64  # 16 kB
+
+
+class _Cutting(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    requests_seen = []
+    cut_first = True
+    honour_range = True
+
+    def do_GET(self):  # noqa: N802
+        cls = type(self)
+        cls.requests_seen.append(self.headers.get('Range'))
+        start, _, end = self.headers['Range'].partition('=')[2].partition('-')
+        body = DATA[int(start):int(end) + 1] if cls.honour_range else DATA
+        self.send_response(206 if cls.honour_range else 200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        if cls.cut_first and len(cls.requests_seen) == 1:
+            self.wfile.write(body[:len(body) // 2])
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def cutting_server(monkeypatch):
+    monkeypatch.setattr(download, '_SESSION', [])
+    _Cutting.requests_seen, _Cutting.cut_first, _Cutting.honour_range = [], True, True
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Cutting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield 'http://127.0.0.1:{}/log?sig=x'.format(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_body_cut_short_is_read_again(cutting_server):
+    assert read_url_range(cutting_server, 1000, 9000, retry=quick_retry()) == DATA[1000:9000]
+    assert _Cutting.requests_seen == ['bytes=1000-8999', 'bytes=1000-8999']
+
+
+def test_a_server_without_range_support_is_reported_not_retried(cutting_server):
+    _Cutting.cut_first, _Cutting.honour_range = False, False
+    with pytest.raises(RangeNotSupported):
+        read_url_range(cutting_server, 0, 100, retry=quick_retry())
+    assert len(_Cutting.requests_seen) == 1
