@@ -46,7 +46,9 @@ def _redact_urllib3_request_lines():
 _redact_urllib3_request_lines()
 
 STDOUTERR = 'stdouterr'
-CHUNK_SIZE = 64 * 1024
+# Streamed downloads are read 1 MB at a time: each read is a trip through the GIL, and with several threads
+# scanning logs (metrics) 64 kB reads spent more time waiting for the GIL than reading (docs/benchmarks.md).
+CHUNK_SIZE = 1024 * 1024
 HTTP_TIMEOUT = (10, 60)  # connect, read: a stalled download fails and is retried instead of hanging
 
 

@@ -4,7 +4,6 @@ A metric is found line by line, by a regular expression (its named group `value`
 Katib's `name=value` log format given the metric's name; the values of one file are reduced to one number
 (last, first, min, max or mean) as they stream by, so a log of any size needs only a chunk and a line in memory.
 """
-import codecs
 import csv
 import json
 import logging
@@ -42,6 +41,18 @@ def katib_pattern(metric_name):
     """
     name = re.escape(metric_name)
     return r'{0}(?<![\w.-]{0})[ \t]*=[ \t]*(?P<value>{1})'.format(name, _NUMBER)
+
+
+def katib_pattern_bytes(metric_name):
+    """katib_pattern for ASCII bytes, or None for a name that is not ASCII.
+
+    Used only on blocks that are all ASCII, where `\\w` means the same for bytes and for text, so both find the same
+    values; a block with any other byte is decoded and scanned as text.
+    """
+    try:
+        return katib_pattern(metric_name).encode('ascii')
+    except UnicodeEncodeError:
+        return None
 
 
 def _as_metric(text):
@@ -101,7 +112,8 @@ class MetricExtractor:
     Matching is per line: `^` and `$` match at line starts and ends, and a match never spans two lines. Logs are
     scanned a block of whole lines at a time with one regex pass, and `last` (the default) and `first` look only
     at the end or start of each block, so a log where every line holds the metric costs about what decoding it
-    does (docs/benchmarks.md, "CLI").
+    does (docs/benchmarks.md, "CLI"). With a metric name, a block that is all ASCII (most logs) is scanned as the
+    bytes it arrived in, in place: no decoding, and no copy of the block.
 
     Raises SpecError for an invalid regex, a regex without a capture group, or an unknown reduce.
     """
@@ -124,18 +136,27 @@ class MetricExtractor:
         elif metric_name:
             self.pattern = re.compile(katib_pattern(metric_name), re.MULTILINE)
             self.group = 'value'
+            bytes_pattern = katib_pattern_bytes(metric_name)
+            self.bytes_pattern = re.compile(bytes_pattern, re.MULTILINE) if bytes_pattern else None
         else:
             raise SpecError('give a regular expression or a metric name', path='metric')
+        if regex:
+            self.bytes_pattern = None
         self.reduce = reduce
         self.metric_name = metric_name
 
-    def _matches(self, text):
-        """The metric values in `text` (whole lines), in order; a match that spans a line break does not count."""
+    def _matches(self, text, pos=0, endpos=None):
+        """The metric values in `text` (whole lines; str, or ASCII bytes with a metric name), or in its lines from
+        pos to endpos, in order; a match that spans a line break does not count."""
         if self.metric_name is not None:
             # Katib's pattern cannot span lines and has one group, whose text always parses: findall and float
-            # run in C, and findall returns that group's text.
-            values = list(map(float, self.pattern.findall(text)))
+            # run in C, and findall returns that group's text (float takes bytes as well as str).
+            pattern = self.bytes_pattern if isinstance(text, bytes) else self.pattern
+            found = pattern.findall(text, pos) if endpos is None else pattern.findall(text, pos, endpos)
+            values = list(map(float, found))
             return values if all(map(math.isfinite, values)) else [v for v in values if math.isfinite(v)]
+        if pos or endpos is not None:
+            text = text[pos:endpos]
         values = []
         for match in self.pattern.finditer(text):
             if '\n' not in match.group(0):
@@ -150,13 +171,15 @@ class MetricExtractor:
         Lines are found with rfind/find from the edge rather than by splitting the block: in a log where most lines
         hold the metric, one line is read per block.
         """
-        first_match = self.pattern.search(block)  # one C-speed pass rules out most blocks of a sparse log
+        newline = b'\n' if isinstance(block, bytes) else '\n'
+        pattern = self.bytes_pattern if isinstance(block, bytes) else self.pattern
+        first_match = pattern.search(block)  # one C-speed pass rules out most blocks of a sparse log
         if first_match is None:
             return None
         if not from_end:
-            pos = block.rfind('\n', 0, first_match.start()) + 1  # the line of the first match (a candidate)
+            pos = block.rfind(newline, 0, first_match.start()) + 1  # the line of the first match (a candidate)
             while pos < len(block):
-                end = block.find('\n', pos)
+                end = block.find(newline, pos)
                 end = len(block) if end < 0 else end
                 values = self._matches(block[pos:end])
                 if values:
@@ -165,7 +188,7 @@ class MetricExtractor:
             return None
         end = len(block)
         while end > 0:
-            start = block.rfind('\n', 0, end) + 1
+            start = block.rfind(newline, 0, end) + 1
             values = self._matches(block[start:end])
             if values:
                 return values[-1]
@@ -180,6 +203,17 @@ class MetricExtractor:
         else:
             reduction.add_all(self._matches(block))
 
+    def _scan_bytes(self, data, start, end, reduction, encoding):
+        """Scan the whole lines data[start:end]: in place as bytes when they can be (ASCII, a metric name), else
+        decoded. A region always starts and ends at a line boundary, so a character is never cut in two."""
+        if self.bytes_pattern is not None and data.isascii():
+            if self.reduce in ('last', 'first'):
+                self._scan_block(data[start:end] if start or end != len(data) else data, reduction)
+            else:
+                reduction.add_all(self._matches(data, start, end))
+        else:
+            self._scan_block(data[start:end].decode(encoding, errors='replace'), reduction)
+
     def extract_lines(self, lines):
         """The reduced metric over an iterable of text lines, or None when it never appears."""
         return self.extract_text('\n'.join(lines))
@@ -187,24 +221,46 @@ class MetricExtractor:
     def extract_chunks(self, chunks, encoding='utf-8'):
         """The reduced metric over an iterable of byte chunks, holding only one chunk and one partial line.
 
-        With reduce `first`, reading stops at the first block that holds the metric.
+        Each chunk's whole lines are scanned where they lie (a line cut by the chunk's end is carried over to the
+        next chunk), so the bytes are not copied or joined. `encoding` must write '\\n' as that byte (UTF-8, ASCII,
+        Latin-1...). With reduce `first`, reading stops at the first chunk that holds the metric.
         """
-        decoder = codecs.getincrementaldecoder(encoding)(errors='replace')
         reduction = _Reduction(self.reduce)
-        partial = ''
+        first = self.reduce == 'first'
+        partial = b''
         for chunk in chunks:
-            text = partial + decoder.decode(chunk)
-            cut = text.rfind('\n') + 1
-            if cut == 0 and len(text) > MAX_LINE:
-                cut = len(text)  # a "line" this long is scanned in pieces
-            block, partial = text[:cut], text[cut:]
-            if block:
-                self._scan_block(block, reduction)
-                if self.reduce == 'first' and reduction.count:
+            start = 0
+            if partial:
+                newline = chunk.find(b'\n')
+                if newline < 0:
+                    partial += chunk
+                    if len(partial) > MAX_LINE:  # a "line" this long is scanned in pieces
+                        self._scan_bytes(partial, 0, len(partial), reduction, encoding)
+                        partial = b''
+                        if first and reduction.count:
+                            return reduction.result()
+                    continue
+                line = partial + chunk[:newline + 1]
+                partial = b''
+                self._scan_bytes(line, 0, len(line), reduction, encoding)
+                if first and reduction.count:
                     return reduction.result()
-        partial += decoder.decode(b'', final=True)
+                start = newline + 1
+            cut = chunk.rfind(b'\n', start) + 1
+            if cut > start:
+                self._scan_bytes(chunk, start, cut, reduction, encoding)
+                if first and reduction.count:
+                    return reduction.result()
+            else:
+                cut = start
+            partial = chunk[cut:]
+            if len(partial) > MAX_LINE:
+                self._scan_bytes(partial, 0, len(partial), reduction, encoding)
+                partial = b''
+                if first and reduction.count:
+                    return reduction.result()
         if partial:
-            self._scan_block(partial, reduction)
+            self._scan_bytes(partial, 0, len(partial), reduction, encoding)
         return reduction.result()
 
     def extract_last_backwards(self, read_range, size, encoding='utf-8'):
@@ -228,7 +284,9 @@ class MetricExtractor:
                     carry, end = data, start
                     continue
                 carry, data = data[:cut], data[cut:]
-            value = self._edge_value(data.decode(encoding, errors='replace'), from_end=True)
+            if self.bytes_pattern is None or not data.isascii():
+                data = data.decode(encoding, errors='replace')
+            value = self._edge_value(data, from_end=True)
             if value is not None:
                 return value
             end = start

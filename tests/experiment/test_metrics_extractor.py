@@ -80,14 +80,15 @@ def test_streaming_reads_chunk_by_chunk_with_bounded_memory():
             yield data[start:start + 64 * 1024]
 
     extractor = MetricExtractor(metric_name='loss', reduce='min')
-    original_scan = extractor._scan_block  # pylint: disable=protected-access
+    original_scan = extractor._scan_bytes  # pylint: disable=protected-access
     longest = [0]
 
-    def scan(text, reduction):
-        longest[0] = max(longest[0], len(text))
-        original_scan(text, reduction)
+    def scan(buffer, start, end, reduction, encoding):
+        assert len(buffer) <= 64 * 1024 + len(line)  # a chunk, or a carried-over line: nothing joined
+        longest[0] = max(longest[0], end - start)
+        original_scan(buffer, start, end, reduction, encoding)
 
-    extractor._scan_block = scan  # pylint: disable=protected-access
+    extractor._scan_bytes = scan  # pylint: disable=protected-access
     assert extractor.extract_chunks(chunks()) == 0.125
     assert len(pulled) == math.ceil(len(data) / (64 * 1024))
     assert 0 < longest[0] <= 64 * 1024 + len(line)
@@ -199,3 +200,29 @@ def test_reading_backwards_grows_its_window_up_to_the_cap_when_the_metric_is_far
     assert reads[:3] == [first, first * 4, first * 16] and max(reads) == cap
     assert sum(reads) == len(data)  # every byte read once, none twice
     assert len(reads) < len(data) / cap + 5  # far fewer requests than with the first window throughout
+
+
+@pytest.mark.parametrize('seed', range(40))
+def test_scanning_bytes_in_place_finds_what_scanning_text_finds(seed):
+    """The ASCII fast path (bytes, in place) against the text path on the same log, for every reduce, with lines
+    cut anywhere by chunk edges and non-ASCII bytes (a name right after 'é' or '→') in some of the chunks."""
+    import random
+    rng = random.Random(seed)
+    pieces = ['val_loss={:.4f}', 'loss={:.4f}', 'xloss=9', 'loss = {:.2e}', 'éloss=7', '→loss=8', 'a.loss=5',
+              'step {:.1f} ' + 'x' * 50, 'loss=1e999', '']
+    lines = []
+    for _ in range(rng.randrange(1, 400)):
+        line = ' '.join(rng.choice(pieces).format(rng.random()) for _ in range(rng.randrange(0, 4)))
+        if rng.random() < 0.02:
+            line = 'loss=0.5 ' + 'y' * rng.randrange(1000, 3000)  # a long line across several chunks
+        lines.append(line)
+    data = ('\n'.join(lines) + ('\n' if rng.random() < 0.5 else '')).encode()
+    if rng.random() < 0.5:
+        data = data.replace('é'.encode(), b'e').replace('→'.encode(), b'-')  # all ASCII: only the fast path
+    size = rng.choice([1, 7, 100, 4096, 1 << 20])
+    chunks = [data[i:i + size] for i in range(0, len(data), size)]
+    for reduce in ('last', 'first', 'min', 'max', 'mean'):
+        extractor = MetricExtractor(metric_name='loss', reduce=reduce)
+        expected = extractor.extract_text(data.decode())
+        got = extractor.extract_chunks(iter(chunks))
+        assert got == pytest.approx(expected) if expected is not None else got is None, (reduce, size)
