@@ -36,6 +36,8 @@ def send_json(client, method, url):
     from azure.core.pipeline.transport import HttpRequest  # pylint: disable=import-outside-toplevel
     from azure.mgmt.core.exceptions import ARMErrorFormat  # pylint: disable=import-outside-toplevel
     request = HttpRequest(method, url, headers={'Accept': 'application/json'})
+    # The generated client's escape hatch in the azure-mgmt-batchai that az ships (7.0.0b1, unchanged since the
+    # batchai module was deprecated); tests/experiment/test_listing.py compares what it returns with the SDK's.
     response = client._send_request(request, stream=False, **NO_SDK_RETRY)  # pylint: disable=protected-access
     if response.status_code != 200:
         map_error(status_code=response.status_code, response=response, error_map={
