@@ -9,6 +9,7 @@ import os
 import posixpath
 import re
 import threading
+import urllib.parse
 from collections import deque
 
 import requests
@@ -50,6 +51,8 @@ STDOUTERR = 'stdouterr'
 # scanning logs (metrics) 64 kB reads spent more time waiting for the GIL than reading (docs/benchmarks.md).
 CHUNK_SIZE = 1024 * 1024
 HTTP_TIMEOUT = (10, 60)  # connect, read: a stalled download fails and is retried instead of hanging
+LINK_EXPIRY_MINUTES = 60
+MAX_REDIRECTS = 5
 
 
 class OutputFile:
@@ -72,8 +75,10 @@ class OutputFile:
 def _list_directory(client, resource_group, workspace, experiment, job, output_directory_id, directory, retry):
     """The OutputFiles of one directory, page by page (the SDK's requests: POST, then GET of each nextLink);
     each page is retried on its own."""
-    url = job_url(resource_group, workspace, experiment, job, 'listOutputFiles',
-                  outputdirectoryid=output_directory_id, directory=directory)
+    # The query the SDK sends with its default JobsListOutputFilesOptions (links valid 60 minutes, pages of 1,000).
+    url = job_url(client, resource_group, workspace, experiment, job, 'listOutputFiles',
+                  outputdirectoryid=output_directory_id, directory=directory, linkexpiryinminutes=LINK_EXPIRY_MINUTES,
+                  maxresults=1000)
     method, files = 'POST', []
     while url:
         page = call_with_retries(lambda: send_json(client, method, url), settings=retry,  # noqa: B023
@@ -127,7 +132,7 @@ _SESSION_LOCK = threading.Lock()
 _SESSION = []
 _SETTINGS = {}  # (scheme, '', host) -> the proxies/verify/... the session's environment gives that host
 # Enough kept-alive connections per host for --parallel up to this; more threads open extra, short-lived ones.
-DOWNLOAD_POOL_SIZE = 32
+DOWNLOAD_POOL_SIZE = 64
 
 
 def download_session():
@@ -165,20 +170,25 @@ def _send(url, headers):
     turns connection failures into requests' exceptions, which are retried.
     """
     session = download_session()
-    parts = url.split('/', 3)
-    host = tuple(parts[:3])
-    settings = _SETTINGS.get(host)
-    if settings is None:
-        settings = _SETTINGS.setdefault(host, session.merge_environment_settings(url, {}, True, None, None))
-    request = requests.PreparedRequest()
-    request.prepare(method='GET', url=url, headers=headers)
-    response = session.get_adapter(url).send(request, timeout=HTTP_TIMEOUT, **settings)
-    if response.status_code >= 300:
-        response.close()
-        if response.status_code < 400:  # a SAS URL is the file itself; nothing here follows a redirect
-            raise requests.HTTPError('unexpected redirect ({})'.format(response.status_code), response=response)
-        response.raise_for_status()
-    return response
+    for _ in range(MAX_REDIRECTS + 1):
+        parts = url.split('/', 3)
+        host = tuple(parts[:3])
+        settings = _SETTINGS.get(host)
+        if settings is None:
+            settings = _SETTINGS.setdefault(host, session.merge_environment_settings(url, {}, True, None, None))
+        request = requests.PreparedRequest()
+        request.prepare(method='GET', url=url, headers=headers)
+        response = session.get_adapter(url).send(request, timeout=HTTP_TIMEOUT, **settings)
+        if response.is_redirect:  # followed as requests would (no credential header here to strip)
+            url = urllib.parse.urljoin(url, response.headers['Location'])
+            response.close()
+            continue
+        if response.status_code >= 400:
+            response.close()
+            response.raise_for_status()
+        return response
+    response.close()
+    raise requests.TooManyRedirects('more than {} redirects'.format(MAX_REDIRECTS), response=response)
 
 
 def _get(url, headers=None, retry=None):
@@ -192,11 +202,18 @@ class RangeNotSupported(Exception):
 
 def _whole_body(response):
     """The body in one read: urllib3 reads it in one go where requests' `content` would join 10 kB chunks (a
-    tenth of a small download's CPU). A body cut short raises requests' ConnectionError, which is retried."""
+    tenth of a small download's CPU). urllib3's errors become the ones requests' `content` raises: a body cut
+    short or a stalled read is retried, a body that does not decode is not."""
     try:
         return response.raw.read(decode_content=True)
-    except urllib3.exceptions.HTTPError as exc:
+    except urllib3.exceptions.ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from exc
+    except urllib3.exceptions.DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from exc
+    except urllib3.exceptions.ReadTimeoutError as exc:
         raise requests.ConnectionError(exc) from exc
+    except urllib3.exceptions.SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from exc
 
 
 def read_url_range(url, start, end, retry=None):

@@ -79,7 +79,7 @@ def list_jobs(client, resource_group, workspace, experiment, *, retry=None, shou
     """
     retry = retry or RetrySettings()
     deserializer = client._deserialize  # pylint: disable=protected-access
-    url = jobs_url(resource_group, workspace, experiment, maxresults=PAGE_SIZE)
+    url = jobs_url(client, resource_group, workspace, experiment, maxresults=PAGE_SIZE)
     while url:
         page = call_with_retries(lambda: send_json(client, 'GET', url), settings=retry,  # noqa: B023
                                  should_stop=should_stop, what='list jobs')

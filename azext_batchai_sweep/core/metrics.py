@@ -205,7 +205,8 @@ class MetricExtractor:
 
     def _scan_bytes(self, data, start, end, reduction, encoding):
         """Scan the whole lines data[start:end]: in place as bytes when they can be (ASCII, a metric name), else
-        decoded. A region always starts and ends at a line boundary, so a character is never cut in two."""
+        decoded. A region starts and ends at a line boundary, so a character is never cut in two, except in the
+        pieces of a line longer than MAX_LINE, which are scanned as they come (as they always were)."""
         if self.bytes_pattern is not None and data.isascii():
             if self.reduce in ('last', 'first'):
                 self._scan_block(data[start:end] if start or end != len(data) else data, reduction)

@@ -16,17 +16,32 @@ JOBS_PATH = ('/subscriptions/{{subscriptionId}}/resourceGroups/{}/providers/Micr
              '/experiments/{}/jobs')
 
 
-def jobs_url(resource_group, workspace, experiment, suffix='', **query):
-    """The URL template of the jobs collection (or, with suffix '/<job>/listOutputFiles', of a job's operation);
-    {subscriptionId} is left for _send_request to fill in."""
-    quote = lambda name: urllib.parse.quote(name, safe='')  # noqa: E731
-    path = JOBS_PATH.format(quote(resource_group), quote(workspace), quote(experiment)) + suffix
+# The path parameters as the SDK's operations format them (its serializer quotes them; the patterns and lengths
+# are only checked where the client turns client_side_validation on, which this SDK does not: the service checks).
+_NAME_RULES = {'resource_group_name': {'pattern': r'^[-\w\._]+$'},
+               'workspace_name': {'max_length': 64, 'min_length': 1, 'pattern': r'^[-\w_]+$'},
+               'experiment_name': {'max_length': 64, 'min_length': 1, 'pattern': r'^[-\w_]+$'},
+               'job_name': {'max_length': 64, 'min_length': 1, 'pattern': r'^[-\w_]+$'}}
+
+
+def _path_name(client, kind, value):
+    """A name quoted (and checked, where the client validates) by the client's own serializer, as the SDK does."""
+    return client._serialize.url(kind, value, 'str', **_NAME_RULES[kind])  # pylint: disable=protected-access
+
+
+def jobs_url(client, resource_group, workspace, experiment, suffix='', **query):
+    """The URL template of the jobs collection (or, with a suffix, of something under it); {subscriptionId} is
+    left for _send_request to fill in."""
+    path = JOBS_PATH.format(_path_name(client, 'resource_group_name', resource_group),
+                            _path_name(client, 'workspace_name', workspace),
+                            _path_name(client, 'experiment_name', experiment)) + suffix
     return path + '?' + urllib.parse.urlencode(dict(query, **{'api-version': API_VERSION}))
 
 
-def job_url(resource_group, workspace, experiment, job, operation, **query):
-    return jobs_url(resource_group, workspace, experiment,
-                    '/{}/{}'.format(urllib.parse.quote(job, safe=''), operation), **query)
+def job_url(client, resource_group, workspace, experiment, job, operation, **query):
+    """The URL template of an operation of one job (e.g. listOutputFiles)."""
+    return jobs_url(client, resource_group, workspace, experiment,
+                    '/{}/{}'.format(_path_name(client, 'job_name', job), operation), **query)
 
 
 def send_json(client, method, url):

@@ -26,9 +26,15 @@ RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _URL_QUERY = re.compile(r'(https?://[^\s?#]+)\?[^\s#]*')
 
 
+# A SAS signature anywhere else: requests names the failed URL by its path and query alone ("Max retries exceeded
+# with url: /share/f.txt?...&sig=...").
+_SIGNATURE_VALUE = re.compile(r'(?i)\bsig=[^&\s"\']+')
+
+
 def redact_urls(text: str) -> str:
-    """The text with the query string of every URL replaced, so no SAS token reaches a log or an error."""
-    return _URL_QUERY.sub(r'\1?<redacted>', text)
+    """The text with the query string of every URL replaced, and any other `sig=` value, so no SAS token reaches a
+    log or an error."""
+    return _SIGNATURE_VALUE.sub('sig=<redacted>', _URL_QUERY.sub(r'\1?<redacted>', text))
 
 
 def status_of(exc) -> Optional[int]:

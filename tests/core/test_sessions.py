@@ -98,3 +98,13 @@ def test_downloads_keep_their_connection_and_no_cookies(recorder, monkeypatch):
     assert len({request['port'] for request in _Recorder.seen}) == 1
     assert all(request['cookie'] is None for request in _Recorder.seen)
     assert download.download_session() is download.download_session()
+
+
+def test_verification_switched_off_stays_off_whatever_the_ca_bundle(monkeypatch):
+    """Unlike requests (where REQUESTS_CA_BUNDLE would turn a session's verify=False back on): az's
+    AZURE_CLI_DISABLE_CONNECTION_VERIFICATION wins over a CA bundle, as it does for az's own clients."""
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', '/etc/ssl/bundle.pem')
+    session = EnvironmentOnceSession()
+    assert session.merge_environment_settings(URLS[0], {}, False, None, None)['verify'] == '/etc/ssl/bundle.pem'
+    session.verify = False
+    assert session.merge_environment_settings(URLS[0], {}, False, None, None)['verify'] is False

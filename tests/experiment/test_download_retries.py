@@ -61,3 +61,74 @@ def test_a_server_without_range_support_is_reported_not_retried(cutting_server):
     with pytest.raises(RangeNotSupported):
         read_url_range(cutting_server, 0, 100, retry=quick_retry())
     assert len(_Cutting.requests_seen) == 1
+
+
+class _Redirecting(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    paths = []
+
+    def do_GET(self):  # noqa: N802
+        type(self).paths.append(self.path)
+        if self.path.startswith('/moved'):
+            self.send_response(302)
+            self.send_header('Location', '/file?sig=second')
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+            return
+        body = b'line one\nval=0.5\n'
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.send_header('Content-Encoding', 'identity')
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def redirecting_server(monkeypatch):
+    monkeypatch.setattr(download, '_SESSION', [])
+    _Redirecting.paths = []
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Redirecting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield 'http://127.0.0.1:{}'.format(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_redirect_is_followed_as_requests_would(redirecting_server):
+    chunks = download.iter_url_chunks(redirecting_server + '/moved?sig=first', retry=quick_retry())
+    assert b''.join(chunks) == b'line one\nval=0.5\n'
+    assert _Redirecting.paths == ['/moved?sig=first', '/file?sig=second']
+
+
+def test_downloads_go_through_the_proxy_the_environment_names(redirecting_server, monkeypatch):
+    """The loopback server plays an HTTP proxy: a request for another host arrives with that host's absolute URL."""
+    monkeypatch.setattr(download, '_SETTINGS', {})
+    monkeypatch.setenv('HTTP_PROXY', redirecting_server)
+    monkeypatch.delenv('NO_PROXY', raising=False)
+    monkeypatch.delenv('no_proxy', raising=False)
+    assert b''.join(download.iter_url_chunks('http://files.example.invalid/file?sig=x')) == b'line one\nval=0.5\n'
+    assert _Redirecting.paths == ['http://files.example.invalid/file?sig=x']
+    monkeypatch.setattr(download, '_SESSION', [])
+    monkeypatch.setattr(download, '_SETTINGS', {})
+    monkeypatch.setenv('NO_PROXY', 'files.example.invalid')
+    with pytest.raises(Exception):  # no proxy for it now: the made-up host does not resolve
+        b''.join(download.iter_url_chunks('http://files.example.invalid/file?sig=x', retry=quick_retry(max_retries=0)))
+    assert len(_Redirecting.paths) == 1
+
+
+def test_a_failed_connection_names_no_signature(monkeypatch):
+    import socket
+
+    from azext_batchai_sweep.core.retry import describe_error
+    monkeypatch.setattr(download, '_SESSION', [])
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(Exception) as failure:
+        read_url_range('http://127.0.0.1:{}/share/f.txt?sv=1&sig=SECRETSIG'.format(port), 0, 10,
+                       retry=quick_retry(max_retries=0))
+    assert 'SECRETSIG' in str(failure.value)  # requests names the path and query...
+    assert 'SECRETSIG' not in describe_error(failure.value) and 'sig=<redacted>' in describe_error(failure.value)

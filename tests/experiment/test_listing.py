@@ -106,3 +106,22 @@ def test_output_files_say_what_the_sdk_file_models_say_across_pages(batchai_clie
     deep = list_output_files(batchai_client, svc.resource_group, svc.workspace, experiment, job, 'MODEL',
                              recursive=True)
     assert len(deep) == 1006 and 'sub/d.txt' in {f.name for f in deep}
+
+
+@pytest.mark.parametrize('experiment', ['has space', 'x' * 65, 'a/b'])
+def test_a_bad_name_fails_as_it_fails_through_the_sdk(batchai_client, local_service, experiment):
+    """The SDK's name patterns are not checked client-side (its serializer's client_side_validation is off), so a
+    bad name goes to the service, quoted, and comes back as its 400 in both cases."""
+    from azure.core.exceptions import HttpResponseError
+
+    from azext_batchai_sweep.core.download import list_output_files
+    svc = local_service
+    with pytest.raises(HttpResponseError) as mine:
+        list(list_jobs(batchai_client, svc.resource_group, svc.workspace, experiment))
+    with pytest.raises(HttpResponseError) as theirs:
+        list(batchai_client.jobs.list_by_experiment(svc.resource_group, svc.workspace, experiment))
+    assert type(mine.value) is type(theirs.value) and mine.value.status_code == theirs.value.status_code == 400
+    assert mine.value.error.code == theirs.value.error.code == 'InvalidResourceName'
+    with pytest.raises(HttpResponseError) as as_job:
+        list_output_files(batchai_client, svc.resource_group, svc.workspace, 'ok', experiment)  # as a job name
+    assert as_job.value.status_code == 400
