@@ -14,8 +14,9 @@ interpreter start-up included; `az version` is measured alongside as az's own st
 3. submit: `submit --parallel 16` of 1,000 planned jobs with 200 ms of injected latency per request, vs the limit
    16 / 0.2 s = 80 jobs/s. The jobs stay queued behind a blocker job, so the CPUs serve the API, not 1,000 jobs.
 4. metrics: `metrics --metric val_accuracy` over 500 jobs with 5 MB logs vs downloading the same files raw
-   (same 8 threads, 64 kB chunks, bytes dropped); peak RSS of the az process (bench/procmem.py). Two log shapes:
-   the metric on every line (`--reduce last` and `max`), and once per 100 lines (`max`).
+   (same 8 threads, same chunk size as metrics' streamed reads, bytes dropped); peak RSS of the az process
+   (bench/procmem.py). Two log shapes: the metric on every line (`--reduce last` and `max`), and once per 100 lines
+   (`max`).
 """
 import argparse
 import json
@@ -34,6 +35,7 @@ sys.path.insert(0, REPO)
 from azure.mgmt.batchai import models  # noqa: E402
 
 from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
+from azext_batchai_sweep.core.download import CHUNK_SIZE  # noqa: E402
 from bench.procmem import run_measured  # noqa: E402
 from bench.service import run_on_clients  # noqa: E402
 from tests.fixtures_az import AZ, base_env  # noqa: E402
@@ -64,9 +66,11 @@ jobs = client.jobs.list_by_experiment(rg, ws, exp, JobsListByExperimentOptions(m
 json.dump([job.as_dict() for job in jobs], sys.stdout, default=str)
 '''
 
-# The baseline of benchmark 4: download every URL (one per line of argv[1]) on 8 threads, dropping the bytes.
+# The baseline of benchmark 4: download every URL (one per line of argv[1]) on 8 threads, dropping the bytes, in
+# chunks of argv[2] bytes: the size `metrics` reads (core/download.CHUNK_SIZE), so both read alike.
 DOWNLOAD_SCRIPT = r'''
 import sys, threading, requests
+size = int(sys.argv[2])
 urls = open(sys.argv[1]).read().split()
 total = [0]
 lock = threading.Lock()
@@ -75,7 +79,7 @@ def work(part):
         for url in part:
             with session.get(url, stream=True, timeout=60) as response:
                 response.raise_for_status()
-                n = sum(len(chunk) for chunk in response.iter_content(64 * 1024))
+                n = sum(len(chunk) for chunk in response.iter_content(size))
             with lock:
                 total[0] += n
 threads = [threading.Thread(target=work, args=(urls[i::8],)) for i in range(8)]
@@ -290,7 +294,7 @@ def bench_metrics(bench):
         az_runs, raw_times = {run: [] for run in METRICS_RUNS}, {shape: [] for shape in shapes}
         for _ in range(bench.args.repeat):
             for shape in shapes:
-                raw_times[shape].append(run([sys.executable, script, urls[shape]])[0])
+                raw_times[shape].append(run([sys.executable, script, urls[shape], str(CHUNK_SIZE)])[0])
             for shape, reduce in METRICS_RUNS:
                 args = ['-g', info.resource_group, '-w', info.workspace, '-e', 'bench-' + shape, '-n', SWEEP]
                 az_runs[shape, reduce].append(bench.az(info, 'batchai', 'sweep', 'metrics', *args, '--metric',

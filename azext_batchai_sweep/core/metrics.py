@@ -12,7 +12,7 @@ import re
 
 from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
 from .errors import SpecError
-from .listing import job_summary, list_jobs, select_jobs, state_of
+from .listing import list_jobs, parameters_of, select_jobs, state_of
 from .parallel import run_parallel
 from .retry import RetrySettings, describe_error
 
@@ -337,10 +337,10 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
         return extractor.extract_chunks(iter_url_chunks(item.download_url, retry=retry))
 
     def on_result(job, metric, exc):
-        summary = job_summary(job)
         if exc is not None:
             logger.warning('job %s: metric not read: %s', job.name, describe_error(exc))
-        rows.append({'name': job.name, 'state': state_of(job), 'parameters': summary['parameters'],
+        # Only the parameters of the job: a whole status row would also parse its start and end times.
+        rows.append({'name': job.name, 'state': state_of(job), 'parameters': parameters_of(job),
                      'metric': metric, 'error': describe_error(exc) if exc is not None else None})
         done[0] += 1
         if progress is not None:
