@@ -42,7 +42,9 @@ def batchai_client(cli_ctx):
     from .core.errors import SweepError
     from .core.parallel import pooled_transport
     from azure.cli.core.util import should_disable_connection_verify
+    from ._network_trace import redact_network_trace
     from .core.download import disable_download_verification
+    redact_network_trace()
     # az passes connection_verify=False to the clients it builds when AZURE_CLI_DISABLE_CONNECTION_VERIFICATION
     # is set; a client given its own transport would drop it, so it goes to the transport, and to the downloads.
     connection = {'connection_verify': False} if should_disable_connection_verify() else {}
@@ -66,12 +68,22 @@ def batchai_client(cli_ctx):
             token_file), recommendation=START_RECOMMENDATION)
     from .core.client import local_batchai_client
     try:
-        client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS, **connection))
+        client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS, **connection),
+                                      **_az_logging_policies())
     except SweepError as ex:
         raise InvalidArgumentValueError(str(ex), recommendation='Check az config {}.{}'.format(
             SECTION, ENDPOINT)) from None
     _check_reachable(endpoint)
     return client
+
+
+def _az_logging_policies():
+    """The logging policies az gives the clients it builds (azure.cli.core.commands.client_factory): its network
+    trace that redacts Authorization, and no ARMHttpLoggingPolicy, which under az's DEBUG root logger would format
+    every request's and response's headers into records nobody prints. The local client logs as az's do."""
+    from azure.cli.core.sdk.policies import SafeNetworkTraceLoggingPolicy
+    from azure.core.pipeline.policies import SansIOHTTPPolicy
+    return {'logging_policy': SafeNetworkTraceLoggingPolicy(), 'http_logging_policy': SansIOHTTPPolicy()}
 
 
 def _check_reachable(endpoint, timeout=3.0):
