@@ -7,7 +7,6 @@ import http.cookiejar
 import logging
 import os
 import posixpath
-import re
 import threading
 import urllib.parse
 from collections import deque
@@ -19,13 +18,10 @@ from azure.core.exceptions import ResourceNotFoundError
 from .listing import list_jobs, select_jobs
 from .parallel import run_parallel
 from .rest import job_url, next_page_url, send_json
-from .retry import RetrySettings, call_with_retries, describe_error
+from .retry import RetrySettings, call_with_retries, describe_error, redact_urls
 from .sessions import pooled_session
 
 logger = logging.getLogger(__name__)
-
-_SIGNATURE = re.compile(r'(?i)\bsig=[^&\s"\']+')
-
 
 class RedactSignatures(logging.Filter):
     """Masks `sig=` values in a record: urllib3 logs every request line, query string included, at DEBUG, and with
@@ -34,7 +30,7 @@ class RedactSignatures(logging.Filter):
     def filter(self, record):
         message = record.getMessage()
         if 'sig=' in message.lower():
-            record.msg, record.args = _SIGNATURE.sub('sig=<redacted>', message), None
+            record.msg, record.args = redact_urls(message), None
         return True
 
 

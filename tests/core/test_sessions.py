@@ -1,13 +1,12 @@
 """core/sessions.py and the download session: the environment read once per host as requests reads it per request,
 no ~/.netrc, kept-alive connections and no cookies, checked against a real HTTP server on loopback."""
-import http.server
-import threading
-
 import pytest
 import requests
 
 from azext_batchai_sweep.core import download
 from azext_batchai_sweep.core.sessions import EnvironmentOnceSession, pooled_session
+
+from ..loopback_http import ScriptedHandler, serving
 
 URLS = ('https://account.file.core.windows.net/share/x?sig=1', 'http://127.0.0.1:1234/a',
         'https://management.azure.com/subscriptions', 'https://internal.example.org/')
@@ -49,33 +48,20 @@ def test_the_environment_is_read_once_per_host(monkeypatch):
         'https': 'http://second.example:2'}  # another host: read now
 
 
-class _Recorder(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
+class _Recorder(ScriptedHandler):
     seen = []
 
     def do_GET(self):  # noqa: N802
         type(self).seen.append({'port': self.client_address[1], 'authorization': self.headers.get('Authorization'),
                                 'cookie': self.headers.get('Cookie')})
-        body = b'hello'
-        self.send_response(200)
-        self.send_header('Content-Length', str(len(body)))
-        self.send_header('Set-Cookie', 'tracker=1; Path=/')
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.reply(200, b'hello', headers={'Set-Cookie': 'tracker=1; Path=/'})
 
 
 @pytest.fixture
 def recorder():
     _Recorder.seen = []
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield 'http://127.0.0.1:{}/file?sig=secret'.format(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with serving(_Recorder) as base:
+        yield base + '/file?sig=secret'
 
 
 def test_no_netrc_password_rides_along(recorder, tmp_path, monkeypatch):

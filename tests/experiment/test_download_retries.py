@@ -3,21 +3,18 @@
 A real HTTP server on loopback cuts the first response short (its Content-Length promises more than it sends,
 then the connection closes); the local service cannot be made to do that on demand.
 """
-import http.server
-import threading
-
 import pytest
 
 from azext_batchai_sweep.core import download
 from azext_batchai_sweep.core.download import RangeNotSupported, read_url_range
 
+from ..loopback_http import ScriptedHandler, serving
 from .service_helpers import quick_retry
 
 DATA = bytes(range(256)) * 64  # 16 kB
 
 
-class _Cutting(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
+class _Cutting(ScriptedHandler):
     requests_seen = []
     cut_first = True
     honour_range = True
@@ -27,28 +24,19 @@ class _Cutting(http.server.BaseHTTPRequestHandler):
         cls.requests_seen.append(self.headers.get('Range'))
         start, _, end = self.headers['Range'].partition('=')[2].partition('-')
         body = DATA[int(start):int(end) + 1] if cls.honour_range else DATA
-        self.send_response(206 if cls.honour_range else 200)
-        self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
         if cls.cut_first and len(cls.requests_seen) == 1:
-            self.wfile.write(body[:len(body) // 2])
+            self.reply(206, body, send=len(body) // 2)
             self.close_connection = True
             return
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.reply(206 if cls.honour_range else 200, body)
 
 
 @pytest.fixture
 def cutting_server(monkeypatch):
     monkeypatch.setattr(download, '_SESSION', [])
     _Cutting.requests_seen, _Cutting.cut_first, _Cutting.honour_range = [], True, True
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Cutting)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield 'http://127.0.0.1:{}/log?sig=x'.format(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with serving(_Cutting) as base:
+        yield base + '/log?sig=x'
 
 
 def test_a_body_cut_short_is_read_again(cutting_server):
@@ -63,38 +51,23 @@ def test_a_server_without_range_support_is_reported_not_retried(cutting_server):
     assert len(_Cutting.requests_seen) == 1
 
 
-class _Redirecting(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
+class _Redirecting(ScriptedHandler):
     paths = []
 
     def do_GET(self):  # noqa: N802
         type(self).paths.append(self.path)
         if self.path.startswith('/moved'):
-            self.send_response(302)
-            self.send_header('Location', '/file?sig=second')
-            self.send_header('Content-Length', '0')
-            self.end_headers()
-            return
-        body = b'line one\nval=0.5\n'
-        self.send_response(200)
-        self.send_header('Content-Length', str(len(body)))
-        self.send_header('Content-Encoding', 'identity')
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+            self.reply(302, headers={'Location': '/file?sig=second'})
+        else:
+            self.reply(200, b'line one\nval=0.5\n')
 
 
 @pytest.fixture
 def redirecting_server(monkeypatch):
     monkeypatch.setattr(download, '_SESSION', [])
     _Redirecting.paths = []
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Redirecting)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield 'http://127.0.0.1:{}'.format(server.server_address[1])
-    server.shutdown()
-    server.server_close()
+    with serving(_Redirecting) as base:
+        yield base
 
 
 def test_a_redirect_is_followed_as_requests_would(redirecting_server):
