@@ -97,13 +97,17 @@ def _credential(account_name, account_key, sas_token):
     return None
 
 
+def _service_client(client_class, endpoint_kind, account_name, credential, account_url, connection_string):
+    """A Blob or File service client: from a connection string, an explicit URL, or the account's public one."""
+    if connection_string:
+        return client_class.from_connection_string(connection_string, **RETRY_SETTINGS)
+    url = account_url or 'https://{}.{}.core.windows.net'.format(account_name, endpoint_kind)
+    return client_class(account_url=url, credential=credential, **RETRY_SETTINGS)
+
+
 def _blob_lister(account_name, container, directory, credential, account_url, connection_string):
     from azure.storage.blob import BlobServiceClient
-    if connection_string:
-        service = BlobServiceClient.from_connection_string(connection_string, **RETRY_SETTINGS)
-    else:
-        url = account_url or 'https://{}.blob.core.windows.net'.format(account_name)
-        service = BlobServiceClient(account_url=url, credential=credential, **RETRY_SETTINGS)
+    service = _service_client(BlobServiceClient, 'blob', account_name, credential, account_url, connection_string)
     container_client = service.get_container_client(container)
     prefix = directory + '/' if directory else None
 
@@ -115,11 +119,7 @@ def _blob_lister(account_name, container, directory, credential, account_url, co
 
 def _share_lister(account_name, share, directory, credential, account_url, connection_string):
     from azure.storage.fileshare import ShareServiceClient
-    if connection_string:
-        service = ShareServiceClient.from_connection_string(connection_string, **RETRY_SETTINGS)
-    else:
-        url = account_url or 'https://{}.file.core.windows.net'.format(account_name)
-        service = ShareServiceClient(account_url=url, credential=credential, **RETRY_SETTINGS)
+    service = _service_client(ShareServiceClient, 'file', account_name, credential, account_url, connection_string)
     share_client = service.get_share_client(share)
 
     def names():
