@@ -126,7 +126,6 @@ def find_output_file(client, resource_group, workspace, experiment, job, path, o
 
 _SESSION_LOCK = threading.Lock()
 _SESSION = []
-_SETTINGS = {}  # (scheme, '', host) -> the proxies/verify/... the session's environment gives that host
 # Enough kept-alive connections per host for --parallel up to this; more threads open extra, short-lived ones.
 DOWNLOAD_POOL_SIZE = 64
 
@@ -144,7 +143,6 @@ def download_session():
         if not _SESSION:
             session = pooled_session(DOWNLOAD_POOL_SIZE)
             session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-            _SETTINGS.clear()
             _SESSION.append(session)
         return _SESSION[0]
 
@@ -153,7 +151,6 @@ def disable_download_verification():
     """Downloads without TLS certificate checks: az's AZURE_CLI_DISABLE_CONNECTION_VERIFICATION, for the downloads
     as for az's own clients."""
     download_session().verify = False
-    _SETTINGS.clear()
 
 
 def _send(url, headers):
@@ -167,11 +164,8 @@ def _send(url, headers):
     """
     session = download_session()
     for _ in range(MAX_REDIRECTS + 1):
-        parts = url.split('/', 3)
-        host = tuple(parts[:3])
-        settings = _SETTINGS.get(host)
-        if settings is None:
-            settings = _SETTINGS.setdefault(host, session.merge_environment_settings(url, {}, True, None, None))
+        # The session reads the environment once per host; merging it with the session's own settings is cheap.
+        settings = session.merge_environment_settings(url, {}, True, None, None)
         request = requests.PreparedRequest()
         request.prepare(method='GET', url=url, headers=headers)
         response = session.get_adapter(url).send(request, timeout=HTTP_TIMEOUT, **settings)

@@ -78,14 +78,12 @@ def test_a_redirect_is_followed_as_requests_would(redirecting_server):
 
 def test_downloads_go_through_the_proxy_the_environment_names(redirecting_server, monkeypatch):
     """The loopback server plays an HTTP proxy: a request for another host arrives with that host's absolute URL."""
-    monkeypatch.setattr(download, '_SETTINGS', {})
     monkeypatch.setenv('HTTP_PROXY', redirecting_server)
     monkeypatch.delenv('NO_PROXY', raising=False)
     monkeypatch.delenv('no_proxy', raising=False)
     assert b''.join(download.iter_url_chunks('http://files.example.invalid/file?sig=x')) == b'line one\nval=0.5\n'
     assert _Redirecting.paths == ['http://files.example.invalid/file?sig=x']
     monkeypatch.setattr(download, '_SESSION', [])
-    monkeypatch.setattr(download, '_SETTINGS', {})
     monkeypatch.setenv('NO_PROXY', 'files.example.invalid')
     with pytest.raises(Exception):  # no proxy for it now: the made-up host does not resolve
         b''.join(download.iter_url_chunks('http://files.example.invalid/file?sig=x', retry=quick_retry(max_retries=0)))
