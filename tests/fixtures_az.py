@@ -16,7 +16,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
 AZ = os.path.join(VENV_BIN, 'az') if os.path.exists(os.path.join(VENV_BIN, 'az')) else shutil.which('az')
 DEV_SOURCES = os.path.join(REPO_ROOT, '.venv', 'az-dev')
-SHARED_SPECS = os.path.join(os.path.dirname(REPO_ROOT), 'shared', 'specs')
+# The Batch AI 2018-05-01 swagger and schemas the tests check against, copied into the repository (see its README).
+SPECS_DIR = os.path.join(REPO_ROOT, 'tests', 'specs')
 
 
 @dataclass

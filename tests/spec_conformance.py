@@ -16,9 +16,9 @@ import re
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from jsonschema import Draft4Validator
 
-from tests.fixtures_az import SHARED_SPECS
+from tests.fixtures_az import SPECS_DIR
 
-SPEC_FILE = os.path.join(SHARED_SPECS, 'batchai-2018-05-01', 'BatchAI.json')
+SPEC_FILE = os.path.join(SPECS_DIR, 'batchai-2018-05-01', 'BatchAI.json')
 # Operation results are not swagger paths: their 200 body is the resource the operation created.
 RESOURCE_TYPES = {
     'Microsoft.BatchAI/workspaces': 'Workspace', 'Microsoft.BatchAI/workspaces/clusters': 'Cluster',

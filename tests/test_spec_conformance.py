@@ -1,4 +1,4 @@
-"""What the extension sends conforms to the Batch AI 2018-05-01 swagger in ../shared/specs (as the service's answers
+"""What the extension sends conforms to the Batch AI 2018-05-01 swagger in tests/specs (as the service's answers
 are checked in tests/localservice): the request check itself, its wiring, and the job bodies planned from the
 shipped examples, which are exactly what `submit` PUTs."""
 import json

@@ -11,8 +11,7 @@ from referencing.jsonschema import DRAFT4
 from azext_batchai_sweep.core.schema_validation import ARM_EXPRESSION_REF, SchemaValidator, format_path
 
 SCHEMAS = os.path.join(os.path.dirname(__file__), '..', '..', 'azext_batchai_sweep', 'core', 'schemas')
-SHARED_JOB_SCHEMA = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared', 'specs',
-                                 'batchai-schemas-2018-05-01', 'job.json')
+UPSTREAM_JOB_SCHEMA = os.path.join(os.path.dirname(__file__), '..', 'specs', 'batchai-schemas-2018-05-01', 'job.json')
 
 
 def load_schema(name):
@@ -148,7 +147,7 @@ def test_job_schema_verdicts_agree_with_jsonschema(name):
 def test_the_shipped_schemas_are_valid_draft4_and_the_job_schema_is_the_unmodified_upstream_copy():
     jsonschema.Draft4Validator.check_schema(load_schema('sweep.schema.json'))
     jsonschema.Draft4Validator.check_schema(load_schema('job.schema.json'))
-    with open(os.path.join(SCHEMAS, 'job.schema.json'), 'rb') as ours, open(SHARED_JOB_SCHEMA, 'rb') as upstream:
+    with open(os.path.join(SCHEMAS, 'job.schema.json'), 'rb') as ours, open(UPSTREAM_JOB_SCHEMA, 'rb') as upstream:
         assert ours.read() == upstream.read()
 
 
