@@ -33,6 +33,17 @@ class TokenFilePolicy(SansIOHTTPPolicy):
             token = f.read().strip()
         request.http_request.headers['Authorization'] = 'Bearer ' + token
 
+    @property
+    def token_file(self):
+        return self._token_file
+
+
+def local_token_file(client):
+    """The token file of a client made by local_batchai_client (its service's data dir is that file's folder), else
+    None: a client for Azure."""
+    policy = getattr(getattr(client, '_config', None), 'authentication_policy', None)
+    return policy.token_file if isinstance(policy, TokenFilePolicy) else None
+
 
 def check_endpoint(endpoint):
     """Refuse an endpoint that would send the token in clear text off this machine."""

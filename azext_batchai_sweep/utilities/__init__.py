@@ -1,0 +1,16 @@
+# --------------------------------------------------------------------------------------------
+# Licensed under the MIT License.
+# --------------------------------------------------------------------------------------------
+"""Drop-in replacement of the Batch AI repository's `utilities` package (job_factory, experiment, job).
+
+A notebook that did ``import utilities as utils`` / ``from utilities.job_factory import ...`` runs with
+``azext_batchai_sweep.utilities`` in its import lines and nothing else changed (docs/migrating-from-batchai-utilities.md).
+The modules are thin adapters: every operation is the core's (azext_batchai_sweep.core); they only translate the
+old call forms and return shapes.
+
+This is the one place of the package that imports the Batch AI SDK's models at import time, which is why neither
+the core nor the az command layer imports it (tests/core/test_core_isolation.py).
+"""
+from . import experiment, job, job_factory  # noqa: F401  (``utils.job...`` as in the notebooks)
+
+__all__ = ['experiment', 'job', 'job_factory']
