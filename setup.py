@@ -5,6 +5,10 @@ No install_requires on purpose: everything the extension imports at run time (az
 azure-storage-blob, azure-storage-file-share, azure-core, knack, PyYAML) ships with azure-cli, and az's
 own pins decide their versions. That is also what lets the wheel install offline with
 `az extension add --source dist/<wheel> -y`.
+
+The extra `utilities` is for notebooks that use the drop-in `azext_batchai_sweep.utilities` (the old Batch AI
+Utilities API) outside az: `pip install "batchai_sweep-<version>-py3-none-any.whl[utilities]"` brings the SDKs the
+old package needed, with lower bounds only (7.0.0b1 is the Batch AI SDK az ships; az's pins decide inside az).
 """
 from setuptools import setup, find_packages
 
@@ -39,6 +43,15 @@ setup(
     classifiers=CLASSIFIERS,
     packages=find_packages(exclude=['tests', 'tests.*', 'bench', 'bench.*']),
     install_requires=[],
+    extras_require={
+        'utilities': [
+            'azure-mgmt-batchai>=7.0.0b1',
+            'azure-storage-blob>=12.0.0',
+            'azure-storage-file-share>=12.0.0',
+            'azure-mgmt-storage>=20.0.0',  # convert_job_to_jcp reads storage keys on Azure, as the old code did
+            'six',  # azure-mgmt-batchai 7.0.0b1 imports it without declaring it (azure-cli brings it)
+        ],
+    },
     package_data={'azext_batchai_sweep': ['azext_metadata.json', 'core/schemas/*.json']},
     python_requires='>=3.9',
 )

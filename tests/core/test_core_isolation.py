@@ -85,3 +85,60 @@ print([name for name in sys.modules if name.startswith(('azure.mgmt', 'msrest'))
     result = run_core_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == '[]'
+
+
+def utilities_modules():
+    utilities_dir = os.path.join(PACKAGE_DIR, 'utilities')
+    return ['azext_batchai_sweep.utilities'] + sorted(
+        name for _, name, _ in pkgutil.walk_packages([utilities_dir], 'azext_batchai_sweep.utilities.'))
+
+
+def test_the_utilities_adapters_import_without_azure_cli_and_bring_the_sdk_models():
+    # A notebook's `import azext_batchai_sweep.utilities as utils` on a machine without azure-cli.
+    modules = utilities_modules()
+    assert {'azext_batchai_sweep.utilities.job_factory', 'azext_batchai_sweep.utilities.experiment',
+            'azext_batchai_sweep.utilities.job'} <= set(modules)
+    code = FORBID_AZURE_CLI + '''
+import importlib
+import azext_batchai_sweep.utilities as utils
+for name in {!r}:
+    importlib.import_module(name)
+assert utils.job.MetricExtractor and utils.experiment.ExperimentUtils and utils.job_factory.ParameterSweep
+print('azure.mgmt.batchai.models' in sys.modules)
+'''.format(modules)
+    result = run_core_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == 'True'
+
+
+def test_the_command_layer_and_the_core_never_load_the_utilities():
+    # The CLI's start-up (the command loader, its table, arguments and help modules) and every core and service
+    # module: none of them pays for the adapters and the SDK models they import.
+    command_layer = sorted('azext_batchai_sweep.' + name for _, name, is_package in pkgutil.iter_modules([PACKAGE_DIR])
+                           if not is_package)
+    assert 'azext_batchai_sweep.commands' in command_layer
+    modules = ['azext_batchai_sweep'] + command_layer + core_modules() + service_modules()
+    code = '''
+import importlib, sys
+for name in {!r}:
+    importlib.import_module(name)
+from azext_batchai_sweep import COMMAND_LOADER_CLS
+print([name for name in sys.modules if name.startswith('azext_batchai_sweep.utilities')])
+'''.format(modules)
+    result = run_core_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == '[]'
+
+
+def test_no_module_outside_the_utilities_imports_them():
+    offenders = []
+    for folder, _, files in os.walk(PACKAGE_DIR):
+        if os.path.join(PACKAGE_DIR, 'utilities') in (folder, os.path.dirname(folder)):
+            continue
+        for file_name in files:
+            if file_name.endswith('.py'):
+                with open(os.path.join(folder, file_name), encoding='utf-8') as source:
+                    text = source.read()
+                if 'utilities' in text and ('import utilities' in text or '.utilities' in text):
+                    offenders.append(os.path.join(folder, file_name))
+    assert not offenders
