@@ -4,7 +4,8 @@
 """Drop-in replacement of the Batch AI repository's `utilities` package (job_factory, experiment, job).
 
 A notebook that did ``import utilities as utils`` / ``from utilities.job_factory import ...`` runs with
-``azext_batchai_sweep.utilities`` in its import lines and nothing else changed (docs/migrating-from-batchai-utilities.md).
+``azext_batchai_sweep.utilities`` in its import lines and nothing else changed
+(docs/migrating-from-batchai-utilities.md).
 The modules are thin adapters: every operation is the core's (azext_batchai_sweep.core); they only translate the
 old call forms and return shapes.
 

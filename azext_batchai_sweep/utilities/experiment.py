@@ -18,6 +18,7 @@ import collections
 import logging
 import re
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ..core.delete import delete_jobs
@@ -181,7 +182,6 @@ class ExperimentUtils:
         :param timeout: seconds after which to return even if jobs are still running.
         :return: the list of Jobs.
         """
-        import time
         job_names = list(job_names) if job_names else None
         last = [None]
 

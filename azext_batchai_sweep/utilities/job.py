@@ -6,8 +6,6 @@
 Metric reading is core.metrics' (streamed, per line, `last` read backwards with HTTP Range); rebuilding a job's
 creation parameters is core.resubmit's; output files are found and read with core.download.
 """
-import logging
-import math
 import os
 import re
 import time
@@ -23,8 +21,6 @@ from ..core.resubmit import rebuild_body
 
 __all__ = ['MetricExtractor', 'convert_job_to_jcp', 'get_storage_account_key', 'print_job_status',
            'wait_for_job_completion', 'POLLING_INTERVAL_SEC', 'STORAGE_KEY_ENV']
-
-logger = logging.getLogger(__name__)
 
 POLLING_INTERVAL_SEC = 5
 # The variable `az batchai job create` and `az batchai sweep submit` read a storage mount's key from.
@@ -167,8 +163,3 @@ def wait_for_job_completion(client, resource_group, workspace_name, experiment_n
             print(line)
     print_job_status(job)
     return job
-
-
-def is_missing(metric):
-    """True for the value get_metric gives when a job's metric could not be read."""
-    return metric is None or (isinstance(metric, float) and math.isinf(metric))

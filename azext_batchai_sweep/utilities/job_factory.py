@@ -123,7 +123,7 @@ class FileParameter(_OldAttributes, _core_params.FileParamSpec):
     fileshare=None, directory=None, filter_str=None)``.
 
     Values are ``$AZ_BATCHAI_MOUNT_ROOT/<mount_path>/<path>`` (mount_method CLUSTER, the default here where the old
-    code required it) or ``$AZ_BATCHAI_JOB_MOUNT_ROOT/...`` (JOB). Listing and filtering are core.params.FileParamSpec's:
+    code required it) or ``$AZ_BATCHAI_JOB_MOUNT_ROOT/...`` (JOB). Listing and filtering are the core's (FileParamSpec):
     `filter_str` must match the whole path with its leading '/', as the README says (the old code matched the path
     without it, so the README's own ``/data/.+`` matched nothing), and `directory` limits Blob listings too.
 
@@ -161,8 +161,8 @@ def combination_of(specs, values):
 
 def _add_old_dict_variables(body, specs, values):
     """PARAM_D__K next to the core's PARAM_D_K, so a training script written for the old names still finds them."""
-    extra = [('{}{}{}{}'.format(ENV_PARAM_PREFIX, spec.name, DICT_KEY_SEPARATOR, key), render_value(values[spec.name][key]))
-             for spec in specs if spec.keys for key in spec.keys]
+    extra = [('{}{}{}{}'.format(ENV_PARAM_PREFIX, spec.name, DICT_KEY_SEPARATOR, key),
+              render_value(values[spec.name][key])) for spec in specs if spec.keys for key in spec.keys]
     if not extra:
         return
     if is_model(body):
