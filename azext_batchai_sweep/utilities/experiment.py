@@ -174,7 +174,7 @@ class ExperimentUtils:
 
     # -- waiting ----------------------------------------------------------------------------------------------------
 
-    def wait_all_jobs(self, job_names=None, on_progress=None, timeout=None, _sleep=None):
+    def wait_all_jobs(self, job_names=None, on_progress=None, timeout=None):
         """Block until every job of the experiment (or the named ones) has succeeded or failed.
 
         :param job_names: names of the jobs to wait for; None (or empty): every job of the experiment.
@@ -195,7 +195,7 @@ class ExperimentUtils:
                 on_progress(self._jobs(job_names))
 
         status = wait_for_jobs(*self._where, job_names=job_names, interval=WAIT_INTERVAL_SECS, progress=progress,
-                               timeout=timeout, sleep=_Backoff(_sleep or time.sleep))
+                               timeout=timeout, sleep=_Backoff(time.sleep))
         if status['finished']:
             print('All jobs completed.')
         return self._jobs(job_names)
@@ -228,8 +228,11 @@ class ExperimentUtils:
         if not names:
             return []
         self.wait_all_jobs(job_names=names)
-        values = metric_extractor.get_metrics(names, self.resource_group_name, self.workspace_name,
-                                              self.experiment_name, self.client)
+        where = (self.resource_group_name, self.workspace_name, self.experiment_name, self.client)
+        if hasattr(metric_extractor, 'get_metrics'):
+            values = metric_extractor.get_metrics(names, *where)  # one listing, the jobs read in parallel
+        else:  # an extractor of the user's own, with the old get_metric(job_name, rg, ws, experiment, client)
+            values = {name: metric_extractor.get_metric(name, *where) for name in names}
         return [{'job_name': job.name, 'job': job, 'metric_value': values[job.name]} for job in jobs]
 
     # -- deletion ---------------------------------------------------------------------------------------------------

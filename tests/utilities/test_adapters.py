@@ -105,4 +105,10 @@ def test_metric_extractor_options(local_service, batchai_client):
     assert job.MetricExtractor('stdouterr', 'stdout.txt', r'loss (\d+)').get_metric(
         submitted.name, local_service.resource_group, local_service.workspace, 'utilities-metrics',
         batchai_client) == 2.0
+
+    class OwnExtractor:  # a notebook's own extractor with the old interface only
+        @staticmethod
+        def get_metric(job_name, resource_group, workspace_name, experiment_name, client):
+            return len(client.jobs.get(resource_group, workspace_name, experiment_name, job_name).name)
+    assert utils.get_metrics_for_jobs([submitted], OwnExtractor())[0]['metric_value'] == len(submitted.name)
     utils.delete_jobs_in_experiment()
