@@ -112,3 +112,21 @@ def test_metric_extractor_options(local_service, batchai_client):
             return len(client.jobs.get(resource_group, workspace_name, experiment_name, job_name).name)
     assert utils.get_metrics_for_jobs([submitted], OwnExtractor())[0]['metric_value'] == len(submitted.name)
     utils.delete_jobs_in_experiment()
+
+
+@pytest.mark.service
+def test_wait_for_job_completion_and_print_job_status(local_service, batchai_client, capsys):
+    utils = experiment.ExperimentUtils(batchai_client, local_service.resource_group, local_service.workspace,
+                                       'utilities-wait', log_to_stdout=False)
+    jcp = models.JobCreateParameters(
+        cluster=models.ResourceId(id=local_service.cluster_id), node_count=1,
+        std_out_err_path_prefix='$AZ_BATCHAI_MOUNT_ROOT/logs',
+        custom_toolkit_settings=models.CustomToolkitSettings(command_line='echo first; echo last; exit 4'))
+    (submitted,) = utils.submit_jobs([jcp], 'wait').result()
+    finished = job.wait_for_job_completion(batchai_client, local_service.resource_group, local_service.workspace,
+                                           'utilities-wait', submitted.name, local_service.cluster,
+                                           output_directory_id='stdouterr', file_name='stdout.txt')
+    out = capsys.readouterr().out
+    assert finished.execution_state == 'failed'
+    assert 'first\nlast\n' in out and 'Job state: failed ExitCode: 4' in out
+    utils.delete_jobs_in_experiment()
