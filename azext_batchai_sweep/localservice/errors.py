@@ -15,8 +15,20 @@ class ArmError(Exception):
         return {'error': {'code': self.code, 'message': self.message}}
 
 
+# Batch AI's own codes and messages for a missing resource. JobNotFound and ClusterNotFound are as the real service
+# answered (azure-cli's recorded batchai tests, tests/localservice/recorded/); the workspace and experiment ones
+# follow the same form.
+_NOT_FOUND = {
+    'workspace': ('WorkspaceNotFound', 'The specified workspace {} is not found'),
+    'cluster': ('ClusterNotFound', 'The specified managed compute cluster is not found'),
+    'experiment': ('ExperimentNotFound', 'The specified experiment {} is not found'),
+    'job': ('JobNotFound', 'The specified job {} is not found'),
+}
+
+
 def not_found(kind, name):
-    return ArmError(404, 'ResourceNotFound', "The {} '{}' was not found.".format(kind, name))
+    code, message = _NOT_FOUND.get(kind, ('ResourceNotFound', 'The specified {} {{}} is not found'.format(kind)))
+    return ArmError(404, code, message.format(name))
 
 
 def bad_request(code, message):
