@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
@@ -22,6 +22,7 @@ from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
 from .errors import ArmError
 from .faults import FaultInjector
+from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
 from .runner import Runner
 from .store import Store, resource_key
@@ -53,15 +54,12 @@ class _LimitedReader:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Shared HTTP plumbing: keep-alive, no Nagle delay, one write per small response."""
+    """Shared HTTP plumbing: keep-alive, no Nagle delay, one write per small response. Served by httpserver.py's
+    bounded server: one `handle_one_request()` per request, on a worker, once the request head is there."""
     protocol_version = 'HTTP/1.1'
     server_version = 'batchai-local'
     sys_version = ''
     wbufsize = -1  # buffered: headers and a small body leave in one segment
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass  # request lines carry signed query strings: access logging stays off (see `_log`)
@@ -199,17 +197,6 @@ class _FilesHandler(_Handler):
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, address, handler, service):
-        family = socket.AF_INET6 if ':' in address[0] else socket.AF_INET
-        self.address_family = family
-        super().__init__(address, handler)
-        self.service = service
-
-
 def _load_files_api(data_dir, storage_key):
     """The files API of files_api.py when that module exists (written separately); None answers 501."""
     try:
@@ -253,8 +240,8 @@ class LocalService:
         self._create_defaults()
         self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
         self.files_api = _load_files_api(self.data_dir, self.secrets.storage_key)
-        arm = _Server((self.host, self.port), _ArmHandler, self)
-        files = _Server((self.host, self.files_port), _FilesHandler, self)
+        arm = BoundedHTTPServer((self.host, self.port), _ArmHandler, self)
+        files = BoundedHTTPServer((self.host, self.files_port), _FilesHandler, self)
         self._servers = [arm, files]
         self.endpoint_host = self._host_port(arm)
         self.runner.start()
