@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
-from . import downloads
+from . import datadir, downloads
 from ..core.loopback import is_loopback
 from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
@@ -226,8 +226,7 @@ class LocalService:
 
     def start(self):
         """Open the store, recover from a crash, create the default resources, listen, write service.json."""
-        os.makedirs(self.data_dir, exist_ok=True)
-        os.chmod(self.data_dir, 0o700)
+        datadir.prepare(self.data_dir)  # created private, or used as it is (never chmod-ed), or refused
         self._lock_file = open(os.path.join(self.data_dir, 'service.lock'), 'w')  # pylint: disable=consider-using-with
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -235,6 +234,7 @@ class LocalService:
             raise RuntimeError('another local service is running on {}'.format(self.data_dir)) from None
         self.secrets = load_or_create_secrets(self.data_dir)
         self.store = Store(os.path.join(self.data_dir, 'service.db'))
+        datadir.make_private(self.data_dir)
         self.runner = Runner(self.store, self.data_dir)
         self.runner.recover()
         self._create_defaults()
@@ -250,7 +250,7 @@ class LocalService:
                              name='http').start()
         info = self.info()
         path = os.path.join(self.data_dir, SERVICE_FILE)
-        with open(path + '.tmp', 'w', encoding='utf-8') as f:
+        with open(os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w', encoding='utf-8') as f:
             json.dump(info, f, indent=2)
         os.replace(path + '.tmp', path)
         logger.info('listening on %s (files %s), data dir %s, %s slots%s', info['endpoint'], info['filesEndpoint'],
