@@ -136,7 +136,20 @@ class ArmApi:
 
     def public_body(self, row):
         body = json.loads(row['body'])
+        if row['kind'] == 'job':
+            return self._runner.view(row['key'], body)
         return self.cluster_view(body) if row['kind'] == 'cluster' else body
+
+    def job_views(self, bodies):
+        """Listed job bodies (JSON text) with the ends still kept in memory applied (only while there are any)."""
+        if not self._runner.has_unrecorded():
+            return bodies
+        views = []
+        for text in bodies:
+            body = json.loads(text)
+            key = resource_key(*self._key_parts(body['id']))
+            views.append(json.dumps(self._runner.view(key, body), separators=(',', ':')))
+        return views
 
     def delete_async(self, key, kind):
         """Mark a resource (and what is below it) deleting, then remove it once its running jobs are killed."""
@@ -359,6 +372,8 @@ class _Request:
         rows = rows[:limit]
         if kind == 'cluster':
             bodies = [json.dumps(self.api.cluster_view(json.loads(b)), separators=(',', ':')) for _, b in rows]
+        elif kind == 'job':
+            bodies = self.api.job_views([b for _, b in rows])
         else:
             bodies = [b for _, b in rows]
         data = '{"value":[' + ','.join(bodies) + ']'

@@ -1,4 +1,9 @@
 """ARM-shaped errors: raised anywhere in request handling, turned into `{"error": {"code", "message"}}`."""
+import errno
+import sqlite3
+
+DISK_FULL_MESSAGE = ("The local service's disk is full: free space on the file system of its data dir, then retry "
+                     '(nothing was changed by this request).')
 
 
 class ArmError(Exception):
@@ -37,3 +42,17 @@ def bad_request(code, message):
 
 def conflict(code, message):
     return ArmError(409, code, message)
+
+
+def is_disk_full(error):
+    """Whether an exception says the data dir's file system is full (an OSError, or SQLite's SQLITE_FULL)."""
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    if isinstance(error, sqlite3.Error):
+        return getattr(error, 'sqlite_errorcode', None) == 13 or 'disk is full' in str(error)  # 13: SQLITE_FULL
+    return False
+
+
+def disk_full():
+    """507 Insufficient Storage: not retried by the SDKs, so the client says at once why it failed."""
+    return ArmError(507, 'InsufficientStorage', DISK_FULL_MESSAGE)

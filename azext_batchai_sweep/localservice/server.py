@@ -20,7 +20,7 @@ from . import datadir, downloads
 from ..core.loopback import is_loopback
 from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
-from .errors import ArmError
+from .errors import ArmError, disk_full, is_disk_full
 from .faults import FaultInjector
 from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
@@ -154,11 +154,16 @@ class _ArmHandler(_Handler):
             status, headers, data = service.api.handle(self.command, split.path, query, base_url, body)
         except ArmError as ex:
             status, headers, data = ex.status, {'Content-Type': JSON, **ex.headers}, json.dumps(ex.body()).encode()
-        except Exception:  # pylint: disable=broad-except
-            # An unexpected bug answers as ARM would (500, retried by the SDK) instead of killing the connection.
-            logger.exception('%s %s failed', self.command, split.path)
-            status, headers = 500, {'Content-Type': JSON}
-            data = json.dumps({'error': {'code': 'InternalServerError', 'message': 'Internal error.'}}).encode()
+        except Exception as ex:  # pylint: disable=broad-except
+            if is_disk_full(ex):  # said as such (507, not retried), never "Internal error"
+                logger.warning('%s %s refused: the disk is full', self.command, split.path)
+                error = disk_full()
+                status, headers, data = error.status, {'Content-Type': JSON}, json.dumps(error.body()).encode()
+            else:
+                # An unexpected bug answers as ARM would (500, retried by the SDK) instead of killing the connection.
+                logger.exception('%s %s failed', self.command, split.path)
+                status, headers = 500, {'Content-Type': JSON}
+                data = json.dumps({'error': {'code': 'InternalServerError', 'message': 'Internal error.'}}).encode()
         headers['x-ms-request-id'] = request_id
         self._send(status, headers, data)
 
