@@ -196,8 +196,8 @@ class FilesApi:
         token and keys a "share", readable and writable with the storage key or a SAS.
         """
         path = self._real_root
-        for part in (account, 'shares', share):
-            path = os.path.join(path, part)
+        for part in ('', account, 'shares', share):  # '': the storage folder itself, replaced since the start
+            path = os.path.join(path, part) if part else path
             if os.path.islink(path):
                 raise StorageApiError(403, 'AuthorizationFailure', 'The storage of this share is a symbolic link; '
                                       'the local service does not follow it.')

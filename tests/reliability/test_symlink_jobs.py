@@ -167,3 +167,16 @@ def test_download_never_writes_through_a_symlink_planted_in_the_destination(batc
     assert victim.read_text() == 'keep'
     assert (dest / 'job' / 'stdouterr' / 'legit.txt').read_text() == 'legit\n'
     assert not os.path.islink(str(dest / 'job' / 'stdouterr' / 'legit.txt'))
+
+
+def test_a_storage_folder_replaced_by_a_symlink_after_the_start_is_refused(tmp_path):
+    from azext_batchai_sweep.localservice.files_api import FilesApi, StorageApiError
+    storage, elsewhere = tmp_path / 'storage', tmp_path / 'elsewhere'
+    (elsewhere / 'acct' / 'shares' / 'logs').mkdir(parents=True)
+    storage.mkdir()
+    api = FilesApi(str(storage), 'a2V5')
+    storage.rmdir()
+    os.symlink(str(elsewhere), str(storage))
+    with pytest.raises(StorageApiError) as refused:
+        api._share_root('acct', 'logs')  # pylint: disable=protected-access
+    assert refused.value.status == 403
