@@ -275,14 +275,38 @@ def tail_job_output(client, resource_group, workspace, experiment, job, file='st
     return result
 
 
-def _download_file(url, target, retry):
-    """Stream one file to disk through a temporary name, so an interrupted download never looks complete."""
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+class NoDownloadLink(Exception):
+    """The service lists a file without a download link: a symlink out of the job's output, or a link loop."""
+
+
+def _download_file(url, target, retry, dest_dir):
+    """Stream one file to disk through a temporary name, so an interrupted download never looks complete.
+
+    Nothing is written through a symlink: the folder must resolve inside `dest_dir` (a link planted there, say
+    <dest>/<job>/stdouterr -> /etc, is refused) and the temporary file is created afresh, never followed.
+    """
+    _make_folder_inside(dest_dir, os.path.dirname(target))
     partial = target + '.partial'
-    with open(partial, 'wb') as out:
+    if os.path.lexists(partial):
+        os.unlink(partial)  # a leftover (or a planted link): removed, never followed
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o666)
+    with os.fdopen(fd, 'wb') as out:
         for chunk in iter_url_chunks(url, retry=retry):
             out.write(chunk)
-    os.replace(partial, target)
+    os.replace(partial, target)  # replaces a link at `target` itself, never what it points to
+
+
+def _make_folder_inside(dest_dir, folder):
+    """Create `folder` below `dest_dir` one level at a time, refusing any level that is a symlink (the destination
+    itself may be one: the user chose it)."""
+    path = os.path.abspath(dest_dir)
+    relative = os.path.relpath(os.path.abspath(folder), path)
+    for part in [] if relative == '.' else relative.split(os.sep):
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            raise ValueError('refusing to write through a symbolic link out of the destination: {}'.format(path))
+        if not os.path.isdir(path):
+            os.makedirs(path, exist_ok=True)
 
 
 def _safe_join(root, relative):
@@ -326,10 +350,14 @@ def download_outputs(client, resource_group, workspace, experiment, dest_dir, jo
                                           recursive=True, retry=retry):
                 try:
                     target = _safe_join(root, item.name)
-                    if os.path.isfile(target) and os.path.getsize(target) == (item.content_length or 0):
+                    if not item.download_url:
+                        raise NoDownloadLink('the service gives no download link for this file (a symbolic link '
+                                             "out of the job's output, or a link loop)")
+                    if (not os.path.islink(target) and os.path.isfile(target)
+                            and os.path.getsize(target) == (item.content_length or 0)):
                         counts['skipped'] += 1
                         continue
-                    _download_file(item.download_url, target, retry)
+                    _download_file(item.download_url, target, retry, dest_dir)
                     counts['files'] += 1
                     counts['bytes'] += os.path.getsize(target)
                 except Exception as exc:  # pylint: disable=broad-except

@@ -41,9 +41,12 @@ def _being_deleted(job) -> bool:
 def create_job(client, resource_group, workspace, experiment, name, body, *, retry, should_stop=None) -> str:
     """Create one job with a single PUT (no LRO polling); returns SUBMITTED or ALREADY_PRESENT.
 
-    A 409 Conflict or a lost answer (dropped connection, 5xx after the request may have landed) is resolved with
-    a GET: if the job now exists the PUT did its work. A 409 for a job that does not exist (yet another delete
-    still in progress) is retried. Raises the last error otherwise.
+    The answer's status says who created the job: 201/202 is a create, 200 the job as it already was (an identical
+    PUT, from another process submitting the same sweep at the same time): that one is ALREADY_PRESENT, unless an
+    earlier attempt of this call may have created it. A 409 Conflict or a lost answer (dropped connection, 5xx
+    after the request may have landed) is resolved with a GET: if the job now exists the PUT did its work. A 409
+    for a job that does not exist (yet another delete still in progress) is retried. Raises the last error
+    otherwise.
     """
     lost = threading.Event()
 
@@ -52,9 +55,13 @@ def create_job(client, resource_group, workspace, experiment, name, body, *, ret
             lost.set()
 
     def put():
+        statuses = []
         try:
             client.jobs.begin_create(resource_group, workspace, experiment, name, body, polling=False,
-                                     **NO_SDK_RETRY)
+                                     raw_response_hook=lambda response: statuses.append(
+                                         response.http_response.status_code), **NO_SDK_RETRY)
+            if statuses and statuses[-1] == 200 and not lost.is_set():
+                return ALREADY_PRESENT
             return SUBMITTED
         except HttpResponseError as exc:
             if status_of(exc) != 409:

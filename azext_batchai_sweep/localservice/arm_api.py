@@ -1,9 +1,12 @@
 """The Batch AI 2018-05-01 ARM routes: workspaces, clusters, experiments, jobs, operation results.
 
-Long-running operations answer 202 with `Location` (an operationresults URL) and `Retry-After: 1`, as the
-swagger's examples do. The operation id is the operation itself (action + resource key, base64url), so polling
-needs no table: create answers the resource once it exists, delete answers 202 while the resource is being
-deleted, terminate answers 202 while the job is terminating.
+Long-running operations (creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's recorded answers):
+`Azure-AsyncOperation` names the operation status resource, `.../locations/<loc>/operationresults/<id>`, which
+answers `{id, name, status: InProgress|Succeeded, startTime, endTime}`; `Location` names
+`.../operationstatuses/<id>`, which answers 202 while the operation runs and then what it produced (the created
+resource, or nothing); `Retry-After: 1`. The operation id is the operation itself (action + resource key + start
+time, base64url), so polling needs no table: a create is done once its resource exists, a delete once the
+resource is gone, a terminate once the job is no longer terminating.
 
 Re-PUT of an existing job (ARM PUT semantics): Batch AI jobs are immutable, so an identical body (as stored) gets
 200 and the existing job; any difference gets 409 Conflict (`JobAlreadyExists`). The same rule holds for clusters.
@@ -18,13 +21,13 @@ import threading
 import time
 import urllib.parse
 
-from . import API_VERSION
+from . import API_VERSION, DEFAULT_LOCATION
 from .auth import sign_link
 from .downloads import servable_path
 from .errors import ArmError, bad_request, conflict, not_found
 from .layout import JobLayout
-from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, cluster_body, experiment_body,
-                        iso, job_body, parse_cluster_id, utcnow, validate_job, workspace_body)
+from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, check_subscription, cluster_body,
+                        experiment_body, iso, job_body, parse_cluster_id, utcnow, validate_job, workspace_body)
 from .store import resource_key
 
 logger = logging.getLogger(__name__)
@@ -38,16 +41,22 @@ def _canonical(value):
     return json.dumps(value, sort_keys=True, separators=(',', ':'))
 
 
-def _op_token(action, key):
-    return base64.urlsafe_b64encode(json.dumps([action, key]).encode()).decode().rstrip('=')
+def _op_token(action, key, started):
+    """The id of an operation: what it does, to which resource, and when it started (ms since the epoch)."""
+    payload = json.dumps([action, key, int(started.timestamp() * 1000)])
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip('=')
 
 
 def _op_parse(token):
+    """(action, key, start datetime) of an operation id; 404 OperationNotFound when it is not one of ours."""
     try:
-        action, key = json.loads(base64.urlsafe_b64decode(token + '=' * (-len(token) % 4)))
-    except (ValueError, TypeError):
+        action, key, started = json.loads(base64.urlsafe_b64decode(token + '=' * (-len(token) % 4)))
+        started = datetime.datetime.fromtimestamp(started / 1000, datetime.timezone.utc)
+        if action not in ('create', 'delete', 'terminate') or not isinstance(key, str):
+            raise ValueError(action)
+    except (ValueError, TypeError, OverflowError, OSError):
         raise ArmError(404, 'OperationNotFound', "Operation '{}' was not found.".format(token)) from None
-    return action, key
+    return action, key, started
 
 
 def _json_response(status, body, headers=None):
@@ -64,6 +73,21 @@ class ArmApi:
         self._data_dir = data_dir
         self._real_data_dir = os.path.realpath(data_dir)
         self._link_key = link_key
+        # When asynchronous operations ended (resource key -> time), for their status resource's endTime. In
+        # memory only: after a restart an operation that is over reports the time it was first asked about.
+        self._ended = {}
+        self._ended_lock = threading.Lock()
+
+    def note_ended(self, action, key):
+        with self._ended_lock:
+            if len(self._ended) > 10000:  # bounded: old entries only serve late pollers
+                self._ended.clear()
+            self._ended[(action, key)] = utcnow()
+
+    def ended_at(self, action, key, started):
+        with self._ended_lock:
+            ended = self._ended.get((action, key))
+        return ended if ended is not None and ended >= started else utcnow()
 
     # ---- dispatch --------------------------------------------------------------------------------------------
 
@@ -82,14 +106,13 @@ class ArmApi:
         if len(segments) < 4 or lower[0] != 'subscriptions':
             raise ArmError(404, 'InvalidResourceType', "No route for '{}'.".format(path))
         sub = segments[1]
+        check_subscription(sub)  # it becomes a store key and a folder of job output paths
         ctx = _Request(self, method, path, query, base_url, body, sub)
         if lower[2:4] == ['providers', 'microsoft.batchai']:
             tail, rg = segments[4:], None
         elif lower[2] == 'resourcegroups' and len(segments) >= 6 and lower[4:6] == ['providers', 'microsoft.batchai']:
             rg, tail = segments[3], segments[6:]
             check_name('resource group', rg, RESOURCE_GROUP_RE, max_length=90)
-            if rg in ('.', '..'):
-                raise bad_request('InvalidResourceName', "'{}' is not a resource group name.".format(rg))
         else:
             raise ArmError(404, 'InvalidResourceType', "No route for '{}'.".format(path))
         return ctx.route(rg, tail)
@@ -114,7 +137,20 @@ class ArmApi:
 
     def public_body(self, row):
         body = json.loads(row['body'])
+        if row['kind'] == 'job':
+            return self._runner.view(row['key'], body)
         return self.cluster_view(body) if row['kind'] == 'cluster' else body
+
+    def job_views(self, bodies):
+        """Listed job bodies (JSON text) with the ends still kept in memory applied (only while there are any)."""
+        if not self._runner.has_unrecorded():
+            return bodies
+        views = []
+        for text in bodies:
+            body = json.loads(text)
+            key = resource_key(*self._key_parts(body['id']))
+            views.append(json.dumps(self._runner.view(key, body), separators=(',', ':')))
+        return views
 
     def delete_async(self, key, kind):
         """Mark a resource (and what is below it) deleting, then remove it once its running jobs are killed."""
@@ -133,8 +169,32 @@ class ArmApi:
                     self._runner.fail_queued(job, 'cluster')
             self._runner.wait_for(running, DELETE_WAIT_SECONDS)
             self._store.delete_tree(key)
+            self.note_ended('delete', key)
             logger.info('deleted %s', key)
         threading.Thread(target=finish, name='delete', daemon=True).start()
+
+    def _output_file(self, entry, real_base, base_url, expiry):
+        """One listOutputFiles item. A symlink is followed only when it stays inside the output directory; one that
+        leads out of it, or in a loop, is listed as a file with neither link nor properties (a download reports it
+        failed, the files beside it are unaffected)."""
+        path = entry.path
+        if entry.is_symlink():
+            path = os.path.realpath(entry.path)
+            if not _inside(real_base, path) or path == real_base:
+                return {'name': entry.name, 'fileType': 'file'}
+        try:
+            stat = os.stat(path)
+        except OSError:  # a symlink loop, or gone since the scan
+            return {'name': entry.name, 'fileType': 'file'}
+        if os.path.isdir(path):
+            return {'name': entry.name, 'fileType': 'directory'}
+        item = {'name': entry.name, 'fileType': 'file', 'properties': {
+            'lastModified': iso(_from_timestamp(stat.st_mtime)), 'contentLength': stat.st_size}}
+        relpath = servable_path(self._real_data_dir, path)
+        if relpath is not None:  # anything out of the job storage (or the data dir) gets no link
+            item['downloadUrl'] = '{}/download/{}?{}'.format(
+                base_url, urllib.parse.quote(relpath), sign_link(self._link_key, relpath, expiry))
+        return item
 
     def list_files(self, row, query, base_url):
         """listOutputFiles: the entries of one directory of a job's stdouterr or output directory, paged."""
@@ -153,27 +213,19 @@ class ArmApi:
         expiry = _int_param(query, 'linkexpiryinminutes', 60, 5, 600)
         limit = _int_param(query, 'maxresults', 1000, 1, 1000)
         start = _int_param(query, '$skiptoken', 0, 0, None)
-        try:
-            entries = sorted(os.scandir(target), key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
+        # Symlinks are resolved and must stay inside the job's own directory: a job that links its output to /etc,
+        # the data dir or another job's output gets nothing listed through the link, and no link is followed.
+        real_base = os.path.realpath(base)
+        real_target = os.path.realpath(target)
+        if _inside(real_base, real_target) and os.path.isdir(real_target):
+            try:
+                entries = sorted(os.scandir(real_target), key=lambda e: e.name)
+            except OSError:  # gone, or not a directory any more
+                entries = []
+        else:
             entries = []
         page = entries[start:start + limit]
-        files = []
-        for entry in page:
-            if entry.is_dir():
-                files.append({'name': entry.name, 'fileType': 'directory'})
-                continue
-            try:
-                stat = entry.stat()
-            except FileNotFoundError:
-                continue
-            item = {'name': entry.name, 'fileType': 'file', 'properties': {
-                'lastModified': iso(_from_timestamp(stat.st_mtime)), 'contentLength': stat.st_size}}
-            relpath = servable_path(self._real_data_dir, entry.path)
-            if relpath is not None:  # a symlink out of the job storage (or the data dir) gets no link
-                item['downloadUrl'] = '{}/download/{}?{}'.format(
-                    base_url, urllib.parse.quote(relpath), sign_link(self._link_key, relpath, expiry))
-            files.append(item)
+        files = [self._output_file(entry, real_base, base_url, expiry) for entry in page]
         result = {'value': files}
         if start + limit < len(entries):
             params = {k: v for k, v in query.items() if k != '$skiptoken'}
@@ -181,6 +233,10 @@ class ArmApi:
             result['nextLink'] = '{}{}?{}'.format(base_url, urllib.parse.quote(body['id']) + '/listOutputFiles',
                                                   urllib.parse.urlencode(params))
         return result
+
+
+def _inside(root, path):
+    return path == root or path.startswith(root + os.sep)
 
 
 def _from_timestamp(seconds):
@@ -222,7 +278,9 @@ class _Request:
             if lower == ['workspaces']:
                 return self._only('GET', lambda: self.list_page('workspace', None, self.sub.lower() + '/'))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationresults':
-                return self._only('GET', lambda: self.operation_result(tail[1], tail[3]))
+                return self._only('GET', lambda: self.operation_status(tail[3]))
+            if n == 4 and lower[0] == 'locations' and lower[2] == 'operationstatuses':
+                return self._only('GET', lambda: self.operation_result(tail[3]))
             raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
         if not tail or lower[0] != 'workspaces':
             raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
@@ -284,11 +342,15 @@ class _Request:
         except ValueError:
             raise bad_request('InvalidRequestContent', 'The request body is not valid JSON.') from None
 
-    def _accepted(self, action, key, location_sub=None):
-        """202 with the operation's Location and Retry-After."""
-        url = '{}/subscriptions/{}/providers/Microsoft.BatchAI/locations/{}/operationresults/{}?api-version={}'
-        url = url.format(self.base_url, location_sub or self.sub, 'local', _op_token(action, key), API_VERSION)
-        return 202, {'Location': url, 'Retry-After': RETRY_AFTER}, b''
+    def _operation_url(self, kind, token):
+        return '{}/subscriptions/{}/providers/Microsoft.BatchAI/locations/{}/{}/{}?api-version={}'.format(
+            self.base_url, self.sub, DEFAULT_LOCATION, kind, token, API_VERSION)
+
+    def _accepted(self, action, key, started=None):
+        """202 with the operation's Azure-AsyncOperation (its status resource), Location and Retry-After."""
+        token = _op_token(action, key, started or utcnow())
+        return 202, {'Azure-AsyncOperation': self._operation_url('operationresults', token),
+                     'Location': self._operation_url('operationstatuses', token), 'Retry-After': RETRY_AFTER}, b''
 
     def _deletable(self, key, kind, name):
         row = self.store.get(key)
@@ -311,6 +373,8 @@ class _Request:
         rows = rows[:limit]
         if kind == 'cluster':
             bodies = [json.dumps(self.api.cluster_view(json.loads(b)), separators=(',', ':')) for _, b in rows]
+        elif kind == 'job':
+            bodies = self.api.job_views([b for _, b in rows])
         else:
             bodies = [b for _, b in rows]
         data = '{"value":[' + ','.join(bodies) + ']'
@@ -325,16 +389,36 @@ class _Request:
         self._get(parent_key, parent_kind, parent_key.rsplit('/', 1)[-1])
         return self.list_page(kind, parent_key)
 
-    def operation_result(self, _location, token):
-        action, key = _op_parse(token)
+    def _busy(self, action, row):
+        """Whether an operation on the resource `row` (None: gone) is still under way."""
+        if action == 'create':
+            return False  # a resource exists as soon as its create is accepted
+        if action == 'delete':  # a resource of the same name created since is another one: the delete is over
+            return row is not None and row['state'] == 'deleting'
+        return row is not None and row['state'] == 'terminating'
+
+    def operation_status(self, token):
+        """The operation status resource (Azure-AsyncOperation), as Batch AI answered it."""
+        action, key, started = _op_parse(token)
         row = self.store.get(key)
+        busy = self._busy(action, row)
+        body = {'id': self._operation_url('operationresults', token).split('?', 1)[0], 'name': token,
+                'status': 'InProgress' if busy else 'Succeeded', 'startTime': iso(started)}
+        if not busy:
+            body['endTime'] = iso(started if action == 'create' else self.api.ended_at(action, key, started))
+        headers = {'Retry-After': RETRY_AFTER} if busy else {}
+        return _json_response(200, body, headers)
+
+    def operation_result(self, token):
+        """The Location of an operation: 202 while it runs, then the created resource (or nothing)."""
+        action, key, started = _op_parse(token)
+        row = self.store.get(key)
+        if self._busy(action, row):
+            return self._accepted(action, key, started)
         if action == 'create':
             if row is None:
                 raise ArmError(404, 'ResourceNotFound', 'The resource of this operation no longer exists.')
             return _json_response(200, self.api.public_body(row))
-        busy = row is not None and (row['state'] == 'deleting' if action == 'delete' else row['state'] == 'terminating')
-        if busy:
-            return self._accepted(action, key)
         return 200, {}, b''
 
     # ---- workspaces ------------------------------------------------------------------------------------------
@@ -353,7 +437,10 @@ class _Request:
         if existing['location'].lower() != body['location'].lower():
             raise conflict('InvalidResourceLocation', "The workspace '{}' already exists in location '{}'.".format(
                 name, existing['location']))
-        updated = self.store.update(key, lambda b: b.update(tags=body['tags']))
+        def retag(stored):
+            stored.pop('tags', None)
+            stored.update({'tags': body['tags']} if body.get('tags') else {})
+        updated = self.store.update(key, retag)
         return _json_response(200, updated)
 
     # ---- clusters --------------------------------------------------------------------------------------------

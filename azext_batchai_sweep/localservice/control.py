@@ -13,7 +13,7 @@ import time
 import urllib.error
 import urllib.request
 
-from . import SERVICE_FILE
+from . import SERVICE_FILE, datadir
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
     current = status(data_dir)
     if current['running']:
         return {k: v for k, v in current.items() if k != 'running'}
-    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    datadir.prepare(data_dir)  # a DataDirError (a RuntimeError) says why a folder is refused, before any write
     try:
         os.unlink(os.path.join(data_dir, SERVICE_FILE))  # stale: its service is gone
     except FileNotFoundError:
@@ -93,7 +93,9 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
         cmd += ['--slots', str(slots)]
     if faults:
         cmd += ['--faults', faults]
-    with open(os.path.join(data_dir, LOG_FILE), 'ab') as log:
+    log_path = os.path.join(data_dir, LOG_FILE)
+    with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, 'O_NOFOLLOW', 0), 0o600),
+              'ab') as log:
         proc = subprocess.Popen(  # pylint: disable=consider-using-with
             cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
             env=_child_environment())

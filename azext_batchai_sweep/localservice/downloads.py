@@ -10,7 +10,7 @@ import urllib.parse
 
 from .auth import verify_link
 from .fileio import read_range
-_RANGE = re.compile(r'^bytes=(\d*)-(\d*)$')
+_RANGE = re.compile(r'bytes=(\d*)-(\d*)', re.ASCII)
 # The folders of the data dir that jobs write to. Links never reach the rest (the token, the storage and link keys,
 # the database), even through a symlink a job left in its output.
 SERVABLE_ROOTS = ('clusters', 'jobs', 'storage')
@@ -54,7 +54,7 @@ def serve(data_dir, link_key, method, raw_path, query, range_header):
     headers = {'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes',
                'Last-Modified': email.utils.formatdate(stat.st_mtime, usegmt=True)}
     start, end, status = 0, size - 1, 200
-    match = _RANGE.match((range_header or '').strip())
+    match = _RANGE.fullmatch((range_header or '').strip())
     if match and (match.group(1) or match.group(2)):
         first, last = match.groups()
         if first:

@@ -22,6 +22,7 @@ XML error format and the x-ms-error-code header. Only the standard library is us
 import base64
 import binascii
 import email.utils
+import errno
 import hashlib
 import hmac
 import http.server
@@ -44,9 +45,10 @@ MAX_RANGE_BYTES = 4 * 1024 * 1024  # the service's limit for one Put Range
 CHUNK_BYTES = 64 * 1024
 CLOCK_SKEW_SECONDS = 15 * 60  # as the service: older or later signed requests are refused
 
-_ACCOUNT_NAME = re.compile(r'^[a-z0-9]{3,24}$')
-_SHARE_NAME = re.compile(r'^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}$')
-_RANGE = re.compile(r'^bytes=(\d+)-(\d*)$')
+# Matched whole (fullmatch): with `$`, a name ending in a newline passed.
+_ACCOUNT_NAME = re.compile(r'[a-z0-9]{3,24}')
+_SHARE_NAME = re.compile(r'[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}')
+_RANGE = re.compile(r'bytes=(\d+)-(\d*)', re.ASCII)
 # Characters XML 1.0 cannot carry: such names are sent percent-encoded with Encoded="true", as the service does.
 _XML_UNSAFE = re.compile('[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 _SIGNED_HEADERS = ('content-encoding', 'content-language', 'content-length', 'content-md5', 'content-type', 'date',
@@ -61,6 +63,19 @@ class StorageApiError(Exception):
     def __init__(self, status, code, message, detail=None):
         super().__init__(message)
         self.status, self.code, self.message, self.detail = status, code, message, detail
+
+
+def _os_error(error):
+    """The Storage error for what the file system refused: a full disk says so (not "Internal error"), a symlink
+    loop is a missing resource, anything else a server error that names the system's reason."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageApiError(507, 'InsufficientStorage', "The local service's disk is full: free space on its "
+                               'data dir, then retry.')
+    if error.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR):
+        return _not_found('ResourceNotFound', 'resource')
+    logger.warning('files API: %s', error)
+    return StorageApiError(500, 'InternalError', 'The local service could not access the file: {}.'.format(
+        error.strerror or 'operating system error'))
 
 
 def _not_found(code, what):
@@ -109,6 +124,7 @@ class FilesApi:
 
     def __init__(self, storage_root, account_key):
         self.storage_root = os.path.abspath(storage_root)
+        self._real_root = os.path.realpath(storage_root)
         self._key = base64.b64decode(account_key)
 
     def handle(self, method, path, query, headers, body_reader):
@@ -123,7 +139,10 @@ class FilesApi:
         request = _Request(method, path, query, headers, body_reader)
         request_id = str(uuid.uuid4())
         try:
-            status, out_headers, body = self._dispatch(request)
+            try:
+                status, out_headers, body = self._dispatch(request)
+            except OSError as error:
+                raise _os_error(error) from None
         except StorageApiError as error:
             logger.debug('%s %s -> %s %s', request.method, path, error.status, error.code)
             status, out_headers, body = error.status, {'x-ms-error-code': error.code}, _error_xml(error, request_id)
@@ -144,7 +163,7 @@ class FilesApi:
             raise StorageApiError(400, 'InvalidUri', 'The requested URI does not represent any resource on the '
                                   'server (account-level operations are not supported).')
         account, share, names = request.segments[0].lower(), request.segments[1], request.segments[2:]
-        if not _ACCOUNT_NAME.match(account) or not _SHARE_NAME.match(share):
+        if not _ACCOUNT_NAME.fullmatch(account) or not _SHARE_NAME.fullmatch(share):
             raise _invalid_name()
         if any(name in ('', '.', '..') or '\\' in name or '\0' in name for name in names):
             raise _invalid_name()
@@ -152,7 +171,7 @@ class FilesApi:
         operation = _operation(request.method, restype, comp, names)
         self._authenticate(request, operation, share, names)
 
-        share_root = os.path.join(self.storage_root, account, 'shares', share)
+        share_root = self._share_root(account, share)
         if operation == 'create-share':
             return self._create_share(share_root)
         if not os.path.isdir(share_root):
@@ -169,13 +188,27 @@ class FilesApi:
         }[operation]
         return handler(target, request)
 
+    def _share_root(self, account, share):
+        """The share's directory below the (resolved) storage root.
+
+        The account folder, its `shares` folder and the share folder must be real folders: a job can plant a symlink
+        in their place (it writes to the storage below the data dir), and following one would make the data dir's
+        token and keys a "share", readable and writable with the storage key or a SAS.
+        """
+        path = self._real_root
+        for part in ('', account, 'shares', share):  # '': the storage folder itself, replaced since the start
+            path = os.path.join(path, part) if part else path
+            if os.path.islink(path):
+                raise StorageApiError(403, 'AuthorizationFailure', 'The storage of this share is a symbolic link; '
+                                      'the local service does not follow it.')
+        return path
+
     def _resolve(self, share_root, names):
-        """The local path of `names` in the share; symlinks must not lead out of it."""
-        target = os.path.join(share_root, *names)
-        real_root, real_target = os.path.realpath(share_root), os.path.realpath(target)
-        if real_target != real_root and not real_target.startswith(real_root + os.sep):
+        """The local path of `names` in the share, symlinks resolved; they must not lead out of it."""
+        real_target = os.path.realpath(os.path.join(share_root, *names))
+        if real_target != share_root and not real_target.startswith(share_root + os.sep):
             raise _not_found('ResourceNotFound', 'resource')
-        return target
+        return real_target
 
     # -- authentication ----------------------------------------------------------------------------------------------
 
@@ -300,9 +333,13 @@ class FilesApi:
             name = _name_element(entry.name)
             if entry.is_dir():
                 parts.append('<Directory>{}<Properties /></Directory>'.format(name))
-            else:
-                parts.append('<File>{}<Properties><Content-Length>{}</Content-Length></Properties></File>'
-                             .format(name, entry.stat().st_size))
+                continue
+            try:
+                size = entry.stat().st_size
+            except OSError:  # a symlink loop, or gone since the scan: listed without a size it does not have
+                size = 0
+            parts.append('<File>{}<Properties><Content-Length>{}</Content-Length></Properties></File>'
+                         .format(name, size))
         parts += ['</Entries>', _element('NextMarker', rest[0].name) if rest else '<NextMarker />',
                   '</EnumerationResults>']
         return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
@@ -471,7 +508,7 @@ def _parse_time(text):
 
 def _parse_range(header, size, exact=False):
     """(start, end) of a 'bytes=a-b' range, clipped to the file; `exact` ranges (writes) must fit as given."""
-    match = _RANGE.match(header.strip())
+    match = _RANGE.fullmatch(header.strip())
     if not match or (exact and not match.group(2)):
         raise StorageApiError(400, 'InvalidHeaderValue', 'The value for one of the HTTP headers is not in the '
                               'correct format: x-ms-range.')
@@ -506,8 +543,13 @@ def _entity_headers(stat):
             'x-ms-file-change-time': created, 'x-ms-file-id': str(stat.st_ino), 'x-ms-file-parent-id': '0'}
 
 
+# Beyond &, < and >: a parser turns a raw CR (and CR LF) into LF, so a name holding '\r' would come back changed
+# and a FILE parameter would plan a path that does not exist. A character reference keeps it.
+_XML_ENTITIES = {'\r': '&#13;'}
+
+
 def _element(tag, text):
-    return '<{0}>{1}</{0}>'.format(tag, escape(text))
+    return '<{0}>{1}</{0}>'.format(tag, escape(text, _XML_ENTITIES))
 
 
 def _name_element(name):

@@ -14,8 +14,8 @@ import sys
 import urllib.parse
 
 from .errors import bad_request
+from .jobenv import MARKER_VARIABLE, job_environment
 
-MARKER_VARIABLE = 'BATCHAI_LOCAL_JOB'
 PYTHON_TOOLKITS = ('tensorFlowSettings', 'pyTorchSettings', 'chainerSettings', 'caffe2Settings', 'horovodSettings',
                    'cntkSettings', 'caffeSettings')
 _VARIABLE = re.compile(r'\$(\w+)|\$\{(\w+)\}')
@@ -122,18 +122,18 @@ class JobLayout:
         for path in [self.stdouterr_dir, *self.outputs.values()]:
             os.makedirs(path, exist_ok=True)
 
+    def batchai_variables(self):
+        """The Batch AI variables of this job incarnation (and the service's marker)."""
+        variables = dict(self.roots)
+        variables.update({'AZ_BATCHAI_JOB_NAME': self.name, 'AZ_BATCHAI_STDOUTERR_DIR': self.stdouterr_dir,
+                          MARKER_VARIABLE: self.uid})
+        variables.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in self.outputs.items()})
+        variables.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in self.inputs.items()})
+        return variables
+
     def environment(self, spec_props):
-        """The job's environment: the service's, then Batch AI's variables, then the job's variables and secrets."""
-        env = dict(os.environ)
-        env.update(self.roots)
-        env.update({'AZ_BATCHAI_JOB_NAME': self.name, 'AZ_BATCHAI_STDOUTERR_DIR': self.stdouterr_dir,
-                    MARKER_VARIABLE: self.uid})
-        env.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in self.outputs.items()})
-        env.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in self.inputs.items()})
-        for kind in ('environmentVariables', 'secrets'):
-            for entry in spec_props.get(kind) or []:
-                env[entry['name']] = entry['value']
-        return env
+        """The job's environment (jobenv.py): a minimal base, Batch AI's variables, the job's variables and secrets."""
+        return job_environment(self.batchai_variables(), spec_props)
 
 
 def _python_line(settings, args):

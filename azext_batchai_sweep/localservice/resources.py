@@ -12,9 +12,13 @@ import uuid
 from .errors import bad_request
 
 PROVIDER = 'Microsoft.BatchAI'
-NAME_RE = re.compile(r'^[-\w_]+$')
-RESOURCE_GROUP_RE = re.compile(r'^[-\w._]+$')
-DIRECTORY_ID_RE = re.compile(r'^\w+$')
+# The swagger's path patterns, read as JSON schema reads them (ECMA-262: \w is ASCII) and matched whole
+# (fullmatch: `$` alone also matches before a trailing newline, which let 'job\n' through).
+NAME_RE = re.compile(r'[-\w_]+', re.ASCII)
+RESOURCE_GROUP_RE = re.compile(r'[-\w._]+', re.ASCII)
+DIRECTORY_ID_RE = re.compile(r'\w+', re.ASCII)
+# ARM subscription ids are GUIDs; anything else never reaches a store key or a path of the data dir.
+SUBSCRIPTION_RE = re.compile(r'[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}')
 PRIORITIES = {'high': 0, 'normal': 1, 'low': 2}
 DEFAULT_WALL_CLOCK = datetime.timedelta(days=7)
 
@@ -32,8 +36,8 @@ JOB_PROPERTIES = {
 }
 CLUSTER_PROPERTIES = {'vmSize', 'vmPriority', 'scaleSettings', 'virtualMachineConfiguration', 'nodeSetup',
                       'userAccountSettings', 'subnet'}
-CLUSTER_ID_RE = re.compile(r'^/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.BatchAI/'
-                           r'workspaces?/([^/]+)/clusters/([^/]+)/?$', re.IGNORECASE)
+CLUSTER_ID_RE = re.compile(r'/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.BatchAI/'
+                           r'workspaces?/([^/]+)/clusters/([^/]+)/?', re.IGNORECASE)
 
 
 def utcnow():
@@ -47,10 +51,17 @@ def iso(moment):
 
 def check_name(kind, name, pattern=NAME_RE, max_length=64):
     """Batch AI's name rule (the swagger's path parameter pattern); 400 InvalidResourceName otherwise."""
-    if not name or len(name) > max_length or not pattern.match(name):
+    if not name or len(name) > max_length or not pattern.fullmatch(name) or name in ('.', '..'):
         raise bad_request('InvalidResourceName',
                           "The {} name '{}' is invalid: use 1 to {} letters, digits, '-' or '_'.".format(
                               kind, name, max_length))
+
+
+def check_subscription(sub):
+    """400 InvalidSubscriptionId unless `sub` is a subscription id (a GUID), as ARM answers."""
+    if not isinstance(sub, str) or not SUBSCRIPTION_RE.fullmatch(sub):
+        raise bad_request('InvalidSubscriptionId',
+                          "The provided subscription identifier '{}' is malformed or invalid.".format(sub))
 
 
 def arm_id(sub, rg, *segments):
@@ -121,12 +132,15 @@ def workspace_body(sub, rg, name, params, now):
     _require(isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values()),
              'InvalidRequestContent', "'tags' must map names to strings.")
     stamp = iso(now)
-    return {
+    body = {
         'id': arm_id(sub, rg, 'workspaces', name), 'name': name, 'type': PROVIDER + '/workspaces',
-        'location': params['location'], 'tags': tags,
+        'location': params['location'],
         'properties': {'creationTime': stamp, 'provisioningState': 'succeeded',
                        'provisioningStateTransitionTime': stamp},
     }
+    if tags:  # Batch AI leaves `tags` out of a workspace that has none (recorded answers)
+        body['tags'] = tags
+    return body
 
 
 def experiment_body(sub, rg, workspace, name, now):
@@ -143,13 +157,16 @@ def experiment_body(sub, rg, workspace, name, now):
 
 
 def _public_mount_volumes(volumes):
-    """Mount volumes without storage account keys (Batch AI never returns them)."""
+    """Mount volumes as Batch AI answers them: without storage account keys, with the file share modes filled in."""
     volumes = copy.deepcopy(volumes)
     for kind in ('azureFileShares', 'azureBlobFileSystems'):
         for ref in volumes.get(kind) or []:
             credentials = ref.get('credentials')
             if isinstance(credentials, dict):
                 credentials.pop('accountKey', None)
+            if kind == 'azureFileShares':  # the swagger's defaults, which the real service answers
+                ref.setdefault('fileMode', '0777')
+                ref.setdefault('directoryMode', '0777')
     return volumes
 
 
@@ -209,6 +226,12 @@ def cluster_body(sub, rg, workspace, name, params, now):
     public = copy.deepcopy(props)
     public['userAccountSettings'].pop('adminUserPassword', None)
     public.setdefault('vmPriority', 'dedicated')
+    # The swagger's scale defaults, which the real service answers.
+    if public['scaleSettings'].get('manual'):
+        public['scaleSettings']['manual'].setdefault('targetNodeCount', 0)
+        public['scaleSettings']['manual'].setdefault('nodeDeallocationOption', 'requeue')
+    else:
+        public['scaleSettings']['autoScale'].setdefault('initialNodeCount', 0)
     if (public.get('nodeSetup') or {}).get('mountVolumes'):
         public['nodeSetup']['mountVolumes'] = _public_mount_volumes(public['nodeSetup']['mountVolumes'])
     setup_task = (public.get('nodeSetup') or {}).get('setupTask') or {}
@@ -227,9 +250,14 @@ def cluster_body(sub, rg, workspace, name, params, now):
 
 def parse_cluster_id(cluster_id):
     """(sub, rg, workspace, cluster) of a cluster resource id; 400 when it is not one."""
-    match = CLUSTER_ID_RE.match(cluster_id or '')
+    match = CLUSTER_ID_RE.fullmatch(cluster_id or '') if isinstance(cluster_id, str) else None
     _require(match, 'InvalidClusterId', "'{}' is not a Batch AI cluster resource id.".format(cluster_id))
-    return match.groups()
+    sub, rg, workspace, cluster = match.groups()
+    check_subscription(sub)
+    check_name('resource group', rg, RESOURCE_GROUP_RE, max_length=90)
+    check_name('workspace', workspace)
+    check_name('cluster', cluster)
+    return sub, rg, workspace, cluster
 
 
 def _check_directories(props, kind):
@@ -238,7 +266,7 @@ def _check_directories(props, kind):
         field = 'path' if kind == 'inputDirectories' else 'pathPrefix'
         _require(isinstance(entry, dict) and isinstance(entry.get('id'), str) and isinstance(entry.get(field), str),
                  'InvalidRequestContent', '{} entries need id and {}.'.format(kind, field))
-        _require(DIRECTORY_ID_RE.match(entry['id']) and entry['id'].upper() not in seen, 'InvalidDirectoryId',
+        _require(DIRECTORY_ID_RE.fullmatch(entry['id']) and entry['id'].upper() not in seen, 'InvalidDirectoryId',
                  "{} id '{}' must be unique and made of letters, digits and '_'.".format(kind, entry['id']))
         seen.add(entry['id'].upper())
 

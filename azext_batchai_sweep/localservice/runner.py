@@ -15,12 +15,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .errors import is_disk_full
 from .layout import JobLayout, MARKER_VARIABLE, command_line
 from .resources import TOOLKITS, iso, job_wall_clock, utcnow
 
 logger = logging.getLogger(__name__)
 
 KILL_GRACE_SECONDS = 2.0
+DISK_FULL_JOB_MESSAGE = ("The local service's disk filled up: the job could not be prepared or its outcome written. "
+                         'Free space on the file system of the data dir, then resubmit it.')
 POLL_SECONDS = 0.1
 
 # Why a job ended without its own exit code deciding: executionInfo.errors[].code and message.
@@ -90,6 +93,7 @@ class Runner:
         self._data_dir = data_dir
         self._lock = threading.RLock()  # re-entered by `locked()` callers that query the runner
         self._running = {}
+        self._unrecorded = {}  # job key -> (finish(body), state): ends not yet written (a full disk)
         self._wake = threading.Event()
         self._stopping = False
         self._thread = None
@@ -150,14 +154,14 @@ class Runner:
             running = self._running.get(key)
             if running is None:
                 return False
+            if state:  # first: if it cannot be recorded (a full disk), nothing is done and the caller is told
+                now = iso(utcnow())
+                self._store.update(key, lambda b: b['properties'].update(
+                    executionState=state, executionStateTransitionTime=now), state=state)
             if running.reason is None:
                 running.reason = reason
             running.kill_at = time.monotonic() + KILL_GRACE_SECONDS
             proc = running.proc
-            if state:
-                now = iso(utcnow())
-                self._store.update(key, lambda b: b['properties'].update(
-                    executionState=state, executionStateTransitionTime=now), state=state)
         if proc is not None:
             _signal_group(proc.pid, signal.SIGTERM)
         return True
@@ -184,6 +188,7 @@ class Runner:
             if self._stopping:
                 break
             try:
+                self._record_unrecorded()
                 self._schedule()
             except Exception:  # pylint: disable=broad-except
                 # The loop must survive anything a single bad record can throw; the next wake retries.
@@ -204,11 +209,13 @@ class Runner:
                     used = sum(r.slots for r in self._running.values() if r.cluster == cluster)
                     if used + head['node_count'] > slots:
                         break
-                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'])
                     now = iso(utcnow())
+                    # Recorded before the slot is taken: on a full disk the job stays queued (and starts once space
+                    # returns) instead of holding a slot without a process.
                     self._store.update(head['key'], lambda b: b['properties'].update(
                         executionState='running', executionStateTransitionTime=now,
                         executionInfo={'startTime': now}), state='running')
+                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'])
                 threading.Thread(target=self._run, args=(head['key'], cluster_body), name='job',
                                  daemon=True).start()
 
@@ -247,9 +254,13 @@ class Runner:
                                        'message': 'jobPreparation.commandLine exited with {}.'.format(exit_code)})
                     break
         except Exception as ex:  # pylint: disable=broad-except
-            # A job that cannot even start (bad mount, missing bash...) fails visibly instead of staying 'running'.
+            # A job that cannot even start (bad mount, missing bash, a full disk...) fails visibly instead of
+            # staying 'running'.
             logger.exception('job %s could not run', key)
-            errors.append({'code': 'JobStartFailed', 'message': str(ex)})
+            if is_disk_full(ex):
+                errors.append({'code': 'DiskFull', 'message': DISK_FULL_JOB_MESSAGE})
+            else:
+                errors.append({'code': 'JobStartFailed', 'message': str(ex)})
             exit_code = None
         with self._lock:
             running = self._running.pop(key, None)
@@ -269,7 +280,12 @@ class Runner:
             running = self._running[key]
             running.proc = proc
             stop_now = running.reason is not None
-        self._store.update(key, pgid=proc.pid)
+        try:
+            self._store.update(key, pgid=proc.pid)
+        except Exception as ex:  # pylint: disable=broad-except
+            if not is_disk_full(ex):  # recovery finds the group by the job's marker anyway
+                _signal_group(proc.pid, signal.SIGKILL)
+                raise
         if stop_now:
             _signal_group(proc.pid, signal.SIGKILL)
         reason = None
@@ -293,6 +309,8 @@ class Runner:
         return exit_code, reason
 
     def _record_end(self, key, exit_code, reason, errors=()):
+        """Record how a job ended. On a full disk the end is kept in memory, answered as if recorded (so a wait
+        ends and no job looks running without a process), and written as soon as the disk has room again."""
         errors = list(errors)
         if reason:
             errors.append(_error(reason))
@@ -308,8 +326,42 @@ class Runner:
             if errors:
                 info['errors'] = errors
             props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
-        self._store.update(key, finish, state=state, pgid=None)
+        try:
+            self._store.update(key, finish, state=state, pgid=None)
+        except Exception as ex:  # pylint: disable=broad-except
+            if not is_disk_full(ex):
+                raise
+            logger.warning('job %s %s; the disk is full: recorded once there is room', key, state)
+            with self._lock:
+                self._unrecorded[key] = (finish, state)
+            return
         logger.info('job %s %s (exit code %s%s)', key, state, exit_code, ', ' + reason if reason else '')
+
+    def _record_unrecorded(self):
+        """Write the ends kept in memory while the disk was full (each stays kept until its write succeeds)."""
+        with self._lock:
+            pending = list(self._unrecorded.items())
+        for key, (finish, state) in pending:
+            try:
+                self._store.update(key, finish, state=state, pgid=None)
+            except Exception as ex:  # pylint: disable=broad-except
+                if is_disk_full(ex):
+                    return
+                raise
+            with self._lock:
+                self._unrecorded.pop(key, None)
+            logger.info('job %s %s (recorded now that the disk has room)', key, state)
+
+    def view(self, key, body):
+        """A job's body as answered: with its end applied when that end is still kept in memory (a full disk)."""
+        with self._lock:
+            pending = self._unrecorded.get(key)
+        if pending is not None:
+            pending[0](body)
+        return body
+
+    def has_unrecorded(self):
+        return bool(self._unrecorded)
 
     def fail_queued(self, key, reason):
         """Move a queued job straight to failed (terminate of a job that never started); False if not queued."""

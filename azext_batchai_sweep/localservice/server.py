@@ -12,16 +12,17 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
-from . import downloads
+from . import datadir, downloads
 from ..core.loopback import is_loopback
 from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
-from .errors import ArmError
+from .errors import ArmError, disk_full, is_disk_full
 from .faults import FaultInjector
+from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
 from .runner import Runner
 from .store import Store, resource_key
@@ -53,15 +54,12 @@ class _LimitedReader:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Shared HTTP plumbing: keep-alive, no Nagle delay, one write per small response."""
+    """Shared HTTP plumbing: keep-alive, no Nagle delay, one write per small response. Served by httpserver.py's
+    bounded server: one `handle_one_request()` per request, on a worker, once the request head is there."""
     protocol_version = 'HTTP/1.1'
     server_version = 'batchai-local'
     sys_version = ''
     wbufsize = -1  # buffered: headers and a small body leave in one segment
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass  # request lines carry signed query strings: access logging stays off (see `_log`)
@@ -156,11 +154,16 @@ class _ArmHandler(_Handler):
             status, headers, data = service.api.handle(self.command, split.path, query, base_url, body)
         except ArmError as ex:
             status, headers, data = ex.status, {'Content-Type': JSON, **ex.headers}, json.dumps(ex.body()).encode()
-        except Exception:  # pylint: disable=broad-except
-            # An unexpected bug answers as ARM would (500, retried by the SDK) instead of killing the connection.
-            logger.exception('%s %s failed', self.command, split.path)
-            status, headers = 500, {'Content-Type': JSON}
-            data = json.dumps({'error': {'code': 'InternalServerError', 'message': 'Internal error.'}}).encode()
+        except Exception as ex:  # pylint: disable=broad-except
+            if is_disk_full(ex):  # said as such (507, not retried), never "Internal error"
+                logger.warning('%s %s refused: the disk is full', self.command, split.path)
+                error = disk_full()
+                status, headers, data = error.status, {'Content-Type': JSON}, json.dumps(error.body()).encode()
+            else:
+                # An unexpected bug answers as ARM would (500, retried by the SDK) instead of killing the connection.
+                logger.exception('%s %s failed', self.command, split.path)
+                status, headers = 500, {'Content-Type': JSON}
+                data = json.dumps({'error': {'code': 'InternalServerError', 'message': 'Internal error.'}}).encode()
         headers['x-ms-request-id'] = request_id
         self._send(status, headers, data)
 
@@ -199,17 +202,6 @@ class _FilesHandler(_Handler):
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, address, handler, service):
-        family = socket.AF_INET6 if ':' in address[0] else socket.AF_INET
-        self.address_family = family
-        super().__init__(address, handler)
-        self.service = service
-
-
 def _load_files_api(data_dir, storage_key):
     """The files API of files_api.py when that module exists (written separately); None answers 501."""
     try:
@@ -239,8 +231,7 @@ class LocalService:
 
     def start(self):
         """Open the store, recover from a crash, create the default resources, listen, write service.json."""
-        os.makedirs(self.data_dir, exist_ok=True)
-        os.chmod(self.data_dir, 0o700)
+        datadir.prepare(self.data_dir)  # created private, or used as it is (never chmod-ed), or refused
         self._lock_file = open(os.path.join(self.data_dir, 'service.lock'), 'w')  # pylint: disable=consider-using-with
         try:
             fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -248,13 +239,14 @@ class LocalService:
             raise RuntimeError('another local service is running on {}'.format(self.data_dir)) from None
         self.secrets = load_or_create_secrets(self.data_dir)
         self.store = Store(os.path.join(self.data_dir, 'service.db'))
+        datadir.make_private(self.data_dir)
         self.runner = Runner(self.store, self.data_dir)
         self.runner.recover()
         self._create_defaults()
         self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
         self.files_api = _load_files_api(self.data_dir, self.secrets.storage_key)
-        arm = _Server((self.host, self.port), _ArmHandler, self)
-        files = _Server((self.host, self.files_port), _FilesHandler, self)
+        arm = BoundedHTTPServer((self.host, self.port), _ArmHandler, self)
+        files = BoundedHTTPServer((self.host, self.files_port), _FilesHandler, self)
         self._servers = [arm, files]
         self.endpoint_host = self._host_port(arm)
         self.runner.start()
@@ -263,7 +255,7 @@ class LocalService:
                              name='http').start()
         info = self.info()
         path = os.path.join(self.data_dir, SERVICE_FILE)
-        with open(path + '.tmp', 'w', encoding='utf-8') as f:
+        with open(os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w', encoding='utf-8') as f:
             json.dump(info, f, indent=2)
         os.replace(path + '.tmp', path)
         logger.info('listening on %s (files %s), data dir %s, %s slots%s', info['endpoint'], info['filesEndpoint'],

@@ -98,9 +98,15 @@ class Store:
         """Delete a resource and everything below it."""
         with self._lock:
             self._conn.execute('BEGIN')
-            self._conn.execute('DELETE FROM resources WHERE key = ? OR substr(key, 1, ?) = ?',
-                               (key, len(key) + 1, key + '/'))
-            self._conn.execute('COMMIT')
+            try:
+                self._conn.execute('DELETE FROM resources WHERE key = ? OR substr(key, 1, ?) = ?',
+                                   (key, len(key) + 1, key + '/'))
+                self._conn.execute('COMMIT')
+            except sqlite3.Error:
+                # A full disk fails the statement or the commit: roll back, or every later BEGIN would fail too.
+                if self._conn.in_transaction:
+                    self._conn.execute('ROLLBACK')
+                raise
 
     def page(self, kind, parent, after_seq, limit):
         """Up to `limit` (seq, body-JSON) pairs of `kind` under `parent`, in creation order after `after_seq`."""

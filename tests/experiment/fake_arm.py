@@ -122,7 +122,7 @@ class FakeArm:
             return None
         if conflict:
             return self.reply(handler, 409, {'error': {'code': 'Conflict', 'message': 'job exists'}})
-        return self.reply(handler, 200, self.jobs[name])
+        return self.reply(handler, 202, self.jobs[name])  # a create is accepted, as Batch AI answers it
 
     @staticmethod
     def reply(handler, status, payload, headers=None):

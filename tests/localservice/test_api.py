@@ -106,7 +106,7 @@ def test_list_jobs_pages_with_next_link(client, local_service, spec_policy):
 def test_errors_are_arm_shaped(client, local_service):
     base = ARM.format(local_service.subscription, local_service.resource_group, local_service.workspace)
     cases = [
-        ('GET', base + '/experiments/nope', None, {}, 404, 'ResourceNotFound'),
+        ('GET', base + '/experiments/nope', None, {}, 404, 'ExperimentNotFound'),
         ('GET', base, None, {'query': ''}, 400, 'MissingApiVersionParameter'),
         ('GET', base, None, {'query': 'api-version=2017-09-01'}, 400, 'InvalidApiVersionParameter'),
         ('GET', base, None, {'token': 'wrong'}, 401, 'AuthenticationFailed'),

@@ -89,7 +89,8 @@ def test_faults_are_survived_by_the_sdk_retries(service_factory):
     faults = []
     for _ in range(80):
         try:
-            faults.append(raw(info, 'GET', '/subscriptions/s/resourceGroups/r/providers/Microsoft.BatchAI/'
+            faults.append(raw(info, 'GET', '/subscriptions/00000000-0000-0000-0000-00000000000f/resourceGroups/r/'
+                                            'providers/Microsoft.BatchAI/'
                                             'workspaces/w')[0])
         except (http.client.HTTPException, ConnectionError):
             faults.append('drop')
