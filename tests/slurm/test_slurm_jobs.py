@@ -38,3 +38,103 @@ def test_job_succeeds_and_fails_with_its_exit_code(slurm_client, slurm_service, 
     assert bad.execution_state == 'failed' and bad.execution_info.exit_code == 3
     assert bad.execution_info.errors[0].code == 'NonZeroExitCode' and '3' in bad.execution_info.errors[0].message
     assert 'oops' in stdout_of(slurm_service, bad, 'stderr.txt')
+
+
+def gpu_cluster(client, service, name, vm_size, nodes=4):
+    """A cluster of `vm_size` (GPUs per node from the size) on the service's Slurm partition."""
+    params = models.ClusterCreateParameters(
+        vm_size=vm_size, scale_settings=models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=nodes)),
+        user_account_settings=models.UserAccountSettings(admin_user_name='tester', admin_user_password='pw-0'))
+    cluster = client.clusters.begin_create(service.resource_group, service.workspace, name, params).result()
+    return cluster.id
+
+
+def test_two_node_mpi_job_sees_its_hosts_and_task_indexes(slurm_client, slurm_service, idle_cluster):
+    command = ('echo task=$AZ_BATCHAI_TASK_INDEX node=$SLURMD_NODENAME hosts=$AZ_BATCH_HOST_LIST '
+               'master=$AZ_BATCHAI_MPI_MASTER_NODE hostfile=$(tr "\\n " ";:" < $AZ_BATCHAI_MPI_HOST_FILE)')
+    params = job_params(slurm_service, node_count=2)
+    params.custom_toolkit_settings = None
+    params.custom_mpi_settings = models.CustomMpiSettings(command_line=command, process_count=2)
+    params.job_preparation = models.JobPreparation(command_line='echo prepared $SLURMD_NODENAME')
+    job = wait_end(slurm_client, slurm_service, 'mpi', create(slurm_client, slurm_service, 'mpi', 'two', params).name)
+    assert job.execution_state == 'succeeded', job.execution_info.errors
+    lines = sorted(line.split() for line in stdout_of(slurm_service, job).splitlines() if line.startswith('task='))
+    assert [line[0] for line in lines] == ['task=0', 'task=1']
+    nodes = {line[1].split('=')[1] for line in lines}
+    assert len(nodes) == 2, 'the two tasks ran on two different nodes'
+    hosts = lines[0][2].split('=')[1].split(',')
+    assert sorted(hosts) == sorted(nodes) and all(line[2] == lines[0][2] for line in lines)
+    assert lines[0][3] == 'master=' + hosts[0]
+    assert lines[0][4] == 'hostfile=' + ''.join('{}:slots=1;'.format(h) for h in hosts)
+    prepared = stdout_of(slurm_service, job, 'stdout-job_prep.txt').split()
+    assert sorted(prepared[1::2]) == sorted(nodes), 'job preparation ran once on every node'
+
+
+def test_gpus_come_from_the_vm_size_and_are_never_shared(slurm_client, slurm_service, idle_cluster):
+    # Each node of the test cluster has two GPUs (stand-in device files: no GPU here). NC6 = 1 GPU per job, so at
+    # most 8 of the 9 jobs run at once and no (node, GPU) pair is ever held by two running jobs.
+    cluster_id = gpu_cluster(slurm_client, slurm_service, 'nc6', 'STANDARD_NC6')
+    command = ('echo $SLURMD_NODENAME gpu=$CUDA_VISIBLE_DEVICES n=$AZ_BATCHAI_NUM_GPUS $(date +%s.%N); sleep 2; '
+               'date +%s.%N')
+    names = ['g{}'.format(i) for i in range(9)]
+    for name in names:
+        create(slurm_client, slurm_service, 'gpus', name, job_params(slurm_service, command, cluster_id=cluster_id))
+    plain = create(slurm_client, slurm_service, 'gpus', 'nogpu',
+                   job_params(slurm_service, 'echo "gpu=[$CUDA_VISIBLE_DEVICES] n=$AZ_BATCHAI_NUM_GPUS"'))
+    runs = []
+    for name in names:
+        job = wait_end(slurm_client, slurm_service, 'gpus', name)
+        assert job.execution_state == 'succeeded', job.execution_info.errors
+        first, end = stdout_of(slurm_service, job).split('\n')[:2]
+        node, gpu, count, start = first.split()
+        assert gpu in ('gpu=0', 'gpu=1') and count == 'n=1'
+        runs.append(((node, gpu), float(start), float(end)))
+    for i, (device, start, end) in enumerate(runs):
+        overlapping = [r for r in runs[i + 1:] if r[1] < end and start < r[2]]
+        assert device not in [r[0] for r in overlapping], 'two running jobs shared GPU {}'.format(device)
+    most = max(sum(1 for r in runs if r[1] <= start < r[2]) for _, start, _ in runs)
+    assert most <= 8, 'more GPU jobs ran at once than there are GPUs'
+    assert stdout_of(slurm_service, wait_end(slurm_client, slurm_service, 'gpus', plain.name)).strip() == \
+        'gpu=[] n=0', 'a job of a cluster without GPUs sees none'
+
+
+def test_sbatch_refusal_fails_the_job_with_slurms_message(slurm_client, slurm_service, idle_cluster):
+    # NC24 needs 4 GPUs per node; the nodes have 2: sbatch refuses the job.
+    cluster_id = gpu_cluster(slurm_client, slurm_service, 'nc24', 'STANDARD_NC24')
+    create(slurm_client, slurm_service, 'refused', 'big', job_params(slurm_service, cluster_id=cluster_id))
+    job = wait_end(slurm_client, slurm_service, 'refused', 'big', timeout=20)
+    assert job.execution_state == 'failed'
+    (err,) = job.execution_info.errors
+    assert err.code == 'SlurmSubmitFailed' and 'Requested node configuration is not available' in err.message
+
+
+def test_toolkits_the_scheduler_cannot_run_are_refused_at_submit(slurm_client, slurm_service):
+    from azure.core.exceptions import HttpResponseError
+    import pytest
+    params = job_params(slurm_service, node_count=2)
+    params.custom_toolkit_settings = None
+    params.tensor_flow_settings = models.TensorFlowSettings(python_script_file_path='train.py')
+    slurm_client.experiments.begin_create(slurm_service.resource_group, slurm_service.workspace, 'refuse').result()
+    with pytest.raises(HttpResponseError) as refused:
+        slurm_client.jobs.begin_create(slurm_service.resource_group, slurm_service.workspace, 'refuse', 'tf',
+                                       params).result()
+    assert refused.value.status_code == 400 and refused.value.error.code == 'UnsupportedToolkit'
+    assert 'tensorFlowSettings on 2 nodes' in refused.value.error.message
+
+
+def test_terminate_cancels_and_time_limit_ends_the_job(slurm_client, slurm_service, idle_cluster):
+    rg, ws = slurm_service.resource_group, slurm_service.workspace
+    create(slurm_client, slurm_service, 'stop', 'long', job_params(slurm_service, 'sleep 300'))
+    create(slurm_client, slurm_service, 'stop', 'timed', job_params(
+        slurm_service, 'sleep 300', constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT2S')))
+    wait_end(slurm_client, slurm_service, 'stop', 'long', states=('running',))
+    slurm_client.jobs.begin_terminate(rg, ws, 'stop', 'long').result()
+    long = slurm_client.jobs.get(rg, ws, 'stop', 'long')
+    assert long.execution_state == 'failed' and long.execution_info.errors[0].code == 'JobTerminated'
+    timed = wait_end(slurm_client, slurm_service, 'stop', 'timed', timeout=30)
+    assert timed.execution_state == 'failed'
+    assert timed.execution_info.errors[0].code == 'MaxWallClockTimeExceeded'
+    start, end = timed.execution_info.start_time, timed.execution_info.end_time
+    assert 2 <= (end - start).total_seconds() < 10
+    shown = idle_cluster.run('squeue', '-h', '-t', 'all', '-o', '%j %T').stdout
+    assert shown.count('CANCELLED') >= 2
