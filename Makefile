@@ -14,13 +14,17 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools bench bench-expand bench-service bench-cli wheel lint clean
+.PHONY: demo test test-reliability dev test-tools system-deps-slurm bench bench-expand bench-service bench-cli wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
 
-test: dev test-tools
+test: dev test-tools system-deps-slurm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
+system-deps-slurm:
+	scripts/install_system_deps.sh slurm
 
 # The long reliability runs (1,000-job fault submit, 10 SIGKILLs of a 300-job submit, 10,000-job load); the last -m
 # wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md.

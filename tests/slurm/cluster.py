@@ -19,6 +19,8 @@ import time
 BINARIES = ('munged', 'mungekey', 'munge', 'slurmctld', 'slurmd', 'sbatch', 'squeue', 'scontrol', 'scancel',
             'sinfo', 'srun')
 GPUS_PER_NODE = 2
+# The daemons live in /usr/sbin, which a non-login root shell may not have on PATH.
+PATH = os.pathsep.join([os.environ.get('PATH', ''), '/usr/sbin', '/sbin'])
 
 _SLURM_CONF = """\
 ClusterName=testcluster
@@ -78,7 +80,7 @@ NodeName=n[1-{nodes}] Name=gpu File={dir}/dev/nvidia[0-{last_gpu}]
 
 
 def missing_binaries():
-    return [b for b in BINARIES if shutil.which(b) is None]
+    return [b for b in BINARIES if shutil.which(b, path=PATH) is None]
 
 
 def why_unavailable():
@@ -130,7 +132,7 @@ class SlurmCluster:
         self.dir = os.path.realpath(tempfile.mkdtemp(prefix='slurmtest.', dir=root))
         self.conf = os.path.join(self.dir, 'etc', 'slurm.conf')
         self.jobcomp = os.path.join(self.dir, 'jobcomp.txt')
-        self.env = dict(os.environ, SLURM_CONF=self.conf)
+        self.env = dict(os.environ, SLURM_CONF=self.conf, PATH=PATH)
         self.procs = {}
         self._logs = []
 
@@ -208,7 +210,10 @@ class SlurmCluster:
         args = ['scontrol', 'update', 'nodename=' + node, 'state=' + state]
         if state.lower() in ('down', 'drain'):
             args.append('reason=' + reason)
-        self.run(*args, check=True)
+        done = self.run(*args)
+        if done.returncode != 0 and not (state == 'resume' and 'Invalid node state' in done.stderr):
+            # (resume of a node that is back already: ReturnToService=2 returns it when it answers again)
+            raise RuntimeError('{}: {}'.format(' '.join(args), done.stderr.strip()))
 
     def node_states(self, nodes=None):
         """The states of the nodes (each once, though a node in two partitions is listed twice)."""
