@@ -70,7 +70,7 @@ JobRequeue=0
 NodeName=n[1-{nodes}] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[{first_node_port}-{last_node_port}] \
 CPUs={cpus} RealMemory=1000 Gres=gpu:{gpus} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-PartitionName=small Nodes=n1 MaxTime=INFINITE State=UP
+PartitionName=small Nodes=n1 MaxTime=5 State=UP
 """
 
 _GRES_CONF = """\

@@ -138,3 +138,27 @@ def test_terminate_cancels_and_time_limit_ends_the_job(slurm_client, slurm_servi
     assert 2 <= (end - start).total_seconds() < 10
     shown = idle_cluster.run('squeue', '-h', '-t', 'all', '-o', '%j %T').stdout
     assert shown.count('CANCELLED') >= 2
+
+
+def test_partition_is_honoured_and_a_job_it_can_never_run_fails(slurm_cluster, tmp_path):
+    # Partition 'small' of the test cluster: node n1 only, MaxTime 5 minutes.
+    from azext_batchai_sweep.core.client import local_batchai_client
+    from tests.fixtures_service import start_service, stop_service
+    from tests.slurm.conftest import slurm_service_args
+    service = start_service(str(tmp_path / 'small'), extra_args=slurm_service_args(slurm_cluster, '--partition',
+                                                                                   'small'))
+    try:
+        client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
+        cluster = client.clusters.get(service.resource_group, service.workspace, service.cluster)
+        assert cluster.current_node_count == 1, 'the default cluster has the nodes of the partition'
+        create(client, service, 'part', 'here', job_params(service, 'echo on $SLURMD_NODENAME'))
+        create(client, service, 'part', 'long', job_params(
+            service, 'true', constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT10M')))
+        here = wait_end(client, service, 'part', 'here')
+        assert here.execution_state == 'succeeded' and stdout_of(service, here).strip() == 'on n1'
+        long = wait_end(client, service, 'part', 'long', timeout=20)
+        assert long.execution_state == 'failed'
+        (err,) = long.execution_info.errors
+        assert err.code == 'SlurmJobUnrunnable' and 'PartitionTimeLimit' in err.message
+    finally:
+        stop_service(service)

@@ -37,8 +37,10 @@ class SlurmCli:
 
     def run(self, *args, env=None, check=True):
         self.calls[args[0]] = self.calls.get(args[0], 0) + 1
+        # Found on the service's PATH: a job's environment (which sbatch gets) need not have Slurm on its PATH.
+        program = shutil.which(args[0]) or args[0]
         try:
-            proc = subprocess.run(list(args), env=env or self.environment(), capture_output=True, text=True,
+            proc = subprocess.run([program, *args[1:]], env=env or self.environment(), capture_output=True, text=True,
                                   timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
         except FileNotFoundError:
             raise SlurmError('{} is not installed (or not on PATH)'.format(args[0])) from None
@@ -62,7 +64,7 @@ class SlurmCli:
         if self.conf and not os.path.isfile(self.conf):
             raise SlurmError('the Slurm configuration {} does not exist'.format(self.conf))
         try:
-            self.run('squeue', '-h', '-j', '0', check=False)
+            self.run('squeue', '--me', '-h', '-o', '%i')
             ping = self.run('scontrol', 'ping', check=False)
             config = self.run('scontrol', 'show', 'config').stdout
         except SlurmError as ex:

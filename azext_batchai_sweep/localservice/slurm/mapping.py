@@ -25,6 +25,18 @@ QUEUED_STATES = {'PENDING', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED', 'RESV_DEL
 LIVE_STATES = {'RUNNING', 'CONFIGURING', 'COMPLETING', 'SUSPENDED', 'STOPPED', 'SIGNALING', 'STAGE_OUT',
                'RESIZING'}
 
+# Pending reasons that never clear by waiting: the job is cancelled and fails with the reason (never stuck queued).
+UNRUNNABLE_REASONS = {
+    'PartitionTimeLimit': 'its maxWallClockTime exceeds the partition\'s time limit',
+    'PartitionNodeLimit': 'its nodeCount exceeds the partition\'s node limit',
+    'BadConstraints': 'its constraints cannot be satisfied',
+    'AccountNotAllowed': 'the account may not use the partition',
+    'InvalidAccount': 'the account is invalid',
+    'InvalidQOS': 'the QOS is invalid',
+    'QOSMaxWallDurationPerJobLimit': 'its maxWallClockTime exceeds the QOS limit',
+    'QOSMaxNodePerJobLimit': 'its nodeCount exceeds the QOS limit',
+}
+
 # Final Slurm states other than COMPLETED / FAILED / CANCELLED -> executionInfo.errors[] (code, message).
 FAILURES = {
     'TIMEOUT': REASONS['wallclock'],
@@ -60,13 +72,17 @@ def process_count(props, toolkit):
 
 def sbatch_options(props, toolkit, gpus_per_node, name, stdouterr_dir, workdir):
     nodes = props['nodeCount']
-    minutes = max(1, math.ceil(job_wall_clock(props).total_seconds() / 60.0))
-    options = ['--job-name=' + name, '--nodes={}'.format(nodes), '--time={}'.format(minutes),
+    options = ['--job-name=' + name, '--nodes={}'.format(nodes),
                '--ntasks-per-node={}'.format(math.ceil(process_count(props, toolkit) / nodes)),
                '--output=' + stdouterr_dir + '/stdout.txt', '--error=' + stdouterr_dir + '/stderr.txt',
                '--open-mode=append', '--chdir=' + workdir, '--no-requeue', '--export=ALL']
     if gpus_per_node:
         options.append('--gres=gpu:{}'.format(gpus_per_node))
+    if (props.get('constraints') or {}).get('maxWallClockTime'):
+        # Without one, the partition's default time limit applies (Batch AI's one-week default may exceed the
+        # partition's MaxTime, which would leave the job pending for ever); the service enforces the week itself.
+        minutes = max(1, math.ceil(job_wall_clock(props).total_seconds() / 60.0))
+        options.append('--time={}'.format(minutes))
     return options
 
 

@@ -284,8 +284,10 @@ class SlurmScheduler(Scheduler):
         self.poll_seconds_total += time.monotonic() - started
         now = time.time()
         for key, job in jobs.items():
-            state, _ = states.get(job.slurm_id, (None, None))
+            state, why = states.get(job.slurm_id, (None, None))
             if state in mapping.QUEUED_STATES:
+                if why in mapping.UNRUNNABLE_REASONS and job.reason is None:
+                    self._fail_unrunnable(key, job, why)
                 continue
             if state in mapping.LIVE_STATES:
                 if not job.running:
@@ -295,6 +297,17 @@ class SlurmScheduler(Scheduler):
                     self.kill(key, 'wallclock')
                 continue
             self._finish(key, job, state)
+
+    def _fail_unrunnable(self, key, job, why):
+        with self._lock:
+            if self._jobs.get(key) is not job:
+                return
+            del self._jobs[key]
+            self._record_end(key, 'failed', None, [{'code': 'SlurmJobUnrunnable', 'message': (
+                'Slurm cannot run the job: {} (pending reason {}); it was cancelled.'.format(
+                    mapping.UNRUNNABLE_REASONS[why], why))}])
+        self.cli.cancel([job.slurm_id])
+        job.done.set()
 
     def _mark_running(self, key, job):
         with self._lock:
