@@ -13,7 +13,12 @@ def test_node_failure_fails_the_job_and_a_resubmit_succeeds(slurm_client, slurm_
            job_params(slurm_service, 'echo on $SLURMD_NODENAME; sleep 300'))
     job = wait_end(slurm_client, slurm_service, 'nodefail', 'victim', states=('running',))
     deadline = time.monotonic() + 10
-    while 'on n' not in stdout_of(slurm_service, job):
+    while True:  # Slurm reports RUNNING a moment before the job's stdout file exists
+        try:
+            if 'on n' in stdout_of(slurm_service, job):
+                break
+        except FileNotFoundError:
+            pass
         assert time.monotonic() < deadline
         time.sleep(0.1)
     node = stdout_of(slurm_service, job).split()[1]

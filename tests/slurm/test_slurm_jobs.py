@@ -43,7 +43,8 @@ def test_job_succeeds_and_fails_with_its_exit_code(slurm_client, slurm_service, 
 def gpu_cluster(client, service, name, vm_size, nodes=4):
     """A cluster of `vm_size` (GPUs per node from the size) on the service's Slurm partition."""
     params = models.ClusterCreateParameters(
-        vm_size=vm_size, scale_settings=models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=nodes)),
+        vm_size=vm_size,
+        scale_settings=models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=nodes)),
         user_account_settings=models.UserAccountSettings(admin_user_name='tester', admin_user_password='pw-0'))
     cluster = client.clusters.begin_create(service.resource_group, service.workspace, name, params).result()
     return cluster.id

@@ -5,6 +5,7 @@ Nothing here talks to slurmctld any other way: a login node that can run these c
 import os
 import shutil
 import subprocess
+import time
 
 COMMAND_TIMEOUT = 60.0
 # squeue -t all keeps a finished job for MinJobAge (300 s by default): long enough for the next poll to see it.
@@ -27,7 +28,7 @@ class SlurmCli:
         self.conf = os.path.abspath(conf) if conf else None
         self.partition = partition
         self.account = account
-        self.calls = {}  # command -> number of calls (the benchmark reports where time goes)
+        self.calls = {}  # command -> [calls, seconds]: where the time goes (logged when the service stops)
 
     def environment(self, base=None):
         env = dict(os.environ if base is None else base)
@@ -36,9 +37,9 @@ class SlurmCli:
         return env
 
     def run(self, *args, env=None, check=True):
-        self.calls[args[0]] = self.calls.get(args[0], 0) + 1
         # Found on the service's PATH: a job's environment (which sbatch gets) need not have Slurm on its PATH.
         program = shutil.which(args[0]) or args[0]
+        started = time.monotonic()
         try:
             proc = subprocess.run([program, *args[1:]], env=env or self.environment(), capture_output=True, text=True,
                                   timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
@@ -46,6 +47,10 @@ class SlurmCli:
             raise SlurmError('{} is not installed (or not on PATH)'.format(args[0])) from None
         except subprocess.TimeoutExpired:
             raise SlurmError('{} did not answer within {:g} s'.format(args[0], COMMAND_TIMEOUT)) from None
+        finally:
+            spent = self.calls.setdefault(args[0], [0, 0.0])
+            spent[0] += 1
+            spent[1] += time.monotonic() - started
         if check and proc.returncode != 0:
             raise SlurmError(_clean(proc.stderr or proc.stdout))
         return proc

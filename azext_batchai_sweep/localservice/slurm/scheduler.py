@@ -61,7 +61,6 @@ class SlurmScheduler(Scheduler):
         self._stopping = False
         self._thread = None
         self.poll_count = 0
-        self.poll_seconds_total = 0.0
 
     def connect(self):
         """Check the cluster (SlurmError says what is wrong); return {'cluster', 'partition', 'nodes'}."""
@@ -118,6 +117,9 @@ class SlurmScheduler(Scheduler):
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        spent = ', '.join('{} {} in {:.2f} s'.format(name, calls, seconds)
+                          for name, (calls, seconds) in sorted(self.cli.calls.items()))
+        logger.info('Slurm commands run: %s; %d polls', spent, self.poll_count)
 
     def wake(self):
         self._wake.set()
@@ -278,10 +280,8 @@ class SlurmScheduler(Scheduler):
             jobs = dict(self._jobs)
         if not jobs:
             return
-        started = time.monotonic()
         states = self.cli.states([j.slurm_id for j in jobs.values()])
         self.poll_count += 1
-        self.poll_seconds_total += time.monotonic() - started
         now = time.time()
         for key, job in jobs.items():
             state, why = states.get(job.slurm_id, (None, None))
