@@ -279,6 +279,12 @@ class LocalService:
     def _make_scheduler(self):
         """The scheduler behind the ARM layer: this machine's processes, or a Slurm cluster (checked first)."""
         if self.scheduler_name == 'processes':
+            on_slurm = [r for r in self.store.in_states(('queued', 'running', 'terminating')) if r['sched_id']]
+            if on_slurm:
+                # The processes scheduler would run them a second time, and could not follow the Slurm jobs.
+                raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
+                                   'service with --scheduler slurm to follow them (or use another data dir)'.format(
+                                       len(on_slurm)))
             return Runner(self.store, self.data_dir, gpus=self.gpus)
         if self.scheduler_name != 'slurm':
             raise ValueError("unknown scheduler '{}'".format(self.scheduler_name))

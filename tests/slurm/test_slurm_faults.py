@@ -1,4 +1,6 @@
 """Faults on Slurm: a compute node dies under a job; the service is SIGKILLed while its Slurm jobs run."""
+import subprocess
+import sys
 import time
 
 from tests.fixtures_service import start_service
@@ -50,7 +52,7 @@ def test_service_sigkill_reattaches_to_running_slurm_jobs(slurm_cluster, tmp_pat
     create(client, service, 'crash', 'stopped', job_params(service, 'sleep 300'))
     for name in ('runs', 'fails', 'stopped'):
         wait_end(client, service, 'crash', name, states=('running',))
-    from tests.fixtures_service import restart_service, stop_service
+    from tests.fixtures_service import kill_service, restart_service, stop_service
     service = restart_service(service)  # SIGKILL, then a new service on the same data dir
     try:
         client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
@@ -60,6 +62,13 @@ def test_service_sigkill_reattaches_to_running_slurm_jobs(slurm_cluster, tmp_pat
         assert runs.execution_state == 'succeeded' and 'finished' in stdout_of(service, runs)
         fails = wait_end(client, service, 'crash', 'fails')
         assert fails.execution_state == 'failed' and fails.execution_info.exit_code == 7
+        # The processes scheduler refuses a data dir whose jobs run on Slurm (it would run them a second time).
+        kill_service(service)
+        refused = subprocess.run([sys.executable, '-m', 'azext_batchai_sweep.localservice', '--data-dir',
+                                  service.data_dir], capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode == 2 and 'handed to Slurm by an earlier start' in refused.stderr
+        service = start_service(service.data_dir, extra_args=slurm_service_args(slurm_cluster))
+        client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
         client.jobs.begin_terminate(service.resource_group, service.workspace, 'crash', 'stopped').result()
         stopped = client.jobs.get(service.resource_group, service.workspace, 'crash', 'stopped')
         assert stopped.execution_info.errors[0].code == 'JobTerminated'

@@ -9,16 +9,19 @@ them as the processes scheduler must. The service stopping leaves Slurm jobs run
 
 maxWallClockTime: Slurm gets --time in whole minutes, and the service cancels a job at the exact limit itself.
 """
+import concurrent.futures
 import datetime
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
 
 from ..gpus import gpus_per_node
 from ..layout import JobLayout
+from ..runner import _groups_with_marker, _signal_group  # pylint: disable=protected-access
 from ..resources import TOOLKITS, iso, job_wall_clock, utcnow
 from ..scheduler import Scheduler, error
 from . import mapping
@@ -28,6 +31,9 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 SUBMIT_BATCH = 100
+# sbatch calls in flight at once: each waits mostly on slurmctld's answer (and, on a small login node, on the CPU the
+# HTTP side shares), so a few overlap well; Slurm queues them in the order they arrive.
+SUBMIT_WORKERS = 4
 JOB_NAME_PREFIX = 'batchai-'
 # The job's variables that must not reach sbatch from the service's own environment (sbatch reads SBATCH_*, and
 # SLURM_* of an enclosing allocation would change what it asks for); SLURM_CONF says which cluster.
@@ -90,6 +96,12 @@ class SlurmScheduler(Scheduler):
                     slurm_id = found[0]
                     self._store.update(row['key'], sched_id=slurm_id)
             if not slurm_id:
+                if row['state'] in ('running', 'terminating'):
+                    # Left by a processes-scheduler service that died on this data dir: its processes are orphans.
+                    for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
+                        _signal_group(pgid, signal.SIGKILL)
+                    self._record_end(row['key'], 'failed', None, [error(
+                        'terminated' if row['state'] == 'terminating' else 'crashed')])
                 continue
             if row['state'] == 'deleting':
                 self.cli.cancel([slurm_id])
@@ -202,10 +214,16 @@ class SlurmScheduler(Scheduler):
             rows = self._store.unsubmitted(SUBMIT_BATCH)
             if not rows:
                 return
-            for row in rows:
-                if self._stopping:
-                    return
-                self._submit(row['key'])
+            if len(rows) == 1:
+                self._submit(rows[0]['key'])
+                continue
+            # Batch AI order (priority, then creation) is the order the workers take the jobs in.
+            with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
+                list(pool.map(self._submit_guarded, [row['key'] for row in rows]))
+
+    def _submit_guarded(self, key):
+        if not self._stopping:
+            self._submit(key)
 
     def _submit(self, key):
         row = self._store.get(key)
