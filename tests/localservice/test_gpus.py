@@ -96,6 +96,14 @@ def test_each_job_gets_its_own_gpus_and_waits_for_free_ones(stand_in_smi, tmp_pa
             vm_size='STANDARD_NC24', scale_settings=models.ScaleSettings(
                 manual=models.ManualScaleSettings(target_node_count=1)),
             user_account_settings=models.UserAccountSettings(admin_user_name='u', admin_user_password='p'))).result()
+        d4 = client.clusters.begin_create(rg, ws, 'd4', models.ClusterCreateParameters(
+            vm_size='STANDARD_D4_V2', scale_settings=models.ScaleSettings(
+                manual=models.ManualScaleSettings(target_node_count=1)),
+            user_account_settings=models.UserAccountSettings(admin_user_name='u', admin_user_password='p'))).result()
+        none = client.jobs.begin_create(rg, ws, 'gpus', 'none', job_params(
+            service, 'echo "[$CUDA_VISIBLE_DEVICES]" > {}/none'.format(out), cluster_id=d4.id)).result()
+        assert _wait(client, service, none.name).execution_state == 'succeeded'
+        assert (out / 'none').read_text().strip() == '[]', 'a job of a size without GPUs sees none'
         with pytest.raises(HttpResponseError) as refused:
             client.jobs.begin_create(rg, ws, 'gpus', 'four', job_params(service, cluster_id=nc24.id)).result()
         assert refused.value.error.code == 'InsufficientGpus' and 'needs 4 GPUs' in refused.value.error.message

@@ -67,6 +67,7 @@ class SlurmScheduler(Scheduler):
         self._stopping = False
         self._thread = None
         self.poll_count = 0
+        self._last_poll = 0.0
 
     def connect(self):
         """Check the cluster (SlurmError says what is wrong); return {'cluster', 'partition', 'nodes'}."""
@@ -191,7 +192,6 @@ class SlurmScheduler(Scheduler):
     # ---- the loop --------------------------------------------------------------------------------------------
 
     def _loop(self):
-        last_poll = 0.0
         while not self._stopping:
             self._wake.wait(self._poll_seconds)
             self._wake.clear()
@@ -199,11 +199,15 @@ class SlurmScheduler(Scheduler):
                 break
             try:
                 self._submit_queued()
-                if time.monotonic() - last_poll >= self._poll_seconds * 0.5 or self._any_killed():
-                    last_poll = time.monotonic()
-                    self._poll()
+                self._maybe_poll()
             except Exception:  # pylint: disable=broad-except
                 logger.exception('Slurm scheduler pass failed')  # the next pass retries
+
+    def _maybe_poll(self):
+        """Poll when half an interval has passed (wakes come with every create), or a job is being stopped."""
+        if time.monotonic() - self._last_poll >= self._poll_seconds * 0.5 or self._any_killed():
+            self._last_poll = time.monotonic()
+            self._poll()
 
     def _any_killed(self):
         with self._lock:
@@ -220,6 +224,7 @@ class SlurmScheduler(Scheduler):
             # Batch AI order (priority, then creation) is the order the workers take the jobs in.
             with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
                 list(pool.map(self._submit_guarded, [row['key'] for row in rows]))
+            self._maybe_poll()  # a long queue to submit does not hold back the states of the jobs already in Slurm
 
     def _submit_guarded(self, key):
         if not self._stopping:
