@@ -181,8 +181,9 @@ class SlurmCluster:
         self._until(lambda: self.node_states().count('idle') == self.nodes, timeout, 'all nodes idle')
         return self
 
-    def stop(self):
-        """Cancel what runs, stop every daemon by pid (SIGTERM, then SIGKILL), kill this cluster's leftovers."""
+    def stop(self, remove=True):
+        """Cancel what runs, stop every daemon by pid (SIGTERM, then SIGKILL), kill this cluster's leftovers;
+        then delete the cluster's directory (`remove`)."""
         ctld = self.procs.get('slurmctld')
         if ctld is not None and ctld.poll() is None:
             self.run('scancel', '--full', '--user=root')
@@ -192,6 +193,8 @@ class SlurmCluster:
         self._kill_leftovers()
         for f in self._logs:
             f.close()
+        if remove:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     # ---- fault injection -------------------------------------------------------------------------------------
 

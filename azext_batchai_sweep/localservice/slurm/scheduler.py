@@ -62,6 +62,7 @@ class SlurmScheduler(Scheduler):
         self.cluster_info = {}
         self._poll_seconds = poll_seconds
         self._lock = threading.RLock()
+        self._prepare_lock = threading.Lock()  # submit workers share the clusters' mount-volume links
         self._jobs = {}
         self._wake = threading.Event()
         self._stopping = False
@@ -240,8 +241,9 @@ class SlurmScheduler(Scheduler):
             cluster_body = json.loads(cluster_row['body'])
             toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
             layout = JobLayout(self._data_dir, body, row['cluster'])
-            layout.prepare(spec.get('mountVolumes'),
-                           (cluster_body['properties'].get('nodeSetup') or {}).get('mountVolumes'))
+            with self._prepare_lock:
+                layout.prepare(spec.get('mountVolumes'),
+                               (cluster_body['properties'].get('nodeSetup') or {}).get('mountVolumes'))
             self._store.update(key, marker=layout.uid)
             gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
             env = self._environment(layout, spec, gpus)
