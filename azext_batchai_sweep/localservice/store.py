@@ -59,6 +59,9 @@ class Store:
         columns = {r['name'] for r in self._conn.execute('PRAGMA table_info(resources)')}
         if 'sched_id' not in columns:  # a data dir of 0.1.1: the job's id at an external scheduler (Slurm)
             self._conn.execute('ALTER TABLE resources ADD COLUMN sched_id TEXT')
+        # The Slurm scheduler asks for the jobs still to hand over after every create: only they are indexed.
+        self._conn.execute('CREATE INDEX IF NOT EXISTS resources_unsubmitted ON resources (priority, seq) '
+                           "WHERE state = 'queued' AND sched_id IS NULL")
         self._lock = threading.RLock()
 
     def close(self):
@@ -143,7 +146,7 @@ class Store:
         """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order."""
         with self._lock:
             return self._conn.execute(
-                "SELECT key, node_count FROM resources WHERE kind = 'job' AND state = 'queued' AND sched_id IS NULL "
+                "SELECT key, node_count FROM resources WHERE state = 'queued' AND sched_id IS NULL "
                 'ORDER BY priority, seq LIMIT ?', (limit,)).fetchall()
 
     def in_states(self, states, kind='job'):

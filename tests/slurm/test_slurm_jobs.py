@@ -163,3 +163,32 @@ def test_partition_is_honoured_and_a_job_it_can_never_run_fails(slurm_cluster, t
         assert err.code == 'SlurmJobUnrunnable' and 'PartitionTimeLimit' in err.message
     finally:
         stop_service(service)
+
+
+def test_horovod_runs_its_processes_and_a_custom_toolkit_runs_once(slurm_client, slurm_service, idle_cluster):
+    # horovodSettings: processCount tasks with srun over the nodes; customToolkitSettings: once, on the first node,
+    # with the host list to start its own processes from (as Batch AI ran both).
+    scripts = '{}/storage/acct/shares/logs/scripts'.format(slurm_service.data_dir)
+    import os
+    os.makedirs(scripts, exist_ok=True)
+    with open(os.path.join(scripts, 'train.py'), 'w', encoding='utf-8') as f:
+        f.write('import os, sys\nprint("rank", os.environ["AZ_BATCHAI_TASK_INDEX"], os.environ["SLURMD_NODENAME"], '
+                'sys.argv[1])\n')
+    horovod = job_params(slurm_service, node_count=2)
+    horovod.custom_toolkit_settings = None
+    horovod.horovod_settings = models.HorovodSettings(
+        python_script_file_path='$AZ_BATCHAI_JOB_MOUNT_ROOT/logs/scripts/train.py', command_line_args='--lr=0.1',
+        process_count=4)
+    custom = job_params(slurm_service, 'echo once on $SLURMD_NODENAME of $AZ_BATCH_HOST_LIST', node_count=2)
+    create(slurm_client, slurm_service, 'multi', 'hvd', horovod)
+    create(slurm_client, slurm_service, 'multi', 'custom', custom)
+    hvd = wait_end(slurm_client, slurm_service, 'multi', 'hvd')
+    assert hvd.execution_state == 'succeeded', hvd.execution_info.errors
+    ranks = sorted(line.split() for line in stdout_of(slurm_service, hvd).splitlines() if line.startswith('rank'))
+    assert [r[1] for r in ranks] == ['0', '1', '2', '3'] and {r[3] for r in ranks} == {'--lr=0.1'}
+    assert len({r[2] for r in ranks}) == 2, '4 processes over the 2 nodes'
+    one = wait_end(slurm_client, slurm_service, 'multi', 'custom')
+    lines = stdout_of(slurm_service, one).split('\n')
+    assert one.execution_state == 'succeeded' and len([x for x in lines if x]) == 1
+    node, hosts = lines[0].split()[2], lines[0].split()[4].split(',')
+    assert len(hosts) == 2 and node == hosts[0]
