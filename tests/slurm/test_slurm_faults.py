@@ -3,7 +3,8 @@ import subprocess
 import sys
 import time
 
-from tests.fixtures_service import start_service
+from azext_batchai_sweep.core.client import local_batchai_client
+from tests.fixtures_service import kill_service, restart_service, start_service, stop_service
 from tests.localservice.conftest import job_params
 from tests.slurm.conftest import slurm_service_args
 from tests.slurm.test_slurm_jobs import create, stdout_of, wait_end
@@ -43,7 +44,6 @@ def test_node_failure_fails_the_job_and_a_resubmit_succeeds(slurm_client, slurm_
 
 
 def test_service_sigkill_reattaches_to_running_slurm_jobs(slurm_cluster, tmp_path):
-    from azext_batchai_sweep.core.client import local_batchai_client
     slurm_cluster.wait_idle()
     service = start_service(str(tmp_path / 'svc'), extra_args=slurm_service_args(slurm_cluster))
     client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
@@ -52,7 +52,6 @@ def test_service_sigkill_reattaches_to_running_slurm_jobs(slurm_cluster, tmp_pat
     create(client, service, 'crash', 'stopped', job_params(service, 'sleep 300'))
     for name in ('runs', 'fails', 'stopped'):
         wait_end(client, service, 'crash', name, states=('running',))
-    from tests.fixtures_service import kill_service, restart_service, stop_service
     service = restart_service(service)  # SIGKILL, then a new service on the same data dir
     try:
         client = local_batchai_client(service.endpoint, service.token_file, service.subscription)

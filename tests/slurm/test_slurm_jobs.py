@@ -1,9 +1,16 @@
 """Jobs of the local service on a real Slurm cluster (tests/slurm/cluster.py): the mapping of docs/slurm.md."""
+import os
 import time
 
+import pytest
+from azure.core.exceptions import HttpResponseError
 from azure.mgmt.batchai import models
 
+from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, SlurmError
+from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params
+from tests.slurm.conftest import slurm_service_args
 
 
 def wait_end(client, service, experiment, name, timeout=60, states=('succeeded', 'failed')):
@@ -110,8 +117,6 @@ def test_sbatch_refusal_fails_the_job_with_slurms_message(slurm_client, slurm_se
 
 
 def test_toolkits_the_scheduler_cannot_run_are_refused_at_submit(slurm_client, slurm_service):
-    from azure.core.exceptions import HttpResponseError
-    import pytest
     params = job_params(slurm_service, node_count=2)
     params.custom_toolkit_settings = None
     params.tensor_flow_settings = models.TensorFlowSettings(python_script_file_path='train.py')
@@ -143,9 +148,6 @@ def test_terminate_cancels_and_time_limit_ends_the_job(slurm_client, slurm_servi
 
 def test_partition_is_honoured_and_a_job_it_can_never_run_fails(slurm_cluster, tmp_path):
     # Partition 'small' of the test cluster: node n1 only, MaxTime 5 minutes.
-    from azext_batchai_sweep.core.client import local_batchai_client
-    from tests.fixtures_service import start_service, stop_service
-    from tests.slurm.conftest import slurm_service_args
     service = start_service(str(tmp_path / 'small'), extra_args=slurm_service_args(slurm_cluster, '--partition',
                                                                                    'small'))
     try:
@@ -163,13 +165,18 @@ def test_partition_is_honoured_and_a_job_it_can_never_run_fails(slurm_cluster, t
         assert err.code == 'SlurmJobUnrunnable' and 'PartitionTimeLimit' in err.message
     finally:
         stop_service(service)
+    slurm_cluster.run('scontrol', 'update', 'partitionname=small', 'state=down')
+    try:
+        with pytest.raises(SlurmError, match="the Slurm partition 'small' is DOWN"):
+            SlurmCli(slurm_cluster.conf, 'small').check()
+    finally:
+        slurm_cluster.run('scontrol', 'update', 'partitionname=small', 'state=up')
 
 
 def test_horovod_runs_its_processes_and_a_custom_toolkit_runs_once(slurm_client, slurm_service, idle_cluster):
     # horovodSettings: processCount tasks with srun over the nodes; customToolkitSettings: once, on the first node,
     # with the host list to start its own processes from (as Batch AI ran both).
     scripts = '{}/storage/acct/shares/logs/scripts'.format(slurm_service.data_dir)
-    import os
     os.makedirs(scripts, exist_ok=True)
     with open(os.path.join(scripts, 'train.py'), 'w', encoding='utf-8') as f:
         f.write('import os, sys\nprint("rank", os.environ["AZ_BATCHAI_TASK_INDEX"], os.environ["SLURMD_NODENAME"], '

@@ -85,6 +85,9 @@ class SlurmCli:
             raise SlurmError("the Slurm partition '{}' does not exist on cluster {}".format(partition, cluster)) \
                 from None
         nodes = int(_field(shown, 'TotalNodes') or 0)
+        state = _field(shown, 'State') or 'UP'
+        if state != 'UP':
+            raise SlurmError("the Slurm partition '{}' is {}: it takes no jobs".format(partition, state))
         if nodes < 1:
             raise SlurmError("the Slurm partition '{}' has no nodes".format(partition))
         return {'cluster': cluster, 'partition': partition, 'nodes': nodes}
