@@ -14,13 +14,17 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools bench bench-expand bench-service bench-cli wheel lint clean
+.PHONY: demo test test-reliability dev test-tools system-deps-slurm bench bench-slurm bench-expand bench-service bench-cli wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
 
-test: dev test-tools
+test: dev test-tools system-deps-slurm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
+system-deps-slurm:
+	scripts/install_system_deps.sh slurm
 
 # The long reliability runs (1,000-job fault submit, 10 SIGKILLs of a 300-job submit, 10,000-job load); the last -m
 # wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md.
@@ -59,7 +63,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli
+bench: bench-expand bench-service bench-cli bench-slurm
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -69,6 +73,10 @@ bench-service: dev $(TEST_STAMP)
 
 bench-cli: dev $(TEST_STAMP)
 	$(BIN)/python bench/cli.py
+
+# The local service on a real Slurm (the tests' loopback cluster; root and the Slurm packages) vs a plain sbatch loop.
+bench-slurm: dev $(TEST_STAMP) system-deps-slurm
+	$(BIN)/python bench/slurm.py
 
 # azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
 # rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.

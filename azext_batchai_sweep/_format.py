@@ -181,5 +181,6 @@ def local_service_table_format(result):
     """A single row; the keys of local start/status/stop in title case."""
     titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',
               'running': 'Running', 'targeted': 'Targeted', 'stopped': 'Stopped', 'workspace': 'Workspace',
-              'cluster': 'Cluster', 'resourceGroup': 'Resource Group'}
+              'cluster': 'Cluster', 'resourceGroup': 'Resource Group', 'scheduler': 'Scheduler',
+              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs'}
     return [OrderedDict((title, _text(result[key])) for key, title in titles.items() if key in result)]

@@ -325,7 +325,8 @@ type: group
 short-summary: A local Batch AI service, to run sweeps on this machine.
 long-summary: >
     "local start" runs a service that speaks the Batch AI API on 127.0.0.1, with one workspace (local), one cluster
-    (local) in resource group batchai-local, and runs the jobs as local processes. It also points every
+    (local) in resource group batchai-local, and runs the jobs as local processes (or, with --scheduler slurm, as
+    Slurm batch jobs on a cluster). It also points every
     "az batchai sweep" command at it (az config batchai_sweep.endpoint and token_file; the environment variables
     AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop".
 """
@@ -347,6 +348,22 @@ parameters:
   - name: --faults
     type: string
     short-summary: Inject failures for testing, e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".
+  - name: --scheduler
+    type: string
+    short-summary: Where jobs run, "processes" on this machine (default) or "slurm", as Slurm batch jobs.
+    long-summary: With slurm, run it on a machine that can submit to the cluster (a login node); the data directory must be on a filesystem the compute nodes share. docs/slurm.md has the mapping of Batch AI fields.
+  - name: --gpus
+    type: string
+    short-summary: Processes scheduler only. GPUs handed out, each job its own, as "auto", a count or a list.
+  - name: --partition
+    type: string
+    short-summary: Slurm only. The partition to submit to; default is the cluster's default partition.
+  - name: --account
+    type: string
+    short-summary: Slurm only. The account to charge the jobs to.
+  - name: --slurm-conf
+    type: string
+    short-summary: Slurm only. The cluster's slurm.conf; default is Slurm's own configuration.
 examples:
   - name: Start the local service and run a sweep on it.
     text: |
@@ -354,6 +371,10 @@ examples:
         az batchai sweep submit -g batchai-local -w local -e demo -n lr --spec sweep.yaml -c local --wait
   - name: Start a service that runs 2 jobs at a time on a given port.
     text: az batchai sweep local start --slots 2 --port 8950
+  - name: Run the jobs on the Slurm cluster of this login node, in partition gpu.
+    text: az batchai sweep local start --scheduler slurm --partition gpu --account myproject
+  - name: Run the jobs on this machine, each on its own GPU of the four it has.
+    text: az batchai sweep local start --gpus 0,1,2,3
 """
 
 helps['batchai sweep local status'] = """
@@ -371,7 +392,7 @@ examples:
 helps['batchai sweep local stop'] = """
 type: command
 short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
-long-summary: Running jobs are stopped and recorded as failed; the data directory is kept for the next start.
+long-summary: Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm the jobs run on, and the next start re-attaches to them.
 parameters:
   - name: --data-dir
     type: string

@@ -12,19 +12,45 @@ logger = get_logger(__name__)
 
 # What `local start` and `local status` report of the service's service.json.
 _FIELDS = ('endpoint', 'filesEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId', 'resourceGroup',
-           'workspace', 'cluster')
+           'workspace', 'cluster', 'scheduler')
+# Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler.
+_OPTIONAL_FIELDS = ('slurmCluster', 'partition', 'account', 'gpus')
 
 
 def _report(info):
-    return {key: info.get(key) for key in _FIELDS}
+    report = {key: info.get(key) for key in _FIELDS}
+    report.update({key: info[key] for key in _OPTIONAL_FIELDS if info.get(key) is not None})
+    return report
 
 
-def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
+def _check_slurm(slurm_conf, partition, account):
+    """Refuse before starting anything when Slurm cannot take jobs from here (the service checks again)."""
+    from azure.cli.core.azclierror import ValidationError
+    from .localservice.slurm.commands import SlurmCli, SlurmError
+    try:
+        return SlurmCli(slurm_conf, partition, account).check()
+    except SlurmError as ex:
+        raise ValidationError('Cannot schedule on Slurm: {}'.format(ex), recommendation=(
+            'Run "local start --scheduler slurm" on a machine that can submit to the cluster (sbatch and squeue '
+            'work there); --slurm-conf names its slurm.conf, --partition a partition of it.')) from None
+
+
+def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='processes', gpus=None,
+          partition=None, account=None, slurm_conf=None):
     from azure.cli.core.azclierror import UnclassifiedUserFault
     from .localservice import control
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
+    if scheduler == 'slurm':
+        slurm_conf = os.path.abspath(slurm_conf) if slurm_conf else None
+        if not control.status(data_dir)['running']:
+            _check_slurm(slurm_conf, partition, account)
+        options = {'scheduler': 'slurm', 'slurm_conf': slurm_conf, 'partition': partition, 'account': account}
+        slots = None
+    else:
+        options = {'gpus': gpus}
+        slots = slots or os.cpu_count() or 1
     try:
-        info = control.start_background(data_dir, port=port or 0, slots=slots or os.cpu_count() or 1, faults=faults)
+        info = control.start_background(data_dir, port=port or 0, slots=slots, faults=faults, scheduler=options)
     except RuntimeError as ex:
         raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None
@@ -32,6 +58,11 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
     logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command now uses it '
                    'until "az batchai sweep local stop". Workspace %s, cluster %s, resource group %s.',
                    info['endpoint'], data_dir, info['workspace'], info['cluster'], info['resourceGroup'])
+    if info.get('scheduler') == 'slurm':
+        logger.warning('Jobs run on Slurm cluster %s, partition %s.', info.get('slurmCluster'), info.get('partition'))
+    elif (info.get('scheduler') or 'processes') != scheduler:
+        logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',
+                       data_dir, info.get('scheduler') or 'processes')
     return _report(info)
 
 

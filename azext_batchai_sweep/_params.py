@@ -139,3 +139,13 @@ def load_arguments(self, _):
         c.argument('slots', type=int, help='Number of jobs the local cluster runs at once. Default: the number of CPUs.')
         c.argument('faults', options_list=['--faults'],
                    help='Inject failures, for testing clients: e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".')
+        c.argument('scheduler', arg_type=get_enum_type(['processes', 'slurm']), default='processes',
+                   help='Where the jobs run: as processes on this machine, or as Slurm batch jobs on the cluster this machine submits to (the data directory must be on a filesystem the compute nodes share).')
+        c.argument('gpus', options_list=['--gpus'],
+                   help='Processes scheduler: the GPUs to hand out, each job its own through CUDA_VISIBLE_DEVICES: "auto" (what nvidia-smi -L lists; none without it), a count, or a comma-separated list of device indexes. Default: GPUs are not managed.')
+        c.argument('partition', options_list=['--partition'],
+                   help='Slurm scheduler: the partition to submit to. Default: the cluster\'s default partition.')
+        c.argument('account', options_list=['--account'],
+                   help='Slurm scheduler: the account to charge the jobs to (sbatch --account).')
+        c.argument('slurm_conf', options_list=['--slurm-conf'], completer=FilesCompleter(),
+                   help='Slurm scheduler: the slurm.conf of the cluster (SLURM_CONF). Default: Slurm\'s own configuration.')

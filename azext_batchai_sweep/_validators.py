@@ -122,12 +122,37 @@ def validate_local_start(cmd, namespace):  # pylint: disable=unused-argument
     if namespace.port is not None and not 0 <= namespace.port <= 65535:
         raise InvalidArgumentValueError('--port must be between 0 (any free port) and 65535, not {}'.format(
             namespace.port))
+    _validate_scheduler_options(namespace)
     if namespace.faults:
         from .localservice.faults import parse_spec
         try:
             parse_spec(namespace.faults)
         except ValueError as ex:
             raise InvalidArgumentValueError('Invalid --faults: {}'.format(ex)) from None
+
+
+def _validate_scheduler_options(namespace):
+    """The options of one scheduler are refused with the other; --gpus and --slurm-conf are checked here."""
+    slurm = getattr(namespace, 'scheduler', 'processes') == 'slurm'
+    given = [option for option, value in (('--partition', namespace.partition), ('--account', namespace.account),
+                                          ('--slurm-conf', namespace.slurm_conf)) if value]
+    if given and not slurm:
+        raise InvalidArgumentValueError('{} only apply with --scheduler slurm'.format(', '.join(given)))
+    if slurm and namespace.gpus:
+        raise InvalidArgumentValueError('--gpus is for the processes scheduler',
+                                        recommendation='On Slurm the jobs get GPUs as GRES, from their cluster\'s '
+                                                       'VM size (NC6: 1 per node, NC12: 2, NC24: 4).')
+    if slurm and namespace.slots:
+        raise InvalidArgumentValueError('--slots is for the processes scheduler: on Slurm the cluster has the '
+                                        'nodes of the partition')
+    if namespace.gpus:
+        from .localservice.gpus import parse_gpus
+        try:
+            parse_gpus(namespace.gpus if namespace.gpus.strip().lower() != 'auto' else '0')
+        except ValueError as ex:
+            raise InvalidArgumentValueError(str(ex)) from None
+    if namespace.slurm_conf:
+        _validate_file(namespace.slurm_conf, '--slurm-conf', 'the Slurm configuration')
 
 
 def _validate_sweep_name(name):

@@ -488,9 +488,11 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
-def local_start(cmd, port=0, data_dir=None, slots=None, faults=None):
+def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
+                partition=None, account=None, slurm_conf=None):
     from ._local import start
-    return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults)
+    return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults, scheduler=scheduler,
+                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf)
 
 
 def local_status(cmd, data_dir=None):

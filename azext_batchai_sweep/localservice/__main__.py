@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 
+from .gpus import parse_gpus
 from .server import LocalService
 
 
@@ -21,6 +22,14 @@ def _parser():
     parser.add_argument('--slots', type=int, default=None, help='nodes of the default cluster (default: CPUs)')
     parser.add_argument('--faults', default=None,
                         help='fault injection, e.g. 5xx=0.2,429=0.1,drop=0.02,latency-ms=200,writes-per-s=20,seed=1')
+    parser.add_argument('--scheduler', default='processes', choices=['processes', 'slurm'],
+                        help='run jobs as processes on this machine, or submit them to a Slurm cluster')
+    parser.add_argument('--gpus', default=None,
+                        help="processes scheduler: GPUs to hand out, 'auto' (nvidia-smi -L), a count or a list")
+    parser.add_argument('--partition', default=None, help='Slurm partition (default: the default partition)')
+    parser.add_argument('--account', default=None, help='Slurm account to charge')
+    parser.add_argument('--slurm-conf', default=None, help='slurm.conf of the cluster (default: Slurm\'s own)')
+    parser.add_argument('--slurm-poll', type=float, default=None, help='seconds between two squeue polls')
     parser.add_argument('--allow-remote', action='store_true', help='allow a non-loopback --host')
     parser.add_argument('--log-level', default='INFO', choices=['DEBUG', 'INFO', 'WARNING', 'ERROR'])
     return parser
@@ -32,8 +41,14 @@ def main(argv=None):
     if args.slots is not None and args.slots < 1:
         _parser().error('--slots must be at least 1')
     try:
+        gpus = parse_gpus(args.gpus) if args.gpus is not None else None
+        if args.scheduler == 'slurm' and gpus is not None:
+            raise ValueError('--gpus is for the processes scheduler: on Slurm, GPUs come from GRES')
         service = LocalService(args.data_dir, host=args.host, port=args.port, files_port=args.files_port,
-                               slots=args.slots, faults=args.faults, allow_remote=args.allow_remote)
+                               slots=args.slots, faults=args.faults, allow_remote=args.allow_remote,
+                               scheduler=args.scheduler, gpus=gpus,
+                               slurm={'conf': args.slurm_conf, 'partition': args.partition, 'account': args.account,
+                                      'poll_seconds': args.slurm_poll})
         service.start()
     except (ValueError, RuntimeError, OSError) as ex:
         print('error: {}'.format(ex), file=sys.stderr)

@@ -503,10 +503,12 @@ class _Request:
         cluster_row = self.store.get(cluster_key)
         if cluster_row is None or cluster_row['state'] == 'deleting':
             raise bad_request('ClusterNotFound', "The cluster '{}' does not exist.".format(props['cluster']['id']))
-        slots = json.loads(cluster_row['body'])['properties'].get('currentNodeCount', 0)
+        cluster_props = json.loads(cluster_row['body'])
+        slots = cluster_props['properties'].get('currentNodeCount', 0)
         if props['nodeCount'] > slots:
             raise bad_request('InvalidNodeCount', 'The job needs {} nodes; the cluster has {}.'.format(
                 props['nodeCount'], slots))
+        self.runner.check_job(props, toolkit, cluster_props)  # what this scheduler cannot run: 400 now
         body = job_body(self.sub, rg, workspace, experiment, name, props, toolkit, utcnow())
         JobLayout(self.api._data_dir, body, cluster_key).check_inside_data_dir()  # pylint: disable=protected-access
         inserted = self.store.insert(key, 'job', exp_key, body, spec=props, cluster=cluster_key, state='queued',

@@ -77,8 +77,12 @@ def status(data_dir):
     return {'running': False, 'dataDir': data_dir}
 
 
-def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, timeout=60.0):
-    """Start a detached service on `data_dir` (or return the one already running); return its service.json."""
+def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, timeout=60.0, scheduler=None):
+    """Start a detached service on `data_dir` (or return the one already running); return its service.json.
+
+    `scheduler`: the options of the scheduler (`__main__`'s flags without '--', e.g. {'scheduler': 'slurm',
+    'partition': 'gpu'} or {'gpus': 'auto'}); None values are left out.
+    """
     data_dir = os.path.abspath(data_dir)
     current = status(data_dir)
     if current['running']:
@@ -93,6 +97,9 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
         cmd += ['--slots', str(slots)]
     if faults:
         cmd += ['--faults', faults]
+    for name, value in (scheduler or {}).items():
+        if value is not None:
+            cmd += ['--' + name.replace('_', '-'), str(value)]
     log_path = os.path.join(data_dir, LOG_FILE)
     with open(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, 'O_NOFOLLOW', 0), 0o600),
               'ab') as log:

@@ -1,10 +1,13 @@
-"""The scheduler and the job processes.
+"""The processes scheduler (`--scheduler processes`, the default): jobs as process groups on this machine.
 
 A cluster's nodes are slots. The scheduler thread (off the request path: requests only `wake()` it) starts the
 queued jobs of each cluster strictly in order (priority high > normal > low, then submission order): when the
 head of a queue needs more slots than are free, the jobs behind it wait too, as Batch AI's gang scheduling does.
 Each running job has a thread that runs its process group (job preparation, then the toolkit command), enforces
 maxWallClockTime and records the outcome.
+
+GPUs (`--gpus`): each job gets its own devices through CUDA_VISIBLE_DEVICES, as many per node as its cluster's VM
+size has (gpus.py); a job waits in the queue until that many are free, so no two jobs ever share a GPU.
 """
 import json
 import logging
@@ -15,9 +18,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .errors import is_disk_full
+from .errors import bad_request, is_disk_full
+from .gpus import gpus_per_node
 from .layout import JobLayout, MARKER_VARIABLE, command_line
 from .resources import TOOLKITS, iso, job_wall_clock, utcnow
+from .scheduler import REASONS, Scheduler, error as _error  # noqa: F401 (REASONS: part of this module's API)
 
 logger = logging.getLogger(__name__)
 
@@ -26,32 +31,16 @@ DISK_FULL_JOB_MESSAGE = ("The local service's disk filled up: the job could not 
                          'Free space on the file system of the data dir, then resubmit it.')
 POLL_SECONDS = 0.1
 
-# Why a job ended without its own exit code deciding: executionInfo.errors[].code and message.
-REASONS = {
-    'terminated': ('JobTerminated', 'The job was terminated by the user.'),
-    'deleted': ('JobDeleted', 'The job was deleted while it was running.'),
-    'wallclock': ('MaxWallClockTimeExceeded', 'The job ran longer than its constraints.maxWallClockTime.'),
-    'stopped': ('ServiceStopped', 'The local Batch AI service was stopped while the job was running.'),
-    'crashed': ('ServiceInterrupted', 'The local Batch AI service died while the job was running; '
-                                      'the job was marked failed and its processes killed at the next start.'),
-    'cluster': ('ClusterDeleted', 'The cluster of the job was deleted.'),
-}
-
-
 @dataclass
 class _Running:
     """A job that holds slots: its current process and why it is being stopped (if it is)."""
     cluster: str
     slots: int
+    gpus: tuple = ()
     proc: subprocess.Popen = None
     reason: str = None
     kill_at: float = None
     done: threading.Event = field(default_factory=threading.Event)
-
-
-def _error(reason):
-    code, message = REASONS[reason]
-    return {'code': code, 'message': message}
 
 
 def _signal_group(pgid, sig):
@@ -85,18 +74,46 @@ def _groups_with_marker(marker):
     return groups
 
 
-class Runner:
-    """Runs the jobs stored in `store` on their clusters' slots."""
+class Runner(Scheduler):
+    """Runs the jobs stored in `store` on their clusters' slots (and the machine's GPUs, when given)."""
 
-    def __init__(self, store, data_dir):
+    name = 'processes'
+
+    def __init__(self, store, data_dir, gpus=None):
         self._store = store
         self._data_dir = data_dir
+        # None: GPUs are not managed (jobs inherit the service's CUDA_VISIBLE_DEVICES); else the device indexes.
+        self._gpus = None if gpus is None else [str(g) for g in gpus]
         self._lock = threading.RLock()  # re-entered by `locked()` callers that query the runner
         self._running = {}
         self._unrecorded = {}  # job key -> (finish(body), state): ends not yet written (a full disk)
         self._wake = threading.Event()
         self._stopping = False
         self._thread = None
+
+    def describe(self):
+        info = {'scheduler': self.name}
+        if self._gpus is not None:
+            info['gpus'] = ','.join(self._gpus)
+        return info
+
+    def job_gpus(self, cluster_body, node_count):
+        """GPUs a job needs: its cluster's GPUs per node times its nodes (0 when GPUs are not managed)."""
+        if self._gpus is None:
+            return 0
+        return gpus_per_node(cluster_body['properties'].get('vmSize'), len(self._gpus)) * node_count
+
+    def check_job(self, props, toolkit, cluster_body):
+        need = self.job_gpus(cluster_body, props['nodeCount'])
+        if need > len(self._gpus or ()):
+            raise bad_request('InsufficientGpus', 'The job needs {} GPUs ({} nodes of {}); the local service has '
+                              '{} (local start --gpus).'.format(need, props['nodeCount'],
+                                                                cluster_body['properties'].get('vmSize'),
+                                                                len(self._gpus or ())))
+
+    def _free_gpus(self):
+        taken = {g for r in self._running.values() for g in r.gpus}
+        return [g for g in self._gpus or () if g not in taken]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -209,13 +226,18 @@ class Runner:
                     used = sum(r.slots for r in self._running.values() if r.cluster == cluster)
                     if used + head['node_count'] > slots:
                         break
+                    free = self._free_gpus()
+                    need = self.job_gpus(cluster_body, head['node_count'])
+                    if need > len(free):
+                        break  # gang order: the jobs behind a job waiting for GPUs wait too
                     now = iso(utcnow())
                     # Recorded before the slot is taken: on a full disk the job stays queued (and starts once space
                     # returns) instead of holding a slot without a process.
                     self._store.update(head['key'], lambda b: b['properties'].update(
                         executionState='running', executionStateTransitionTime=now,
                         executionInfo={'startTime': now}), state='running')
-                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'])
+                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'],
+                                                          gpus=tuple(free[:need]))
                 threading.Thread(target=self._run, args=(head['key'], cluster_body), name='job',
                                  daemon=True).start()
 
@@ -232,6 +254,13 @@ class Runner:
                            .get('mountVolumes'))
             self._store.update(key, marker=layout.uid)
             env = layout.environment(spec)
+            if self._gpus is not None:
+                with self._lock:
+                    devices = self._running[key].gpus
+                # Only the job's own devices: the GPUs Batch AI would have given it, and no others.
+                env['CUDA_VISIBLE_DEVICES'] = ','.join(devices)
+                env['AZ_BATCHAI_NUM_GPUS'] = str(gpus_per_node(cluster_body['properties'].get('vmSize'),
+                                                               len(self._gpus)))
             deadline = time.monotonic() + job_wall_clock(spec).total_seconds()
             out_dir = layout.stdouterr_dir
             if spec.get('containerSettings'):

@@ -25,6 +25,8 @@ from .faults import FaultInjector
 from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
 from .runner import Runner
+from .slurm.commands import SlurmCli, SlurmError
+from .slurm.scheduler import SlurmScheduler
 from .store import Store, resource_key
 
 logger = logging.getLogger(__name__)
@@ -216,13 +218,16 @@ class LocalService:
     """One running service on a data dir (exclusive: a second one on the same dir refuses to start)."""
 
     def __init__(self, data_dir, host='127.0.0.1', port=0, files_port=0, slots=None, faults=None,
-                 allow_remote=False):
+                 allow_remote=False, scheduler='processes', gpus=None, slurm=None):
         if not is_loopback(host) and not allow_remote:
             raise ValueError("refusing to listen on non-loopback address '{}' without --allow-remote".format(host))
         self.data_dir = os.path.abspath(data_dir)
         self.host, self.port, self.files_port = host, port, files_port
         self.slots = slots or os.cpu_count() or 1
         self.faults = FaultInjector(faults)
+        self.scheduler_name = scheduler
+        self.gpus = gpus  # processes scheduler: device indexes (None: GPUs not managed)
+        self.slurm = dict(slurm or {})  # Slurm scheduler: conf, partition, account, poll_seconds
         self.secrets = None
         self.store = self.runner = self.api = self.files_api = None
         self._servers = []
@@ -240,7 +245,7 @@ class LocalService:
         self.secrets = load_or_create_secrets(self.data_dir)
         self.store = Store(os.path.join(self.data_dir, 'service.db'))
         datadir.make_private(self.data_dir)
-        self.runner = Runner(self.store, self.data_dir)
+        self.runner = self._make_scheduler()
         self.runner.recover()
         self._create_defaults()
         self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
@@ -263,6 +268,30 @@ class LocalService:
                     else '')
         return info
 
+    def _make_scheduler(self):
+        """The scheduler behind the ARM layer: this machine's processes, or a Slurm cluster (checked first)."""
+        if self.scheduler_name == 'processes':
+            on_slurm = [r for r in self.store.in_states(('queued', 'running', 'terminating')) if r['sched_id']]
+            if on_slurm:
+                # The processes scheduler would run them a second time, and could not follow the Slurm jobs.
+                raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
+                                   'service with --scheduler slurm to follow them (or use another data dir)'.format(
+                                       len(on_slurm)))
+            return Runner(self.store, self.data_dir, gpus=self.gpus)
+        if self.scheduler_name != 'slurm':
+            raise ValueError("unknown scheduler '{}'".format(self.scheduler_name))
+        cli = SlurmCli(self.slurm.get('conf'), self.slurm.get('partition'), self.slurm.get('account'))
+        scheduler = SlurmScheduler(self.store, self.data_dir, cli,
+                                   **({'poll_seconds': self.slurm['poll_seconds']} if self.slurm.get('poll_seconds')
+                                      else {}))
+        try:
+            info = scheduler.connect()
+        except SlurmError as ex:
+            raise RuntimeError('cannot use Slurm: {}'.format(ex)) from None
+        # The default cluster has the partition's nodes: a job of more nodes is refused at submit.
+        self.slots = info['nodes']
+        return scheduler
+
     def _host_port(self, server):
         host = self.host if ':' not in self.host else '[{}]'.format(self.host)
         return '{}:{}'.format(host, server.server_address[1])
@@ -273,7 +302,7 @@ class LocalService:
             'filesEndpoint': 'http://' + self._host_port(self._servers[1]),
             'pid': os.getpid(), 'tokenFile': self.secrets.token_file, 'dataDir': self.data_dir,
             'subscriptionId': DEFAULT_SUBSCRIPTION, 'resourceGroup': DEFAULT_RESOURCE_GROUP,
-            'workspace': DEFAULT_WORKSPACE, 'cluster': DEFAULT_CLUSTER,
+            'workspace': DEFAULT_WORKSPACE, 'cluster': DEFAULT_CLUSTER, **self.runner.describe(),
         }
 
     def _create_defaults(self):

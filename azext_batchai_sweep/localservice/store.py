@@ -27,13 +27,14 @@ CREATE TABLE IF NOT EXISTS resources (
     priority INTEGER,
     node_count INTEGER,
     pgid INTEGER,
-    marker TEXT
+    marker TEXT,
+    sched_id TEXT
 );
 CREATE INDEX IF NOT EXISTS resources_children ON resources (kind, parent, seq);
 CREATE INDEX IF NOT EXISTS resources_queue ON resources (cluster, state, priority, seq);
 """
 
-JOB_COLUMNS = ('cluster', 'state', 'priority', 'node_count', 'pgid', 'marker')
+JOB_COLUMNS = ('cluster', 'state', 'priority', 'node_count', 'pgid', 'marker', 'sched_id')
 
 
 def resource_key(*parts):
@@ -55,6 +56,12 @@ class Store:
         # NORMAL in WAL mode: durable against a service crash (not a power cut) without an fsync per commit.
         self._conn.execute('PRAGMA synchronous=NORMAL')
         self._conn.executescript(SCHEMA)
+        columns = {r['name'] for r in self._conn.execute('PRAGMA table_info(resources)')}
+        if 'sched_id' not in columns:  # a data dir of 0.1.1: the job's id at an external scheduler (Slurm)
+            self._conn.execute('ALTER TABLE resources ADD COLUMN sched_id TEXT')
+        # The Slurm scheduler asks for the jobs still to hand over after every create: only they are indexed.
+        self._conn.execute('CREATE INDEX IF NOT EXISTS resources_unsubmitted ON resources (priority, seq) '
+                           "WHERE state = 'queued' AND sched_id IS NULL")
         self._lock = threading.RLock()
 
     def close(self):
@@ -141,9 +148,16 @@ class Store:
                 "(SELECT 1 FROM resources j WHERE j.cluster = c.key AND j.state = 'queued')").fetchall()
         return [r['cluster'] for r in rows]
 
+    def unsubmitted(self, limit):
+        """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT key, node_count FROM resources WHERE state = 'queued' AND sched_id IS NULL "
+                'ORDER BY priority, seq LIMIT ?', (limit,)).fetchall()
+
     def in_states(self, states, kind='job'):
-        """Rows (key, state, pgid, marker, cluster) of the resources (of `kind`, None: any) in any of `states`."""
-        sql = 'SELECT key, state, pgid, marker, cluster FROM resources WHERE state IN ({})'.format(
+        """Rows (key, state, pgid, marker, cluster, sched_id) of the resources (of `kind`, None: any) in `states`."""
+        sql = 'SELECT key, state, pgid, marker, cluster, sched_id FROM resources WHERE state IN ({})'.format(
             ','.join('?' * len(states)))
         args = list(states)
         if kind:

@@ -52,7 +52,8 @@ def test_control_start_status_stop(tmp_path):
         assert stat.S_IMODE(os.stat(info['tokenFile']).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(os.path.join(data_dir, 'storage.key')).st_mode) == 0o600
         assert set(info) == {'endpoint', 'filesEndpoint', 'pid', 'tokenFile', 'dataDir', 'subscriptionId',
-                             'resourceGroup', 'workspace', 'cluster'}
+                             'resourceGroup', 'workspace', 'cluster', 'scheduler'}
+        assert info['scheduler'] == 'processes'
         assert control.status(data_dir)['running'] is True
         assert control.start_background(data_dir)['pid'] == info['pid']  # already running: same service
         client = local_batchai_client(info['endpoint'], info['tokenFile'])

@@ -32,3 +32,26 @@ def test_queued_jobs_of_a_missing_cluster_are_not_scheduled(tmp_path):
     _job(store, 'orphan', resource_key('sub', 'rg', 'ws', 'clusters', 'gone'), 'queued')
     assert store.clusters_with_queue() == []
 
+
+
+def test_a_data_dir_of_0_1_1_gains_the_scheduler_id_column(tmp_path):
+    """0.1.1's table had no sched_id (the Slurm job id): opening it adds the column; unsubmitted jobs come in
+    Batch AI order (priority, then creation) and leave the list once they have an id."""
+    import sqlite3
+    from azext_batchai_sweep.localservice.store import Store as _Store
+    path = str(tmp_path / 'old.db')
+    old = sqlite3.connect(path)
+    old.executescript('CREATE TABLE resources (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, '
+                      'kind TEXT NOT NULL, parent TEXT NOT NULL, body TEXT NOT NULL, spec TEXT, cluster TEXT, '
+                      'state TEXT, priority INTEGER, node_count INTEGER, pgid INTEGER, marker TEXT);')
+    old.execute("INSERT INTO resources (key, kind, parent, body, state, priority, node_count) VALUES "
+                "('low', 'job', 'e', '{}', 'queued', 2, 1)")
+    old.commit()
+    old.close()
+    store = _Store(path)
+    store.insert('high', 'job', 'e', {}, cluster='c', state='queued', priority=0, node_count=1)
+    store.insert('normal', 'job', 'e', {}, cluster='c', state='queued', priority=1, node_count=1)
+    assert [r['key'] for r in store.unsubmitted(10)] == ['high', 'normal', 'low']
+    store.update('high', sched_id='42')
+    assert [r['key'] for r in store.unsubmitted(10)] == ['normal', 'low']
+    assert store.get('high')['sched_id'] == '42'

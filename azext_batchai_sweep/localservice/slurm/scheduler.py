@@ -1,0 +1,396 @@
+"""The Slurm scheduler: submit (sbatch), poll (squeue), terminate (scancel), re-attach after a restart.
+
+One background thread does everything: it hands the store's queued jobs to sbatch in Batch AI's order (priority,
+then submission; Slurm queues them from there), then polls every job it handed over with one `squeue -j` call per
+pass, moving each to running or to its outcome. A job's Slurm id is stored (`sched_id`) before anything else
+happens to it, and the batch job is named after the job's uid, so a service killed at any point finds its jobs
+again: at start it re-attaches to every job it had submitted (they ran on while it was down) instead of failing
+them as the processes scheduler must. The service stopping leaves Slurm jobs running for the same reason.
+
+maxWallClockTime: Slurm gets --time in whole minutes, and the service cancels a job at the exact limit itself.
+"""
+import concurrent.futures
+import datetime
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..gpus import gpus_per_node
+from ..layout import JobLayout
+from ..runner import _groups_with_marker, _signal_group  # pylint: disable=protected-access
+from ..resources import TOOLKITS, iso, job_wall_clock, utcnow
+from ..scheduler import Scheduler, error
+from . import mapping
+from .commands import SlurmCli, SlurmError
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 1.0
+SUBMIT_BATCH = 100
+# sbatch calls in flight at once: each waits mostly on slurmctld's answer (and, on a small login node, on the CPU the
+# HTTP side shares), so a few overlap well; Slurm queues them in the order they arrive.
+SUBMIT_WORKERS = 4
+JOB_NAME_PREFIX = 'batchai-'
+# The job's variables that must not reach sbatch from the service's own environment (sbatch reads SBATCH_*, and
+# SLURM_* of an enclosing allocation would change what it asks for); SLURM_CONF says which cluster.
+_KEEP = ('SLURM_CONF',)
+
+
+@dataclass
+class _Job:
+    """A job handed to Slurm whose end is not recorded yet."""
+    slurm_id: str
+    cluster: str
+    nodes: int
+    running: bool = False
+    reason: str = None
+    deadline: float = None  # wall-clock seconds (time.time()) when maxWallClockTime is reached
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class SlurmScheduler(Scheduler):
+    name = 'slurm'
+
+    def __init__(self, store, data_dir, cli=None, poll_seconds=POLL_SECONDS):
+        self._store = store
+        self._data_dir = data_dir
+        self.cli = cli or SlurmCli()
+        self.cluster_info = {}
+        self._poll_seconds = poll_seconds
+        self._lock = threading.RLock()
+        self._prepare_lock = threading.Lock()  # submit workers share the clusters' mount-volume links
+        self._jobs = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = None
+        self.poll_count = 0
+        self._last_poll = 0.0
+
+    def connect(self):
+        """Check the cluster (SlurmError says what is wrong); return {'cluster', 'partition', 'nodes'}."""
+        self.cluster_info = self.cli.check()
+        return self.cluster_info
+
+    def describe(self):
+        info = {'scheduler': self.name, 'slurmCluster': self.cluster_info.get('cluster'),
+                'partition': self.cluster_info.get('partition')}
+        if self.cli.account:
+            info['account'] = self.cli.account
+        return info
+
+    def check_job(self, props, toolkit, cluster_body):
+        mapping.check_toolkit(props, toolkit)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def recover(self):
+        """Re-attach to the jobs handed to Slurm before an unclean exit (they may still run, or have ended)."""
+        for row in self._store.in_states(('queued', 'running', 'terminating', 'deleting')):
+            slurm_id = row['sched_id']
+            if not slurm_id and row['marker'] and row['state'] == 'queued':
+                # Killed between sbatch and storing its answer: the job name finds it.
+                found = self.cli.find_by_name(JOB_NAME_PREFIX + row['marker'])
+                if found:
+                    slurm_id = found[0]
+                    self._store.update(row['key'], sched_id=slurm_id)
+            if not slurm_id:
+                if row['state'] in ('running', 'terminating'):
+                    # Left by a processes-scheduler service that died on this data dir: its processes are orphans.
+                    for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
+                        _signal_group(pgid, signal.SIGKILL)
+                    self._record_end(row['key'], 'failed', None, [error(
+                        'terminated' if row['state'] == 'terminating' else 'crashed')])
+                continue
+            if row['state'] == 'deleting':
+                self.cli.cancel([slurm_id])
+                continue
+            full = self._store.get(row['key'])
+            body, spec = json.loads(full['body']), json.loads(full['spec'])
+            job = _Job(slurm_id=slurm_id, cluster=row['cluster'], nodes=full['node_count'],
+                       running=row['state'] in ('running', 'terminating'),
+                       reason='terminated' if row['state'] == 'terminating' else None)
+            start = (body['properties'].get('executionInfo') or {}).get('startTime')
+            if start:
+                job.deadline = _timestamp(start) + job_wall_clock(spec).total_seconds()
+            self._jobs[row['key']] = job
+            logger.info('re-attached job %s to Slurm job %s (%s)', row['key'], slurm_id, row['state'])
+        for row in self._store.in_states(('deleting',), kind=None):
+            self._store.delete_tree(row['key'])
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name='slurm', daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=10.0):
+        """Stop submitting and polling. Slurm jobs run on: the next start re-attaches to them."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        spent = ', '.join('{} {} in {:.2f} s'.format(name, calls, seconds)
+                          for name, (calls, seconds) in sorted(self.cli.calls.items()))
+        logger.info('Slurm commands run: %s; %d polls', spent, self.poll_count)
+
+    def wake(self):
+        self._wake.set()
+
+    # ---- queries and control from the API ---------------------------------------------------------------------
+
+    def used_slots(self, cluster):
+        with self._lock:
+            return sum(j.nodes for j in self._jobs.values() if j.cluster == cluster and j.running)
+
+    def is_running(self, key):
+        with self._lock:
+            return key in self._jobs
+
+    def running_below(self, prefix):
+        with self._lock:
+            return [k for k in self._jobs if k.startswith(prefix + '/') or k == prefix]
+
+    def kill(self, key, reason, state=None):
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is None:
+                return False
+            if job.reason is None:
+                job.reason = reason
+            if state:
+                now = iso(utcnow())
+                self._store.update(key, lambda b: b['properties'].update(
+                    executionState=state, executionStateTransitionTime=now), state=state)
+        self.cli.cancel([job.slurm_id])
+        self._wake.set()
+        return True
+
+    def fail_queued(self, key, reason):
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return False
+            job = self._jobs.pop(key, None)
+            self._record_end(key, 'failed', None, [error(reason)])
+        if job is not None:  # pending in Slurm: it must never start
+            self.cli.cancel([job.slurm_id])
+            job.done.set()
+        return True
+
+    def wait_for(self, keys, timeout):
+        deadline = time.monotonic() + timeout
+        for key in keys:
+            with self._lock:
+                job = self._jobs.get(key)
+            if job is not None:
+                job.done.wait(max(0.0, deadline - time.monotonic()))
+
+    def locked(self):
+        return self._lock
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    def _loop(self):
+        while not self._stopping:
+            self._wake.wait(self._poll_seconds)
+            self._wake.clear()
+            if self._stopping:
+                break
+            try:
+                self._submit_queued()
+                self._maybe_poll()
+            except Exception:  # pylint: disable=broad-except
+                logger.exception('Slurm scheduler pass failed')  # the next pass retries
+
+    def _maybe_poll(self):
+        """Poll when half an interval has passed (wakes come with every create), or a job is being stopped."""
+        if time.monotonic() - self._last_poll >= self._poll_seconds * 0.5 or self._any_killed():
+            self._last_poll = time.monotonic()
+            self._poll()
+
+    def _any_killed(self):
+        with self._lock:
+            return any(j.reason for j in self._jobs.values())
+
+    def _submit_queued(self):
+        while not self._stopping:
+            rows = self._store.unsubmitted(SUBMIT_BATCH)
+            if not rows:
+                return
+            if len(rows) == 1:
+                self._submit(rows[0]['key'])
+                continue
+            # Batch AI order (priority, then creation) is the order the workers take the jobs in.
+            with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
+                list(pool.map(self._submit_guarded, [row['key'] for row in rows]))
+            self._maybe_poll()  # a long queue to submit does not hold back the states of the jobs already in Slurm
+
+    def _submit_guarded(self, key):
+        if not self._stopping:
+            self._submit(key)
+
+    def _submit(self, key):
+        row = self._store.get(key)
+        if row is None or row['state'] != 'queued' or row['sched_id']:
+            return
+        body, spec = json.loads(row['body']), json.loads(row['spec'])
+        try:
+            cluster_row = self._store.get(row['cluster'])
+            cluster_body = json.loads(cluster_row['body'])
+            toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
+            layout = JobLayout(self._data_dir, body, row['cluster'])
+            with self._prepare_lock:
+                layout.prepare(spec.get('mountVolumes'),
+                               (cluster_body['properties'].get('nodeSetup') or {}).get('mountVolumes'))
+            self._store.update(key, marker=layout.uid)
+            gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
+            env = self._environment(layout, spec, gpus)
+            exit_file = os.path.join(layout.job_dir, 'exit-code')
+            script_path = os.path.join(layout.job_dir, 'slurm-job.sh')
+            with open(script_path, 'w', encoding='utf-8') as f:
+                f.write(mapping.batch_script(spec, toolkit, layout, exit_file, env['AZ_BATCHAI_MPI_HOST_FILE']))
+            if spec.get('containerSettings'):
+                image = (spec['containerSettings'].get('imageSourceRegistry') or {}).get('image')
+                with open(os.path.join(layout.stdouterr_dir, 'stderr.txt'), 'a', encoding='utf-8') as f:
+                    f.write('batchai-local: containerSettings ignored (image {!r}): the job runs on the Slurm '
+                            'nodes without a container.\n'.format(image))
+            options = mapping.sbatch_options(spec, toolkit, gpus, JOB_NAME_PREFIX + layout.uid,
+                                             layout.stdouterr_dir, layout.temp_dir)
+            slurm_id = self.cli.submit(options, script_path, env)
+        except SlurmError as ex:
+            # Slurm refused the job (partition, limits, GRES...): it fails with Slurm's own words, never stays queued.
+            self._fail_unsubmitted(key, 'SlurmSubmitFailed', 'sbatch refused the job: {}'.format(ex))
+            return
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.exception('job %s could not be submitted', key)
+            self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
+            return
+        with self._lock:
+            row = self._store.get(key)
+            keep = row is not None and row['state'] == 'queued'
+            if keep:
+                self._store.update(key, sched_id=slurm_id)
+                self._jobs[key] = _Job(slurm_id=slurm_id, cluster=row['cluster'], nodes=row['node_count'])
+        if not keep:  # terminated or deleted while sbatch ran
+            self.cli.cancel([slurm_id])
+        logger.debug('job %s is Slurm job %s', key, slurm_id)
+
+    def _environment(self, layout, spec, gpus):
+        """The job's environment as the processes scheduler builds it (layout.environment), plus Batch AI's
+        node variables; without the service's own Slurm variables."""
+        env = {k: v for k, v in layout.environment(spec).items()
+               if not (k.startswith(('SLURM_', 'SBATCH_', 'SALLOC_', 'SRUN_')) and k not in _KEEP)}
+        env = self.cli.environment(env)
+        shared = os.path.join(layout.job_dir, 'shared')
+        os.makedirs(shared, exist_ok=True)
+        env.update({'AZ_BATCHAI_NUM_GPUS': str(gpus), 'AZ_BATCHAI_JOB_TEMP_DIR': os.path.dirname(layout.job_dir),
+                    'AZ_BATCHAI_SHARED_JOB_TEMP': shared,
+                    'AZ_BATCHAI_MPI_HOST_FILE': os.path.join(layout.job_dir, 'hostfile')})
+        if gpus:
+            env.pop('CUDA_VISIBLE_DEVICES', None)  # Slurm sets it to the job's GRES
+        else:
+            env['CUDA_VISIBLE_DEVICES'] = ''  # a job without GPUs sees none
+        return env
+
+    def _fail_unsubmitted(self, key, code, message):
+        with self._lock:
+            row = self._store.get(key)
+            if row is not None and row['state'] == 'queued':
+                self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+
+    def _poll(self):
+        with self._lock:
+            jobs = dict(self._jobs)
+        if not jobs:
+            return
+        states = self.cli.states([j.slurm_id for j in jobs.values()])
+        self.poll_count += 1
+        now = time.time()
+        for key, job in jobs.items():
+            state, why = states.get(job.slurm_id, (None, None))
+            if state in mapping.QUEUED_STATES:
+                if why in mapping.UNRUNNABLE_REASONS and job.reason is None:
+                    self._fail_unrunnable(key, job, why)
+                continue
+            if state in mapping.LIVE_STATES:
+                if not job.running:
+                    self._mark_running(key, job)
+                elif job.deadline is not None and now >= job.deadline and job.reason is None:
+                    logger.info('job %s reached its maxWallClockTime: cancelling Slurm job %s', key, job.slurm_id)
+                    self.kill(key, 'wallclock')
+                continue
+            self._finish(key, job, state)
+
+    def _fail_unrunnable(self, key, job, why):
+        with self._lock:
+            if self._jobs.get(key) is not job:
+                return
+            del self._jobs[key]
+            self._record_end(key, 'failed', None, [{'code': 'SlurmJobUnrunnable', 'message': (
+                'Slurm cannot run the job: {} (pending reason {}); it was cancelled.'.format(
+                    mapping.UNRUNNABLE_REASONS[why], why))}])
+        self.cli.cancel([job.slurm_id])
+        job.done.set()
+
+    def _mark_running(self, key, job):
+        with self._lock:
+            if self._jobs.get(key) is not job:
+                return
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return
+            job.running = True
+            spec = json.loads(row['spec'])
+            job.deadline = time.time() + job_wall_clock(spec).total_seconds()
+            now = iso(utcnow())
+            self._store.update(key, lambda b: b['properties'].update(
+                executionState='running', executionStateTransitionTime=now,
+                executionInfo={'startTime': now}), state='running')
+
+    def _finish(self, key, job, slurm_state):
+        row = self._store.get(key)
+        exit_record = None
+        nodes = slurm_exit = None
+        if row is not None and row['marker']:
+            exit_record = mapping.read_exit_file(os.path.join(self._data_dir, 'jobs', row['marker'], 'exit-code'))
+        if slurm_state != 'COMPLETED':
+            shown = self.cli.show(job.slurm_id) or {}
+            slurm_state = slurm_state or shown.get('JobState')
+            nodes, slurm_exit = shown.get('NodeList'), shown.get('ExitCode')
+        if slurm_state is None:  # Slurm forgot it: the script's own record decides
+            slurm_state = 'LOST' if exit_record is None else ('COMPLETED' if exit_record[1] == 0 else 'FAILED')
+        with self._lock:
+            if self._jobs.get(key) is not job:
+                return  # failed meanwhile (fail_queued)
+            del self._jobs[key]
+            if job.reason != 'deleted' and row is not None:
+                state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
+                self._record_end(key, state, exit_code, errors)
+        job.done.set()
+        self._wake.set()
+
+    def _record_end(self, key, state, exit_code, errors):
+        now = iso(utcnow())
+
+        def finish(body):
+            props = body['properties']
+            info = props.get('executionInfo') or {}
+            if state == 'succeeded':  # ended between two polls: it did run
+                info.setdefault('startTime', now)
+            info['endTime'] = now
+            if exit_code is not None:
+                info['exitCode'] = exit_code
+            if errors:
+                info['errors'] = errors
+            props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
+        self._store.update(key, finish, state=state, pgid=None)
+        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
+                    ', ' + errors[0]['code'] if errors else '')
+
+
+def _timestamp(text):
+    return datetime.datetime.strptime(text.rstrip('Z')[:26], '%Y-%m-%dT%H:%M:%S.%f').replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+

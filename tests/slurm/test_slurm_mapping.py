@@ -1,0 +1,54 @@
+"""The Slurm mapping without a cluster: checks at start, states Slurm reaches rarely in tests, the batch script."""
+import pytest
+
+from azext_batchai_sweep.localservice.slurm import mapping
+from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, SlurmError
+
+
+def test_start_checks_say_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv('PATH', str(tmp_path))
+    with pytest.raises(SlurmError, match='sbatch was not found on PATH'):
+        SlurmCli().check()
+    for name in ('sbatch', 'squeue', 'scontrol', 'scancel'):
+        (tmp_path / name).write_text('#!/bin/sh\nexit 1\n')
+        (tmp_path / name).chmod(0o755)
+    with pytest.raises(SlurmError, match='does not exist'):
+        SlurmCli(str(tmp_path / 'missing.conf')).check()
+    (tmp_path / 'squeue').write_text('#!/bin/sh\necho "squeue: error: Could not establish a configuration source" >&2'
+                                     '\nexit 1\n')
+    with pytest.raises(SlurmError, match='Slurm does not answer: Could not establish a configuration source'):
+        SlurmCli().check()
+
+
+@pytest.mark.parametrize('state, reason, record, exit_text, expected', [
+    ('COMPLETED', None, ('main', 0), None, ('succeeded', 0, None)),
+    ('FAILED', None, ('main', 3), '3:0', ('failed', 3, 'NonZeroExitCode')),
+    ('FAILED', None, ('prep', 2), '2:0', ('failed', 2, 'JobPreparationFailed')),
+    ('OUT_OF_MEMORY', None, None, '1:0', ('failed', 1, 'OutOfMemory')),
+    ('CANCELLED', None, None, '0:15', ('failed', 143, 'JobCancelled')),
+    ('CANCELLED', 'terminated', None, '0:15', ('failed', 143, 'JobTerminated')),
+    ('TIMEOUT', None, None, '0:15', ('failed', 143, 'MaxWallClockTimeExceeded')),
+    ('NODE_FAIL', None, None, '0:0', ('failed', 0, 'NodeFailure')),
+    ('PREEMPTED', None, None, None, ('failed', None, 'JobPreempted')),
+    ('LOST', None, None, None, ('failed', None, 'SlurmJobLost')),
+    ('WEIRD', None, None, None, ('failed', None, 'SlurmJobFailed')),
+])
+def test_outcomes(state, reason, record, exit_text, expected):
+    got_state, exit_code, errors = mapping.outcome(state, reason, record, exit_text, 'n[1-2]')
+    assert (got_state, exit_code, errors[0]['code'] if errors else None) == expected
+    if state == 'NODE_FAIL':
+        assert 'n[1-2]' in errors[0]['message']
+
+
+def test_options_follow_the_job():
+    props = {'nodeCount': 2, 'customMpiSettings': {'commandLine': 'x', 'processCount': 5},
+             'constraints': {'maxWallClockTime': 'PT1H30M1S'}}
+    options = mapping.sbatch_options(props, 'customMpiSettings', 2, 'batchai-u', '/d/out', '/d/tmp')
+    assert {'--nodes=2', '--ntasks-per-node=3', '--gres=gpu:2', '--time=91', '--no-requeue'} <= set(options)
+    plain = mapping.sbatch_options({'nodeCount': 1, 'customToolkitSettings': {}}, 'customToolkitSettings', 0, 'n',
+                                   '/o', '/t')
+    assert not any(o.startswith(('--gres', '--time')) for o in plain)
+    with pytest.raises(Exception) as refused:
+        mapping.check_toolkit({'nodeCount': 3, 'chainerSettings': {}}, 'chainerSettings')
+    assert refused.value.code == 'UnsupportedToolkit'
+    mapping.check_toolkit({'nodeCount': 3, 'horovodSettings': {}}, 'horovodSettings')
