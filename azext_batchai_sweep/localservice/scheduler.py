@@ -82,3 +82,13 @@ class Scheduler(abc.ABC):
     @abc.abstractmethod
     def locked(self):
         """A lock under which no job changes between queued and running (for atomic bulk changes)."""
+
+    # Not abstract: only a scheduler that can hold a job's end in memory (the processes runner, while the disk is
+    # full) overrides these two; the ARM layer asks every scheduler.
+    def view(self, key, body):  # pylint: disable=unused-argument
+        """A job's body as answered, with any end the scheduler holds but has not yet recorded applied."""
+        return body
+
+    def has_unrecorded(self):
+        """True while some job's end is held in memory, not yet in the store."""
+        return False
