@@ -25,6 +25,11 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
     def load_command_table(self, args):
         from .commands import load_command_table
         load_command_table(self, args)
+        from ._builtin_routing import is_builtin_batchai
+        if is_builtin_batchai(args):
+            # While `local start` has set the local target, az's own `az batchai` commands use it too.
+            from ._builtin_routing import register
+            register(self.cli_ctx)
         return self.command_table
 
     def load_arguments(self, command):

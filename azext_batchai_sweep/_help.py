@@ -303,6 +303,30 @@ examples:
     text: az batchai sweep local status -o table
 """
 
+helps['batchai sweep local show-connection-string'] = """
+type: command
+short-summary: Show the connection string that points az's storage commands at the local Files endpoint.
+long-summary: >
+    Export it as AZURE_STORAGE_CONNECTION_STRING and "az storage share create", "az storage directory create" and
+    "az storage file upload" work against the local service's file shares, which jobs mount. The string holds the
+    service's storage account key: it is shown here only, never in the output of the other commands or in logs.
+    Blob, queue and table requests made with it stay on this machine and are refused there: the local service
+    serves Azure Files only (put a job's blob container files in DATA_DIR/storage/ACCOUNT/containers/CONTAINER).
+parameters:
+  - name: --name -n
+    type: string
+    short-summary: Storage account name (3 to 24 lower-case letters and digits); any name is a local account.
+  - name: --data-dir
+    type: string
+    short-summary: Directory of the service's data; default is that of the targeted service, else batchai-sweep/local.
+examples:
+  - name: Point az's storage commands at the local service, then upload a training script to a file share.
+    text: |
+        export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string -n mystorage --query connectionString -o tsv)"
+        az storage share create -n scripts --account-name mystorage
+        az storage file upload -s scripts --source train.py --account-name mystorage
+"""
+
 helps['batchai sweep local stop'] = """
 type: command
 short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
