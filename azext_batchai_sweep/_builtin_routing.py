@@ -51,7 +51,9 @@ UNSUPPORTED = {
 _OTHER_CLIENT_HINTS = {
     'batchai workspace create': 'give the location with -l/--location (the local service has no resource groups '
                                 'to read it from)',
-    'batchai job create': 'give the account with --storage-account-name: its key is the local service\'s own',
+    'batchai job create': 'name the storage account with --storage-account-name (and the job file\'s '
+                          '<AZURE_BATCHAI_STORAGE_ACCOUNT> placeholder) or give --storage-account-key: every local '
+                          'account has the local service\'s key (az batchai sweep local show-connection-string)',
     'batchai cluster create': 'give the account with --storage-account-name (its key is the local service\'s own); '
                               '--use-auto-storage creates Azure resources and is not available locally',
 }
