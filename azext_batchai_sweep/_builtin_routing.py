@@ -24,6 +24,7 @@ With no local target, nothing here runs: the built-in commands are exactly az's.
 """
 import contextlib
 import os
+import threading
 
 from knack.log import get_logger
 
@@ -75,6 +76,7 @@ def register(cli_ctx):
 
 
 def _on_parsed(cli_ctx, command=None, args=None, **_):
+    from azure.cli.core.azclierror import AzCLIError
     from ._targeting import local_target
     if not command or not command.startswith('batchai ') or command.startswith('batchai sweep'):
         return
@@ -82,6 +84,16 @@ def _on_parsed(cli_ctx, command=None, args=None, **_):
     cmd = getattr(args, 'func', None)
     if target is None or cmd is None:
         return
+    try:
+        _prepare(cli_ctx, target, command, cmd, args)
+    except AzCLIError:
+        raise
+    except Exception as ex:  # pylint: disable=broad-except
+        # Whatever went wrong here, the command must not run half-routed (nor end in a traceback).
+        _refuse(cmd, _unavailable(cli_ctx, target, 'preparing it failed ({}: {})'.format(type(ex).__name__, ex)))
+
+
+def _prepare(cli_ctx, target, command, cmd, args):
     problem = _unexpected_internals(cmd)
     if problem:
         _refuse(cmd, _unavailable(cli_ctx, target, problem))
@@ -191,27 +203,40 @@ class _Routing:
         return False
 
 
+_PATCH_LOCK = threading.Lock()
+_patch_state = {'depth': 0, 'originals': None}
+
+
 @contextlib.contextmanager
 def _routed_clients(routing):
     """While the command's handler runs, az core's get_mgmt_service_client answers the Batch AI client type with
     the local client, and every other management client is refused: also through _get_mgmt_service_client, which
     the public function calls by name, for callers that hold their own reference to the public one (the built-in
-    module's custom.py imports it at module level for its storage and resource group look-ups)."""
+    module's custom.py imports it at module level for its storage and resource group look-ups).
+
+    Re-entrant: az runs the handler once per `--ids` value, concurrently; the functions are replaced by the first
+    and restored by the last, so a handler that ends early never restores another's replacement as az's own."""
     import importlib
     core_factories = importlib.import_module(CORE_FACTORY_MODULE)
-    originals = {name: getattr(core_factories, name) for name in ('get_mgmt_service_client',
-                                                                   '_get_mgmt_service_client')}
 
     def refused(_cli_ctx, client_type, *_args, **_kwargs):
         raise routing.other_client_error(client_type)
 
-    core_factories.get_mgmt_service_client = routing.get_mgmt_service_client
-    core_factories._get_mgmt_service_client = refused  # pylint: disable=protected-access
+    with _PATCH_LOCK:
+        if _patch_state['depth'] == 0:
+            _patch_state['originals'] = {name: getattr(core_factories, name) for name in (
+                'get_mgmt_service_client', '_get_mgmt_service_client')}
+            core_factories.get_mgmt_service_client = routing.get_mgmt_service_client
+            core_factories._get_mgmt_service_client = refused  # pylint: disable=protected-access
+        _patch_state['depth'] += 1
     try:
         yield
     finally:
-        for name, function in originals.items():
-            setattr(core_factories, name, function)
+        with _PATCH_LOCK:
+            _patch_state['depth'] -= 1
+            if _patch_state['depth'] == 0:
+                for name, function in _patch_state['originals'].items():
+                    setattr(core_factories, name, function)
 
 
 def _route(cli_ctx, cmd, command):

@@ -2,6 +2,7 @@
 real az (extension from source) against the session's local service: what is routed, what is refused and why, and
 that routing fails closed when az's internals are not what the extension expects. The recipe as a whole, through the
 installed wheel, is tests/packaging/test_batchai_recipes.py."""
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,27 @@ def test_storage_commands_reach_the_local_files_endpoint_with_the_shown_connecti
     # Blob commands with the string stay on this machine and are refused there (the service serves Azure Files).
     blob = az('storage', 'container', 'create', '-n', 'data', env=env)
     assert blob.exit_code == 1 and 'The local Azure Files endpoint does not support' in blob.stderr, blob.stderr
+
+
+def test_job_create_gets_the_local_storage_key_and_no_secret_reaches_debug_output(targeted, local_service,
+                                                                                  tmp_path):
+    """`--storage-account-name` without a key: az would look the key up in Azure; the local key is filled in, and
+    neither it nor the service's token shows up anywhere, --debug included."""
+    job = {'properties': {
+        'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'echo routed'},
+        'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
+        'mountVolumes': {'azureFileShares': [{
+            'azureFileUrl': 'https://<AZURE_BATCHAI_STORAGE_ACCOUNT>.file.core.windows.net/logs',
+            'relativeMountPath': 'logs'}]}}}
+    (tmp_path / 'job.json').write_text(json.dumps(job))
+    group = ['-g', local_service.resource_group, '-w', local_service.workspace]
+    assert targeted('batchai', 'experiment', 'create', *group, '-n', 'routing', '-o', 'none').exit_code == 0
+    created = targeted('batchai', 'job', 'create', *group, '-e', 'routing', '-n', 'keyed', '-c',
+                       local_service.cluster, '-f', 'job.json', '--storage-account-name', 'routingtest', '--debug')
+    assert created.exit_code == 0, created.stderr[-3000:]
+    assert json.loads(created.stdout)['mountVolumes']['azureFileShares'][0]['accountName'] == 'routingtest'
+    with open(os.path.join(local_service.data_dir, 'storage.key'), encoding='ascii') as f:
+        key = f.read().strip()
+    for secret in (key, local_service.token):
+        assert secret not in created.stdout + created.stderr
+    assert '"accountKey": "*****"' in created.stderr  # it was sent (masked in the trace), not looked up in Azure
