@@ -125,6 +125,8 @@ def test_storage_commands_reach_the_local_files_endpoint_with_the_shown_connecti
     listed = az('storage', 'file', 'list', '-s', 'routing', '--query', '[].[name, properties.contentLength]',
                 '-o', 'json', env=env)
     assert listed.json() == [['data.bin', len(payload)]], listed.stderr
+    shares = az('storage', 'share', 'list', '--query', '[].name', '-o', 'json', env=env)
+    assert 'routing' in shares.json(), shares.stderr
     # Blob commands with the string stay on this machine and are refused there (the service serves Azure Files).
     blob = az('storage', 'container', 'create', '-n', 'data', env=env)
     assert blob.exit_code == 1 and 'The local Azure Files endpoint does not support' in blob.stderr, blob.stderr
