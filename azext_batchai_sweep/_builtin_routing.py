@@ -61,9 +61,16 @@ _OTHER_CLIENT_HINTS = {
 
 
 def is_builtin_batchai(args):
-    """True when the command line names a built-in `az batchai` command (not `az batchai sweep ...`)."""
-    words = [a for a in args or () if not a.startswith('-')][:2]
-    return bool(words) and words[0] == 'batchai' and words[1:] != ['sweep']
+    """True when the command line may name a built-in `az batchai` command (not `az batchai sweep ...`).
+
+    Generous on purpose (options before the command words count too): the handler registered for such a command
+    line checks the command name az parsed, so a false positive costs nothing and a false negative would let a
+    built-in command go to Azure while the local target is set."""
+    args = list(args or ())
+    if 'batchai' not in args:
+        return False
+    following = [a for a in args[args.index('batchai') + 1:] if not a.startswith('-')]
+    return following[:1] != ['sweep']
 
 
 def register(cli_ctx):
