@@ -101,6 +101,9 @@ def _on_parsed(cli_ctx, command=None, args=None, **_):
 
 
 def _prepare(cli_ctx, target, command, cmd, args):
+    if not _on_loopback(target[0]):
+        _refuse(cmd, _not_loopback(target, command))
+        return
     problem = _unexpected_internals(cmd)
     if problem:
         _refuse(cmd, _unavailable(cli_ctx, target, problem))
@@ -162,6 +165,27 @@ def _not_served(target, command, why):
     return UnclassifiedUserFault(
         '"az {}" is not available on the local Batch AI service at {}: {}.'.format(command, target[0], why),
         recommendation=STOP_HINT)
+
+
+def _on_loopback(endpoint):
+    import urllib.parse
+    from .core.loopback import is_loopback
+    try:
+        return is_loopback(urllib.parse.urlsplit(endpoint).hostname)
+    except ValueError:
+        return False
+
+
+def _not_loopback(target, command):
+    """The built-in commands carry the local token only to a service on this machine (the sweep commands also take
+    an https endpoint elsewhere; az's own commands are routed only where `local start` points them)."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    return InvalidArgumentValueError(
+        '"az {}" is routed only to a local Batch AI service on this machine (127.0.0.1, ::1, localhost), not to {} '
+        '(az config batchai_sweep.endpoint or AZURE_BATCHAI_SWEEP_ENDPOINT): nothing was sent.'.format(
+            command, target[0]),
+        recommendation='Point them at a local service with "az batchai sweep local start", or run "az batchai '
+                       'sweep local stop" to send them to Azure again.')
 
 
 def _refuse(cmd, error):

@@ -59,11 +59,13 @@ def test_other_management_clients_are_refused_instead_of_using_an_azure_login(ta
     assert "az login" not in created.stderr and 'Traceback' not in created.stderr
 
 
-def test_the_local_token_never_travels_in_clear_text_off_this_machine(az, local_service):
+@pytest.mark.parametrize('endpoint', ['http://192.0.2.1:8080', 'https://192.0.2.1'])
+def test_the_local_token_goes_to_loopback_only(az, local_service, endpoint):
     result = az('batchai', 'workspace', 'list', '-g', 'rg', env={
-        'AZURE_BATCHAI_SWEEP_ENDPOINT': 'http://192.0.2.1:8080', 'AZURE_BATCHAI_SWEEP_TOKEN_FILE':
-        local_service.token_file})
-    assert result.exit_code != 0 and "Refusing plain http to '192.0.2.1'" in result.stderr, result.stderr
+        'AZURE_BATCHAI_SWEEP_ENDPOINT': endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file})
+    assert result.exit_code == 1, result.stderr
+    assert 'is routed only to a local Batch AI service on this machine' in result.stderr
+    assert 'nothing was sent' in result.stderr and 'Traceback' not in result.stderr
 
 
 def run_az_patched(patch, args, env):
