@@ -262,7 +262,10 @@ long-summary: >
     "local start" runs a service that speaks the Batch AI API on 127.0.0.1, with one workspace (local), one cluster
     (local) in resource group batchai-local, and runs the jobs as local processes. It also points every
     "az batchai sweep" command at it (az config batchai_sweep.endpoint and token_file; the environment variables
-    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop".
+    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop", and az's own
+    "az batchai" commands too (workspace, cluster, experiment, job create/show/list, job file list/stream), so the
+    Batch AI recipes run unchanged, with no "az login"; "local show-connection-string" points az's storage commands
+    at its Files endpoint.
 """
 
 helps['batchai sweep local start'] = """
