@@ -124,7 +124,7 @@ def test_resource_manager_steps_fail_cleanly_without_a_login(recipe):
         assert result.returncode == 1 and "Please run 'az login'" in result.stderr, (prefix, result.stderr)
 
 
-def test_workspace_and_cluster_are_created_and_what_has_no_local_meaning_is_said(recipe):
+def test_workspace_cluster_and_experiment_are_created_and_what_has_no_local_meaning_is_said(recipe):
     results, _ = recipe
     workspace = json.loads(result_of(results, 'az batchai workspace create').stdout)
     assert (workspace['name'], workspace['location'], workspace['resourceGroup']) == (
@@ -135,6 +135,8 @@ def test_workspace_and_cluster_are_created_and_what_has_no_local_meaning_is_said
     assert cluster['userAccountSettings']['adminUserSshPublicKey'].startswith('ssh-rsa ')
     assert 'recorded but not used: VM size Standard_NC6' in created.stderr
     assert 'SSH key' in created.stderr
+    experiment = json.loads(result_of(results, 'az batchai experiment create').stdout)
+    assert (experiment['name'], experiment['provisioningState']) == ('chainer_experiment', 'succeeded')
 
 
 def test_storage_steps_put_the_script_where_the_job_mounts_it(recipe):
