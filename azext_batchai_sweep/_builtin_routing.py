@@ -300,8 +300,8 @@ def _redacted_links():
 
     class RedactLinks(logging.Filter):
         def filter(self, record):
-            if isinstance(record.msg, str) and record.args:
-                record.msg, record.args = record.msg % record.args, ()
+            if isinstance(record.args, tuple):
+                record.args = tuple(redact_urls(arg) if isinstance(arg, str) else arg for arg in record.args)
             if isinstance(record.msg, str):
                 record.msg = redact_urls(record.msg)
             return True
@@ -318,19 +318,20 @@ def _redacted_links():
 # ---- what the local service answers itself, and what it ignores -------------------------------------------------
 
 def _fill_local_storage_key(cli_ctx, command, args):
-    """`--storage-account-name` without `--storage-account-key`: az would look the key up in Azure (storage
-    management client); every local account has the local service's key, so it is given here instead."""
-    if command not in ('batchai job create', 'batchai cluster create'):
+    """A storage account without `--storage-account-key`: az would look the key up in Azure (storage management
+    client), or take az config batchai.storage_key (which may be an Azure key) for the account of az config
+    batchai.storage_account. Every local account has the local service's key, so that key is given instead, with the
+    account named on the command line either way."""
+    if command not in ('batchai job create', 'batchai cluster create') or getattr(args, 'account_key', None):
         return
-    account = getattr(args, 'account_name', None) or (None if getattr(args, 'account_key', None) else
-                                                      cli_ctx.config.get('batchai', 'storage_account', None))
-    if not account or getattr(args, 'account_key', None):
+    account = getattr(args, 'account_name', None) or cli_ctx.config.get('batchai', 'storage_account', None)
+    if not account:
         return
     from ._local_storage import local_data_dir, local_storage_key
     data_dir = local_data_dir(cli_ctx)
     if data_dir is None:
         return  # no token file: building the client says so
-    args.account_key = local_storage_key(data_dir)
+    args.account_name, args.account_key = account, local_storage_key(data_dir)
     logger.info('Storage account %s: using the local service\'s storage key', account)
 
 

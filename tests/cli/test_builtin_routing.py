@@ -156,3 +156,28 @@ def test_job_create_gets_the_local_storage_key_and_no_secret_reaches_debug_outpu
     for secret in (key, local_service.token):
         assert secret not in created.stdout + created.stderr
     assert '"accountKey": "*****"' in created.stderr  # it was sent (masked in the trace), not looked up in Azure
+
+
+def test_a_configured_storage_account_gets_the_local_key_not_the_configured_one(az_config_dir, local_service):
+    """az config batchai.storage_account/storage_key (here from their environment variables) name an account and
+    maybe an Azure key: on the local service the account gets the local key, and the configured key is never sent.
+    Runs the hook on a real az CLI context (the same code az's post-parse event calls)."""
+    code = ('import argparse, json\n'
+            'from azure.cli.core import get_default_cli\n'
+            'from azext_batchai_sweep._builtin_routing import _fill_local_storage_key\n'
+            'cli = get_default_cli()\n'
+            'for key in (None, "given-on-the-command-line"):\n'
+            '    args = argparse.Namespace(account_name=None, account_key=key)\n'
+            '    _fill_local_storage_key(cli, "batchai job create", args)\n'
+            '    print(json.dumps([args.account_name, args.account_key]))\n')
+    env = base_env(az_config_dir, {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
+                                   'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file,
+                                   'AZURE_BATCHAI_STORAGE_ACCOUNT': 'configured',
+                                   'AZURE_BATCHAI_STORAGE_KEY': 'an-azure-key'})
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(local_service.data_dir, 'storage.key'), encoding='ascii') as f:
+        key = f.read().strip()
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+        ['configured', key], [None, 'given-on-the-command-line']]
