@@ -29,8 +29,9 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
         raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None
     set_local_target(cli_ctx, info['endpoint'], info['tokenFile'])
-    logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command now uses it '
-                   'until "az batchai sweep local stop". Workspace %s, cluster %s, resource group %s.',
+    logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command, and az\'s own '
+                   '"az batchai" commands, now use it until "az batchai sweep local stop". Workspace %s, cluster %s, '
+                   'resource group %s.',
                    info['endpoint'], data_dir, info['workspace'], info['cluster'], info['resourceGroup'])
     _storage_hint(cli_ctx, data_dir, info)
     return _report(info)
