@@ -328,7 +328,10 @@ long-summary: >
     (local) in resource group batchai-local, and runs the jobs as local processes (or, with --scheduler slurm, as
     Slurm batch jobs on a cluster). It also points every
     "az batchai sweep" command at it (az config batchai_sweep.endpoint and token_file; the environment variables
-    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop".
+    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop", and az's own
+    "az batchai" commands too (workspace, cluster, experiment, job create/show/list, job file list/stream), so the
+    Batch AI recipes run unchanged, with no "az login"; "local show-connection-string" points az's storage commands
+    at its Files endpoint.
 """
 
 helps['batchai sweep local start'] = """
@@ -387,6 +390,30 @@ parameters:
 examples:
   - name: Show the local service.
     text: az batchai sweep local status -o table
+"""
+
+helps['batchai sweep local show-connection-string'] = """
+type: command
+short-summary: Show the connection string that points az's storage commands at the local Files endpoint.
+long-summary: >
+    Export it as AZURE_STORAGE_CONNECTION_STRING and "az storage share create", "az storage directory create" and
+    "az storage file upload" work against the local service's file shares, which jobs mount. The string holds the
+    service's storage account key: it is shown here only, never in the output of the other commands or in logs.
+    Blob, queue and table requests made with it stay on this machine and are refused there: the local service
+    serves Azure Files only (put a job's blob container files in DATA_DIR/storage/ACCOUNT/containers/CONTAINER).
+parameters:
+  - name: --name -n
+    type: string
+    short-summary: Storage account name (3 to 24 lower-case letters and digits); any name is a local account.
+  - name: --data-dir
+    type: string
+    short-summary: Directory of the service's data; default is that of the targeted service, else batchai-sweep/local.
+examples:
+  - name: Point az's storage commands at the local service, then upload a training script to a file share.
+    text: |
+        export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string -n mystorage --query connectionString -o tsv)"
+        az storage share create -n scripts --account-name mystorage
+        az storage file upload -s scripts --source train.py --account-name mystorage
 """
 
 helps['batchai sweep local stop'] = """

@@ -55,14 +55,16 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None
     set_local_target(cli_ctx, info['endpoint'], info['tokenFile'])
-    logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command now uses it '
-                   'until "az batchai sweep local stop". Workspace %s, cluster %s, resource group %s.',
+    logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command, and az\'s own '
+                   '"az batchai" commands, now use it until "az batchai sweep local stop". Workspace %s, cluster %s, '
+                   'resource group %s.',
                    info['endpoint'], data_dir, info['workspace'], info['cluster'], info['resourceGroup'])
     if info.get('scheduler') == 'slurm':
         logger.warning('Jobs run on Slurm cluster %s, partition %s.', info.get('slurmCluster'), info.get('partition'))
     elif (info.get('scheduler') or 'processes') != scheduler:
         logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',
                        data_dir, info.get('scheduler') or 'processes')
+    _storage_hint(cli_ctx, data_dir, info)
     return _report(info)
 
 
@@ -91,6 +93,8 @@ def status(cli_ctx, data_dir=None):
     result['dataDir'] = data_dir
     # Whether the commands are pointed at this service (az config batchai_sweep.endpoint).
     result['targeted'] = bool(target and info['running'] and target[0] == info.get('endpoint'))
+    if info['running']:
+        _storage_hint(cli_ctx, data_dir, info)
     return result
 
 
@@ -114,3 +118,37 @@ def _inside(path, directory):
         return False
     path, directory = os.path.abspath(path), os.path.abspath(directory)
     return os.path.commonpath([path, directory]) == directory
+
+
+# ---- az's storage commands on the local Files endpoint -----------------------------------------------------------
+
+def _storage_hint(cli_ctx, data_dir, info):
+    """The exact line that points az's storage commands at this service (the key itself is only shown on request,
+    by show-connection-string: start and status output are printed and logged more freely)."""
+    import shlex
+    option = '' if data_dir == os.path.abspath(default_data_dir(cli_ctx)) else ' --data-dir ' + shlex.quote(data_dir)
+    logger.warning('az storage commands (share create, directory create, file upload) use the local Files endpoint '
+                   '%s after: export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string '
+                   '-n <storage account name>%s --query connectionString -o tsv)"', info.get('filesEndpoint'), option)
+
+
+def show_connection_string(cli_ctx, account_name, data_dir=None):
+    """{'connectionString': ...} for az's storage commands: the local Files endpoint of `account_name` and its key.
+
+    Blob, queue and table endpoints name the same local endpoint, so that a blob command run with this string is
+    refused on this machine rather than sent, signed with the local key, to the Azure account of the same name.
+    """
+    from azure.cli.core.azclierror import AzureConnectionError
+    from .localservice import control
+    from ._local_storage import local_data_dir, local_storage_key
+    data_dir = os.path.abspath(data_dir or local_data_dir(cli_ctx) or default_data_dir(cli_ctx))
+    info = control.status(data_dir)
+    if not info['running'] or not info.get('filesEndpoint'):
+        raise AzureConnectionError('No local Batch AI service runs on {}'.format(data_dir),
+                                   recommendation='Start it with "az batchai sweep local start" (with --data-dir '
+                                                  'if it is not the default).')
+    endpoint = '{}/{}'.format(info['filesEndpoint'].rstrip('/'), account_name)
+    parts = [('DefaultEndpointsProtocol', 'http'), ('AccountName', account_name),
+             ('AccountKey', local_storage_key(data_dir)), ('FileEndpoint', endpoint), ('BlobEndpoint', endpoint),
+             ('QueueEndpoint', endpoint), ('TableEndpoint', endpoint)]
+    return {'connectionString': ';'.join('{}={}'.format(name, value) for name, value in parts)}

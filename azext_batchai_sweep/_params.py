@@ -5,9 +5,9 @@
 from argcomplete.completers import FilesCompleter
 from azure.cli.core.commands.parameters import get_enum_type, resource_group_name_type
 
-from ._validators import (validate_local_start, validate_sweep_create, validate_sweep_delete, validate_sweep_metrics,
-                          validate_sweep_resubmit, validate_sweep_status, validate_sweep_stop, validate_sweep_submit,
-                          validate_sweep_target)
+from ._validators import (validate_local_connection_string, validate_local_start, validate_sweep_create,
+                          validate_sweep_delete, validate_sweep_metrics, validate_sweep_resubmit,
+                          validate_sweep_status, validate_sweep_stop, validate_sweep_submit, validate_sweep_target)
 
 DEFAULT_MAX_JOBS = 10000
 DEFAULT_PARALLEL = 8
@@ -133,6 +133,11 @@ def load_arguments(self, _):
     with self.argument_context('batchai sweep local') as c:
         c.argument('data_dir', options_list=['--data-dir'], completer=FilesCompleter(),
                    help='Directory of the local service\'s data (jobs, outputs, storage). Default: batchai-sweep/local in the az config directory.')
+
+    with self.argument_context('batchai sweep local show-connection-string',
+                               validator=validate_local_connection_string) as c:
+        c.argument('account_name', options_list=['--name', '-n'],
+                   help='Storage account name, as the recipe uses it: 3 to 24 lower-case letters and digits. On the local service every account name is a storage account, with the service\'s one key.')
 
     with self.argument_context('batchai sweep local start', validator=validate_local_start) as c:
         c.argument('port', type=int, default=0, help='Port of the service on 127.0.0.1. Default: a free port.')

@@ -155,6 +155,13 @@ def _validate_scheduler_options(namespace):
         _validate_file(namespace.slurm_conf, '--slurm-conf', 'the Slurm configuration')
 
 
+def validate_local_connection_string(cmd, namespace):  # pylint: disable=unused-argument
+    if not re.match(r'^[a-z0-9]{3,24}$', namespace.account_name or ''):  # Azure Storage's (and files_api.py's)
+        raise InvalidArgumentValueError(
+            'Storage account name {!r} is invalid'.format(namespace.account_name),
+            recommendation='Use 3 to 24 lower-case letters and digits, as Azure Storage does.')
+
+
 def _validate_sweep_name(name):
     if not _SWEEP_NAME.match(name or ''):
         raise InvalidArgumentValueError(

@@ -31,3 +31,4 @@ def load_command_table(self, _):
         g.custom_command('start', 'local_start', table_transformer=local_service_table_format)
         g.custom_command('status', 'local_status', table_transformer=local_service_table_format)
         g.custom_command('stop', 'local_stop', table_transformer=local_service_table_format)
+        g.custom_command('show-connection-string', 'local_show_connection_string')

@@ -503,3 +503,8 @@ def local_status(cmd, data_dir=None):
 def local_stop(cmd, data_dir=None):
     from ._local import stop
     return stop(cmd.cli_ctx, data_dir=data_dir)
+
+
+def local_show_connection_string(cmd, account_name, data_dir=None):
+    from ._local import show_connection_string
+    return show_connection_string(cmd.cli_ctx, account_name, data_dir=data_dir)

@@ -4,6 +4,7 @@ URLs are path-style, as Azurite's: ``/<account>/<share>/<directory...>/<file>``;
 directory ``<storage_root>/a/shares/s`` (the layout contract of layout.py). Supported calls, as the SDK sends them:
 
 =======  =====================================  ==========================================================
+GET      /<account>?comp=list                   list the account's shares (prefix, marker/maxresults paging)
 GET      ?restype=directory&comp=list           list a directory (prefix, marker/maxresults paging)
 GET/HEAD ?restype=directory                     directory properties
 GET/HEAD ?restype=share                         share properties
@@ -15,7 +16,8 @@ PUT      (a file) ?comp=range                   write (x-ms-write: update) or ze
 =======  =====================================  ==========================================================
 
 Every request is authenticated, with SharedKey (the single local account key, whatever the account name) or with a
-service SAS (share or file, ``sr=s``/``sr=f``) signed with that key. Account SAS and stored access policies are not
+service SAS (share or file, ``sr=s``/``sr=f``) signed with that key; listing shares (an account-level operation) takes
+SharedKey only, as a service SAS cannot grant it. Account SAS and stored access policies are not
 supported: nothing local hands them out, and a refusal is clearer than a half-checked grant. Errors use the Storage
 XML error format and the x-ms-error-code header. Only the standard library is used.
 """
@@ -43,7 +45,8 @@ API_VERSION = '2025-11-05'  # answered when the request names none
 MAX_RESULTS = 5000  # the service's own page size limit
 MAX_RANGE_BYTES = 4 * 1024 * 1024  # the service's limit for one Put Range
 CHUNK_BYTES = 64 * 1024
-CLOCK_SKEW_SECONDS = 15 * 60  # as the service: older or later signed requests are refused
+CLOCK_SKEW_SECONDS = 15 * 60
+SHARE_QUOTA_GIB = 5120  # the service's default share quota, answered in List Shares (local shares have no quota)  # as the service: older or later signed requests are refused
 
 # Matched whole (fullmatch): with `$`, a name ending in a newline passed.
 _ACCOUNT_NAME = re.compile(r'[a-z0-9]{3,24}')
@@ -159,6 +162,8 @@ class FilesApi:
     # -- routing ---------------------------------------------------------------------------------------------------
 
     def _dispatch(self, request):
+        if len(request.segments) == 1:
+            return self._account_request(request)
         if len(request.segments) < 2:
             raise StorageApiError(400, 'InvalidUri', 'The requested URI does not represent any resource on the '
                                   'server (account-level operations are not supported).')
@@ -209,6 +214,61 @@ class FilesApi:
         if real_target != share_root and not real_target.startswith(share_root + os.sep):
             raise _not_found('ResourceNotFound', 'resource')
         return real_target
+
+    # -- the account: List Shares -------------------------------------------------------------------------------
+
+    def _account_request(self, request):
+        """`GET /<account>?comp=list` (List Shares, what `az storage share list` sends); nothing else at this level."""
+        account = request.segments[0].lower()
+        if not _ACCOUNT_NAME.match(account):
+            raise _invalid_name()
+        if request.method != 'GET' or request.arg('comp') != 'list' or request.arg('restype') is not None:
+            raise StorageApiError(400, 'UnsupportedOperation', 'The local Azure Files endpoint supports only List '
+                                  'Shares (GET ?comp=list) on an account.')
+        authorization = request.headers.get('authorization')
+        if not authorization:
+            raise _auth_failed('Listing shares needs the account key (SharedKey): a share or file SAS cannot '
+                               'grant it, and account SAS is not supported.')
+        self._check_shared_key(request, authorization)
+        return self._list_shares(request, account)
+
+    def _list_shares(self, request, account):
+        """The shares of `account` in the List Shares XML (names, Last-Modified, Etag, Quota), paged by name."""
+        prefix, marker = request.arg('prefix', ''), request.arg('marker', '')
+        try:
+            max_results = int(request.arg('maxresults', MAX_RESULTS))
+        except ValueError:
+            max_results = 0
+        if not 1 <= max_results <= MAX_RESULTS:
+            raise StorageApiError(400, 'OutOfRangeQueryParameterValue', 'maxresults must be between 1 and {}.'
+                                  .format(MAX_RESULTS))
+        shares_dir = os.path.join(self.storage_root, account, 'shares')
+        shares = []
+        try:
+            with os.scandir(shares_dir) as listing:
+                for entry in listing:
+                    # A share is a real directory of the storage tree: a link could lead out of it.
+                    if (entry.is_dir(follow_symlinks=False) and _SHARE_NAME.match(entry.name)
+                            and entry.name.startswith(prefix) and entry.name >= marker):
+                        shares.append((entry.name, entry.stat(follow_symlinks=False)))
+        except FileNotFoundError:
+            pass  # an account nothing was created in yet has no shares
+        shares.sort()
+        page, rest = shares[:max_results], shares[max_results:]
+        host = request.headers.get('host', 'localhost')
+        parts = ['<?xml version="1.0" encoding="utf-8"?>',
+                 '<EnumerationResults ServiceEndpoint={}>'.format(
+                     quoteattr('http://{}/{}/'.format(host, request.segments[0]))),
+                 _element('Prefix', prefix) if prefix else '', _element('Marker', marker) if marker else '',
+                 _element('MaxResults', str(max_results)) if request.arg('maxresults') else '', '<Shares>']
+        for name, stat in page:
+            headers = _entity_headers(stat)
+            parts.append('<Share>{}<Properties>{}{}<Quota>{}</Quota></Properties></Share>'.format(
+                _element('Name', name), _element('Last-Modified', headers['Last-Modified']),
+                _element('Etag', headers['ETag']), SHARE_QUOTA_GIB))
+        parts += ['</Shares>', _element('NextMarker', rest[0][0]) if rest else '<NextMarker />',
+                  '</EnumerationResults>']
+        return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
 
     # -- authentication ----------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from azext_batchai_sweep.localservice import control
 pytestmark = pytest.mark.az
 
 COMMANDS = ['create', 'submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'local start', 'local status',
-            'local stop']
+            'local stop', 'local show-connection-string']
 
 
 def configured(config_dir):

@@ -1,11 +1,9 @@
 """The wheel installs with `az extension add` (no dependencies to fetch) and its command runs through az."""
 import ast
-import glob
 import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -23,17 +21,6 @@ def test_setup_declares_no_install_requires():
     keywords = {keyword.arg: keyword.value for keyword in setup_call.keywords}
     assert 'install_requires' in keywords
     assert ast.literal_eval(keywords['install_requires']) == []
-
-
-@pytest.fixture(scope='module')
-def wheel(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp('wheel'))
-    # --no-build-isolation: the venv's setuptools and wheel build it, offline (requirements-test.txt lists wheel).
-    built = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--quiet', '--no-deps', '--no-build-isolation',
-                            '-w', out, REPO_ROOT], check=False, capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    (path,) = glob.glob(os.path.join(out, '*.whl'))
-    return path
 
 
 def test_installed_wheel_runs_sweep_create(wheel, tmp_path):
