@@ -38,7 +38,7 @@ def test_builtin_show_and_list_commands_use_the_local_service_without_a_login(ta
     assert clusters.exit_code == 0 and local_service.cluster in clusters.stdout.split(), clusters.stderr
     missing = targeted('batchai', 'experiment', 'show', '-g', local_service.resource_group, '-w',
                        local_service.workspace, '-n', 'no-such-experiment')
-    assert missing.exit_code == 3 and "The experiment 'no-such-experiment' was not found" in missing.stderr
+    assert missing.exit_code == 3 and 'ExperimentNotFound' in missing.stderr and 'no-such-experiment' in missing.stderr
 
 
 def test_commands_the_local_service_cannot_serve_say_why_and_send_nothing(targeted, local_service):
