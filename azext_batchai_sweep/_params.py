@@ -102,7 +102,7 @@ def load_arguments(self, _):
 
     with self.argument_context('batchai sweep metrics', validator=validate_sweep_metrics) as c:
         c.argument('regex', options_list=['--regex'],
-                   help='Regular expression finding the metric in each line; its group named "value" (or its first group) is the number.')
+                   help='Regular expression finding the metric in each line; its group named "value" (or its first group) is the number. Without --regex and --metric: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('metric', options_list=['--metric'],
                    help='Name of a metric logged as NAME=VALUE (Katib\'s format), instead of --regex.')
         c.argument('reduce', arg_type=get_enum_type(['last', 'first', 'min', 'max', 'mean']), default='last',
@@ -112,7 +112,7 @@ def load_arguments(self, _):
         c.argument('output_directory_id', options_list=['--output-directory-id'],
                    help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt).')
         c.argument('goal', arg_type=get_enum_type(['max', 'min']),
-                   help='Sort the jobs best first: the largest (max) or smallest (min) metric. Default: by job name.')
+                   help='Sort the jobs best first: the largest (max) or smallest (min) metric. Default: the objective\'s goal when the metric comes from it, else by job name.')
         c.argument('top', type=int, help='Only the first N jobs (with --goal: the N best).')
         c.argument('csv', options_list=['--csv'], completer=FilesCompleter(),
                    help='Also write the rows to this CSV file: name, state, the metric, one column per parameter.')

@@ -38,6 +38,8 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     header = plan_header(sweep=sweep_name, resource_group=resource_group, workspace=workspace_name,
                          experiment=experiment_name, job_name_prefix=jobs.prefix, sampling=definition.sampling,
                          parameters=definition.parameter_summaries, job_count=len(jobs))
+    if definition.objective:
+        header['objective'] = definition.objective  # the defaults of `sweep metrics` (and of a later `sweep run`)
     listed = []
     with core_errors():
         write_plan(plan_file, header, _records(cmd, jobs, listed, max_jobs))

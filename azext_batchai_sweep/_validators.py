@@ -95,7 +95,7 @@ def validate_sweep_resubmit(cmd, namespace):
 
 def validate_sweep_metrics(cmd, namespace):
     validate_sweep_target(cmd, namespace)
-    if bool(namespace.regex) == bool(namespace.metric):
+    if namespace.regex and namespace.metric:  # neither: the sweep file's objective (see custom.sweep_metrics)
         raise MutuallyExclusiveArgumentError(
             'Give exactly one of --regex and --metric',
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '

@@ -236,6 +236,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                   parallel=DEFAULT_PARALLEL):
     from .core.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    if not regex and not metric:
+        objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+        regex, metric = objective.get('regex'), objective.get('metric')
+        goal = goal or objective['goal']
+        file = objective.get('file') if file == 'stdout.txt' and objective.get('file') else file
+        if output_directory_id == 'stdouterr' and objective.get('outputDirectoryId'):
+            output_directory_id = objective['outputDirectoryId']
     with core_errors():
         extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
         client = _client(cmd)
@@ -253,6 +260,25 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     if missing:
         logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
     return rows
+
+
+def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
+    """The sweep file's objective, as `sweep run` (its journal) or `create` (the plan's header) kept it."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._run import run_journal_path
+    from .core.plan import read_plan
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+    objective = Journal(path).data.get('objective') if os.path.exists(path) else None
+    plan_file = '{}.plan.jsonl'.format(sweep_name)
+    if objective is None and os.path.isfile(plan_file):
+        objective = read_plan(plan_file)[0].get('objective')
+    if not objective:
+        raise RequiredArgumentMissingError(
+            'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
+            recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
+                           '`create` keep it for metrics.')
+    return objective
 
 
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,

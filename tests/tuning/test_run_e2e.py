@@ -74,6 +74,11 @@ def test_bandit_within_limits_and_job_timeout(setup, local_service, batchai_clie
     table = az('batchai', 'sweep', 'status', '-g', local_service.resource_group, '-w', local_service.workspace,
                '-e', experiment, '-n', 'bandit', '-o', 'table')
     assert 'stopped at epoch 2 by bandit' in table.stdout
+    # metrics takes its metric and goal from the run's objective
+    best = az('batchai', 'sweep', 'metrics', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', experiment, '-n', 'bandit', '--top', '1', '--query', '[0].parameters.Q')
+    assert best.exit_code == 0, best.stderr
+    assert best.json() == 0.9
 
 
 @pytest.fixture(scope='module')
