@@ -141,6 +141,14 @@ def sweep_delete_table_format(result):
                          ('Not Found', len(result['notFound'])), ('Failed', len(result['failed']))])]
 
 
+def sweep_stop_table_format(result):
+    """One row per job that was stopped, failed to stop or is still stopping; none when nothing was running."""
+    rows = [OrderedDict([('Job', name), ('Result', 'stopped')]) for name in result['stopped']]
+    rows += [OrderedDict([('Job', item['job']), ('Result', 'failed: ' + item['error'])]) for item in result['failed']]
+    rows += [OrderedDict([('Job', name), ('Result', 'still stopping')]) for name in result['stillStopping']]
+    return rows
+
+
 def sweep_download_table_format(result):
     return [OrderedDict([('Sweep', result['sweep']), ('Jobs', result['jobs']), ('Files', result['files']),
                          ('Bytes', result['bytes']), ('Skipped', result['skipped']),

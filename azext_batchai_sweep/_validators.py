@@ -55,9 +55,13 @@ def validate_sweep_target(cmd, namespace):  # pylint: disable=unused-argument
     """Every command acting on a sweep's jobs: a valid sweep name and sensible --parallel/--interval."""
     _validate_sweep_name(namespace.sweep_name)
     _at_least(1, parallel=getattr(namespace, 'parallel', None))
-    interval = getattr(namespace, 'interval', None)
-    if interval is not None and interval <= 0:
-        raise InvalidArgumentValueError('--interval must be more than 0 seconds, not {:g}'.format(interval))
+    for option in ('interval', 'timeout'):
+        value = getattr(namespace, option, None)
+        if value is not None and value <= 0:
+            raise InvalidArgumentValueError('--{} must be more than 0 seconds, not {:g}'.format(option, value))
+    if getattr(namespace, 'timeout', None) is not None and not getattr(namespace, 'wait', False):
+        raise RequiredArgumentMissingError('--timeout limits a wait: it needs --wait')
+    _at_least(0, max_retries=getattr(namespace, 'max_retries', None))
 
 
 def validate_sweep_submit(cmd, namespace):
@@ -83,8 +87,13 @@ def validate_sweep_status(cmd, namespace):
     if namespace.tail is not None and not namespace.job:
         raise RequiredArgumentMissingError('--tail needs --job: the name of the job whose output to print')
     _at_least(1, tail=namespace.tail)
-    if namespace.job and (namespace.wait or namespace.state):
-        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait or --state')
+    if namespace.job and (namespace.wait or namespace.state or namespace.plan_file):
+        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait, --state or '
+                                             '--plan-file')
+    if namespace.stderr and not namespace.job:
+        raise RequiredArgumentMissingError('--stderr needs --job: the name of the job whose stderr.txt to print')
+    if namespace.plan_file:
+        _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
 
 
 def validate_sweep_resubmit(cmd, namespace):
@@ -104,6 +113,10 @@ def validate_sweep_metrics(cmd, namespace):
 
 
 def validate_sweep_delete(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+
+
+def validate_sweep_stop(cmd, namespace):
     validate_sweep_target(cmd, namespace)
 
 

@@ -12,7 +12,8 @@ import re
 
 from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
 from .errors import SpecError
-from .listing import list_jobs, parameters_of, select_jobs, state_of
+from .identity import sweep_jobs
+from .listing import parameters_of, state_of
 from .parallel import run_parallel
 from .retry import RetrySettings, describe_error
 
@@ -318,8 +319,8 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
     progress(done, total) counts jobs.
     """
     retry = retry or RetrySettings()
-    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
-                            sweep_name=sweep_name, state=state, job_names=job_names))
+    jobs = sweep_jobs(client, resource_group, workspace, experiment, sweep_name, state=state, job_names=job_names,
+                      retry=retry)
     rows = []
     done = [0]
 

@@ -82,7 +82,8 @@ def sweep(local_service, tmp_path_factory):
     # --wait prints the final status, then exits non-zero because jobs failed.
     waited = made.run('status', '--wait', '--interval', '0.2', '--query', 'counts')
     assert waited.exit_code == 1, waited.stderr
-    assert waited.json() == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 3, 'failed': 3}
+    assert waited.json() == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 3, 'failed': 3,
+                             'terminated': 0, 'missing': 0}
     assert 'ERROR: 3 job(s) of sweep flaky failed' in waited.stderr
     assert 'Traceback' not in waited.stderr
     return made
@@ -187,14 +188,16 @@ def test_delete_needs_yes_then_deletes_by_state_and_name(sweep):
     assert one.exit_code == 0, one.stderr
     assert one.stdout == '' and 'Sweep flaky: 1 job(s) deleted' in one.stderr
     for _ in range(20):
-        if names[0] not in sweep.run('status', '--query', 'jobs[].name').json():
+        # The plan is in the working directory: a deleted job is listed as planned but missing on the service.
+        if names[0] not in sweep.run('status', '--query', "jobs[?state!='missing'].name").json():
             break
     else:
         pytest.fail('job {} still listed after delete --no-wait'.format(names[0]))
     rest = sweep.run('delete', '--state', 'succeeded', '--yes', '-o', 'table')
     assert rest.exit_code == 0, rest.stderr
     assert rest.stdout.splitlines()[2].split() == ['flaky', '5', '0', '0']
-    assert sweep.run('status', '--query', 'length(jobs)').json() == 0
+    assert sweep.run('status', '--query', "length(jobs[?state!='missing'])").json() == 0
+    assert sweep.run('status', '--query', 'counts.missing').json() == 6
 
 
 def test_a_job_the_service_refuses_is_reported_and_the_exit_code_is_non_zero(local_service, az, tmp_path):
@@ -202,11 +205,18 @@ def test_a_job_the_service_refuses_is_reported_and_the_exit_code_is_non_zero(loc
     write_sweep(str(tmp_path), 'x', values=[1, 2])
     args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'cli-' + uuid.uuid4().hex[:8],
             '-n', SWEEP]
-    result = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', 'no-such-cluster', '-o', 'json')
+    # The job asks for 5 nodes of a 4-slot cluster: the service refuses every PUT (a missing cluster is found before
+    # any request, see tests/cli/test_sweep_identity.py).
+    plan = az('batchai', 'sweep', 'create', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster,
+              '--plan-only')
+    assert plan.exit_code == 0, plan.stderr
+    path = tmp_path / 'flaky.plan.jsonl'
+    path.write_text(path.read_text(encoding='utf-8').replace('"nodeCount":1', '"nodeCount":5'), encoding='utf-8')
+    result = az('batchai', 'sweep', 'submit', *args, '-o', 'json')
     assert result.exit_code == 1
     summary = result.json()  # the result is printed all the same
     assert summary['submitted'] == 0 and len(summary['notSubmitted']) == 2
-    assert 'ClusterNotFound' in summary['failed'][0]['error']
+    assert 'InvalidNodeCount' in summary['failed'][0]['error']
     assert 'ERROR: 2 job(s) of sweep flaky were not submitted' in result.stderr
 
 

@@ -41,14 +41,15 @@ def test_submit_then_status_then_rerun_submits_nothing(batchai_client, local_ser
     progress = []
     result = submit_jobs(client, svc.resource_group, svc.workspace, experiment, plan, parallel=8,
                          progress=lambda done, total: progress.append((done, total)), retry=quick_retry())
-    assert result == {'total': 20, 'submitted': 20, 'alreadyPresent': 0, 'failed': [], 'notSubmitted': [],
-                      'stopped': False}
+    assert result == {'total': 20, 'submitted': 20, 'alreadyPresent': 0, 'replaced': 0, 'failed': [],
+                      'notSubmitted': [], 'stopped': False}
     assert progress[-1] == (20, 20)
 
     # Another sweep in the same experiment must not show up in this one's status.
     submit_jobs(client, svc.resource_group, svc.workspace, experiment, sweep_plan(svc, 'other', 2, 'true'))
     finished = wait_all(client, svc, experiment, 'twenty')
-    assert finished['counts'] == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 20, 'failed': 0}
+    assert finished['counts'] == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 20, 'failed': 0,
+                                  'terminated': 0}
 
     status = sweep_status(client, svc.resource_group, svc.workspace, experiment, sweep_name='twenty')
     assert [row['name'] for row in status['jobs']] == [name for name, _ in plan]

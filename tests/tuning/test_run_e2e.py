@@ -7,12 +7,14 @@
 - crash: the controller is SIGKILLed at three points (once with its journal deleted) and run again: no duplicate,
   nothing lost, limits held, the same Hyperband decisions as the unkilled run.
 """
+import json
 import os
 import uuid
 
 import pytest
 
 from azext_batchai_sweep.core.listing import env_of
+from azext_batchai_sweep.core.tuning.loop import job_state
 from tests.fixtures_az import AZ, AzRunner, base_env
 
 from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, service_env, write_sweep
@@ -141,3 +143,28 @@ def test_killed_controller_resumes_with_the_same_decisions(hyperband_reference, 
     for key in ('jobs', 'decisions', 'ended', 'counts'):
         assert result[key] == reference_result[key], key
     assert result['best']['parameters'] == reference_result['best']['parameters']
+
+
+def test_sweep_stop_ends_a_run(setup, local_service, batchai_client):
+    """`az batchai sweep stop` while `run` goes on: the run submits nothing more and ends, saying why."""
+    import subprocess
+    import time
+    az, directory, config, experiment = setup
+    spec = write_sweep(directory, 'stopped', ['limits: {maxConcurrentJobs: 2}'], [0.1, 0.2, 0.3, 0.4, 0.5],
+                       epochs=40, sleep=0.25)
+    proc = subprocess.Popen([AZ] + args(local_service, experiment, 'stopped', spec),
+                            env=base_env(config, service_env(local_service)), cwd=directory,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = Watcher(batchai_client, local_service, experiment, 'stopped')
+    deadline = time.monotonic() + 60
+    while sum(1 for job in watcher.jobs() if job_state(job) == 'running') < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop = az('batchai', 'sweep', 'stop', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', experiment, '-n', 'stopped', '--yes')
+    assert stop.exit_code == 0, stop.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert result['ended'] == 'stopped' and result['jobs'] == 2, result
+    assert 'terminated by someone else' in err
+    assert len(watcher.jobs()) == 2
