@@ -168,3 +168,29 @@ def test_sweep_stop_ends_a_run(setup, local_service, batchai_client):
     assert result['ended'] == 'stopped' and result['jobs'] == 2, result
     assert 'terminated by someone else' in err
     assert len(watcher.jobs()) == 2
+
+
+def test_random_run_without_seed_resumes_with_the_seed_its_jobs_carry(setup, local_service, batchai_client):
+    """maxTotalJobs ends a run; running it again with a larger budget goes on with the seed the jobs recorded, so the
+    sweep is the random search `create` would plan with that seed."""
+    from azext_batchai_sweep.core.params import DiscreteParamSpec
+    from azext_batchai_sweep.core.sweep import ParameterSweep
+    az, directory, _, experiment = setup
+    spec = write_sweep(directory, 'rand', ['sampling: {type: random, count: 4}'], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+                       epochs=2, sleep=0.01)
+    first = az(*args(local_service, experiment, 'rand', spec), '--max-total-jobs', '2')
+    assert first.exit_code == 0, first.stderr
+    assert first.json()['ended'] == 'maxTotalJobs' and first.json()['jobs'] == 2
+    assert 'Sweep seed: ' in first.stderr
+    second = az(*args(local_service, experiment, 'rand', spec))
+    assert second.exit_code == 0, second.stderr
+    assert second.json()['ended'] == 'exhausted' and second.json()['jobs'] == 4
+    jobs = Watcher(batchai_client, local_service, experiment, 'rand').jobs()
+    seeds = {env_of(job)['BATCHAI_SWEEP_SEED'] for job in jobs}
+    assert len(seeds) == 1
+    drawn = ParameterSweep([DiscreteParamSpec(parameterName='Q', values=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])]) \
+        .generate_jobs_random_search({'properties': {}}, 4, seed=int(seeds.pop()), job_name_prefix='rand',
+                                     sweep_name='rand')
+    assert {job.name for job in drawn} == {job.name for job in jobs}
+    order = sorted(jobs, key=lambda job: int(env_of(job)['BATCHAI_SWEEP_INDEX']))
+    assert [float(env_of(job)['PARAM_Q']) for job in order] == [job.parameters['Q'] for job in drawn]
