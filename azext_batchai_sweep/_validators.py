@@ -46,7 +46,8 @@ def validate_sweep_run(cmd, namespace):
     for option in ('timeout', 'poll_interval'):
         value = getattr(namespace, option)
         if value is not None and value <= 0:
-            raise InvalidArgumentValueError('--{} must be more than 0, not {:g}'.format(option.replace('_', '-'), value))
+            raise InvalidArgumentValueError('--{} must be more than 0, not {:g}'.format(option.replace('_', '-'),
+                                                                                     value))
     if namespace.cluster:
         namespace.cluster = _cluster_id(cmd.cli_ctx, namespace)
 

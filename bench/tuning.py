@@ -130,7 +130,8 @@ def main():
     parser.add_argument('--jobs', type=int, default=1000)
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--skip-poll', action='store_true')
-    parser.add_argument('--crossing', nargs='+', default=['mild', 'strong'], help='curve shapes (tests/tuning/curves.py)')
+    parser.add_argument('--crossing', nargs='+', default=['none', 'mild', 'strong'],
+                        help='curve shapes (tests/tuning/curves.py)')
     options = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
     print('{} {} {}, Python {}, {} CPUs, {}'.format(platform.system(), platform.machine(), platform.node()[:0],

@@ -3,7 +3,8 @@
 The sweep is examples/demo (train.py, a small pure-Python MLP; a 3x3 grid over learning rate and hidden units).
 Steps: start the local service, put train.py into its `scripts` file share, plan the sweep and create the
 experiment, submit, watch with `status --wait`, show the jobs and the metrics best first, tail the best job's log,
-run the adaptive version of the sweep (`sweep run`, bandit early termination) and show its decisions, stop the service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
+run the adaptive version of the sweep (`sweep run`, bandit early termination) and show its decisions, stop the
+service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
 
 Nothing touches the user's ~/.azure: az runs with AZURE_CONFIG_DIR=.demo/azure-config, the service keeps its state
 in .demo/data, and both start empty on every run. az is the repo venv's, loading the extension from source
