@@ -77,10 +77,14 @@ def validate_sweep_submit(cmd, namespace):
                 option.replace('_', '-')))
     namespace.plan_file = namespace.plan_file or '{}.plan.jsonl'.format(namespace.sweep_name)
     if not os.path.isfile(namespace.plan_file):
+        from .core.identity import SweepIdentity
+        args = SweepIdentity(str(namespace.resource_group), str(namespace.workspace_name),
+                             str(namespace.experiment_name), namespace.sweep_name).args()
         raise FileOperationError(
             'The plan file {} does not exist'.format(namespace.plan_file),
-            recommendation='Plan the sweep first with "az batchai sweep create", pass its plan with --plan-file, or '
-                           'plan and submit at once with --spec.')
+            recommendation='Plan and submit at once with "az batchai sweep submit {} --spec FILE", plan first with '
+                           '"az batchai sweep create {} --spec FILE", or pass the plan with --plan-file.'.format(
+                               args, args))
 
 
 def validate_sweep_status(cmd, namespace):
@@ -111,6 +115,17 @@ def validate_sweep_metrics(cmd, namespace):
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
                            'number.')
     _at_least(1, top=namespace.top)
+    if not namespace.regex and not namespace.metric:
+        return  # the metric, its goal (for --top) and its file come from the sweep's objective
+    if namespace.top is not None and not namespace.goal:
+        raise RequiredArgumentMissingError('--top N keeps the N best jobs: it needs --goal max or --goal min')
+    from .core.errors import SpecError
+    from .core.metrics import MetricExtractor
+    try:
+        MetricExtractor(regex=namespace.regex, metric_name=namespace.metric, reduce=namespace.reduce)
+    except SpecError as ex:
+        option = '--regex' if namespace.regex else '--metric'
+        raise InvalidArgumentValueError('Invalid {}: {}'.format(option, ex.message)) from None
 
 
 def validate_sweep_delete(cmd, namespace):

@@ -14,7 +14,13 @@ from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, D
 
 logger = get_logger(__name__)
 
-RERUN_RECOMMENDATION = 'Run the same command again: jobs already on the service are skipped, none is duplicated.'
+
+
+def _command(command, identity, *extra):
+    """A pasteable `az batchai sweep` command line with this run's -g/-w/-e/-n (hints never say "the same
+    command": they name it)."""
+    import shlex
+    return ' '.join(['az batchai sweep', command, identity.args()] + [shlex.quote(str(item)) for item in extra])
 
 
 def _names(resource_group, workspace_name, experiment_name):
@@ -106,10 +112,19 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                    '; {} re-created with their changed definition'.format(result['replaced'])
                    if result['replaced'] else '')
     if result['notSubmitted']:
+        again = _command('submit', identity, '--plan-file', os.path.abspath(plan_file))
+        if outcome['stopped']:  # the service stopped answering: a later run finishes the sweep
+            recommendation = ('Run "{}" once the service answers again: jobs already on the service are skipped, '
+                              'none is duplicated.'.format(again))
+        else:  # the service refused the jobs: running the same plan again would be refused again
+            recommendation = ('The service refused them (see each job\'s error in "failed"); running the same plan '
+                              'again will not help. Fix what the error names (the job in the sweep file, the '
+                              'cluster), then plan and submit again: "{}".'.format(
+                                  _command('submit', identity, '--spec', 'FILE', '--allow-changes')))
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not submitted: {}'.format(
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
-            recommendation=RERUN_RECOMMENDATION))
+            recommendation=recommendation))
     elif wait:
         status = _wait(cmd, client, identity, interval, timeout=timeout)
         result['counts'] = status['counts']
@@ -227,6 +242,15 @@ def _require_jobs(identity, found, job_names, client=None):
         _no_jobs(identity, client)
 
 
+def _check_selection(client, identity, job_names=None):
+    """Before anything changes: the sweep has jobs, and every name given with --jobs is one of them."""
+    from .core.identity import sweep_jobs
+    found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
+                                            identity.experiment, identity.name, job_names=job_names,
+                                            retry=_retry())]
+    _require_jobs(identity, found, job_names, client)
+
+
 def _no_jobs(identity, client=None):
     """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
     from .core.errors import NotFoundError
@@ -248,18 +272,22 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     client = _client(cmd)
     if job:
         return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+    plan = _status_plan(plan_file, identity)
     if wait:
         status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
-        if state:
-            status['jobs'] = [row for row in status['jobs'] if row['state'] == state]
     else:
         with core_errors():
+            # With a plan, every job of the sweep: what is missing is only known against all of them.
             status = core_sweep_status(client, resource_group, workspace_name, experiment_name,
-                                       sweep_name=sweep_name, state=state, retry=_retry(max_retries))
+                                       sweep_name=sweep_name, state=None if plan or wait else state,
+                                       retry=_retry(max_retries))
     result = {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
-    plan = _status_plan(plan_file, identity)
     if plan is not None:
-        _compare_with_plan(result, plan, state)
+        _compare_with_plan(result, plan)
+    if state and (plan is not None or wait):
+        from .core.status import summarize_rows
+        result.update(summarize_rows([row for row in result['jobs'] if row['state'] == state],
+                                     with_missing=plan is not None))
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
@@ -298,7 +326,7 @@ def _status_plan(plan_file, identity):
     return default if theirs == ours else None
 
 
-def _compare_with_plan(result, plan_file, state):
+def _compare_with_plan(result, plan_file):
     """Add the planned jobs missing on the service (state 'missing') and name the service's jobs the plan lacks."""
     from .core.plan import read_plan
     on_service = {row['name'] for row in result['jobs']}
@@ -310,9 +338,7 @@ def _compare_with_plan(result, plan_file, state):
             if record['name'] not in on_service:
                 missing.append({'name': record['name'], 'state': 'missing', 'exitCode': None, 'startTime': None,
                                 'endTime': None, 'durationSeconds': None, 'parameters': record['parameters']})
-    if state:  # --state S: the service's jobs in S only; missing jobs are not in any state
-        missing = [row for row in missing if state == 'missing']
-    unplanned = sorted(on_service - planned) if not state else []
+    unplanned = sorted(on_service - planned)
     result['counts']['missing'] = len(missing)
     result['missing'] = [row['name'] for row in missing]
     result['notInPlan'] = unplanned
@@ -413,7 +439,9 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not resubmitted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation=RERUN_RECOMMENDATION))
+            recommendation='Run "{}" again: jobs already re-created are not touched, none is lost.'.format(
+                _command('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
+                         *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
         status = _wait(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
                        max_retries=max_retries)
@@ -426,6 +454,8 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                   parallel=DEFAULT_PARALLEL):
     from .core.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    stats = {}
     if not regex and not metric:
         objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
@@ -439,9 +469,21 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         with Progress(cmd, 'Reading metrics') as progress:
             rows = get_metrics(client, resource_group, workspace_name, experiment_name, extractor,
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
-                               goal=goal or 'max', parallel=parallel, progress=progress)
+                               goal=goal or 'max', parallel=parallel, progress=progress, stats=stats)
+        if not rows:
+            _no_jobs(identity, client)
+        finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
+        if not stats['filesFound'] and finished:
+            from .core.errors import NotFoundError
+            raise NotFoundError(
+                'None of the {} job(s) of sweep {} has the file {} in output directory {}'.format(
+                    len(rows), sweep_name, file, output_directory_id),
+                recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
+                               'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
+        for row in rows:
+            row['metricName'] = metric  # the table's column is named after the metric (None for --regex)
         if csv:
             with open(csv, 'w', encoding='utf-8', newline='') as stream:
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
@@ -476,7 +518,10 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
     from azure.cli.core.azclierror import AzureResponseError
     from .core.delete import delete_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    with core_errors():
+        _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
         # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
         result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
@@ -488,7 +533,8 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not deleted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation='Run the same command again.'))
+            recommendation='Run "{}" again.'.format(_command(
+                'delete', identity, '--jobs', *[item['job'] for item in result['failed']], '--yes'))))
     return {'sweep': sweep_name, **result}
 
 
@@ -497,8 +543,11 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     from azure.cli.core.azclierror import AzureResponseError
     from .core.download import download_outputs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
     client = _client(cmd)
+    with core_errors():
+        _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Downloading') as progress:
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
@@ -507,7 +556,10 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
                    result['bytes'], result['jobs'], dest, result['skipped'])
     if result['failed']:
         fail_after_output(cmd.cli_ctx, AzureResponseError(
-            '{} file(s) were not downloaded'.format(len(result['failed'])), recommendation=RERUN_RECOMMENDATION))
+            '{} file(s) were not downloaded'.format(len(result['failed'])),
+            recommendation='Run "{}" again: the files already there are skipped.'.format(
+                _command('download', identity, '--dest', dest,
+                         *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 

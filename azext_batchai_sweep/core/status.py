@@ -20,8 +20,12 @@ def list_sweep_jobs(client, resource_group, workspace, experiment, sweep_name=No
 
 def summarize(jobs) -> dict:
     """{counts: {state: n}, jobs: [row]} for SDK Job models, rows sorted by name."""
-    rows = sorted((job_summary(job) for job in jobs), key=lambda row: row['name'])
-    counts = dict.fromkeys(STATES, 0)
+    return summarize_rows(sorted((job_summary(job) for job in jobs), key=lambda row: row['name']))
+
+
+def summarize_rows(rows, with_missing=False) -> dict:
+    """{counts: {state: n}, jobs: rows} of status rows; `with_missing` counts the 'missing' state too."""
+    counts = dict.fromkeys(STATES + (('missing',) if with_missing else ()), 0)
     for row in rows:
         counts[row['state']] = counts.get(row['state'], 0) + 1
     return {'counts': counts, 'jobs': rows}

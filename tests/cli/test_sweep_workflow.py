@@ -102,7 +102,7 @@ def test_status_table_state_filter_and_tail(sweep):
     table = sweep.run('status', '-o', 'table')
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Exit', 'Code', 'Start', 'Duration', 'X']
+    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', 'Duration', 'X']
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == 6
     assert sorted((row[-1], row[1], row[2]) for row in rows) == [
@@ -124,16 +124,17 @@ def test_metrics_by_name_and_regex_goal_top_csv_and_missing(sweep):
     best = sweep.run('metrics', '--metric', 'loss', '--goal', 'min', '--top', '2', '-o', 'table')
     assert best.exit_code == 0, best.stderr
     lines = best.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Metric', 'X']
-    assert [line.split()[1:] for line in lines[2:]] == [['succeeded', '0.0', '0'], ['failed', '3.0', '1']]
+    assert lines[0].split() == ['Name', 'State', 'Loss', 'X']  # the column is named after the metric
+    # A failed job (X=1, loss 3) never ranks above a succeeded one (X=2, loss 6).
+    assert [line.split()[1:] for line in lines[2:]] == [['succeeded', '0.0', '0'], ['succeeded', '6.0', '2']]
 
     regex = sweep.run('metrics', '--regex', r'training x=(\d+)', '--goal', 'max', '--csv', 'metrics.csv',
                       '--query', '[].[parameters.X, metric]')
     assert regex.exit_code == 0, regex.stderr
-    assert regex.json() == [[x, float(x)] for x in range(5, -1, -1)]
+    assert regex.json() == [[x, float(x)] for x in (4, 2, 0, 5, 3, 1)]  # the succeeded (even) jobs first
     with open(os.path.join(sweep.directory, 'metrics.csv'), encoding='utf-8') as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ['name', 'state', 'metric', 'X'] and rows[1][2:] == ['5.0', '5'] and len(rows) == 7
+    assert rows[0] == ['name', 'state', 'metric', 'X'] and rows[1][2:] == ['4.0', '4'] and len(rows) == 7
 
     # Another file of an output directory; a metric that is not there is empty, never a crash.
     model = sweep.run('metrics', '--regex', r'model (\d+)', '--output-directory-id', 'MODEL',
