@@ -130,11 +130,41 @@ def sweep_status_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
+        if job.get('tuning'):
+            # A sweep run's jobs: their objective and decisions instead of exit code and times (-o json has all).
+            rows.append(_with_parameters(_tuning_cells(row, job['tuning']), parameters))
+            continue
         row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
         row['Start'] = _short_time(job['startTime'])
         row['Duration'] = _short_duration(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     return rows
+
+
+def sweep_run_table_format(result):
+    """One row: why the sweep ended, the best job, counts, compute saved."""
+    best = result.get('best') or {}
+    compute = result.get('compute') or {}
+    row = OrderedDict()
+    row['Sweep'] = result['sweep']
+    row['Ended'] = _text(result['ended'])
+    row['Jobs'] = result['jobs']
+    row['Best Job'] = _text(best.get('name'))
+    row['Objective'] = _cell(best.get('objective'))
+    row['Stopped'] = (result.get('decisions') or {}).get('stopped', 0)
+    row['Job-Steps'] = '{}/{}'.format(compute.get('jobSteps'), compute.get('jobStepsFull'))
+    row['Saved'] = '{}%'.format(compute.get('savedPercent'))
+    return [row]
+
+
+def _tuning_cells(row, tuning):
+    """The columns `sweep run` adds to status rows: its objective, step and decision."""
+    row['Step'] = _cell(tuning.get('step'))
+    row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
+    if tuning.get('bracket') is not None:
+        row['B/R'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])  # Hyperband's bracket and rung
+    row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))
+    return row
 
 
 def sweep_resubmit_table_format(result):

@@ -58,6 +58,8 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
                          experiment=experiment_name, job_name_prefix=jobs.prefix, sampling=definition.sampling,
                          parameters=definition.parameter_summaries, job_count=len(jobs),
                          template_digest=definition.template_digest)
+    if definition.objective:
+        header['objective'] = definition.objective  # the defaults of `sweep metrics`
     if previous is not None and not allow_changes:
         _refuse_changes(previous, header, plan_file, identity)  # against the plan file: before any request
     if client is not None:

@@ -9,7 +9,8 @@ from knack.log import get_logger
 
 from ._errors import core_errors
 from ._output import Progress, fail_after_output
-from ._params import DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_TAIL
+from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
+                      DEFAULT_TAIL)
 
 logger = get_logger(__name__)
 
@@ -127,6 +128,45 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     elif wait:
         status = _wait(cmd, client, identity, interval, timeout=timeout)
         result['counts'] = status['counts']
+    return result
+
+
+def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
+              storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
+    from azure.cli.core.azclierror import AzureResponseError
+    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
+    from .core.submit import ensure_experiment
+    from .core.tuning.controller import Limits
+    from .core.tuning.loop import SweepRun
+    from .core.tuning.result import describe
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = _client(cmd)
+    retry = _retry()
+    definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
+                                     storage_account_name=storage_account_name, sampling=sampling, count=count,
+                                     seed=seed, recorded_seed=service_seed(client, identity, retry))
+    written = definition.limits
+    limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                    max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                    timeout_minutes=timeout or written.get('timeoutMinutes'),
+                    job_timeout_minutes=written.get('jobTimeoutMinutes'))
+    with core_errors():
+        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
+            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
+                       limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
+                       journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
+                                                     sweep_name))
+        result = run.run(poll_interval)
+    goal = definition.objective['goal'] if definition.objective else 'max'
+    logger.warning('Sweep %s: %s', sweep_name, describe(result, goal))
+    if definition.objective and result['best'] is None and result['ended'] != 'stopped':
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            'No job of sweep {} ran to the end with a value of the objective'.format(sweep_name),
+            recommendation='See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check '
+                           'the objective of the sweep file against what the jobs print.'.format(identity.args())))
     return result
 
 
@@ -254,7 +294,27 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
+    _add_run_decisions(cmd, client, result['jobs'], identity)
     return result
+
+
+def _add_run_decisions(cmd, client, rows, identity):
+    """A `sweep run`'s objective, step and decision per job: from its journal on this machine, else rebuilt from the
+    jobs on the service (their objective, rules and logs)."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import read_journal_rows, rows_from_service
+    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                                identity.experiment, identity.name))
+    if not tuning and rows:
+        from .core.identity import sweep_jobs
+        with core_errors():
+            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                              identity.name, retry=_retry())
+            tuning = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
+                                       jobs, retry=_retry())
+    for row in rows:
+        if row['name'] in tuning:
+            row['tuning'] = tuning[row['name']]
 
 
 def _status_plan(plan_file, identity):
@@ -407,6 +467,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
+    if not regex and not metric:
+        objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+        regex, metric = objective.get('regex'), objective.get('metric')
+        goal = goal or objective['goal']
+        file = objective.get('file') if file == 'stdout.txt' and objective.get('file') else file
+        if output_directory_id == 'stdouterr' and objective.get('outputDirectoryId'):
+            output_directory_id = objective['outputDirectoryId']
     with core_errors():
         extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
         client = _client(cmd)
@@ -436,6 +503,31 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     if missing:
         logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
     return rows
+
+
+def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
+    """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._run import run_journal_path
+    from .core.plan import read_plan
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+    objective = Journal(path).data.get('objective') if os.path.exists(path) else None
+    plan_file = '{}.plan.jsonl'.format(sweep_name)
+    if objective is None and os.path.isfile(plan_file):
+        objective = read_plan(plan_file)[0].get('objective')
+    if objective is None:
+        from .core.identity import sweep_jobs
+        from .core.tuning.loop import objective_from_service
+        with core_errors():
+            objective = objective_from_service(sweep_jobs(_client(cmd), resource_group, workspace_name,
+                                                          experiment_name, sweep_name, retry=_retry()))
+    if not objective:
+        raise RequiredArgumentMissingError(
+            'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
+            recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
+                           '`create` keep it for metrics.')
+    return objective
 
 
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
