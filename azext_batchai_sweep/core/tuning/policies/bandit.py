@@ -36,6 +36,6 @@ class BanditPolicy(Policy):
         if not worse:
             return None
         leader = min(name for value, name in candidates if value == best)
-        return self.stop(trial, report.step, '{} {} {} (best so far {}, {})'.format(
-            fmt(report.value), '<' if self.goal == 'max' else '>', formula, fmt(best), leader),
+        return self.stop(trial, report.step, '{} {} {}'.format(
+            fmt(report.value), '<' if self.goal == 'max' else '>', formula),
             value=report.value, best=best, threshold=limit, bestJob=leader)

@@ -149,17 +149,13 @@ class HyperbandSampler(Sampler):
                 numbers = {'bracket': bracket.s, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
                            'value': t.last, 'cutoff': cutoff}
                 if rank <= keep:
-                    decisions[t.name] = Decision(
-                        job=t.name, kind=PROMOTED, rule='hyperband', step=rung.resource, numbers=numbers,
-                        text='promoted by hyperband from rung {} of bracket {} to {} {}: {} is rank {} of {} '
-                             '(the best {} go on)'.format(i, bracket.s, self.resource,
-                                                         fmt(bracket.rungs[i + 1].resource), fmt(t.last), rank,
-                                                         len(ranked), keep))
+                    text = 'promoted by hyperband to {} {}: {} is rank {} of {}, the best {} go on'.format(
+                        self.resource, fmt(bracket.rungs[i + 1].resource), fmt(t.last), rank, len(ranked), keep)
+                    kind = PROMOTED
                 else:
-                    decisions[t.name] = Decision(
-                        job=t.name, kind=NOT_PROMOTED, rule='hyperband', step=rung.resource, numbers=numbers,
-                        text='not promoted by hyperband at rung {} of bracket {} ({} {}): {} is rank {} of {}, '
-                             'the best {} go on (cutoff {})'.format(i, bracket.s, self.resource,
-                                                                   fmt(rung.resource), fmt(t.last), rank,
-                                                                   len(ranked), keep, fmt(cutoff)))
+                    text = 'not promoted by hyperband: {} is rank {} of {} at {} {}, the best {} go on (cutoff {})'.format(
+                        fmt(t.last), rank, len(ranked), self.resource, fmt(rung.resource), keep, fmt(cutoff))
+                    kind = NOT_PROMOTED
+                decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
+                                             numbers=numbers, text=text)
         return decisions
