@@ -7,11 +7,12 @@ and `limits.jobTimeoutMinutes` (each job's maxWallClockTime), and refuse what on
 import logging
 
 from ..errors import SpecError
+from .bayesian_settings import BAYESIAN, check_bayesian
 
 logger = logging.getLogger(__name__)
 
 RUN_ONLY = 'only `az batchai sweep run` can {} (create and submit plan every job before the first result)'
-ADAPTIVE_SAMPLING = ('hyperband',)
+ADAPTIVE_SAMPLING = ('hyperband', BAYESIAN)
 NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
 
 
@@ -38,6 +39,8 @@ def check_tuning(document, sampling, path, adaptive):
                                 source=path, path='limits.' + key)
     if objective is not None:
         _check_objective(objective, path)
+    if sampling['type'] == BAYESIAN:
+        check_bayesian(sampling, objective, limits, path)
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
         'hyperband sampling' if sampling['type'] == 'hyperband' else None)
     if needs and objective is None:
