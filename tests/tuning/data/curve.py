@@ -2,13 +2,16 @@
 
 V = Q * (1 - 0.5 ** epoch): the larger Q, the better at every epoch, so the final ranking is known. With
 BATCHAI_SWEEP_PARENT_OUTPUT_MODEL set (a Hyperband promotion) it resumes after the parent's last epoch, read from the
-parent's checkpoint; it writes its own checkpoint to $AZ_BATCHAI_OUTPUT_MODEL. SLEEP seconds per epoch.
+parent's checkpoint; it writes its own checkpoint to $AZ_BATCHAI_OUTPUT_MODEL. SLEEP seconds per epoch; a negative Q
+hangs.
 """
 import os
 import sys
 import time
 
 q, epochs, sleep = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+if q < 0:  # a job that hangs (jobTimeoutMinutes must end it)
+    time.sleep(600)
 start = 0
 parent = os.environ.get('BATCHAI_SWEEP_PARENT_OUTPUT_MODEL')
 if parent:
