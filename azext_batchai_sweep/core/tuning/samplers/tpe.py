@@ -28,7 +28,7 @@ import itertools
 import math
 import random
 
-from ..trial import Suggestion
+from ..trial import Sampler, Suggestion
 from .parzen import ParzenEstimator
 from .space import dimensions, space_size
 
@@ -56,7 +56,7 @@ def default_weights(n):
     return head + [1.0] * 25
 
 
-class TPESampler:  # pylint: disable=too-many-instance-attributes
+class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     """Suggests parameters from the jobs' objectives (implements core.tuning.trial.Sampler).
 
     :param specs: the sweep's parameter specs (core/params.py), in file order.
