@@ -1,6 +1,7 @@
 """`az batchai sweep run` with bayesian sampling and a bandit policy, end to end: the real az, the session's local
 service, tiny deterministic jobs (data/curve.py). One job at a time, the sweep is a pure function of the seed and the
-results, so the jobs on the service must be exactly those of the same controller run in-process on the same curves.
+results, so the jobs on the service must be exactly those of the same controller run in-process on the same curves,
+even when the sweep is run by two processes one after the other.
 """
 import os
 import uuid
@@ -58,10 +59,16 @@ def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client
     with open(spec, 'w', encoding='utf-8') as f:
         f.write(text)
 
+    run_args = ['batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,
+                '-e', experiment, '-n', 'tpe', '--spec', spec, '-c', local_service.cluster, '--poll-interval', '0.1',
+                '-o', 'json']
     with Watcher(batchai_client, local_service, experiment, 'tpe') as watcher:
-        run = az('batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,
-                 '-e', experiment, '-n', 'tpe', '--spec', spec, '-c', local_service.cluster, '--poll-interval', '0.1',
-                 '-o', 'json')
+        # a first process stops after 3 jobs; a second one (a new sampler, the history rebuilt from the service)
+        # goes on: the sweep must be the one an uninterrupted run makes
+        first = az(*run_args, '--max-total-jobs', '3')
+        assert first.exit_code == 0, first.stderr
+        assert first.json()['ended'] == 'maxTotalJobs' and first.json()['jobs'] == 3
+        run = az(*run_args)
     assert run.exit_code == 0, run.stderr
     assert watcher.most == 1
     result = run.json()
