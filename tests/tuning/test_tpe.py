@@ -245,3 +245,16 @@ def test_bayesian_sampling_with_a_bandit_policy_in_the_controller():
     assert sum(t.state == 'terminated' for t in trials) > 0
     best = max(t.reports[-1].value for t in trials if t.state == 'succeeded')
     assert best > 0.8 * (1 - 0.5 ** 8)
+
+
+def test_untried_configurations_are_scored_when_the_model_only_draws_tried_ones():
+    # With a negligible prior, l(x) draws nothing but the good configurations, all tried: the sampler must fall
+    # back to scoring the untried ones (and still never repeat one).
+    specs = [DiscreteParamSpec('A', ['p', 'q', 'r', 's']), DiscreteParamSpec('B', [1, 2, 3])]
+    sampler = TPESampler(specs, goal='max', seed=2, startup_jobs=2, prior_weight=1e-9)
+    calls = []
+    original = sampler._best_untried
+    sampler._best_untried = lambda *args: calls.append(1) or original(*args)
+    trials = run(sampler, lambda p: p['B'] + (p['A'] == 'q'), 12)
+    assert len({(t.params['A'], t.params['B']) for t in trials}) == 12 and sampler.exhausted(trials)
+    assert calls, 'the fallback was not exercised'

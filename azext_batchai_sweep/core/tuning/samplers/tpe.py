@@ -37,6 +37,8 @@ DEFAULT_CANDIDATES = 24
 # Past this many configurations a finite space is searched by rejection instead of being listed.
 _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
+# At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
+_SCORED_UNTRIED = 2000
 
 
 def default_gamma(n):
@@ -182,9 +184,11 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         return best
 
     def _best_untried(self, rng, models, history):
-        untried = [p for p in self._untried_points(rng, history)]
+        untried = self._untried_points(rng, history)
         if not untried:
             return None
+        if len(untried) > _SCORED_UNTRIED:
+            untried = rng.sample(untried, _SCORED_UNTRIED)  # bounded cost: a few thousand densities at most
 
         def score(point):
             return sum(below.log_pdf(_project(point, group)) - above.log_pdf(_project(point, group))
