@@ -9,7 +9,7 @@ import math
 from statistics import NormalDist
 
 _STANDARD = NormalDist()
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 _SQRT_HALF = math.sqrt(0.5)
 # The smallest tail probability handed to the inverse CDF (it refuses 0); ~37.5 standard deviations.
 _TINY = 1e-300
@@ -22,7 +22,7 @@ def lower_tail(z):
 
 def log_pdf(z):
     """log of the standard normal density at z."""
-    return -0.5 * z * z - _LOG_SQRT_2PI
+    return -0.5 * z * z - LOG_SQRT_2PI
 
 
 def log_mass(a, b):

@@ -43,7 +43,7 @@ class _Numeric:
         # log of each kernel's mass on the range: the truncation's normalising constant.
         self.log_norm = [_normal.log_mass((low - m) * i, (high - m) * i) for m, i in zip(self.mus, self.inv)]
         # Continuous kernels' constant terms: -log sigma - log sqrt(2 pi) - log mass.
-        self.consts = [-math.log(s) - _normal._LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
+        self.consts = [-math.log(s) - _normal.LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
         self._cells = {}
 
     def sample(self, rng, component):
