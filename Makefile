@@ -14,7 +14,7 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools bench bench-expand bench-service bench-cli bench-tpe wheel lint clean
+.PHONY: demo test test-reliability dev test-tools bench bench-expand bench-service bench-cli bench-tuning bench-tpe wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -59,7 +59,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-tpe
+bench: bench-expand bench-service bench-cli bench-tuning bench-tpe
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -69,6 +69,11 @@ bench-service: dev $(TEST_STAMP)
 
 bench-cli: dev $(TEST_STAMP)
 	$(BIN)/python bench/cli.py
+
+# sweep run's controller: compute saved by the policies/Hyperband/ASHA next to Optuna's pruners (Optuna is a test
+# tool), and one poll of 1,000 running jobs' logs on the local service.
+bench-tuning: dev $(TEST_STAMP)
+	$(BIN)/python bench/tuning.py
 
 # Bayesian sampling: our TPE beside Optuna's TPESampler (test-only) and random search, 30 seeds x 60 evaluations.
 bench-tpe: dev $(TEST_STAMP)

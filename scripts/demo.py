@@ -3,7 +3,8 @@
 The sweep is examples/demo (train.py, a small pure-Python MLP; a 3x3 grid over learning rate and hidden units).
 Steps: start the local service, put train.py into its `scripts` file share, plan the sweep and create the
 experiment, submit, watch with `status --wait`, show the jobs and the metrics best first, tail the best job's log,
-stop the service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
+run the adaptive version of the sweep (`sweep run`, bandit early termination) and show its decisions, stop the
+service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
 
 Nothing touches the user's ~/.azure: az runs with AZURE_CONFIG_DIR=.demo/azure-config, the service keeps its state
 in .demo/data, and both start empty on every run. az is the repo venv's, loading the extension from source
@@ -23,6 +24,7 @@ AZ = os.path.join(os.path.dirname(sys.executable), 'az')
 
 ACCOUNT = 'demostorage'
 SWEEP = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons']
+ADAPTIVE = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons-adaptive']
 
 
 class StepFailed(Exception):
@@ -121,6 +123,16 @@ def tour(az):
     print('best={}'.format(best))
     az('batchai', 'sweep', 'status', *SWEEP, '--job', best, '--tail', '5', '-o', 'tsv',
        shown='az batchai sweep status {} --job "$best" --tail 5 -o tsv'.format(' '.join(SWEEP)))
+
+    say('The same grid steered by its results (examples/demo/adaptive.yaml): `sweep run` keeps 3 jobs running,\n'
+        'reads each job\'s new log lines, and terminates a job that falls behind the best by more than 15% after\n'
+        'its 5th epoch (bandit). Every decision is printed with its numbers; if this command is interrupted, running\n'
+        'it again resumes the sweep without duplicating a job.')
+    az('batchai', 'sweep', 'run', *ADAPTIVE, '--spec', 'examples/demo/adaptive.yaml', '-c', 'local',
+       '--storage-account-name', ACCOUNT, '--poll-interval', '0.5', '-o', 'table')
+    say('Each job with its latest and best val_accuracy and the decision taken about it.')
+    az('batchai', 'sweep', 'status', *ADAPTIVE, '--query', 'jobs[].{name: name, state: state, epoch: tuning.step, '
+       'best: tuning.best, decision: tuning.reason}', '-o', 'table')
 
 
 def main():

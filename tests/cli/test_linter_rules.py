@@ -29,7 +29,7 @@ def table(tmp_path_factory):
                           cwd=REPO_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = json.loads(proc.stdout)
-    assert len(loaded['commands']) == 10, sorted(loaded['commands'])
+    assert len(loaded['commands']) == 12, sorted(loaded['commands'])
     return loaded
 
 

@@ -12,7 +12,6 @@ from .bayesian_settings import BAYESIAN, check_bayesian
 logger = logging.getLogger(__name__)
 
 RUN_ONLY = 'only `az batchai sweep run` can {} (create and submit plan every job before the first result)'
-ADAPTIVE_SAMPLING = ('hyperband', BAYESIAN)
 NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
 
 
@@ -29,6 +28,7 @@ def check_tuning(document, sampling, path, adaptive):
         if policy is not None:
             raise SpecError('expected no earlyTermination here: ' + RUN_ONLY.format('stop jobs by their results'),
                             source=path, path='earlyTermination')
+        from .samplers import ADAPTIVE_SAMPLING
         if sampling['type'] in ADAPTIVE_SAMPLING:
             raise SpecError('expected grid or random sampling here: ' + RUN_ONLY.format(
                 'choose jobs by their results ({} sampling)'.format(sampling['type'])), source=path,
@@ -41,8 +41,9 @@ def check_tuning(document, sampling, path, adaptive):
         _check_objective(objective, path)
     if sampling['type'] == BAYESIAN:
         check_bayesian(sampling, objective, limits, path)
+    from .samplers import ADAPTIVE_SAMPLING
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
-        'hyperband sampling' if sampling['type'] == 'hyperband' else None)
+        '{} sampling'.format(sampling['type']) if sampling['type'] in ADAPTIVE_SAMPLING else None)
     if needs and objective is None:
         raise SpecError('expected an objective ({{metric: NAME, goal: max}} or a regex): {} compares the jobs\' '
                         'objective'.format(needs), source=path, path='objective')
