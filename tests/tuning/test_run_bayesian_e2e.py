@@ -20,7 +20,7 @@ from .run_helpers import Watcher, service_env, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-EPOCHS, COUNT, SEED, STARTUP = 4, 7, 5, 3
+EPOCHS, COUNT, STARTUP = 4, 7, 3
 BANDIT = {'policy': 'bandit', 'slackFactor': 0.1, 'evaluationInterval': 1, 'delayEvaluation': 1}
 
 
@@ -29,8 +29,8 @@ def curve(params):
     return [float('{:.6f}'.format(params['Q'] * (1 - 0.5 ** epoch))) for epoch in range(1, EPOCHS + 1)]
 
 
-def reference():
-    sampler = TPESampler([NumParamSpec('Q', 0.0, 1.0, 'REAL', 'LINEAR')], goal='max', seed=SEED, count=COUNT,
+def reference(seed):
+    sampler = TPESampler([NumParamSpec('Q', 0.0, 1.0, 'REAL', 'LINEAR')], goal='max', seed=seed, count=COUNT,
                          startup_jobs=STARTUP)
     trials, _, end = simulate(Controller(sampler, make_policy(BANDIT, 'max', 'epoch'), Limits(max_concurrent_jobs=1)),
                               curve)
@@ -39,16 +39,13 @@ def reference():
 
 
 def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client, tmp_path):
-    expected = reference()
-    stopped = [t.params['Q'] for t in expected if t.state == 'terminated']
-    assert stopped, 'the reference must exercise the bandit policy'
-
     directory = str(tmp_path)
     config = os.path.join(directory, 'azure-config')
     os.mkdir(config)
     az = AzRunner(config, env=service_env(local_service), cwd=directory)
     experiment = 'tpe-' + uuid.uuid4().hex[:8]
-    sections = ['sampling: {{type: bayesian, count: {}, seed: {}, startupJobs: {}}}'.format(COUNT, SEED, STARTUP),
+    # no seed: the first run draws one and records it in the jobs, the second finds it there
+    sections = ['sampling: {{type: bayesian, count: {}, startupJobs: {}}}'.format(COUNT, STARTUP),
                 'limits: {maxConcurrentJobs: 1}',
                 'earlyTermination: {policy: bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 1}']
     spec = write_sweep(directory, 'tpe', sections, [0.5], epochs=EPOCHS, sleep=0.02)
@@ -68,6 +65,7 @@ def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client
         first = az(*run_args, '--max-total-jobs', '3')
         assert first.exit_code == 0, first.stderr
         assert first.json()['ended'] == 'maxTotalJobs' and first.json()['jobs'] == 3
+        assert 'Sweep seed:' in first.stderr
         run = az(*run_args)
     assert run.exit_code == 0, run.stderr
     assert watcher.most == 1
@@ -75,6 +73,10 @@ def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client
     assert result['ended'] == 'exhausted' and result['jobs'] == COUNT
 
     jobs = sorted(watcher.jobs(), key=lambda job: int(env_of(job)['BATCHAI_SWEEP_INDEX']))
+    seeds = {env_of(job)['BATCHAI_SWEEP_SEED'] for job in jobs}
+    assert len(seeds) == 1
+    expected = reference(int(seeds.pop()))
+    stopped = [t.params['Q'] for t in expected if t.state == 'terminated']
     assert [parameters_of(job)['Q'] for job in jobs] == [t.params['Q'] for t in expected]
     assert result['decisions']['stopped'] == len(stopped)
     best = max((t for t in expected if t.state == 'succeeded'), key=lambda t: t.reports[-1].value)
