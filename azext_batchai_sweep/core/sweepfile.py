@@ -244,8 +244,8 @@ def _sampling(written, sampling, count, seed, path):
     elif kind == BAYESIAN:
         resolve_bayesian(written, count, resolved)
     elif count is not None:
-        raise SpecError('expected random or bayesian sampling for a count of jobs (this sweep samples a {})'.format(
-            kind), source=path, path='sampling.type')
+        raise SpecError('expected random sampling for a count of jobs (this sweep samples a {})'.format(kind),
+                        source=path, path='sampling.type')
     if kind == 'hyperband':
         resolved.update({key: written[key] for key in ('resource', 'minResource', 'maxResource')},
                         eta=written.get('eta', 3))
