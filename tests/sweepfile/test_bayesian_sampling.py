@@ -49,6 +49,10 @@ def test_defaults_a_seed_is_chosen_and_reported_and_count_may_come_from_the_limi
     # --sampling bayesian --count N over a file written for a grid
     definition = load(tmp_path, sampling_override='bayesian', count=7, objective=OBJECTIVE)
     assert definition.sampling['type'] == 'bayesian' and definition.sampling['count'] == 7
+    # --sampling bayesian over a random search's section: its count and seed carry over
+    definition = load(tmp_path, sampling_override='bayesian', objective=OBJECTIVE,
+                      sampling={'type': 'random', 'count': 9, 'seed': 4})
+    assert definition.sampling == {'type': 'bayesian', 'count': 9, 'seed': 4, 'startupJobs': 10}
 
 
 @pytest.mark.parametrize('kwargs,path,words', [

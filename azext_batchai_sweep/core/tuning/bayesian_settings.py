@@ -16,9 +16,9 @@ def resolve_bayesian(written, count, resolved):
     :param written: the file's sampling section (its type may differ when --sampling bayesian overrides it).
     :param count: --count, or None.
     """
-    same_type = written.get('type') == BAYESIAN
-    resolved['count'] = count if count is not None else (written.get('count') if same_type else None)
-    resolved['startupJobs'] = written.get('startupJobs', DEFAULT_STARTUP_JOBS) if same_type else DEFAULT_STARTUP_JOBS
+    # A random sampling section's count still says how many jobs the user meant to spend.
+    resolved['count'] = count if count is not None else written.get('count')
+    resolved['startupJobs'] = written.get('startupJobs', DEFAULT_STARTUP_JOBS)
     return resolved
 
 
