@@ -258,3 +258,13 @@ def test_untried_configurations_are_scored_when_the_model_only_draws_tried_ones(
     trials = run(sampler, lambda p: p['B'] + (p['A'] == 'q'), 12)
     assert len({(t.params['A'], t.params['B']) for t in trials}) == 12 and sampler.exhausted(trials)
     assert calls, 'the fallback was not exercised'
+
+
+def test_a_finite_space_ends_the_controllers_sweep_as_exhausted():
+    specs = [DiscreteParamSpec('A', ['x', 'y']), NumParamSpec('B', 1, 4, 'INTEGER', 'LINEAR')]
+    controller = Controller(TPESampler(specs, goal='max', seed=8, count=50, startup_jobs=3), None,
+                            Limits(max_concurrent_jobs=3))
+    trials, _, end = simulate(controller, lambda p: [p['B'] * (2 if p['A'] == 'y' else 1) * (1 - 0.5 ** s)
+                                                     for s in range(1, 4)])
+    assert end == 'exhausted' and len(trials) == 8
+    assert len({(t.params['A'], t.params['B']) for t in trials}) == 8
