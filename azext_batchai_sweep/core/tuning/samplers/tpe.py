@@ -101,8 +101,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             point = self._next(history)
             if point is None:
                 break
-            history.add_pending(point)
             suggestions.append(Suggestion(params=self._params(point), note=self._note(history)))
+            history.add_pending(point)
         return suggestions
 
     def exhausted(self, trials):
