@@ -1,6 +1,10 @@
 """The TPE sampler (bayesian sampling): every parameter kind, determinism, resumption, the constant liar, finite
 spaces, and the jobs that teach nothing."""
+import json
 import math
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -268,3 +272,21 @@ def test_a_finite_space_ends_the_controllers_sweep_as_exhausted():
                                                      for s in range(1, 4)])
     assert end == 'exhausted' and len(trials) == 8
     assert len({(t.params['A'], t.params['B']) for t in trials}) == 8
+
+
+def test_suggestions_do_not_depend_on_the_process():
+    # A resumed `sweep run` is another process, with another string-hash seed: the suggestions must not change.
+    script = '\n'.join([
+        'import json, math',
+        'from tests.tuning.test_tpe import ALL_KINDS, TPESampler, run',
+        'trials = run(TPESampler(ALL_KINDS, goal="min", seed=11, startup_jobs=4),',
+        '             lambda p: abs(p["REAL_LINEAR"]) + (p["OPTIMIZER"] != "adam") + p["SHAPE"]["w"], 12)',
+        'print(json.dumps([t.params for t in trials], sort_keys=True))'])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outputs = []
+    for hash_seed in ('1', '2'):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        done = subprocess.run([sys.executable, '-c', script], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=120, check=True)
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 12
