@@ -296,6 +296,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.clock = clock
         self.trials, self.jobs, self.end = [], {}, None
         self.submitted = 0
+        self.submitted_names = set()
         self._last_line = None
 
     def list_jobs(self):
@@ -326,7 +327,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
 
     def poll(self):
         """One round; returns the result once the sweep has ended, else None."""
-        seen_pending = {t.name for t in self.trials if t.pending}
+        seen_pending = {t.name for t in self.trials if t.pending} | self.submitted_names
         trials, elapsed = self.observe()
         stopped = [t.name for t in trials if t.state == 'terminated' and t.name in seen_pending
                    and t.name not in self.controller.decisions]
@@ -389,6 +390,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             present.add(name)
             next_index += 1
             self.submitted += 1
+            self.submitted_names.add(name)
 
     def decisions(self, trials):
         decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
