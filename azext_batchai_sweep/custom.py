@@ -211,6 +211,9 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    if job_names:  # every name must be the sweep's before anything is stopped
+        with core_errors():
+            _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Stopping') as progress:
         result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
                            parallel=parallel, wait=not no_wait, progress=progress, retry=_retry())
