@@ -14,7 +14,7 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools system-deps-slurm bench bench-slurm bench-expand bench-service bench-cli bench-tuning wheel lint clean
+.PHONY: demo test test-reliability dev test-tools system-deps-slurm bench bench-slurm bench-expand bench-service bench-cli bench-tuning bench-tpe wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -63,7 +63,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -82,6 +82,10 @@ bench-slurm: dev $(TEST_STAMP) system-deps-slurm
 # tool), and one poll of 1,000 running jobs' logs on the local service.
 bench-tuning: dev $(TEST_STAMP)
 	$(BIN)/python bench/tuning.py
+
+# Bayesian sampling: our TPE beside Optuna's TPESampler (test-only) and random search, 30 seeds x 60 evaluations.
+bench-tpe: dev $(TEST_STAMP)
+	$(BIN)/python bench/tpe.py
 
 # azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
 # rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.

@@ -153,7 +153,8 @@ parameters:
         limits ({maxTotalJobs, maxConcurrentJobs, timeoutMinutes, jobTimeoutMinutes}), earlyTermination ({policy:
         bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 5}, median, truncation with
         truncationPercentage, or asha with minResource, maxResource, eta) and sampling {type: hyperband, resource:
-        EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7}.
+        EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7} or {type: bayesian, count: 30, seed: 7,
+        startupJobs: 10} (a Tree-structured Parzen Estimator: each new job from the objective of the jobs so far).
   - name: --max-total-jobs
     type: int
     short-summary: Submit at most this many jobs in all, promotions included; overrides limits.maxTotalJobs.
@@ -170,6 +171,9 @@ examples:
   - name: Run an adaptive sweep on the local service, at most 3 jobs at a time.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --max-concurrent-jobs 3
+  - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4
   - name: Resume an interrupted run (the same arguments), then see each job's decision.
     text: |
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local

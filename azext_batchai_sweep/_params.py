@@ -84,8 +84,10 @@ def load_arguments(self, _):
     with self.argument_context('batchai sweep run', validator=validate_sweep_run) as c:
         c.argument('spec', options_list=['--spec'], completer=FilesCompleter(),
                    help='Path of the sweep file (YAML or JSON): its objective, limits, earlyTermination and sampling steer the run.')
-        c.argument('sampling', arg_type=get_enum_type(['grid', 'random', 'hyperband']),
-                   help='How to pick parameter values; overrides the sweep file\'s sampling.type (hyperband needs its settings in the file).')
+        c.argument('sampling', arg_type=get_enum_type(['grid', 'random', 'hyperband', 'bayesian']),
+                   help='How to pick parameter values; overrides the sweep file\'s sampling.type (hyperband needs its settings in the file; bayesian suggests each job from the objective of the jobs so far, --count of them).')
+        c.argument('count', type=int,
+                   help='Number of jobs of a random or bayesian search. Overrides the sweep file\'s sampling.count.')
         c.argument('max_total_jobs', type=int,
                    help='Submit at most this many jobs in all (promotions included). Overrides the sweep file\'s limits.maxTotalJobs.')
         c.argument('max_concurrent_jobs', type=int,

@@ -30,6 +30,7 @@ from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
 from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
+from .tuning.bayesian_settings import BAYESIAN, resolve_bayesian
 from .tuning.settings import check_tuning, wall_clock
 
 logger = logging.getLogger(__name__)
@@ -347,9 +348,11 @@ def _sampling(written, sampling, count, seed, path):
         if resolved['count'] is None:
             raise SpecError('expected the number of jobs of a random search (or a count on the command line)',
                             source=path, path='sampling.count')
+    elif kind == BAYESIAN:
+        resolve_bayesian(written, count, resolved)
     elif count is not None:
-        raise SpecError('expected random sampling for a count of jobs (this sweep samples a grid)', source=path,
-                        path='sampling.type')
+        raise SpecError('expected random sampling for a count of jobs (this sweep samples a {})'.format(kind),
+                        source=path, path='sampling.type')
     if kind == 'hyperband':
         resolved.update({key: written[key] for key in ('resource', 'minResource', 'maxResource')},
                         eta=written.get('eta', 3))
@@ -371,7 +374,7 @@ def _resource_spec(sampling, names, path):
 
 def _choose_seed(sampling, entries, recorded_seed=None):
     """Set sampling['seed'] when anything is drawn; returns how it was set: 'given', 'recorded', 'drawn' or None."""
-    drawn = sampling['type'] in ('random', 'hyperband') or any(entry.get('scale') == 'RANDOM_UNIFORM'
+    drawn = sampling['type'] in ('random', 'hyperband', BAYESIAN) or any(entry.get('scale') == 'RANDOM_UNIFORM'
                                                                for entry in entries)
     if not drawn:
         sampling['seed'] = None

@@ -7,6 +7,7 @@ and `limits.jobTimeoutMinutes` (each job's maxWallClockTime), and refuse what on
 import logging
 
 from ..errors import SpecError
+from .bayesian_settings import BAYESIAN, check_bayesian
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ def check_tuning(document, sampling, path, adaptive):
                                 source=path, path='limits.' + key)
     if objective is not None:
         _check_objective(objective, path)
+    if sampling['type'] == BAYESIAN:
+        check_bayesian(sampling, objective, limits, path)
     from .samplers import ADAPTIVE_SAMPLING
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
         '{} sampling'.format(sampling['type']) if sampling['type'] in ADAPTIVE_SAMPLING else None)

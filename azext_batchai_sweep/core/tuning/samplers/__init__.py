@@ -7,6 +7,7 @@ Its sampling type goes into core/schemas/sweep.schema.json's `sampling.oneOf`.
 from .grid import GridSampler
 from .hyperband import HyperbandSampler, hyperband_brackets
 from .random_search import RandomSampler
+from ..bayesian_settings import BAYESIAN, make_tpe_sampler
 
 
 def _grid(definition, goal):  # pylint: disable=unused-argument
@@ -23,9 +24,9 @@ def _hyperband(definition, goal):
                             sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'])
 
 
-SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband}
+SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband, BAYESIAN: make_tpe_sampler}
 # Sampling types whose next jobs depend on the results: only `sweep run` can drive them.
-ADAPTIVE_SAMPLING = frozenset({'hyperband'})
+ADAPTIVE_SAMPLING = frozenset({'hyperband', BAYESIAN})
 
 
 def make_sampler(definition, goal):

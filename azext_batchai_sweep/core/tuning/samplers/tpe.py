@@ -1,0 +1,263 @@
+"""Bayesian sampling: a Tree-structured Parzen Estimator (Bergstra et al. 2011) in pure Python.
+
+The formulation is Optuna's TPESampler (4.x-5.x, ``multivariate=True, constant_liar=True``, its defaults in 5.0),
+re-derived here without numpy:
+
+1. the jobs that taught something (``Trial.objective()`` is not None: succeeded jobs with their last report, jobs
+   a policy stopped early with their last intermediate value) are ranked by objective; the best
+   ``gamma(n) = min(ceil(0.1 n), 25)`` of them are "good", the rest "bad";
+2. pending jobs (queued or running) join the bad ones (the constant liar): a suggestion made while jobs run is
+   pushed away from the points they test, so parallel suggestions spread instead of piling on one point;
+3. a Parzen estimator (parzen.py) is fitted to each group, l(x) to the good and g(x) to the bad, with weights that
+   ramp down the oldest observations once a group has more than 25 (Optuna's ``default_weights``);
+4. ``candidates`` points are drawn from l(x) and the one with the largest log l(x) - log g(x) (the expected
+   improvement ratio) is suggested.
+
+Until ``startup_jobs`` jobs have taught something, suggestions are uniform random draws. Failed jobs, jobs the user
+terminated and jobs without a report never enter the model and are never "best", but their configurations count as
+tried: a finite space (every parameter discrete, INTEGER or stepped) never gets the same configuration twice, and
+when every configuration has been tried (pending ones included) the sampler is exhausted.
+
+Determinism: the random stream of each suggestion is seeded by (seed, number of jobs before it), and the history
+is read in ``Trial.index`` order, so suggestions are a pure function of the seed and the history. A controller
+killed after submitting k of a batch of suggestions and restarted asks again with those k jobs pending: it gets the
+rest of the same batch, because suggest(trials, 2) is suggest(trials, 1) followed by suggest(trials + [that one
+pending], 1).
+"""
+import itertools
+import math
+import random
+
+from ..trial import Sampler, Suggestion
+from .parzen import ParzenEstimator
+from .space import dimensions, space_size
+
+DEFAULT_STARTUP_JOBS = 10
+DEFAULT_CANDIDATES = 24
+# Past this many configurations a finite space is searched by rejection instead of being listed.
+_ENUMERATION_LIMIT = 100000
+_REJECTION_ROUNDS = 8
+# At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
+_SCORED_UNTRIED = 2000
+
+
+def default_gamma(n):
+    """How many of n observations count as good: 10%, at most 25 (Optuna's default)."""
+    return min(int(math.ceil(0.1 * n)), 25)
+
+
+def default_weights(n):
+    """Observation weights, oldest first: flat for the newest 25, a linear ramp from 1/n below them."""
+    if n < 25:
+        return [1.0] * n
+    ramp = n - 25
+    if ramp == 1:
+        head = [1.0 / n]
+    else:
+        head = [1.0 / n + (1.0 - 1.0 / n) * i / (ramp - 1) for i in range(ramp)]
+    return head + [1.0] * 25
+
+
+class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
+    """Suggests parameters from the jobs' objectives (implements core.tuning.trial.Sampler).
+
+    :param specs: the sweep's parameter specs (core/params.py), in file order.
+    :param goal: "max" or "min".
+    :param seed: an integer; suggestions are a pure function of it and the trials.
+    :param count: the number of jobs to try in all (None: until the space is exhausted or a limit stops the sweep).
+    :param startup_jobs: jobs with an objective needed before the model is used; until then, random draws.
+    :param candidates: draws from l(x) compared per suggestion.
+    :param multivariate: one joint model over all parameters (True, the default) or one per parameter.
+    :param constant_liar: count pending jobs among the bad observations.
+    :param prior_weight: weight of the prior kernel.
+    """
+
+    # pylint: disable=too-many-arguments
+    def __init__(self, specs, goal='max', seed=0, count=None, startup_jobs=DEFAULT_STARTUP_JOBS,
+                 candidates=DEFAULT_CANDIDATES, multivariate=True, constant_liar=True, prior_weight=1.0,
+                 gamma=default_gamma, weights=default_weights):
+        if goal not in ('max', 'min'):
+            raise ValueError('goal must be "max" or "min", not {!r}'.format(goal))
+        self.dims = dimensions(specs)
+        self.goal = goal
+        self.seed = seed
+        self.count = count
+        self.startup_jobs = startup_jobs
+        self.candidates = candidates
+        self.constant_liar = constant_liar
+        self.prior_weight = prior_weight
+        self.gamma = gamma
+        self.weights = weights
+        self.size = space_size(self.dims)
+        all_dims = list(range(len(self.dims)))
+        self.groups = [all_dims] if multivariate else [[d] for d in all_dims]
+
+    # -- the Sampler interface ----------------------------------------------------------------------------------
+
+    def suggest(self, trials, count):
+        history = _History(self, sorted(trials, key=lambda t: t.index))
+        suggestions = []
+        for _ in range(max(0, min(count, self._budget_left(history.total)))):
+            point = self._next(history)
+            if point is None:
+                break
+            suggestions.append(Suggestion(params=self._params(point), note=self._note(history)))
+            history.add_pending(point)
+        return suggestions
+
+    def exhausted(self, trials):
+        if self._budget_left(len(trials)) <= 0:
+            return True
+        if self.size is None:
+            return False
+        return len(_History(self, trials).tried) >= self.size
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _budget_left(self, total):
+        return math.inf if self.count is None else self.count - total
+
+    def _params(self, point):
+        return {dim.name: dim.to_value(x) for dim, x in zip(self.dims, point)}
+
+    def _note(self, history):
+        if len(history.scored) < self.startup_jobs:
+            return 'bayesian: random startup job ({} of {} with an objective)'.format(len(history.scored),
+                                                                                      self.startup_jobs)
+        return 'bayesian: TPE over {} jobs with an objective, {} pending'.format(len(history.scored),
+                                                                              len(history.pending))
+
+    def _rng(self, history):
+        # A string seed is hashed with SHA-512 by random.Random: the same stream in every process and Python run.
+        return random.Random('tpe/{}/{}'.format(self.seed, history.total))
+
+    def _next(self, history):
+        """The next point (a tuple of internal coordinates), or None when a finite space is exhausted."""
+        if self.size is not None and len(history.tried) >= self.size:
+            return None
+        rng = self._rng(history)
+        if len(history.scored) < self.startup_jobs:
+            return self._random_point(rng, history)
+        good, bad = self._split(history)
+        models = []
+        for group in self.groups:
+            dims = [self.dims[d] for d in group]
+            below = ParzenEstimator(dims, [_project(p, group) for p in good], self.weights(len(good)),
+                                    self.prior_weight)
+            above = ParzenEstimator(dims, [_project(p, group) for p in bad], self.weights(len(bad)),
+                                    self.prior_weight)
+            models.append((group, below, above))
+        for _ in range(_REJECTION_ROUNDS if self.size is not None else 1):
+            best = self._best_candidate(rng, models, history)
+            if best is not None:
+                return best
+        # A finite space whose untried configurations l(x) rarely draws: score every untried one.
+        return self._best_untried(rng, models, history)
+
+    def _split(self, history):
+        """The good and the bad observations' points, each in index order (pending ones among the bad)."""
+        ranked = sorted(history.scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
+        n_good = self.gamma(len(ranked))
+        good = sorted(ranked[:n_good])
+        bad = list(ranked[n_good:])
+        if self.constant_liar:
+            bad.extend((index, None, point) for index, point in history.pending)
+        bad.sort(key=lambda item: item[0])
+        return [item[2] for item in good], [item[-1] for item in bad]
+
+    def _best_candidate(self, rng, models, history):
+        """The candidate with the largest l/g ratio among draws from l, untried ones only in a finite space."""
+        candidates = [[None] * len(self.dims) for _ in range(self.candidates)]
+        scores = [0.0] * self.candidates
+        for group, below, above in models:
+            for candidate, drawn in zip(range(self.candidates), below.sample(rng, self.candidates)):
+                for d, x in zip(group, drawn):
+                    candidates[candidate][d] = x
+                scores[candidate] += below.log_pdf(drawn) - above.log_pdf(drawn)
+        best, best_score = None, -math.inf
+        for candidate, score in zip(candidates, scores):
+            point = tuple(candidate)
+            if self.size is not None and history.key(point) in history.tried:
+                continue
+            if best is None or score > best_score:
+                best, best_score = point, score
+        return best
+
+    def _best_untried(self, rng, models, history):
+        untried = self._untried_points(rng, history)
+        if not untried:
+            return None
+        if len(untried) > _SCORED_UNTRIED:
+            untried = rng.sample(untried, _SCORED_UNTRIED)  # bounded cost: a few thousand densities at most
+
+        def score(point):
+            return sum(below.log_pdf(_project(point, group)) - above.log_pdf(_project(point, group))
+                       for group, below, above in models)
+        return max(untried, key=score)
+
+    def _random_point(self, rng, history):
+        for _ in range(100):
+            point = tuple(dim.draw(rng) for dim in self.dims)
+            if self.size is None or history.key(point) not in history.tried:
+                return point
+        untried = self._untried_points(rng, history)
+        return rng.choice(untried) if untried else None
+
+    def _untried_points(self, rng, history):
+        """Untried configurations of a finite space: all of them when it is small, else up to 10,000 drawn."""
+        if self.size <= _ENUMERATION_LIMIT:
+            ranges = [range(dim.size) for dim in self.dims]
+            points = (tuple(dim.point_at(i) for dim, i in zip(self.dims, indices))
+                      for indices in itertools.product(*ranges))
+            return [p for p in points if history.key(p) not in history.tried]
+        drawn = (tuple(dim.draw(rng) for dim in self.dims) for _ in range(10000))
+        return [p for p in drawn if history.key(p) not in history.tried]
+
+
+def _project(point, group):
+    return tuple(point[d] for d in group)
+
+
+class _History:
+    """The trials in the sampler's coordinates: scored observations, pending points, tried configurations."""
+
+    def __init__(self, sampler, trials):
+        self.dims = sampler.dims
+        self.finite = sampler.size is not None
+        self.scored = []    # (index, objective, point) of the jobs that taught something
+        self.pending = []   # (index, point) of queued/running jobs
+        self.tried = set()  # keys of every configuration a job has had (finite spaces only)
+        self.total = len(trials)
+        for trial in trials:
+            point = self._point(trial.params)
+            if point is None:
+                continue  # a job from another version of the sweep file: nothing to learn from it
+            if self.finite:
+                self.tried.add(self.key(point))
+            if trial.pending:
+                self.pending.append((trial.index, point))
+                continue
+            value = trial.objective()
+            if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
+                self.scored.append((trial.index, float(value), point))
+
+    def _point(self, params):
+        point = []
+        for dim in self.dims:
+            if dim.name not in params:
+                return None
+            x = dim.to_internal(params[dim.name])
+            if x is None:
+                return None
+            point.append(x)
+        return tuple(point)
+
+    def key(self, point):
+        return tuple(dim.key(x) for dim, x in zip(self.dims, point))
+
+    def add_pending(self, point):
+        index = self.total
+        self.total += 1
+        self.pending.append((index, point))
+        if self.finite:
+            self.tried.add(self.key(point))

@@ -1,0 +1,88 @@
+"""`az batchai sweep run` with bayesian sampling and a bandit policy, end to end: the real az, the session's local
+service, tiny deterministic jobs (data/curve.py). One job at a time, the sweep is a pure function of the seed and the
+results, so the jobs on the service must be exactly those of the same controller run in-process on the same curves,
+even when the sweep is run by two processes one after the other.
+"""
+import os
+import uuid
+
+import pytest
+
+from azext_batchai_sweep.core.listing import env_of, parameters_of
+from azext_batchai_sweep.core.params import NumParamSpec
+from azext_batchai_sweep.core.tuning.controller import Controller, Limits
+from azext_batchai_sweep.core.tuning.policies import make_policy
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.simulation import simulate
+from tests.fixtures_az import AzRunner
+
+from .run_helpers import Watcher, service_env, write_sweep
+
+pytestmark = [pytest.mark.az, pytest.mark.service]
+
+EPOCHS, COUNT, SEED, STARTUP = 4, 7, 1, 3
+BANDIT = {'policy': 'bandit', 'slackFactor': 0.1, 'evaluationInterval': 1, 'delayEvaluation': 1}
+
+
+def curve(params):
+    # data/curve.py prints each value with 6 decimals: the in-process reference sees the same numbers
+    return [float('{:.6f}'.format(params['Q'] * (1 - 0.5 ** epoch))) for epoch in range(1, EPOCHS + 1)]
+
+
+def reference(seed):
+    sampler = TPESampler([NumParamSpec('Q', 0.0, 1.0, 'REAL', 'LINEAR')], goal='max', seed=seed, count=COUNT,
+                         startup_jobs=STARTUP)
+    trials, _, end = simulate(Controller(sampler, make_policy(BANDIT, 'max', 'epoch'), Limits(max_concurrent_jobs=1)),
+                              curve)
+    assert end == 'exhausted'
+    return trials
+
+
+def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client, tmp_path):
+    directory = str(tmp_path)
+    config = os.path.join(directory, 'azure-config')
+    os.mkdir(config)
+    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    experiment = 'tpe-' + uuid.uuid4().hex[:8]
+    expected = reference(SEED)
+    stopped = [t.index for t in expected if t.state == 'terminated']
+    assert stopped[0] < 3 < stopped[-1], 'the reference must stop jobs in both processes'
+
+    sections = ['sampling: {{type: bayesian, count: {}, seed: {}, startupJobs: {}}}'.format(COUNT, SEED, STARTUP),
+                'limits: {maxConcurrentJobs: 1}',
+                'earlyTermination: {policy: bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 1}']
+    # 0.4 s per epoch, polls every 0.1 s: the controller sees every job running at its evaluations, as the
+    # in-process simulation does (a job that finished between two polls would escape the policy)
+    spec = write_sweep(directory, 'tpe', sections, [0.5], epochs=EPOCHS, sleep=0.4)
+    # Q as a range instead of write_sweep's discrete values
+    with open(spec, encoding='utf-8') as f:
+        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}',
+                                '{name: Q, type: numeric, dataType: REAL, start: 0.0, end: 1.0, scale: LINEAR}')
+    with open(spec, 'w', encoding='utf-8') as f:
+        f.write(text)
+
+    run_args = ['batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,
+                '-e', experiment, '-n', 'tpe', '--spec', spec, '-c', local_service.cluster, '--poll-interval', '0.1',
+                '-o', 'json']
+    with Watcher(batchai_client, local_service, experiment, 'tpe') as watcher:
+        # a first process stops after 3 jobs; a second one (a new sampler, the history rebuilt from the service)
+        # goes on: the sweep must be the one an uninterrupted run makes
+        first = az(*run_args, '--max-total-jobs', '3')
+        assert first.exit_code == 0, first.stderr
+        assert first.json()['ended'] == 'maxTotalJobs' and first.json()['jobs'] == 3
+        run = az(*run_args)
+    assert run.exit_code == 0, run.stderr
+    assert watcher.most == 1
+    result = run.json()
+    assert result['ended'] == 'exhausted' and result['jobs'] == COUNT
+
+    jobs = sorted(watcher.jobs(), key=lambda job: int(env_of(job)['BATCHAI_SWEEP_INDEX']))
+    assert [parameters_of(job)['Q'] for job in jobs] == [t.params['Q'] for t in expected]
+    assert result['decisions']['stopped'] == len(stopped), run.stderr
+    best = max((t for t in expected if t.state == 'succeeded'), key=lambda t: t.reports[-1].value)
+    assert result['best']['parameters'] == {'Q': best.params['Q']}
+
+    # create and submit refuse bayesian sampling, pointing to sweep run, before any request
+    create = az('batchai', 'sweep', 'create', '-g', local_service.resource_group, '-w', local_service.workspace,
+                '-e', experiment, '-n', 'tpe2', '--spec', spec, '-c', local_service.cluster)
+    assert create.exit_code != 0 and 'az batchai sweep run' in create.stderr and 'Traceback' not in create.stderr

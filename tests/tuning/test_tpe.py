@@ -1,0 +1,292 @@
+"""The TPE sampler (bayesian sampling): every parameter kind, determinism, resumption, the constant liar, finite
+spaces, and the jobs that teach nothing."""
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+
+from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
+from azext_batchai_sweep.core.substitution import ExternalValue
+from azext_batchai_sweep.core.tuning.controller import Controller, Limits
+from azext_batchai_sweep.core.tuning.policies import make_policy
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_weights
+from azext_batchai_sweep.core.tuning.simulation import simulate
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+
+def finished(index, params, value, state='succeeded', **kwargs):
+    reports = () if value is None else (Report(step=1.0, value=float(value)),)
+    return Trial(name='j{}'.format(index), index=index, params=params, state=state, reports=reports, **kwargs)
+
+
+def run(sampler, objective, evaluations, in_flight=1):
+    """Evaluate `evaluations` suggestions, `in_flight` at a time (the oldest pending job finishes first)."""
+    trials, queue = [], []
+    while len(trials) < evaluations or queue:
+        while len(queue) < in_flight and len(trials) < evaluations:
+            suggestions = sampler.suggest(trials, 1)
+            if not suggestions:
+                break
+            trials.append(Trial(name='j{}'.format(len(trials)), index=len(trials), params=suggestions[0].params,
+                                state='running'))
+            queue.append(trials[-1].index)
+        if not queue:
+            break
+        index = queue.pop(0)
+        value = objective(trials[index].params)
+        trials[index] = replace(trials[index], state='succeeded', reports=(Report(1.0, value),))
+    return trials
+
+
+def files_spec():
+    # The storage listing is tested with Azurite and the local Files service (tests/storage, tests/cli); here the
+    # listed values are set as the listing would leave them, so that the sampler sees a FILE parameter's values.
+    spec = FileParamSpec('DATA', storageAccountName='acct', storageType='BLOB', container='c', mountPath='data')
+    spec._values = [ExternalValue('$AZ_BATCHAI_MOUNT_ROOT/data', '/shard{}.csv'.format(i)) for i in range(4)]
+    return spec
+
+
+ALL_KINDS = [
+    NumParamSpec('REAL_LINEAR', -2.0, 3.0, 'REAL', 'LINEAR'),
+    NumParamSpec('REAL_LOG', 1e-5, 1e-1, 'REAL', 'LOG'),
+    NumParamSpec('REAL_STEP', 0.0, 1.0, 'REAL', 'LINEAR', step=0.1),
+    NumParamSpec('INT_LINEAR', 1, 20, 'INTEGER', 'LINEAR'),
+    NumParamSpec('INT_STEP', 2, 64, 'INTEGER', 'LINEAR', step=4),
+    NumParamSpec('INT_LOG', 1, 1000, 'INTEGER', 'LOG'),
+    NumParamSpec('UNIFORM', 0.5, 1.5, 'REAL', 'RANDOM_UNIFORM', numValues=3, seed=1),
+    DiscreteParamSpec('OPTIMIZER', ['sgd', 'adam', 7, 0.5]),
+    DictParamSpec('SHAPE', [{'w': 1, 'h': 2}, {'w': 3, 'h': 4}]),
+]
+
+
+def check_kinds(params, data_values):
+    assert -2.0 <= params['REAL_LINEAR'] <= 3.0 and isinstance(params['REAL_LINEAR'], float)
+    assert 1e-5 <= params['REAL_LOG'] <= 1e-1
+    assert params['REAL_STEP'] in [i / 10 for i in range(11)]  # on the grid exactly (0.3, not 0.30000000000000004)
+    assert isinstance(params['INT_LINEAR'], int) and 1 <= params['INT_LINEAR'] <= 20
+    assert params['INT_STEP'] in range(2, 65, 4)
+    assert isinstance(params['INT_LOG'], int) and 1 <= params['INT_LOG'] <= 1000
+    assert 0.5 <= params['UNIFORM'] <= 1.5
+    assert params['OPTIMIZER'] in ['sgd', 'adam', 7, 0.5]
+    assert params['SHAPE'] in [{'w': 1, 'h': 2}, {'w': 3, 'h': 4}]
+    assert params['DATA'] in data_values
+
+
+def test_every_parameter_kind_is_suggested_within_its_range_and_type():
+    files = files_spec()
+    specs = ALL_KINDS + [files]
+
+    def objective(p):
+        return (abs(p['REAL_LINEAR'] - 1) + abs(math.log10(p['REAL_LOG']) + 3) + abs(p['REAL_STEP'] - 0.3)
+                + abs(p['INT_LINEAR'] - 7) / 5 + abs(p['INT_STEP'] - 30) / 10 + abs(math.log10(p['INT_LOG']) - 2)
+                + (p['OPTIMIZER'] != 'adam') + (p['SHAPE']['w'] != 3) + (p['DATA'] != files.values()[2]))
+    trials = run(TPESampler(specs, goal='min', seed=3, startup_jobs=5), objective, 40)
+    for trial in trials:
+        check_kinds(trial.params, files.values())
+    # TPE learns: the second half finds better values than the random startup jobs did on average
+    values = [objective(t.params) for t in trials]
+    assert sum(values[20:]) / 20 < sum(values[:5]) / 5
+    late = trials[20:]
+    assert sum(t.params['OPTIMIZER'] == 'adam' for t in late) > len(late) / 2
+    assert sum(t.params['DATA'] == files.values()[2] for t in late) > len(late) / 2
+
+
+def test_univariate_mode_also_covers_every_kind():
+    files = files_spec()
+    trials = run(TPESampler(ALL_KINDS + [files], goal='max', seed=1, startup_jobs=3, multivariate=False),
+                 lambda p: p['REAL_LINEAR'] + p['INT_LINEAR'], 15)
+    for trial in trials:
+        check_kinds(trial.params, files.values())
+
+
+def test_suggestions_are_a_pure_function_of_seed_and_history():
+    specs = ALL_KINDS[:6]
+
+    def objective(p):
+        return p['REAL_LINEAR'] ** 2 + p['INT_LINEAR']
+    first = run(TPESampler(specs, goal='min', seed=42, startup_jobs=4), objective, 25)
+    again = run(TPESampler(specs, goal='min', seed=42, startup_jobs=4), objective, 25)
+    other = run(TPESampler(specs, goal='min', seed=43, startup_jobs=4), objective, 25)
+    assert [t.params for t in first] == [t.params for t in again]
+    assert [t.params for t in first] != [t.params for t in other]
+    # the order the trials are given in does not matter: the history is read in index order
+    sampler = TPESampler(specs, goal='min', seed=42, startup_jobs=4)
+    assert sampler.suggest(first[:15][::-1], 1) == sampler.suggest(first[:15], 1)
+
+
+def test_a_resumed_sampler_suggests_what_an_unkilled_one_would():
+    specs = [NumParamSpec('X', -5, 10, 'REAL', 'LINEAR'), NumParamSpec('N', 1, 8, 'INTEGER', 'LINEAR')]
+
+    def objective(p):
+        return (p['X'] - 2) ** 2 + p['N']
+    unkilled = run(TPESampler(specs, goal='min', seed=7, startup_jobs=5), objective, 20)
+    for kill_at in (3, 5, 12, 19):
+        # a new process: a new sampler, the history rebuilt from the service (new Trial objects, same values)
+        rebuilt = [Trial(name=t.name, index=t.index, params=dict(t.params), state=t.state, reports=t.reports)
+                   for t in unkilled[:kill_at]]
+        resumed = TPESampler(specs, goal='min', seed=7, startup_jobs=5).suggest(rebuilt, 1)
+        assert resumed[0].params == unkilled[kill_at].params
+
+
+def test_a_batch_is_the_same_as_one_at_a_time_with_the_earlier_ones_pending():
+    specs = [NumParamSpec('X', 0, 1, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 1, 'REAL', 'LINEAR')]
+    history = run(TPESampler(specs, goal='max', seed=2), lambda p: p['X'] - p['Y'], 15)
+    sampler = TPESampler(specs, goal='max', seed=2)
+    batch = sampler.suggest(history, 4)
+    assert len(batch) == 4
+    # a controller killed after submitting two of the four asks again with those two pending: it gets the rest
+    pending = [Trial(name='p{}'.format(i), index=15 + i, params=s.params, state='queued')
+               for i, s in enumerate(batch[:2])]
+    assert sampler.suggest(history + pending, 2) == batch[2:]
+
+
+def spread(points):
+    return min(math.dist(a, b) for i, a in enumerate(points) for b in points[i + 1:])
+
+
+def test_the_constant_liar_spreads_parallel_suggestions():
+    specs = [NumParamSpec('X', 0, 1, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 1, 'REAL', 'LINEAR')]
+
+    def objective(p):
+        return (p['X'] - 0.3) ** 2 + (p['Y'] - 0.6) ** 2
+    liar, no_liar = [], []
+    for seed in range(8):
+        history = run(TPESampler(specs, goal='min', seed=seed), objective, 30)
+        for constant_liar, out in ((True, liar), (False, no_liar)):
+            batch = TPESampler(specs, goal='min', seed=seed, constant_liar=constant_liar).suggest(history, 6)
+            out.append(spread([(s.params['X'], s.params['Y']) for s in batch]))
+    # with the liar, each pending suggestion pushes the next ones away from it: the closest pair is farther apart
+    assert sorted(liar)[4] > 1.5 * sorted(no_liar)[4]
+    assert sum(liar) > sum(no_liar)
+
+
+def test_a_finite_space_never_repeats_a_configuration_until_exhausted():
+    specs = [DiscreteParamSpec('A', ['x', 'y', 'z']), NumParamSpec('B', 1, 3, 'INTEGER', 'LINEAR'),
+             NumParamSpec('C', 0.0, 0.2, 'REAL', 'LINEAR', step=0.1)]
+    sampler = TPESampler(specs, goal='max', seed=5, startup_jobs=4)
+    trials = run(sampler, lambda p: p['B'] + 10 * p['C'] + (p['A'] == 'y'), 40, in_flight=3)
+    configurations = [tuple(sorted(t.params.items())) for t in trials]
+    assert len(configurations) == 27 == len(set(configurations))
+    assert sampler.exhausted(trials)
+    assert sampler.suggest(trials, 5) == []
+    # pending jobs count as tried: asking for more than the space holds gives every configuration once
+    batch = TPESampler(specs, goal='max', seed=5).suggest([], 100)
+    assert len(batch) == 27 == len({tuple(sorted(s.params.items())) for s in batch})
+    assert not sampler.exhausted(trials[:26])
+
+
+def test_count_bounds_the_suggestions():
+    specs = [NumParamSpec('X', 0, 1, 'REAL', 'LINEAR')]
+    sampler = TPESampler(specs, goal='max', seed=1, count=5)
+    trials = run(sampler, lambda p: p['X'], 10)
+    assert len(trials) == 5 and sampler.exhausted(trials)
+    assert len(sampler.suggest(trials[:3], 10)) == 2
+
+
+def test_failed_jobs_and_jobs_without_a_metric_teach_nothing():
+    specs = [NumParamSpec('X', 0, 1, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 1, 'REAL', 'LINEAR')]
+    history = run(TPESampler(specs, goal='max', seed=4), lambda p: p['X'] + p['Y'], 14)
+    sampler = TPESampler(specs, goal='max', seed=4)
+    corner = {'X': 0.0, 'Y': 0.0}
+    # a failed job that printed a huge value, a job terminated by the user, a job with no report: none counts
+    ignored = [finished(14, corner, 100.0, state='failed'), finished(15, corner, 100.0, state='terminated'),
+               finished(16, corner, None)]
+    silent = [finished(14, corner, None, state='failed'), finished(15, corner, None, state='terminated'),
+              finished(16, corner, None)]
+    assert sampler.suggest(history + ignored, 3) == sampler.suggest(history + silent, 3)
+    # ... whereas a job a policy stopped early counts with its last intermediate value (the controller's rule)
+    stopped = [finished(14, corner, 100.0, state='terminated', stopped_early=True)] + silent[1:]
+    assert sampler.suggest(history + stopped, 3) != sampler.suggest(history + silent, 3)
+    # non-finite values and values from another version of the sweep file are ignored too
+    odd = [finished(14, corner, math.nan), finished(15, {'X': 5.0, 'Y': 0.0}, 100.0),
+           finished(16, {'X': 0.0}, 100.0)]
+    assert sampler.suggest(history + odd, 3) == sampler.suggest(history + silent, 3)
+
+
+def test_startup_jobs_are_random_draws_then_the_model_takes_over():
+    specs = [NumParamSpec('X', 0, 1, 'REAL', 'LINEAR')]
+    sampler = TPESampler(specs, goal='max', seed=9, startup_jobs=6)
+    trials = run(sampler, lambda p: p['X'], 20)
+    assert 'random startup' in sampler.suggest(trials[:5], 1)[0].note
+    assert 'TPE' in sampler.suggest(trials[:6], 1)[0].note
+    # with the good observations near 1, the model's suggestions concentrate there
+    assert sum(t.params['X'] for t in trials[10:]) / 10 > 0.7
+
+
+def test_goal_max_and_min_mirror_each_other():
+    specs = [NumParamSpec('X', -1, 1, 'REAL', 'LINEAR')]
+    up = run(TPESampler(specs, goal='max', seed=3), lambda p: p['X'], 25)
+    down = run(TPESampler(specs, goal='min', seed=3), lambda p: -p['X'], 25)
+    assert [t.params for t in up] == [t.params for t in down]
+    with pytest.raises(ValueError):
+        TPESampler(specs, goal='up')
+
+
+def test_default_weights_ramp_down_the_oldest_observations():
+    assert default_weights(0) == [] and default_weights(24) == [1.0] * 24
+    weights = default_weights(30)
+    assert len(weights) == 30 and weights[25:] == [1.0] * 5 and weights[0] == pytest.approx(1 / 30)
+    assert weights == sorted(weights)
+
+
+def test_bayesian_sampling_with_a_bandit_policy_in_the_controller():
+    # Combined with early termination: stopped jobs count with their last value and steer the sampler away.
+    specs = [NumParamSpec('LR', 1e-4, 1.0, 'REAL', 'LOG'), NumParamSpec('UNITS', 1, 16, 'INTEGER', 'LINEAR')]
+
+    def curve(params):
+        quality = 1.0 / (1.0 + (math.log10(params['LR']) + 2) ** 2 + ((params['UNITS'] - 10) / 4) ** 2)
+        return [quality * (1 - 0.5 ** step) for step in range(1, 9)]
+    controller = Controller(TPESampler(specs, goal='max', seed=1, count=30, startup_jobs=6),
+                            make_policy({'policy': 'bandit', 'slackFactor': 0.2, 'evaluationInterval': 1,
+                                         'delayEvaluation': 2}, 'max'),
+                            Limits(max_concurrent_jobs=3))
+    trials, _, end = simulate(controller, curve)
+    assert end == 'exhausted' and len(trials) == 30
+    assert sum(t.state == 'terminated' for t in trials) > 0
+    best = max(t.reports[-1].value for t in trials if t.state == 'succeeded')
+    assert best > 0.8 * (1 - 0.5 ** 8)
+
+
+def test_untried_configurations_are_scored_when_the_model_only_draws_tried_ones():
+    # With a negligible prior, l(x) draws nothing but the good configurations, all tried: the sampler must fall
+    # back to scoring the untried ones (and still never repeat one).
+    specs = [DiscreteParamSpec('A', ['p', 'q', 'r', 's']), DiscreteParamSpec('B', [1, 2, 3])]
+    sampler = TPESampler(specs, goal='max', seed=2, startup_jobs=2, prior_weight=1e-9)
+    calls = []
+    original = sampler._best_untried
+    sampler._best_untried = lambda *args: calls.append(1) or original(*args)
+    trials = run(sampler, lambda p: p['B'] + (p['A'] == 'q'), 12)
+    assert len({(t.params['A'], t.params['B']) for t in trials}) == 12 and sampler.exhausted(trials)
+    assert calls, 'the fallback was not exercised'
+
+
+def test_a_finite_space_ends_the_controllers_sweep_as_exhausted():
+    specs = [DiscreteParamSpec('A', ['x', 'y']), NumParamSpec('B', 1, 4, 'INTEGER', 'LINEAR')]
+    controller = Controller(TPESampler(specs, goal='max', seed=8, count=50, startup_jobs=3), None,
+                            Limits(max_concurrent_jobs=3))
+    trials, _, end = simulate(controller, lambda p: [p['B'] * (2 if p['A'] == 'y' else 1) * (1 - 0.5 ** s)
+                                                     for s in range(1, 4)])
+    assert end == 'exhausted' and len(trials) == 8
+    assert len({(t.params['A'], t.params['B']) for t in trials}) == 8
+
+
+def test_suggestions_do_not_depend_on_the_process():
+    # A resumed `sweep run` is another process, with another string-hash seed: the suggestions must not change.
+    script = '\n'.join([
+        'import json, math',
+        'from tests.tuning.test_tpe import ALL_KINDS, TPESampler, run',
+        'trials = run(TPESampler(ALL_KINDS, goal="min", seed=11, startup_jobs=4),',
+        '             lambda p: abs(p["REAL_LINEAR"]) + (p["OPTIMIZER"] != "adam") + p["SHAPE"]["w"], 12)',
+        'print(json.dumps([t.params for t in trials], sort_keys=True))'])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    outputs = []
+    for hash_seed in ('1', '2'):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        done = subprocess.run([sys.executable, '-c', script], cwd=root, env=env, capture_output=True, text=True,
+                              timeout=120, check=True)
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 12
