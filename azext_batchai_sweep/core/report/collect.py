@@ -1,0 +1,108 @@
+"""A sweep read back from the service for its report: the jobs (as `status` lists them) and each job's
+intermediate values (every report of the metric in its log, read as `metrics` reads it, but all of it).
+
+Each job costs what `metrics --reduce max` costs: one listOutputFiles and one streamed download of its log, on
+`parallel` threads; a job whose log cannot be read keeps its state and parameters and gets no values, with the
+error said (never a crash).
+"""
+import datetime
+import logging
+
+from ..download import find_output_file, iter_url_chunks
+from ..listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
+from ..parallel import run_parallel
+from ..retry import RetrySettings, describe_error
+from ..tuning.trial import Report, Trial
+from .intermediate import ReportReader
+from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
+                    ParameterInfo, SweepRecord)
+
+logger = logging.getLogger(__name__)
+
+# The variable a controller may set with a job's position in the sweep (core/tuning: Trial.index).
+INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
+TERMINATED_CODE = 'JobTerminated'
+
+
+def _state(job):
+    """The job's state; a failed job that was terminated (Batch AI records it as failed, with the error code
+    JobTerminated) is 'terminated', as core/tuning's trials name it."""
+    state = state_of(job)
+    if state == 'failed':
+        info = job.execution_info
+        for error in (getattr(info, 'errors', None) or ()):
+            if getattr(error, 'code', None) == TERMINATED_CODE:
+                return 'terminated'
+    return state
+
+
+def _index(job):
+    try:
+        return int(env_of(job).get(INDEX_VAR))
+    except (TypeError, ValueError):
+        return None
+
+
+def read_trials(client, resource_group, workspace, experiment, sweep_name, reader, *, file='stdout.txt',
+                output_directory_id='stdouterr', decisions=None, parallel=8, progress=None, retry=None):
+    """The sweep's jobs as Trials (reports = every value of the metric, with its step), in submission order.
+
+    :param reader: an intermediate.ReportReader (the metric and the step key).
+    :param decisions: {job name: decision dict (model.Decision.as_dict())} from the adaptive-sweep controller, if any.
+    :param progress: progress(done, total), counting jobs.
+    """
+    retry = retry or RetrySettings()
+    decisions = decisions or {}
+    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
+                            sweep_name=sweep_name))
+    trials = []
+    done = [0]
+
+    def work(job):
+        item = find_output_file(client, resource_group, workspace, experiment, job.name, file, output_directory_id,
+                                retry=retry)
+        if item is None or not item.download_url:
+            return []
+        return reader.read_chunks(iter_url_chunks(item.download_url, retry=retry))
+
+    def on_result(job, reports, exc):
+        if exc is not None:
+            logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
+        summary = job_summary(job)
+        decision = decisions.get(job.name)
+        extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
+                 EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
+                 EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None}
+        trials.append(Trial(name=job.name, index=_index(job), params=parameters_of(job), state=_state(job),
+                            reports=tuple(Report(step, value) for step, value in reports or ()),
+                            stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(jobs))
+
+    run_parallel(work, jobs, parallel=parallel, on_result=on_result)
+    # Submission order: the controller's index where it recorded one, else the start time, then the name.
+    trials.sort(key=lambda t: (t.index is None, t.index if t.index is not None else 0,
+                               t.extra[EXTRA_START] or '~', t.name))
+    for position, trial in enumerate(trials):
+        trial.index = position
+    return trials
+
+
+def plan_details(header):
+    """(sampling type, [ParameterInfo]) from a plan file's header, for what the service does not hold."""
+    sampling = (header.get('sampling') or {}).get('type')
+    parameters = [ParameterInfo(name=entry.get('name'), type=entry.get('type'), scale=entry.get('scale'))
+                  for entry in header.get('parameters') or () if isinstance(entry, dict) and entry.get('name')]
+    return sampling, parameters
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def sweep_record(name, objective, trials, *, resource_group=None, workspace=None, experiment=None, sampling=None,
+                 parameters=None, generated_at=None):
+    return SweepRecord(name=name, objective=objective, trials=trials, resource_group=resource_group,
+                       workspace=workspace, experiment=experiment, sampling=sampling, parameters=parameters or [],
+                       generated_at=generated_at or now_iso())

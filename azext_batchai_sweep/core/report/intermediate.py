@@ -1,0 +1,86 @@
+"""Every report of a metric in a job's log, with its step: the intermediate values of a learning curve.
+
+The metric is found exactly as `az batchai sweep metrics` finds it (core.metrics.MetricExtractor: Katib's
+`name=value` or a regex, line by line); where `metrics` reduces a log to one number, this keeps each value with the
+step it was reported at. The step is the value of another `name=value` key on the same line (`epoch=3 ...
+val_accuracy=0.8`): the key given, or else the first of STEP_KEYS present on every report line of the job; without
+one, reports are numbered 1, 2, 3...
+"""
+import math
+import re
+
+from ..metrics import MAX_LINE, katib_pattern
+
+STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
+
+
+def _compiled(key):
+    return re.compile(katib_pattern(key))
+
+
+_AUTO_STEP_PATTERNS = tuple((key, _compiled(key)) for key in STEP_KEYS)
+
+
+class ReportReader:
+    """Collects (step, value) pairs from a log given as byte chunks, holding one chunk and one partial line.
+
+    :param extractor: a core.metrics.MetricExtractor (its pattern and capture group find the value).
+    :param step_key: the name of the step key (e.g. "epoch"); None to detect one of STEP_KEYS per job.
+    """
+
+    def __init__(self, extractor, step_key=None):
+        self.pattern = extractor.pattern
+        self.group = extractor.group
+        self.step_key = step_key
+        self.step_patterns = ((step_key, _compiled(step_key)),) if step_key else _AUTO_STEP_PATTERNS
+
+    def _scan(self, text, found):
+        """Append (line steps, value) for each metric match in whole lines of `text`."""
+        for match in self.pattern.finditer(text):
+            if '\n' in match.group(0):
+                continue
+            try:
+                value = float(match.group(self.group))
+            except (TypeError, ValueError):
+                continue
+            if not math.isfinite(value):
+                continue
+            start = text.rfind('\n', 0, match.start()) + 1
+            end = text.find('\n', match.end())
+            line = text[start:end if end >= 0 else len(text)]
+            steps = {}
+            for key, step_pattern in self.step_patterns:
+                step = step_pattern.search(line)
+                if step is not None:
+                    steps[key] = float(step.group('value'))
+            found.append((steps, value))
+
+    def read_chunks(self, chunks, encoding='utf-8'):
+        """The job's reports as a list of (step, value) in log order."""
+        found = []
+        partial = b''
+        for chunk in chunks:
+            data = partial + chunk if partial else chunk
+            cut = data.rfind(b'\n') + 1
+            if cut == 0 and len(data) <= MAX_LINE:
+                partial = data
+                continue
+            if cut == 0:
+                cut = len(data)  # a "line" this long is scanned in pieces, as metrics does
+            self._scan(data[:cut].decode(encoding, errors='replace'), found)
+            partial = data[cut:]
+        if partial:
+            self._scan(partial.decode(encoding, errors='replace'), found)
+        return self.with_steps(found)
+
+    def read_text(self, text):
+        found = []
+        self._scan(text, found)
+        return self.with_steps(found)
+
+    def with_steps(self, found):
+        """Pick the step of each report: the first step key that every report line carries, else 1, 2, 3..."""
+        for key, _ in self.step_patterns:
+            if found and all(key in steps for steps, _ in found):
+                return [(steps[key], value) for steps, value in found]
+        return [(float(number), value) for number, (_, value) in enumerate(found, start=1)]
