@@ -245,6 +245,47 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
+def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
+                 open_report=False, regex=None, metric=None, goal='max', step=None, file='stdout.txt',
+                 output_directory_id='stdouterr', plan_file=None, parallel=DEFAULT_PARALLEL):
+    from azure.cli.core.azclierror import ResourceNotFoundError
+    from ._submission import load_plan
+    from .core.report.build import make_report
+    from .core.report.model import Objective
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
+    from .core.metrics import MetricExtractor
+    objective = Objective(metric=metric, regex=regex, goal=goal, step=step, file=file,
+                          output_directory_id=output_directory_id)
+    with core_errors():
+        MetricExtractor(regex=regex, metric_name=metric)  # a bad regex fails before the first request
+    client = _client(cmd)
+    with core_errors():
+        header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
+            if plan_file else None
+        with Progress(cmd, 'Reading the jobs\' values') as progress:
+            data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
+                               output_file, plan_header=header, decisions=_decisions(), parallel=parallel,
+                               progress=progress)
+    if data is None:
+        raise ResourceNotFoundError('No jobs of sweep {} in experiment {}'.format(sweep_name, experiment_name),
+                                    recommendation='Check the sweep name (-n) and the experiment (-e): '
+                                                   '"az batchai sweep status" lists a sweep\'s jobs.')
+    summary = data['summary']
+    best = summary['best']
+    logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
+                   ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
+    if open_report:
+        from azure.cli.core.util import open_page_in_browser
+        open_page_in_browser('file://' + output_file)
+    return dict(data, reportFile=output_file)
+
+
+def _decisions():
+    """The adaptive-sweep controller's decisions per job ({name: decision dict}); none before it exists."""
+    return {}
+
+
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None):
     from ._local import start
     return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults)

@@ -33,7 +33,8 @@ def synthetic_trials(count, epochs=20, seed=0, stop_share=0.2, fail_share=0.05, 
         last = epochs if not (stopped or failed) else rng.randint(2, max(2, epochs // 2))
         is_running = index >= count - running
         if is_running:
-            last = rng.randint(1, epochs - 1)
+            last = rng.randint(2, epochs - 1)
+            stopped = failed = False
         reports = tuple(Report(float(e), round(top * (1 - math.exp(-e / 4)) + rng.gauss(0, 0.01), 4))
                         for e in range(1, last + 1))
         start = START + datetime.timedelta(seconds=index * 7)

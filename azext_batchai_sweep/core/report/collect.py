@@ -15,7 +15,7 @@ from ..retry import RetrySettings, describe_error
 from ..tuning.trial import Report, Trial
 from .intermediate import ReportReader
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
-                    ParameterInfo, SweepRecord)
+                    EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 
 logger = logging.getLogger(__name__)
 
@@ -62,19 +62,21 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
         item = find_output_file(client, resource_group, workspace, experiment, job.name, file, output_directory_id,
                                 retry=retry)
         if item is None or not item.download_url:
-            return []
+            return None, []
         return reader.read_chunks(iter_url_chunks(item.download_url, retry=retry))
 
-    def on_result(job, reports, exc):
+    def on_result(job, result, exc):
+        step_key, reports = result if result is not None else (None, [])
         if exc is not None:
             logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
         summary = job_summary(job)
         decision = decisions.get(job.name)
         extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
                  EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
-                 EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None}
+                 EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
+                 EXTRA_STEP_KEY: step_key}
         trials.append(Trial(name=job.name, index=_index(job), params=parameters_of(job), state=_state(job),
-                            reports=tuple(Report(step, value) for step, value in reports or ()),
+                            reports=tuple(Report(step, value) for step, value in reports),
                             stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
         done[0] += 1
         if progress is not None:

@@ -21,7 +21,7 @@ import random
 
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
-                    SweepRecord)
+                    EXTRA_STEP_KEY, SweepRecord)
 
 DATA_VERSION = 1
 MAX_CURVES = 200
@@ -82,7 +82,13 @@ def _number_or(text):
 
 
 def _parameter_axes(jobs, record):
+    # The plan's order where there is one (the sweep file's), then any other in first-seen order.
     names = {}
+    for info in record.parameters:
+        for job in jobs:
+            for name in job['values']:
+                if name == info.name or name.startswith(info.name + '.'):
+                    names.setdefault(name, None)
     for job in jobs:
         for name in job['values']:
             names.setdefault(name, None)
@@ -355,6 +361,14 @@ def _scatter_medians(jobs, axis):
     return medians
 
 
+def _step_key(record):
+    """The step's name for the plots: the key asked for, else the one every job's steps came from, else None."""
+    if record.objective.step:
+        return record.objective.step
+    keys = {(trial.extra or {}).get(EXTRA_STEP_KEY) for trial in record.trials if trial.reports}
+    return keys.pop() if len(keys) == 1 else None
+
+
 def report_data(record: SweepRecord) -> dict:
     """The report's data (JSON-ready) for a sweep record."""
     objective = record.objective
@@ -378,6 +392,7 @@ def report_data(record: SweepRecord) -> dict:
         'generatedAt': record.generated_at,
         'objective': objective.as_dict(),
         'sampling': record.sampling,
+        'stepKey': _step_key(record),
         'summary': {
             'jobs': len(jobs),
             'finished': sum(1 for job in jobs if job['state'] in FINISHED_STATES),

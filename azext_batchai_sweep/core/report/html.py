@@ -24,7 +24,7 @@ h1 { font-size: 22px; margin: 0 0 2px; }
 h2 { font-size: 17px; margin: 0 0 4px; }
 .sub, .note, figcaption { color: var(--muted); }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 16px; margin: 14px 0; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr)); gap: 10px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(176px, 1fr)); gap: 10px; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; }
 .card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
 .big { font-size: 20px; font-weight: 600; }
@@ -41,7 +41,7 @@ svg text { fill: var(--fg); }
 .curve { fill: none; stroke-width: 1.3; stroke-opacity: .75; }
 .curve.mark-finished, line.mark-finished { stroke: var(--finished); stroke-opacity: .45; }
 .curve.mark-running, line.mark-running { stroke: var(--running); stroke-dasharray: 2 3; }
-.curve.mark-failed, line.mark-failed { stroke: var(--failed); stroke-dasharray: 1 3; }
+.curve.mark-failed, line.mark-failed { stroke: var(--failed); stroke-dasharray: 2 2; stroke-opacity: .9; }
 .curve.mark-stopped, line.mark-stopped { stroke: var(--stopped); stroke-dasharray: 6 3; stroke-opacity: .95; }
 .curve.mark-best, line.mark-best { stroke: var(--best); stroke-width: 3; stroke-opacity: 1; }
 .legend line { stroke-width: 2.5; }
@@ -188,10 +188,11 @@ def _summary(data):
     goal_text = 'higher is better' if objective['goal'] == 'max' else 'lower is better'
     how = ('<code>{}=VALUE</code>'.format(esc(objective['metric'])) if objective['metric']
            else 'a match of <code>{}</code>'.format(esc(objective['regex'])))
-    cards = [_card('Objective', '<div class="big">{}</div><div>{} ({})</div><div class="note">every {} in {}/{}; '
-                                'step: {}</div>'.format(esc(label), goal_text, esc(objective['goal']), how,
-                                                        esc(objective['outputDirectoryId']), esc(objective['file']),
-                                                        esc(objective['step'] or 'detected per job')))]
+    step = data.get('stepKey') or objective['step'] or 'the report\'s number'
+    cards = [_card('Objective', '<div class="big">{}</div><div>{} ({})</div><div class="note">read from each {} '
+                                'line of {}/{}; step: {}</div>'.format(
+                                    esc(label), goal_text, esc(objective['goal']), how,
+                                    esc(objective['outputDirectoryId']), esc(objective['file']), esc(step)))]
     chips = ''.join('<span class="chip {0}">{0} {1}</span>'.format(esc(state), count)
                     for state, count in summary['counts'].items() if count)
     decided = ''

@@ -56,7 +56,8 @@ class ReportReader:
             found.append((steps, value))
 
     def read_chunks(self, chunks, encoding='utf-8'):
-        """The job's reports as a list of (step, value) in log order."""
+        """(step key or None, [(step, value)] in log order): the job's reports, and the key its steps came from
+        (None: numbered)."""
         found = []
         partial = b''
         for chunk in chunks:
@@ -79,8 +80,8 @@ class ReportReader:
         return self.with_steps(found)
 
     def with_steps(self, found):
-        """Pick the step of each report: the first step key that every report line carries, else 1, 2, 3..."""
+        """(key, reports): the first step key that every report line carries, else None and 1, 2, 3..."""
         for key, _ in self.step_patterns:
             if found and all(key in steps for steps, _ in found):
-                return [(steps[key], value) for steps, value in found]
-        return [(float(number), value) for number, (_, value) in enumerate(found, start=1)]
+                return key, [(steps[key], value) for steps, value in found]
+        return None, [(float(number), value) for number, (_, value) in enumerate(found, start=1)]

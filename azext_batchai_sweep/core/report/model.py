@@ -17,6 +17,7 @@ EXTRA_DURATION = 'durationSeconds'
 EXTRA_EXIT_CODE = 'exitCode'
 EXTRA_DECISION = 'decision'
 EXTRA_ERROR = 'error'
+EXTRA_STEP_KEY = 'stepKey'    # the key the job's steps were read from (epoch...), None when numbered
 
 
 @dataclass

@@ -153,8 +153,7 @@ def learning_curves(data):
 
 
 def _step_label(data):
-    steps = data['objective'].get('step')
-    return steps or 'step (the key on each report line, else the report number)'
+    return data.get('stepKey') or 'report number (no step key on the report lines)'
 
 
 def _pc_tick_labels(axis, scale):
