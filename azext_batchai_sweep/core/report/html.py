@@ -25,7 +25,7 @@ h2 { font-size: 17px; margin: 0 0 4px; }
 .sub, .note, figcaption { color: var(--muted); }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 16px; margin: 14px 0; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(176px, 1fr)); gap: 10px; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; overflow-wrap: anywhere; }
 .card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
 .big { font-size: 20px; font-weight: 600; }
 .chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 4px 2px 0; background: #eef0f3; }
