@@ -3,7 +3,8 @@
 The sweep is examples/demo (train.py, a small pure-Python MLP; a 3x3 grid over learning rate and hidden units).
 Steps: start the local service, put train.py into its `scripts` file share, plan the sweep and create the
 experiment, submit, watch with `status --wait`, show the jobs and the metrics best first, tail the best job's log,
-stop the service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
+write the sweep's HTML report (.demo/moons-report.html), stop the service (always, even after a failure). Any
+failing step ends the demo with a non-zero exit code.
 
 Nothing touches the user's ~/.azure: az runs with AZURE_CONFIG_DIR=.demo/azure-config, the service keeps its state
 in .demo/data, and both start empty on every run. az is the repo venv's, loading the extension from source
@@ -21,6 +22,7 @@ CONFIG_DIR = os.path.join(DEMO_DIR, 'azure-config')
 DATA_DIR = os.path.join(DEMO_DIR, 'data')
 AZ = os.path.join(os.path.dirname(sys.executable), 'az')
 
+REPORT_FILE = os.path.join(DEMO_DIR, 'moons-report.html')
 ACCOUNT = 'demostorage'
 SWEEP = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons']
 
@@ -121,6 +123,12 @@ def tour(az):
     print('best={}'.format(best))
     az('batchai', 'sweep', 'status', *SWEEP, '--job', best, '--tail', '5', '-o', 'tsv',
        shown='az batchai sweep status {} --job "$best" --tail 5 -o tsv'.format(' '.join(SWEEP)))
+
+    say('The report: one HTML file, nothing fetched when it opens. Learning curves (every val_accuracy a job\n'
+        'printed, by epoch), parallel coordinates, val_accuracy against each parameter, the best so far and the\n'
+        'sortable job table. Open it in a browser (or add --open).')
+    az('batchai', 'sweep', 'report', *SWEEP, '--metric', 'val_accuracy', '--plan-file',
+       os.path.join(DEMO_DIR, 'moons.plan.jsonl'), '--output-file', REPORT_FILE, '-o', 'table')
 
 
 def main():
