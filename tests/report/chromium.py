@@ -129,6 +129,9 @@ class Page:
     def load(self, path, width=1040, height=900, timeout=60):
         self.send('Emulation.setDeviceMetricsOverride', {'width': width, 'height': height, 'deviceScaleFactor': 1,
                                                          'mobile': False})
+        # A load event of an earlier navigation must not answer for this one.
+        self.browser.events = [e for e in self.browser.events if not (
+            e.get('sessionId') == self.session and e.get('method') == 'Page.loadEventFired')]
         self.send('Page.navigate', {'url': 'file://' + os.path.abspath(path)})
         self.browser.wait_event('Page.loadEventFired', session=self.session, timeout=timeout)
 
