@@ -4,7 +4,7 @@ Usage: python bench/report.py [--jobs 1000] [--epochs 30] [--repeat 3] [--large 
 
 1. Through az, on the local service (foreground module, temporary data dir): a sweep of `--jobs` finished jobs, each
    printing `epoch=N loss=.. val_accuracy=..` for `--epochs` epochs (awk, a curve set by the job's 3 parameters).
-   Timed (medians of `--repeat`, interleaved): `report --metric val_accuracy -o none`, `metrics --metric
+   Timed (medians of `--repeat`, interleaved): `report --metric val_accuracy -o none` and `-o json`, `metrics --metric
    val_accuracy --reduce max -o none`, and `az version` (az's start-up); peak RSS of the az process.
 2. In process, at `--large` jobs (synthetic, tests/report/synthetic.py: 30 epochs, a fifth stopped early): the time
    to make the report's data and its HTML, the HTML's size, the JSON's size, and the time headless Chromium takes
@@ -73,11 +73,13 @@ def through_az(args, root):
         _wait_all_finished(client, info, args.jobs, experiment=EXPERIMENT)
         print('setup: {} jobs ran in {:.0f} s'.format(args.jobs, time.monotonic() - started), flush=True)
         report_file = os.path.join(root, 'report.html')
-        times = {'report': [], 'metrics': [], 'version': []}
+        times = {'report': [], 'report-json': [], 'metrics': [], 'version': []}
         for _ in range(args.repeat):
             times['version'].append(run([AZ, 'version'], env=env))
             times['report'].append(run([AZ, 'batchai', 'sweep', 'report', *sweep, '--metric', 'val_accuracy',
                                         '--output-file', report_file, '-o', 'none'], env=env))
+            times['report-json'].append(run([AZ, 'batchai', 'sweep', 'report', *sweep, '--metric', 'val_accuracy',
+                                             '--output-file', report_file, '-o', 'json'], env=env))
             times['metrics'].append(run([AZ, 'batchai', 'sweep', 'metrics', *sweep, '--metric', 'val_accuracy',
                                          '--reduce', 'max', '-o', 'none'], env=env))
         size = os.path.getsize(report_file)
@@ -85,10 +87,13 @@ def through_az(args, root):
         stop_service(info)
     median = {key: statistics.median(t for t, _ in runs) for key, runs in times.items()}
     peak = {key: max(rss for _, rss in runs) for key, runs in times.items()}
-    print('| `report` of {} jobs x {} epochs | {:.2f} s | `metrics --reduce max` {:.2f} s | {:.2f}x | az start-up '
-          '{:.2f} s; peak RSS report {:.0f} MB, metrics {:.0f} MB; HTML {:,.0f} kB |'.format(
+    print('| `report -o none` of {} jobs x {} epochs | {:.2f} s | `metrics --reduce max` {:.2f} s | {:.2f}x | az '
+          'start-up {:.2f} s; peak RSS report {:.0f} MB, metrics {:.0f} MB; HTML {:,.0f} kB |'.format(
               args.jobs, args.epochs, median['report'], median['metrics'], median['report'] / median['metrics'],
               median['version'], peak['report'], peak['metrics'], size / 1024))
+    print('| `report -o json` of {} jobs x {} epochs | {:.2f} s | `metrics --reduce max` {:.2f} s | {:.2f}x | peak '
+          'RSS {:.0f} MB |'.format(args.jobs, args.epochs, median['report-json'], median['metrics'],
+                                   median['report-json'] / median['metrics'], peak['report-json']))
 
 
 def in_process(args, root):
