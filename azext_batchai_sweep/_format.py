@@ -79,10 +79,42 @@ def sweep_status_table_format(result):
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
         row['Exit Code'] = _text(job['exitCode'])
+        if job.get('tuning'):
+            # A sweep run's jobs: its objective and decisions instead of the start time (the row stays short).
+            row['Duration'] = '' if job['durationSeconds'] is None else '{:.1f}s'.format(job['durationSeconds'])
+            rows.append(_with_parameters(_tuning_cells(row, job['tuning']), parameters))
+            continue
         row['Start'] = _text(job['startTime'])
         row['Duration'] = '' if job['durationSeconds'] is None else '{:.1f}s'.format(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     return rows
+
+
+def sweep_run_table_format(result):
+    """One row: why the sweep ended, the best job, counts, compute saved."""
+    best = result.get('best') or {}
+    compute = result.get('compute') or {}
+    row = OrderedDict()
+    row['Sweep'] = result['sweep']
+    row['Ended'] = _text(result['ended'])
+    row['Jobs'] = result['jobs']
+    row['Best Job'] = _text(best.get('name'))
+    row['Objective'] = _cell(best.get('objective'))
+    row['Stopped'] = (result.get('decisions') or {}).get('stopped', 0)
+    row['Job-Steps'] = '{}/{}'.format(compute.get('jobSteps'), compute.get('jobStepsFull'))
+    row['Saved'] = '{}%'.format(compute.get('savedPercent'))
+    return [row]
+
+
+def _tuning_cells(row, tuning):
+    """The columns `sweep run` adds to status rows: its objective, step and decision."""
+    row['Step'] = _cell(tuning.get('step'))
+    row['Latest'] = _cell(tuning.get('latest'))
+    row['Best'] = _cell(tuning.get('best'))
+    if tuning.get('bracket') is not None:
+        row['Bracket/Rung'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])
+    row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))
+    return row
 
 
 def sweep_resubmit_table_format(result):

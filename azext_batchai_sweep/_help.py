@@ -108,6 +108,50 @@ examples:
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --parallel 32 --query notSubmitted
 """
 
+helps['batchai sweep run'] = """
+type: command
+short-summary: Run a sweep steered by its results, within its limits, with early termination, Hyperband or ASHA.
+long-summary: >
+    The controller runs in this az process: it submits jobs within the limits (maxTotalJobs, maxConcurrentJobs),
+    watches their states and reads only the new lines of their logs each poll, terminates the jobs an
+    earlyTermination policy stops (bandit, median, truncation, asha), submits the next jobs (new configurations,
+    Hyperband promotions) and ends when the sampler has nothing left, the budget is spent or timeoutMinutes has
+    passed. Every decision is printed on stderr with its rule and numbers, and `az batchai sweep status` shows it per
+    job. If the command is interrupted (Ctrl-C, a closed shell, a crash), run it again with the same arguments: it
+    resumes from the jobs on the service, never submits a job twice and keeps the limits. The result names the best
+    job, counts the jobs by state and by decision, says why the sweep ended and the compute used and saved.
+parameters:
+  - name: --spec
+    type: string
+    short-summary: Path of the sweep file (YAML or JSON).
+    long-summary: >
+        Besides parameters, sampling and job: objective ({metric: NAME, goal: max|min, step: epoch} or a regex),
+        limits ({maxTotalJobs, maxConcurrentJobs, timeoutMinutes, jobTimeoutMinutes}), earlyTermination ({policy:
+        bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 5}, median, truncation with
+        truncationPercentage, or asha with minResource, maxResource, eta) and sampling {type: hyperband, resource:
+        EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7}.
+  - name: --max-total-jobs
+    type: int
+    short-summary: Submit at most this many jobs in all, promotions included; overrides limits.maxTotalJobs.
+  - name: --max-concurrent-jobs
+    type: int
+    short-summary: At most this many jobs queued or running at once; overrides limits.maxConcurrentJobs.
+  - name: --timeout
+    type: float
+    short-summary: Minutes after the sweep's first job; then its running jobs are terminated and it ends.
+  - name: --poll-interval
+    type: float
+    short-summary: Seconds between two looks at the jobs' states and new log lines.
+examples:
+  - name: Run an adaptive sweep on the local service, at most 3 jobs at a time.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --max-concurrent-jobs 3
+  - name: Resume an interrupted run (the same arguments), then see each job's decision.
+    text: |
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local
+        az batchai sweep status -g batchai-local -w local -e demo -n moons -o table
+"""
+
 helps['batchai sweep status'] = """
 type: command
 short-summary: Show the state of a sweep's jobs, wait for them to finish, or print the end of one job's output.

@@ -6,14 +6,15 @@ from argcomplete.completers import FilesCompleter
 from azure.cli.core.commands.parameters import get_enum_type, resource_group_name_type
 
 from ._validators import (validate_local_start, validate_sweep_create, validate_sweep_delete, validate_sweep_metrics,
-                          validate_sweep_report, validate_sweep_resubmit, validate_sweep_status, validate_sweep_submit,
-                          validate_sweep_target)
+                          validate_sweep_report, validate_sweep_resubmit, validate_sweep_run, validate_sweep_status,
+                          validate_sweep_submit, validate_sweep_target)
 
 DEFAULT_MAX_JOBS = 10000
 DEFAULT_PARALLEL = 8
 DEFAULT_MAX_RETRIES = 12
 DEFAULT_INTERVAL = 10
 DEFAULT_TAIL = 50
+DEFAULT_POLL_INTERVAL = 5.0
 STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed']
 
 
@@ -28,7 +29,7 @@ def load_arguments(self, _):
         c.argument('sweep_name', options_list=['--name', '-n'],
                    help='Name of the sweep: letters, digits, "-" and "_". It names the default plan file and is set in every job as BATCHAI_SWEEP_NAME.')
 
-    for command in ('create', 'submit'):
+    for command in ('create', 'submit', 'run'):
         with self.argument_context('batchai sweep ' + command) as c:
             c.argument('spec', options_list=['--spec'], completer=FilesCompleter(),
                        help='Path of the sweep file (YAML or JSON): jobNamePrefix, sampling, parameters and the job.')
@@ -73,6 +74,20 @@ def load_arguments(self, _):
                    help='The plan to submit, from "az batchai sweep create". Default: `<name>.plan.jsonl`. With --spec: where to write the plan.')
         c.argument('max_retries', type=int, default=DEFAULT_MAX_RETRIES,
                    help='How often to retry a request that was throttled, failed on the server or lost its connection, before giving up on the job.')
+
+    with self.argument_context('batchai sweep run', validator=validate_sweep_run) as c:
+        c.argument('spec', options_list=['--spec'], completer=FilesCompleter(),
+                   help='Path of the sweep file (YAML or JSON): its objective, limits, earlyTermination and sampling steer the run.')
+        c.argument('sampling', arg_type=get_enum_type(['grid', 'random', 'hyperband']),
+                   help='How to pick parameter values; overrides the sweep file\'s sampling.type (hyperband needs its settings in the file).')
+        c.argument('max_total_jobs', type=int,
+                   help='Submit at most this many jobs in all (promotions included). Overrides the sweep file\'s limits.maxTotalJobs.')
+        c.argument('max_concurrent_jobs', type=int,
+                   help='At most this many jobs queued or running at once. Overrides the sweep file\'s limits.maxConcurrentJobs.')
+        c.argument('timeout', type=float,
+                   help='Minutes (fractions allowed) after the sweep\'s first job was created: then its running jobs are terminated and the sweep ends. Overrides limits.timeoutMinutes.')
+        c.argument('poll_interval', type=float, default=DEFAULT_POLL_INTERVAL,
+                   help='Seconds between two looks at the jobs (states and new log lines).')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
         c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt instead of the sweep\'s status.')

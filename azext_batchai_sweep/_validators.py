@@ -35,6 +35,22 @@ def _at_least(minimum, **values):
                 name.replace('_', '-'), 'at least {}'.format(minimum) if minimum else '0 or more', value))
 
 
+def validate_sweep_run(cmd, namespace):
+    _validate_sweep_name(namespace.sweep_name)
+    _validate_file(namespace.spec, '--spec', 'the sweep file')
+    if namespace.template is not None:
+        _validate_file(namespace.template, '--template', 'the job template')
+    _at_least(1, count=namespace.count, max_total_jobs=namespace.max_total_jobs,
+              max_concurrent_jobs=namespace.max_concurrent_jobs)
+    _at_least(0, seed=namespace.seed)
+    for option in ('timeout', 'poll_interval'):
+        value = getattr(namespace, option)
+        if value is not None and value <= 0:
+            raise InvalidArgumentValueError('--{} must be more than 0, not {:g}'.format(option.replace('_', '-'), value))
+    if namespace.cluster:
+        namespace.cluster = _cluster_id(cmd.cli_ctx, namespace)
+
+
 def validate_sweep_target(cmd, namespace):  # pylint: disable=unused-argument
     """Every command acting on a sweep's jobs: a valid sweep name and sensible --parallel/--interval."""
     _validate_sweep_name(namespace.sweep_name)

@@ -3,7 +3,8 @@
 # --------------------------------------------------------------------------------------------
 from ._format import (local_service_table_format, sweep_create_table_format, sweep_delete_table_format,
                       sweep_download_table_format, sweep_metrics_table_format, sweep_report_table_format,
-                      sweep_resubmit_table_format, sweep_status_table_format, sweep_submit_table_format)
+                      sweep_resubmit_table_format, sweep_run_table_format, sweep_status_table_format,
+                      sweep_submit_table_format)
 
 DELETE_CONFIRMATION = ('Delete the selected jobs of this sweep? Their outputs on the service are deleted with them '
                        'and cannot be recovered.')
@@ -15,6 +16,7 @@ def load_command_table(self, _):
     with self.command_group('batchai sweep', is_preview=True) as g:
         g.custom_command('create', 'create_sweep', table_transformer=sweep_create_table_format)
         g.custom_command('submit', 'submit_sweep', table_transformer=sweep_submit_table_format)
+        g.custom_command('run', 'run_sweep', table_transformer=sweep_run_table_format)
         g.custom_command('status', 'sweep_status', table_transformer=sweep_status_table_format)
         g.custom_command('resubmit', 'resubmit_sweep', table_transformer=sweep_resubmit_table_format)
         g.custom_command('metrics', 'sweep_metrics', table_transformer=sweep_metrics_table_format)

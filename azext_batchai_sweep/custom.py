@@ -9,7 +9,8 @@ from knack.log import get_logger
 
 from ._errors import core_errors
 from ._output import Progress, fail_after_output
-from ._params import DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_TAIL
+from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
+                      DEFAULT_TAIL)
 
 logger = get_logger(__name__)
 
@@ -96,6 +97,43 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     return result
 
 
+def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
+              storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
+    from azure.cli.core.azclierror import AzureResponseError
+    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path
+    from .core.submit import ensure_experiment
+    from .core.tuning.controller import Limits
+    from .core.tuning.loop import SweepRun
+    from .core.tuning.result import describe
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
+                                     storage_account_name=storage_account_name, sampling=sampling, count=count,
+                                     seed=seed)
+    written = definition.limits
+    limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                    max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                    timeout_minutes=timeout or written.get('timeoutMinutes'),
+                    job_timeout_minutes=written.get('jobTimeoutMinutes'))
+    client = _client(cmd)
+    retry = _retry()
+    with core_errors():
+        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
+            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
+                       limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
+                       journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
+                                                     sweep_name))
+        result = run.run(poll_interval)
+    goal = definition.objective['goal'] if definition.objective else 'max'
+    logger.warning('Sweep %s: %s', sweep_name, describe(result, goal))
+    if definition.objective and result['best'] is None:
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            'No job of sweep {} ran to the end with a value of the objective'.format(sweep_name),
+            recommendation=FAILED_RECOMMENDATION))
+    return result
+
+
 def _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval, job_names=None):
     """Block until the jobs have finished; a failed job makes the command exit non-zero after its output."""
     from azure.cli.core.azclierror import AzureResponseError
@@ -130,7 +168,19 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                                        sweep_name=sweep_name, state=state)
     if not status['jobs'] and not state:
         logger.warning('No jobs of sweep %s in experiment %s', sweep_name, experiment_name)
+    _add_run_decisions(cmd, status['jobs'], resource_group, workspace_name, experiment_name, sweep_name)
     return {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
+
+
+def _add_run_decisions(cmd, rows, resource_group, workspace_name, experiment_name, sweep_name):
+    """A `sweep run`'s objective, step and decision per job, from its journal on this machine (when there is one)."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import read_journal_rows
+    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
+                                                sweep_name))
+    for row in rows:
+        if row['name'] in tuning:
+            row['tuning'] = tuning[row['name']]
 
 
 def _tail(client, resource_group, workspace_name, experiment_name, job, lines):

@@ -351,3 +351,22 @@ def download_outputs(client, resource_group, workspace, experiment, dest_dir, jo
 
     run_parallel(work, jobs, parallel=parallel, on_result=on_result)
     return result
+
+
+def read_new_bytes(url, offset, retry=None):
+    """The bytes of a download URL from `offset` to its current end, with one open-ended HTTP Range request
+    (`bytes=<offset>-`): 206 with what was appended, 416 (b'') when nothing is new. A server that ignores Range
+    answers 200 with the whole file: the bytes before `offset` are dropped. A growing log is followed this way
+    (core/tuning/logs.py), each poll costing what was appended, not the log's size.
+    """
+    def attempt():
+        try:
+            response = _send(url, {'Range': 'bytes={}-'.format(offset)})
+        except requests.HTTPError as exc:
+            if exc.response is not None and exc.response.status_code == 416:
+                return b''
+            raise
+        with response:
+            data = _whole_body(response)
+            return data if response.status_code == 206 else data[offset:]
+    return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')

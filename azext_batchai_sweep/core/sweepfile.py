@@ -28,6 +28,7 @@ from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
 from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
+from .tuning.settings import check_tuning, wall_clock
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +65,11 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar parameter_summaries: the parameters as written in the file (plan headers list them).
     :ivar template: the job template, the Batch AI job *properties* (placeholders still in it).
     :ivar unused_parameters: the parameters no placeholder uses (they still reach the job as PARAM_<NAME>).
+    :ivar objective: the file's objective section (how to read the metric; core/tuning), or None.
+    :ivar limits: the file's limits section (a dict, maybe empty).
+    :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
+    :ivar resource_spec: for hyperband sampling, a spec standing for the resource placeholder (its possible values),
+        so that the template renders with it; else None.
     """
     source: str
     job_name_prefix: str
@@ -72,6 +78,10 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     parameter_summaries: list
     template: dict
     unused_parameters: list = field(default_factory=list)
+    objective: dict = None
+    limits: dict = field(default_factory=dict)
+    early_termination: dict = None
+    resource_spec: object = None
 
     def jobs(self, sweep_name=None, job_name_prefix=None):
         """The sweep's jobs, lazily (a core.sweep.JobSequence): `len()` first, then one job at a time.
@@ -93,7 +103,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
 
 
 def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed=None, storage_account_name=None,
-                    cluster_id=None, file_storage=None):
+                    cluster_id=None, file_storage=None, adaptive=False):
     """Load, validate and resolve a sweep file.
 
     :param path: the sweep file, YAML or JSON.
@@ -106,6 +116,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     :param cluster_id: the cluster's resource id, set as the job's cluster.id.
     :param file_storage: called with each file parameter as written (a dict), returns extra FileParamSpec keyword
         arguments (such as accountUrl and storageAccountKey of a local service); credentials cannot be in the file.
+    :param adaptive: True for `sweep run`, which honours earlyTermination, limits and Hyperband sampling; create and
+        submit refuse them (core/tuning/settings.py).
     :raises SpecError: naming the file, the field and what was expected.
     """
     document = _read_document(path)
@@ -122,20 +134,30 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                             path='parameters[{}].name'.format(index))
     for index, spec in enumerate(specs):
         _check_values(spec, index, resolved_sampling['type'], path)
+    objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive)
+    resource_spec = _resource_spec(resolved_sampling, names, path)
 
     template, locate = _template(document, path, template_path)
+    if limits.get('jobTimeoutMinutes') is not None:
+        template.setdefault('constraints', {})['maxWallClockTime'] = wall_clock(limits['jobTimeoutMinutes'])
     template = _fill_storage_account(template, storage_account_name, locate)
     if cluster_id:
         template['cluster'] = {'id': cluster_id}
     elif 'cluster' not in template:
         logger.warning('The job template has no cluster: give one (--cluster) before submitting the sweep.')
-    unused = _check_template(template, specs, locate)
+    unused = _check_template(template, specs + ([resource_spec] if resource_spec else []), locate)
+    if resource_spec is not None:
+        if resource_spec.name in unused:
+            raise SpecError('expected a {{{{{0}}}}} placeholder in the job for the resource {0}: the controller fills '
+                            'it with each job\'s resource (epochs, say)'.format(resource_spec.name), source=path,
+                            path='sampling.resource')
     for name in unused:
         logger.warning('Parameter %s is not used by any {{%s}} placeholder of the job: it still varies the jobs '
                        'only through the PARAM_%s environment variable.', name, name, name)
     return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
-                           unused_parameters=unused)
+                           unused_parameters=unused, objective=objective, limits=limits,
+                           early_termination=early_termination, resource_spec=resource_spec)
 
 
 def _read_document(path, what='sweep file'):
@@ -205,11 +227,27 @@ def _sampling(written, sampling, count, seed, path):
     elif count is not None:
         raise SpecError('expected random sampling for a count of jobs (this sweep samples a grid)', source=path,
                         path='sampling.type')
+    if kind == 'hyperband':
+        resolved.update({key: written[key] for key in ('resource', 'minResource', 'maxResource')},
+                        eta=written.get('eta', 3))
     return resolved
 
 
+def _resource_spec(sampling, names, path):
+    """Hyperband's resource placeholder as a discrete spec of its values (it is no parameter of the file)."""
+    if sampling['type'] != 'hyperband':
+        return None
+    from .tuning.samplers.hyperband import hyperband_brackets
+    if sampling['resource'] in names:
+        raise SpecError('expected a name that is not a parameter: the controller sets the resource {} of each job '
+                        'itself'.format(sampling['resource']), source=path, path='sampling.resource')
+    values = sorted({rung.resource for bracket in hyperband_brackets(
+        sampling['minResource'], sampling['maxResource'], sampling['eta']) for rung in bracket.rungs})
+    return DiscreteParamSpec(parameterName=sampling['resource'], values=values)
+
+
 def _choose_seed(sampling, entries):
-    drawn = sampling['type'] == 'random' or any(entry.get('scale') == 'RANDOM_UNIFORM' for entry in entries)
+    drawn = sampling['type'] in ('random', 'hyperband') or any(entry.get('scale') == 'RANDOM_UNIFORM' for entry in entries)
     if not drawn:
         sampling['seed'] = None
     elif sampling['seed'] is None:

@@ -163,7 +163,7 @@ def messages(document, schema_name='sweep.schema.json'):
     (SWEEP_DOCUMENTS['blob without container'], ['parameters[4].container: expected a value (the field is required)']),
     (SWEEP_DOCUMENTS['zero step'], ['parameters[1].step: expected a number greater than 0, got the number 0']),
     (SWEEP_DOCUMENTS['unknown sampling'],
-     ["sampling.type: expected one of 'grid', 'random', got the string 'bayesian'"]),
+     ["sampling.type: expected one of 'grid', 'random', 'hyperband', got the string 'bayesian'"]),
     (SWEEP_DOCUMENTS['grid with count'],
      ["sampling.count: expected only the fields type, got the unknown field 'count'"]),
     (SWEEP_DOCUMENTS['job is a number'], ['job: expected a string or a mapping, got the number 3']),

@@ -8,8 +8,9 @@ service.
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-# Batch AI's execution states, lower-cased as `status` shows them.
-PENDING_STATES = ('queued', 'running')
+# Batch AI's execution states, lower-cased as `status` shows them. A job being terminated still holds its slot, so
+# it is pending (it counts toward maxConcurrentJobs); a job Batch AI reports failed with JobTerminated is 'terminated'.
+PENDING_STATES = ('queued', 'running', 'terminating')
 FINISHED_STATES = ('succeeded', 'failed', 'terminated')
 
 
@@ -33,6 +34,9 @@ class Trial:  # pylint: disable=too-many-instance-attributes
     :ivar resource: the resource a Hyperband/ASHA job was given (its EPOCHS), else None.
     :ivar parent: the name of the job a promoted job continues, else None.
     :ivar stopped_early: True when the controller terminated the job by a policy decision.
+    :ivar bracket: Hyperband: the bracket (its s, Li et al.), else None.
+    :ivar rung: Hyperband: the rung within the bracket (0 for a new configuration), else None.
+    :ivar slot: Hyperband: the configuration's position in its bracket (a promotion keeps its parent's), else None.
     """
     name: str
     index: int
@@ -43,6 +47,9 @@ class Trial:  # pylint: disable=too-many-instance-attributes
     parent: Optional[str] = None
     stopped_early: bool = False
     extra: dict = field(default_factory=dict)
+    bracket: Optional[int] = None
+    rung: Optional[int] = None
+    slot: Optional[int] = None
 
     @property
     def pending(self):
@@ -73,11 +80,15 @@ class Suggestion:
     :ivar resource: for Hyperband/ASHA, the resource to give the job (fills the resource placeholder), else None.
     :ivar parent: for a promotion, the name of the job it continues, else None.
     :ivar note: why this job (for example "bracket 1, rung 2"), shown by `status`.
+    :ivar bracket, rung, slot: Hyperband's coordinates of the job (see :class:`Trial`), else None.
     """
     params: dict
     resource: Optional[float] = None
     parent: Optional[str] = None
     note: str = ''
+    bracket: Optional[int] = None
+    rung: Optional[int] = None
+    slot: Optional[int] = None
 
 
 class Sampler:
@@ -101,3 +112,8 @@ class Sampler:
     def exhausted(self, trials):
         """True when no job will ever be suggested again (then the sweep ends once the pending jobs finish)."""
         raise NotImplementedError
+
+    def explain(self, trials):  # pylint: disable=unused-argument
+        """The decisions the sampler itself took about finished jobs ({name: Decision}), e.g. Hyperband's
+        promotions; shown by `status` and the result of `sweep run`. Samplers that decide nothing return {}."""
+        return {}

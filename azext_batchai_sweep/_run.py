@@ -1,0 +1,60 @@
+# --------------------------------------------------------------------------------------------
+# Licensed under the MIT License.
+# --------------------------------------------------------------------------------------------
+"""`sweep run`'s plumbing on the command side: the sweep file, the job bodies' secrets, the journal's place and the
+progress lines; the loop itself is core/tuning/loop.py."""
+import sys
+import time
+
+from knack.log import get_logger
+
+logger = get_logger(__name__)
+
+# Without a terminal (CI logs, scripts), a progress line at most this often unless something was decided.
+QUIET_SECONDS = 30.0
+
+
+def run_journal_path(cli_ctx, resource_group, workspace, experiment, sweep):
+    """The run's journal: next to resubmit's, one file per sweep (core/tuning/loop.py: a cache, never the truth)."""
+    from ._targeting import journal_path
+    return journal_path(cli_ctx, resource_group, workspace, experiment, sweep)[:-len('.jsonl')] + '.run.json'
+
+
+def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, sampling, count, seed):
+    from ._errors import core_errors
+    from ._local_storage import local_file_storage
+    from .core.sweepfile import load_sweep_file
+    with core_errors():
+        return load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
+                               storage_account_name=storage_account_name, cluster_id=cluster,
+                               file_storage=local_file_storage(cmd.cli_ctx), adaptive=True)
+
+
+def body_preparer(cli_ctx):
+    """Job bodies as submit sends them: `$env:NAME` secrets resolved, storage mounts given their key."""
+    from ._submission import fill_mount_credentials, storage_key
+    from .core.plan import resolve_secret_references
+    key = storage_key(cli_ctx)
+
+    def prepare(body):
+        body = resolve_secret_references(body)
+        fill_mount_credentials(body, key)
+        return body
+    return prepare
+
+
+class ProgressLines:
+    """Progress on stderr: every decision, and the sweep's counts when they change (at most every QUIET_SECONDS
+    when stderr is not a terminal)."""
+
+    def __init__(self):
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, line):
+        now = time.monotonic()
+        if line.startswith('Sweep ') and not self.tty and now - self.last < QUIET_SECONDS:
+            return
+        if line.startswith('Sweep '):
+            self.last = now
+        logger.warning(line)

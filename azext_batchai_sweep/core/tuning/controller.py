@@ -1,0 +1,123 @@
+"""The controller: observations in, actions out.
+
+Each poll, the command gives the controller every job of the sweep as the service reports it (a list of
+:class:`~.trial.Trial`) and the time since the sweep's first job was created; the controller answers with the jobs to
+terminate (each with its :class:`~.decision.Decision`), the jobs to submit (the sampler's suggestions, within the
+limits) and whether the sweep has ended and why. It touches no service: ``sweep run`` (core/tuning/loop.py) does
+the requests, which is what lets the algorithms be tested on synthetic curves and benchmarked in-process.
+
+The only memory the controller keeps between polls is which reports it has judged and the decisions it took; both
+are cached in the run's journal, and losing them loses nothing the service does not hold (a job's state says it was
+terminated; the synchronous samplers derive everything from the finished jobs' results).
+"""
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+from .decision import TIMEOUT, Decision
+
+# Why a sweep ends.
+END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and every job has finished
+END_MAX_TOTAL = 'maxTotalJobs'     # the budget of jobs is spent, and every job has finished
+END_TIMEOUT = 'timeout'            # timeoutMinutes passed: the running jobs were terminated
+UNLIMITED = 1 << 30
+END_REASONS = {
+    END_EXHAUSTED: 'every job the sampler had to run has finished',
+    END_MAX_TOTAL: 'maxTotalJobs jobs were submitted and all have finished',
+    END_TIMEOUT: 'the sweep reached timeoutMinutes; its running jobs were terminated',
+}
+
+
+@dataclass
+class Limits:
+    """The sweep file's limits (None: no limit). Durations are minutes and may be fractions."""
+    max_total_jobs: Optional[int] = None
+    max_concurrent_jobs: Optional[int] = None
+    timeout_minutes: Optional[float] = None
+    job_timeout_minutes: Optional[float] = None
+
+
+@dataclass
+class Actions:
+    """What the controller wants done after one observation."""
+    terminate: list = field(default_factory=list)   # Decisions, one per job to terminate
+    submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
+    end: Optional[str] = None                       # one of END_REASONS once the sweep is over
+
+
+class Controller:
+    """Limits + an early-termination policy (or None) + a sampler.
+
+    :ivar judged: {job name: how many of its reports have been judged}.
+    :ivar decisions: {job name: the Decision that terminated it}.
+    """
+
+    def __init__(self, sampler, policy=None, limits=None, judged=None, decisions=None):
+        self.sampler, self.policy, self.limits = sampler, policy, limits or Limits()
+        self.judged = dict(judged or {})
+        self.decisions = dict(decisions or {})
+
+    def as_seen_by_policies(self, trials):
+        """The trials as the rules must see them: a job terminated by a decision is marked stopped early and counts
+        with its reports up to the decision's step only (a job may print a few more before it is gone); a job that
+        Batch AI reports terminated counts as stopped early (only the controller terminates a running sweep's jobs,
+        and a lost journal must not turn its decisions into jobs that taught nothing)."""
+        seen = []
+        for trial in trials:
+            decision = self.decisions.get(trial.name)
+            if decision is not None:
+                reports = trial.reports
+                if decision.step is not None:
+                    reports = tuple(r for r in reports if r.step <= decision.step)
+                trial = replace(trial, reports=reports, stopped_early=True)
+            elif trial.state == 'terminated':
+                trial = replace(trial, stopped_early=True)
+            seen.append(trial)
+        return seen
+
+    def step(self, trials, elapsed_seconds=0.0):
+        """The actions for one observation of the sweep (every job, in index order)."""
+        trials = self.as_seen_by_policies(trials)
+        actions = Actions()
+        pending = [t for t in trials if t.pending]
+        limits = self.limits
+
+        if limits.timeout_minutes is not None and elapsed_seconds >= limits.timeout_minutes * 60:
+            for trial in pending:
+                if trial.state != 'terminating' and trial.name not in self.decisions:
+                    decision = Decision(job=trial.name, kind=TIMEOUT, rule='limits', step=_last_step(trial),
+                                        text='terminated by the sweep\'s timeoutMinutes ({:g} minutes)'.format(
+                                            limits.timeout_minutes),
+                                        numbers={'timeoutMinutes': limits.timeout_minutes})
+                    self.decisions[trial.name] = decision
+                    actions.terminate.append(decision)
+            actions.end = END_TIMEOUT
+            return actions
+
+        if self.policy is not None:
+            for trial in pending:
+                if trial.state != 'running' or trial.name in self.decisions:
+                    continue
+                for n in self.policy.evaluation_points(trial):
+                    if n <= self.judged.get(trial.name, 0):
+                        continue
+                    self.judged[trial.name] = n
+                    decision = self.policy.judge(trial, n, trials)
+                    if decision is not None:
+                        self.decisions[trial.name] = decision
+                        actions.terminate.append(decision)
+                        break
+
+        free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
+        budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)
+        bounds = [bound for bound in (free, budget) if bound is not None]
+        count = min(bounds) if bounds else UNLIMITED  # no limit at all: everything the sampler has now
+        if count > 0:
+            actions.submit = list(self.sampler.suggest(trials, count))[:count]
+
+        if not pending and not actions.submit:
+            actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
+        return actions
+
+
+def _last_step(trial):
+    return trial.reports[-1].step if trial.reports else None

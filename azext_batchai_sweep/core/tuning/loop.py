@@ -1,0 +1,366 @@
+"""`az batchai sweep run`: the controller's loop against the service, crash-safe.
+
+Each poll: one listing of the experiment (the sweep's jobs, their environment and states), the new bytes of the
+running jobs' logs (core/tuning/logs.py), then the controller's actions: terminate the jobs a rule stopped, submit
+the next jobs (one PUT each, in order) and end when the sweep is over.
+
+Nothing the loop needs lives only in this process. A job's place in the sweep is in its environment
+(BATCHAI_SWEEP_INDEX, and for Hyperband BATCHAI_SWEEP_RESOURCE/BRACKET/RUNG/SLOT/PARENT), its name is a hash of
+what it is (the parameter values; for Hyperband also bracket and slot), and the samplers derive their next jobs
+from the jobs on the service. So a controller killed at any point (Ctrl-C, SIGKILL, a closed Cloud Shell) is
+resumed by running the same command again: it lists the jobs, reads their logs, and goes on; a job whose PUT was
+sent just before the kill has the same name the second time, so it is never created twice. The journal (a JSON
+file in the az config directory) caches the logs already read to their end and the decisions with their reasons;
+without it a re-run reads the logs again, and a job Batch AI reports terminated counts as stopped by the
+controller.
+"""
+import datetime
+import json
+import logging
+import os
+import time
+from dataclasses import replace
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from ..listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
+from ..naming import canonical_json, name_from_digest, sanitize_prefix, values_digest
+from ..retry import NO_SDK_RETRY, RetrySettings, call_with_retries
+from ..submit import create_job
+from ..substitution import CompiledTemplate
+from .controller import END_REASONS, Controller, Limits
+from .decision import STOPPED, TIMEOUT, Decision
+from .logs import LogFollower
+from .policies import make_policy
+from .result import summarize_run, tuning_row
+from .samplers import make_sampler
+from .trial import Report, Trial
+
+logger = logging.getLogger(__name__)
+
+ENV_INDEX = 'BATCHAI_SWEEP_INDEX'
+ENV_RESOURCE = 'BATCHAI_SWEEP_RESOURCE'
+ENV_BRACKET = 'BATCHAI_SWEEP_BRACKET'
+ENV_RUNG = 'BATCHAI_SWEEP_RUNG'
+ENV_SLOT = 'BATCHAI_SWEEP_SLOT'
+ENV_PARENT = 'BATCHAI_SWEEP_PARENT'
+ENV_PARENT_OUTPUT = 'BATCHAI_SWEEP_PARENT_OUTPUT_'
+TERMINATED_ERROR = 'JobTerminated'
+JOURNAL_VERSION = 1
+
+
+# ---- jobs as the controller sees them ----------------------------------------------------------------------------
+
+def job_state(job):
+    """The execution state, with 'terminated' for a job Batch AI reports failed because it was terminated."""
+    state = state_of(job)
+    if state == 'failed':
+        info = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
+        if any((error or {}).get('code') == TERMINATED_ERROR for error in info.get('errors') or ()):
+            return 'terminated'
+    return state
+
+
+def _number(text):
+    if text is None:
+        return None
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _int(text):
+    return int(text) if text not in (None, '') else None
+
+
+def trial_of(job, reports, resource_name=None, position=0):
+    """A Trial from a listed job and the reports read from its log."""
+    env = env_of(job)
+    params = parameters_of(job)
+    if resource_name:
+        params.pop(resource_name, None)
+    index = _int(env.get(ENV_INDEX))
+    return Trial(name=job.name, index=index if index is not None else 1_000_000 + position, params=params,
+                 state=job_state(job), reports=tuple(reports), resource=_number(env.get(ENV_RESOURCE)),
+                 parent=env.get(ENV_PARENT) or None, bracket=_int(env.get(ENV_BRACKET)),
+                 rung=_int(env.get(ENV_RUNG)), slot=_int(env.get(ENV_SLOT)))
+
+
+def output_paths(job):
+    """{output directory id: the path of the job's output directory}, as the job saw it ($AZ_BATCHAI_* kept)."""
+    props = job._raw.get('properties') or {}  # pylint: disable=protected-access
+    segment = props.get('jobOutputDirectoryPathSegment') or ''
+    paths = {}
+    for entry in props.get('outputDirectories') or ():
+        path = '{}/{}/outputs'.format(entry.get('pathPrefix', '').rstrip('/'), segment)
+        if entry.get('pathSuffix'):
+            path += '/' + entry['pathSuffix'].strip('/')
+        paths[entry['id']] = path
+    return paths
+
+
+class JobFactory:
+    """Suggestions -> (name, job create body): the sweep's template rendered as `create` renders it, plus the
+    variables that place the job in the sweep."""
+
+    def __init__(self, definition, sweep_name, prepare_body=None):
+        specs = list(definition.parameters)
+        self.resource_name = None
+        if definition.resource_spec is not None:
+            specs.append(definition.resource_spec)
+            self.resource_name = definition.resource_spec.name
+        self.prefix = sanitize_prefix(definition.job_name_prefix or sweep_name)
+        self.template = CompiledTemplate({'properties': definition.template}, specs, sweep_name=sweep_name)
+        self.prepare_body = prepare_body or (lambda body: body)
+
+    def values(self, suggestion):
+        values = dict(suggestion.params)
+        if self.resource_name is not None:
+            values[self.resource_name] = suggestion.resource
+        return values
+
+    def name(self, suggestion):
+        values = self.values(suggestion)
+        if suggestion.bracket is None:
+            identity = canonical_json(values)  # the name `create`/`submit` give the same parameter values
+        else:
+            identity = canonical_json({'bracket': suggestion.bracket, 'slot': suggestion.slot, 'values': values})
+        return name_from_digest(self.prefix, values_digest(identity))
+
+    def body(self, suggestion, index, parent_job=None):
+        values = self.values(suggestion)
+        body = json.loads(self.template.render_json(values, canonical_json(values)))
+        env = body['properties'].setdefault('environmentVariables', [])
+        extra = {ENV_INDEX: index}
+        if suggestion.resource is not None:
+            extra[ENV_RESOURCE] = suggestion.resource
+        for key, value in ((ENV_BRACKET, suggestion.bracket), (ENV_RUNG, suggestion.rung),
+                           (ENV_SLOT, suggestion.slot), (ENV_PARENT, suggestion.parent)):
+            if value is not None:
+                extra[key] = value
+        if parent_job is not None:
+            for directory, path in output_paths(parent_job).items():
+                extra[ENV_PARENT_OUTPUT + directory] = path
+        env.extend({'name': name, 'value': str(value)} for name, value in extra.items())
+        return self.prepare_body(body)
+
+
+# ---- the journal -------------------------------------------------------------------------------------------------
+
+class Journal:
+    """A cache of the run in one JSON file: decisions, judged reports, logs read to their end, status rows.
+
+    Losing it loses nothing the service does not hold (see the module's docstring); a file that does not parse is
+    set aside and the run goes on from the service.
+    """
+
+    def __init__(self, path):
+        self.path = path
+        self.data = {'version': JOURNAL_VERSION, 'judged': {}, 'decisions': {}, 'complete': {}, 'rows': {}}
+        if path and os.path.exists(path):
+            try:
+                with open(path, encoding='utf-8') as f:
+                    data = json.load(f)
+                if data.get('version') == JOURNAL_VERSION:
+                    self.data.update(data)
+            except (OSError, ValueError) as ex:
+                logger.warning('The run journal %s could not be read (%s); going on from the service alone', path, ex)
+
+    @property
+    def decisions(self):
+        return {name: Decision.from_dict(d) for name, d in self.data['decisions'].items()}
+
+    @property
+    def complete(self):
+        return {name: (entry['offset'], [Report(step=s, value=v) for s, v in entry['reports']])
+                for name, entry in self.data['complete'].items()}
+
+    def save(self):
+        if not self.path:
+            return
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        partial = self.path + '.partial'
+        with open(partial, 'w', encoding='utf-8') as f:
+            json.dump(self.data, f)
+        os.replace(partial, self.path)
+
+
+def read_journal_rows(path):
+    """{job name: status row additions} from a run's journal, or {} when there is none."""
+    if not path or not os.path.exists(path):
+        return {}
+    return Journal(path).data.get('rows') or {}
+
+
+# ---- the loop ----------------------------------------------------------------------------------------------------
+
+def _created(job):
+    text = (job._raw.get('properties') or {}).get('creationTime')  # pylint: disable=protected-access
+    if not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text.replace('Z', '+00:00')).timestamp()
+    except ValueError:
+        return None
+
+
+def _seconds(job):
+    info = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
+    try:
+        start = datetime.datetime.fromisoformat(info['startTime'].replace('Z', '+00:00'))
+        end = datetime.datetime.fromisoformat(info['endTime'].replace('Z', '+00:00'))
+    except (KeyError, AttributeError, ValueError):
+        return 0.0
+    return max(0.0, (end - start).total_seconds())
+
+
+class SweepRun:  # pylint: disable=too-many-instance-attributes
+    """One `sweep run`: call ``poll()`` until it returns the result (or ``run()``)."""
+
+    def __init__(self, client, resource_group, workspace, experiment, sweep_name, definition, *, limits=None,
+                 journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time):
+        self.client, self.target, self.sweep_name = client, (resource_group, workspace, experiment), sweep_name
+        self.definition = definition
+        self.objective = definition.objective
+        self.goal = self.objective['goal'] if self.objective else 'max'
+        self.step_label = (self.objective or {}).get('step') or 'report'
+        self.retry = retry or RetrySettings()
+        self.journal = Journal(journal_path)
+        self.limits = limits or Limits()
+        self.controller = Controller(make_sampler(definition, self.goal),
+                                     make_policy(definition.early_termination, self.goal, self.step_label),
+                                     self.limits, judged=self.journal.data['judged'],
+                                     decisions=self.journal.decisions)
+        self.factory = JobFactory(definition, sweep_name, prepare_body)
+        self.follower = None
+        if self.objective:
+            self.follower = LogFollower(client, resource_group, workspace, experiment, self.objective,
+                                        retry=self.retry, parallel=parallel, complete=self.journal.complete,
+                                        warn=logger.warning)
+        self.progress = progress or (lambda line: None)
+        self.clock = clock
+        self.trials, self.jobs, self.end = [], {}, None
+        self.submitted = 0
+        self._last_line = None
+
+    def list_jobs(self):
+        jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
+                if sweep_name_of(job) == self.sweep_name
+                and str(job.provisioning_state).lower().rsplit('.', 1)[-1] != 'deleting']
+        return jobs
+
+    def observe(self):
+        """List the sweep's jobs, read their new log lines, and build the trials (in index order)."""
+        jobs = self.list_jobs()
+        states = {job.name: job_state(job) for job in jobs}
+        if self.follower is not None:
+            self.follower.update(states.items())
+        trials = []
+        for position, job in enumerate(sorted(jobs, key=lambda j: (_created(j) or 0, j.name))):
+            reports = self.follower.reports(job.name) if self.follower else ()
+            trial = trial_of(job, reports, self.factory.resource_name, position)
+            if self.follower is not None and not trial.pending and job.name not in self.follower.complete:
+                # Finished, but its log was not read to the end (a failed read): the rules wait for it.
+                trial = replace(trial, state='terminating')
+            trials.append(trial)
+        trials.sort(key=lambda t: (t.index, t.name))
+        self.jobs = {job.name: job for job in jobs}
+        self.trials = trials
+        created = [c for c in (_created(job) for job in jobs) if c is not None]
+        return trials, (self.clock() - min(created)) if created else 0.0
+
+    def poll(self):
+        """One round; returns the result once the sweep has ended, else None."""
+        trials, elapsed = self.observe()
+        actions = self.controller.step(trials, elapsed)
+        # Decided but still running (a run killed between its decision and the terminate): terminate again.
+        decided = [self.controller.decisions[t.name] for t in trials
+                   if t.name in self.controller.decisions and t.state in ('queued', 'running')
+                   and self.controller.decisions[t.name].kind in (STOPPED, TIMEOUT)]
+        terminate = {d.job: d for d in decided}
+        terminate.update({d.job: d for d in actions.terminate})
+        self._save(trials)  # the decisions are kept before they are acted on
+        for decision in actions.terminate:
+            self.progress('{}: {}'.format(decision.job, decision.text))
+        for name in terminate:
+            self._terminate(name)
+        self._submit(actions.submit, trials)
+        self._report(trials)
+        if actions.end:
+            self.end = actions.end
+            self._save(trials)
+            return self.result()
+        return None
+
+    def run(self, poll_interval, sleep=time.sleep, should_stop=None, on_poll=None):
+        while True:
+            result = self.poll()
+            if on_poll is not None:
+                on_poll(self)
+            if result is not None:
+                return result
+            if should_stop is not None and should_stop():
+                return None
+            sleep(poll_interval)
+
+    def _terminate(self, name):
+        def post():
+            try:
+                self.client.jobs.begin_terminate(*self.target, name, polling=False, **NO_SDK_RETRY)
+            except ResourceNotFoundError:
+                pass  # deleted meanwhile: nothing left to stop
+        call_with_retries(post, settings=self.retry, what='terminate job {}'.format(name))
+
+    def _submit(self, suggestions, trials):
+        present = {t.name for t in trials}
+        next_index = max([t.index for t in trials if t.index < 1_000_000] + [-1]) + 1
+        for suggestion in suggestions:
+            name = self.factory.name(suggestion)
+            if name in present:
+                continue  # never twice (a sampler that suggests a job already there)
+            body = self.factory.body(suggestion, next_index, self.jobs.get(suggestion.parent))
+            create_job(self.client, *self.target, name, body, retry=self.retry)
+            logger.info('submitted %s (%s)', name, suggestion.note)
+            present.add(name)
+            next_index += 1
+            self.submitted += 1
+
+    def decisions(self, trials):
+        decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
+        decisions.update(self.controller.decisions)
+        return decisions
+
+    def _save(self, trials):
+        data = self.journal.data
+        data['judged'] = dict(self.controller.judged)
+        data['decisions'] = {name: d.as_dict() for name, d in self.controller.decisions.items()}
+        if self.follower is not None:
+            data['complete'] = {name: {'offset': self.follower.readers[name].offset,
+                                       'reports': [[r.step, r.value] for r in self.follower.readers[name].reports]}
+                                for name in self.follower.complete if name in self.follower.readers}
+        decisions = self.decisions(trials)
+        seen = self.controller.as_seen_by_policies(trials)
+        data['rows'] = {t.name: tuning_row(t, decisions.get(t.name), self.goal, self.step_label) for t in seen}
+        data['objective'] = self.objective
+        self.journal.save()
+
+    def _report(self, trials):
+        counts = {}
+        for t in trials:
+            counts[t.state] = counts.get(t.state, 0) + 1
+        stopped = sum(1 for d in self.controller.decisions.values() if d.kind == STOPPED)
+        line = 'Sweep {}: {} job(s): {}{}'.format(
+            self.sweep_name, len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(counts.items())),
+            '; {} stopped early'.format(stopped) if stopped else '')
+        if trials and line != self._last_line:
+            self.progress(line)
+            self._last_line = line
+
+    def result(self):
+        trials = self.controller.as_seen_by_policies(self.trials)
+        seconds = round(sum(_seconds(job) for job in self.jobs.values()), 3)
+        result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
+                               self.step_label, job_seconds=seconds)
+        result['sweep'] = self.sweep_name
+        if self.follower is not None:
+            result['logBytesRead'] = self.follower.bytes_read
+        return result

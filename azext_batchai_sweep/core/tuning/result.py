@@ -1,0 +1,93 @@
+"""The outcome of a sweep run, and the per-job rows `status` shows: pure functions of the trials and decisions."""
+from collections import Counter
+
+from .decision import fmt
+
+CONTINUED = 'ran to the end'
+
+
+def ran_to_end(trial):
+    return trial.state == 'succeeded' and not trial.stopped_early
+
+
+def best_trial(trials, goal):
+    """The best job among those that ran to the end, at the largest resource (Hyperband); None without one."""
+    finished = [t for t in trials if ran_to_end(t) and t.last is not None]
+    if not finished:
+        return None
+    top = max((t.resource for t in finished if t.resource is not None), default=None)
+    if top is not None:
+        finished = [t for t in finished if t.resource == top]
+    sign = -1 if goal == 'max' else 1
+    return min(finished, key=lambda t: (sign * t.last, t.index))
+
+
+def job_steps(trials):
+    """(used, full): reports made, and what running every configuration to the end would have made.
+
+    A report is one step of work (an epoch). The full run of a configuration reaches the largest step a job that
+    ran to the end reached; a configuration is its parameter values (a Hyperband promotion is the same one, and
+    resumes from its parent: it reports only the steps it adds).
+    """
+    used = sum(len(t.reports) for t in trials)
+    ended = [t for t in trials if ran_to_end(t)]
+    if not ended:
+        return used, used
+    per_config = max(int(max(r.step for r in t.reports)) if t.reports else 0 for t in ended)
+    configurations = {_key(t) for t in trials}
+    return used, max(used, per_config * len(configurations))
+
+
+def _key(trial):
+    return tuple(sorted((k, str(v)) for k, v in trial.params.items()))
+
+
+def _plain(number):
+    return int(number) if isinstance(number, float) and number.is_integer() else number
+
+
+def tuning_row(trial, decision, goal, step_label):
+    """What `status` adds to a job's row: latest and best objective, step, decision with rule and numbers."""
+    values = [r.value for r in trial.reports]
+    best = (max(values) if goal == 'max' else min(values)) if values else None
+    row = {'latest': trial.last, 'best': best, 'step': _plain(trial.reports[-1].step) if trial.reports else None,
+           'stepLabel': step_label, 'decision': decision.kind if decision else None,
+           'rule': decision.rule if decision else None, 'reason': decision.text if decision else None,
+           'bracket': trial.bracket, 'rung': trial.rung, 'resource': trial.resource, 'parent': trial.parent}
+    if decision is None and ran_to_end(trial):
+        row['decision'] = CONTINUED
+    return row
+
+
+def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None):
+    """The result of `sweep run`: best job, counts by state and by decision, why it ended, compute used and saved."""
+    best = best_trial(trials, goal)
+    used, full = job_steps(trials)
+    by_decision = Counter()
+    for t in trials:
+        decision = decisions.get(t.name)
+        by_decision[decision.kind if decision else (CONTINUED if ran_to_end(t) else t.state)] += 1
+    result = {
+        'ended': end,
+        'endedBecause': end_text,
+        'best': None if best is None else {
+            'name': best.name, 'objective': best.last, 'step': _plain(best.reports[-1].step), 'resource': best.resource,
+            'parameters': best.params},
+        'jobs': len(trials),
+        'counts': dict(Counter(t.state for t in trials)),
+        'decisions': dict(by_decision),
+        'compute': {'jobSteps': used, 'jobStepsFull': full, 'jobStepsSaved': full - used,
+                    'savedPercent': round(100.0 * (full - used) / full, 1) if full else 0.0,
+                    'stepLabel': step_label, 'jobSeconds': job_seconds},
+    }
+    return result
+
+
+def describe(result, goal):
+    """One line for stderr at the end of a run."""
+    best = result['best']
+    compute = result['compute']
+    return ('{} jobs; ended: {}; best {} {} ({}); {} of {} job-steps run, {}% saved'.format(
+        result['jobs'], result['endedBecause'], 'max' if goal == 'max' else 'min',
+        fmt(best['objective']) if best else '-', best['name'] if best else 'no job ran to the end',
+        compute['jobSteps'], compute['jobStepsFull'], compute['savedPercent']))

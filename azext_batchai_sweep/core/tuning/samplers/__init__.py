@@ -1,0 +1,34 @@
+"""Samplers, one module each; ``make_sampler`` builds the one a sweep file's sampling names.
+
+SAMPLERS maps a sampling type to a factory ``(definition, goal) -> Sampler``; a new sampler registers itself here.
+"""
+from .grid import GridSampler
+from .hyperband import HyperbandSampler, hyperband_brackets
+from .random_search import RandomSampler
+
+
+def _grid(definition, goal):  # pylint: disable=unused-argument
+    return GridSampler(definition.parameters)
+
+
+def _random(definition, goal):  # pylint: disable=unused-argument
+    return RandomSampler(definition.parameters, definition.sampling['count'], definition.sampling['seed'])
+
+
+def _hyperband(definition, goal):
+    sampling = definition.sampling
+    return HyperbandSampler(definition.parameters, goal, sampling['minResource'], sampling['maxResource'],
+                            sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'])
+
+
+SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband}
+# Sampling types whose next jobs depend on the results: only `sweep run` can drive them.
+ADAPTIVE_SAMPLING = frozenset({'hyperband'})
+
+
+def make_sampler(definition, goal):
+    return SAMPLERS[definition.sampling['type']](definition, goal)
+
+
+__all__ = ['GridSampler', 'RandomSampler', 'HyperbandSampler', 'hyperband_brackets', 'make_sampler', 'SAMPLERS',
+           'ADAPTIVE_SAMPLING']

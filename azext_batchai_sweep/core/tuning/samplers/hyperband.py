@@ -1,0 +1,161 @@
+"""Hyperband (Li et al., JMLR 2018): brackets of synchronous successive halving, each promotion a new job.
+
+With R = maxResource / minResource and s_max = floor(log_eta(R)), bracket s (s_max down to 0) starts
+n = ceil((s_max + 1) / (s + 1) * eta^s) random configurations with resource maxResource * eta^-s; rung i of the
+bracket runs n_i = floor(n * eta^-i) of them with resource maxResource * eta^(i - s). When every job of a rung has
+finished, the best floor(n_i / eta) (by their last report; ties by position) are promoted: each promotion is a new
+job with the same parameters, more resource, and its parent (the job it continues) named in its environment.
+
+Everything is a function of the seed and of the finished jobs' results, so a resumed controller promotes exactly
+the configurations an uninterrupted one would. The seed recipe of Batch AI (16 configurations for 1 epoch, the best
+4 for 4, the best 1 for 16) is bracket s=2 of minResource 1, maxResource 16, eta 4.
+"""
+import math
+import random
+from dataclasses import dataclass
+
+from ...naming import canonical_json
+from ...sweep import redraw_limit
+from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
+from ..trial import Sampler, Suggestion
+
+
+@dataclass(frozen=True)
+class Rung:
+    count: int         # n_i: how many jobs run at this rung
+    resource: float    # r_i: the resource each gets
+
+
+@dataclass(frozen=True)
+class Bracket:
+    s: int
+    rungs: tuple
+
+
+def _resource(value, integral):
+    return int(round(value)) if integral else value
+
+
+def hyperband_brackets(min_resource, max_resource, eta):
+    """The brackets, most aggressive (s_max) first."""
+    s_max = 0
+    while min_resource * eta ** (s_max + 1) <= max_resource * (1 + 1e-9):
+        s_max += 1
+    integral = float(min_resource).is_integer() and float(max_resource).is_integer()
+    brackets = []
+    for s in range(s_max, -1, -1):
+        n = math.ceil((s_max + 1) / (s + 1) * eta ** s - 1e-9)
+        rungs = tuple(Rung(count=int(n // eta ** i), resource=_resource(max_resource * eta ** (i - s), integral))
+                      for i in range(s + 1))
+        brackets.append(Bracket(s=s, rungs=rungs))
+    return brackets
+
+
+class HyperbandSampler(Sampler):
+    """Hyperband's jobs: new configurations (rung 0) and promotions, promotions first.
+
+    :param specs: the parameter specs (core/params.py); configurations are drawn from them.
+    :param resource: the name of the resource placeholder (EPOCHS), for the decisions' text.
+    """
+
+    def __init__(self, specs, goal, min_resource, max_resource, eta, seed, resource='resource'):
+        self.specs, self.goal, self.eta, self.seed, self.resource = specs, goal, eta, seed, resource
+        self.brackets = hyperband_brackets(min_resource, max_resource, eta)
+        self._configurations = {}
+
+    def configuration(self, bracket, slot):
+        """The parameters of a bracket's slot: the bracket's own seeded stream of draws, no set drawn twice while
+        the space has others."""
+        if bracket not in self._configurations:
+            count = next(b for b in self.brackets if b.s == bracket).rungs[0].count
+            rng = random.Random('{}/hyperband/{}'.format(self.seed, bracket))
+            space = 1
+            for spec in self.specs:
+                size = spec.space_size()
+                space = None if space is None or size is None else space * size
+            seen, drawn = set(), []
+            for _ in range(count):
+                for _ in range(redraw_limit(space)):
+                    values = {spec.name: spec.sample(rng) for spec in self.specs}
+                    key = canonical_json(values)
+                    if key not in seen:
+                        break
+                seen.add(key)
+                drawn.append(values)
+            self._configurations[bracket] = drawn
+        return dict(self._configurations[bracket][slot])
+
+    # ---- the state of each bracket, from the trials alone -----------------------------------------------------
+
+    def _ranked(self, jobs):
+        """Finished jobs of a rung with a result, best first (ties by slot)."""
+        scored = [t for t in jobs.values() if t.state == 'succeeded' and t.last is not None]
+        sign = -1 if self.goal == 'max' else 1
+        return sorted(scored, key=lambda t: (sign * t.last, t.slot))
+
+    def _walk(self, trials):
+        """For each bracket and rung, in order: (bracket, rung index, Rung, the slots expected at this rung or None
+        while an earlier rung is unfinished, the rung's trials by slot, whether every expected job has finished)."""
+        by_rung = {}
+        for t in trials:
+            if t.bracket is not None and t.rung is not None and t.slot is not None:
+                by_rung.setdefault((t.bracket, t.rung), {})[t.slot] = t
+        for bracket in self.brackets:
+            expected = list(range(bracket.rungs[0].count))
+            for i, rung in enumerate(bracket.rungs):
+                jobs = by_rung.get((bracket.s, i), {})
+                complete = expected is not None and all(slot in jobs and not jobs[slot].pending
+                                                        for slot in expected)
+                yield bracket, i, rung, expected, jobs, complete
+                if complete and i + 1 < len(bracket.rungs):
+                    expected = sorted(t.slot for t in self._ranked(jobs)[:bracket.rungs[i + 1].count])
+                else:
+                    expected = None
+
+    def suggest(self, trials, count):
+        if count <= 0:
+            return []
+        wanted = []
+        position = {b.s: k for k, b in enumerate(self.brackets)}
+        for bracket, i, rung, expected, jobs, _ in self._walk(trials):
+            if expected is None:
+                continue
+            previous = None
+            if i > 0:
+                previous = {t.slot: t for t in trials if t.bracket == bracket.s and t.rung == i - 1}
+            for slot in expected:
+                if slot in jobs:
+                    continue
+                parent = previous[slot].name if previous and slot in previous else None
+                wanted.append(((-i, position[bracket.s], slot), Suggestion(
+                    params=self.configuration(bracket.s, slot), resource=rung.resource, parent=parent,
+                    note='bracket {}, rung {}, {} {}'.format(bracket.s, i, self.resource, fmt(rung.resource)),
+                    bracket=bracket.s, rung=i, slot=slot)))
+        wanted.sort(key=lambda item: item[0])
+        return [suggestion for _, suggestion in wanted[:count]]
+
+    def exhausted(self, trials):
+        return all(complete for *_, complete in self._walk(trials))
+
+    def explain(self, trials):
+        decisions = {}
+        for bracket, i, rung, _, jobs, complete in self._walk(trials):
+            if not complete or i + 1 == len(bracket.rungs):
+                continue
+            ranked = self._ranked(jobs)
+            keep = bracket.rungs[i + 1].count
+            cutoff = ranked[keep - 1].last if 0 < keep <= len(ranked) else None
+            for rank, t in enumerate(ranked, 1):
+                numbers = {'bracket': bracket.s, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
+                           'value': t.last, 'cutoff': cutoff}
+                if rank <= keep:
+                    text = 'promoted by hyperband to {} {}: {} is rank {} of {}, the best {} go on'.format(
+                        self.resource, fmt(bracket.rungs[i + 1].resource), fmt(t.last), rank, len(ranked), keep)
+                    kind = PROMOTED
+                else:
+                    text = 'not promoted by hyperband: {} is rank {} of {} at {} {}, the best {} go on (cutoff {})'.format(
+                        fmt(t.last), rank, len(ranked), self.resource, fmt(rung.resource), keep, fmt(cutoff))
+                    kind = NOT_PROMOTED
+                decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
+                                             numbers=numbers, text=text)
+        return decisions

@@ -1,0 +1,69 @@
+"""Helpers of the `sweep run` end-to-end tests: sweep files of tiny deterministic jobs, and a watcher that checks the
+service while a run goes on."""
+import os
+import sys
+import threading
+
+from azext_batchai_sweep.core.listing import list_jobs, sweep_name_of
+from azext_batchai_sweep.core.tuning.loop import job_state
+
+CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
+
+
+def service_env(service):
+    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
+
+
+def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05):
+    """A sweep file over Q (the job's quality: the larger, the better at every epoch) running data/curve.py."""
+    command = '{} {} {{{{Q}}}} {} {}'.format(sys.executable, CURVE, epochs, sleep)
+    text = '\n'.join([
+        'jobNamePrefix: {}'.format(name),
+        'objective: {metric: val_accuracy, goal: max, step: epoch}',
+        *sections,
+        'parameters:',
+        '  - {{name: Q, type: discrete, values: {}}}'.format(list(values)),
+        'job:',
+        '  nodeCount: 1',
+        '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs',
+        '  outputDirectories: [{id: MODEL, pathPrefix: $AZ_BATCHAI_MOUNT_ROOT/outputs}]',
+        '  customToolkitSettings: {{commandLine: "{}"}}'.format(command),
+    ])
+    path = os.path.join(directory, name + '.yaml')
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(text + '\n')
+    return path
+
+
+class Watcher:
+    """Lists the sweep's jobs every few hundredths of a second while a run goes on: the most ever queued, running or
+    terminating at once, as the service saw it."""
+
+    def __init__(self, client, service, experiment, sweep):
+        self.client, self.service, self.experiment, self.sweep = client, service, experiment, sweep
+        self.most = 0
+        self.listings = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def jobs(self):
+        return [job for job in list_jobs(self.client, self.service.resource_group, self.service.workspace,
+                                         self.experiment) if sweep_name_of(job) == self.sweep]
+
+    def _watch(self):
+        while not self._stop.is_set():
+            try:
+                active = sum(job_state(job) in ('queued', 'running', 'terminating') for job in self.jobs())
+            except Exception:  # pylint: disable=broad-except
+                continue  # the experiment does not exist yet
+            self.most = max(self.most, active)
+            self.listings += 1
+            self._stop.wait(0.03)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,160 @@
+"""`az batchai sweep run` end to end: the real az, the session's local service, tiny deterministic jobs.
+
+- limits: never more than maxConcurrentJobs queued+running (watched from the service while the run goes on);
+- early termination: the jobs bandit stops are terminated on the service and `status` shows the rule and numbers;
+- jobTimeoutMinutes: a job that hangs is ended by the service (constraints.maxWallClockTime);
+- Hyperband: the right configurations are promoted, as new jobs that resume from their parent's checkpoint;
+- crash: the controller is SIGKILLed at three points (once with its journal deleted) and run again: no duplicate,
+  nothing lost, limits held, the same Hyperband decisions as the unkilled run.
+"""
+import glob
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from azext_batchai_sweep.core.listing import env_of
+from tests.fixtures_az import AZ, AzRunner, base_env
+
+from .run_helpers import Watcher, service_env, write_sweep
+
+pytestmark = [pytest.mark.az, pytest.mark.service]
+
+HYPERBAND = ['sampling: {type: hyperband, resource: EPOCHS, minResource: 1, maxResource: 9, eta: 3, seed: 4}',
+             'limits: {maxConcurrentJobs: 3}']
+QUALITIES = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.35, 0.45, 0.55]
+
+
+@pytest.fixture(scope='module')
+def setup(local_service, tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp('sweep-run'))
+    config = os.path.join(directory, 'azure-config')
+    os.mkdir(config)
+    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    experiment = 'run-' + uuid.uuid4().hex[:8]
+    return az, directory, config, experiment
+
+
+def args(service, experiment, sweep, spec):
+    return ['batchai', 'sweep', 'run', '-g', service.resource_group, '-w', service.workspace, '-e', experiment,
+            '-n', sweep, '--spec', spec, '-c', service.cluster, '--poll-interval', '0.2', '-o', 'json']
+
+
+def decisions_of(jobs):
+    """What Hyperband did, independent of job names and timing: (bracket, rung, slot, Q) of every job."""
+    out = set()
+    for job in jobs:
+        env = env_of(job)
+        out.add((env['BATCHAI_SWEEP_BRACKET'], env['BATCHAI_SWEEP_RUNG'], env['BATCHAI_SWEEP_SLOT'], env['PARAM_Q']))
+    return out
+
+
+def test_bandit_within_limits_and_job_timeout(setup, local_service, batchai_client):
+    az, directory, _, experiment = setup
+    spec = write_sweep(directory, 'bandit', [
+        'limits: {maxConcurrentJobs: 3, jobTimeoutMinutes: 0.1}',
+        'earlyTermination: {policy: bandit, slackFactor: 0.2, delayEvaluation: 2}'],
+        [0.9, 0.3, 0.8, 0.2, -1, 0.85, 0.25], epochs=6, sleep=0.15)
+    with Watcher(batchai_client, local_service, experiment, 'bandit') as watcher:
+        run = az(*args(local_service, experiment, 'bandit', spec))
+    assert run.exit_code == 0, run.stderr
+    assert 1 <= watcher.most <= 3 and watcher.listings > 10
+    result = run.json()
+    assert result['ended'] == 'exhausted' and result['jobs'] == 7
+    assert result['best']['parameters'] == {'Q': 0.9} and result['best']['step'] == 6
+    assert result['decisions']['stopped'] == 3 and result['decisions']['ran to the end'] == 3
+    # 3 ran 6 epochs, 3 were stopped after 2, the hung one reported nothing; 7 full runs are 42 epochs
+    assert (result['compute']['jobSteps'], result['compute']['jobStepsFull']) == (3 * 6 + 3 * 2, 7 * 6)
+    assert 'stopped at epoch 2 by bandit: 0.15 < 0.675 / 1.2' in run.stderr
+
+    jobs = {env_of(job)['PARAM_Q']: job for job in watcher.jobs()}
+    for q in ('0.3', '0.2', '0.25'):
+        errors = [e.code for e in jobs[q].execution_info.errors]
+        assert errors == ['JobTerminated'], (q, errors)
+    hung = jobs['-1']
+    assert hung.constraints.max_wall_clock_time.total_seconds() == 6
+    assert [e.code for e in hung.execution_info.errors] == ['MaxWallClockTimeExceeded']
+
+    status = az('batchai', 'sweep', 'status', '-g', local_service.resource_group, '-w', local_service.workspace,
+                '-e', experiment, '-n', 'bandit', '-o', 'json')
+    rows = {row['parameters']['Q']: row for row in status.json()['jobs']}
+    assert rows[0.2]['tuning']['reason'] == 'stopped at epoch 2 by bandit: 0.15 < 0.675 / 1.2'
+    assert rows[0.2]['tuning']['rule'] == 'bandit' and rows[0.9]['tuning']['decision'] == 'ran to the end'
+    assert rows[0.9]['tuning']['best'] == pytest.approx(0.9 * (1 - 0.5 ** 6))
+    table = az('batchai', 'sweep', 'status', '-g', local_service.resource_group, '-w', local_service.workspace,
+               '-e', experiment, '-n', 'bandit', '-o', 'table')
+    assert 'stopped at epoch 2 by bandit' in table.stdout
+
+
+@pytest.fixture(scope='module')
+def hyperband_reference(setup, local_service, batchai_client):
+    """An unkilled Hyperband run (22 jobs, 3 at a time)."""
+    az, directory, _, experiment = setup
+    spec = write_sweep(directory, 'hb', HYPERBAND, QUALITIES)
+    with Watcher(batchai_client, local_service, experiment, 'hb') as watcher:
+        run = az(*args(local_service, experiment, 'hb', spec))
+    assert run.exit_code == 0, run.stderr
+    return run.json(), watcher.jobs(), watcher.most
+
+
+def test_hyperband_promotes_the_best_as_children_of_their_parents(hyperband_reference, setup, local_service):
+    result, jobs, most = hyperband_reference
+    assert most <= 3
+    assert result['jobs'] == 22 and result['ended'] == 'exhausted'
+    assert result['decisions'] == {'promoted': 5, 'not promoted': 12, 'ran to the end': 5}
+    assert result['best']['parameters'] == {'Q': 0.9} and result['best']['resource'] == 9
+    by_name = {job.name: job for job in jobs}
+    env = {job.name: env_of(job) for job in jobs}
+    rungs = {}
+    for name, e in env.items():
+        rungs.setdefault((e['BATCHAI_SWEEP_BRACKET'], e['BATCHAI_SWEEP_RUNG']), []).append(name)
+    # bracket 2 (EPOCHS 1, 3, 9): 9 configurations, the best 3 go on, then the best 1
+    assert [len(rungs[('2', r)]) for r in '012'] == [9, 3, 1]
+    best3 = sorted((float(env[n]['PARAM_Q']) for n in rungs[('2', '0')]), reverse=True)[:3]
+    assert sorted(float(env[n]['PARAM_Q']) for n in rungs[('2', '1')]) == sorted(best3)
+    az, _, _, experiment = setup
+    for child in rungs[('2', '1')] + rungs[('2', '2')]:
+        parent = env[child]['BATCHAI_SWEEP_PARENT']
+        assert env[parent]['PARAM_Q'] == env[child]['PARAM_Q'] and parent in by_name
+        assert env[child]['BATCHAI_SWEEP_PARENT_OUTPUT_MODEL'].endswith(
+            by_name[parent].job_output_directory_path_segment + '/outputs')
+    child = rungs[('2', '2')][0]  # the 9-epoch job resumed after epoch 3 of its parent: it printed epochs 4 to 9
+    parent = env[child]['BATCHAI_SWEEP_PARENT']
+    tail = az('batchai', 'sweep', 'status', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', experiment, '-n', 'hb', '--job', child, '--tail', '20', '-o', 'tsv')
+    assert tail.stdout.splitlines()[0] == 'resumed from epoch 3 of {}'.format(parent)
+    assert tail.stdout.splitlines()[1].startswith('epoch=4 ')
+
+
+def test_killed_controller_resumes_with_the_same_decisions(hyperband_reference, setup, local_service,
+                                                           batchai_client):
+    reference_result, reference_jobs, _ = hyperband_reference
+    az, directory, config, experiment = setup
+    spec = write_sweep(directory, 'hbkill', HYPERBAND, QUALITIES)
+    command = [AZ] + args(local_service, experiment, 'hbkill', spec)
+    env = base_env(config, service_env(local_service))
+    with Watcher(batchai_client, local_service, experiment, 'hbkill') as watcher:
+        for kill_point, delete_journal in ((1, False), (9, True), (16, False)):
+            proc = subprocess.Popen(command, env=env, cwd=directory, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            deadline = time.monotonic() + 60
+            while len(watcher.jobs()) < kill_point and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            os.killpg(proc.pid, signal.SIGKILL)
+            assert proc.wait() == -signal.SIGKILL  # killed mid-run, not finished before the kill point
+            if delete_journal:
+                for path in glob.glob(os.path.join(config, 'batchai-sweep', 'journals', 'hbkill-*.run.json')):
+                    os.unlink(path)
+        final = az(*args(local_service, experiment, 'hbkill', spec))
+    assert final.exit_code == 0, final.stderr
+    jobs = watcher.jobs()
+    assert watcher.most <= 3
+    assert len(jobs) == len({job.name for job in jobs}) == 22  # nothing duplicated, nothing lost
+    assert decisions_of(jobs) == decisions_of(reference_jobs)
+    result = final.json()
+    for key in ('jobs', 'decisions', 'ended', 'counts'):
+        assert result[key] == reference_result[key], key
+    assert result['best']['parameters'] == reference_result['best']['parameters']
