@@ -136,8 +136,8 @@ def load_arguments(self, _):
                    help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value.')
         c.argument('metric', options_list=['--metric'],
                    help='Name of the objective, logged as NAME=VALUE (Katib\'s format); every such line is an intermediate value.')
-        c.argument('goal', arg_type=get_enum_type(['max', 'min']), default='max',
-                   help='Which way the objective is better: the largest (max) or smallest (min).')
+        c.argument('goal', arg_type=get_enum_type(['max', 'min']),
+                   help='Which way the objective is better: the largest (max) or smallest (min). Default: max, or the goal of the sweep file `sweep run` ran.')
         c.argument('step', options_list=['--step'],
                    help='Name of the key that counts as the step on each report line (e.g. epoch, from epoch=3). Default: the first of epoch, step, iteration, iter on every report line of a job, else the report\'s number.')
         c.argument('file', options_list=['--file'],

@@ -108,9 +108,9 @@ _STEP_KEY = re.compile(r'^[A-Za-z_][\w.-]{0,63}$', re.ASCII)
 
 def validate_sweep_report(cmd, namespace):
     validate_sweep_target(cmd, namespace)
-    if bool(namespace.regex) == bool(namespace.metric):
+    if namespace.regex and namespace.metric:
         raise MutuallyExclusiveArgumentError(
-            'Give exactly one of --regex and --metric: the objective the report draws',
+            'Give one of --regex and --metric: the objective the report draws',
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
                            'number.')
     if namespace.step is not None and not _STEP_KEY.match(namespace.step):

@@ -296,26 +296,35 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
 
 
 def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
-                 open_report=False, regex=None, metric=None, goal='max', step=None, file='stdout.txt',
+                 open_report=False, regex=None, metric=None, goal=None, step=None, file='stdout.txt',
                  output_directory_id='stdouterr', plan_file=None, parallel=DEFAULT_PARALLEL):
-    from azure.cli.core.azclierror import ResourceNotFoundError
+    from azure.cli.core.azclierror import RequiredArgumentMissingError, ResourceNotFoundError
     from ._submission import load_plan
+    from .core.metrics import MetricExtractor
     from .core.report.build import make_report
     from .core.report.model import Objective
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
-    from .core.metrics import MetricExtractor
-    objective = Objective(metric=metric, regex=regex, goal=goal, step=step, file=file,
-                          output_directory_id=output_directory_id)
+    decisions, run_objective = _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+    if metric or regex:
+        objective = Objective(metric=metric, regex=regex, goal=goal or 'max', step=step, file=file,
+                              output_directory_id=output_directory_id)
+    elif run_objective:  # the objective of the sweep file `sweep run` ran, unless the options say otherwise
+        objective = Objective(**dict(run_objective, **{k: v for k, v in (('goal', goal), ('step', step)) if v}))
+    else:
+        raise RequiredArgumentMissingError(
+            'Give the objective the report draws: --metric NAME or --regex PATTERN',
+            recommendation='--metric NAME reads NAME=VALUE lines; a sweep run with "az batchai sweep run" on this '
+                           'machine uses its sweep file\'s objective.')
     with core_errors():
-        MetricExtractor(regex=regex, metric_name=metric)  # a bad regex fails before the first request
+        MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
             if plan_file else None
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
-                               output_file, plan_header=header, decisions=_decisions(), parallel=parallel,
+                               output_file, plan_header=header, decisions=decisions, parallel=parallel,
                                progress=progress)
     if data is None:
         raise ResourceNotFoundError('No jobs of sweep {} in experiment {}'.format(sweep_name, experiment_name),
@@ -340,9 +349,17 @@ def _output_format(cmd):
     return (getattr(invocation, 'data', None) or {}).get('output')
 
 
-def _decisions():
-    """The adaptive-sweep controller's decisions per job ({name: decision dict}); none before it exists."""
-    return {}
+def _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name):
+    """({job name: decision dict}, objective) of a `sweep run` of this sweep, from its journal on this machine;
+    ({}, None) for a sweep no controller ran here."""
+    from ._run import run_journal_path
+    from .core.report.decisions import decisions_from_run_rows, objective_from_run
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+    if not os.path.exists(path):
+        return {}, None
+    data = Journal(path).data
+    return decisions_from_run_rows(data.get('rows')), objective_from_run(data.get('objective'))
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None):

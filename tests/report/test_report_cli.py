@@ -67,8 +67,8 @@ def test_a_metric_no_job_prints_still_reports_the_jobs(reported_sweep, tmp_path)
 
 
 @pytest.mark.parametrize('args, code, message', [
-    (['--goal', 'min'], 2, 'Give exactly one of --regex and --metric'),
-    (['--metric', 'a', '--regex', 'a(1)'], 2, 'Give exactly one of --regex and --metric'),
+    (['--goal', 'min'], 2, 'Give the objective the report draws: --metric NAME or --regex PATTERN'),
+    (['--metric', 'a', '--regex', 'a(1)'], 2, 'Give one of --regex and --metric'),
     (['--metric', 'a', '--step', 'ep och'], 2, '--step must be the name of a key'),
     (['--metric', 'a', '-f', '/nonexistent-dir/r.html'], 2, 'does not exist'),
     (['--regex', '(unclosed'], 2, 'invalid regular expression'),

@@ -19,8 +19,11 @@ from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTR
 
 logger = logging.getLogger(__name__)
 
-# The variable a controller may set with a job's position in the sweep (core/tuning: Trial.index).
+# The variables `sweep run` sets (core/tuning): a job's position in the sweep, and for Hyperband its resource and the
+# job it continues.
 INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
+RESOURCE_VAR = 'BATCHAI_SWEEP_RESOURCE'
+PARENT_VAR = 'BATCHAI_SWEEP_PARENT'
 TERMINATED_CODE = 'JobTerminated'
 
 
@@ -36,9 +39,9 @@ def _state(job):
     return state
 
 
-def _index(job):
+def _number(env, name, kind=int):
     try:
-        return int(env_of(job).get(INDEX_VAR))
+        return kind(env.get(name))
     except (TypeError, ValueError):
         return None
 
@@ -75,8 +78,10 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
                  EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
                  EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
                  EXTRA_STEP_KEY: step_key}
-        trials.append(Trial(name=job.name, index=_index(job), params=parameters_of(job), state=_state(job),
+        env = env_of(job)
+        trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job), state=_state(job),
                             reports=tuple(Report(step, value) for step, value in reports),
+                            resource=_number(env, RESOURCE_VAR, float), parent=env.get(PARENT_VAR) or None,
                             stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
         done[0] += 1
         if progress is not None:
