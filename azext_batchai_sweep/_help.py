@@ -311,7 +311,9 @@ long-summary: >
     coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
     far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
     jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
-    The command's output (-o json) is the data the plots show; -o table prints one summary row.
+    For a sweep "az batchai sweep run" ran on this machine, each job's decision (rule and numbers) is shown and the
+    sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
+    show; -o table prints one summary row; -o none only writes the file.
 parameters:
   - name: --output-file -f
     type: string
@@ -321,7 +323,7 @@ parameters:
     short-summary: Open the report in the default web browser once written.
   - name: --metric
     type: string
-    short-summary: Name of the objective, logged as NAME=VALUE (Katib's format), instead of --regex.
+    short-summary: Name of the objective, logged as NAME=VALUE (Katib's format), instead of --regex; default is the objective of the sweep run.
   - name: --regex
     type: string
     short-summary: Regular expression with a group around the objective's number, instead of --metric.
