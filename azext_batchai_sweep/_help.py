@@ -349,6 +349,8 @@ examples:
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss=([0-9.]+)" --goal min --output-file lr.html -o table
   - name: The data the plots show, as JSON, for plotting it another way.
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --step epoch -o json
+  - name: After "az batchai sweep run" on this machine - the sweep file's objective, and each job's decision; only write the file.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n adaptive -f adaptive.html -o none
 """
 
 helps['batchai sweep local'] = """
