@@ -2,6 +2,7 @@
 and in the table, its objective taken from the sweep file, on the session's local service."""
 import os
 import re
+import shutil
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -64,6 +65,9 @@ def test_report_of_a_bandit_run_shows_its_decisions(local_service, tmp_path):
     assert all('by bandit' in el.find('{http://www.w3.org/2000/svg}title').text for el in crosses)
     assert 'saved by early termination' in html
     assert os.path.basename(data['reportFile']) == 'bandit-report.html'
+    if os.environ.get('REPORT_SCREENSHOTS'):  # for a person to look at (tests/report/test_report_browser.py)
+        os.makedirs(os.environ['REPORT_SCREENSHOTS'], exist_ok=True)
+        shutil.copy(data['reportFile'], os.environ['REPORT_SCREENSHOTS'])
 
 
 def _status_rows(az, target):

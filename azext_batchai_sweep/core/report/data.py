@@ -19,6 +19,7 @@ import json
 import math
 import random
 
+from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
                     EXTRA_STEP_KEY, SweepRecord)
@@ -103,7 +104,7 @@ def _mark(job, best_name):
         return 'best'
     if job['stoppedEarly']:
         return 'stopped'
-    if job['state'] == 'failed':
+    if job['state'] in ('failed', 'terminated'):
         return 'failed'
     if job['state'] in PENDING_STATES or job['state'] == 'terminating':
         return 'running'
@@ -141,13 +142,11 @@ def _job_row(trial, objective):
     }
 
 
-def _best(jobs, objective):
-    """The best job among those that ran to the end (succeeded), as issue 14's controller defines it."""
-    best = None
-    for job in jobs:
-        if job['state'] == 'succeeded' and objective.better(job['objective'], best and best['objective']):
-            best = job
-    return best
+def _best(trials, jobs, objective):
+    """The best job as `sweep run` names it (core/tuning/result.best_trial): the best last value among the jobs that
+    ran to the end, at the largest resource for Hyperband."""
+    best = best_trial(trials, objective.goal)
+    return next(job for job in jobs if job['name'] == best.name) if best is not None else None
 
 
 def _counts(jobs):
@@ -374,7 +373,7 @@ def report_data(record: SweepRecord) -> dict:
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
     jobs = [_job_row(trial, objective) for trial in trials]
-    best = _best(jobs, objective)
+    best = _best(trials, jobs, objective)
     for job in jobs:
         job['mark'] = _mark(job, best and best['name'])
     axes = _parameter_axes(jobs, record)

@@ -186,13 +186,14 @@ def _summary(data):
     objective = data['objective']
     label = objective['metric'] or 'the objective'
     goal_text = 'higher is better' if objective['goal'] == 'max' else 'lower is better'
-    how = ('<code>{}=VALUE</code>'.format(esc(objective['metric'])) if objective['metric']
-           else 'a match of <code>{}</code>'.format(esc(objective['regex'])))
+    how = ('<code>{}=</code> lines'.format(esc(objective['metric'])) if objective['metric']
+           else 'lines matching <code>{}</code>'.format(esc(objective['regex'])))
+    where = objective['file'] if objective['outputDirectoryId'] == 'stdouterr' else '{}/{}'.format(
+        objective['outputDirectoryId'], objective['file'])
     step = data.get('stepKey') or objective['step'] or 'the report\'s number'
-    cards = [_card('Objective', '<div class="big">{}</div><div>{} ({})</div><div class="note">read from each {} '
-                                'line of {}/{}; step: {}</div>'.format(
-                                    esc(label), goal_text, esc(objective['goal']), how,
-                                    esc(objective['outputDirectoryId']), esc(objective['file']), esc(step)))]
+    cards = [_card('Objective', '<div class="big">{}</div><div>{} ({})</div><div class="note">{} of {}; step: {}'
+                                '</div>'.format(esc(label), goal_text, esc(objective['goal']), how, esc(where),
+                                                esc(step)))]
     chips = ''.join('<span class="chip {0}">{0} {1}</span>'.format(esc(state), count)
                     for state, count in summary['counts'].items() if count)
     decided = ''
@@ -286,8 +287,8 @@ def _table(data):
 
 def _curves_caption(data):
     plot = data['plots']['learningCurves']
-    text = ('One line per job: {} against step. Stopped jobs end with a cross, failed ones with a dot; hover a '
-            'line for the job, its value and the decision taken about it.'.format(
+    text = ('One line per job: {} against step. A cross marks the step at which a decision stopped a job, a dot '
+            'the end of a failed one; hover a line for the job, its value and the decision taken about it.'.format(
                 data['objective']['metric'] or 'the objective'))
     if plot['band']:
         text += (' {} of {} jobs are drawn (the best, the stopped and failed ones, the top tenth and a fixed random '

@@ -14,7 +14,8 @@ WIDTH = 960
 MARGIN = {'left': 70, 'right': 24, 'top': 24, 'bottom': 50}
 MAX_CURVE_POINTS = 150
 MARK_ORDER = ('finished', 'running', 'failed', 'stopped', 'best')
-MARK_LABELS = {'best': 'best job', 'stopped': 'stopped early', 'failed': 'failed', 'running': 'queued or running',
+MARK_LABELS = {'best': 'best job', 'stopped': 'stopped early', 'failed': 'failed or terminated',
+               'running': 'queued or running',
                'finished': 'ran to the end'}
 
 
@@ -136,6 +137,11 @@ def learning_curves(data):
             job['mark'], esc(job['name']), polyline_points(points), title))
         end_x, end_y = points[-1]
         if job['mark'] == 'stopped':
+            # At the step the decision was taken, where it says (a job goes on printing until it is terminated).
+            step = (job.get('decision') or {}).get('step')
+            at = [r for r in job['reports'] if step is not None and r[0] <= step]
+            if at:
+                end_x, end_y = x(at[-1][0]), y(at[-1][1])
             parts.append('<path class="end end-stopped" data-job="{}" d="M{} {}l8 8m0 -8l-8 8">{}</path>'.format(
                 esc(job['name']), c(end_x - 4), c(end_y - 4), title))
         elif job['mark'] in ('failed', 'best'):
