@@ -46,7 +46,8 @@ class Browser:
             read_end, write_end = os.dup(to_child_r), os.dup(from_child_w)
             os.dup2(read_end, 3)
             os.dup2(write_end, 4)
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # pylint: disable=consider-using-with,subprocess-popen-preexec-fn
+        # pylint: disable-next=consider-using-with,subprocess-popen-preexec-fn
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, close_fds=False, preexec_fn=wire,
                                      start_new_session=True)
         os.close(to_child_r)

@@ -170,3 +170,25 @@ def test_ten_thousand_jobs_draw_a_bounded_sample():
     last = sorted(job['reports'][-1][1] for job in data['jobs'] if job['lastStep'] == 30)
     assert plot['band'][-1][2] == pytest.approx(last[len(last) // 2], abs=1e-3)
     assert not math.isnan(plot['band'][0][1])
+
+
+def test_scales_ticks_and_thinning():
+    from azext_batchai_sweep.core.report.svg import Band, Linear, Log, colour, fmt, nice_ticks, thin
+    assert nice_ticks(0.2152, 0.8709) == [0.4, 0.6, 0.8]  # steps of 1, 2, 2.5 or 5 times a power of ten
+    assert nice_ticks(0, 1.1) == [0, 0.25, 0.5, 0.75, 1.0]
+    ticks = nice_ticks(0, 1)
+    assert ticks[0] == 0 and ticks[-1] == 1 and len(set(round(b - a, 9) for a, b in zip(ticks, ticks[1:]))) == 1
+    log = Log(1e-4, 1.0, 0, 400)
+    assert log(1e-4) == 0 and log(1.0) == 400 and log(1e-2) == pytest.approx(200)
+    assert log.ticks() == [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+    assert Log(1e-8, 1.0, 0, 1).ticks() == [1e-8, 1e-6, 1e-4, 1e-2, 1.0]  # at most about 5: every other decade
+    assert Linear(5, 5, 0, 10)(5) == 5  # one value: centred
+    band = Band(['a', 'b'], 0, 100)
+    assert (band('a'), band('b'), band.step) == (25, 75, 50)
+    assert colour(0) == '#440154' and colour(1) == '#fde725' and colour(float('nan')) == '#440154'
+    assert (fmt(0.000012), fmt(3.0), fmt(0.81234567)) == ('1.2e-5', '3', '0.8123')
+    points = [(i, math.sin(i / 5.0) + (3 if i == 123 else 0)) for i in range(1000)]
+    kept = thin(points, 150)
+    assert len(kept) <= 150 and kept[0] == points[0] and kept[-1] == points[-1]
+    assert (123, points[123][1]) in kept  # a peak survives
+    assert [p[0] for p in kept] == sorted(p[0] for p in kept)

@@ -13,7 +13,6 @@ from ..listing import env_of, job_summary, list_jobs, parameters_of, select_jobs
 from ..parallel import run_parallel
 from ..retry import RetrySettings, describe_error
 from ..tuning.trial import Report, Trial
-from .intermediate import ReportReader
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
                     EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 

@@ -278,8 +278,8 @@ def _learning_curves(jobs, best, objective):
     must = [name for name in must if name in names_with_curves]
     drawn = _sample(with_curves, MAX_CURVES, must, _rank_key(objective))
     sampled = len(drawn) < len(with_curves)
-    return {'available': True, 'jobs': len(with_curves), 'drawn': drawn, 'band': _band(with_curves) if sampled else None,
-            'why': None}
+    return {'available': True, 'jobs': len(with_curves), 'drawn': drawn,
+            'band': _band(with_curves) if sampled else None, 'why': None}
 
 
 def _sampled_for(jobs, limit, best, objective):

@@ -111,8 +111,8 @@ SCRIPT = """
       fragment.appendChild(tr);
     });
     body.replaceChildren(fragment);
-    info.textContent = 'rows ' + (order.length ? page * size + 1 : 0) + '-' + Math.min(order.length, (page + 1) * size) +
-      ' of ' + order.length;
+    info.textContent = 'rows ' + (order.length ? page * size + 1 : 0) + '-' +
+      Math.min(order.length, (page + 1) * size) + ' of ' + order.length;
     heads.forEach(function (th) {
       var i = Number(th.getAttribute('data-column'));
       if (i === sortColumn) { th.setAttribute('aria-sort', descending ? 'descending' : 'ascending'); }
