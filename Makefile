@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability dev test-tools system-deps-chromium bench bench-expand bench-service bench-cli \
-	bench-report wheel lint clean
+	bench-tuning bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -65,7 +65,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-report
+bench: bench-expand bench-service bench-cli bench-tuning bench-report
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -75,6 +75,11 @@ bench-service: dev $(TEST_STAMP)
 
 bench-cli: dev $(TEST_STAMP)
 	$(BIN)/python bench/cli.py
+
+# sweep run's controller: compute saved by the policies/Hyperband/ASHA next to Optuna's pruners (Optuna is a test
+# tool), and one poll of 1,000 running jobs' logs on the local service.
+bench-tuning: dev $(TEST_STAMP)
+	$(BIN)/python bench/tuning.py
 
 bench-report: dev $(TEST_STAMP)
 	$(BIN)/python bench/report.py

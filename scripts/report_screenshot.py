@@ -1,5 +1,5 @@
-"""The README's screenshot of a sweep report: the demo sweep's report (make demo writes .demo/moons-report.html),
-opened in headless Chromium and captured to docs/img/report.png.
+"""The README's screenshot of a sweep report: the demo's adaptive sweep's report (make demo writes
+.demo/moons-adaptive-report.html), opened in headless Chromium and captured to docs/img/report.png.
 
 Usage: .venv/bin/python scripts/report_screenshot.py [--report FILE] [--output PNG] [--height PIXELS]
 Runs scripts/demo.py first when the report is not there. Needs Chromium (scripts/install_chromium.sh).
@@ -17,7 +17,7 @@ from tests.report.chromium import Browser, find_chromium  # noqa: E402  pylint: 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
-    parser.add_argument('--report', default=os.path.join(REPO, '.demo', 'moons-report.html'))
+    parser.add_argument('--report', default=os.path.join(REPO, '.demo', 'moons-adaptive-report.html'))
     parser.add_argument('--output', default=os.path.join(REPO, 'docs', 'img', 'report.png'))
     parser.add_argument('--height', type=int, default=0, help='crop to this many pixels from the top (0: whole page)')
     args = parser.parse_args()

@@ -16,6 +16,7 @@ import argparse
 import math
 import os
 import random
+import time
 
 
 def make_moons(n_points, noise, rng):
@@ -94,6 +95,8 @@ def main():
     parser.add_argument('--batch-size', type=int, default=16)
     parser.add_argument('--points', type=int, default=300)
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--epoch-seconds', type=float, default=0.0,
+                        help='sleep this long after each epoch (the adaptive demo: time for the controller to look)')
     parser.add_argument('--output-dir', default=os.environ.get('AZ_BATCHAI_OUTPUT_MODEL', ''),
                         help='where to write model.txt (default: $AZ_BATCHAI_OUTPUT_MODEL when set)')
     args = parser.parse_args()
@@ -113,6 +116,7 @@ def main():
             loss += model.train_batch(train[start:start + args.batch_size], args.learning_rate)
         print('epoch={} loss={:.4f} accuracy={:.4f} val_accuracy={:.4f}'.format(
             epoch, loss / len(train), model.accuracy(train), model.accuracy(validation)), flush=True)
+        time.sleep(args.epoch_seconds)
 
     if args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)

@@ -67,3 +67,35 @@ class Watcher:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+def kill_and_resume(command, env, cwd, watcher, kill_points, config_dir, sweep, delete_journal_at=(), timeout=120):
+    """Start the run, SIGKILL it once the service holds `kill_point` jobs of the sweep, for each kill point; with a
+    kill point in `delete_journal_at`, the run's journal is deleted too. Returns how many kills hit a running az."""
+    import glob
+    import signal
+    import subprocess
+    import time
+    kills = 0
+    for kill_point in kill_points:
+        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while len(watcher.jobs()) < kill_point and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGKILL)
+        kills += proc.wait() == -signal.SIGKILL
+        if kill_point in delete_journal_at:
+            for path in glob.glob(os.path.join(config_dir, 'batchai-sweep', 'journals', sweep + '-*.run.json')):
+                os.unlink(path)
+    return kills
+
+
+def hyperband_decisions(jobs):
+    """What Hyperband did, independent of job names and timing: (bracket, rung, slot, Q) of every job."""
+    from azext_batchai_sweep.core.listing import env_of
+    out = set()
+    for job in jobs:
+        env = env_of(job)
+        out.add((env['BATCHAI_SWEEP_BRACKET'], env['BATCHAI_SWEEP_RUNG'], env['BATCHAI_SWEEP_SLOT'], env['PARAM_Q']))
+    return out

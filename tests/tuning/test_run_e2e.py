@@ -7,11 +7,7 @@
 - crash: the controller is SIGKILLed at three points (once with its journal deleted) and run again: no duplicate,
   nothing lost, limits held, the same Hyperband decisions as the unkilled run.
 """
-import glob
 import os
-import signal
-import subprocess
-import time
 import uuid
 
 import pytest
@@ -19,7 +15,7 @@ import pytest
 from azext_batchai_sweep.core.listing import env_of
 from tests.fixtures_az import AZ, AzRunner, base_env
 
-from .run_helpers import Watcher, service_env, write_sweep
+from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, service_env, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -41,15 +37,6 @@ def setup(local_service, tmp_path_factory):
 def args(service, experiment, sweep, spec):
     return ['batchai', 'sweep', 'run', '-g', service.resource_group, '-w', service.workspace, '-e', experiment,
             '-n', sweep, '--spec', spec, '-c', service.cluster, '--poll-interval', '0.2', '-o', 'json']
-
-
-def decisions_of(jobs):
-    """What Hyperband did, independent of job names and timing: (bracket, rung, slot, Q) of every job."""
-    out = set()
-    for job in jobs:
-        env = env_of(job)
-        out.add((env['BATCHAI_SWEEP_BRACKET'], env['BATCHAI_SWEEP_RUNG'], env['BATCHAI_SWEEP_SLOT'], env['PARAM_Q']))
-    return out
 
 
 def test_bandit_within_limits_and_job_timeout(setup, local_service, batchai_client):
@@ -137,23 +124,14 @@ def test_killed_controller_resumes_with_the_same_decisions(hyperband_reference, 
     command = [AZ] + args(local_service, experiment, 'hbkill', spec)
     env = base_env(config, service_env(local_service))
     with Watcher(batchai_client, local_service, experiment, 'hbkill') as watcher:
-        for kill_point, delete_journal in ((1, False), (9, True), (16, False)):
-            proc = subprocess.Popen(command, env=env, cwd=directory, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True)
-            deadline = time.monotonic() + 60
-            while len(watcher.jobs()) < kill_point and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.02)
-            os.killpg(proc.pid, signal.SIGKILL)
-            assert proc.wait() == -signal.SIGKILL  # killed mid-run, not finished before the kill point
-            if delete_journal:
-                for path in glob.glob(os.path.join(config, 'batchai-sweep', 'journals', 'hbkill-*.run.json')):
-                    os.unlink(path)
+        kills = kill_and_resume(command, env, directory, watcher, (1, 9, 16), config, 'hbkill', delete_journal_at=(9,))
         final = az(*args(local_service, experiment, 'hbkill', spec))
+    assert kills == 3  # each kill hit a running controller, not one that had already finished
     assert final.exit_code == 0, final.stderr
     jobs = watcher.jobs()
     assert watcher.most <= 3
     assert len(jobs) == len({job.name for job in jobs}) == 22  # nothing duplicated, nothing lost
-    assert decisions_of(jobs) == decisions_of(reference_jobs)
+    assert hyperband_decisions(jobs) == hyperband_decisions(reference_jobs)
     result = final.json()
     for key in ('jobs', 'decisions', 'ended', 'counts'):
         assert result[key] == reference_result[key], key

@@ -67,6 +67,7 @@ th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line
 th { cursor: pointer; user-select: none; background: #f0f2f5; position: sticky; top: 0; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; } th[aria-sort="descending"]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.wrap { white-space: normal; min-width: 260px; }
 tr.mark-best td { background: #fde8e8; font-weight: 600; }
 tr.mark-stopped td:nth-child(3) { color: #b35c00; } tr.mark-failed td:nth-child(3) { color: #a11; }
 tr.hl td { background: #fff3c4; }
@@ -105,7 +106,7 @@ SCRIPT = """
         var td = document.createElement('td');
         var value = row[i];
         td.textContent = (value === null || value === undefined) ? '' : (column.format ? format(value) : value);
-        if (column.numeric) { td.className = 'num'; }
+        if (column.numeric) { td.className = 'num'; } else if (column.wrap) { td.className = 'wrap'; }
         tr.appendChild(td);
       });
       fragment.appendChild(tr);
@@ -243,7 +244,7 @@ def _table_payload(data):
                {'label': 'best ' + label, 'numeric': True, 'format': True},
                {'label': 'step', 'numeric': True, 'format': True},
                {'label': 'duration (s)', 'numeric': True, 'format': True},
-               {'label': 'decision'}]
+               {'label': 'decision', 'wrap': True}]
     columns += [{'label': name, 'format': True} for name in names]
     columns.append({'label': 'mark', 'hidden': True})
     rows = []
