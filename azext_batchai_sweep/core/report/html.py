@@ -67,7 +67,7 @@ th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line
 th { cursor: pointer; user-select: none; background: #f0f2f5; position: sticky; top: 0; }
 th[aria-sort="ascending"]::after { content: " \\25B2"; } th[aria-sort="descending"]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.wrap { white-space: normal; min-width: 260px; }
+td.wrap { white-space: normal; min-width: 200px; max-width: 320px; font-size: 12px; }
 tr.mark-best td { background: #fde8e8; font-weight: 600; }
 tr.mark-stopped td:nth-child(3) { color: #b35c00; } tr.mark-failed td:nth-child(3) { color: #a11; }
 tr.hl td { background: #fff3c4; }
@@ -240,23 +240,23 @@ def _table_payload(data):
     names = [axis['name'] for axis in data['parameters']]
     label = data['objective']['metric'] or 'objective'
     columns = [{'label': '#', 'numeric': True}, {'label': 'job'}, {'label': 'state'},
+               {'label': 'decision', 'wrap': True},
                {'label': label, 'numeric': True, 'format': True},
                {'label': 'best ' + label, 'numeric': True, 'format': True},
                {'label': 'step', 'numeric': True, 'format': True},
-               {'label': 'duration (s)', 'numeric': True, 'format': True},
-               {'label': 'decision', 'wrap': True}]
+               {'label': 'duration (s)', 'numeric': True, 'format': True}]
     columns += [{'label': name, 'format': True} for name in names]
     columns.append({'label': 'mark', 'hidden': True})
     rows = []
     for job in data['jobs']:
         decision = job['decision'] or {}
         reason = decision.get('reason') or decision.get('action') or ('stopped early' if job['stoppedEarly'] else '')
-        row = [job['index'], job['name'], job['state'], job['objective'], job['bestValue'], job['lastStep'],
-               job['durationSeconds'], reason]
+        row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
+               job['durationSeconds']]
         row += [_cell(job['values'].get(name)) for name in names]
         row.append(job['mark'])
         rows.append(row)
-    return {'columns': columns, 'rows': rows, 'sort': [3, data['objective']['goal'] == 'max'],
+    return {'columns': columns, 'rows': rows, 'sort': [4, data['objective']['goal'] == 'max'],
             'pageSize': TABLE_PAGE, 'markColumn': len(columns) - 1}
 
 
