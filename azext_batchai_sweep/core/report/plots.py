@@ -35,6 +35,9 @@ def _job_title(job, objective_label):
         lines.append(decision['reason'])
     elif job['stoppedEarly']:
         lines.append('stopped early')
+    if job.get('resource') is not None:
+        lines.append('resource = {}{}'.format(fmt(job['resource']),
+                                             ', continues ' + job['parent'] if job.get('parent') else ''))
     if job.get('error'):
         lines.append('not read: ' + job['error'])
     lines.extend('{} = {}'.format(name, fmt(value)) for name, value in job['values'].items())
