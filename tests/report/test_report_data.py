@@ -192,3 +192,29 @@ def test_scales_ticks_and_thinning():
     assert len(kept) <= 150 and kept[0] == points[0] and kept[-1] == points[-1]
     assert (123, points[123][1]) in kept  # a peak survives
     assert [p[0] for p in kept] == sorted(p[0] for p in kept)
+
+
+def test_hyperband_decisions_compute_and_marks_agree_with_sweep_run():
+    from azext_batchai_sweep.core.tuning.result import job_steps
+
+    def job(name, index, q, steps, decision=None, resource=None, parent=None):
+        reports = tuple(Report(float(s), round(q * s / 9, 4)) for s in steps)
+        extra = {'decision': {'action': decision, 'rule': 'hyperband', 'reason': '{} by hyperband'.format(decision),
+                              'step': float(steps[-1]), 'rung': 0, 'bracket': 1} if decision else None}
+        return Trial(name=name, index=index, params={'Q': q}, state='succeeded', reports=reports, resource=resource,
+                     parent=parent, extra=extra)
+    trials = [job('a0', 0, 0.9, [1], 'promoted', 1), job('b0', 1, 0.2, [1], 'not promoted', 1),
+              job('c0', 2, 0.5, [1], 'promoted', 1), job('a1', 3, 0.9, [2, 3], 'promoted', 3, 'a0'),
+              job('c1', 4, 0.5, [2, 3], 'not promoted', 3, 'c0'), job('a2', 5, 0.9, range(4, 10), None, 9, 'a1')]
+    data = report_data(sweep_record('hb', Objective(metric='m', step='epoch'), trials))
+    marks = {job['name']: job['mark'] for job in data['jobs']}
+    assert marks == {'a0': 'finished', 'b0': 'stopped', 'c0': 'finished', 'a1': 'finished', 'c1': 'stopped',
+                     'a2': 'best'}
+    used, full = job_steps(trials)
+    compute = data['summary']['compute']
+    assert (compute['jobSteps'], compute['savedJobSteps']) == (used, full - used) == (13, 14)
+    assert data['summary']['decisions'] == {'promoted': 3, 'not promoted': 2}
+    html = render_html(data)
+    curves = svgs(html)[0]
+    assert len(by_class(curves, 'circle', 'curve-dot')) == 3  # the first rung's single reports
+    assert sorted(el.get('data-job') for el in by_class(curves, 'path', 'end-stopped')) == ['b0', 'c1']

@@ -32,6 +32,9 @@ MAX_CATEGORIES = 40          # a categorical axis with more categories shows eve
 LOG_RATIO = 100.0            # without a plan, a positive numeric parameter spanning this ratio gets a log axis
 EXPECTED_CURVE_POINTS = 200  # random search's expected curve is evaluated at this many job counts at most
 STATE_ORDER = ('queued', 'running', 'terminating', 'succeeded', 'failed', 'terminated')
+# Decisions that end a configuration before the largest step: a policy's stop, and Hyperband's "not promoted" (its
+# successive halving stops the configuration at this rung). The report marks both "stopped early".
+STOPPING_ACTIONS = ('stopped', 'not promoted')
 
 
 def _flat(parameters):
@@ -135,7 +138,7 @@ def _job_row(trial, objective):
         'durationSeconds': extra.get(EXTRA_DURATION),
         'exitCode': extra.get(EXTRA_EXIT_CODE),
         'error': extra.get(EXTRA_ERROR),
-        'stoppedEarly': bool(trial.stopped_early or (decision or {}).get('action') == 'stopped'),
+        'stoppedEarly': bool(trial.stopped_early or (decision or {}).get('action') in STOPPING_ACTIONS),
         'decision': decision,
         'resource': trial.resource,
         'parent': trial.parent,
@@ -188,7 +191,7 @@ def _compute(jobs, generated_at):
             seconds += job['durationSeconds']
         elif job['state'] in PENDING_STATES and now is not None and _parse_time(job['startTime']) is not None:
             seconds += max(0.0, (now - _parse_time(job['startTime'])).total_seconds())
-        steps += job['lastStep'] or 0
+        steps += len(job['reports'])  # a report is a step of work; a promotion reports only the steps it adds
     full_steps = max((job['lastStep'] or 0 for job in jobs if job['state'] == 'succeeded'), default=0)
     saved_steps = saved_seconds = 0.0
     for job in jobs:
@@ -266,10 +269,12 @@ def _rank_key(objective):
 
 
 def _learning_curves(jobs, best, objective):
-    with_curves = [job for job in jobs if len(job['reports']) >= 2]
-    if not with_curves:
+    """Drawn when some job reported more than once; then every job with a report is a line (one report: a dot, as
+    Hyperband's first rung makes them)."""
+    if not any(len(job['reports']) >= 2 for job in jobs):
         return {'available': False, 'jobs': 0, 'drawn': [], 'band': None,
                 'why': 'no job reported the objective more than once' if jobs else 'the sweep has no jobs'}
+    with_curves = [job for job in jobs if job['reports']]
     must = [best['name']] if best else []
     share = MAX_CURVES // 5
     must += [job['name'] for job in with_curves if job['stoppedEarly']][:share]

@@ -39,6 +39,9 @@ svg text { fill: var(--fg); }
 .axis-title, .panel-title { font-weight: 600; font-size: 12px; }
 .halo { paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 .curve { fill: none; stroke-width: 1.3; stroke-opacity: .75; }
+circle.curve-dot { stroke: none; fill-opacity: .8; } circle.curve-dot.mark-finished { fill: var(--finished); }
+circle.curve-dot.mark-stopped { fill: var(--stopped); } circle.curve-dot.mark-failed { fill: var(--failed); }
+circle.curve-dot.mark-running { fill: var(--running); } circle.curve-dot.mark-best { fill: var(--best); }
 .curve.mark-finished, line.mark-finished { stroke: var(--finished); stroke-opacity: .45; }
 .curve.mark-running, line.mark-running { stroke: var(--running); stroke-dasharray: 2 3; }
 .curve.mark-failed, line.mark-failed { stroke: var(--failed); stroke-dasharray: 2 2; stroke-opacity: .9; }

@@ -14,7 +14,7 @@ WIDTH = 960
 MARGIN = {'left': 70, 'right': 24, 'top': 24, 'bottom': 50}
 MAX_CURVE_POINTS = 150
 MARK_ORDER = ('finished', 'running', 'failed', 'stopped', 'best')
-MARK_LABELS = {'best': 'best job', 'stopped': 'stopped early', 'failed': 'failed or terminated',
+MARK_LABELS = {'best': 'best job', 'stopped': 'stopped early (a decision)', 'failed': 'failed or terminated',
                'running': 'queued or running',
                'finished': 'ran to the end'}
 
@@ -136,8 +136,12 @@ def learning_curves(data):
     for job in sorted(drawn, key=lambda j: order[j['mark']]):
         points = thin([(x(step), y(value)) for step, value in job['reports']], MAX_CURVE_POINTS)
         title = _job_title(job, label)
-        parts.append('<polyline class="curve mark-{}" data-job="{}" points="{}">{}</polyline>'.format(
-            job['mark'], esc(job['name']), polyline_points(points), title))
+        if len(points) == 1:  # a single report: a dot on the step it was made at
+            parts.append('<circle class="curve curve-dot mark-{}" data-job="{}" cx="{}" cy="{}" r="2.5">{}</circle>'
+                         .format(job['mark'], esc(job['name']), c(points[0][0]), c(points[0][1]), title))
+        else:
+            parts.append('<polyline class="curve mark-{}" data-job="{}" points="{}">{}</polyline>'.format(
+                job['mark'], esc(job['name']), polyline_points(points), title))
         end_x, end_y = points[-1]
         if job['mark'] == 'stopped':
             # At the step the decision was taken, where it says (a job goes on printing until it is terminated).
