@@ -2,7 +2,7 @@
 drawn asserted on, with every console message, exception and network request of the page recorded.
 
 Without Chromium these tests skip loudly (a warning in the summary); in CI (CI=true) a missing Chromium fails them:
-`make test` installs it there (scripts/install_system_deps.sh chromium). Screenshots are kept in the test's
+`make test` installs it there (scripts/install_chromium.sh). Screenshots are kept in the test's
 tmp dir and, when REPORT_SCREENSHOTS=DIR is set, copied to DIR for a person to look at.
 """
 import os
@@ -22,7 +22,7 @@ def browser():
     executable = find_chromium()
     if executable is None:
         message = ('Chromium is not installed: the report was NOT checked in a browser. Install it with '
-                   '"sudo scripts/install_system_deps.sh chromium" (make test does, as root).')
+                   '"sudo scripts/install_chromium.sh" (make test does, as root).')
         if os.environ.get('CI', '').lower() == 'true':
             pytest.fail(message)
         warnings.warn(message)
