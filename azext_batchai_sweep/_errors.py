@@ -18,9 +18,12 @@ def core_errors():
     """Map core.errors, OSError and azure.core's HTTP errors raised inside the block to azclierror classes."""
     from azure.cli.core.azclierror import AzureResponseError, FileOperationError, InvalidArgumentValueError
     from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
-    from .core.errors import ServiceError, SpecError, StorageError, SweepError
+    from azure.cli.core.azclierror import ResourceNotFoundError
+    from .core.errors import NotFoundError, ServiceError, SpecError, StorageError, SweepError
     try:
         yield
+    except NotFoundError as ex:
+        raise ResourceNotFoundError(capitalized(str(ex)), recommendation=ex.recommendation) from None
     except SpecError as ex:
         # The message starts with the file name (whose case must not change), hence the lead-in.
         raise InvalidArgumentValueError('Invalid sweep definition: {}'.format(ex),

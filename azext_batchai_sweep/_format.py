@@ -1,8 +1,17 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""Table transformers (`-o table`): lists of OrderedDict rows, title-case headers, '' for a missing value."""
+"""Table transformers (`-o table`): lists of OrderedDict rows, title-case headers, '' for a missing value.
+
+A table is for reading at a terminal: a sweep with two parameters fits 100 columns. Numbers are shown with at most
+6 significant digits, times as `MM-DD HH:MM` (UTC), durations as `12.3s`, `4m05s` or `2h17m`, long texts are cut;
+`-o json` keeps everything at full precision.
+"""
+import os
 from collections import OrderedDict
+
+# A `failed: <error>` result cell: enough to recognise the error; the JSON output has all of it.
+MAX_RESULT_WIDTH = 60
 
 
 def sweep_create_table_format(result):
@@ -25,8 +34,50 @@ def _planned_job_row(job):
 def _cell(value):
     if value is None:
         return ''
-    # repr() keeps 0.001 as 0.001 and 1e-05 as 1e-05, the shortest text that reads back to the same float.
-    return repr(value) if isinstance(value, float) else str(value)
+    return _short_float(value) if isinstance(value, float) else str(value)
+
+
+def _short_float(value):
+    """At most 6 significant digits: repr() when it has no more (0.001 stays 0.001, 1e-05 stays 1e-05, 3.0 stays
+    3.0), else the value rounded (0.00031622776601683794 becomes 0.000316228)."""
+    short = '{:.6g}'.format(value)
+    try:
+        return repr(value) if float(short) == value else short
+    except ValueError:  # nan, inf
+        return short
+
+
+def _short_time(text):
+    """`2026-11-23T20:17:51.123+00:00` as `11-23 20:17` (the table's Start; the JSON has the full time)."""
+    if not text or len(text) < 16 or text[10] != 'T':
+        return _text(text)
+    return '{} {}'.format(text[5:10], text[11:16])
+
+
+def _short_duration(seconds):
+    if seconds is None:
+        return ''
+    if seconds < 60:
+        return '{:.1f}s'.format(seconds)
+    if seconds < 3600:
+        return '{}m{:02d}s'.format(int(seconds // 60), int(seconds % 60))
+    return '{}h{:02d}m'.format(int(seconds // 3600), int(seconds % 3600 // 60))
+
+
+def _cut(text, width=MAX_RESULT_WIDTH):
+    text = _text(text)
+    return text if len(text) <= width else text[:width - 3] + '...'
+
+
+def _short_path(path):
+    """A path relative to the working directory when that is shorter (the table's Destination)."""
+    if not path:
+        return ''
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return relative if len(relative) < len(path) else path
 
 
 def _with_parameters(row, parameters):
@@ -62,9 +113,10 @@ def sweep_submit_table_format(result):
     row['Submitted'] = result['submitted']
     row['Already Present'] = result['alreadyPresent']
     row['Not Submitted'] = len(result['notSubmitted'])
-    if 'counts' in result:
+    if 'counts' in result:  # after --wait: the states the jobs ended in (only those, so the row fits)
         for state, count in result['counts'].items():
-            row[state.title()] = count
+            if count:
+                row[state.title()] = count
     return [row]
 
 
@@ -78,14 +130,14 @@ def sweep_status_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
-        row['Exit Code'] = _text(job['exitCode'])
+        row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
         if job.get('tuning'):
-            # A sweep run's jobs: its objective and decisions instead of the start time (the row stays short).
-            row['Duration'] = '' if job['durationSeconds'] is None else '{:.1f}s'.format(job['durationSeconds'])
+            # A sweep run's jobs: its objective and decisions instead of the start time.
+            row['Duration'] = _short_duration(job['durationSeconds'])
             rows.append(_with_parameters(_tuning_cells(row, job['tuning']), parameters))
             continue
-        row['Start'] = _text(job['startTime'])
-        row['Duration'] = '' if job['durationSeconds'] is None else '{:.1f}s'.format(job['durationSeconds'])
+        row['Start'] = _short_time(job['startTime'])
+        row['Duration'] = _short_duration(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     return rows
 
@@ -119,9 +171,10 @@ def _tuning_cells(row, tuning):
 
 def sweep_resubmit_table_format(result):
     rows = [OrderedDict([('Job', name), ('Result', 'resubmitted')]) for name in result['resubmitted']]
-    rows += [OrderedDict([('Job', item['job']), ('Result', 'skipped: ' + item['reason'])])
+    rows += [OrderedDict([('Job', item['job']), ('Result', _cut('skipped: ' + item['reason']))])
              for item in result['skipped']]
-    rows += [OrderedDict([('Job', item['job']), ('Result', 'failed: ' + item['error'])]) for item in result['failed']]
+    rows += [OrderedDict([('Job', item['job']), ('Result', _cut('failed: ' + item['error']))])
+             for item in result['failed']]
     return rows
 
 
@@ -131,7 +184,7 @@ def sweep_metrics_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
-        row['Metric'] = _cell(job['metric'])
+        row[job.get('metricName') or 'Metric'] = _cell(job['metric'])
         rows.append(_with_parameters(row, parameters))
     return rows
 
@@ -141,10 +194,19 @@ def sweep_delete_table_format(result):
                          ('Not Found', len(result['notFound'])), ('Failed', len(result['failed']))])]
 
 
+def sweep_stop_table_format(result):
+    """One row per job that was stopped, failed to stop or is still stopping; none when nothing was running."""
+    rows = [OrderedDict([('Job', name), ('Result', 'stopped')]) for name in result['stopped']]
+    rows += [OrderedDict([('Job', item['job']), ('Result', _cut('failed: ' + item['error']))])
+             for item in result['failed']]
+    rows += [OrderedDict([('Job', name), ('Result', 'still stopping')]) for name in result['stillStopping']]
+    return rows
+
+
 def sweep_download_table_format(result):
     return [OrderedDict([('Sweep', result['sweep']), ('Jobs', result['jobs']), ('Files', result['files']),
                          ('Bytes', result['bytes']), ('Skipped', result['skipped']),
-                         ('Failed', len(result['failed'])), ('Destination', result['destination'])])]
+                         ('Failed', len(result['failed'])), ('Destination', _short_path(result['destination']))])]
 
 
 def sweep_report_table_format(result):

@@ -11,6 +11,9 @@ long-summary: >
     A sweep file (YAML or JSON) lists parameters (numeric ranges, discrete values, dicts of values, files in Azure
     Storage) and a Batch AI job (job.json) with {{NAME}} placeholders where their values go. Every job also gets
     `PARAM_<NAME>` environment variables, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS.
+    A sweep is one object: (resource group, workspace, experiment, sweep name -n). Its job names hash the sweep
+    name with the parameter values, so two sweeps never share a job, and every command finds the sweep's jobs on
+    the service by their BATCHAI_SWEEP_NAME. A re-plan never changes a sweep (see "create"); "stop" ends it.
 """
 
 helps['batchai sweep create'] = """
@@ -24,6 +27,11 @@ long-summary: >
     Storage credentials for file parameters come from AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING or
     AZURE_STORAGE_SAS_TOKEN, never from the sweep file. The output lists the planned jobs (with -o table, one row per
     job and one column per parameter).
+    A re-plan never changes a sweep: a random sweep without a seed draws one once, records it (plan, and every
+    job's BATCHAI_SWEEP_SEED) and prints it, and planning the sweep again reuses it (from its plan file, or from its
+    jobs on the service). A re-plan whose sweep file, template or options change the jobs is refused, naming what
+    changed, unless --allow-changes is given. The plan is written only after every check and service call has
+    succeeded, and a plan file of another sweep or target is replaced only with --yes.
 parameters:
   - name: --spec
     type: string
@@ -58,10 +66,13 @@ parameters:
     short-summary: Refuse a sweep of more jobs than this unless --yes is given.
   - name: --yes -y
     type: bool
-    short-summary: Plan the sweep even if it has more jobs than --max-jobs.
+    short-summary: Plan the sweep even if it has more jobs than --max-jobs; replace a plan file of another sweep or target.
   - name: --plan-only
     type: bool
     short-summary: Only write the plan; contact no service.
+  - name: --allow-changes
+    type: bool
+    short-summary: Replace the plan of a sweep whose sweep file or template changed on purpose.
 examples:
   - name: Plan the grid search of a sweep file, listing the jobs as a table.
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --storage-account-name mystorage -o table
@@ -71,6 +82,8 @@ examples:
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr-random --spec sweep.yaml --sampling random --count 32 --seed 7
   - name: Plan a large grid (more than --max-jobs jobs) and print only the job count.
     text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n big --spec sweep.yaml --yes --query jobCount
+  - name: Plan a sweep again after changing its job template on purpose.
+    text: az batchai sweep create -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --allow-changes
 """
 
 helps['batchai sweep submit'] = """
@@ -83,6 +96,9 @@ long-summary: >
     already submitted are skipped, none is submitted twice. "$env:NAME" secret references are read from the
     environment, and storage mounts get their account key from AZURE_BATCHAI_STORAGE_KEY, as with
     "az batchai job create"; neither is ever printed. Exits with a non-zero code when a job could not be submitted.
+    "Already present" means present and equal: before any job is created, a planned job name held by another
+    sweep's job is an error naming it and its owner, and planned jobs whose definition differs from the service's
+    are refused unless --allow-changes (which re-creates them). The cluster is checked before anything is created.
 parameters:
   - name: --plan-file
     type: string
@@ -99,6 +115,12 @@ parameters:
   - name: --wait
     type: bool
     short-summary: Then block until every job has finished; exit with a non-zero code if one failed.
+  - name: --timeout
+    type: float
+    short-summary: With --wait, give up after this many seconds (non-zero exit code, naming the unfinished jobs).
+  - name: --allow-changes
+    type: bool
+    short-summary: Re-create the jobs whose planned definition differs from the service's.
 examples:
   - name: Submit the sweep planned by "az batchai sweep create -n lr".
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
@@ -106,6 +128,8 @@ examples:
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --wait
   - name: Submit with 32 requests in flight, printing only the jobs that were not submitted.
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --parallel 32 --query notSubmitted
+  - name: Submit, then wait at most an hour for the jobs.
+    text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --timeout 3600
 """
 
 helps['batchai sweep run'] = """
@@ -158,7 +182,10 @@ short-summary: Show the state of a sweep's jobs, wait for them to finish, or pri
 long-summary: >
     The output holds the number of jobs in each state (counts) and one row per job: name, state, exit code, start
     time, duration and parameter values (with -o table, one column per parameter). Everything comes from the
-    service: no plan file is needed.
+    service: no plan file is needed. With the sweep's plan (--plan-file, or `<name>.plan.jsonl` here), planned jobs
+    missing on the service are listed in state "missing", and the service's jobs the plan lacks are named
+    (notInPlan). Stopped jobs show as "terminated". Without a terminal, --wait prints a progress line on stderr
+    every few checks (at most every 30 seconds).
 parameters:
   - name: --state
     type: string
@@ -169,12 +196,21 @@ parameters:
   - name: --interval
     type: float
     short-summary: Seconds between two checks while waiting.
+  - name: --timeout
+    type: float
+    short-summary: With --wait, give up after this many seconds (non-zero exit code, naming the unfinished jobs).
   - name: --job
     type: string
-    short-summary: Print the end of this job's stdout.txt instead.
+    short-summary: Print the end of this job's stdout.txt (and of a non-empty stderr.txt, both labelled) instead.
   - name: --tail
     type: int
     short-summary: With --job, the number of lines to print.
+  - name: --stderr
+    type: bool
+    short-summary: With --job, print the end of stderr.txt only.
+  - name: --plan-file
+    type: string
+    short-summary: The sweep's plan, to show planned jobs that are missing on the service.
 examples:
   - name: Show the jobs of a sweep as a table, one column per parameter.
     text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -o table
@@ -186,6 +222,10 @@ examples:
     text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --interval 30
   - name: Print the last 20 lines of a job's standard output.
     text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --job lr-0123456789abcdef --tail 20 -o tsv
+  - name: Print the end of a failed job's standard error.
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --job lr-0123456789abcdef --stderr
+  - name: Wait at most ten minutes (in CI, a progress line appears on stderr while waiting).
+    text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --timeout 600
 """
 
 helps['batchai sweep resubmit'] = """
@@ -214,6 +254,8 @@ examples:
     text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
   - name: Resubmit two jobs from the plan file and wait for them.
     text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --jobs lr-0123456789abcdef lr-fedcba9876543210 --wait
+  - name: Run the jobs that "az batchai sweep stop" terminated again.
+    text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --state terminated
 """
 
 helps['batchai sweep metrics'] = """
@@ -274,6 +316,29 @@ examples:
     text: az batchai sweep delete -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --yes
   - name: Delete the failed jobs of a sweep.
     text: az batchai sweep delete -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --state failed --yes
+"""
+
+helps['batchai sweep stop'] = """
+type: command
+short-summary: Stop a sweep, terminating its queued and running jobs (or the named ones).
+long-summary: >
+    Uses Batch AI's job terminate operation: the jobs stay, with their outputs, and "status" shows them as
+    terminated; "resubmit --state terminated" (or --jobs) runs them again under the same names. Only the named
+    sweep's jobs are touched. Stopping a sweep with nothing running does nothing and says so. Asks for
+    confirmation unless --yes is given, and waits until the jobs have stopped unless --no-wait is given. The
+    output lists the jobs stopped (stopped), those that had already finished (notRunning) and any not stopped.
+parameters:
+  - name: --jobs
+    type: string
+    short-summary: Names of the sweep's jobs to stop; default is every queued or running job of the sweep.
+  - name: --no-wait
+    type: bool
+    short-summary: Return once the terminations are requested; like any az --no-wait, print no result.
+examples:
+  - name: Stop every queued and running job of a sweep, without a prompt.
+    text: az batchai sweep stop -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --yes
+  - name: Stop two jobs of a sweep and return at once.
+    text: az batchai sweep stop -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --jobs lr-0123456789abcdef lr-fedcba9876543210 --yes --no-wait
 """
 
 helps['batchai sweep download'] = """

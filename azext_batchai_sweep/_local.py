@@ -35,9 +35,25 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None):
     return _report(info)
 
 
+def targeted_data_dir(cli_ctx):
+    """The data dir of the service az config targets (its token file lies inside it), or None."""
+    target = local_target(cli_ctx)
+    if not target or not target[1]:
+        return None
+    directory = os.path.dirname(os.path.abspath(target[1]))
+    while True:
+        if os.path.isfile(os.path.join(directory, 'service.json')):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
 def status(cli_ctx, data_dir=None):
     from .localservice import control
-    data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
+    # Without --data-dir: the service the commands use (az config), else the default data dir.
+    data_dir = os.path.abspath(data_dir or targeted_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     info = control.status(data_dir)
     target = local_target(cli_ctx)
     result = {'running': info['running'], **_report(info)}
@@ -49,7 +65,7 @@ def status(cli_ctx, data_dir=None):
 
 def stop(cli_ctx, data_dir=None):
     from .localservice import control
-    data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
+    data_dir = os.path.abspath(data_dir or targeted_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     before = control.status(data_dir)
     stopped = control.stop(data_dir)
     target = local_target(cli_ctx)

@@ -25,18 +25,32 @@ def fail_after_output(cli_ctx, error):
 
 
 class Progress:
-    """A determinate progress bar on stderr, drawn only for someone watching (stderr is a terminal).
+    """Progress on stderr: a determinate bar for someone watching (stderr is a terminal), and, with `period`, a
+    short line every `period` seconds otherwise, so that a CI log shows that a long wait is alive.
 
-    Use as a callback: progress(done, total). Scripts and CI logs get the command's summary line instead.
+    Use as a callback: progress(done, total[, counts]). Without `period`, scripts and CI logs get the command's
+    summary line only.
     """
 
-    def __init__(self, cmd, message):
+    def __init__(self, cmd, message, period=None, clock=None):
+        import time
         self.message = message
         self.controller = cmd.cli_ctx.get_progress_controller(det=True) if sys.stderr.isatty() else None
+        self.period = period if self.controller is None else None
+        self.clock = clock or time.monotonic
+        self.next_line = None
 
-    def __call__(self, done, total, *_):
+    def __call__(self, done, total, *counts):
         if self.controller is not None and total:
             self.controller.add(message=self.message, value=done, total_val=total)
+        elif self.period is not None:
+            now = self.clock()
+            if self.next_line is None or now >= self.next_line:
+                self.next_line = now + self.period
+                busy = ', '.join('{} {}'.format(n, state) for state, n in (counts[0] if counts else {}).items()
+                                 if n and state in ('queued', 'running', 'terminating'))
+                logger.warning('%s: %d of %d finished%s', self.message, done, total,
+                               ' ({})'.format(busy) if busy else '')
 
     def __enter__(self):
         return self
@@ -45,3 +59,9 @@ class Progress:
         if self.controller is not None:
             self.controller.end()
         return False
+
+
+def wait_line_period(interval):
+    """Seconds between two progress lines of a wait without a terminal: a few checks' worth, at most 30 s (but never
+    more often than the checks themselves)."""
+    return max(interval, min(30.0, 3 * interval))

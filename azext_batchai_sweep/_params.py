@@ -7,7 +7,7 @@ from azure.cli.core.commands.parameters import get_enum_type, resource_group_nam
 
 from ._validators import (validate_local_start, validate_sweep_create, validate_sweep_delete, validate_sweep_metrics,
                           validate_sweep_report, validate_sweep_resubmit, validate_sweep_run, validate_sweep_status,
-                          validate_sweep_submit, validate_sweep_target)
+                          validate_sweep_stop, validate_sweep_submit, validate_sweep_target)
 
 DEFAULT_MAX_JOBS = 10000
 DEFAULT_PARALLEL = 8
@@ -15,7 +15,7 @@ DEFAULT_MAX_RETRIES = 12
 DEFAULT_INTERVAL = 10
 DEFAULT_TAIL = 50
 DEFAULT_POLL_INTERVAL = 5.0
-STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed']
+STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed', 'terminated']
 
 
 def load_arguments(self, _):
@@ -48,7 +48,9 @@ def load_arguments(self, _):
             c.argument('max_jobs', type=int, default=DEFAULT_MAX_JOBS,
                        help='Refuse a sweep of more jobs than this unless --yes is given.')
             c.argument('yes', options_list=['--yes', '-y'], action='store_true',
-                       help='Plan the sweep even if it has more jobs than --max-jobs.')
+                       help='Plan the sweep even if it has more jobs than --max-jobs, and replace a plan file that holds another sweep or target.')
+            c.argument('allow_changes', options_list=['--allow-changes'], action='store_true',
+                       help='The sweep file or template changed on purpose: replace the sweep\'s plan, and (submit) re-create its jobs whose definition changed. Without it, a re-plan that would change the sweep is refused.')
 
     with self.argument_context('batchai sweep create', validator=validate_sweep_create) as c:
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
@@ -56,7 +58,7 @@ def load_arguments(self, _):
         c.argument('plan_only', options_list=['--plan-only'], action='store_true',
                    help='Only write the plan: contact no service (the experiment is not created) and need no login.')
 
-    for command in ('submit', 'resubmit', 'status', 'metrics', 'delete', 'download', 'report'):
+    for command in ('submit', 'resubmit', 'status', 'metrics', 'delete', 'download', 'stop', 'report'):
         with self.argument_context('batchai sweep ' + command) as c:
             c.argument('parallel', type=int, default=DEFAULT_PARALLEL,
                        help='Number of requests in flight at once.')
@@ -64,6 +66,10 @@ def load_arguments(self, _):
                        help='Block until every job has finished (progress on stderr); exit with a non-zero code if a job failed.')
             c.argument('interval', type=float, default=DEFAULT_INTERVAL,
                        help='Seconds between two checks of the jobs while waiting.')
+            c.argument('timeout', type=float,
+                       help='With --wait: give up after this many seconds, with a non-zero exit code naming the jobs still queued or running.')
+            c.argument('max_retries', type=int, default=DEFAULT_MAX_RETRIES,
+                       help='How often to retry a request that was throttled, failed on the server or lost its connection, before giving up.')
             c.argument('job_names', options_list=['--jobs'], nargs='+',
                        help='Names of the sweep\'s jobs to act on (space-separated); default: every job of the sweep.')
             c.argument('state', arg_type=get_enum_type(STATES),
@@ -90,9 +96,15 @@ def load_arguments(self, _):
                    help='Seconds between two looks at the jobs (states and new log lines).')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
-        c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt instead of the sweep\'s status.')
+        c.argument('state', arg_type=get_enum_type(STATES + ['missing']),
+                   help='Only the jobs in this execution state; "missing": planned jobs that are not on the service (needs the plan).')
+        c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt (and of a non-empty stderr.txt, both labelled) instead of the sweep\'s status; a failed job\'s exit code and error go to stderr.')
         c.argument('tail', type=int,
-                   help='With --job: number of lines to print from the end of the job\'s stdout.txt (default {}).'.format(DEFAULT_TAIL))
+                   help='With --job: number of lines to print from the end of each file (default {}).'.format(DEFAULT_TAIL))
+        c.argument('stderr', options_list=['--stderr'], action='store_true',
+                   help='With --job: print the end of the job\'s stderr.txt only.')
+        c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
+                   help='The sweep\'s plan, to show planned jobs missing on the service (state "missing") and name the service\'s jobs it lacks. Default: `<name>.plan.jsonl` when it is this sweep\'s.')
 
     with self.argument_context('batchai sweep resubmit', validator=validate_sweep_resubmit) as c:
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
@@ -102,7 +114,7 @@ def load_arguments(self, _):
 
     with self.argument_context('batchai sweep metrics', validator=validate_sweep_metrics) as c:
         c.argument('regex', options_list=['--regex'],
-                   help='Regular expression finding the metric in each line; its group named "value" (or its first group) is the number.')
+                   help='Regular expression finding the metric in each line; its group named "value" (or its first group) is the number. Without --regex and --metric: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('metric', options_list=['--metric'],
                    help='Name of a metric logged as NAME=VALUE (Katib\'s format), instead of --regex.')
         c.argument('reduce', arg_type=get_enum_type(['last', 'first', 'min', 'max', 'mean']), default='last',
@@ -112,7 +124,7 @@ def load_arguments(self, _):
         c.argument('output_directory_id', options_list=['--output-directory-id'],
                    help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt).')
         c.argument('goal', arg_type=get_enum_type(['max', 'min']),
-                   help='Sort the jobs best first: the largest (max) or smallest (min) metric. Default: by job name.')
+                   help='Sort the jobs best first: the largest (max) or smallest (min) metric. Default: the objective\'s goal when the metric comes from it, else by job name.')
         c.argument('top', type=int, help='Only the first N jobs (with --goal: the N best).')
         c.argument('csv', options_list=['--csv'], completer=FilesCompleter(),
                    help='Also write the rows to this CSV file: name, state, the metric, one column per parameter.')
@@ -120,6 +132,12 @@ def load_arguments(self, _):
     with self.argument_context('batchai sweep delete', validator=validate_sweep_delete) as c:
         c.argument('no_wait', options_list=['--no-wait'], action='store_true',
                    help='Return once the deletions are requested, without waiting until the jobs are gone.')
+
+    with self.argument_context('batchai sweep stop', validator=validate_sweep_stop) as c:
+        c.argument('no_wait', options_list=['--no-wait'], action='store_true',
+                   help='Return once the terminations are requested, without waiting until the jobs have stopped.')
+        c.argument('job_names', options_list=['--jobs'], nargs='+',
+                   help='Names of the sweep\'s jobs to stop (space-separated); default: every queued or running job of the sweep.')
 
     with self.argument_context('batchai sweep download', validator=validate_sweep_target) as c:
         c.argument('output_directory_id', options_list=['--output-directory-id'],
@@ -133,17 +151,17 @@ def load_arguments(self, _):
         c.argument('open_report', options_list=['--open'], action='store_true',
                    help='Open the report in the default web browser once written.')
         c.argument('regex', options_list=['--regex'],
-                   help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value.')
+                   help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('metric', options_list=['--metric'],
-                   help='Name of the objective, logged as NAME=VALUE (Katib\'s format); every such line is an intermediate value.')
+                   help='Name of the objective, logged as NAME=VALUE (Katib\'s format); every such line is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('goal', arg_type=get_enum_type(['max', 'min']),
                    help='Which way the objective is better: the largest (max) or smallest (min). Default: max, or the goal of the sweep file `sweep run` ran.')
         c.argument('step', options_list=['--step'],
                    help='Name of the key that counts as the step on each report line (e.g. epoch, from epoch=3). Default: the first of epoch, step, iteration, iter on every report line of a job, else the report\'s number.')
         c.argument('file', options_list=['--file'],
-                   help='Path of the file to read, inside the output directory (may contain subdirectories).')
+                   help='Path of the file to read, inside the output directory (may contain subdirectories). Default: the objective\'s file, else stdout.txt.')
         c.argument('output_directory_id', options_list=['--output-directory-id'],
-                   help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt).')
+                   help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt). Default: the objective\'s, else stdouterr.')
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
                    help='The sweep\'s plan, for what the service does not hold: the sampling (random search gets its expected curve) and the parameters\' scales (LOG on log axes). Default: `<name>.plan.jsonl` when it exists.')
 

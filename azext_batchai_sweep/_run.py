@@ -20,14 +20,33 @@ def run_journal_path(cli_ctx, resource_group, workspace, experiment, sweep):
     return journal_path(cli_ctx, resource_group, workspace, experiment, sweep)[:-len('.jsonl')] + '.run.json'
 
 
-def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, sampling, count, seed):
+def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, sampling, count, seed,
+                        recorded_seed=None):
+    """The sweep file for `run`. Without a seed in the file or on the command line, the seed is the one the sweep's
+    jobs on the service carry (BATCHAI_SWEEP_SEED): a resumed run must draw what the killed one drew."""
     from ._errors import core_errors
     from ._local_storage import local_file_storage
     from .core.sweepfile import load_sweep_file
     with core_errors():
-        return load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
-                               storage_account_name=storage_account_name, cluster_id=cluster,
-                               file_storage=local_file_storage(cmd.cli_ctx), adaptive=True)
+        definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
+                                     storage_account_name=storage_account_name, cluster_id=cluster,
+                                     file_storage=local_file_storage(cmd.cli_ctx), adaptive=True,
+                                     recorded_seed=recorded_seed)
+    if definition.seed_origin == 'drawn':
+        logger.warning('Sweep seed: %d (drawn; the jobs record it, so a re-run resumes with it)',
+                       definition.sampling['seed'])
+    return definition
+
+
+def service_seed(client, identity, retry):
+    """The seed recorded in the sweep's jobs on the service, or None (a new sweep)."""
+    def read():
+        from .core.identity import experiment_jobs, recorded_seed
+        from .core.listing import select_jobs
+        jobs = experiment_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                               retry=retry)
+        return recorded_seed(select_jobs(jobs, sweep_name=identity.name))
+    return read
 
 
 def body_preparer(cli_ctx):

@@ -76,9 +76,18 @@ class PlannedJobs:
 
     def check_first(self):
         """Resolve the first job now: a missing secret fails before anything is submitted (the jobs share one
-        template, so they share their references)."""
-        for _ in self:
-            return
+        template, so they share their references). Returns its body (None for an empty plan)."""
+        for _, body in self:
+            return body
+        return None
+
+    def identities(self):
+        """(name, digest) of every planned job, read without resolving anything (core/identity.py)."""
+        from .core.identity import digest_of_body
+        from .core.plan import read_plan
+        _, records = read_plan(self.path)
+        for record in records:
+            yield record['name'], digest_of_body(record['job'])
 
 
 def load_plan(path, sweep_name, resource_group, workspace, experiment):
@@ -90,6 +99,9 @@ def load_plan(path, sweep_name, resource_group, workspace, experiment):
         raise InvalidArgumentValueError(
             'The plan {} is of sweep {!r}, not {!r}'.format(path, header.get('sweep'), sweep_name),
             recommendation='Pass the sweep\'s name with -n, or the plan of this sweep with --plan-file.')
+    if header.get('version') == 1:
+        logger.warning('The plan %s was made by version 0.1 of the extension: its jobs keep their 0.1 names (see '
+                       'the README\'s migration note)', path)
     planned = (header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
     if planned != (resource_group, workspace, experiment):
         logger.warning('The plan was made for group %s, workspace %s, experiment %s; submitting to %s, %s, %s',

@@ -54,7 +54,18 @@ def batchai_client(cli_ctx):
     if target is None:
         from azure.cli.core.commands.client_factory import get_mgmt_service_client
         from azure.mgmt.batchai import BatchAI
-        return get_mgmt_service_client(cli_ctx, BatchAI, transport=pooled_transport(MAX_CONNECTIONS, **connection))
+        from knack.util import CLIError
+        try:
+            return get_mgmt_service_client(cli_ctx, BatchAI,
+                                           transport=pooled_transport(MAX_CONNECTIONS, **connection))
+        except CLIError as ex:
+            if 'az login' not in str(ex):
+                raise
+            # Nobody logged in, and no local service configured: both ways forward.
+            from azure.cli.core.azclierror import AuthenticationError
+            raise AuthenticationError(
+                'No Batch AI service to talk to: no local service is configured and you are not logged in to Azure',
+                recommendation=NO_TARGET_RECOMMENDATION) from None
     endpoint, token_file = target
     logger.warning('Using the Batch AI service at %s (az config %s.%s)', endpoint, SECTION, ENDPOINT)
     if not token_file:
@@ -100,6 +111,8 @@ def _check_reachable(endpoint, timeout=3.0):
             endpoint, ex.strerror or ex), recommendation=START_RECOMMENDATION) from None
 
 
+NO_TARGET_RECOMMENDATION = ('Run "az login" to use Batch AI on Azure, or "az batchai sweep local start" to run the sweep '
+                            'on this machine.')
 START_RECOMMENDATION = ('Start the local service with "az batchai sweep local start", or check the endpoint '
                         '(az config get {}.{}).'.format(SECTION, ENDPOINT))
 

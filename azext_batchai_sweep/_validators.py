@@ -46,7 +46,8 @@ def validate_sweep_run(cmd, namespace):
     for option in ('timeout', 'poll_interval'):
         value = getattr(namespace, option)
         if value is not None and value <= 0:
-            raise InvalidArgumentValueError('--{} must be more than 0, not {:g}'.format(option.replace('_', '-'), value))
+            raise InvalidArgumentValueError('--{} must be more than 0, not {:g}'.format(option.replace('_', '-'),
+                                                                                     value))
     if namespace.cluster:
         namespace.cluster = _cluster_id(cmd.cli_ctx, namespace)
 
@@ -55,9 +56,13 @@ def validate_sweep_target(cmd, namespace):  # pylint: disable=unused-argument
     """Every command acting on a sweep's jobs: a valid sweep name and sensible --parallel/--interval."""
     _validate_sweep_name(namespace.sweep_name)
     _at_least(1, parallel=getattr(namespace, 'parallel', None))
-    interval = getattr(namespace, 'interval', None)
-    if interval is not None and interval <= 0:
-        raise InvalidArgumentValueError('--interval must be more than 0 seconds, not {:g}'.format(interval))
+    for option in ('interval', 'timeout'):
+        value = getattr(namespace, option, None)
+        if value is not None and value <= 0:
+            raise InvalidArgumentValueError('--{} must be more than 0 seconds, not {:g}'.format(option, value))
+    if getattr(namespace, 'timeout', None) is not None and not getattr(namespace, 'wait', False):
+        raise RequiredArgumentMissingError('--timeout limits a wait: it needs --wait')
+    _at_least(0, max_retries=getattr(namespace, 'max_retries', None))
 
 
 def validate_sweep_submit(cmd, namespace):
@@ -72,10 +77,14 @@ def validate_sweep_submit(cmd, namespace):
                 option.replace('_', '-')))
     namespace.plan_file = namespace.plan_file or '{}.plan.jsonl'.format(namespace.sweep_name)
     if not os.path.isfile(namespace.plan_file):
+        from .core.identity import SweepIdentity
+        args = SweepIdentity(str(namespace.resource_group), str(namespace.workspace_name),
+                             str(namespace.experiment_name), namespace.sweep_name).args()
         raise FileOperationError(
             'The plan file {} does not exist'.format(namespace.plan_file),
-            recommendation='Plan the sweep first with "az batchai sweep create", pass its plan with --plan-file, or '
-                           'plan and submit at once with --spec.')
+            recommendation='Plan and submit at once with "az batchai sweep submit {} --spec FILE", plan first with '
+                           '"az batchai sweep create {} --spec FILE", or pass the plan with --plan-file.'.format(
+                               args, args))
 
 
 def validate_sweep_status(cmd, namespace):
@@ -83,8 +92,13 @@ def validate_sweep_status(cmd, namespace):
     if namespace.tail is not None and not namespace.job:
         raise RequiredArgumentMissingError('--tail needs --job: the name of the job whose output to print')
     _at_least(1, tail=namespace.tail)
-    if namespace.job and (namespace.wait or namespace.state):
-        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait or --state')
+    if namespace.job and (namespace.wait or namespace.state or namespace.plan_file):
+        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait, --state or '
+                                             '--plan-file')
+    if namespace.stderr and not namespace.job:
+        raise RequiredArgumentMissingError('--stderr needs --job: the name of the job whose stderr.txt to print')
+    if namespace.plan_file:
+        _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
 
 
 def validate_sweep_resubmit(cmd, namespace):
@@ -95,12 +109,23 @@ def validate_sweep_resubmit(cmd, namespace):
 
 def validate_sweep_metrics(cmd, namespace):
     validate_sweep_target(cmd, namespace)
-    if bool(namespace.regex) == bool(namespace.metric):
+    if namespace.regex and namespace.metric:  # neither: the sweep file's objective (see custom.sweep_metrics)
         raise MutuallyExclusiveArgumentError(
             'Give exactly one of --regex and --metric',
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
                            'number.')
     _at_least(1, top=namespace.top)
+    if not namespace.regex and not namespace.metric:
+        return  # the metric, its goal (for --top) and its file come from the sweep's objective
+    if namespace.top is not None and not namespace.goal:
+        raise RequiredArgumentMissingError('--top N keeps the N best jobs: it needs --goal max or --goal min')
+    from .core.errors import SpecError
+    from .core.metrics import MetricExtractor
+    try:
+        MetricExtractor(regex=namespace.regex, metric_name=namespace.metric, reduce=namespace.reduce)
+    except SpecError as ex:
+        option = '--regex' if namespace.regex else '--metric'
+        raise InvalidArgumentValueError('Invalid {}: {}'.format(option, ex.message)) from None
 
 
 _STEP_KEY = re.compile(r'^[A-Za-z_][\w.-]{0,63}$', re.ASCII)
@@ -129,6 +154,10 @@ def validate_sweep_report(cmd, namespace):
 
 
 def validate_sweep_delete(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+
+
+def validate_sweep_stop(cmd, namespace):
     validate_sweep_target(cmd, namespace)
 
 

@@ -4,10 +4,12 @@
 from ._format import (local_service_table_format, sweep_create_table_format, sweep_delete_table_format,
                       sweep_download_table_format, sweep_metrics_table_format, sweep_report_table_format,
                       sweep_resubmit_table_format, sweep_run_table_format, sweep_status_table_format,
-                      sweep_submit_table_format)
+                      sweep_stop_table_format, sweep_submit_table_format)
 
 DELETE_CONFIRMATION = ('Delete the selected jobs of this sweep? Their outputs on the service are deleted with them '
                        'and cannot be recovered.')
+STOP_CONFIRMATION = ('Stop the queued and running jobs of this sweep? They are terminated (their outputs are kept; '
+                     '"az batchai sweep resubmit --state terminated" runs them again).')
 
 
 def load_command_table(self, _):
@@ -24,6 +26,8 @@ def load_command_table(self, _):
         g.custom_command('delete', 'delete_sweep_jobs', table_transformer=sweep_delete_table_format,
                          confirmation=DELETE_CONFIRMATION, supports_no_wait=True)
         g.custom_command('download', 'download_sweep_outputs', table_transformer=sweep_download_table_format)
+        g.custom_command('stop', 'stop_sweep', table_transformer=sweep_stop_table_format,
+                         confirmation=STOP_CONFIRMATION, supports_no_wait=True)
         g.custom_command('report', 'sweep_report', table_transformer=sweep_report_table_format)
 
     with self.command_group('batchai sweep local', is_preview=True) as g:

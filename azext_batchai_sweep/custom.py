@@ -14,9 +14,13 @@ from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, D
 
 logger = get_logger(__name__)
 
-RERUN_RECOMMENDATION = 'Run the same command again: jobs already on the service are skipped, none is duplicated.'
-FAILED_RECOMMENDATION = ('See a job\'s output with "az batchai sweep status --job NAME --tail 50"; run the failed jobs '
-                         'again with "az batchai sweep resubmit".')
+
+
+def _command(command, identity, *extra):
+    """A pasteable `az batchai sweep` command line with this run's -g/-w/-e/-n (hints never say "the same
+    command": they name it)."""
+    import shlex
+    return ' '.join(['az batchai sweep', command, identity.args()] + [shlex.quote(str(item)) for item in extra])
 
 
 def _names(resource_group, workspace_name, experiment_name):
@@ -39,60 +43,90 @@ def _listed(names, limit=10):
     return shown + (' and {} more'.format(len(names) - limit) if len(names) > limit else '')
 
 
+def _identity(resource_group, workspace_name, experiment_name, sweep_name):
+    from .core.identity import SweepIdentity
+    return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
+
+
+def _preflight_cluster(client, body, retry):
+    """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
+    from .core.preflight import check_cluster, cluster_id_of
+    with core_errors():
+        check_cluster(client, cluster_id_of(body) if body is not None else None, retry=retry)
+
+
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
-                 max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False):
+                 max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False):
     from ._planning import plan_sweep
     from .core.submit import ensure_experiment
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    summary = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
-                         cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
-                         seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes)
-    if not plan_only:
-        client = _client(cmd)
+    client = None if plan_only else _client(cmd)
+
+    def before_commit(_first_body):
+        # Every check passed: the experiment is the one thing create makes on the service, just before the plan.
         with core_errors():
             if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=_retry()):
                 logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
-    return summary
+    return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
+                      cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
+                      seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
+                      client=client, before_commit=None if plan_only else before_commit)
 
 
 def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, spec=None,
                  template=None, cluster=None, storage_account_name=None, sampling=None, count=None, seed=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, parallel=DEFAULT_PARALLEL, max_retries=DEFAULT_MAX_RETRIES,
-                 wait=False, interval=DEFAULT_INTERVAL):
+                 wait=False, interval=DEFAULT_INTERVAL, timeout=None, allow_changes=False):
     from azure.cli.core.azclierror import AzureResponseError
-    from ._planning import plan_sweep
+    from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
     from .core.submit import ensure_experiment, submit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = _client(cmd)
     if spec:
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
                                sampling=sampling, count=count, seed=seed, plan_file=plan_file, max_jobs=max_jobs,
-                               yes=yes)['planFile']
+                               yes=yes, allow_changes=allow_changes, client=client,
+                               retry=_retry(max_retries))['planFile']
     retry = _retry(max_retries)
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
         jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
-        jobs.check_first()
-        client = _client(cmd)
+        first = jobs.check_first()
+    _preflight_cluster(client, first, retry)
+    with core_errors(), _conflicts(identity, command='submit'):
         if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
             logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
         with Progress(cmd, 'Submitting') as progress:
             outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
-                                  progress=progress, retry=retry)
+                                  progress=progress, retry=retry, sweep_name=sweep_name,
+                                  identities=jobs.identities(), allow_changes=allow_changes)
     result = {'sweep': sweep_name, 'planFile': os.path.abspath(plan_file), 'total': outcome['total'],
               'submitted': outcome['submitted'], 'alreadyPresent': outcome['alreadyPresent'],
-              'failed': outcome['failed'], 'notSubmitted': outcome['notSubmitted']}
-    logger.warning('Sweep %s: %d submitted, %d already present, %d not submitted, of %d jobs', sweep_name,
-                   result['submitted'], result['alreadyPresent'], len(result['notSubmitted']), result['total'])
+              'replaced': outcome['replaced'], 'failed': outcome['failed'], 'notSubmitted': outcome['notSubmitted']}
+    logger.warning('Sweep %s: %d submitted, %d already present, %d not submitted, of %d jobs%s', sweep_name,
+                   result['submitted'], result['alreadyPresent'], len(result['notSubmitted']), result['total'],
+                   '; {} re-created with their changed definition'.format(result['replaced'])
+                   if result['replaced'] else '')
     if result['notSubmitted']:
+        again = _command('submit', identity, '--plan-file', os.path.abspath(plan_file))
+        if outcome['stopped']:  # the service stopped answering: a later run finishes the sweep
+            recommendation = ('Run "{}" once the service answers again: jobs already on the service are skipped, '
+                              'none is duplicated.'.format(again))
+        else:  # the service refused the jobs: running the same plan again would be refused again
+            recommendation = ('The service refused them (see each job\'s error in "failed"); running the same plan '
+                              'again will not help. Fix what the error names (the job in the sweep file, the '
+                              'cluster), then plan and submit again: "{}".'.format(
+                                  _command('submit', identity, '--spec', 'FILE', '--allow-changes')))
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not submitted: {}'.format(
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
-            recommendation=RERUN_RECOMMENDATION))
+            recommendation=recommendation))
     elif wait:
-        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval)
+        status = _wait(cmd, client, identity, interval, timeout=timeout)
         result['counts'] = status['counts']
     return result
 
@@ -101,22 +135,23 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
-    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path
+    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
     from .core.submit import ensure_experiment
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     from .core.tuning.result import describe
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = _client(cmd)
+    retry = _retry()
     definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                      storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                     seed=seed)
+                                     seed=seed, recorded_seed=service_seed(client, identity, retry))
     written = definition.limits
     limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
                     max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
                     timeout_minutes=timeout or written.get('timeoutMinutes'),
                     job_timeout_minutes=written.get('jobTimeoutMinutes'))
-    client = _client(cmd)
-    retry = _retry()
     with core_errors():
         if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
             logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
@@ -127,81 +162,257 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         result = run.run(poll_interval)
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', sweep_name, describe(result, goal))
-    if definition.objective and result['best'] is None:
+    if definition.objective and result['best'] is None and result['ended'] != 'stopped':
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             'No job of sweep {} ran to the end with a value of the objective'.format(sweep_name),
-            recommendation=FAILED_RECOMMENDATION))
+            recommendation='See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check '
+                           'the objective of the sweep file against what the jobs print.'.format(identity.args())))
     return result
 
 
-def _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval, job_names=None):
-    """Block until the jobs have finished; a failed job makes the command exit non-zero after its output."""
-    from azure.cli.core.azclierror import AzureResponseError
-    from .core.status import wait_for_jobs
-    with core_errors(), Progress(cmd, 'Waiting for the jobs') as progress:
-        status = wait_for_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
-                               job_names=job_names, interval=interval, progress=progress)
+def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES):
+    """Block until the jobs have finished; a failed job, or jobs still unfinished at --timeout, make the command exit
+    non-zero after its output."""
+    from azure.cli.core.azclierror import AzureResponseError, UnclassifiedUserFault
+    from ._output import wait_line_period
+    from .core.status import unfinished, wait_for_jobs
+    with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval)) as progress:
+        status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                               sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
+                               timeout=timeout, retry=_retry(max_retries))
+    counts = ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs'
+    if status.get('timedOut'):
+        busy = unfinished(status)
+        logger.warning('Sweep %s not finished after %gs: %s', identity.name, timeout, counts)
+        fail_after_output(cmd.cli_ctx, UnclassifiedUserFault(
+            'Sweep {} did not finish within --timeout {:g}s: {}'.format(identity.name, timeout, '; '.join(
+                '{} {}: {}'.format(len(names), state, _listed(names)) for state, names in busy.items())),
+            recommendation='Wait longer with "az batchai sweep status {} --wait --timeout SECONDS", or stop it with '
+                           '"az batchai sweep stop {}".'.format(identity.args(), identity.args())))
+        return status
+    logger.warning('Sweep %s finished: %s', identity.name, counts)
     failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
-    logger.warning('Sweep %s finished: %s', sweep_name,
-                   ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs')
     if failed:
         fail_after_output(cmd.cli_ctx, AzureResponseError(
-            '{} job(s) of sweep {} failed: {}'.format(len(failed), sweep_name, _listed(failed)),
-            recommendation=FAILED_RECOMMENDATION))
+            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)),
+            recommendation=failed_recommendation(identity, failed[0])))
     return status
 
 
+def failed_recommendation(identity, job):
+    return ('See why with "az batchai sweep status {} --job {} --tail 50"; run the failed jobs again with '
+            '"az batchai sweep resubmit {}".'.format(identity.args(), job, identity.args()))
+
+
+def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
+               parallel=DEFAULT_PARALLEL, no_wait=False):
+    from azure.cli.core.azclierror import AzureResponseError
+    from .core.stop import stop_jobs
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = _client(cmd)
+    with core_errors(), Progress(cmd, 'Stopping') as progress:
+        result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
+                           parallel=parallel, wait=not no_wait, progress=progress, retry=_retry())
+        selected = result['stopped'] + result['notRunning'] + [item['job'] for item in result['failed']]
+        _require_jobs(identity, selected, job_names, client)
+    if result['stopped']:
+        logger.warning('Sweep %s: stopped %d job(s)%s: %s', sweep_name, len(result['stopped']),
+                       ' (termination requested)' if no_wait else '', _listed(result['stopped']))
+    else:
+        logger.warning('Sweep %s: nothing was queued or running; nothing to stop', sweep_name)
+    if result['failed'] or result['stillStopping']:
+        names = [item['job'] for item in result['failed']] + result['stillStopping']
+        fail_after_output(cmd.cli_ctx, AzureResponseError(
+            '{} job(s) of sweep {} were not stopped: {}'.format(len(names), sweep_name, _listed(names)),
+            recommendation='Run "az batchai sweep stop {} --yes" again.'.format(identity.args())))
+    return {'sweep': sweep_name, **result}
+
+
+def _require_jobs(identity, found, job_names, client=None):
+    """A name that matches nothing is an error: a sweep with no jobs, or --jobs names that are not the sweep's."""
+    from .core.errors import NotFoundError
+    if job_names:
+        unknown = sorted(set(job_names) - set(found))
+        if unknown:
+            raise NotFoundError('{} job(s) given with --jobs are not jobs of sweep {} in experiment {}: {}'.format(
+                len(unknown), identity.name, identity.experiment, _listed(unknown)),
+                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(identity.args()))
+    elif not found:
+        _no_jobs(identity, client)
+
+
+def _check_selection(client, identity, job_names=None):
+    """Before anything changes: the sweep has jobs, and every name given with --jobs is one of them."""
+    from .core.identity import sweep_jobs
+    found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
+                                            identity.experiment, identity.name, job_names=job_names,
+                                            retry=_retry())]
+    _require_jobs(identity, found, job_names, client)
+
+
+def _no_jobs(identity, client=None):
+    """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
+    from .core.errors import NotFoundError
+    from .core.identity import check_workspace
+    if client is not None:
+        check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
+    raise NotFoundError('Sweep {} has no jobs in experiment {} (workspace {}, resource group {})'.format(
+        identity.name, identity.experiment, identity.workspace, identity.resource_group),
+        recommendation='Check -n/-e; submit the sweep with "az batchai sweep submit {} --spec FILE".'.format(
+            identity.args()))
+
+
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
-                 interval=DEFAULT_INTERVAL, job=None, tail=None):
+                 interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
+                 max_retries=DEFAULT_MAX_RETRIES):
     from .core.status import sweep_status as core_sweep_status
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
     if job:
-        return _tail(client, resource_group, workspace_name, experiment_name, job, tail or DEFAULT_TAIL)
+        return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+    plan = _status_plan(plan_file, identity)
     if wait:
-        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval)
-        if state:
-            status['jobs'] = [row for row in status['jobs'] if row['state'] == state]
+        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
     else:
         with core_errors():
+            # With a plan, every job of the sweep: what is missing is only known against all of them.
             status = core_sweep_status(client, resource_group, workspace_name, experiment_name,
-                                       sweep_name=sweep_name, state=state)
-    if not status['jobs'] and not state:
-        logger.warning('No jobs of sweep %s in experiment %s', sweep_name, experiment_name)
-    _add_run_decisions(cmd, status['jobs'], resource_group, workspace_name, experiment_name, sweep_name)
-    return {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
+                                       sweep_name=sweep_name, state=None if plan or wait else state,
+                                       retry=_retry(max_retries))
+    result = {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
+    if plan is not None:
+        _compare_with_plan(result, plan)
+    if state and (plan is not None or wait):
+        from .core.status import summarize_rows
+        result.update(summarize_rows([row for row in result['jobs'] if row['state'] == state],
+                                     with_missing=plan is not None))
+    if not status['jobs'] and not state and not result.get('missing'):
+        with core_errors():
+            _no_jobs(identity, client)
+    _add_run_decisions(cmd, result['jobs'], identity)
+    return result
 
 
-def _add_run_decisions(cmd, rows, resource_group, workspace_name, experiment_name, sweep_name):
+def _add_run_decisions(cmd, rows, identity):
     """A `sweep run`'s objective, step and decision per job, from its journal on this machine (when there is one)."""
     from ._run import run_journal_path
     from .core.tuning.loop import read_journal_rows
-    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
-                                                sweep_name))
+    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                                identity.experiment, identity.name))
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
 
 
-def _tail(client, resource_group, workspace_name, experiment_name, job, lines):
-    """The last lines of the job's stdout.txt as a list of strings: `-o tsv` prints them as they are."""
-    from .core.download import tail_job_output
-    from .core.retry import NO_SDK_RETRY
+def _status_plan(plan_file, identity):
+    """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
+    from ._submission import load_plan
+    from .core.plan import read_plan
+    if plan_file:
+        with core_errors():
+            load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
+            return plan_file
+    default = '{}.plan.jsonl'.format(identity.name)
+    if not os.path.isfile(default):
+        return None
+    try:
+        header, _ = read_plan(default)
+    except Exception:  # pylint: disable=broad-except  # not a plan: status does not need one
+        return None
+    ours = (identity.name, identity.resource_group, identity.workspace, identity.experiment)
+    theirs = (header.get('sweep'), header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
+    return default if theirs == ours else None
+
+
+def _compare_with_plan(result, plan_file):
+    """Add the planned jobs missing on the service (state 'missing') and name the service's jobs the plan lacks."""
+    from .core.plan import read_plan
+    on_service = {row['name'] for row in result['jobs']}
+    missing, planned = [], set()
     with core_errors():
-        client.jobs.get(resource_group, workspace_name, experiment_name, job, **NO_SDK_RETRY)  # 404: no such job
-        output = tail_job_output(client, resource_group, workspace_name, experiment_name, job, lines=lines)
-    if not output['found']:
-        logger.warning('Job %s has no %s yet', job, output['file'])
-    return output['lines']
+        _, records = read_plan(plan_file)
+        for record in records:
+            planned.add(record['name'])
+            if record['name'] not in on_service:
+                missing.append({'name': record['name'], 'state': 'missing', 'exitCode': None, 'startTime': None,
+                                'endTime': None, 'durationSeconds': None, 'parameters': record['parameters']})
+    unplanned = sorted(on_service - planned)
+    result['counts']['missing'] = len(missing)
+    result['missing'] = [row['name'] for row in missing]
+    result['notInPlan'] = unplanned
+    result['jobs'] = sorted(result['jobs'] + missing, key=lambda row: row['name'])
+    if missing:
+        logger.warning('%d planned job(s) are not on the service (deleted, or never submitted): %s', len(missing),
+                       _listed(result['missing']))
+    if unplanned:
+        logger.warning('%d job(s) of sweep %s on the service are not in the plan %s: %s', len(unplanned),
+                       result['sweep'], plan_file, _listed(unplanned))
+
+
+def _tail(client, identity, job, lines, stderr=False):
+    """The last lines of the job's stdout.txt (or stderr.txt) as a list of strings: `-o tsv` prints them as they are.
+
+    Without --stderr, a non-empty stderr.txt follows, both files labelled as `tail` labels several files; a failed
+    job's exit code and Batch AI's error message go to stderr.
+    """
+    from .core.download import tail_job_output
+    from .core.listing import state_of
+    from azure.core.exceptions import ResourceNotFoundError
+    from .core.errors import NotFoundError
+    from .core.listing import sweep_name_of
+    from .core.retry import NO_SDK_RETRY
+    args = (identity.resource_group, identity.workspace, identity.experiment, job)
+    with core_errors():
+        try:
+            found = client.jobs.get(*args, **NO_SDK_RETRY)
+        except ResourceNotFoundError:
+            _no_such_job(client, identity, job)
+        owner = sweep_name_of(found)
+        if owner != identity.name:
+            raise NotFoundError('Job {} is not a job of sweep {} (its sweep: {})'.format(job, identity.name, owner),
+                                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
+                                    identity.args()))
+        files = ['stderr.txt'] if stderr else ['stdout.txt', 'stderr.txt']
+        outputs = [tail_job_output(client, *args, file=name, lines=lines) for name in files]
+    shown = [output for output in outputs if output['lines'] or output['file'] == files[0]]
+    for output in outputs:
+        if not output['found'] and output['file'] == files[0]:
+            logger.warning('Job %s has no %s yet', job, output['file'])
+    if len(shown) > 1:
+        result = []
+        for output in shown:
+            result += ['==> {} <=='.format(output['file'])] + output['lines']
+    else:
+        result = shown[0]['lines'] if shown else []
+    state = state_of(found)
+    if state in ('failed', 'terminated'):
+        info = found.execution_info
+        errors = '; '.join('{}: {}'.format(error.code, error.message) for error in (info.errors or ())) if info else ''
+        logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
+                       ' ({})'.format(errors) if errors else '')
+    return result
+
+
+def _no_such_job(client, identity, job):
+    from .core.errors import NotFoundError
+    from .core.identity import check_workspace
+    check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
+    raise NotFoundError('Job {} does not exist in experiment {}'.format(job, identity.experiment),
+                        recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
+                            identity.args()))
 
 
 def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
-                   state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL):
+                   state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL, timeout=None,
+                   max_retries=DEFAULT_MAX_RETRIES):
     from azure.cli.core.azclierror import AzureResponseError
     from ._submission import PlannedJobs, load_plan
     from ._targeting import journal_path
     from .core.resubmit import resubmit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     if state is None and not job_names:
         state = 'failed'
     client = _client(cmd)
@@ -212,10 +423,15 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             plan = list(PlannedJobs(plan_file, header, cmd.cli_ctx))
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+        if job_names:
+            from .core.identity import sweep_jobs
+            known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
+                                                    sweep_name, job_names=job_names, retry=_retry(max_retries))}
+            _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
         with Progress(cmd, 'Resubmitting') as progress:
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
-                                   parallel=parallel, progress=progress)
+                                   parallel=parallel, progress=progress, retry=_retry(max_retries))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
     result = {'sweep': sweep_name, **result}
@@ -223,10 +439,12 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not resubmitted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation=RERUN_RECOMMENDATION))
+            recommendation='Run "{}" again: jobs already re-created are not touched, none is lost.'.format(
+                _command('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
+                         *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
-        status = _wait(cmd, client, resource_group, workspace_name, experiment_name, sweep_name, interval,
-                       job_names=result['resubmitted'])
+        status = _wait(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
+                       max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -236,15 +454,36 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                   parallel=DEFAULT_PARALLEL):
     from .core.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    stats = {}
+    if not regex and not metric:
+        objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+        regex, metric = objective.get('regex'), objective.get('metric')
+        goal = goal or objective['goal']
+        file = objective.get('file') if file == 'stdout.txt' and objective.get('file') else file
+        if output_directory_id == 'stdouterr' and objective.get('outputDirectoryId'):
+            output_directory_id = objective['outputDirectoryId']
     with core_errors():
         extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
         client = _client(cmd)
         with Progress(cmd, 'Reading metrics') as progress:
             rows = get_metrics(client, resource_group, workspace_name, experiment_name, extractor,
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
-                               goal=goal or 'max', parallel=parallel, progress=progress)
+                               goal=goal or 'max', parallel=parallel, progress=progress, stats=stats)
+        if not rows:
+            _no_jobs(identity, client)
+        finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
+        if not stats['filesFound'] and finished:
+            from .core.errors import NotFoundError
+            raise NotFoundError(
+                'None of the {} job(s) of sweep {} has the file {} in output directory {}'.format(
+                    len(rows), sweep_name, file, output_directory_id),
+                recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
+                               'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
+        for row in rows:
+            row['metricName'] = metric  # the table's column is named after the metric (None for --regex)
         if csv:
             with open(csv, 'w', encoding='utf-8', newline='') as stream:
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
@@ -255,12 +494,34 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     return rows
 
 
+def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
+    """The sweep file's objective, as `sweep run` (its journal) or `create` (the plan's header) kept it."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._run import run_journal_path
+    from .core.plan import read_plan
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+    objective = Journal(path).data.get('objective') if os.path.exists(path) else None
+    plan_file = '{}.plan.jsonl'.format(sweep_name)
+    if objective is None and os.path.isfile(plan_file):
+        objective = read_plan(plan_file)[0].get('objective')
+    if not objective:
+        raise RequiredArgumentMissingError(
+            'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
+            recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
+                           '`create` keep it for metrics.')
+    return objective
+
+
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
                       parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.delete import delete_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    with core_errors():
+        _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
         # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
         result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
@@ -272,7 +533,8 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not deleted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation='Run the same command again.'))
+            recommendation='Run "{}" again.'.format(_command(
+                'delete', identity, '--jobs', *[item['job'] for item in result['failed']], '--yes'))))
     return {'sweep': sweep_name, **result}
 
 
@@ -281,8 +543,11 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     from azure.cli.core.azclierror import AzureResponseError
     from .core.download import download_outputs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
     client = _client(cmd)
+    with core_errors():
+        _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Downloading') as progress:
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
@@ -291,45 +556,48 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
                    result['bytes'], result['jobs'], dest, result['skipped'])
     if result['failed']:
         fail_after_output(cmd.cli_ctx, AzureResponseError(
-            '{} file(s) were not downloaded'.format(len(result['failed'])), recommendation=RERUN_RECOMMENDATION))
+            '{} file(s) were not downloaded'.format(len(result['failed'])),
+            recommendation='Run "{}" again: the files already there are skipped.'.format(
+                _command('download', identity, '--dest', dest,
+                         *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
 def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
-                 open_report=False, regex=None, metric=None, goal=None, step=None, file='stdout.txt',
-                 output_directory_id='stdouterr', plan_file=None, parallel=DEFAULT_PARALLEL):
-    from azure.cli.core.azclierror import RequiredArgumentMissingError, ResourceNotFoundError
+                 open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
+                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
     from ._submission import load_plan
     from .core.metrics import MetricExtractor
     from .core.report.build import make_report
+    from .core.report.decisions import objective_from_run
     from .core.report.model import Objective
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
-    decisions, run_objective = _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+    with core_errors():
+        header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
+            if plan_file else None
     if metric or regex:
-        objective = Objective(metric=metric, regex=regex, goal=goal or 'max', step=step, file=file,
-                              output_directory_id=output_directory_id)
-    elif run_objective:  # the objective of the sweep file `sweep run` ran, unless the options say otherwise
-        objective = Objective(**dict(run_objective, **{k: v for k, v in (('goal', goal), ('step', step)) if v}))
-    else:
-        raise RequiredArgumentMissingError(
-            'Give the objective the report draws: --metric NAME or --regex PATTERN',
-            recommendation='--metric NAME reads NAME=VALUE lines; a sweep run with "az batchai sweep run" on this '
-                           'machine uses its sweep file\'s objective.')
+        objective = {'metric': metric, 'regex': regex}
+    elif header is not None and header.get('objective'):
+        objective = objective_from_run(header['objective'])
+    else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
+        objective = objective_from_run(_saved_objective(cmd, resource_group, workspace_name, experiment_name,
+                                                        sweep_name))
+    given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
+    objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
     with core_errors():
-        header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
-            if plan_file else None
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
-                               output_file, plan_header=header, decisions=decisions, parallel=parallel,
-                               progress=progress)
-    if data is None:
-        raise ResourceNotFoundError('No jobs of sweep {} in experiment {}'.format(sweep_name, experiment_name),
-                                    recommendation='Check the sweep name (-n) and the experiment (-e): '
-                                                   '"az batchai sweep status" lists a sweep\'s jobs.')
+                               output_file, plan_header=header,
+                               decisions=_run_decisions(cmd, resource_group, workspace_name, experiment_name,
+                                                        sweep_name),
+                               parallel=parallel, progress=progress)
+        if data is None:
+            _no_jobs(identity, client)
     summary = data['summary']
     best = summary['best']
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
@@ -344,22 +612,19 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     return dict(data, reportFile=output_file)
 
 
+def _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name):
+    """{job name: decision dict} of a `sweep run` of this sweep, from its journal on this machine (the rows `status`
+    shows); {} for a sweep no controller ran here."""
+    from ._run import run_journal_path
+    from .core.report.decisions import decisions_from_run_rows
+    from .core.tuning.loop import read_journal_rows
+    return decisions_from_run_rows(read_journal_rows(run_journal_path(
+        cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)))
+
+
 def _output_format(cmd):
     invocation = getattr(cmd.cli_ctx, 'invocation', None)
     return (getattr(invocation, 'data', None) or {}).get('output')
-
-
-def _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name):
-    """({job name: decision dict}, objective) of a `sweep run` of this sweep, from its journal on this machine;
-    ({}, None) for a sweep no controller ran here."""
-    from ._run import run_journal_path
-    from .core.report.decisions import decisions_from_run_rows, objective_from_run
-    from .core.tuning.loop import Journal
-    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
-    if not os.path.exists(path):
-        return {}, None
-    data = Journal(path).data
-    return decisions_from_run_rows(data.get('rows')), objective_from_run(data.get('objective'))
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None):

@@ -15,7 +15,7 @@ import requests
 import urllib3
 from azure.core.exceptions import ResourceNotFoundError
 
-from .listing import list_jobs, select_jobs
+from .identity import sweep_jobs
 from .parallel import run_parallel
 from .rest import job_url, next_page_url, send_json
 from .retry import RetrySettings, call_with_retries, describe_error, redact_urls
@@ -309,8 +309,7 @@ def download_outputs(client, resource_group, workspace, experiment, dest_dir, jo
     Returns {jobs, files, bytes, skipped, failed: [{job, file, error}]}; progress(done, total) counts jobs.
     """
     retry = retry or RetrySettings()
-    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
-                            sweep_name=sweep_name, job_names=job_names))
+    jobs = sweep_jobs(client, resource_group, workspace, experiment, sweep_name, job_names=job_names, retry=retry)
     result = {'jobs': len(jobs), 'files': 0, 'bytes': 0, 'skipped': 0, 'failed': []}
     done = [0]
 

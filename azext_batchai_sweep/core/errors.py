@@ -56,3 +56,15 @@ class ServiceError(SweepError):
     def __init__(self, message, status_code=None):
         self.status_code = status_code
         super().__init__(message)
+
+
+class NotFoundError(SweepError):
+    """Something a command names does not exist: a workspace, a cluster, a sweep without jobs, a job not in the sweep.
+
+    :param message: what was not found, named.
+    :param recommendation: what to do about it, when the core knows.
+    """
+
+    def __init__(self, message, recommendation=None):
+        self.recommendation = recommendation
+        super().__init__(message)

@@ -17,9 +17,11 @@ SWEEP_PARAMS_VAR = 'BATCHAI_SWEEP_PARAMS'
 PARAM_PREFIX = 'PARAM_'
 PAGE_SIZE = 1000  # the API's maximum: the fewer round trips, the better for sweeps of thousands of jobs
 
-# The Batch AI execution states, in the order status output shows them.
-STATES = ('queued', 'running', 'terminating', 'succeeded', 'failed')
-FINISHED_STATES = frozenset({'succeeded', 'failed'})
+# The Batch AI execution states, in the order status output shows them, plus 'terminated': a job that Batch AI
+# reports failed because it was terminated (`az batchai sweep stop`, error code JobTerminated).
+STATES = ('queued', 'running', 'terminating', 'succeeded', 'failed', 'terminated')
+FINISHED_STATES = frozenset({'succeeded', 'failed', 'terminated'})
+TERMINATED_ERROR = 'JobTerminated'
 
 
 class ListedJob:
@@ -113,9 +115,24 @@ def parameters_of(job) -> dict:
 
 
 def state_of(job):
-    """The execution state as a lower-case string ('queued', 'running', ...)."""
+    """The execution state as a lower-case string ('queued', 'running', ...); 'terminated' for a job that failed
+    because it was terminated."""
     state = job.execution_state
-    return str(getattr(state, 'value', state)).lower() if state is not None else None
+    if state is None:
+        return None
+    state = str(getattr(state, 'value', state)).lower()
+    if state == 'failed' and TERMINATED_ERROR in error_codes(job):
+        return 'terminated'
+    return state
+
+
+def error_codes(job):
+    """The codes of the job's executionInfo.errors (Batch AI's reasons why it failed)."""
+    raw = getattr(job, '_execution_info', None) if isinstance(job, ListedJob) else None
+    if raw is not None:
+        return [error.get('code') for error in raw.get('errors') or () if isinstance(error, dict)]
+    info = job.execution_info
+    return [getattr(error, 'code', None) for error in getattr(info, 'errors', None) or ()]
 
 
 def _iso(value):

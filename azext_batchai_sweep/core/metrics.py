@@ -9,10 +9,12 @@ import json
 import logging
 import math
 import re
+import threading
 
 from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
 from .errors import SpecError
-from .listing import list_jobs, parameters_of, select_jobs, state_of
+from .identity import sweep_jobs
+from .listing import parameters_of, state_of
 from .parallel import run_parallel
 from .retry import RetrySettings, describe_error
 
@@ -300,34 +302,42 @@ class MetricExtractor:
 
 
 def sort_rows(rows, goal='max', top=None):
-    """Rows best first for the goal (max or min); rows without a metric last; ties by job name."""
+    """Rows best first for the goal (max or min); ties by job name.
+
+    A job that did not succeed (failed, terminated, still running) never ranks above one that did, and a job without
+    the metric never above one with it: the best job is a finished one with a value.
+    """
     if goal not in GOALS:
         raise SpecError('goal must be max or min, not {!r}'.format(goal), path='goal')
     sign = -1 if goal == 'max' else 1
-    ranked = sorted(rows, key=lambda row: (row['metric'] is None, sign * (row['metric'] or 0.0), row['name']))
+    ranked = sorted(rows, key=lambda row: (row.get('state') not in (None, 'succeeded'), row['metric'] is None,
+                                           sign * (row['metric'] or 0.0), row['name']))
     return ranked[:top] if top is not None else ranked
 
 
 def get_metrics(client, resource_group, workspace, experiment, extractor, *, sweep_name=None, job_names=None,
                 state=None, file='stdout.txt', output_directory_id=STDOUTERR, goal='max', top=None, parallel=8,
-                progress=None, retry=None):
+                progress=None, retry=None, stats=None):
     """One row per job, best first: {name, state, parameters, metric, error}.
 
     Each job's file is streamed from its downloadUrl in parallel across jobs. A job without the file, without a
     match, or whose download failed has metric None (and, for a failure, the error), never a crash.
-    progress(done, total) counts jobs.
+    progress(done, total) counts jobs. `stats` (a dict, when given) gets filesFound: how many jobs have the file.
     """
     retry = retry or RetrySettings()
-    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
-                            sweep_name=sweep_name, state=state, job_names=job_names))
+    jobs = sweep_jobs(client, resource_group, workspace, experiment, sweep_name, state=state, job_names=job_names,
+                      retry=retry)
     rows = []
     done = [0]
+    found, found_lock = [0], threading.Lock()
 
     def work(job):
         item = find_output_file(client, resource_group, workspace, experiment, job.name, file, output_directory_id,
                                 retry=retry)
         if item is None or not item.download_url:
             return None
+        with found_lock:
+            found[0] += 1
         if extractor.reduce == 'last' and item.content_length:
             try:
                 return extractor.extract_last_backwards(
@@ -347,6 +357,8 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
             progress(done[0], len(jobs))
 
     run_parallel(work, jobs, parallel=parallel, on_result=on_result)
+    if stats is not None:
+        stats['filesFound'] = found[0]
     return sort_rows(rows, goal=goal, top=top)
 
 

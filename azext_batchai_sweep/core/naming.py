@@ -1,8 +1,10 @@
-"""Deterministic job names: ``<prefix>-<hash>``, the hash over the canonical JSON of the parameter values.
+"""Deterministic job names: ``<prefix>-<hash>``, the hash over the sweep's name and the parameter values.
 
-The same parameter values always give the same name, in any process and on any machine, which is what lets
-status/resubmit find a sweep's jobs from the service alone. The old library hashed the whole JobCreateParameters
-object, so an unrelated change to the template renamed every job.
+The same sweep and parameter values always give the same name, in any process and on any machine, which is what
+lets status/resubmit find a sweep's jobs from the service alone. The sweep name is part of the hash (since 0.2.0) so
+that two sweeps of one sweep file in one experiment (`-n a`, `-n b`) never share a job; version 0.1 hashed the
+values only. The old library hashed the whole JobCreateParameters object, so an unrelated change to the template
+renamed every job.
 """
 import hashlib
 import json
@@ -30,9 +32,21 @@ def canonical_json(values):
     return json.dumps(values, sort_keys=True, separators=(',', ':'), allow_nan=False)
 
 
-def values_digest(canonical):
-    """SHA-256 digest (bytes) of a canonical JSON string, as produced by :func:`canonical_json`."""
-    return hashlib.sha256(canonical.encode('utf-8')).digest()
+def values_digest(canonical, salt=''):
+    """SHA-256 digest (bytes) of a canonical JSON string, as produced by :func:`canonical_json`.
+
+    :param salt: from :func:`sweep_salt`: the sweep's identity, so that two sweeps get different names.
+    """
+    return hashlib.sha256((salt + canonical).encode('utf-8')).digest()
+
+
+def sweep_salt(sweep_name):
+    """What goes before the values' JSON in the hash of a job of sweep `sweep_name` ('' without a sweep name).
+
+    JSON-quoted and followed by a newline, which canonical JSON never holds, so no (sweep, values) pair can be
+    read as another.
+    """
+    return '' if sweep_name is None else json.dumps(str(sweep_name)) + '\n'
 
 
 def sanitize_prefix(prefix):
@@ -55,10 +69,13 @@ def name_from_digest(prefix, digest):
     return '{}-{}'.format(prefix, digest.hex()[:HASH_LENGTH])
 
 
-def job_name(prefix, parameter_values):
+def job_name(prefix, parameter_values, sweep_name=None):
     """The job name for a set of parameter values: ``<prefix>-<16 hex characters of sha256>``.
 
     :param prefix: the sweep's job name prefix; sanitized and truncated (see :func:`sanitize_prefix`).
     :param parameter_values: mapping of parameter name to value (str, int, float or a dict of those).
+    :param sweep_name: the sweep (`-n`) the job belongs to, hashed with the values; None hashes the values only
+        (the names of version 0.1).
     """
-    return name_from_digest(sanitize_prefix(prefix), values_digest(canonical_json(dict(parameter_values))))
+    return name_from_digest(sanitize_prefix(prefix),
+                            values_digest(canonical_json(dict(parameter_values)), sweep_salt(sweep_name)))

@@ -2,9 +2,9 @@
 
 JSON Lines, written and read one line at a time so that a sweep of a million jobs needs no more memory than one:
 
-    {"kind": "batchai-sweep-plan", "version": 1, "sweep": ..., "resourceGroup": ..., "workspace": ...,
+    {"kind": "batchai-sweep-plan", "version": 2, "sweep": ..., "resourceGroup": ..., "workspace": ...,
      "experiment": ..., "jobNamePrefix": ..., "sampling": {"type": ..., "count": ..., "seed": ...},
-     "parameters": [...], "jobCount": N, "createdAt": ...}
+     "parameters": [...], "templateDigest": ..., "jobCount": N, "createdAt": ...}
     {"name": "<job name>", "parameters": {...}, "job": {<full JobCreateParameters body>}}
     ...
 
@@ -28,7 +28,10 @@ from .errors import SpecError, SweepError
 from .schema_validation import format_path
 
 PLAN_KIND = 'batchai-sweep-plan'
-PLAN_VERSION = 1
+PLAN_VERSION = 2
+# Version 1 (extension 0.1): job names hash the parameter values only, and jobs carry no BATCHAI_SWEEP_JOB_DIGEST.
+# Still read, so that a 0.1 sweep can be submitted and resubmitted with its own plan.
+READABLE_VERSIONS = (1, 2)
 
 SECRET_REFERENCE = re.compile(r'^\$env:([A-Za-z_][A-Za-z0-9_]*)$')
 STORAGE_KEY_PLACEHOLDER = '<AZURE_BATCHAI_STORAGE_KEY>'
@@ -83,17 +86,18 @@ def resolve_secret_references(job, environ=None):
 
 
 def plan_header(*, sweep, resource_group, workspace, experiment, job_name_prefix, sampling, parameters, job_count,
-                created_at=None):
+                template_digest=None, created_at=None):
     """The first line of a plan file.
 
     :param sampling: `{"type": "grid"|"random", "count": ..., "seed": ...}`.
     :param parameters: the parameter specifications as the sweep file wrote them (summaries, no secrets).
+    :param template_digest: a digest of the resolved job template (a re-plan compares it to name a changed template).
     """
     created_at = created_at or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
     return {
         'kind': PLAN_KIND, 'version': PLAN_VERSION, 'sweep': sweep, 'resourceGroup': resource_group,
         'workspace': workspace, 'experiment': experiment, 'jobNamePrefix': job_name_prefix, 'sampling': sampling,
-        'parameters': parameters, 'jobCount': job_count, 'createdAt': created_at,
+        'parameters': parameters, 'templateDigest': template_digest, 'jobCount': job_count, 'createdAt': created_at,
     }
 
 
@@ -104,6 +108,30 @@ def write_plan(path, header, jobs):
     :param jobs: an iterable (consumed once) of `{"name": ..., "parameters": {...}, "job": {...}}`.
     :return: the number of jobs written.
     :raises SpecError: when a job holds a literal secret (the plan is left untouched).
+    """
+    temp_path = write_plan_draft(path, header, jobs)
+    commit_plan(temp_path, path)
+    return header['jobCount']
+
+
+def commit_plan(temp_path, path):
+    """Put a draft from `write_plan_draft` in place (one atomic rename)."""
+    os.replace(temp_path, path)
+
+
+def discard_plan(temp_path):
+    """Remove a draft that will not be committed (a check after writing it failed)."""
+    try:
+        os.unlink(temp_path)
+    except FileNotFoundError:
+        pass
+
+
+def write_plan_draft(path, header, jobs):
+    """Write a plan to a temporary file next to `path` and return its path; `path` itself is not touched.
+
+    `create` writes the draft, runs its checks against the service, and only then commits it (`commit_plan`) or
+    discards it (`discard_plan`): a failed create never destroys the plan that was there.
     """
     directory = os.path.dirname(os.path.abspath(path))
     handle, temp_path = tempfile.mkstemp(prefix='.{}.'.format(os.path.basename(path)), suffix='.tmp', dir=directory)
@@ -122,11 +150,10 @@ def write_plan(path, header, jobs):
             raise ValueError('The plan header announces {} jobs but {} were written'.format(header['jobCount'], count))
         # mkstemp makes the file private (0600); the plan holds no secret, so it gets a new file's usual mode.
         os.chmod(temp_path, 0o666 & ~_umask())
-        os.replace(temp_path, path)
     except BaseException:
         os.unlink(temp_path)
         raise
-    return count
+    return temp_path
 
 
 def _umask():
@@ -158,7 +185,7 @@ def _parse_header(path, line):
     if not isinstance(header, dict) or header.get('kind') != PLAN_KIND:
         raise SweepError('{} is not a sweep plan file (its first line must be a "{}" header); create one with '
                          '"az batchai sweep create"'.format(path, PLAN_KIND))
-    if header.get('version') != PLAN_VERSION:
+    if header.get('version') not in READABLE_VERSIONS:
         raise SweepError('{} is a version {} plan; this extension reads version {}'.format(
             path, header.get('version'), PLAN_VERSION))
     return header

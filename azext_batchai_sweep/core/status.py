@@ -2,7 +2,9 @@
 import logging
 import time
 
-from .listing import FINISHED_STATES, STATES, job_summary, list_jobs, select_jobs
+from .errors import ServiceError
+from .identity import sweep_jobs
+from .listing import FINISHED_STATES, STATES, job_summary
 from .retry import RetrySettings, Stopped, describe_error, is_retryable
 
 logger = logging.getLogger(__name__)
@@ -10,15 +12,20 @@ logger = logging.getLogger(__name__)
 
 def list_sweep_jobs(client, resource_group, workspace, experiment, sweep_name=None, state=None, job_names=None, *,
                     retry=None, should_stop=None):
-    """The experiment's jobs (SDK Job models), restricted to one sweep, one execution state and/or given names."""
-    jobs = list_jobs(client, resource_group, workspace, experiment, retry=retry, should_stop=should_stop)
-    return list(select_jobs(jobs, sweep_name=sweep_name, state=state, job_names=job_names))
+    """The experiment's jobs (ListedJobs), restricted to one sweep, one execution state and/or given names
+    (core/identity.py's sweep_jobs: a missing workspace or experiment is a NotFoundError naming it)."""
+    return sweep_jobs(client, resource_group, workspace, experiment, sweep_name, state=state, job_names=job_names,
+                      retry=retry, should_stop=should_stop)
 
 
 def summarize(jobs) -> dict:
     """{counts: {state: n}, jobs: [row]} for SDK Job models, rows sorted by name."""
-    rows = sorted((job_summary(job) for job in jobs), key=lambda row: row['name'])
-    counts = dict.fromkeys(STATES, 0)
+    return summarize_rows(sorted((job_summary(job) for job in jobs), key=lambda row: row['name']))
+
+
+def summarize_rows(rows, with_missing=False) -> dict:
+    """{counts: {state: n}, jobs: rows} of status rows; `with_missing` counts the 'missing' state too."""
+    counts = dict.fromkeys(STATES + (('missing',) if with_missing else ()), 0)
     for row in rows:
         counts[row['state']] = counts.get(row['state'], 0) + 1
     return {'counts': counts, 'jobs': rows}
@@ -32,20 +39,27 @@ def sweep_status(client, resource_group, workspace, experiment, sweep_name=None,
                                      state=state, job_names=job_names, retry=retry))
 
 
-def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None, job_names=None, *, interval=10,
-                  progress=None, timeout=None, should_stop=None, retry=None, clock=time.monotonic, sleep=time.sleep):
-    """Block until every selected job has succeeded or failed; returns the last status plus `finished`, `missing`.
+MAX_FAILED_ROUNDS = 3
 
-    Each round is one paged listing. A listing that still fails after its retries is logged and the round is
-    simply repeated: the wait keeps going until the deadline instead of losing the sweep's progress. On timeout or
-    should_stop it returns with finished False. Named jobs
-    that are not on the service are reported in `missing` rather than waited for forever.
-    progress(done, total, counts) is called after each successful round.
+
+def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None, job_names=None, *, interval=10,
+                  progress=None, timeout=None, should_stop=None, retry=None, clock=time.monotonic, sleep=time.sleep,
+                  max_failed_rounds=MAX_FAILED_ROUNDS):
+    """Block until every selected job has finished; returns the last status plus `finished`, `missing`, `timedOut`.
+
+    Each round is one paged listing (with `retry`'s retries). A round whose listing still fails is logged and the
+    wait goes on, since a sweep's progress is not lost to one bad minute; but `max_failed_rounds` failed rounds in a
+    row mean the service has stopped answering, and the wait ends with the last error (never an endless loop). On
+    timeout (`timedOut` True) or should_stop it returns with finished False. Named jobs that are not on the service
+    are reported in `missing` rather than waited for forever. progress(done, total, counts) is called after each
+    successful round.
     """
     retry = retry or RetrySettings()
     deadline = clock() + timeout if timeout is not None else None
     status = {'counts': dict.fromkeys(STATES, 0), 'jobs': []}
     missing = []
+    failed_rounds = 0
+    timed_out = False
     while True:
         try:
             jobs = list_sweep_jobs(client, resource_group, workspace, experiment, sweep_name=sweep_name,
@@ -55,8 +69,14 @@ def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None
         except Exception as exc:  # pylint: disable=broad-except
             if not is_retryable(exc):
                 raise
+            failed_rounds += 1
+            if failed_rounds >= max_failed_rounds:
+                raise ServiceError('the Batch AI service stopped answering while waiting for the jobs ({} listings '
+                                   'in a row failed after their retries): {}'.format(failed_rounds,
+                                                                                      describe_error(exc))) from exc
             logger.warning('listing jobs failed (%s); still waiting', describe_error(exc))
         else:
+            failed_rounds = 0
             status = summarize(jobs)
             found = {row['name'] for row in status['jobs']}
             missing = sorted(set(job_names) - found) if job_names is not None else []
@@ -64,13 +84,23 @@ def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None
             if progress is not None:
                 progress(done, len(status['jobs']), status['counts'])
             if done == len(status['jobs']):
-                return dict(status, finished=True, missing=missing)
+                return dict(status, finished=True, missing=missing, timedOut=False)
         if should_stop is not None and should_stop():
             break
         pause = interval
         if deadline is not None:
             pause = min(pause, deadline - clock())
             if pause <= 0:
+                timed_out = True
                 break
         sleep(pause)
-    return dict(status, finished=False, missing=missing)
+    return dict(status, finished=False, missing=missing, timedOut=timed_out)
+
+
+def unfinished(status):
+    """{state: [names]} of the jobs of a status that are still queued, running or terminating."""
+    busy = {}
+    for row in status['jobs']:
+        if row['state'] not in FINISHED_STATES:
+            busy.setdefault(row['state'], []).append(row['name'])
+    return busy

@@ -9,6 +9,8 @@ import threading
 
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
+from .delete import delete_job
+from .identity import Comparison, digest_of_body
 from .listing import list_jobs
 from .parallel import run_parallel
 from .retry import (NO_SDK_RETRY, RetrySettings, Stopped, call_with_retries, describe_error, is_retryable,
@@ -87,7 +89,7 @@ def _sized(planned_jobs):
 
 def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, parallel=8,
                 max_retries=RetrySettings.max_retries,
-                progress=None, should_stop=None, retry=None):
+                progress=None, should_stop=None, retry=None, sweep_name=None, identities=None, allow_changes=False):
     """Submit the planned (name, body) jobs that are not on the service yet.
 
     body is a JobCreateParameters or its REST dict. One paged listing finds the jobs already there; every other
@@ -95,8 +97,13 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
     job runs out of retries the service is considered unavailable: no new job is started, and the result lists
     every job not submitted, so a later re-run finishes the sweep.
 
+    With `sweep_name`, "already present" means present *and equal* (core/identity.py): before any PUT, a planned
+    name held by another sweep's job raises SweepConflict, and so do planned jobs whose digest differs from the
+    service's, unless `allow_changes`, in which case those are deleted and created again (`replaced`).
+    `identities` yields (name, digest) of the planned jobs cheaply; default: read from the bodies.
+
     progress(done, total) is called after each job. Returns
-    {total, submitted, alreadyPresent, failed: [{job, error}], notSubmitted: [names], stopped}.
+    {total, submitted, alreadyPresent, replaced, failed: [{job, error}], notSubmitted: [names], stopped}.
     """
     retry = retry or RetrySettings(max_retries=max_retries)
     planned_jobs = _sized(planned_jobs)
@@ -108,9 +115,19 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
 
     # A job being deleted (delete --no-wait just before) is about to vanish: it is submitted again, not skipped;
     # its PUT answers 409 until the name is free, which create_job retries.
-    present = {job.name for job in list_jobs(client, resource_group, workspace, experiment, retry=retry,
-                                             should_stop=should_stop) if not _being_deleted(job)}
-    result = {'total': total, SUBMITTED: 0, ALREADY_PRESENT: 0, 'failed': [], 'notSubmitted': [], 'stopped': False}
+    listing = list(list_jobs(client, resource_group, workspace, experiment, retry=retry, should_stop=should_stop))
+    changed = set()
+    if sweep_name is not None:
+        comparison = Comparison.of(sweep_name, listing)
+        if identities is None:
+            identities = ((name, digest_of_body(body)) for name, body in planned_jobs)
+        for name, digest in identities:
+            comparison.add(name, digest)
+        comparison.raise_conflicts(allow_changes=allow_changes)
+        changed = set(comparison.changed)
+    present = {job.name for job in listing if not _being_deleted(job)} - changed
+    result = {'total': total, SUBMITTED: 0, ALREADY_PRESENT: 0, 'replaced': 0, 'failed': [], 'notSubmitted': [],
+              'stopped': False}
     done = [0]
 
     def advance():
@@ -129,6 +146,11 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
 
     def work(item):
         name, body = item
+        if name in changed:  # allow_changes: the old definition goes, the planned one comes under the same name
+            delete_job(client, resource_group, workspace, experiment, name, retry=retry, wait=True,
+                       should_stop=stopping)
+            create_job(client, resource_group, workspace, experiment, name, body, retry=retry, should_stop=stopping)
+            return 'replaced'
         return create_job(client, resource_group, workspace, experiment, name, body, retry=retry,
                           should_stop=stopping)
 

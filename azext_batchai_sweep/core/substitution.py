@@ -288,13 +288,14 @@ class CompiledTemplate:
     :param template: a JobCreateParameters (any msrest model) or a job definition dict.
     :param specs: the sweep's parameter specifications (objects with ``name``, ``keys`` and ``external``).
     :param sweep_name: the sweep's name, set as ``BATCHAI_SWEEP_NAME`` when given.
+    :param environment: more constant environment variables of every job, ``{name: text}`` (the sweep's seed).
     """
 
-    def __init__(self, template, specs, sweep_name=None):
+    def __init__(self, template, specs, sweep_name=None, environment=None):
         self.model_class = type(template) if is_model(template) else None
         self._specs = {spec.name: spec for spec in specs}
         tree = to_tree(template)
-        self._add_environment(tree, specs, sweep_name)
+        self._add_environment(tree, specs, sweep_name, environment or {})
         self.used_names = []
         while True:
             # The token nonce must not occur in the template itself; 64 random bits make a retry all but impossible.
@@ -312,7 +313,7 @@ class CompiledTemplate:
             self._plan.append((index, self._slots[int(self._parts[index] or self._parts[index + 1])]))
             self._parts[index] = self._parts[index + 1] = ''
 
-    def _add_environment(self, tree, specs, sweep_name):
+    def _add_environment(self, tree, specs, sweep_name, environment):
         target = tree.get('properties') if isinstance(tree.get('properties'), dict) else tree
         field = 'environment_variables' if 'environment_variables' in target else 'environmentVariables'
         existing = target.setdefault(field, [])
@@ -327,6 +328,7 @@ class CompiledTemplate:
                 generated.append((ENV_PARAM_PREFIX + spec.name, _Ref(spec.name)))
         if sweep_name is not None:
             generated.append((ENV_SWEEP_NAME, _Text(sweep_name)))
+        generated += [(name, _Text(value)) for name, value in environment.items()]
         generated.append((ENV_SWEEP_PARAMS, _ParamsJson()))
         taken = {item.get('name') for item in existing if isinstance(item, dict)}
         for name, value in generated:

@@ -15,7 +15,7 @@ import os
 import random
 
 from .errors import SpecError, SweepError
-from .naming import canonical_json, name_from_digest, sanitize_prefix, values_digest
+from .naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
 from .substitution import CompiledTemplate, Placeholder, placeholder_names
 
 logger = logging.getLogger(__name__)
@@ -95,10 +95,10 @@ class JobSequence:
         return SweepJob(index, name, values, params_json, self.template)
 
 
-def _keyed(names, combination):
+def _keyed(names, combination, salt=''):
     values = dict(zip(names, combination))
     params_json = canonical_json(values)
-    return values, params_json, values_digest(params_json)
+    return values, params_json, values_digest(params_json, salt)
 
 
 class ParameterSweep:
@@ -140,15 +140,18 @@ class ParameterSweep:
         used = set(placeholder_names(jcp))
         return [name for name in self.names if name not in used]
 
-    def generate_jobs(self, jcp, job_name_prefix=None, sweep_name=None):
+    def generate_jobs(self, jcp, job_name_prefix=None, sweep_name=None, environment=None):
         """The grid search: one job per combination of the parameters' values, lazily.
 
         :param jcp: the job template, a JobCreateParameters (any msrest model) or a job definition dict.
         :param job_name_prefix: when given, each job gets ``.name`` = ``<prefix>-<hash of its values>``.
-        :param sweep_name: set as the ``BATCHAI_SWEEP_NAME`` environment variable of each job.
+        :param sweep_name: set as the ``BATCHAI_SWEEP_NAME`` environment variable of each job, and hashed into
+            its name (two sweeps never share a job).
+        :param environment: more environment variables every job gets, ``{name: text}`` (e.g. the sweep's seed).
         :return: a :class:`JobSequence`.
         """
-        template, prefix = self._prepare(jcp, job_name_prefix, sweep_name)
+        template, prefix = self._prepare(jcp, job_name_prefix, sweep_name, environment)
+        salt = sweep_salt(sweep_name)
         grids = [spec.values() for spec in self.specs]
         count = 1
         for grid in grids:
@@ -156,7 +159,7 @@ class ParameterSweep:
 
         def combinations():
             for combination in itertools.product(*grids):
-                yield _keyed(self.names, combination)
+                yield _keyed(self.names, combination, salt)
 
         def at(index):
             # Mixed-radix digits of the index, the last parameter varying fastest (as in itertools.product).
@@ -164,10 +167,11 @@ class ParameterSweep:
             for grid in reversed(grids):
                 index, digit = divmod(index, len(grid))
                 combination.append(grid[digit])
-            return _keyed(self.names, reversed(combination))
+            return _keyed(self.names, reversed(combination), salt)
         return JobSequence(count, combinations, template, prefix, at=at)
 
-    def generate_jobs_random_search(self, jcp, num_jobs, seed=None, job_name_prefix=None, sweep_name=None):
+    def generate_jobs_random_search(self, jcp, num_jobs, seed=None, job_name_prefix=None, sweep_name=None,
+                                    environment=None):
         """The random search: `num_jobs` jobs, each parameter drawn independently, no parameter set twice.
 
         LINEAR and RANDOM_UNIFORM numbers are drawn uniformly, LOG log-uniformly, INTEGER as integers; discrete,
@@ -177,12 +181,15 @@ class ParameterSweep:
         :param num_jobs: how many jobs, at least 1 and at most the number of distinct parameter sets.
         :param seed: the seed of ``random.Random``; when None one is drawn from os.urandom (see ``.seed``).
         :param job_name_prefix: when given, each job gets ``.name`` = ``<prefix>-<hash of its values>``.
-        :param sweep_name: set as the ``BATCHAI_SWEEP_NAME`` environment variable of each job.
+        :param sweep_name: set as the ``BATCHAI_SWEEP_NAME`` environment variable of each job, and hashed into
+            its name (two sweeps never share a job).
+        :param environment: more environment variables every job gets, ``{name: text}`` (e.g. the sweep's seed).
         :return: a :class:`JobSequence` whose ``.seed`` reproduces it.
         """
         if not isinstance(num_jobs, int) or isinstance(num_jobs, bool) or num_jobs < 1:
             raise SpecError('the number of jobs must be an integer of at least 1, not {!r}'.format(num_jobs))
-        template, prefix = self._prepare(jcp, job_name_prefix, sweep_name)
+        template, prefix = self._prepare(jcp, job_name_prefix, sweep_name, environment)
+        salt = sweep_salt(sweep_name)
         space = self._space_size()
         if space is not None and num_jobs > space:
             raise SpecError('a random search of {} jobs needs as many distinct parameter sets, but the parameters '
@@ -197,7 +204,7 @@ class ParameterSweep:
             seen = set()
             for _ in range(num_jobs):
                 for _ in range(redraws):
-                    keyed = _keyed(self.names, [spec.sample(rng) for spec in self.specs])
+                    keyed = _keyed(self.names, [spec.sample(rng) for spec in self.specs], salt)
                     if keyed[2] not in seen:
                         break
                 else:
@@ -207,8 +214,8 @@ class ParameterSweep:
                 yield keyed
         return JobSequence(num_jobs, combinations, template, prefix, seed=seed)
 
-    def _prepare(self, jcp, job_name_prefix, sweep_name):
-        template = CompiledTemplate(jcp, self.specs, sweep_name=sweep_name)
+    def _prepare(self, jcp, job_name_prefix, sweep_name, environment=None):
+        template = CompiledTemplate(jcp, self.specs, sweep_name=sweep_name, environment=environment)
         prefix = sanitize_prefix(job_name_prefix) if job_name_prefix is not None else None
         return template, prefix
 

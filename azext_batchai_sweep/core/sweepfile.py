@@ -13,6 +13,7 @@ AI job schema, after each `{{NAME}}` placeholder is replaced by a sample value o
 `nodeCount: "{{NODES}}"` passes as the integer it will be).
 """
 import copy
+import hashlib
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from .errors import SpecError
+from .identity import SWEEP_SEED_VAR
 from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec, MOUNT_ROOTS
 from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
@@ -65,6 +67,8 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar parameter_summaries: the parameters as written in the file (plan headers list them).
     :ivar template: the job template, the Batch AI job *properties* (placeholders still in it).
     :ivar unused_parameters: the parameters no placeholder uses (they still reach the job as PARAM_<NAME>).
+    :ivar seed_origin: how the seed was set: 'given' (file or --seed), 'recorded' (an earlier plan of the sweep),
+        'drawn' (new), or None when nothing is drawn.
     :ivar objective: the file's objective section (how to read the metric; core/tuning), or None.
     :ivar limits: the file's limits section (a dict, maybe empty).
     :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
@@ -78,10 +82,17 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     parameter_summaries: list
     template: dict
     unused_parameters: list = field(default_factory=list)
+    seed_origin: str = None
     objective: dict = None
     limits: dict = field(default_factory=dict)
     early_termination: dict = None
     resource_spec: object = None
+
+    @property
+    def template_digest(self):
+        """16 hex characters of the SHA-256 of the resolved template (cluster and storage account filled in)."""
+        text = json.dumps(self.template, sort_keys=True, separators=(',', ':'))
+        return hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]
 
     def jobs(self, sweep_name=None, job_name_prefix=None):
         """The sweep's jobs, lazily (a core.sweep.JobSequence): `len()` first, then one job at a time.
@@ -91,11 +102,14 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
         prefix = job_name_prefix or self.job_name_prefix or sweep_name
         sweep = ParameterSweep(self.parameters)
         body = {'properties': self.template}
+        # The seed goes into every job, so that the sweep can be planned again from the service alone.
+        environment = {SWEEP_SEED_VAR: str(self.sampling['seed'])} if self.sampling['seed'] is not None else None
         try:
             if self.sampling['type'] == 'random':
                 return sweep.generate_jobs_random_search(body, self.sampling['count'], seed=self.sampling['seed'],
-                                                         job_name_prefix=prefix, sweep_name=sweep_name)
-            return sweep.generate_jobs(body, job_name_prefix=prefix, sweep_name=sweep_name)
+                                                         job_name_prefix=prefix, sweep_name=sweep_name,
+                                                         environment=environment)
+            return sweep.generate_jobs(body, job_name_prefix=prefix, sweep_name=sweep_name, environment=environment)
         except SpecError as ex:
             if ex.path is None and self.sampling['type'] == 'random':
                 ex.path = 'sampling.count'  # the only sweep-wide check of a random search: enough distinct sets
@@ -103,7 +117,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
 
 
 def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed=None, storage_account_name=None,
-                    cluster_id=None, file_storage=None, adaptive=False):
+                    cluster_id=None, file_storage=None, recorded_seed=None, adaptive=False):
     """Load, validate and resolve a sweep file.
 
     :param path: the sweep file, YAML or JSON.
@@ -116,6 +130,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     :param cluster_id: the cluster's resource id, set as the job's cluster.id.
     :param file_storage: called with each file parameter as written (a dict), returns extra FileParamSpec keyword
         arguments (such as accountUrl and storageAccountKey of a local service); credentials cannot be in the file.
+    :param recorded_seed: called (without arguments) only when the sweep draws at random and neither the file nor
+        `seed` gives a seed: the seed an earlier plan of this sweep recorded, or None to draw a new one.
     :param adaptive: True for `sweep run`, which honours earlyTermination, limits and Hyperband sampling; create and
         submit refuse them (core/tuning/settings.py).
     :raises SpecError: naming the file, the field and what was expected.
@@ -124,7 +140,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     _refuse_credentials(document, path)
     _validate(document, 'sweep.schema.json', path)
     resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
-    _choose_seed(resolved_sampling, document['parameters'])
+    seed_origin = _choose_seed(resolved_sampling, document['parameters'], recorded_seed)
     specs = [_spec(entry, index, resolved_sampling, path, file_storage)
              for index, entry in enumerate(document['parameters'])]
     names = [spec.name for spec in specs]
@@ -156,7 +172,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                        'only through the PARAM_%s environment variable.', name, name, name)
     return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
-                           unused_parameters=unused, objective=objective, limits=limits,
+                           unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
                            early_termination=early_termination, resource_spec=resource_spec)
 
 
@@ -246,13 +262,24 @@ def _resource_spec(sampling, names, path):
     return DiscreteParamSpec(parameterName=sampling['resource'], values=values)
 
 
-def _choose_seed(sampling, entries):
-    drawn = sampling['type'] in ('random', 'hyperband') or any(entry.get('scale') == 'RANDOM_UNIFORM' for entry in entries)
+def _choose_seed(sampling, entries, recorded_seed=None):
+    """Set sampling['seed'] when anything is drawn; returns how it was set: 'given', 'recorded', 'drawn' or None."""
+    drawn = sampling['type'] in ('random', 'hyperband') or any(entry.get('scale') == 'RANDOM_UNIFORM'
+                                                               for entry in entries)
     if not drawn:
         sampling['seed'] = None
-    elif sampling['seed'] is None:
-        # Chosen here, reported with the plan: a random sweep without a known seed could never be replayed.
-        sampling['seed'] = random.SystemRandom().randrange(2 ** 31)
+        return None
+    if sampling['seed'] is not None:
+        return 'given'
+    # A seed drawn by an earlier plan of this sweep (its plan file or its jobs on the service): a re-plan never
+    # draws new values, else it would plan a second sweep beside the first.
+    recorded = recorded_seed() if recorded_seed is not None else None
+    if recorded is not None:
+        sampling['seed'] = recorded
+        return 'recorded'
+    # Chosen here, reported with the plan: a random sweep without a known seed could never be replayed.
+    sampling['seed'] = random.SystemRandom().randrange(2 ** 31)
+    return 'drawn'
 
 
 _SPEC_FIELDS = {

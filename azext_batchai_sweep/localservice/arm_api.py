@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import threading
+import time
 import urllib.parse
 
 from . import API_VERSION
@@ -430,9 +431,17 @@ class _Request:
         return self._accepted('create', key)
 
     def terminate(self, key):
-        row = self._get(key, 'job', key.rsplit('/', 1)[-1])
-        if row['state'] == 'queued':
-            self.runner.fail_queued(key, 'terminated')
-        elif row['state'] == 'running':
-            self.runner.kill(key, 'terminated', state='terminating')
+        """POST .../terminate (202 + Location, or 200 for a job that has already finished): a queued job fails at
+        once, a running one is killed; either way Batch AI's error JobTerminated says why. The job and its outputs
+        stay. A job that starts (or ends) between the read and the action is read again, so none escapes."""
+        name = key.rsplit('/', 1)[-1]
+        for _ in range(100):
+            row = self._get(key, 'job', name)
+            if row['state'] == 'queued' and self.runner.fail_queued(key, 'terminated'):
+                break
+            if row['state'] in ('running', 'terminating') and self.runner.kill(key, 'terminated', state='terminating'):
+                break
+            if row['state'] not in ('queued', 'running', 'terminating'):
+                return 200, {}, b''
+            time.sleep(0.01)  # between the scheduler's state change and its process start: read again
         return self._accepted('terminate', key)

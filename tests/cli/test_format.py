@@ -25,7 +25,7 @@ def test_status_rows_have_a_column_per_parameter_and_empty_cells_for_missing_val
          'parameters': {'N': 3}},
     ]}
     rows = sweep_status_table_format(result)
-    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit Code', '0'), ('Start', 't0'),
+    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit', '0'), ('Start', 't0'),
                                    ('Duration', '1.2s'), ('LR', '0.1'), ('N', '2')])
     assert list(rows[1].values()) == ['b', 'queued', '', '', '', '', '3']
     assert sweep_status_table_format(['line 1', 'line 2']) == [OrderedDict([('Line', 'line 1')]),
@@ -52,3 +52,23 @@ def test_summary_tables_are_one_row():
     resubmit = sweep_resubmit_table_format({'resubmitted': ['a'], 'skipped': [{'job': 'b', 'reason': 'r'}],
                                             'failed': [{'job': 'c', 'error': 'e'}]})
     assert [row['Result'] for row in resubmit] == ['resubmitted', 'skipped: r', 'failed: e']
+
+
+def test_table_cells_are_short_and_json_keeps_full_precision():
+    from azext_batchai_sweep._format import (_cell, _short_duration, _short_time, sweep_resubmit_table_format,
+                                             sweep_submit_table_format)
+    # At most 6 significant digits; a value that already has no more keeps its shortest form.
+    assert [_cell(v) for v in (0.0031622776601683794, 0.001, 1e-05, 3.0, 123456789.0, 2 / 3, -0.5)] == \
+        ['0.00316228', '0.001', '1e-05', '3.0', '1.23457e+08', '0.666667', '-0.5']
+    assert _cell(float('nan')) == 'nan' and _cell(7) == '7'
+    assert _short_time('2026-11-23T20:17:51.123456+00:00') == '11-23 20:17' and _short_time(None) == ''
+    assert [_short_duration(s) for s in (1.25, 59.94, 61, 3599, 3600, 86399)] == \
+        ['1.2s', '59.9s', '1m01s', '59m59s', '1h00m', '23h59m']
+    long_error = 'failed: ' + 'x' * 200
+    row = sweep_resubmit_table_format({'resubmitted': [], 'skipped': [], 'failed': [{'job': 'j', 'error': 'x' * 200}]})
+    assert len(row[0]['Result']) == 60 and row[0]['Result'].endswith('...') and len(long_error) > 60
+    # After --wait, only the states the jobs ended in.
+    summary = sweep_submit_table_format({'sweep': 's', 'total': 2, 'submitted': 2, 'alreadyPresent': 0,
+                                         'notSubmitted': [], 'counts': {'queued': 0, 'succeeded': 1, 'failed': 1}})
+    assert list(summary[0]) == ['Sweep', 'Total', 'Submitted', 'Already Present', 'Not Submitted', 'Succeeded',
+                                'Failed']

@@ -29,9 +29,9 @@ def table(tmp_path_factory):
                           cwd=REPO_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = json.loads(proc.stdout)
-    # The 10 commands of 0.1.1 plus run and report (other commands may join them).
-    assert len(loaded['commands']) >= 12 and {'batchai sweep run', 'batchai sweep report'} <= set(loaded['commands']), \
-        sorted(loaded['commands'])
+    # The 10 commands of 0.1.1 plus run, stop and report (other commands may join them).
+    assert len(loaded['commands']) >= 13 and {'batchai sweep run', 'batchai sweep stop', 'batchai sweep report'} <= \
+        set(loaded['commands']), sorted(loaded['commands'])
     return loaded
 
 

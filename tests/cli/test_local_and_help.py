@@ -35,7 +35,7 @@ def test_local_start_points_the_commands_at_the_service_and_stop_clears_it(az, a
         # Any sweep command now says which service it uses; the default workspace is there, no experiment yet.
         listed = az('batchai', 'sweep', 'status', '-g', 'batchai-local', '-w', 'local', '-e', 'none', '-n', 's')
         assert 'Using the Batch AI service at {}'.format(info['endpoint']) in listed.stderr
-        assert listed.exit_code == 3 and "The experiment 'none' was not found" in listed.stderr
+        assert listed.exit_code == 3 and 'Experiment none does not exist in workspace' in listed.stderr
 
         stopped = az('batchai', 'sweep', 'local', 'stop', '--data-dir', data_dir, '-o', 'table')
         assert stopped.exit_code == 0, stopped.stderr

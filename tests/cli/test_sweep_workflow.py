@@ -82,7 +82,8 @@ def sweep(local_service, tmp_path_factory):
     # --wait prints the final status, then exits non-zero because jobs failed.
     waited = made.run('status', '--wait', '--interval', '0.2', '--query', 'counts')
     assert waited.exit_code == 1, waited.stderr
-    assert waited.json() == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 3, 'failed': 3}
+    assert waited.json() == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 3, 'failed': 3,
+                             'terminated': 0, 'missing': 0}
     assert 'ERROR: 3 job(s) of sweep flaky failed' in waited.stderr
     assert 'Traceback' not in waited.stderr
     return made
@@ -101,7 +102,7 @@ def test_status_table_state_filter_and_tail(sweep):
     table = sweep.run('status', '-o', 'table')
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Exit', 'Code', 'Start', 'Duration', 'X']
+    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', 'Duration', 'X']
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == 6
     assert sorted((row[-1], row[1], row[2]) for row in rows) == [
@@ -123,16 +124,17 @@ def test_metrics_by_name_and_regex_goal_top_csv_and_missing(sweep):
     best = sweep.run('metrics', '--metric', 'loss', '--goal', 'min', '--top', '2', '-o', 'table')
     assert best.exit_code == 0, best.stderr
     lines = best.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Metric', 'X']
-    assert [line.split()[1:] for line in lines[2:]] == [['succeeded', '0.0', '0'], ['failed', '3.0', '1']]
+    assert lines[0].split() == ['Name', 'State', 'Loss', 'X']  # the column is named after the metric
+    # A failed job (X=1, loss 3) never ranks above a succeeded one (X=2, loss 6).
+    assert [line.split()[1:] for line in lines[2:]] == [['succeeded', '0.0', '0'], ['succeeded', '6.0', '2']]
 
     regex = sweep.run('metrics', '--regex', r'training x=(\d+)', '--goal', 'max', '--csv', 'metrics.csv',
                       '--query', '[].[parameters.X, metric]')
     assert regex.exit_code == 0, regex.stderr
-    assert regex.json() == [[x, float(x)] for x in range(5, -1, -1)]
+    assert regex.json() == [[x, float(x)] for x in (4, 2, 0, 5, 3, 1)]  # the succeeded (even) jobs first
     with open(os.path.join(sweep.directory, 'metrics.csv'), encoding='utf-8') as f:
         rows = list(csv.reader(f))
-    assert rows[0] == ['name', 'state', 'metric', 'X'] and rows[1][2:] == ['5.0', '5'] and len(rows) == 7
+    assert rows[0] == ['name', 'state', 'metric', 'X'] and rows[1][2:] == ['4.0', '4'] and len(rows) == 7
 
     # Another file of an output directory; a metric that is not there is empty, never a crash.
     model = sweep.run('metrics', '--regex', r'model (\d+)', '--output-directory-id', 'MODEL',
@@ -187,14 +189,16 @@ def test_delete_needs_yes_then_deletes_by_state_and_name(sweep):
     assert one.exit_code == 0, one.stderr
     assert one.stdout == '' and 'Sweep flaky: 1 job(s) deleted' in one.stderr
     for _ in range(20):
-        if names[0] not in sweep.run('status', '--query', 'jobs[].name').json():
+        # The plan is in the working directory: a deleted job is listed as planned but missing on the service.
+        if names[0] not in sweep.run('status', '--query', "jobs[?state!='missing'].name").json():
             break
     else:
         pytest.fail('job {} still listed after delete --no-wait'.format(names[0]))
     rest = sweep.run('delete', '--state', 'succeeded', '--yes', '-o', 'table')
     assert rest.exit_code == 0, rest.stderr
     assert rest.stdout.splitlines()[2].split() == ['flaky', '5', '0', '0']
-    assert sweep.run('status', '--query', 'length(jobs)').json() == 0
+    assert sweep.run('status', '--query', "length(jobs[?state!='missing'])").json() == 0
+    assert sweep.run('status', '--query', 'counts.missing').json() == 6
 
 
 def test_a_job_the_service_refuses_is_reported_and_the_exit_code_is_non_zero(local_service, az, tmp_path):
@@ -202,11 +206,18 @@ def test_a_job_the_service_refuses_is_reported_and_the_exit_code_is_non_zero(loc
     write_sweep(str(tmp_path), 'x', values=[1, 2])
     args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'cli-' + uuid.uuid4().hex[:8],
             '-n', SWEEP]
-    result = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', 'no-such-cluster', '-o', 'json')
+    # The job asks for 5 nodes of a 4-slot cluster: the service refuses every PUT (a missing cluster is found before
+    # any request, see tests/cli/test_sweep_identity.py).
+    plan = az('batchai', 'sweep', 'create', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster,
+              '--plan-only')
+    assert plan.exit_code == 0, plan.stderr
+    path = tmp_path / 'flaky.plan.jsonl'
+    path.write_text(path.read_text(encoding='utf-8').replace('"nodeCount":1', '"nodeCount":5'), encoding='utf-8')
+    result = az('batchai', 'sweep', 'submit', *args, '-o', 'json')
     assert result.exit_code == 1
     summary = result.json()  # the result is printed all the same
     assert summary['submitted'] == 0 and len(summary['notSubmitted']) == 2
-    assert 'ClusterNotFound' in summary['failed'][0]['error']
+    assert 'InvalidNodeCount' in summary['failed'][0]['error']
     assert 'ERROR: 2 job(s) of sweep flaky were not submitted' in result.stderr
 
 

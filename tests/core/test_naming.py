@@ -18,6 +18,17 @@ def test_name_is_prefix_dash_hash_and_stable():
     assert name != job_name('sweep', {'LR': 0.001, 'BS': 64})
 
 
+def test_the_sweep_name_is_part_of_the_hash():
+    values = {'LR': 0.001, 'BS': 32}
+    names = {job_name('sweep', values, sweep_name=sweep) for sweep in ('a', 'b', 'ab', '')}
+    assert len(names) == 4  # two sweeps of one file never share a job
+    assert job_name('sweep', values, sweep_name='a') == job_name('sweep', dict(reversed(list(values.items()))),
+                                                                 sweep_name='a')
+    assert job_name('sweep', values) not in names  # version 0.1's names hashed the values only
+    # No (sweep, values) pair reads as another: the sweep name is quoted and ends the line.
+    assert job_name('p', {'A': 1}, sweep_name='x') != job_name('p', {'A': 1}, sweep_name='x\n')
+
+
 def test_name_is_the_same_in_another_process():
     # Nothing process-dependent (hash randomisation) may enter the name.
     code = ('from azext_batchai_sweep.core.naming import job_name;'

@@ -41,14 +41,15 @@ def test_submit_then_status_then_rerun_submits_nothing(batchai_client, local_ser
     progress = []
     result = submit_jobs(client, svc.resource_group, svc.workspace, experiment, plan, parallel=8,
                          progress=lambda done, total: progress.append((done, total)), retry=quick_retry())
-    assert result == {'total': 20, 'submitted': 20, 'alreadyPresent': 0, 'failed': [], 'notSubmitted': [],
-                      'stopped': False}
+    assert result == {'total': 20, 'submitted': 20, 'alreadyPresent': 0, 'replaced': 0, 'failed': [],
+                      'notSubmitted': [], 'stopped': False}
     assert progress[-1] == (20, 20)
 
     # Another sweep in the same experiment must not show up in this one's status.
     submit_jobs(client, svc.resource_group, svc.workspace, experiment, sweep_plan(svc, 'other', 2, 'true'))
     finished = wait_all(client, svc, experiment, 'twenty')
-    assert finished['counts'] == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 20, 'failed': 0}
+    assert finished['counts'] == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 20, 'failed': 0,
+                                  'terminated': 0}
 
     status = sweep_status(client, svc.resource_group, svc.workspace, experiment, sweep_name='twenty')
     assert [row['name'] for row in status['jobs']] == [name for name, _ in plan]
@@ -108,12 +109,13 @@ def test_metrics_regex_katib_subdirectory_and_missing_file(batchai_client, local
     args = (client, svc.resource_group, svc.workspace, experiment)
 
     rows = get_metrics(*args, MetricExtractor(metric_name='loss'), sweep_name=name, goal='min', top=3)
-    assert [(row['parameters']['X'], row['metric']) for row in rows] == [(0, 0.0), (1, 3.0), (2, 6.0)]
+    # The odd jobs failed: a failed job never ranks above a succeeded one, whatever its value.
+    assert [(row['parameters']['X'], row['metric']) for row in rows] == [(0, 0.0), (2, 6.0), (4, 12.0)]
 
     rows = get_metrics(*args, MetricExtractor(regex=r'score: (\d+)'), sweep_name=name, output_directory_id='MODEL',
                        file='logs/metrics.txt', goal='max')
-    assert [row['metric'] for row in rows] == [100.0 - x for x in range(10)]
-    assert rows[0]['state'] == 'succeeded' and rows[1]['state'] == 'failed'
+    assert [row['metric'] for row in rows] == [100.0 - x for x in (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)]
+    assert [row['state'] for row in rows] == ['succeeded'] * 5 + ['failed'] * 5
 
     rows = get_metrics(*args, MetricExtractor(metric_name='loss'), sweep_name=name, file='nope.txt')
     assert len(rows) == 10 and all(row['metric'] is None and row['error'] is None for row in rows)

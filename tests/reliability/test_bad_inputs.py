@@ -21,7 +21,7 @@ CASES = load_cases()
 # Through the real executable too: a YAML error, a schema error, an argument check, a file error, a warning.
 EXECUTABLE_CASES = ['yaml-unclosed-flow', 'start-greater-than-end', 'sweep-name-bad-characters', 'spec-missing',
                     'larger-than-max-jobs-default', 'parameter-without-placeholder']
-DEFAULT_ARGS = ['-c', 'c1']
+DEFAULT_ARGS = ['-c', 'local']
 SUBMIT_CASES = [case for case in CASES if case['command'] == 'create' and case['exit'] != 0]
 
 

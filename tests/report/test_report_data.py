@@ -44,6 +44,9 @@ def test_step_key_given_detected_or_numbered():
     assert reader('acc').read_text('acc=1\nacc=nan\nacc=2\nmy_acc=9\n') == (None, [(1.0, 1.0), (2.0, 2.0)])
     regex = reader(regex=r'^it (\d+) score (?P<value>[\d.]+)$', step='it')
     assert regex.read_text('it 1 score 3.5\nit 2 score 4.5\n') == (None, [(1.0, 3.5), (2.0, 4.5)])
+    # A regex's group named step gives the step, as `sweep run` reads it.
+    grouped = reader(regex=r'^it (?P<step>\d+) score (?P<value>[\d.]+)$')
+    assert grouped.read_text('it 10 score 3.5\nit 20 score 4.5\n') == ('step', [(10.0, 3.5), (20.0, 4.5)])
 
 
 def brute_expected_best(values, k, goal):

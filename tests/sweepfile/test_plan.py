@@ -30,11 +30,11 @@ def test_header_line_then_one_line_per_job(tmp_path):
     assert write_plan(path, header(2), [job(1), job(2)]) == 2
     with open(path, encoding='utf-8') as f:
         lines = [json.loads(line) for line in f]
-    assert lines[0] == {'kind': PLAN_KIND, 'version': 1, 'sweep': 'lr', 'resourceGroup': 'rg', 'workspace': 'ws',
+    assert lines[0] == {'kind': PLAN_KIND, 'version': 2, 'sweep': 'lr', 'resourceGroup': 'rg', 'workspace': 'ws',
                         'experiment': 'exp', 'jobNamePrefix': 'lr',
                         'sampling': {'type': 'random', 'count': 2, 'seed': 7},
                         'parameters': [{'name': 'UNITS', 'type': 'discrete', 'values': [1, 2]}], 'jobCount': 2,
-                        'createdAt': '2026-01-01T00:00:00+00:00'}
+                        'templateDigest': None, 'createdAt': '2026-01-01T00:00:00+00:00'}
     assert lines[1:] == [job(1), job(2)]
     mask = os.umask(0)
     os.umask(mask)

@@ -47,8 +47,13 @@ class Watcher:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def jobs(self):
-        return [job for job in list_jobs(self.client, self.service.resource_group, self.service.workspace,
-                                         self.experiment) if sweep_name_of(job) == self.sweep]
+        """The sweep's jobs now ([] before its experiment exists)."""
+        from azure.core.exceptions import ResourceNotFoundError
+        try:
+            return [job for job in list_jobs(self.client, self.service.resource_group, self.service.workspace,
+                                             self.experiment) if sweep_name_of(job) == self.sweep]
+        except ResourceNotFoundError:
+            return []
 
     def _watch(self):
         while not self._stop.is_set():

@@ -7,12 +7,14 @@
 - crash: the controller is SIGKILLed at three points (once with its journal deleted) and run again: no duplicate,
   nothing lost, limits held, the same Hyperband decisions as the unkilled run.
 """
+import json
 import os
 import uuid
 
 import pytest
 
 from azext_batchai_sweep.core.listing import env_of
+from azext_batchai_sweep.core.tuning.loop import job_state
 from tests.fixtures_az import AZ, AzRunner, base_env
 
 from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, service_env, write_sweep
@@ -74,6 +76,11 @@ def test_bandit_within_limits_and_job_timeout(setup, local_service, batchai_clie
     table = az('batchai', 'sweep', 'status', '-g', local_service.resource_group, '-w', local_service.workspace,
                '-e', experiment, '-n', 'bandit', '-o', 'table')
     assert 'stopped at epoch 2 by bandit' in table.stdout
+    # metrics takes its metric and goal from the run's objective
+    best = az('batchai', 'sweep', 'metrics', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', experiment, '-n', 'bandit', '--top', '1', '--query', '[0].parameters.Q')
+    assert best.exit_code == 0, best.stderr
+    assert best.json() == 0.9
 
 
 @pytest.fixture(scope='module')
@@ -136,3 +143,54 @@ def test_killed_controller_resumes_with_the_same_decisions(hyperband_reference, 
     for key in ('jobs', 'decisions', 'ended', 'counts'):
         assert result[key] == reference_result[key], key
     assert result['best']['parameters'] == reference_result['best']['parameters']
+
+
+def test_sweep_stop_ends_a_run(setup, local_service, batchai_client):
+    """`az batchai sweep stop` while `run` goes on: the run submits nothing more and ends, saying why."""
+    import subprocess
+    import time
+    az, directory, config, experiment = setup
+    spec = write_sweep(directory, 'stopped', ['limits: {maxConcurrentJobs: 2}'], [0.1, 0.2, 0.3, 0.4, 0.5],
+                       epochs=40, sleep=0.25)
+    proc = subprocess.Popen([AZ] + args(local_service, experiment, 'stopped', spec),
+                            env=base_env(config, service_env(local_service)), cwd=directory,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = Watcher(batchai_client, local_service, experiment, 'stopped')
+    deadline = time.monotonic() + 60
+    while sum(1 for job in watcher.jobs() if job_state(job) == 'running') < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop = az('batchai', 'sweep', 'stop', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', experiment, '-n', 'stopped', '--yes')
+    assert stop.exit_code == 0, stop.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    result = json.loads(out)
+    assert result['ended'] == 'stopped' and result['jobs'] == 2, result
+    assert 'terminated by someone else' in err
+    assert len(watcher.jobs()) == 2
+
+
+def test_random_run_without_seed_resumes_with_the_seed_its_jobs_carry(setup, local_service, batchai_client):
+    """maxTotalJobs ends a run; running it again with a larger budget goes on with the seed the jobs recorded, so the
+    sweep is the random search `create` would plan with that seed."""
+    from azext_batchai_sweep.core.params import DiscreteParamSpec
+    from azext_batchai_sweep.core.sweep import ParameterSweep
+    az, directory, _, experiment = setup
+    spec = write_sweep(directory, 'rand', ['sampling: {type: random, count: 4}'], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+                       epochs=2, sleep=0.01)
+    first = az(*args(local_service, experiment, 'rand', spec), '--max-total-jobs', '2')
+    assert first.exit_code == 0, first.stderr
+    assert first.json()['ended'] == 'maxTotalJobs' and first.json()['jobs'] == 2
+    assert 'Sweep seed: ' in first.stderr
+    second = az(*args(local_service, experiment, 'rand', spec))
+    assert second.exit_code == 0, second.stderr
+    assert second.json()['ended'] == 'exhausted' and second.json()['jobs'] == 4
+    jobs = Watcher(batchai_client, local_service, experiment, 'rand').jobs()
+    seeds = {env_of(job)['BATCHAI_SWEEP_SEED'] for job in jobs}
+    assert len(seeds) == 1
+    drawn = ParameterSweep([DiscreteParamSpec(parameterName='Q', values=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6])]) \
+        .generate_jobs_random_search({'properties': {}}, 4, seed=int(seeds.pop()), job_name_prefix='rand',
+                                     sweep_name='rand')
+    assert {job.name for job in drawn} == {job.name for job in jobs}
+    order = sorted(jobs, key=lambda job: int(env_of(job)['BATCHAI_SWEEP_INDEX']))
+    assert [float(env_of(job)['PARAM_Q']) for job in order] == [job.parameters['Q'] for job in drawn]

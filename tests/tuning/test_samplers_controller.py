@@ -108,3 +108,29 @@ def test_controller_judges_each_report_once_and_stops_with_bandit():
     assert states == {0: 'succeeded', 1: 'terminated', 2: 'succeeded'}
     decision = controller.decisions[next(t.name for t in trials if t.params['C'] == 1)]
     assert decision.text.startswith('stopped at epoch 2 by bandit: 0.2 < 0.6 / 1.2')
+
+
+def test_a_controller_restarted_from_the_trials_alone_decides_the_same():
+    """Grid, seeded random and Hyperband: new controllers (no memory) at several ticks submit the same jobs."""
+    import random as stdlib_random
+    specs = [DiscreteParamSpec(parameterName='C', values=list(range(40)))]
+
+    def curve(params):
+        return [params['C'] / 40 * (1 - 0.6 ** s) + 0.01 * ((params['C'] * 7 + s) % 3) for s in range(1, 28)]
+
+    factories = {
+        'grid': lambda: Controller(GridSampler(specs), None, Limits(max_concurrent_jobs=4, max_total_jobs=30)),
+        'random': lambda: Controller(RandomSampler(specs, 25, seed=3), None, Limits(max_concurrent_jobs=5)),
+        'hyperband': lambda: Controller(HyperbandSampler(specs, 'max', 1, 27, 3, seed=5), None,
+                                        Limits(max_concurrent_jobs=6, max_total_jobs=200)),
+    }
+    for kind, factory in factories.items():
+        whole, _, end = simulate(factory(), curve)
+        ticks = stdlib_random.Random(kind).sample(range(1, 60), 6)
+        resumed, _, end_resumed = simulate(factory(), curve, restarts={tick: factory for tick in ticks})
+        assert end == end_resumed, kind
+        key = (lambda t: (t.bracket, t.rung, t.slot, t.params['C'])) if kind == 'hyperband' else \
+            (lambda t: t.params['C'])
+        assert sorted(map(key, whole)) == sorted(map(key, resumed)), kind
+        if kind == 'hyperband':
+            assert len(whole) == 27 + 9 + 3 + 1 + 12 + 4 + 1 + 6 + 2 + 4

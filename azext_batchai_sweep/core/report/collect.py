@@ -23,19 +23,6 @@ logger = logging.getLogger(__name__)
 INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
 RESOURCE_VAR = 'BATCHAI_SWEEP_RESOURCE'
 PARENT_VAR = 'BATCHAI_SWEEP_PARENT'
-TERMINATED_CODE = 'JobTerminated'
-
-
-def _state(job):
-    """The job's state; a failed job that was terminated (Batch AI records it as failed, with the error code
-    JobTerminated) is 'terminated', as core/tuning's trials name it."""
-    state = state_of(job)
-    if state == 'failed':
-        info = job.execution_info
-        for error in (getattr(info, 'errors', None) or ()):
-            if getattr(error, 'code', None) == TERMINATED_CODE:
-                return 'terminated'
-    return state
 
 
 def _number(env, name, kind=int):
@@ -78,7 +65,8 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
                  EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
                  EXTRA_STEP_KEY: step_key}
         env = env_of(job)
-        trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job), state=_state(job),
+        trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job),
+                            state=state_of(job),
                             reports=tuple(Report(step, value) for step, value in reports),
                             resource=_number(env, RESOURCE_VAR, float), parent=env.get(PARENT_VAR) or None,
                             stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))

@@ -19,6 +19,7 @@ import json
 import math
 import random
 
+from ..listing import STATES
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
@@ -31,7 +32,6 @@ MAX_POINTS = 2000
 MAX_CATEGORIES = 40          # a categorical axis with more categories shows every n-th label
 LOG_RATIO = 100.0            # without a plan, a positive numeric parameter spanning this ratio gets a log axis
 EXPECTED_CURVE_POINTS = 200  # random search's expected curve is evaluated at this many job counts at most
-STATE_ORDER = ('queued', 'running', 'terminating', 'succeeded', 'failed', 'terminated')
 # Decisions that end a configuration before the largest step: a policy's stop, and Hyperband's "not promoted" (its
 # successive halving stops the configuration at this rung). The report marks both "stopped early".
 STOPPING_ACTIONS = ('stopped', 'not promoted')
@@ -153,7 +153,7 @@ def _best(trials, jobs, objective):
 
 
 def _counts(jobs):
-    counts = dict.fromkeys(STATE_ORDER[:5], 0)
+    counts = dict.fromkeys(STATES, 0)  # the states `status` counts
     for job in jobs:
         counts[job['state']] = counts.get(job['state'], 0) + 1
     return counts

@@ -2,9 +2,9 @@
 
 The metric is found exactly as `az batchai sweep metrics` finds it (core.metrics.MetricExtractor: Katib's
 `name=value` or a regex, line by line); where `metrics` reduces a log to one number, this keeps each value with the
-step it was reported at. The step is the value of another `name=value` key on the same line (`epoch=3 ...
-val_accuracy=0.8`): the key given, or else the first of STEP_KEYS present on every report line of the job; without
-one, reports are numbered 1, 2, 3...
+step it was reported at. The step is a regex's group named `step` (as `sweep run` reads it), else the value of
+another `name=value` key on the same line (`epoch=3 ... val_accuracy=0.8`): the key given, or else the first of
+STEP_KEYS present on every report line of the job; without one, reports are numbered 1, 2, 3...
 """
 import math
 import re
@@ -12,6 +12,7 @@ import re
 from ..metrics import MAX_LINE, katib_pattern
 
 STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
+REGEX_STEP = 'step'  # a regex's named group holding the step
 
 
 def _compiled(key):
@@ -33,6 +34,7 @@ class ReportReader:
         self.group = extractor.group
         self.step_key = step_key
         self.step_patterns = ((step_key, _compiled(step_key)),) if step_key else _AUTO_STEP_PATTERNS
+        self.regex_step = REGEX_STEP in self.pattern.groupindex and self.group != REGEX_STEP
 
     def _scan(self, text, found):
         """Append (line steps, value) for each metric match in whole lines of `text`."""
@@ -49,6 +51,11 @@ class ReportReader:
             end = text.find('\n', match.end())
             line = text[start:end if end >= 0 else len(text)]
             steps = {}
+            if self.regex_step:
+                try:
+                    steps[None] = float(match.group(REGEX_STEP))
+                except (TypeError, ValueError):
+                    pass
             for key, step_pattern in self.step_patterns:
                 step = step_pattern.search(line)
                 if step is not None:
@@ -80,7 +87,10 @@ class ReportReader:
         return self.with_steps(found)
 
     def with_steps(self, found):
-        """(key, reports): the first step key that every report line carries, else None and 1, 2, 3..."""
+        """(key, reports): the regex's step group or the first step key that every report line carries, else None
+        and 1, 2, 3..."""
+        if self.regex_step and found and all(None in steps for steps, _ in found):
+            return REGEX_STEP, [(steps[None], value) for steps, value in found]
         for key, _ in self.step_patterns:
             if found and all(key in steps for steps, _ in found):
                 return key, [(steps[key], value) for steps, value in found]

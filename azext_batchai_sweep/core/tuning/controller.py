@@ -19,11 +19,14 @@ from .decision import TIMEOUT, Decision
 END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and every job has finished
 END_MAX_TOTAL = 'maxTotalJobs'     # the budget of jobs is spent, and every job has finished
 END_TIMEOUT = 'timeout'            # timeoutMinutes passed: the running jobs were terminated
+END_STOPPED = 'stopped'            # someone else terminated the sweep's jobs (az batchai sweep stop)
 UNLIMITED = 1 << 30
 END_REASONS = {
     END_EXHAUSTED: 'every job the sampler had to run has finished',
     END_MAX_TOTAL: 'maxTotalJobs jobs were submitted and all have finished',
     END_TIMEOUT: 'the sweep reached timeoutMinutes; its running jobs were terminated',
+    END_STOPPED: 'jobs of the sweep were terminated by someone else (az batchai sweep stop): nothing more was '
+                 'submitted; run the same command again to go on',
 }
 
 

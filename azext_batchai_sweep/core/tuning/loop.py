@@ -24,11 +24,12 @@ from dataclasses import replace
 from azure.core.exceptions import ResourceNotFoundError
 
 from ..listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
-from ..naming import canonical_json, name_from_digest, sanitize_prefix, values_digest
+from ..identity import SWEEP_SEED_VAR, add_digest, body_digest
+from ..naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
 from ..retry import NO_SDK_RETRY, RetrySettings, call_with_retries
 from ..submit import create_job
 from ..substitution import CompiledTemplate
-from .controller import END_REASONS, Controller, Limits
+from .controller import END_REASONS, END_STOPPED, Controller, Limits
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
 from .policies import make_policy
@@ -99,8 +100,9 @@ def output_paths(job):
 
 
 class JobFactory:
-    """Suggestions -> (name, job create body): the sweep's template rendered as `create` renders it, plus the
-    variables that place the job in the sweep."""
+    """Suggestions -> (name, job create body): the sweep's template rendered as `create` renders it (the same name
+    for the same parameter values, BATCHAI_SWEEP_SEED, BATCHAI_SWEEP_JOB_DIGEST), plus the variables that place the
+    job in the run."""
 
     def __init__(self, definition, sweep_name, prepare_body=None):
         specs = list(definition.parameters)
@@ -109,7 +111,11 @@ class JobFactory:
             specs.append(definition.resource_spec)
             self.resource_name = definition.resource_spec.name
         self.prefix = sanitize_prefix(definition.job_name_prefix or sweep_name)
-        self.template = CompiledTemplate({'properties': definition.template}, specs, sweep_name=sweep_name)
+        self.salt = sweep_salt(sweep_name)
+        seed = definition.sampling.get('seed')
+        environment = {SWEEP_SEED_VAR: str(seed)} if seed is not None else None
+        self.template = CompiledTemplate({'properties': definition.template}, specs, sweep_name=sweep_name,
+                                         environment=environment)
         self.prepare_body = prepare_body or (lambda body: body)
 
     def values(self, suggestion):
@@ -124,11 +130,12 @@ class JobFactory:
             identity = canonical_json(values)  # the name `create`/`submit` give the same parameter values
         else:
             identity = canonical_json({'bracket': suggestion.bracket, 'slot': suggestion.slot, 'values': values})
-        return name_from_digest(self.prefix, values_digest(identity))
+        return name_from_digest(self.prefix, values_digest(identity, self.salt))
 
     def body(self, suggestion, index, parent_job=None):
         values = self.values(suggestion)
-        body = json.loads(self.template.render_json(values, canonical_json(values)))
+        text = self.template.render_json(values, canonical_json(values))
+        body = add_digest(json.loads(text), body_digest(text))
         env = body['properties'].setdefault('environmentVariables', [])
         extra = {ENV_INDEX: index}
         if suggestion.resource is not None:
@@ -270,7 +277,17 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
 
     def poll(self):
         """One round; returns the result once the sweep has ended, else None."""
+        seen_pending = {t.name for t in self.trials if t.pending}
         trials, elapsed = self.observe()
+        stopped = [t.name for t in trials if t.state == 'terminated' and t.name in seen_pending
+                   and t.name not in self.controller.decisions]
+        if stopped:
+            # Terminated under this run's eyes, not by it: the user stopped the sweep. Submit nothing more.
+            self.progress('{} job(s) terminated by someone else ({}): the run ends'.format(
+                len(stopped), ', '.join(stopped[:5])))
+            self.end = END_STOPPED
+            self._save(trials)
+            return self.result()
         actions = self.controller.step(trials, elapsed)
         # Decided but still running (a run killed between its decision and the terminate): terminate again.
         decided = [self.controller.decisions[t.name] for t in trials

@@ -11,7 +11,6 @@ from ..errors import SpecError
 logger = logging.getLogger(__name__)
 
 RUN_ONLY = 'only `az batchai sweep run` can {} (create and submit plan every job before the first result)'
-ADAPTIVE_SAMPLING = ('hyperband',)
 NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
 
 
@@ -28,6 +27,7 @@ def check_tuning(document, sampling, path, adaptive):
         if policy is not None:
             raise SpecError('expected no earlyTermination here: ' + RUN_ONLY.format('stop jobs by their results'),
                             source=path, path='earlyTermination')
+        from .samplers import ADAPTIVE_SAMPLING
         if sampling['type'] in ADAPTIVE_SAMPLING:
             raise SpecError('expected grid or random sampling here: ' + RUN_ONLY.format(
                 'choose jobs by their results ({} sampling)'.format(sampling['type'])), source=path,
@@ -38,8 +38,9 @@ def check_tuning(document, sampling, path, adaptive):
                                 source=path, path='limits.' + key)
     if objective is not None:
         _check_objective(objective, path)
+    from .samplers import ADAPTIVE_SAMPLING
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
-        'hyperband sampling' if sampling['type'] == 'hyperband' else None)
+        '{} sampling'.format(sampling['type']) if sampling['type'] in ADAPTIVE_SAMPLING else None)
     if needs and objective is None:
         raise SpecError('expected an objective ({{metric: NAME, goal: max}} or a regex): {} compares the jobs\' '
                         'objective'.format(needs), source=path, path='objective')

@@ -7,8 +7,11 @@ from dataclasses import replace
 from .trial import Report, Trial
 
 
-def simulate(controller, curve, max_ticks=100000, start_delay=0):
+def simulate(controller, curve, max_ticks=100000, start_delay=0, restarts=None):
     """Run a sweep to its end; returns (trials, ticks, end reason).
+
+    :param restarts: {tick: factory}: at that tick the controller is replaced by ``factory()``, a new one that
+        knows nothing but the trials (a killed `sweep run` started again without its journal).
 
     :param curve: curve(params) -> list of the objective's values at steps 1, 2, ... (the full run).
     :param start_delay: ticks a submitted job waits before its first step (queueing).
@@ -17,6 +20,8 @@ def simulate(controller, curve, max_ticks=100000, start_delay=0):
     """
     trials, progress = [], {}
     for tick in range(max_ticks):
+        if restarts and tick in restarts:
+            controller = restarts[tick]()
         actions = controller.step(trials, elapsed_seconds=float(tick))
         stop = {d.job for d in actions.terminate}
         trials = [replace(t, state='terminated') if t.name in stop else t for t in trials]

@@ -1,6 +1,8 @@
 """Samplers, one module each; ``make_sampler`` builds the one a sweep file's sampling names.
 
-SAMPLERS maps a sampling type to a factory ``(definition, goal) -> Sampler``; a new sampler registers itself here.
+SAMPLERS maps a sampling type to a factory ``(definition, goal) -> Sampler``; a new sampler registers itself here,
+and in ADAPTIVE_SAMPLING when its jobs depend on results (then create/submit refuse it and it needs an objective).
+Its sampling type goes into core/schemas/sweep.schema.json's `sampling.oneOf`.
 """
 from .grid import GridSampler
 from .hyperband import HyperbandSampler, hyperband_brackets

@@ -153,7 +153,8 @@ class HyperbandSampler(Sampler):
                         self.resource, fmt(bracket.rungs[i + 1].resource), fmt(t.last), rank, len(ranked), keep)
                     kind = PROMOTED
                 else:
-                    text = 'not promoted by hyperband: {} is rank {} of {} at {} {}, the best {} go on (cutoff {})'.format(
+                    text = ('not promoted by hyperband: {} is rank {} of {} at {} {}, the best {} go on '
+                            '(cutoff {})').format(
                         fmt(t.last), rank, len(ranked), self.resource, fmt(rung.resource), keep, fmt(cutoff))
                     kind = NOT_PROMOTED
                 decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
