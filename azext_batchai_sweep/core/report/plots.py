@@ -192,7 +192,7 @@ def parallel_coordinates(data):
     axes.append(objective_axis)
     height = 440
     top, bottom = MARGIN['top'] + 40, height - MARGIN['bottom']
-    left, right = MARGIN['left'] + 30, WIDTH - MARGIN['right'] - 90
+    left, right = MARGIN['left'] + 30, WIDTH - MARGIN['right'] - 120
     gap = (right - left) / max(1, len(axes) - 1)
     xs = [left + i * gap for i in range(len(axes))] if len(axes) > 1 else [(left + right) / 2]
     scales = [scale_for(axis, bottom, top) for axis in axes]
@@ -238,7 +238,7 @@ def parallel_coordinates(data):
         parts.append('<text class="axis-title" x="{}" y="{}" text-anchor="middle">{}</text></g>'.format(
             c(x), c(top - 14), esc(_short(axis['name'], 22) + suffix)))
     # The colour bar, better at the top.
-    bar_x = WIDTH - MARGIN['right'] - 40
+    bar_x = WIDTH - MARGIN['right'] - 30
     best_value, worst_value = (high, low) if data['objective']['goal'] == 'max' else (low, high)
     parts.append('<g class="colour-bar"><rect x="{}" y="{}" width="14" height="{}" fill="url(#pc-gradient)"/>'
                  '<text x="{}" y="{}" text-anchor="middle">{}</text><text x="{}" y="{}" text-anchor="middle">{}'
