@@ -130,12 +130,11 @@ def sweep_status_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
-        row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
         if job.get('tuning'):
-            # A sweep run's jobs: its objective and decisions instead of the start time.
-            row['Duration'] = _short_duration(job['durationSeconds'])
+            # A sweep run's jobs: their objective and decisions instead of exit code and times (-o json has all).
             rows.append(_with_parameters(_tuning_cells(row, job['tuning']), parameters))
             continue
+        row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
         row['Start'] = _short_time(job['startTime'])
         row['Duration'] = _short_duration(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
@@ -161,10 +160,9 @@ def sweep_run_table_format(result):
 def _tuning_cells(row, tuning):
     """The columns `sweep run` adds to status rows: its objective, step and decision."""
     row['Step'] = _cell(tuning.get('step'))
-    row['Latest'] = _cell(tuning.get('latest'))
-    row['Best'] = _cell(tuning.get('best'))
+    row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
     if tuning.get('bracket') is not None:
-        row['Bracket/Rung'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])
+        row['B/R'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])  # Hyperband's bracket and rung
     row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))
     return row
 

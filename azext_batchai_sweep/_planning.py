@@ -54,12 +54,6 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
         raise InvalidArgumentValueError(
             'The sweep has {} jobs, more than --max-jobs ({})'.format(len(jobs), max_jobs),
             recommendation='Add --yes to plan it anyway, raise --max-jobs, or use --sampling random --count N.')
-    if client is not None:
-        # The sweep file is valid: a missing cluster (or a job without one) would fail every job, so it is named
-        # before anything is compared, written or created.
-        from .core.preflight import check_cluster
-        with core_errors():
-            check_cluster(client, (definition.template.get('cluster') or {}).get('id'), retry=retry)
     header = plan_header(sweep=sweep_name, resource_group=resource_group, workspace=workspace_name,
                          experiment=experiment_name, job_name_prefix=jobs.prefix, sampling=definition.sampling,
                          parameters=definition.parameter_summaries, job_count=len(jobs),
@@ -67,7 +61,13 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     if definition.objective:
         header['objective'] = definition.objective  # the defaults of `sweep metrics`
     if previous is not None and not allow_changes:
-        _refuse_changes(previous, header, plan_file, identity)
+        _refuse_changes(previous, header, plan_file, identity)  # against the plan file: before any request
+    if client is not None:
+        # The sweep file is valid: a missing cluster (or a job without one) would fail every job, so it is named
+        # before anything is compared with the service, written or created.
+        from .core.preflight import check_cluster
+        with core_errors():
+            check_cluster(client, (definition.template.get('cluster') or {}).get('id'), retry=retry)
     comparison = service.comparison()
     values = {} if comparison is not None and comparison.has_sweep_jobs() else None
     listed, first = [], []

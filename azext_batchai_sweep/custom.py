@@ -211,6 +211,9 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    if job_names:  # every name must be the sweep's before anything is stopped
+        with core_errors():
+            _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Stopping') as progress:
         result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
                            parallel=parallel, wait=not no_wait, progress=progress, retry=_retry())
@@ -291,16 +294,24 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
-    _add_run_decisions(cmd, result['jobs'], identity)
+    _add_run_decisions(cmd, client, result['jobs'], identity)
     return result
 
 
-def _add_run_decisions(cmd, rows, identity):
-    """A `sweep run`'s objective, step and decision per job, from its journal on this machine (when there is one)."""
+def _add_run_decisions(cmd, client, rows, identity):
+    """A `sweep run`'s objective, step and decision per job: from its journal on this machine, else rebuilt from the
+    jobs on the service (their objective, rules and logs)."""
     from ._run import run_journal_path
-    from .core.tuning.loop import read_journal_rows
+    from .core.tuning.loop import read_journal_rows, rows_from_service
     tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
                                                 identity.experiment, identity.name))
+    if not tuning and rows:
+        from .core.identity import sweep_jobs
+        with core_errors():
+            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                              identity.name, retry=_retry())
+            tuning = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
+                                       jobs, retry=_retry())
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
@@ -495,7 +506,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
 
 
 def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
-    """The sweep file's objective, as `sweep run` (its journal) or `create` (the plan's header) kept it."""
+    """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
     from azure.cli.core.azclierror import RequiredArgumentMissingError
     from ._run import run_journal_path
     from .core.plan import read_plan
@@ -505,6 +516,12 @@ def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep
     plan_file = '{}.plan.jsonl'.format(sweep_name)
     if objective is None and os.path.isfile(plan_file):
         objective = read_plan(plan_file)[0].get('objective')
+    if objective is None:
+        from .core.identity import sweep_jobs
+        from .core.tuning.loop import objective_from_service
+        with core_errors():
+            objective = objective_from_service(sweep_jobs(_client(cmd), resource_group, workspace_name,
+                                                          experiment_name, sweep_name, retry=_retry()))
     if not objective:
         raise RequiredArgumentMissingError(
             'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),

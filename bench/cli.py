@@ -146,7 +146,7 @@ class Bench:
         return ['-g', info.resource_group, '-w', info.workspace, '-e', EXPERIMENT, '-n', SWEEP]
 
 
-def _job(cluster_id, command, index, account='bench'):
+def _job(cluster_id, command, index, account='bench', sweep=SWEEP):
     """A queued sweep job as `create` plans them: PARAM_*, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS variables."""
     return models.JobCreateParameters(
         cluster=models.ResourceId(id=cluster_id), node_count=1,
@@ -158,7 +158,7 @@ def _job(cluster_id, command, index, account='bench'):
             for share in ('logs', 'scripts')]),
         environment_variables=[
             models.EnvironmentVariable(name='PARAM_I', value=str(index)),
-            models.EnvironmentVariable(name='BATCHAI_SWEEP_NAME', value=SWEEP),
+            models.EnvironmentVariable(name='BATCHAI_SWEEP_NAME', value=sweep),
             models.EnvironmentVariable(name='BATCHAI_SWEEP_PARAMS', value=json.dumps({'I': index}))],
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command))
 
@@ -177,8 +177,9 @@ def _experiment_with_blocker(info):
     """The experiment, and a job holding the service's only slot so that the jobs created next stay queued."""
     client = local_batchai_client(info.endpoint, info.token_file)
     client.experiments.begin_create(info.resource_group, info.workspace, EXPERIMENT).result()
+    # A sweep of its own: a job of the benchmarked sweep that its plan lacks would stop `submit` (issue 10).
     client.jobs.begin_create(info.resource_group, info.workspace, EXPERIMENT, 'blocker',
-                             _job(info.cluster_id, 'sleep 3600', -1)).result()
+                             _job(info.cluster_id, 'sleep 3600', -1, sweep='blocker')).result()
     return client
 
 

@@ -194,12 +194,16 @@ def test_a_failed_create_never_destroys_a_plan(target):
     no_ws = target.az('batchai', 'sweep', 'create', *args, '--spec', 'sweep.yaml', '-c', svc.cluster_id,
                       '--plan-file', 'p.plan.jsonl', '--yes')
     assert no_ws.exit_code == 3 and 'Workspace no-such-ws does not exist' in no_ws.stderr, no_ws.stderr
-    no_cluster = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', 'no-such-cluster')
+    no_cluster = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', 'no-such-cluster', '--plan-file', 'x.jsonl')
     assert no_cluster.exit_code == 3 and 'Cluster no-such-cluster does not exist' in no_cluster.stderr
-    no_cluster_at_all = target.run('submit', 'p', '--spec', 'sweep.yaml')
+    no_cluster_at_all = target.run('submit', 'p', '--spec', 'sweep.yaml', '--plan-file', 'x.jsonl')
     assert no_cluster_at_all.exit_code == 1 and '--cluster NAME' in no_cluster_at_all.stderr
+    # Against its own plan, the other cluster is a change of the template: refused before any request.
+    changed = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', 'no-such-cluster')
+    assert changed.exit_code == 1 and 'the job template' in changed.stderr
     with open(plan_path, encoding='utf-8') as f:
         assert f.read() == before
+    assert not os.path.exists(os.path.join(target.directory, 'x.jsonl'))
     status = target.run('status', 'p')
     assert status.exit_code == 3 and 'Experiment {} does not exist'.format(target.experiment) in status.stderr
 

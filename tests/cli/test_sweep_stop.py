@@ -30,10 +30,11 @@ def test_stop_terminates_the_sweep_and_nothing_else(target):
     try:
         refused = target.run('stop', 's')  # no terminal to confirm on: nothing is stopped
         assert refused.exit_code != 0
-        unknown = target.run('stop', 's', '--jobs', 'no-such-job', '--yes')
+        names = sorted(record['name'] for record in read_plan(os.path.join(target.directory, 's.plan.jsonl'))[1])
+        # A name that is not the sweep's: an error before anything is stopped (names[0] is stopped just below).
+        unknown = target.run('stop', 's', '--jobs', names[0], 'no-such-job', '--yes')
         assert unknown.exit_code == 3 and 'no-such-job' in unknown.stderr, unknown.stderr
 
-        names = sorted(record['name'] for record in read_plan(os.path.join(target.directory, 's.plan.jsonl'))[1])
         one = target.run('stop', 's', '--jobs', names[0], '--yes', '-o', 'json')
         assert one.exit_code == 0, one.stderr
         assert one.json()['stopped'] == [names[0]] and 'stopped 1 job(s)' in one.stderr

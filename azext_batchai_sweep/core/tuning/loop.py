@@ -46,6 +46,9 @@ ENV_RUNG = 'BATCHAI_SWEEP_RUNG'
 ENV_SLOT = 'BATCHAI_SWEEP_SLOT'
 ENV_PARENT = 'BATCHAI_SWEEP_PARENT'
 ENV_PARENT_OUTPUT = 'BATCHAI_SWEEP_PARENT_OUTPUT_'
+# The run's objective and rules, in every job: `status` and `metrics` read them from the service without the journal.
+ENV_OBJECTIVE = 'BATCHAI_SWEEP_OBJECTIVE'
+ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
 TERMINATED_ERROR = 'JobTerminated'
 JOURNAL_VERSION = 1
 
@@ -117,6 +120,13 @@ class JobFactory:
         self.template = CompiledTemplate({'properties': definition.template}, specs, sweep_name=sweep_name,
                                          environment=environment)
         self.prepare_body = prepare_body or (lambda body: body)
+        self.constant = {}
+        if definition.objective:
+            self.constant[ENV_OBJECTIVE] = canonical_json(definition.objective)
+        tuning = {'sampling': dict(definition.sampling)}
+        if definition.early_termination:
+            tuning['earlyTermination'] = definition.early_termination
+        self.constant[ENV_TUNING] = canonical_json(tuning)
 
     def values(self, suggestion):
         values = dict(suggestion.params)
@@ -137,7 +147,8 @@ class JobFactory:
         text = self.template.render_json(values, canonical_json(values))
         body = add_digest(json.loads(text), body_digest(text))
         env = body['properties'].setdefault('environmentVariables', [])
-        extra = {ENV_INDEX: index}
+        extra = dict(self.constant)
+        extra[ENV_INDEX] = index
         if suggestion.resource is not None:
             extra[ENV_RESOURCE] = suggestion.resource
         for key, value in ((ENV_BRACKET, suggestion.bracket), (ENV_RUNG, suggestion.rung),
@@ -189,6 +200,44 @@ class Journal:
         with open(partial, 'w', encoding='utf-8') as f:
             json.dump(self.data, f)
         os.replace(partial, self.path)
+
+
+def rows_from_service(client, resource_group, workspace, experiment, jobs, retry=None):
+    """Status rows of a run's jobs rebuilt from the service alone (its journal is on another machine, or lost): the
+    objective and rules the jobs carry, their logs read once, Hyperband's decisions derived again (they depend on
+    the finished jobs only). A job the run terminated is shown as stopped early, without the numbers of its rule
+    (those are in the journal). {} for jobs that did not come from `sweep run`."""
+    envs = [env_of(job) for job in jobs]
+    raw = next((env[ENV_OBJECTIVE] for env in envs if env.get(ENV_OBJECTIVE)), None)
+    if raw is None:
+        return {}
+    objective = json.loads(raw)
+    tuning = json.loads(next((env[ENV_TUNING] for env in envs if env.get(ENV_TUNING)), '{}'))
+    sampling = tuning.get('sampling') or {}
+    goal, step_label = objective['goal'], objective.get('step') or 'report'
+    follower = LogFollower(client, resource_group, workspace, experiment, objective, retry=retry)
+    follower.update([(job.name, job_state(job)) for job in jobs])
+    resource = sampling.get('resource') if sampling.get('type') == 'hyperband' else None
+    trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+    decisions = {}
+    if resource:
+        from .samplers.hyperband import HyperbandSampler
+        decisions = HyperbandSampler([], goal, sampling['minResource'], sampling['maxResource'],
+                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource).explain(trials)
+    rule = (tuning.get('earlyTermination') or {}).get('policy') or 'the run'
+    for t in trials:
+        if t.state == 'terminated' and t.name not in decisions:
+            decisions[t.name] = Decision(job=t.name, kind=STOPPED, rule=rule, step=t.reports[-1].step if t.reports
+                                         else None, text='stopped by {} (the numbers are in the journal of the '
+                                         'machine that ran the sweep)'.format(rule))
+    seen = [replace(t, stopped_early=t.state == 'terminated') for t in trials]
+    return {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+
+
+def objective_from_service(jobs):
+    """The objective a run's jobs carry, or None."""
+    raw = next((env_of(job).get(ENV_OBJECTIVE) for job in jobs if env_of(job).get(ENV_OBJECTIVE)), None)
+    return json.loads(raw) if raw else None
 
 
 def read_journal_rows(path):
@@ -247,6 +296,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.clock = clock
         self.trials, self.jobs, self.end = [], {}, None
         self.submitted = 0
+        self.submitted_names = set()
         self._last_line = None
 
     def list_jobs(self):
@@ -277,7 +327,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
 
     def poll(self):
         """One round; returns the result once the sweep has ended, else None."""
-        seen_pending = {t.name for t in self.trials if t.pending}
+        seen_pending = {t.name for t in self.trials if t.pending} | self.submitted_names
         trials, elapsed = self.observe()
         stopped = [t.name for t in trials if t.state == 'terminated' and t.name in seen_pending
                    and t.name not in self.controller.decisions]
@@ -340,6 +390,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             present.add(name)
             next_index += 1
             self.submitted += 1
+            self.submitted_names.add(name)
 
     def decisions(self, trials):
         decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))

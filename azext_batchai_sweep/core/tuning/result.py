@@ -87,7 +87,8 @@ def describe(result, goal):
     """One line for stderr at the end of a run."""
     best = result['best']
     compute = result['compute']
-    return ('{} jobs; ended: {}; best {} {} ({}); {} of {} job-steps run, {}% saved'.format(
-        result['jobs'], result['endedBecause'], 'max' if goal == 'max' else 'min',
-        fmt(best['objective']) if best else '-', best['name'] if best else 'no job ran to the end',
-        compute['jobSteps'], compute['jobStepsFull'], compute['savedPercent']))
+    found = 'best {} {} ({})'.format(goal, fmt(best['objective']), best['name']) if best else \
+        'no best job (no objective, or no job ran to the end with a value)'
+    return '{} jobs; ended: {}; {}; {} of {} job-steps run, {}% saved'.format(
+        result['jobs'], result['endedBecause'], found, compute['jobSteps'], compute['jobStepsFull'],
+        compute['savedPercent'])

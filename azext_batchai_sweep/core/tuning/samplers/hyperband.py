@@ -149,13 +149,12 @@ class HyperbandSampler(Sampler):
                 numbers = {'bracket': bracket.s, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
                            'value': t.last, 'cutoff': cutoff}
                 if rank <= keep:
-                    text = 'promoted by hyperband to {} {}: {} is rank {} of {}, the best {} go on'.format(
-                        self.resource, fmt(bracket.rungs[i + 1].resource), fmt(t.last), rank, len(ranked), keep)
+                    text = 'promoted by hyperband to {} {}: rank {}/{} ({}), the best {} go on'.format(
+                        self.resource, fmt(bracket.rungs[i + 1].resource), rank, len(ranked), fmt(t.last), keep)
                     kind = PROMOTED
                 else:
-                    text = ('not promoted by hyperband: {} is rank {} of {} at {} {}, the best {} go on '
-                            '(cutoff {})').format(
-                        fmt(t.last), rank, len(ranked), self.resource, fmt(rung.resource), keep, fmt(cutoff))
+                    text = 'not promoted by hyperband: rank {}/{} at {} {} ({} < {}), the best {} go on'.format(
+                        rank, len(ranked), self.resource, fmt(rung.resource), fmt(t.last), fmt(cutoff), keep)
                     kind = NOT_PROMOTED
                 decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
                                              numbers=numbers, text=text)
