@@ -610,8 +610,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
                                output_file, plan_header=header,
-                               decisions=_run_decisions(cmd, resource_group, workspace_name, experiment_name,
-                                                        sweep_name),
+                               decisions=_run_decisions(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:
             _no_jobs(identity, client)
@@ -629,14 +628,22 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     return dict(data, reportFile=output_file)
 
 
-def _run_decisions(cmd, resource_group, workspace_name, experiment_name, sweep_name):
-    """{job name: decision dict} of a `sweep run` of this sweep, from its journal on this machine (the rows `status`
-    shows); {} for a sweep no controller ran here."""
+def _run_decisions(cmd, client, identity):
+    """{job name: decision dict} of a `sweep run` of this sweep: the rows `status` shows, from the run's journal on
+    this machine, else rebuilt from the jobs on the service (core/tuning/loop.rows_from_service, which reads the
+    run's logs once more); {} for a sweep no controller ran."""
     from ._run import run_journal_path
+    from .core.identity import sweep_jobs
     from .core.report.decisions import decisions_from_run_rows
-    from .core.tuning.loop import read_journal_rows
-    return decisions_from_run_rows(read_journal_rows(run_journal_path(
-        cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)))
+    from .core.tuning.loop import read_journal_rows, rows_from_service
+    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                              identity.experiment, identity.name))
+    if not rows:
+        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          retry=_retry())
+        rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment, jobs,
+                                 retry=_retry()) if jobs else {}
+    return decisions_from_run_rows(rows)
 
 
 def _output_format(cmd):

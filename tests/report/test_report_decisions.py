@@ -1,5 +1,6 @@
 """The report of a sweep the adaptive controller ran (`az batchai sweep run`, issue 14): its decisions on the curves
 and in the table, its objective taken from the sweep file, on the session's local service."""
+import glob
 import os
 import re
 import shutil
@@ -65,6 +66,17 @@ def test_report_of_a_bandit_run_shows_its_decisions(local_service, tmp_path):
     assert all('by bandit' in el.find('{http://www.w3.org/2000/svg}title').text for el in crosses)
     assert 'saved by early termination' in html
     assert os.path.basename(data['reportFile']) == 'bandit-report.html'
+    assert data['sampling'] == 'grid'  # carried by the run's jobs (sweep run writes no plan)
+
+    # Without the run's journal (another machine), the decisions are rebuilt from the service, as status does.
+    journals = glob.glob(os.path.join(str(config), '**', '*.run.json'), recursive=True)
+    assert len(journals) == 1
+    os.unlink(journals[0])
+    again = az('batchai', 'sweep', 'report', *target, '-f', str(tmp_path / 'again.html'), '-o', 'json').json()
+    rebuilt = {job['name']: job for job in again['jobs']}
+    assert {name for name, job in rebuilt.items() if job['stoppedEarly']} == stopped
+    assert all(rebuilt[name]['decision']['reason'].startswith('stopped by bandit') for name in stopped)
+    assert again['summary']['best']['name'] == data['summary']['best']['name']
     if os.environ.get('REPORT_SCREENSHOTS'):  # for a person to look at (tests/report/test_report_browser.py)
         os.makedirs(os.environ['REPORT_SCREENSHOTS'], exist_ok=True)
         shutil.copy(data['reportFile'], os.environ['REPORT_SCREENSHOTS'])

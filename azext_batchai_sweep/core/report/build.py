@@ -11,6 +11,7 @@ from .collect import plan_details, read_trials, sweep_record
 from .data import report_data
 from .html import render_html
 from .intermediate import ReportReader
+from .model import EXTRA_SAMPLING
 
 
 def write_file_atomically(path, text):
@@ -46,6 +47,9 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
     if not trials:
         return None
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
+    if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
+        carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}
+        sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
     data = report_data(record)

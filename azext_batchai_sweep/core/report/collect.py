@@ -6,6 +6,7 @@ Each job costs what `metrics --reduce max` costs: one listOutputFiles and one st
 error said (never a crash).
 """
 import datetime
+import json
 import logging
 
 from ..download import find_output_file, iter_url_chunks
@@ -13,16 +14,25 @@ from ..listing import env_of, job_summary, list_jobs, parameters_of, select_jobs
 from ..parallel import run_parallel
 from ..retry import RetrySettings, describe_error
 from ..tuning.trial import Report, Trial
-from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
-                    EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
+from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
+                    EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 
 logger = logging.getLogger(__name__)
 
 # The variables `sweep run` sets (core/tuning): a job's position in the sweep, and for Hyperband its resource and the
 # job it continues.
 INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
+TUNING_VAR = 'BATCHAI_SWEEP_TUNING'  # the run's rules as JSON, its sampling among them (core/tuning/loop.py)
 RESOURCE_VAR = 'BATCHAI_SWEEP_RESOURCE'
 PARENT_VAR = 'BATCHAI_SWEEP_PARENT'
+
+
+def _sampling(env):
+    """The sampling type a `sweep run` job carries (grid, random, hyperband...), or None."""
+    try:
+        return ((json.loads(env.get(TUNING_VAR) or '{}') or {}).get('sampling') or {}).get('type')
+    except (ValueError, AttributeError):
+        return None
 
 
 def _number(env, name, kind=int):
@@ -59,12 +69,12 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
         if exc is not None:
             logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
         summary = job_summary(job)
+        env = env_of(job)
         decision = decisions.get(job.name)
         extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
                  EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
                  EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
-                 EXTRA_STEP_KEY: step_key}
-        env = env_of(job)
+                 EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env)}
         trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job),
                             state=state_of(job),
                             reports=tuple(Report(step, value) for step, value in reports),

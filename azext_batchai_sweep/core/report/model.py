@@ -17,6 +17,7 @@ EXTRA_DURATION = 'durationSeconds'
 EXTRA_EXIT_CODE = 'exitCode'
 EXTRA_DECISION = 'decision'
 EXTRA_ERROR = 'error'
+EXTRA_SAMPLING = 'sampling'  # the sampling type a `sweep run` job carries, else None
 EXTRA_STEP_KEY = 'stepKey'    # the key the job's steps were read from (epoch...), None when numbered
 
 
