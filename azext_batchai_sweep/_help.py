@@ -376,8 +376,8 @@ long-summary: >
     coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
     far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
     jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
-    For a sweep "az batchai sweep run" ran on this machine, each job's decision (rule and numbers) is shown and the
-    sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
+    For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
+    and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
     show; -o table prints one summary row; -o none only writes the file.
 parameters:
   - name: --output-file -f
@@ -414,7 +414,7 @@ examples:
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss=([0-9.]+)" --goal min --output-file lr.html -o table
   - name: The data the plots show, as JSON, for plotting it another way.
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --step epoch -o json
-  - name: After "az batchai sweep run" on this machine - the sweep file's objective, and each job's decision; only write the file.
+  - name: After "az batchai sweep run" - the sweep file's objective, and each job's decision; only write the file.
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n adaptive -f adaptive.html -o none
 """
 
