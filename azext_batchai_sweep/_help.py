@@ -460,7 +460,7 @@ short-summary: Show whether the local Batch AI service runs, where, and whether 
 parameters:
   - name: --data-dir
     type: string
-    short-summary: Directory of the service's data; default is batchai-sweep/local in the az config directory.
+    short-summary: Directory of the service's data; default is the service the sweep commands use (az config), else batchai-sweep/local in the az config directory.
 examples:
   - name: Show the local service.
     text: az batchai sweep local status -o table

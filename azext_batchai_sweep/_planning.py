@@ -47,7 +47,7 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
                                      storage_account_name=storage_account_name, cluster_id=cluster,
                                      file_storage=local_file_storage(cmd.cli_ctx),
-                                     recorded_seed=lambda: _recorded_seed(previous, service))
+                                     recorded_seed=lambda: _recorded_seed(previous, service, plan_file))
         _report_seed(definition, sweep_name)
         jobs = definition.jobs(sweep_name=sweep_name)
     if len(jobs) > max_jobs and not yes:
@@ -156,16 +156,34 @@ def _previous_plan(plan_file, identity, yes):
         recommendation='Give this sweep its own plan file with --plan-file FILE, or add --yes to replace it.')
 
 
-def _recorded_seed(previous, service):
-    """The seed an earlier plan of this sweep drew: from its plan file, else from its jobs on the service."""
-    if previous is not None and (previous.get('sampling') or {}).get('seed') is not None:
-        return previous['sampling']['seed']
+def _recorded_seed(previous, service, plan_file=None):
+    """The seed an earlier plan of this sweep drew: from its plan file, else from the sweep's default plan file here
+    (`<name>.plan.jsonl`, when --plan-file names another), else from its jobs on the service."""
+    for header in (previous, _default_plan_header(plan_file, service.identity)):
+        if header is not None and (header.get('sampling') or {}).get('seed') is not None:
+            return header['sampling']['seed']
     from .core.identity import recorded_seed
     from .core.listing import select_jobs
     jobs = service.jobs()
     if not jobs:
         return None
     return recorded_seed(select_jobs(jobs, sweep_name=service.identity.name))
+
+
+def _default_plan_header(plan_file, identity):
+    """The header of `<name>.plan.jsonl` in the working directory when it is another file than `plan_file` and holds
+    this sweep (same target), else None."""
+    default = os.path.abspath('{}.plan.jsonl'.format(identity.name))
+    if plan_file is None or default == plan_file or not os.path.isfile(default):
+        return None
+    from .core.plan import read_plan
+    try:
+        header, _ = read_plan(default)
+    except Exception:  # pylint: disable=broad-except  # not a plan: no seed there
+        return None
+    ours = (identity.name, identity.resource_group, identity.workspace, identity.experiment)
+    theirs = (header.get('sweep'), header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
+    return header if theirs == ours else None
 
 
 def _report_seed(definition, sweep_name):

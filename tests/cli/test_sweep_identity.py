@@ -131,6 +131,10 @@ def test_an_unseeded_random_sweep_draws_its_seed_once(target):
     again = target.run('create', 'r', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-only',
                        '--query', 'jobs[].name')
     assert sorted(again.json()) == names and 'reuses its recorded random seed {}'.format(seed) in again.stderr
+    # Another plan file, offline: the seed of the sweep's plan file here.
+    other = target.run('create', 'r', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-only', '--plan-file',
+                       'copy.jsonl', '--query', 'jobs[].name')
+    assert sorted(other.json()) == names, other.stderr
     submitted = target.run('submit', 'r', '--query', 'submitted')
     assert submitted.json() == 3, submitted.stderr
 

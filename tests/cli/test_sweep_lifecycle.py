@@ -108,6 +108,12 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         status = target.run('status', 'slow', '--wait', '--timeout', '0.5', '--interval', '0.2')
         assert status.exit_code == 1 and 'did not finish within --timeout 0.5s' in status.stderr
         assert 'it needs --wait' in target.run('status', 'slow', '--timeout', '5').stderr
+        # resubmit --wait --timeout too: the stopped job runs again and is still running at the timeout.
+        assert target.run('stop', 'slow', '--yes').exit_code == 0
+        again = target.run('resubmit', 'slow', '--state', 'terminated', '--wait', '--timeout', '1', '--interval',
+                           '0.2', '--query', 'resubmitted')
+        assert again.exit_code == 1 and len(again.json()) == 1, again.stderr
+        assert 'did not finish within --timeout 1s' in again.stderr
     finally:
         target.run('stop', 'slow', '--yes')
 
