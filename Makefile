@@ -14,17 +14,23 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools system-deps-slurm bench bench-slurm bench-expand bench-service bench-cli bench-tuning bench-tpe wheel lint clean
+.PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-chromium bench bench-slurm bench-expand \
+	bench-service bench-cli bench-tuning bench-tpe bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
 
-test: dev test-tools system-deps-slurm
+test: dev test-tools system-deps-slurm system-deps-chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
 system-deps-slurm:
 	scripts/install_system_deps.sh slurm
+
+# Chromium for the report's browser tests: apt-get install where missing and root, else a note (the tests skip
+# loudly, and fail when CI=true).
+system-deps-chromium:
+	scripts/install_chromium.sh
 
 # The long reliability runs (1,000-job fault submit, 10 SIGKILLs of a 300-job submit, 10,000-job load); the last -m
 # wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md.
@@ -63,7 +69,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-report
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -86,6 +92,9 @@ bench-tuning: dev $(TEST_STAMP)
 # Bayesian sampling: our TPE beside Optuna's TPESampler (test-only) and random search, 30 seeds x 60 evaluations.
 bench-tpe: dev $(TEST_STAMP)
 	$(BIN)/python bench/tpe.py
+
+bench-report: dev $(TEST_STAMP)
+	$(BIN)/python bench/report.py
 
 # azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
 # rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.

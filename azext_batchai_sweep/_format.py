@@ -207,6 +207,22 @@ def sweep_download_table_format(result):
                          ('Failed', len(result['failed'])), ('Destination', _short_path(result['destination']))])]
 
 
+def sweep_report_table_format(result):
+    """One row: the sweep, its job counts, the best job and where the report was written."""
+    summary = result['summary']
+    best = summary['best'] or {}
+    row = OrderedDict()
+    row['Sweep'] = result['sweep']
+    row['Jobs'] = summary['jobs']
+    for state, count in summary['counts'].items():
+        if count:
+            row[state.title()] = count
+    row['Best Job'] = _text(best.get('name'))
+    row['Best'] = _cell(best.get('value'))
+    row['Report'] = result['reportFile']
+    return [row]
+
+
 def local_service_table_format(result):
     """A single row; the keys of local start/status/stop in title case."""
     titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',

@@ -368,6 +368,60 @@ examples:
     text: az batchai sweep download -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --jobs lr-0123456789abcdef --output-directory-id MODEL --dest models
 """
 
+helps['batchai sweep report'] = """
+type: command
+short-summary: Write a sweep's report, one self-contained HTML file with the plots people look at.
+long-summary: >
+    Reads what the service holds about the sweep (the jobs as "status" lists them, and every value of the objective
+    each job printed, found as "metrics" finds it) and writes one HTML file that opens anywhere with nothing fetched
+    from the network: a summary (objective and goal, counts by state, the best job with its parameters, compute used
+    and saved by early termination, when the sweep ran), learning curves (the objective against the step, one line
+    per job, stopped, failed and best jobs marked, the decision taken about a job on hover), parallel coordinates
+    coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
+    far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
+    jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
+    For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
+    and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
+    show; -o table prints one summary row; -o none only writes the file.
+parameters:
+  - name: --output-file -f
+    type: string
+    short-summary: Where to write the HTML report. Default is `<name>-report.html` in the current directory.
+  - name: --open
+    type: bool
+    short-summary: Open the report in the default web browser once written.
+  - name: --metric
+    type: string
+    short-summary: Name of the objective, logged as NAME=VALUE (Katib's format), instead of --regex; default is the objective of the sweep run.
+  - name: --regex
+    type: string
+    short-summary: Regular expression with a group around the objective's number, instead of --metric.
+  - name: --goal
+    type: string
+    short-summary: max (larger is better, the default) or min.
+  - name: --step
+    type: string
+    short-summary: Key on each report line that counts as the step, e.g. epoch; default is detected per job.
+  - name: --file
+    type: string
+    short-summary: Path of the file holding the values, inside the output directory; default is stdout.txt.
+  - name: --output-directory-id
+    type: string
+    short-summary: ID of the output directory holding the file; default is stdouterr.
+  - name: --plan-file
+    type: string
+    short-summary: The sweep's plan, for its sampling and the parameters' scales; default is `<name>.plan.jsonl` when it exists.
+examples:
+  - name: Write the report of a sweep whose jobs print val_accuracy=V once per epoch, and open it.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --open
+  - name: A loss (lower is better) found by a regex, written to a given file; print one summary row.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss=([0-9.]+)" --goal min --output-file lr.html -o table
+  - name: The data the plots show, as JSON, for plotting it another way.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --step epoch -o json
+  - name: After "az batchai sweep run" - the sweep file's objective, and each job's decision; only write the file.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n adaptive -f adaptive.html -o none
+"""
+
 helps['batchai sweep local'] = """
 type: group
 short-summary: A local Batch AI service, to run sweeps on this machine.

@@ -6,8 +6,9 @@ from argcomplete.completers import FilesCompleter
 from azure.cli.core.commands.parameters import get_enum_type, resource_group_name_type
 
 from ._validators import (validate_local_connection_string, validate_local_start, validate_sweep_create,
-                          validate_sweep_delete, validate_sweep_metrics, validate_sweep_resubmit, validate_sweep_run,
-                          validate_sweep_status, validate_sweep_stop, validate_sweep_submit, validate_sweep_target)
+                          validate_sweep_delete, validate_sweep_metrics, validate_sweep_report, validate_sweep_resubmit,
+                          validate_sweep_run, validate_sweep_status, validate_sweep_stop, validate_sweep_submit,
+                          validate_sweep_target)
 
 DEFAULT_MAX_JOBS = 10000
 DEFAULT_PARALLEL = 8
@@ -58,7 +59,7 @@ def load_arguments(self, _):
         c.argument('plan_only', options_list=['--plan-only'], action='store_true',
                    help='Only write the plan: contact no service (the experiment is not created) and need no login.')
 
-    for command in ('submit', 'resubmit', 'status', 'metrics', 'delete', 'download', 'stop'):
+    for command in ('submit', 'resubmit', 'status', 'metrics', 'delete', 'download', 'stop', 'report'):
         with self.argument_context('batchai sweep ' + command) as c:
             c.argument('parallel', type=int, default=DEFAULT_PARALLEL,
                        help='Number of requests in flight at once.')
@@ -146,6 +147,26 @@ def load_arguments(self, _):
                    help='ID of the one output directory to download. Default: stdouterr and every output directory of the job.')
         c.argument('dest', options_list=['--dest'], completer=FilesCompleter(),
                    help='Directory to download into, one folder per job. Default: `./<name>-outputs`.')
+
+    with self.argument_context('batchai sweep report', validator=validate_sweep_report) as c:
+        c.argument('output_file', options_list=['--output-file', '-f'], completer=FilesCompleter(),
+                   help='Where to write the HTML report. Default: `<name>-report.html` in the current directory.')
+        c.argument('open_report', options_list=['--open'], action='store_true',
+                   help='Open the report in the default web browser once written.')
+        c.argument('regex', options_list=['--regex'],
+                   help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
+        c.argument('metric', options_list=['--metric'],
+                   help='Name of the objective, logged as NAME=VALUE (Katib\'s format); every such line is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
+        c.argument('goal', arg_type=get_enum_type(['max', 'min']),
+                   help='Which way the objective is better: the largest (max) or smallest (min). Default: max, or the goal of the sweep file `sweep run` ran.')
+        c.argument('step', options_list=['--step'],
+                   help='Name of the key that counts as the step on each report line (e.g. epoch, from epoch=3). Default: the first of epoch, step, iteration, iter on every report line of a job, else the report\'s number.')
+        c.argument('file', options_list=['--file'],
+                   help='Path of the file to read, inside the output directory (may contain subdirectories). Default: the objective\'s file, else stdout.txt.')
+        c.argument('output_directory_id', options_list=['--output-directory-id'],
+                   help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt). Default: the objective\'s, else stdouterr.')
+        c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
+                   help='The sweep\'s plan, for what the service does not hold: the sampling (random search gets its expected curve) and the parameters\' scales (LOG on log axes). Default: `<name>.plan.jsonl` when it exists.')
 
     with self.argument_context('batchai sweep local') as c:
         c.argument('data_dir', options_list=['--data-dir'], completer=FilesCompleter(),

@@ -128,6 +128,31 @@ def validate_sweep_metrics(cmd, namespace):
         raise InvalidArgumentValueError('Invalid {}: {}'.format(option, ex.message)) from None
 
 
+_STEP_KEY = re.compile(r'^[A-Za-z_][\w.-]{0,63}$', re.ASCII)
+
+
+def validate_sweep_report(cmd, namespace):
+    validate_sweep_target(cmd, namespace)
+    if namespace.regex and namespace.metric:
+        raise MutuallyExclusiveArgumentError(
+            'Give one of --regex and --metric: the objective the report draws',
+            recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
+                           'number.')
+    if namespace.step is not None and not _STEP_KEY.match(namespace.step):
+        raise InvalidArgumentValueError('--step must be the name of a key written as NAME=VALUE, not {!r}'.format(
+            namespace.step))
+    if namespace.plan_file:
+        _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
+    elif os.path.isfile('{}.plan.jsonl'.format(namespace.sweep_name)):
+        namespace.plan_file = '{}.plan.jsonl'.format(namespace.sweep_name)
+    output = namespace.output_file or '{}-report.html'.format(namespace.sweep_name)
+    directory = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(directory):
+        raise FileOperationError('The directory of --output-file, {}, does not exist'.format(directory))
+    if os.path.isdir(output):
+        raise FileOperationError('--output-file {} is a directory; give a file name'.format(output))
+
+
 def validate_sweep_delete(cmd, namespace):
     validate_sweep_target(cmd, namespace)
 

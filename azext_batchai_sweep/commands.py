@@ -2,9 +2,9 @@
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
 from ._format import (local_service_table_format, sweep_create_table_format, sweep_delete_table_format,
-                      sweep_download_table_format, sweep_metrics_table_format, sweep_resubmit_table_format,
-                      sweep_run_table_format, sweep_status_table_format, sweep_stop_table_format,
-                      sweep_submit_table_format)
+                      sweep_download_table_format, sweep_metrics_table_format, sweep_report_table_format,
+                      sweep_resubmit_table_format, sweep_run_table_format, sweep_status_table_format,
+                      sweep_stop_table_format, sweep_submit_table_format)
 
 DELETE_CONFIRMATION = ('Delete the selected jobs of this sweep? Their outputs on the service are deleted with them '
                        'and cannot be recovered.')
@@ -28,6 +28,7 @@ def load_command_table(self, _):
         g.custom_command('download', 'download_sweep_outputs', table_transformer=sweep_download_table_format)
         g.custom_command('stop', 'stop_sweep', table_transformer=sweep_stop_table_format,
                          confirmation=STOP_CONFIRMATION, supports_no_wait=True)
+        g.custom_command('report', 'sweep_report', table_transformer=sweep_report_table_format)
 
     with self.command_group('batchai sweep local', is_preview=True) as g:
         g.custom_command('start', 'local_start', table_transformer=local_service_table_format)

@@ -580,6 +580,77 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
+def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
+                 open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
+                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
+    from ._submission import load_plan
+    from .core.metrics import MetricExtractor
+    from .core.report.build import make_report
+    from .core.report.decisions import objective_from_run
+    from .core.report.model import Objective
+    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
+    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
+    with core_errors():
+        header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
+            if plan_file else None
+    if metric or regex:
+        objective = {'metric': metric, 'regex': regex}
+    elif header is not None and header.get('objective'):
+        objective = objective_from_run(header['objective'])
+    else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
+        objective = objective_from_run(_saved_objective(cmd, resource_group, workspace_name, experiment_name,
+                                                        sweep_name))
+    given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
+    objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
+    with core_errors():
+        MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
+    client = _client(cmd)
+    with core_errors():
+        with Progress(cmd, 'Reading the jobs\' values') as progress:
+            data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
+                               output_file, plan_header=header,
+                               decisions=_run_decisions(cmd, client, identity),
+                               parallel=parallel, progress=progress)
+        if data is None:
+            _no_jobs(identity, client)
+    summary = data['summary']
+    best = summary['best']
+    logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
+                   ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
+    if open_report:
+        from azure.cli.core.util import open_page_in_browser
+        open_page_in_browser('file://' + output_file)
+    if _output_format(cmd) == 'none':
+        # Nothing is printed: skip az's conversion of the result, which walks every value of every job (1.5 s of a
+        # 1,000-job report, docs/benchmarks.md).
+        return None
+    return dict(data, reportFile=output_file)
+
+
+def _run_decisions(cmd, client, identity):
+    """{job name: decision dict} of a `sweep run` of this sweep: the rows `status` shows, from the run's journal on
+    this machine, else rebuilt from the jobs on the service (core/tuning/loop.rows_from_service, which reads the
+    run's logs once more); {} for a sweep no controller ran."""
+    from ._run import run_journal_path
+    from .core.identity import sweep_jobs
+    from .core.report.decisions import decisions_from_run_rows
+    from .core.tuning.loop import read_journal_rows, rows_from_service
+    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                              identity.experiment, identity.name))
+    if not rows:
+        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          retry=_retry())
+        rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment, jobs,
+                                 retry=_retry()) if jobs else {}
+    return decisions_from_run_rows(rows)
+
+
+def _output_format(cmd):
+    invocation = getattr(cmd.cli_ctx, 'invocation', None)
+    return (getattr(invocation, 'data', None) or {}).get('output')
+
+
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
                 partition=None, account=None, slurm_conf=None):
     from ._local import start

@@ -3,8 +3,9 @@
 The sweep is examples/demo (train.py, a small pure-Python MLP; a 3x3 grid over learning rate and hidden units).
 Steps: start the local service, put train.py into its `scripts` file share, plan the sweep and create the
 experiment, submit, watch with `status --wait`, show the jobs and the metrics best first, tail the best job's log,
-run the adaptive version of the sweep (`sweep run`, bandit early termination) and show its decisions, stop the
-service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
+write the sweep's HTML report, run the adaptive version of the sweep (`sweep run`, bandit early termination) and
+show its decisions, write its report (.demo/moons-adaptive-report.html: the stopped jobs marked, with their
+reasons), stop the service (always, even after a failure). Any failing step ends the demo with a non-zero exit code.
 
 Nothing touches the user's ~/.azure: az runs with AZURE_CONFIG_DIR=.demo/azure-config, the service keeps its state
 in .demo/data, and both start empty on every run. az is the repo venv's, loading the extension from source
@@ -22,6 +23,8 @@ CONFIG_DIR = os.path.join(DEMO_DIR, 'azure-config')
 DATA_DIR = os.path.join(DEMO_DIR, 'data')
 AZ = os.path.join(os.path.dirname(sys.executable), 'az')
 
+REPORT_FILE = os.path.join(DEMO_DIR, 'moons-report.html')
+ADAPTIVE_REPORT_FILE = os.path.join(DEMO_DIR, 'moons-adaptive-report.html')
 ACCOUNT = 'demostorage'
 SWEEP = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons']
 ADAPTIVE = ['-g', 'batchai-local', '-w', 'local', '-e', 'demo', '-n', 'moons-adaptive']
@@ -124,6 +127,12 @@ def tour(az):
     az('batchai', 'sweep', 'status', *SWEEP, '--job', best, '--tail', '5', '-o', 'tsv',
        shown='az batchai sweep status {} --job "$best" --tail 5 -o tsv'.format(' '.join(SWEEP)))
 
+    say('The report: one HTML file, nothing fetched when it opens. Learning curves (every val_accuracy a job\n'
+        'printed, by epoch), parallel coordinates, val_accuracy against each parameter, the best so far and the\n'
+        'sortable job table. Open it in a browser (or add --open).')
+    az('batchai', 'sweep', 'report', *SWEEP, '--metric', 'val_accuracy', '--plan-file',
+       os.path.join(DEMO_DIR, 'moons.plan.jsonl'), '--output-file', REPORT_FILE, '-o', 'table')
+
     say('The same grid steered by its results (examples/demo/adaptive.yaml): `sweep run` keeps 3 jobs running,\n'
         'reads each job\'s new log lines, and terminates a job that falls behind the best by more than 15% after\n'
         'its 5th epoch (bandit). Every decision is printed with its numbers; if this command is interrupted, running\n'
@@ -133,6 +142,11 @@ def tour(az):
     say('Each job with its latest and best val_accuracy and the decision taken about it.')
     az('batchai', 'sweep', 'status', *ADAPTIVE, '--query', 'jobs[].{name: name, state: state, epoch: tuning.step, '
        'best: tuning.best, decision: tuning.reason}', '-o', 'table')
+
+    say('The adaptive sweep\'s report: the stopped jobs\' curves end with a cross at the epoch bandit stopped them,\n'
+        'with the rule and the numbers on hover and in the table, and the compute the stops saved. Its objective\n'
+        '(val_accuracy, max, by epoch) comes from the sweep file `sweep run` ran. Open it in a browser.')
+    az('batchai', 'sweep', 'report', *ADAPTIVE, '--output-file', ADAPTIVE_REPORT_FILE, '-o', 'table')
 
 
 def main():

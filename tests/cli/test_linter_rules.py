@@ -29,7 +29,10 @@ def table(tmp_path_factory):
                           cwd=REPO_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = json.loads(proc.stdout)
-    assert len(loaded['commands']) == 13, sorted(loaded['commands'])
+    # The 10 commands of 0.1.1, plus stop (0.2.0), run, report and local show-connection-string.
+    assert sorted(loaded['commands']) == sorted('batchai sweep ' + name for name in (
+        'create', 'submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'stop', 'run', 'report',
+        'local start', 'local status', 'local stop', 'local show-connection-string'))
     return loaded
 
 

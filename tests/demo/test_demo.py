@@ -56,4 +56,17 @@ def test_make_demo_runs_a_sweep_and_ranks_it():
     # The tail of the best job's log is its last epochs in Katib's format.
     tail = _section(out, 'az batchai sweep status -g batchai-local -w local -e demo -n moons --job')
     assert len(tail) == 5 and all(line.startswith('epoch=') for line in tail), tail
+
+    # The grid's report: one summary row, and the HTML file with the best job in it.
+    report = _section(out, 'az batchai sweep report')
+    assert report[-1].split()[:2] == ['moons', '9'], report
+    with open(os.path.join(REPO_ROOT, '.demo', 'moons-report.html'), encoding='utf-8') as f:
+        html = f.read()
+    assert html.startswith('<!DOCTYPE html>') and rows[0].split()[0] in html
+    # The demo ends with the adaptive sweep's report, its stopped jobs marked with the rule that stopped them.
+    last_command = [line for line in out.splitlines() if line.startswith('$ az ')][-2]
+    assert last_command.startswith('$ az batchai sweep report') and 'moons-adaptive' in last_command
+    with open(os.path.join(REPO_ROOT, '.demo', 'moons-adaptive-report.html'), encoding='utf-8') as f:
+        adaptive = f.read()
+    assert 'class="end end-stopped"' in adaptive and 'by bandit' in adaptive
     assert elapsed < DEMO_BUDGET_SECONDS, elapsed

@@ -1,0 +1,57 @@
+"""`az batchai sweep report` in one call: read the sweep from the service, make the report's data, write the HTML.
+
+The HTML is written to a temporary file beside the target and renamed over it, so a report being rewritten is
+never seen half-written (a browser tab reloading it, a CI artifact upload).
+"""
+import os
+import tempfile
+
+from ..metrics import MetricExtractor
+from .collect import plan_details, read_trials, sweep_record
+from .data import report_data
+from .html import render_html
+from .intermediate import ReportReader
+from .model import EXTRA_SAMPLING
+
+
+def write_file_atomically(path, text):
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix='.report-', suffix='.html', dir=directory)
+    try:
+        with os.fdopen(handle, 'w', encoding='utf-8') as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+
+
+def make_report(client, resource_group, workspace, experiment, sweep_name, objective, output_file, *,
+                plan_header=None, decisions=None, parallel=8, progress=None, retry=None):
+    """Read the sweep, write its report to output_file; returns the report's data (None when the sweep has no
+    jobs: nothing is written then).
+
+    :param objective: a model.Objective (metric or regex, goal, step key, file, output directory).
+    :param plan_header: the header of the sweep's plan file, for the sampling type and the parameters' scales.
+    :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
+    """
+    extractor = MetricExtractor(regex=objective.regex, metric_name=objective.metric)
+    reader = ReportReader(extractor, step_key=objective.step)
+    trials = read_trials(client, resource_group, workspace, experiment, sweep_name, reader, file=objective.file,
+                         output_directory_id=objective.output_directory_id, decisions=decisions, parallel=parallel,
+                         progress=progress, retry=retry)
+    if not trials:
+        return None
+    sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
+    if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
+        carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}
+        sampling = carried.pop() if len(carried) == 1 else None
+    record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
+                          experiment=experiment, sampling=sampling, parameters=parameters)
+    data = report_data(record)
+    write_file_atomically(output_file, render_html(data))
+    return data

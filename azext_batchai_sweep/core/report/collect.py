@@ -1,0 +1,112 @@
+"""A sweep read back from the service for its report: the jobs (as `status` lists them) and each job's
+intermediate values (every report of the metric in its log, read as `metrics` reads it, but all of it).
+
+Each job costs what `metrics --reduce max` costs: one listOutputFiles and one streamed download of its log, on
+`parallel` threads; a job whose log cannot be read keeps its state and parameters and gets no values, with the
+error said (never a crash).
+"""
+import datetime
+import json
+import logging
+
+from ..download import find_output_file, iter_url_chunks
+from ..listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
+from ..parallel import run_parallel
+from ..retry import RetrySettings, describe_error
+from ..tuning.trial import Report, Trial
+from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
+                    EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
+
+logger = logging.getLogger(__name__)
+
+# The variables `sweep run` sets (core/tuning): a job's position in the sweep, and for Hyperband its resource and the
+# job it continues.
+INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
+TUNING_VAR = 'BATCHAI_SWEEP_TUNING'  # the run's rules as JSON, its sampling among them (core/tuning/loop.py)
+RESOURCE_VAR = 'BATCHAI_SWEEP_RESOURCE'
+PARENT_VAR = 'BATCHAI_SWEEP_PARENT'
+
+
+def _sampling(env):
+    """The sampling type a `sweep run` job carries (grid, random, hyperband...), or None."""
+    try:
+        return ((json.loads(env.get(TUNING_VAR) or '{}') or {}).get('sampling') or {}).get('type')
+    except (ValueError, AttributeError):
+        return None
+
+
+def _number(env, name, kind=int):
+    try:
+        return kind(env.get(name))
+    except (TypeError, ValueError):
+        return None
+
+
+def read_trials(client, resource_group, workspace, experiment, sweep_name, reader, *, file='stdout.txt',
+                output_directory_id='stdouterr', decisions=None, parallel=8, progress=None, retry=None):
+    """The sweep's jobs as Trials (reports = every value of the metric, with its step), in submission order.
+
+    :param reader: an intermediate.ReportReader (the metric and the step key).
+    :param decisions: {job name: decision dict (model.Decision.as_dict())} from the adaptive-sweep controller, if any.
+    :param progress: progress(done, total), counting jobs.
+    """
+    retry = retry or RetrySettings()
+    decisions = decisions or {}
+    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
+                            sweep_name=sweep_name))
+    trials = []
+    done = [0]
+
+    def work(job):
+        item = find_output_file(client, resource_group, workspace, experiment, job.name, file, output_directory_id,
+                                retry=retry)
+        if item is None or not item.download_url:
+            return None, []
+        return reader.read_chunks(iter_url_chunks(item.download_url, retry=retry))
+
+    def on_result(job, result, exc):
+        step_key, reports = result if result is not None else (None, [])
+        if exc is not None:
+            logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
+        summary = job_summary(job)
+        env = env_of(job)
+        decision = decisions.get(job.name)
+        extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
+                 EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
+                 EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
+                 EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env)}
+        trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job),
+                            state=state_of(job),
+                            reports=tuple(Report(step, value) for step, value in reports),
+                            resource=_number(env, RESOURCE_VAR, float), parent=env.get(PARENT_VAR) or None,
+                            stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(jobs))
+
+    run_parallel(work, jobs, parallel=parallel, on_result=on_result)
+    # Submission order: the controller's index where it recorded one, else the start time, then the name.
+    trials.sort(key=lambda t: (t.index is None, t.index if t.index is not None else 0,
+                               t.extra[EXTRA_START] or '~', t.name))
+    for position, trial in enumerate(trials):
+        trial.index = position
+    return trials
+
+
+def plan_details(header):
+    """(sampling type, [ParameterInfo]) from a plan file's header, for what the service does not hold."""
+    sampling = (header.get('sampling') or {}).get('type')
+    parameters = [ParameterInfo(name=entry.get('name'), type=entry.get('type'), scale=entry.get('scale'))
+                  for entry in header.get('parameters') or () if isinstance(entry, dict) and entry.get('name')]
+    return sampling, parameters
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+
+
+def sweep_record(name, objective, trials, *, resource_group=None, workspace=None, experiment=None, sampling=None,
+                 parameters=None, generated_at=None):
+    return SweepRecord(name=name, objective=objective, trials=trials, resource_group=resource_group,
+                       workspace=workspace, experiment=experiment, sampling=sampling, parameters=parameters or [],
+                       generated_at=generated_at or now_iso())

@@ -1,0 +1,350 @@
+"""The report as one self-contained HTML document: inline CSS, inline SVG plots and a short inline script.
+
+The page's Content-Security-Policy forbids every fetch (`default-src 'none'`): whatever a parameter value or a job
+name holds, the browser loads nothing from anywhere. Plots are SVG drawn here, so they show without the script;
+the script only sorts and pages the job table (its rows are the JSON in `#report-table-data`) and highlights a
+job in every plot while the pointer is on it.
+"""
+import datetime
+import json
+
+from . import plots
+from .svg import esc, fmt
+
+TABLE_PAGE = 100
+
+CSS = """
+:root { --fg: #1d2330; --muted: #5b6473; --line: #d9dde3; --best: #d62728; --stopped: #f28e2b;
+        --failed: #6d6d6d; --running: #a9a9a9; --finished: #4c78a8; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       color: var(--fg); margin: 0; background: #f6f7f9; }
+main { max-width: 1000px; margin: 0 auto; padding: 20px; }
+h1 { font-size: 22px; margin: 0 0 2px; }
+h2 { font-size: 17px; margin: 0 0 4px; }
+.sub, .note, figcaption { color: var(--muted); }
+section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 16px; margin: 14px 0; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(176px, 1fr)); gap: 10px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; overflow-wrap: anywhere; }
+.card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
+.big { font-size: 20px; font-weight: 600; }
+.chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 4px 2px 0; background: #eef0f3; }
+.chip.succeeded { background: #e3efe4; } .chip.failed { background: #f6e0e0; } .chip.running { background: #e6eef8; }
+dl { display: grid; grid-template-columns: auto 1fr; gap: 0 10px; margin: 4px 0 0; }
+dt { color: var(--muted); } dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace; }
+svg.plot { display: block; max-width: 100%; height: auto; font-size: 11px; }
+svg text { fill: var(--fg); }
+.axis line, .tick { stroke: #8a919c; stroke-width: 1; }
+.grid { stroke: #eceef1; }
+.axis-title, .panel-title { font-weight: 600; font-size: 12px; }
+.halo { paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+.curve { fill: none; stroke-width: 1.3; stroke-opacity: .75; }
+circle.curve-dot { stroke: none; fill-opacity: .8; } circle.curve-dot.mark-finished { fill: var(--finished); }
+circle.curve-dot.mark-stopped { fill: var(--stopped); } circle.curve-dot.mark-failed { fill: var(--failed); }
+circle.curve-dot.mark-running { fill: var(--running); } circle.curve-dot.mark-best { fill: var(--best); }
+.curve.mark-finished, line.mark-finished { stroke: var(--finished); stroke-opacity: .45; }
+.curve.mark-running, line.mark-running { stroke: var(--running); stroke-dasharray: 2 3; }
+.curve.mark-failed, line.mark-failed { stroke: var(--failed); stroke-dasharray: 2 2; stroke-opacity: .9; }
+.curve.mark-stopped, line.mark-stopped { stroke: var(--stopped); stroke-dasharray: 6 3; stroke-opacity: .95; }
+.curve.mark-best, line.mark-best { stroke: var(--best); stroke-width: 3; stroke-opacity: 1; }
+.legend line { stroke-width: 2.5; }
+.end-stopped { stroke: var(--stopped); stroke-width: 2; fill: none; }
+.end-failed { fill: var(--failed); } .end-best { fill: var(--best); stroke: #fff; stroke-width: 1.5; }
+.band { fill: #4c78a8; fill-opacity: .12; stroke: none; }
+.median { fill: none; stroke: #222; stroke-width: 1.5; stroke-dasharray: 5 3; }
+line.median { stroke-dasharray: 5 3; }
+.pc-line { fill: none; stroke-width: 1.2; stroke-opacity: .7; }
+.pc-line.mark-best { stroke: var(--best) !important; stroke-width: 3.5; stroke-opacity: 1; }
+.pc-axis > line { stroke: #444; stroke-width: 1.2; }
+.dot { fill-opacity: .7; stroke: #fff; stroke-width: .6; }
+.dot.mark-finished { fill: var(--finished); } .dot.mark-running { fill: var(--running); }
+.dot.mark-failed { fill: var(--failed); } .dot.mark-stopped { fill: var(--stopped); }
+.dot.mark-best { fill: var(--best); fill-opacity: 1; stroke: #000; stroke-width: 1; }
+.stairs { fill: none; stroke: var(--best); stroke-width: 2.2; }
+line.stairs { stroke: var(--best); }
+.expected { fill: none; stroke: #555; stroke-width: 1.6; stroke-dasharray: 6 4; }
+line.expected { stroke: #555; }
+.hl { stroke-width: 4 !important; stroke-opacity: 1 !important; fill-opacity: 1 !important; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th { cursor: pointer; user-select: none; background: #f0f2f5; position: sticky; top: 0; }
+th[aria-sort="ascending"]::after { content: " \\25B2"; } th[aria-sort="descending"]::after { content: " \\25BC"; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.wrap { white-space: normal; min-width: 200px; max-width: 320px; font-size: 12px; }
+tr.mark-best td { background: #fde8e8; font-weight: 600; }
+tr.mark-stopped td:nth-child(3) { color: #b35c00; } tr.mark-failed td:nth-child(3) { color: #a11; }
+tr.hl td { background: #fff3c4; }
+.table-wrap { max-height: 640px; overflow: auto; border: 1px solid var(--line); }
+.pager { margin: 8px 0 0; display: flex; gap: 8px; align-items: center; }
+.pager button { font: inherit; padding: 2px 10px; }
+"""
+
+SCRIPT = """
+(function () {
+  'use strict';
+  var table = JSON.parse(document.getElementById('report-table-data').textContent);
+  var body = document.querySelector('#job-table tbody');
+  var heads = document.querySelectorAll('#job-table th');
+  var info = document.getElementById('page-info');
+  var order = table.rows.slice();
+  var sortColumn = table.sort[0], descending = table.sort[1], page = 0, size = table.pageSize;
+  function compare(a, b) {
+    var x = a[sortColumn], y = b[sortColumn];
+    if (x === null || x === undefined) { return (y === null || y === undefined) ? 0 : 1; }
+    if (y === null || y === undefined) { return -1; }
+    var r = (typeof x === 'number' && typeof y === 'number') ? x - y : String(x).localeCompare(String(y));
+    return descending ? -r : r;
+  }
+  function render() {
+    var pages = Math.max(1, Math.ceil(order.length / size));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    var rows = order.slice(page * size, (page + 1) * size);
+    var fragment = document.createDocumentFragment();
+    rows.forEach(function (row) {
+      var tr = document.createElement('tr');
+      tr.className = 'mark-' + row[table.markColumn];
+      tr.setAttribute('data-job', row[1]);
+      table.columns.forEach(function (column, i) {
+        if (column.hidden) { return; }
+        var td = document.createElement('td');
+        var value = row[i];
+        td.textContent = (value === null || value === undefined) ? '' : (column.format ? format(value) : value);
+        if (column.numeric) { td.className = 'num'; } else if (column.wrap) { td.className = 'wrap'; }
+        tr.appendChild(td);
+      });
+      fragment.appendChild(tr);
+    });
+    body.replaceChildren(fragment);
+    info.textContent = 'rows ' + (order.length ? page * size + 1 : 0) + '-' +
+      Math.min(order.length, (page + 1) * size) + ' of ' + order.length;
+    heads.forEach(function (th) {
+      var i = Number(th.getAttribute('data-column'));
+      if (i === sortColumn) { th.setAttribute('aria-sort', descending ? 'descending' : 'ascending'); }
+      else { th.removeAttribute('aria-sort'); }
+    });
+  }
+  function format(value) {
+    if (typeof value !== 'number') { return value; }
+    if (Number.isInteger(value)) { return String(value); }
+    return Number(value.toPrecision(5)).toString();
+  }
+  heads.forEach(function (th) {
+    th.addEventListener('click', function () {
+      var i = Number(th.getAttribute('data-column'));
+      descending = (i === sortColumn) ? !descending : false;
+      sortColumn = i;
+      order.sort(compare);
+      page = 0;
+      render();
+    });
+  });
+  document.getElementById('page-prev').addEventListener('click', function () { page -= 1; render(); });
+  document.getElementById('page-next').addEventListener('click', function () { page += 1; render(); });
+  var lit = [];
+  function light(name) {
+    lit.forEach(function (el) { el.classList.remove('hl'); });
+    lit = [];
+    if (!name) { return; }
+    document.querySelectorAll('[data-job]').forEach(function (el) {
+      if (el.getAttribute('data-job') === name) { el.classList.add('hl'); lit.push(el); }
+    });
+  }
+  document.addEventListener('mouseover', function (event) {
+    var target = event.target.closest ? event.target.closest('[data-job]') : null;
+    light(target ? target.getAttribute('data-job') : null);
+  });
+  order.sort(compare);
+  render();
+  document.documentElement.setAttribute('data-ready', 'true');
+})();
+"""
+
+
+def _when(text):
+    if not text:
+        return None
+    try:
+        moment = datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
+    except ValueError:
+        return text
+    return moment.strftime('%Y-%m-%d %H:%M:%S %Z').strip()
+
+
+def _duration(seconds):
+    if seconds is None:
+        return ''
+    seconds = float(seconds)
+    if seconds < 120:
+        return '{:.1f} s'.format(seconds)
+    if seconds < 7200:
+        return '{:.1f} min'.format(seconds / 60)
+    return '{:.1f} h'.format(seconds / 3600)
+
+
+def _card(title, body):
+    return '<div class="card"><h3>{}</h3>{}</div>'.format(esc(title), body)
+
+
+def _summary(data):
+    summary = data['summary']
+    objective = data['objective']
+    label = objective['metric'] or 'the objective'
+    goal_text = 'higher is better' if objective['goal'] == 'max' else 'lower is better'
+    how = ('<code>{}=</code> lines'.format(esc(objective['metric'])) if objective['metric']
+           else 'lines matching <code>{}</code>'.format(esc(objective['regex'])))
+    where = objective['file'] if objective['outputDirectoryId'] == 'stdouterr' else '{}/{}'.format(
+        objective['outputDirectoryId'], objective['file'])
+    step = data.get('stepKey') or objective['step'] or 'the report\'s number'
+    cards = [_card('Objective', '<div class="big">{}</div><div>{} ({})</div><div class="note">{} of {}; step: {}'
+                                '</div>'.format(esc(label), goal_text, esc(objective['goal']), how, esc(where),
+                                                esc(step)))]
+    chips = ''.join('<span class="chip {0}">{0} {1}</span>'.format(esc(state), count)
+                    for state, count in summary['counts'].items() if count)
+    decided = ''
+    if summary['decisions']:
+        decided = '<div class="note">decisions: {}</div>'.format(esc(', '.join(
+            '{} {}'.format(count, action) for action, count in sorted(summary['decisions'].items()))))
+    cards.append(_card('Jobs', '<div class="big">{}</div><div>{}</div>{}<div class="note">sampling: {}</div>'.format(
+        summary['jobs'], chips or 'no jobs', decided, esc(data['sampling'] or 'unknown (no plan file)'))))
+    best = summary['best']
+    if best:
+        params = ''.join('<dt>{}</dt><dd>{}</dd>'.format(esc(name), esc(fmt(value) if not isinstance(value, dict)
+                                                                         else json.dumps(value, sort_keys=True)))
+                         for name, value in best['parameters'].items())
+        cards.append(_card('Best job', '<div class="big best-value">{}</div><div class="best-name"><code>{}</code>'
+                                       '</div><dl>{}</dl>'.format(esc(fmt(best['value'])), esc(best['name']),
+                                                                  params)))
+    else:
+        cards.append(_card('Best job', '<div class="note">no job has run to the end with a value yet</div>'))
+    compute = summary['compute']
+    saved = ('<div>saved by early termination: {} job-steps ({:.0%}), about {} of compute</div>'.format(
+        fmt(compute['savedJobSteps']), compute['savedFraction'], _duration(compute['savedJobSeconds']))
+             if compute['savedJobSteps'] else '<div class="note">no job was stopped early</div>')
+    cards.append(_card('Compute', '<div class="big">{}</div><div>{} job-steps</div>{}'.format(
+        _duration(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), saved)))
+    span = summary['time']
+    ran = '<div>from {}</div>'.format(esc(_when(span['firstStart']) or 'not started'))
+    ran += ('<div>still running</div>' if span['stillRunning']
+            else '<div>to {}</div>'.format(esc(_when(span['lastEnd']) or '')))
+    cards.append(_card('When', ran + '<div class="note">report of {}</div>'.format(esc(_when(data['generatedAt'])))))
+    where = ' / '.join(esc(part) for part in (data['resourceGroup'], data['workspace'], data['experiment']) if part)
+    return ('<header><h1>Sweep {}</h1><div class="sub">{}</div></header><section id="summary">'
+            '<h2>Summary</h2><div class="cards">{}</div></section>'.format(esc(data['sweep']), where, ''.join(cards)))
+
+
+def _section(section_id, title, svg, caption, missing):
+    body = svg if svg else '<p class="note missing">{}</p>'.format(esc(missing))
+    return '<section id="{}"><h2>{}</h2><figure>{}<figcaption>{}</figcaption></figure></section>'.format(
+        section_id, esc(title), body, esc(caption) if svg else '')
+
+
+def _table_payload(data):
+    """Columns and rows of the job table (rows as arrays, the page's script sorts and pages them)."""
+    names = [axis['name'] for axis in data['parameters']]
+    label = data['objective']['metric'] or 'objective'
+    columns = [{'label': '#', 'numeric': True}, {'label': 'job'}, {'label': 'state'},
+               {'label': 'decision', 'wrap': True},
+               {'label': label, 'numeric': True, 'format': True},
+               {'label': 'best ' + label, 'numeric': True, 'format': True},
+               {'label': 'step', 'numeric': True, 'format': True},
+               {'label': 'duration (s)', 'numeric': True, 'format': True}]
+    columns += [{'label': name, 'format': True} for name in names]
+    columns.append({'label': 'mark', 'hidden': True})
+    rows = []
+    for job in data['jobs']:
+        decision = job['decision'] or {}
+        reason = decision.get('reason') or decision.get('action') or ('stopped early' if job['stoppedEarly'] else '')
+        row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
+               job['durationSeconds']]
+        row += [_cell(job['values'].get(name)) for name in names]
+        row.append(job['mark'])
+        rows.append(row)
+    return {'columns': columns, 'rows': rows, 'sort': [4, data['objective']['goal'] == 'max'],
+            'pageSize': TABLE_PAGE, 'markColumn': len(columns) - 1}
+
+
+def _cell(value):
+    if value is None or isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _script_json(value):
+    """JSON that cannot end its <script> element or open a comment, whatever the strings in it hold."""
+    return json.dumps(value, separators=(',', ':')).replace('<', '\\u003c').replace('>', '\\u003e').replace(
+        '&', '\\u0026')
+
+
+def _table(data):
+    payload = _table_payload(data)
+    heads = ''.join('<th data-column="{}">{}</th>'.format(i, esc(column['label']))
+                    for i, column in enumerate(payload['columns']) if not column.get('hidden'))
+    return ('<section id="jobs"><h2>Jobs</h2><p class="note">Click a column to sort; the best job is highlighted.'
+            '</p><div class="table-wrap"><table id="job-table"><thead><tr>{}</tr></thead><tbody></tbody></table>'
+            '</div><div class="pager"><button id="page-prev" type="button">previous</button><span id="page-info">'
+            '</span><button id="page-next" type="button">next</button></div>'
+            '<noscript><p class="note">The table needs JavaScript; `az batchai sweep report -o json` prints the same '
+            'rows.</p></noscript>'
+            '<script type="application/json" id="report-table-data">{}</script></section>'.format(
+                heads, _script_json(payload)))
+
+
+def _curves_caption(data):
+    plot = data['plots']['learningCurves']
+    text = ('One line per job: {} against step. A cross marks the step at which a decision stopped a job, a dot '
+            'the end of a failed one; hover a line for the job, its value and the decision taken about it.'.format(
+                data['objective']['metric'] or 'the objective'))
+    if plot['band']:
+        text += (' {} of {} jobs are drawn (the best, the stopped and failed ones, the top tenth and a fixed random '
+                 'sample); the band and the dashed median cover every job.'.format(len(plot['drawn']), plot['jobs']))
+    if not data['summary']['decided']:
+        text += ' No controller decisions are recorded for this sweep: its jobs ran as planned.'
+    return text
+
+
+def render_html(data):
+    """The whole report document for report data (data.report_data)."""
+    label = data['objective']['metric'] or 'objective'
+    curves = plots.learning_curves(data)
+    pc = plots.parallel_coordinates(data)
+    scatter = plots.objective_vs_parameters(data)
+    best = plots.best_so_far(data)
+    pc_plot = data['plots']['parallelCoordinates']
+    scatter_plot = data['plots']['objectiveVsParameter']
+    no_values = 'No job has reported {} yet.'.format(label)
+    sections = [
+        _summary(data),
+        _section('learning-curves', 'Learning curves', curves, _curves_caption(data),
+                 'No learning curves: {}.'.format(data['plots']['learningCurves']['why'])),
+        _section('parallel-coordinates', 'Parallel coordinates', pc,
+                 'Each line is a job through its parameter values to its {}, coloured by it (yellow is best); LOG '
+                 'parameters are on log axes, the others categories or linear. {}'.format(
+                     label, _sampled_note(pc_plot, 'lines')),
+                 no_values if data['parameters'] else 'The sweep has no parameters.'),
+        _section('objective-vs-parameter', '{} against each parameter'.format(label), scatter,
+                 'One dot per job; the dashed line is the median over every job, per category or value bin. {}'
+                 .format(_sampled_note(scatter_plot, 'dots')),
+                 no_values if data['parameters'] else 'The sweep has no parameters.'),
+        _section('best-so-far', 'Best so far', best,
+                 'The best {} among the jobs that ran to the end, against how many had finished.{}'.format(
+                     label, ' The dashed line is what random search is expected to find with as many jobs, drawing '
+                            'from these jobs\' values (Dodge et al., 2019).'
+                     if data['plots']['bestSoFar'].get('expectedRandom') else ''),
+                 'No job has run to the end with a value yet.'),
+        _table(data),
+    ]
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
+            'script-src \'unsafe-inline\'; img-src data:">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<meta name="generator" content="az batchai sweep report">'
+            '<title>Sweep {title} report</title><style>{css}</style></head><body><main>{body}</main>'
+            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS,
+                                                                body=''.join(sections), script=SCRIPT)
+
+
+def _sampled_note(plot, what):
+    if len(plot['drawn']) < plot['jobs']:
+        return 'Drawn: {} {} of {} jobs with a value (the best, the top tenth, a fixed random sample).'.format(
+            len(plot['drawn']), what, plot['jobs'])
+    return ''
