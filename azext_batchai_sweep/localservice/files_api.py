@@ -85,6 +85,18 @@ def _not_found(code, what):
     return StorageApiError(404, code, 'The specified {} does not exist.'.format(what))
 
 
+def _paging(request):
+    """(prefix, marker, maxresults) of a list request (shares, or a directory's entries): 400 for a bad maxresults."""
+    try:
+        max_results = int(request.arg('maxresults', MAX_RESULTS))
+    except ValueError:
+        max_results = 0
+    if not 1 <= max_results <= MAX_RESULTS:
+        raise StorageApiError(400, 'OutOfRangeQueryParameterValue', 'maxresults must be between 1 and {}.'
+                              .format(MAX_RESULTS))
+    return request.arg('prefix', ''), request.arg('marker', ''), max_results
+
+
 def _auth_failed(detail):
     return StorageApiError(403, 'AuthenticationFailed', 'Server failed to authenticate the request. Make sure the '
                            'value of the Authorization header is formed correctly including the signature.', detail)
@@ -234,14 +246,7 @@ class FilesApi:
 
     def _list_shares(self, request, account):
         """The shares of `account` in the List Shares XML (names, Last-Modified, Etag, Quota), paged by name."""
-        prefix, marker = request.arg('prefix', ''), request.arg('marker', '')
-        try:
-            max_results = int(request.arg('maxresults', MAX_RESULTS))
-        except ValueError:
-            max_results = 0
-        if not 1 <= max_results <= MAX_RESULTS:
-            raise StorageApiError(400, 'OutOfRangeQueryParameterValue', 'maxresults must be between 1 and {}.'
-                                  .format(MAX_RESULTS))
+        prefix, marker, max_results = _paging(request)
         shares_dir = os.path.join(self.storage_root, account, 'shares')
         shares = []
         try:
@@ -367,14 +372,7 @@ class FilesApi:
     def _list(self, path, request, share, names):
         if not os.path.isdir(path):
             raise _not_found('ResourceNotFound', 'resource')
-        prefix, marker = request.arg('prefix', ''), request.arg('marker', '')
-        try:
-            max_results = int(request.arg('maxresults', MAX_RESULTS))
-        except ValueError:
-            max_results = 0
-        if not 1 <= max_results <= MAX_RESULTS:
-            raise StorageApiError(400, 'OutOfRangeQueryParameterValue', 'maxresults must be between 1 and {}.'
-                                  .format(MAX_RESULTS))
+        prefix, marker, max_results = _paging(request)
         entries = []
         with os.scandir(path) as listing:
             for entry in listing:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
 from .layout import JobLayout, MARKER_VARIABLE, command_line
-from .resources import TOOLKITS, iso, job_wall_clock, utcnow
-from .scheduler import REASONS, Scheduler, error as _error  # noqa: F401 (REASONS: part of this module's API)
+from .resources import TOOLKITS, job_wall_clock
+from .scheduler import REASONS, HeldJobsScheduler, ending, error as _error  # noqa: F401 (REASONS: this module's API)
 
 logger = logging.getLogger(__name__)
 
@@ -74,22 +74,16 @@ def _groups_with_marker(marker):
     return groups
 
 
-class Runner(Scheduler):
+class Runner(HeldJobsScheduler):
     """Runs the jobs stored in `store` on their clusters' slots (and the machine's GPUs, when given)."""
 
     name = 'processes'
 
     def __init__(self, store, data_dir, gpus=None):
-        self._store = store
-        self._data_dir = data_dir
+        super().__init__(store, data_dir)  # self._held: job key -> _Running
         # None: GPUs are not managed (jobs inherit the service's CUDA_VISIBLE_DEVICES); else the device indexes.
         self._gpus = None if gpus is None else [str(g) for g in gpus]
-        self._lock = threading.RLock()  # re-entered by `locked()` callers that query the runner
-        self._running = {}
         self._unrecorded = {}  # job key -> (finish(body), state): ends not yet written (a full disk)
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread = None
 
     def describe(self):
         info = {'scheduler': self.name}
@@ -112,7 +106,7 @@ class Runner(Scheduler):
                                                                 len(self._gpus or ())))
 
     def _free_gpus(self):
-        taken = {g for r in self._running.values() for g in r.gpus}
+        taken = {g for r in self._held.values() for g in r.gpus}
         return [g for g in self._gpus or () if g not in taken]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
@@ -129,37 +123,21 @@ class Runner(Scheduler):
         for row in self._store.in_states(('deleting',), kind=None):
             self._store.delete_tree(row['key'])
 
-    def start(self):
-        self._thread = threading.Thread(target=self._schedule_loop, name='scheduler', daemon=True)
-        self._thread.start()
-
     def stop(self, timeout=10.0):
         """Stop scheduling, kill every running job (recorded failed: ServiceStopped) and wait for the records."""
         self._stopping = True
         self._wake.set()
         with self._lock:
-            running = list(self._running)
+            running = list(self._held)
         for key in running:
             self.kill(key, 'stopped')
         self.wait_for(running, timeout)
-
-    def wake(self):
-        """Ask the scheduler to look at the queues (a job was queued or slots were freed)."""
-        self._wake.set()
 
     # ---- queries and control from the API ---------------------------------------------------------------------
 
     def used_slots(self, cluster):
         with self._lock:
-            return sum(r.slots for r in self._running.values() if r.cluster == cluster)
-
-    def is_running(self, key):
-        with self._lock:
-            return key in self._running
-
-    def running_below(self, prefix):
-        with self._lock:
-            return [k for k in self._running if k.startswith(prefix + '/') or k == prefix]
+            return sum(r.slots for r in self._held.values() if r.cluster == cluster)
 
     def kill(self, key, reason, state=None):
         """Stop a running job's process group (SIGTERM, SIGKILL after a grace period); False if not running.
@@ -168,13 +146,11 @@ class Runner(Scheduler):
         overwrite the final state of a job that ended meanwhile.
         """
         with self._lock:
-            running = self._running.get(key)
+            running = self._held.get(key)
             if running is None:
                 return False
             if state:  # first: if it cannot be recorded (a full disk), nothing is done and the caller is told
-                now = iso(utcnow())
-                self._store.update(key, lambda b: b['properties'].update(
-                    executionState=state, executionStateTransitionTime=now), state=state)
+                self._record_state(key, state)
             if running.reason is None:
                 running.reason = reason
             running.kill_at = time.monotonic() + KILL_GRACE_SECONDS
@@ -183,33 +159,11 @@ class Runner(Scheduler):
             _signal_group(proc.pid, signal.SIGTERM)
         return True
 
-    def wait_for(self, keys, timeout):
-        """Wait until the given jobs no longer hold slots."""
-        deadline = time.monotonic() + timeout
-        for key in keys:
-            with self._lock:
-                running = self._running.get(key)
-            if running is not None:
-                running.done.wait(max(0.0, deadline - time.monotonic()))
-
-    def locked(self):
-        """The lock under which the scheduler moves jobs from queued to running (for atomic bulk changes)."""
-        return self._lock
-
     # ---- scheduling ------------------------------------------------------------------------------------------
 
-    def _schedule_loop(self):
-        while not self._stopping:
-            self._wake.wait(1.0)
-            self._wake.clear()
-            if self._stopping:
-                break
-            try:
-                self._record_unrecorded()
-                self._schedule()
-            except Exception:  # pylint: disable=broad-except
-                # The loop must survive anything a single bad record can throw; the next wake retries.
-                logger.exception('scheduler pass failed')
+    def _pass(self):
+        self._record_unrecorded()
+        self._schedule()
 
     def _schedule(self):
         for cluster in self._store.clusters_with_queue():
@@ -223,21 +177,18 @@ class Runner(Scheduler):
                     head = self._store.next_queued(cluster)
                     if head is None:
                         break
-                    used = sum(r.slots for r in self._running.values() if r.cluster == cluster)
+                    used = sum(r.slots for r in self._held.values() if r.cluster == cluster)
                     if used + head['node_count'] > slots:
                         break
                     free = self._free_gpus()
                     need = self.job_gpus(cluster_body, head['node_count'])
                     if need > len(free):
                         break  # gang order: the jobs behind a job waiting for GPUs wait too
-                    now = iso(utcnow())
                     # Recorded before the slot is taken: on a full disk the job stays queued (and starts once space
                     # returns) instead of holding a slot without a process.
-                    self._store.update(head['key'], lambda b: b['properties'].update(
-                        executionState='running', executionStateTransitionTime=now,
-                        executionInfo={'startTime': now}), state='running')
-                    self._running[head['key']] = _Running(cluster=cluster, slots=head['node_count'],
-                                                          gpus=tuple(free[:need]))
+                    self._record_state(head['key'], 'running', started=True)
+                    self._held[head['key']] = _Running(cluster=cluster, slots=head['node_count'],
+                                                       gpus=tuple(free[:need]))
                 threading.Thread(target=self._run, args=(head['key'], cluster_body), name='job',
                                  daemon=True).start()
 
@@ -256,7 +207,7 @@ class Runner(Scheduler):
             env = layout.environment(spec)
             if self._gpus is not None:
                 with self._lock:
-                    devices = self._running[key].gpus
+                    devices = self._held[key].gpus
                 # Only the job's own devices: the GPUs Batch AI would have given it, and no others.
                 env['CUDA_VISIBLE_DEVICES'] = ','.join(devices)
                 env['AZ_BATCHAI_NUM_GPUS'] = str(gpus_per_node(cluster_body['properties'].get('vmSize'),
@@ -292,7 +243,7 @@ class Runner(Scheduler):
                 errors.append({'code': 'JobStartFailed', 'message': str(ex)})
             exit_code = None
         with self._lock:
-            running = self._running.pop(key, None)
+            running = self._held.pop(key, None)
             reason = reason or (running.reason if running else None)
             if reason != 'deleted':  # a deleted job's record goes away with it
                 self._record_end(key, exit_code, reason, errors)
@@ -306,7 +257,7 @@ class Runner(Scheduler):
             proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         with self._lock:
-            running = self._running[key]
+            running = self._held[key]
             running.proc = proc
             stop_now = running.reason is not None
         try:
@@ -344,17 +295,7 @@ class Runner(Scheduler):
         if reason:
             errors.append(_error(reason))
         state = 'succeeded' if exit_code == 0 and not errors else 'failed'
-        now = iso(utcnow())
-
-        def finish(body):
-            props = body['properties']
-            info = props.get('executionInfo') or {}
-            info['endTime'] = now
-            if exit_code is not None:
-                info['exitCode'] = exit_code
-            if errors:
-                info['errors'] = errors
-            props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
+        finish = ending(state, exit_code, errors)
         try:
             self._store.update(key, finish, state=state, pgid=None)
         except Exception as ex:  # pylint: disable=broad-except

@@ -7,8 +7,18 @@ outcome in the store itself. Two exist:
 
 - `runner.Runner` (`--scheduler processes`, the default): jobs are process groups on this machine;
 - `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel).
+
+Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
+under one lock; that part, and how a state change or a job's end is written into its body, they share.
 """
 import abc
+import logging
+import threading
+import time
+
+from .resources import iso, utcnow
+
+logger = logging.getLogger(__name__)
 
 # Why a job ended without its own exit code deciding: executionInfo.errors[].code and message.
 REASONS = {
@@ -92,3 +102,91 @@ class Scheduler(abc.ABC):
     def has_unrecorded(self):
         """True while some job's end is held in memory, not yet in the store."""
         return False
+
+
+class HeldJobsScheduler(Scheduler):  # pylint: disable=abstract-method
+    """The part both schedulers do the same way: `_held` maps the key of each job holding resources to an object
+    with `cluster` and a `done` Event (set once its end is recorded); one thread (`start`) calls `_pass()` on every
+    `wake()` and at least every `loop_seconds`; `_lock` guards `_held` and every change between queued and running.
+    """
+
+    loop_seconds = 1.0
+
+    def __init__(self, store, data_dir):
+        self._store = store
+        self._data_dir = data_dir
+        self._lock = threading.RLock()  # re-entered by `locked()` callers that query the scheduler
+        self._held = {}
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = None
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread.start()
+
+    def wake(self):
+        self._wake.set()
+
+    def is_running(self, key):
+        with self._lock:
+            return key in self._held
+
+    def running_below(self, prefix):
+        with self._lock:
+            return [k for k in self._held if k.startswith(prefix + '/') or k == prefix]
+
+    def wait_for(self, keys, timeout):
+        deadline = time.monotonic() + timeout
+        for key in keys:
+            with self._lock:
+                job = self._held.get(key)
+            if job is not None:
+                job.done.wait(max(0.0, deadline - time.monotonic()))
+
+    def locked(self):
+        return self._lock
+
+    def _loop(self):
+        while not self._stopping:
+            self._wake.wait(self.loop_seconds)
+            self._wake.clear()
+            if self._stopping:
+                break
+            try:
+                self._pass()
+            except Exception:  # pylint: disable=broad-except
+                # The loop must survive anything a single bad record can throw; the next pass retries.
+                logger.exception('%s scheduler pass failed', self.name)
+
+    @abc.abstractmethod
+    def _pass(self):
+        """One pass of the scheduler thread (start queued jobs, look at the running ones)."""
+
+    def _record_state(self, key, state, started=False):
+        """Write a job's new executionState at once (body and state column); `started`: its startTime is now."""
+        now = iso(utcnow())
+        changes = {'executionState': state, 'executionStateTransitionTime': now}
+        if started:
+            changes['executionInfo'] = {'startTime': now}
+        self._store.update(key, lambda body: body['properties'].update(changes), state=state)
+
+def ending(state, exit_code, errors, started_if_unknown=False):
+    """finish(body): writes a job's end (state, endTime, exitCode, errors) into its body, now.
+
+    `started_if_unknown`: a job that ended between two looks at it did run; its startTime is its end time.
+    """
+    now = iso(utcnow())
+
+    def finish(body):
+        props = body['properties']
+        info = props.get('executionInfo') or {}
+        if started_if_unknown:
+            info.setdefault('startTime', now)
+        info['endTime'] = now
+        if exit_code is not None:
+            info['exitCode'] = exit_code
+        if errors:
+            info['errors'] = errors
+        props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
+    return finish

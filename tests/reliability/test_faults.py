@@ -7,11 +7,14 @@ The core-level tests use the library the command runs (core/submit.py); the az-l
 import json
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
+from azure.core.pipeline.policies import SansIOHTTPPolicy
 
 from azext_batchai_sweep.core.submit import submit_jobs
 
+from ..fixtures_service import START_TIMEOUT
 from .helpers import (assert_exactly_planned, client_for, make_plan, plan_bodies, quick_retry, service_jobs,
                       wait_until)
 
@@ -55,12 +58,40 @@ def test_soak_core_submit_of_1000_jobs_through_faults(service_factory, tmp_path)
     print('\nFIGURES core submit through faults: {}'.format(json.dumps(figures)))
 
 
+class RestartGate(SansIOHTTPPolicy):
+    """Holds the test client's requests while the test swaps the service for another on the same port.
+
+    The test's outage is a service that answers 503 to everything; the swap itself (SIGKILL, then a new process
+    that must start and listen) leaves a gap with nothing on the port, which under load lasts longer than the
+    quick retries, so requests would run out of them on "connection refused" instead. A request sent before the
+    gate closed may still lose its answer (that is one retry, handled as a lost answer); every later one waits
+    until the new service is ready (start_service returns once it listens).
+    """
+
+    def __init__(self):
+        self._open = threading.Event()
+        self._open.set()
+
+    @contextmanager
+    def closed(self):
+        self._open.clear()
+        try:
+            yield
+        finally:
+            self._open.set()
+
+    def on_request(self, request):
+        if not self._open.wait(START_TIMEOUT + 10):
+            raise AssertionError('the service was not restarted within {} s'.format(START_TIMEOUT + 10))
+
+
 def test_exhausted_retries_stop_in_bounded_time_and_a_later_submit_finishes(service_factory, tmp_path):
     """The service starts answering 503 to everything mid-submission: submit gives up after its retries in bounded
     time, names every job not submitted, and the same submit once the service is back creates exactly those."""
     slow = service_factory(name='svc', faults='latency-ms=100')  # ~0.1 s per request: the outage lands mid-way
     port = slow.endpoint.rsplit(':', 1)[1]
-    client = client_for(slow)
+    gate = RestartGate()
+    client = client_for(slow, per_retry_policies=[gate])
     client.experiments.begin_create(slow.resource_group, slow.workspace, 'outage', polling=False).result()
     plan = make_plan(tmp_path, slow, 'outage', 60)
     outcome = {}
@@ -75,7 +106,8 @@ def test_exhausted_retries_stop_in_bounded_time_and_a_later_submit_finishes(serv
     thread.start()
     wait_until(lambda: len(service_jobs(client, slow, 'outage')) >= 10, 30, what='10 jobs submitted')
     # Same port, so the running submit keeps talking to it: from now on every request gets a 503.
-    down = service_factory.restart(slow, faults='5xx=1.0', extra_args=('--port', port))
+    with gate.closed():
+        down = service_factory.restart(slow, faults='5xx=1.0', extra_args=('--port', port))
     thread.join(60)
     assert not thread.is_alive(), 'submit did not stop within 60 s of the outage'
     result = outcome['result']

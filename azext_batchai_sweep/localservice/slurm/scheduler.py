@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from ..gpus import gpus_per_node
 from ..layout import JobLayout
 from ..runner import _groups_with_marker, _signal_group  # pylint: disable=protected-access
-from ..resources import TOOLKITS, iso, job_wall_clock, utcnow
-from ..scheduler import Scheduler, error
+from ..resources import TOOLKITS, job_wall_clock
+from ..scheduler import HeldJobsScheduler, ending, error
 from . import mapping
 from .commands import SlurmCli, SlurmError
 
@@ -52,21 +52,15 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class SlurmScheduler(Scheduler):
+class SlurmScheduler(HeldJobsScheduler):
     name = 'slurm'
 
     def __init__(self, store, data_dir, cli=None, poll_seconds=POLL_SECONDS):
-        self._store = store
-        self._data_dir = data_dir
+        super().__init__(store, data_dir)  # self._held: job key -> _Job
         self.cli = cli or SlurmCli()
         self.cluster_info = {}
-        self._poll_seconds = poll_seconds
-        self._lock = threading.RLock()
+        self.loop_seconds = poll_seconds  # a pass (submit, then poll) at least this often
         self._prepare_lock = threading.Lock()  # submit workers share the clusters' mount-volume links
-        self._jobs = {}
-        self._wake = threading.Event()
-        self._stopping = False
-        self._thread = None
         self.poll_count = 0
         self._last_poll = 0.0
 
@@ -116,14 +110,10 @@ class SlurmScheduler(Scheduler):
             start = (body['properties'].get('executionInfo') or {}).get('startTime')
             if start:
                 job.deadline = _timestamp(start) + job_wall_clock(spec).total_seconds()
-            self._jobs[row['key']] = job
+            self._held[row['key']] = job
             logger.info('re-attached job %s to Slurm job %s (%s)', row['key'], slurm_id, row['state'])
         for row in self._store.in_states(('deleting',), kind=None):
             self._store.delete_tree(row['key'])
-
-    def start(self):
-        self._thread = threading.Thread(target=self._loop, name='slurm', daemon=True)
-        self._thread.start()
 
     def stop(self, timeout=10.0):
         """Stop submitting and polling. Slurm jobs run on: the next start re-attaches to them."""
@@ -135,34 +125,21 @@ class SlurmScheduler(Scheduler):
                           for name, (calls, seconds) in sorted(self.cli.calls.items()))
         logger.info('Slurm commands run: %s; %d polls', spent, self.poll_count)
 
-    def wake(self):
-        self._wake.set()
-
     # ---- queries and control from the API ---------------------------------------------------------------------
 
     def used_slots(self, cluster):
         with self._lock:
-            return sum(j.nodes for j in self._jobs.values() if j.cluster == cluster and j.running)
-
-    def is_running(self, key):
-        with self._lock:
-            return key in self._jobs
-
-    def running_below(self, prefix):
-        with self._lock:
-            return [k for k in self._jobs if k.startswith(prefix + '/') or k == prefix]
+            return sum(j.nodes for j in self._held.values() if j.cluster == cluster and j.running)
 
     def kill(self, key, reason, state=None):
         with self._lock:
-            job = self._jobs.get(key)
+            job = self._held.get(key)
             if job is None:
                 return False
             if job.reason is None:
                 job.reason = reason
             if state:
-                now = iso(utcnow())
-                self._store.update(key, lambda b: b['properties'].update(
-                    executionState=state, executionStateTransitionTime=now), state=state)
+                self._record_state(key, state)
         self.cli.cancel([job.slurm_id])
         self._wake.set()
         return True
@@ -172,47 +149,28 @@ class SlurmScheduler(Scheduler):
             row = self._store.get(key)
             if row is None or row['state'] != 'queued':
                 return False
-            job = self._jobs.pop(key, None)
+            job = self._held.pop(key, None)
             self._record_end(key, 'failed', None, [error(reason)])
         if job is not None:  # pending in Slurm: it must never start
             self.cli.cancel([job.slurm_id])
             job.done.set()
         return True
 
-    def wait_for(self, keys, timeout):
-        deadline = time.monotonic() + timeout
-        for key in keys:
-            with self._lock:
-                job = self._jobs.get(key)
-            if job is not None:
-                job.done.wait(max(0.0, deadline - time.monotonic()))
-
-    def locked(self):
-        return self._lock
-
     # ---- the loop --------------------------------------------------------------------------------------------
 
-    def _loop(self):
-        while not self._stopping:
-            self._wake.wait(self._poll_seconds)
-            self._wake.clear()
-            if self._stopping:
-                break
-            try:
-                self._submit_queued()
-                self._maybe_poll()
-            except Exception:  # pylint: disable=broad-except
-                logger.exception('Slurm scheduler pass failed')  # the next pass retries
+    def _pass(self):
+        self._submit_queued()
+        self._maybe_poll()
 
     def _maybe_poll(self):
         """Poll when half an interval has passed (wakes come with every create), or a job is being stopped."""
-        if time.monotonic() - self._last_poll >= self._poll_seconds * 0.5 or self._any_killed():
+        if time.monotonic() - self._last_poll >= self.loop_seconds * 0.5 or self._any_killed():
             self._last_poll = time.monotonic()
             self._poll()
 
     def _any_killed(self):
         with self._lock:
-            return any(j.reason for j in self._jobs.values())
+            return any(j.reason for j in self._held.values())
 
     def _submit_queued(self):
         while not self._stopping:
@@ -272,7 +230,7 @@ class SlurmScheduler(Scheduler):
             keep = row is not None and row['state'] == 'queued'
             if keep:
                 self._store.update(key, sched_id=slurm_id)
-                self._jobs[key] = _Job(slurm_id=slurm_id, cluster=row['cluster'], nodes=row['node_count'])
+                self._held[key] = _Job(slurm_id=slurm_id, cluster=row['cluster'], nodes=row['node_count'])
         if not keep:  # terminated or deleted while sbatch ran
             self.cli.cancel([slurm_id])
         logger.debug('job %s is Slurm job %s', key, slurm_id)
@@ -302,7 +260,7 @@ class SlurmScheduler(Scheduler):
 
     def _poll(self):
         with self._lock:
-            jobs = dict(self._jobs)
+            jobs = dict(self._held)
         if not jobs:
             return
         states = self.cli.states([j.slurm_id for j in jobs.values()])
@@ -325,9 +283,9 @@ class SlurmScheduler(Scheduler):
 
     def _fail_unrunnable(self, key, job, why):
         with self._lock:
-            if self._jobs.get(key) is not job:
+            if self._held.get(key) is not job:
                 return
-            del self._jobs[key]
+            del self._held[key]
             self._record_end(key, 'failed', None, [{'code': 'SlurmJobUnrunnable', 'message': (
                 'Slurm cannot run the job: {} (pending reason {}); it was cancelled.'.format(
                     mapping.UNRUNNABLE_REASONS[why], why))}])
@@ -336,7 +294,7 @@ class SlurmScheduler(Scheduler):
 
     def _mark_running(self, key, job):
         with self._lock:
-            if self._jobs.get(key) is not job:
+            if self._held.get(key) is not job:
                 return
             row = self._store.get(key)
             if row is None or row['state'] != 'queued':
@@ -344,10 +302,7 @@ class SlurmScheduler(Scheduler):
             job.running = True
             spec = json.loads(row['spec'])
             job.deadline = time.time() + job_wall_clock(spec).total_seconds()
-            now = iso(utcnow())
-            self._store.update(key, lambda b: b['properties'].update(
-                executionState='running', executionStateTransitionTime=now,
-                executionInfo={'startTime': now}), state='running')
+            self._record_state(key, 'running', started=True)
 
     def _finish(self, key, job, slurm_state):
         row = self._store.get(key)
@@ -362,9 +317,9 @@ class SlurmScheduler(Scheduler):
         if slurm_state is None:  # Slurm forgot it: the script's own record decides
             slurm_state = 'LOST' if exit_record is None else ('COMPLETED' if exit_record[1] == 0 else 'FAILED')
         with self._lock:
-            if self._jobs.get(key) is not job:
+            if self._held.get(key) is not job:
                 return  # failed meanwhile (fail_queued)
-            del self._jobs[key]
+            del self._held[key]
             if job.reason != 'deleted' and row is not None:
                 state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
                 self._record_end(key, state, exit_code, errors)
@@ -372,20 +327,9 @@ class SlurmScheduler(Scheduler):
         self._wake.set()
 
     def _record_end(self, key, state, exit_code, errors):
-        now = iso(utcnow())
-
-        def finish(body):
-            props = body['properties']
-            info = props.get('executionInfo') or {}
-            if state == 'succeeded':  # ended between two polls: it did run
-                info.setdefault('startTime', now)
-            info['endTime'] = now
-            if exit_code is not None:
-                info['exitCode'] = exit_code
-            if errors:
-                info['errors'] = errors
-            props.update(executionState=state, executionStateTransitionTime=now, executionInfo=info)
-        self._store.update(key, finish, state=state, pgid=None)
+        # A job that succeeded between two polls did run: its start time is its end time.
+        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
+                           state=state, pgid=None)
         logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
                     ', ' + errors[0]['code'] if errors else '')
 
