@@ -52,6 +52,6 @@ setup(
             'six',  # azure-mgmt-batchai 7.0.0b1 imports it without declaring it (azure-cli brings it)
         ],
     },
-    package_data={'azext_batchai_sweep': ['azext_metadata.json', 'core/schemas/*.json']},
+    package_data={'azext_batchai_sweep': ['azext_metadata.json', 'core/spec/schemas/*.json']},
     python_requires='>=3.9',
 )

@@ -169,7 +169,7 @@ def _not_served(target, command, why):
 
 def _on_loopback(endpoint):
     import urllib.parse
-    from .core.loopback import is_loopback
+    from .core.service.loopback import is_loopback
     try:
         return is_loopback(urllib.parse.urlsplit(endpoint).hostname)
     except ValueError:
@@ -296,7 +296,7 @@ def _route(cli_ctx, cmd, command):
 def _redacted_links():
     """`job file stream` logs the download link it found; the link's signature stays out of the log."""
     import logging
-    from .core.retry import redact_urls
+    from .core.service.retry import redact_urls
 
     class RedactLinks(logging.Filter):
         def filter(self, record):

@@ -45,7 +45,7 @@ def core_errors():
 def http_error(ex):
     """The azclierror of an HTTP error answer: 404 is 'not found' (exit code 3), 401/403 are auth problems."""
     from azure.cli.core import azclierror
-    from .core.retry import describe_error
+    from .core.service.retry import describe_error
     message = capitalized(describe_error(ex))
     status = getattr(ex, 'status_code', None)
     if status == 404:
@@ -65,6 +65,6 @@ def http_error(ex):
 def connection_error(ex):
     from azure.cli.core.azclierror import AzureConnectionError
     from ._targeting import START_RECOMMENDATION
-    from .core.retry import describe_error
+    from .core.service.retry import describe_error
     return AzureConnectionError('The Batch AI service could not be reached: {}'.format(describe_error(ex)),
                                 recommendation=START_RECOMMENDATION)

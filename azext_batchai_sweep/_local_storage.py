@@ -36,7 +36,7 @@ def local_storage_key(data_dir):
 
 
 def local_file_storage(cli_ctx):
-    """A `file_storage` hook for core.sweepfile.load_sweep_file, or None when the commands target Azure."""
+    """A `file_storage` hook for core.spec.sweepfile.load_sweep_file, or None when the commands target Azure."""
     data_dir = local_data_dir(cli_ctx)
     return None if data_dir is None else LocalFileStorage(data_dir)
 

@@ -14,7 +14,7 @@ output against it (tests/reliability/test_secrets.py) cover this path.
 import json
 import logging
 
-from .core.retry import redact_urls
+from .core.service.retry import redact_urls
 
 NETWORK_TRACE_LOGGER = 'cli.azure.cli.core.sdk.policies'
 MASK = '*****'

@@ -34,10 +34,10 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
         one (create checks the cluster and makes the experiment there).
     """
     from azure.cli.core.azclierror import InvalidArgumentValueError
-    from .core.identity import SweepIdentity
-    from .core.plan import commit_plan, discard_plan, plan_header, write_plan_draft
+    from .core.service.identity import SweepIdentity
+    from .core.spec.plan import commit_plan, discard_plan, plan_header, write_plan_draft
     from ._local_storage import local_file_storage
-    from .core.sweepfile import load_sweep_file
+    from .core.spec.sweepfile import load_sweep_file
 
     identity = SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
     plan_file = os.path.abspath(plan_file or '{}.plan.jsonl'.format(sweep_name))
@@ -65,7 +65,7 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     if client is not None:
         # The sweep file is valid: a missing cluster (or a job without one) would fail every job, so it is named
         # before anything is compared with the service, written or created.
-        from .core.preflight import check_cluster
+        from .core.service.preflight import check_cluster
         with core_errors():
             check_cluster(client, (definition.template.get('cluster') or {}).get('id'), retry=retry)
     comparison = service.comparison()
@@ -114,14 +114,14 @@ class _ServiceView:
         if self.client is None:
             return None
         if self._jobs is None:
-            from .core.identity import experiment_jobs
+            from .core.service.identity import experiment_jobs
             with core_errors():
                 self._jobs = experiment_jobs(self.client, self.identity.resource_group, self.identity.workspace,
                                              self.identity.experiment, retry=self.retry)
         return self._jobs
 
     def comparison(self):
-        from .core.identity import Comparison
+        from .core.service.identity import Comparison
         jobs = self.jobs()
         return None if jobs is None else Comparison.of(self.identity.name, jobs)
 
@@ -133,7 +133,7 @@ def _previous_plan(plan_file, identity, yes):
     """
     from azure.cli.core.azclierror import InvalidArgumentValueError
     from .core.errors import SweepError
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     if not os.path.exists(plan_file):
         return None
     try:
@@ -162,8 +162,8 @@ def _recorded_seed(previous, service, plan_file=None):
     for header in (previous, _default_plan_header(plan_file, service.identity)):
         if header is not None and (header.get('sampling') or {}).get('seed') is not None:
             return header['sampling']['seed']
-    from .core.identity import recorded_seed
-    from .core.listing import select_jobs
+    from .core.service.identity import recorded_seed
+    from .core.service.listing import select_jobs
     jobs = service.jobs()
     if not jobs:
         return None
@@ -176,7 +176,7 @@ def _default_plan_header(plan_file, identity):
     default = os.path.abspath('{}.plan.jsonl'.format(identity.name))
     if plan_file is None or default == plan_file or not os.path.isfile(default):
         return None
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     try:
         header, _ = read_plan(default)
     except Exception:  # pylint: disable=broad-except  # not a plan: no seed there
@@ -248,14 +248,14 @@ class _conflicts:  # pylint: disable=invalid-name,too-few-public-methods
         return self
 
     def __exit__(self, kind, exc, _tb):
-        from .core.identity import SweepConflict
+        from .core.service.identity import SweepConflict
         if not isinstance(exc, SweepConflict):
             return False
         raise conflict_error(exc, self.identity, self.command) from None
 
 
 def conflict_error(exc, identity, command):
-    """The azclierror of a SweepConflict (see core/identity.py), with the command to run next."""
+    """The azclierror of a SweepConflict (see core/service/identity.py), with the command to run next."""
     from azure.cli.core.azclierror import InvalidArgumentValueError
     from ._errors import capitalized
     if exc.kind == 'foreign':
@@ -274,7 +274,7 @@ def conflict_error(exc, identity, command):
 
 
 def _plain(parameters):
-    # File values are str subclasses carrying attributes (core.substitution.ExternalValue); az's output would print
+    # File values are str subclasses carrying attributes (core.spec.substitution.ExternalValue); az's output would print
     # those attributes as an object instead of the string.
     return {name: str(value) if isinstance(value, str) else value for name, value in parameters.items()}
 
@@ -285,7 +285,7 @@ def _records(cmd, jobs, listed, limit, comparison=None, values=None, first=None)
     Each job body gets its digest (BATCHAI_SWEEP_JOB_DIGEST) and, with a comparison, is checked against the
     service; `values` (a dict, when given) collects each parameter's values to name a changed parameter.
     """
-    from .core.identity import add_digest, body_digest
+    from .core.service.identity import add_digest, body_digest
     # A bar is for someone watching: redirected stderr (CI logs, scripts) gets only the final status line.
     watched = len(jobs) >= PROGRESS_THRESHOLD and sys.stderr.isatty()
     progress = cmd.cli_ctx.get_progress_controller(det=True) if watched else None

@@ -26,7 +26,7 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     jobs on the service carry (BATCHAI_SWEEP_SEED): a resumed run must draw what the killed one drew."""
     from ._errors import core_errors
     from ._local_storage import local_file_storage
-    from .core.sweepfile import load_sweep_file
+    from .core.spec.sweepfile import load_sweep_file
     with core_errors():
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
                                      storage_account_name=storage_account_name, cluster_id=cluster,
@@ -41,8 +41,8 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
 def service_seed(client, identity, retry):
     """The seed recorded in the sweep's jobs on the service, or None (a new sweep)."""
     def read():
-        from .core.identity import experiment_jobs, recorded_seed
-        from .core.listing import select_jobs
+        from .core.service.identity import experiment_jobs, recorded_seed
+        from .core.service.listing import select_jobs
         jobs = experiment_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                                retry=retry)
         return recorded_seed(select_jobs(jobs, sweep_name=identity.name))
@@ -52,7 +52,7 @@ def service_seed(client, identity, retry):
 def body_preparer(cli_ctx):
     """Job bodies as submit sends them: `$env:NAME` secrets resolved, storage mounts given their key."""
     from ._submission import fill_mount_credentials, storage_key
-    from .core.plan import resolve_secret_references
+    from .core.spec.plan import resolve_secret_references
     key = storage_key(cli_ctx)
 
     def prepare(body):

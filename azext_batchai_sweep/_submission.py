@@ -4,7 +4,7 @@
 """A plan file turned into the (name, body) jobs submit and resubmit send, with their secrets filled in.
 
 The plan never holds a secret. At submit time every `$env:NAME` reference is replaced by that environment variable
-(core.plan.resolve_secret_references), and storage mounts get their account key the way `az batchai job create`
+(core.spec.plan.resolve_secret_references), and storage mounts get their account key the way `az batchai job create`
 fills them: from AZURE_BATCHAI_STORAGE_KEY (or az config batchai.storage_key), for a mount without credentials or
 whose key is the `<AZURE_BATCHAI_STORAGE_KEY>` placeholder. On the local service the key is the service's own
 storage key (every local account has it), so what is sent has credentials wherever the Batch AI spec requires them.
@@ -35,7 +35,7 @@ def fill_mount_credentials(body, key):
     Returns the number of mounts that needed a key; raises when one needs it and there is none.
     """
     from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from .core.plan import STORAGE_KEY_PLACEHOLDER
+    from .core.spec.plan import STORAGE_KEY_PLACEHOLDER
     volumes = (body.get('properties') or {}).get('mountVolumes') or {}
     needed = 0
     for kind in _MOUNT_KINDS:
@@ -67,7 +67,7 @@ class PlannedJobs:
         return self.header['jobCount']
 
     def __iter__(self):
-        from .core.plan import read_plan, resolve_secret_references
+        from .core.spec.plan import read_plan, resolve_secret_references
         _, records = read_plan(self.path)
         for record in records:
             body = resolve_secret_references(record['job'])
@@ -82,9 +82,9 @@ class PlannedJobs:
         return None
 
     def identities(self):
-        """(name, digest) of every planned job, read without resolving anything (core/identity.py)."""
-        from .core.identity import digest_of_body
-        from .core.plan import read_plan
+        """(name, digest) of every planned job, read without resolving anything (core/service/identity.py)."""
+        from .core.service.identity import digest_of_body
+        from .core.spec.plan import read_plan
         _, records = read_plan(self.path)
         for record in records:
             yield record['name'], digest_of_body(record['job'])
@@ -93,7 +93,7 @@ class PlannedJobs:
 def load_plan(path, sweep_name, resource_group, workspace, experiment):
     """(header, path) of a plan file, refusing one of another sweep and warning about another target."""
     from azure.cli.core.azclierror import InvalidArgumentValueError
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     header, _ = read_plan(path)
     if header.get('sweep') != sweep_name:
         raise InvalidArgumentValueError(

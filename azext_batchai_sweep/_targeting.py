@@ -31,7 +31,7 @@ def local_target(cli_ctx):
 def subscription_for_cluster_ids(cli_ctx):
     """The subscription a cluster name is expanded in, or None to ask az's login (the local service has one)."""
     if local_target(cli_ctx):
-        from .core.client import DEFAULT_SUBSCRIPTION
+        from .core.service.client import DEFAULT_SUBSCRIPTION
         return DEFAULT_SUBSCRIPTION
     return None
 
@@ -40,10 +40,10 @@ def batchai_client(cli_ctx):
     """The azure.mgmt.batchai client of the configured target; says on stderr when it is a local service."""
     from azure.cli.core.azclierror import InvalidArgumentValueError, RequiredArgumentMissingError
     from .core.errors import SweepError
-    from .core.parallel import pooled_transport
+    from .core.service.parallel import pooled_transport
     from azure.cli.core.util import should_disable_connection_verify
     from ._network_trace import redact_network_trace
-    from .core.download import disable_download_verification
+    from .core.outputs.download import disable_download_verification
     redact_network_trace()
     # az passes connection_verify=False to the clients it builds when AZURE_CLI_DISABLE_CONNECTION_VERIFICATION
     # is set; a client given its own transport would drop it, so it goes to the transport, and to the downloads.
@@ -77,7 +77,7 @@ def batchai_client(cli_ctx):
         from azure.cli.core.azclierror import AzureConnectionError
         raise AzureConnectionError('The token file {} of the local Batch AI service does not exist'.format(
             token_file), recommendation=START_RECOMMENDATION)
-    from .core.client import local_batchai_client
+    from .core.service.client import local_batchai_client
     try:
         client = local_batchai_client(endpoint, token_file, transport=pooled_transport(MAX_CONNECTIONS, **connection),
                                       **_az_logging_policies())

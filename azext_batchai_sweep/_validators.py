@@ -77,7 +77,7 @@ def validate_sweep_submit(cmd, namespace):
                 option.replace('_', '-')))
     namespace.plan_file = namespace.plan_file or '{}.plan.jsonl'.format(namespace.sweep_name)
     if not os.path.isfile(namespace.plan_file):
-        from .core.identity import SweepIdentity
+        from .core.service.identity import SweepIdentity
         args = SweepIdentity(str(namespace.resource_group), str(namespace.workspace_name),
                              str(namespace.experiment_name), namespace.sweep_name).args()
         raise FileOperationError(
@@ -120,7 +120,7 @@ def validate_sweep_metrics(cmd, namespace):
     if namespace.top is not None and not namespace.goal:
         raise RequiredArgumentMissingError('--top N keeps the N best jobs: it needs --goal max or --goal min')
     from .core.errors import SpecError
-    from .core.metrics import MetricExtractor
+    from .core.outputs.metrics import MetricExtractor
     try:
         MetricExtractor(regex=namespace.regex, metric_name=namespace.metric, reduce=namespace.reduce)
     except SpecError as ex:

@@ -34,7 +34,7 @@ def _client(cmd):
 
 
 def _retry(max_retries=DEFAULT_MAX_RETRIES):
-    from .core.retry import RetrySettings
+    from .core.service.retry import RetrySettings
     return RetrySettings(max_retries=max_retries)
 
 
@@ -44,13 +44,13 @@ def _listed(names, limit=10):
 
 
 def _identity(resource_group, workspace_name, experiment_name, sweep_name):
-    from .core.identity import SweepIdentity
+    from .core.service.identity import SweepIdentity
     return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
 
 
 def _preflight_cluster(client, body, retry):
     """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
-    from .core.preflight import check_cluster, cluster_id_of
+    from .core.service.preflight import check_cluster, cluster_id_of
     with core_errors():
         check_cluster(client, cluster_id_of(body) if body is not None else None, retry=retry)
 
@@ -59,7 +59,7 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False):
     from ._planning import plan_sweep
-    from .core.submit import ensure_experiment
+    from .core.service.submit import ensure_experiment
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     client = None if plan_only else _client(cmd)
 
@@ -81,7 +81,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from azure.cli.core.azclierror import AzureResponseError
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
-    from .core.submit import ensure_experiment, submit_jobs
+    from .core.service.submit import ensure_experiment, submit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
@@ -136,7 +136,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
-    from .core.submit import ensure_experiment
+    from .core.service.submit import ensure_experiment
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     from .core.tuning.result import describe
@@ -175,7 +175,7 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     non-zero after its output."""
     from azure.cli.core.azclierror import AzureResponseError, UnclassifiedUserFault
     from ._output import wait_line_period
-    from .core.status import unfinished, wait_for_jobs
+    from .core.service.status import unfinished, wait_for_jobs
     with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval)) as progress:
         status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                                sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
@@ -207,7 +207,7 @@ def failed_recommendation(identity, job):
 def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
-    from .core.stop import stop_jobs
+    from .core.service.stop import stop_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
@@ -247,7 +247,7 @@ def _require_jobs(identity, found, job_names, client=None):
 
 def _check_selection(client, identity, job_names=None):
     """Before anything changes: the sweep has jobs, and every name given with --jobs is one of them."""
-    from .core.identity import sweep_jobs
+    from .core.service.identity import sweep_jobs
     found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
                                             identity.experiment, identity.name, job_names=job_names,
                                             retry=_retry())]
@@ -257,7 +257,7 @@ def _check_selection(client, identity, job_names=None):
 def _no_jobs(identity, client=None):
     """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
     from .core.errors import NotFoundError
-    from .core.identity import check_workspace
+    from .core.service.identity import check_workspace
     if client is not None:
         check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
     raise NotFoundError('Sweep {} has no jobs in experiment {} (workspace {}, resource group {})'.format(
@@ -269,7 +269,7 @@ def _no_jobs(identity, client=None):
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
                  max_retries=DEFAULT_MAX_RETRIES):
-    from .core.status import sweep_status as core_sweep_status
+    from .core.service.status import sweep_status as core_sweep_status
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
@@ -288,7 +288,7 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if plan is not None:
         _compare_with_plan(result, plan)
     if state and (plan is not None or wait):
-        from .core.status import summarize_rows
+        from .core.service.status import summarize_rows
         result.update(summarize_rows([row for row in result['jobs'] if row['state'] == state],
                                      with_missing=plan is not None))
     if not status['jobs'] and not state and not result.get('missing'):
@@ -306,7 +306,7 @@ def _add_run_decisions(cmd, client, rows, identity):
     tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
                                                 identity.experiment, identity.name))
     if not tuning and rows:
-        from .core.identity import sweep_jobs
+        from .core.service.identity import sweep_jobs
         with core_errors():
             jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                               identity.name, retry=_retry())
@@ -320,7 +320,7 @@ def _add_run_decisions(cmd, client, rows, identity):
 def _status_plan(plan_file, identity):
     """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
     from ._submission import load_plan
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     if plan_file:
         with core_errors():
             load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
@@ -339,7 +339,7 @@ def _status_plan(plan_file, identity):
 
 def _compare_with_plan(result, plan_file):
     """Add the planned jobs missing on the service (state 'missing') and name the service's jobs the plan lacks."""
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     on_service = {row['name'] for row in result['jobs']}
     missing, planned = [], set()
     with core_errors():
@@ -368,12 +368,12 @@ def _tail(client, identity, job, lines, stderr=False):
     Without --stderr, a non-empty stderr.txt follows, both files labelled as `tail` labels several files; a failed
     job's exit code and Batch AI's error message go to stderr.
     """
-    from .core.download import tail_job_output
-    from .core.listing import state_of
+    from .core.outputs.download import tail_job_output
+    from .core.service.listing import state_of
     from azure.core.exceptions import ResourceNotFoundError
     from .core.errors import NotFoundError
-    from .core.listing import sweep_name_of
-    from .core.retry import NO_SDK_RETRY
+    from .core.service.listing import sweep_name_of
+    from .core.service.retry import NO_SDK_RETRY
     args = (identity.resource_group, identity.workspace, identity.experiment, job)
     with core_errors():
         try:
@@ -408,7 +408,7 @@ def _tail(client, identity, job, lines, stderr=False):
 
 def _no_such_job(client, identity, job):
     from .core.errors import NotFoundError
-    from .core.identity import check_workspace
+    from .core.service.identity import check_workspace
     check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
     raise NotFoundError('Job {} does not exist in experiment {}'.format(job, identity.experiment),
                         recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
@@ -421,7 +421,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
     from azure.cli.core.azclierror import AzureResponseError
     from ._submission import PlannedJobs, load_plan
     from ._targeting import journal_path
-    from .core.resubmit import resubmit_jobs
+    from .core.service.resubmit import resubmit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     if state is None and not job_names:
@@ -435,7 +435,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
         if job_names:
-            from .core.identity import sweep_jobs
+            from .core.service.identity import sweep_jobs
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
                                                     sweep_name, job_names=job_names, retry=_retry(max_retries))}
             _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
@@ -463,7 +463,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
 def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_name, regex=None, metric=None,
                   reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
                   parallel=DEFAULT_PARALLEL):
-    from .core.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+    from .core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
@@ -509,7 +509,7 @@ def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep
     """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
     from azure.cli.core.azclierror import RequiredArgumentMissingError
     from ._run import run_journal_path
-    from .core.plan import read_plan
+    from .core.spec.plan import read_plan
     from .core.tuning.loop import Journal
     path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
     objective = Journal(path).data.get('objective') if os.path.exists(path) else None
@@ -517,7 +517,7 @@ def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep
     if objective is None and os.path.isfile(plan_file):
         objective = read_plan(plan_file)[0].get('objective')
     if objective is None:
-        from .core.identity import sweep_jobs
+        from .core.service.identity import sweep_jobs
         from .core.tuning.loop import objective_from_service
         with core_errors():
             objective = objective_from_service(sweep_jobs(_client(cmd), resource_group, workspace_name,
@@ -533,7 +533,7 @@ def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
                       parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
-    from .core.delete import delete_jobs
+    from .core.service.delete import delete_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
@@ -558,7 +558,7 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
 def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                            output_directory_id=None, dest=None, parallel=DEFAULT_PARALLEL):
     from azure.cli.core.azclierror import AzureResponseError
-    from .core.download import download_outputs
+    from .core.outputs.download import download_outputs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
@@ -584,7 +584,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
                  output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
     from ._submission import load_plan
-    from .core.metrics import MetricExtractor
+    from .core.outputs.metrics import MetricExtractor
     from .core.report.build import make_report
     from .core.report.decisions import objective_from_run
     from .core.report.model import Objective
@@ -633,7 +633,7 @@ def _run_decisions(cmd, client, identity):
     this machine, else rebuilt from the jobs on the service (core/tuning/loop.rows_from_service, which reads the
     run's logs once more); {} for a sweep no controller ran."""
     from ._run import run_journal_path
-    from .core.identity import sweep_jobs
+    from .core.service.identity import sweep_jobs
     from .core.report.decisions import decisions_from_run_rows
     from .core.tuning.loop import read_journal_rows, rows_from_service
     rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,

@@ -34,8 +34,8 @@ sys.path.insert(0, REPO)
 # pylint: disable=wrong-import-position
 from azure.mgmt.batchai import models  # noqa: E402
 
-from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
-from azext_batchai_sweep.core.download import CHUNK_SIZE  # noqa: E402
+from azext_batchai_sweep.core.service.client import local_batchai_client  # noqa: E402
+from azext_batchai_sweep.core.outputs.download import CHUNK_SIZE  # noqa: E402
 from bench.procmem import run_measured  # noqa: E402
 from bench.service import run_on_clients  # noqa: E402
 from tests.fixtures_az import AZ, base_env  # noqa: E402
@@ -67,7 +67,7 @@ json.dump([job.as_dict() for job in jobs], sys.stdout, default=str)
 '''
 
 # The baseline of benchmark 4: download every URL (one per line of argv[1]) on 8 threads, dropping the bytes, in
-# chunks of argv[2] bytes: the size `metrics` reads (core/download.CHUNK_SIZE), so both read alike.
+# chunks of argv[2] bytes: the size `metrics` reads (core/outputs/download.CHUNK_SIZE), so both read alike.
 DOWNLOAD_SCRIPT = r'''
 import sys, threading, requests
 size = int(sys.argv[2])

@@ -29,7 +29,7 @@ sys.path.insert(0, REPO)
 # pylint: disable=wrong-import-position
 from azure.mgmt.batchai import models  # noqa: E402
 
-from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
+from azext_batchai_sweep.core.service.client import local_batchai_client  # noqa: E402
 from bench.cli import _wait_all_finished, run  # noqa: E402
 from bench.service import run_on_clients  # noqa: E402
 from tests.fixtures_az import AZ, base_env  # noqa: E402

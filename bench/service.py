@@ -23,7 +23,7 @@ sys.path.insert(0, REPO)
 # pylint: disable=wrong-import-position
 from azure.mgmt.batchai import models  # noqa: E402
 
-from azext_batchai_sweep.core.client import local_batchai_client  # noqa: E402
+from azext_batchai_sweep.core.service.client import local_batchai_client  # noqa: E402
 from tests.fixtures_service import start_service, stop_service  # noqa: E402
 
 

@@ -30,7 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
-from azext_batchai_sweep.core.params import DiscreteParamSpec, NumParamSpec  # noqa: E402
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec  # noqa: E402
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler  # noqa: E402
 from azext_batchai_sweep.core.tuning.trial import Report, Trial  # noqa: E402
 

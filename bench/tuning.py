@@ -26,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
-from azext_batchai_sweep.core.params import DiscreteParamSpec  # noqa: E402
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec  # noqa: E402
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits  # noqa: E402
 from azext_batchai_sweep.core.tuning.policies import make_policy  # noqa: E402
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler  # noqa: E402
@@ -152,9 +152,9 @@ def poll_benchmark(jobs, rounds, threads=16, lines_per_round=3, prefill=10_000):
     not the poll. The logs are served the same way whatever the job's state (listOutputFiles, signed Range
     downloads), and the follower is told they are running, so every poll reads them incrementally."""
     import glob
-    from azext_batchai_sweep.core.client import local_batchai_client
-    from azext_batchai_sweep.core.download import read_new_bytes
-    from azext_batchai_sweep.core.parallel import run_parallel
+    from azext_batchai_sweep.core.service.client import local_batchai_client
+    from azext_batchai_sweep.core.outputs.download import read_new_bytes
+    from azext_batchai_sweep.core.service.parallel import run_parallel
     from azext_batchai_sweep.core.tuning.logs import LogFollower
     from tests.fixtures_service import start_service, stop_service
 

@@ -4,7 +4,7 @@ loopback port with a temporary data dir.
 Fixtures:
 - `local_service`: a ServiceInfo (endpoint, files_endpoint, token_file, data_dir, subscription, resource_group,
   workspace, cluster, pid) of the session's service (default cluster: 4 slots);
-- `batchai_client`: the real `azure.mgmt.batchai.BatchAI` client for it (core.client.local_batchai_client);
+- `batchai_client`: the real `azure.mgmt.batchai.BatchAI` client for it (core.service.client.local_batchai_client);
 - `service_factory`: starts extra services (own data dirs, options) and stops them at the end of the test;
   `service_factory.restart(info)` crashes one (SIGKILL) and starts it again on its data dir.
 Helpers: `start_service(data_dir, ...)`, `stop_service(info)`, `kill_service(info)` (SIGKILL) and
@@ -124,7 +124,7 @@ def local_service(tmp_path_factory):
 def batchai_client(local_service):  # pylint: disable=redefined-outer-name
     """The client the extension builds for a local endpoint, plus a policy that checks every request body it sends
     and every response body it gets against the Batch AI swagger (tests/spec_conformance.py)."""
-    from azext_batchai_sweep.core.client import local_batchai_client
+    from azext_batchai_sweep.core.service.client import local_batchai_client
     from tests.spec_conformance import SpecCheckPolicy
     return local_batchai_client(local_service.endpoint, local_service.token_file, local_service.subscription,
                                 per_retry_policies=[SpecCheckPolicy()])

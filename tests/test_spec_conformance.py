@@ -7,9 +7,9 @@ import os
 import pytest
 
 from azext_batchai_sweep._submission import fill_mount_credentials
-from azext_batchai_sweep.core.plan import resolve_secret_references
-from azext_batchai_sweep.core.submit import submit_jobs
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.spec.plan import resolve_secret_references
+from azext_batchai_sweep.core.service.submit import submit_jobs
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 from tests.fixtures_az import REPO_ROOT
 from tests.spec_conformance import SpecCheckPolicy, request_definition, validate
 

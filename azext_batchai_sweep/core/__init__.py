@@ -3,10 +3,11 @@
 Plain Python: it never imports azure.cli, and azure.mgmt.batchai only reaches it through the models passed in.
 """
 from .errors import ServiceError, SpecError, StorageError, SweepError
-from .naming import job_name
-from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
-from .substitution import CompiledTemplate, ExternalValue, Placeholder, placeholder_names, render_value, shell_quote
-from .sweep import JobSequence, ParameterSweep, SweepJob
+from .spec.naming import job_name
+from .spec.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
+from .spec.substitution import (CompiledTemplate, ExternalValue, Placeholder, placeholder_names, render_value,
+                                shell_quote)
+from .spec.sweep import JobSequence, ParameterSweep, SweepJob
 
 __all__ = [
     'SweepError', 'SpecError', 'StorageError', 'ServiceError',

@@ -3,15 +3,15 @@
 Each operation is one function with an optional progress callback, returning JSON-ready dicts and lists
 (camelCase keys). They work with any `azure.mgmt.batchai.BatchAI` client, against Azure or the local service.
 """
-from .delete import delete_jobs
-from .download import download_outputs, tail_job_output
-from .identity import SweepIdentity, sweep_jobs
-from .metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
-from .resubmit import resubmit_jobs
-from .retry import RetrySettings
-from .status import list_sweep_jobs, sweep_status, wait_for_jobs
-from .stop import stop_jobs
-from .submit import ensure_experiment, submit_jobs
+from .service.delete import delete_jobs
+from .outputs.download import download_outputs, tail_job_output
+from .service.identity import SweepIdentity, sweep_jobs
+from .outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+from .service.resubmit import resubmit_jobs
+from .service.retry import RetrySettings
+from .service.status import list_sweep_jobs, sweep_status, wait_for_jobs
+from .service.stop import stop_jobs
+from .service.submit import ensure_experiment, submit_jobs
 
 __all__ = [
     'MetricExtractor', 'RetrySettings', 'SweepIdentity', 'delete_jobs', 'download_outputs', 'ensure_experiment',

@@ -3,7 +3,7 @@
 Foreground: `python -m azext_batchai_sweep.localservice --data-dir DIR`; background: `control.start_background`.
 """
 API_VERSION = '2018-05-01'
-# Kept in sync with core.client.DEFAULT_SUBSCRIPTION (the service must not import the SDK-heavy core at start).
+# Kept in sync with core.service.client.DEFAULT_SUBSCRIPTION (the service must not import the SDK-heavy core at start).
 DEFAULT_SUBSCRIPTION = '00000000-0000-0000-0000-000000000000'
 DEFAULT_RESOURCE_GROUP = 'batchai-local'
 DEFAULT_WORKSPACE = 'local'

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
 from . import datadir, downloads
-from ..core.loopback import is_loopback
+from ..core.service.loopback import is_loopback
 from .arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
 from .errors import ArmError, disk_full, is_disk_full

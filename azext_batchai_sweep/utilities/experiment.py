@@ -3,9 +3,9 @@
 # --------------------------------------------------------------------------------------------
 """The old `utilities.experiment`: ExperimentUtils, bulk operations on the jobs of one experiment.
 
-Each method is the core's operation (core/submit.py, status.py, resubmit.py, metrics.py, delete.py) with the old
-arguments and return values: its retries (429/5xx/dropped connections, Retry-After), idempotent creation and
-listings that resume at a failed page come with it.
+Each method is the core's operation (core/service/submit.py, status.py, resubmit.py, core/outputs/metrics.py,
+core/service/delete.py) with the old arguments and return values: its retries (429/5xx/dropped connections,
+Retry-After), idempotent creation and listings that resume at a failed page come with it.
 
 What differs from the old code, on purpose (docs/migrating-from-batchai-utilities.md):
 - job names are ``<prefix>-<16 hex>``, the hash over the job definition without its credentials (the old code
@@ -21,16 +21,16 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ..core.delete import delete_jobs
+from ..core.service.delete import delete_jobs
 from ..core.errors import ServiceError, SpecError
-from ..core.naming import canonical_json, name_from_digest, sanitize_prefix, values_digest
-from ..core.resubmit import resubmit_jobs
-from ..core.retry import RetrySettings
-from ..core.status import list_sweep_jobs, wait_for_jobs
-from ..core.submit import ensure_experiment
-from ..core.submit import submit_jobs as _core_submit_jobs
-from ..core.substitution import is_model
-from ..core.sweep import ParameterSweep as _CoreParameterSweep
+from ..core.spec.naming import canonical_json, name_from_digest, sanitize_prefix, values_digest
+from ..core.service.resubmit import resubmit_jobs
+from ..core.service.retry import RetrySettings
+from ..core.service.status import list_sweep_jobs, wait_for_jobs
+from ..core.service.submit import ensure_experiment
+from ..core.service.submit import submit_jobs as _core_submit_jobs
+from ..core.spec.substitution import is_model
+from ..core.spec.sweep import ParameterSweep as _CoreParameterSweep
 from .job import convert_job_to_jcp
 from .job_factory import _add_old_dict_variables
 
@@ -71,7 +71,8 @@ def job_name_for(job_name_prefix, jcp):
 
 
 class _Backoff:  # pylint: disable=too-few-public-methods
-    """A `sleep` for core.status.wait_for_jobs: FIRST_WAIT_SECS, then doubling up to the interval it asks for."""
+    """A `sleep` for core.service.status.wait_for_jobs: FIRST_WAIT_SECS, then doubling up to the interval it asks
+    for."""
 
     def __init__(self, sleep):
         self._next = FIRST_WAIT_SECS
@@ -87,7 +88,7 @@ class ExperimentUtils:
     """Submit, wait for, resubmit, measure and delete the jobs of one experiment.
 
     :param client: an ``azure.mgmt.batchai.BatchAI`` client (Azure, or the local service's:
-        ``azext_batchai_sweep.core.client.local_batchai_client``).
+        ``azext_batchai_sweep.core.service.client.local_batchai_client``).
     :param resource_group_name: the experiment's resource group.
     :param workspace_name: the experiment's workspace.
     :param experiment_name: the experiment; created when it does not exist.

@@ -3,8 +3,8 @@
 # --------------------------------------------------------------------------------------------
 """The old `utilities.job`: MetricExtractor, convert_job_to_jcp, print_job_status, wait_for_job_completion.
 
-Metric reading is core.metrics' (streamed, per line, `last` read backwards with HTTP Range); rebuilding a job's
-creation parameters is core.resubmit's; output files are found and read with core.download.
+Metric reading is core.outputs.metrics' (streamed, per line, `last` read backwards with HTTP Range); rebuilding a job's
+creation parameters is core.service.resubmit's; output files are found and read with core.outputs.download.
 """
 import os
 import re
@@ -12,12 +12,12 @@ import time
 
 import azure.mgmt.batchai.models as models
 
-from ..core.client import local_token_file
-from ..core.download import STDOUTERR, tail_job_output
+from ..core.service.client import local_token_file
+from ..core.outputs.download import STDOUTERR, tail_job_output
 from ..core.errors import StorageError
-from ..core.metrics import MetricExtractor as _CoreMetricExtractor
-from ..core.metrics import get_metrics
-from ..core.resubmit import rebuild_body
+from ..core.outputs.metrics import MetricExtractor as _CoreMetricExtractor
+from ..core.outputs.metrics import get_metrics
+from ..core.service.resubmit import rebuild_body
 
 __all__ = ['MetricExtractor', 'convert_job_to_jcp', 'get_storage_account_key', 'print_job_status',
            'wait_for_job_completion', 'POLLING_INTERVAL_SEC', 'STORAGE_KEY_ENV']

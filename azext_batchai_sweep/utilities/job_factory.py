@@ -8,13 +8,13 @@ num_values=...)`` (snake_case, its positional order and defaults) and the first 
 parameterName=..., dataType=..., numValues=...)`` (the core's own classes). Where the first README and the old code
 disagree, the old code decides here: ``generate_jobs(jcp)`` and ``generate_jobs_random_search(jcp, num_jobs)``
 return ``(list of JobCreateParameters, list of parameter combinations)``. The grid, the random draws, the
-substitution and the PARAM_<NAME> environment variables are the core's (core/params.py, sweep.py, substitution.py).
+substitution and the PARAM_<NAME> environment variables are the core's (core/spec/params.py, sweep.py, substitution.py).
 """
 import os
 
-from ..core import params as _core_params
-from ..core.substitution import ENV_PARAM_PREFIX, is_model, render_value
-from ..core.sweep import ParameterSweep as _CoreParameterSweep
+from ..core.spec import params as _core_params
+from ..core.spec.substitution import ENV_PARAM_PREFIX, is_model, render_value
+from ..core.spec.sweep import ParameterSweep as _CoreParameterSweep
 
 __all__ = ['ParameterSweep', 'NumericParameter', 'DiscreteParameter', 'DictParameter', 'FileParameter',
            'NumParamSpec', 'DiscreteParamSpec', 'DictParamSpec', 'FileParamSpec', 'combination_of']
@@ -72,7 +72,7 @@ class FileParamSpec(_OldAttributes, _core_params.FileParamSpec):
 
 class NumericParameter(_OldAttributes, _core_params.NumParamSpec):
     """A numerical parameter: the old ``NumericParameter(parameter_name, data_type, start, end, scale,
-    num_values=None, step=None)``. Grid values and random draws are core.params.NumParamSpec's.
+    num_values=None, step=None)``. Grid values and random draws are core.spec.params.NumParamSpec's.
 
     :param seed: (new) seed of a RANDOM_UNIFORM scale's grid draw.
     """

@@ -12,7 +12,7 @@ PROGRAM = r'''
 import json
 from azure.cli.core import get_default_cli
 from azext_batchai_sweep._targeting import batchai_client
-from azext_batchai_sweep.core.download import download_session
+from azext_batchai_sweep.core.outputs.download import download_session
 client = batchai_client(get_default_cli())
 transport = client._client._pipeline._transport
 print(json.dumps({'transport_verify': transport.connection_config.verify,
@@ -31,4 +31,4 @@ def test_disabling_connection_verification_reaches_the_client_and_downloads(loca
                           capture_output=True, text=True, timeout=120, check=True)
     settings = json.loads(done.stdout.strip().splitlines()[-1])
     assert settings['transport_verify'] is not disabled and settings['download_verify'] is not disabled
-    assert settings['trust_env'] is False  # the environment is read once per host (core/sessions.py)
+    assert settings['trust_env'] is False  # the environment is read once per host (core/service/sessions.py)

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from azext_batchai_sweep.core.plan import read_plan
+from azext_batchai_sweep.core.spec.plan import read_plan
 
 pytestmark = pytest.mark.az
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from azext_batchai_sweep.core.naming import job_name
+from azext_batchai_sweep.core.spec.naming import job_name
 from tests.fixtures_az import AzRunner
 
 pytestmark = [pytest.mark.az, pytest.mark.service]

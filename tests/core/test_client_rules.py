@@ -1,7 +1,7 @@
 """The loopback rule shared by the client (plain http only to this machine) and the service (bind)."""
 import pytest
 
-from azext_batchai_sweep.core.loopback import is_loopback
+from azext_batchai_sweep.core.service.loopback import is_loopback
 
 
 @pytest.mark.parametrize('host, expected', [

@@ -33,7 +33,7 @@ def service_modules():
 def test_every_core_and_service_module_imports_without_azure_cli():
     # Through the real package __init__: it must fall back quietly where azure.cli cannot be imported.
     modules = ['azext_batchai_sweep.core'] + core_modules() + service_modules()
-    assert 'azext_batchai_sweep.core.sweep' in modules
+    assert 'azext_batchai_sweep.core.spec.sweep' in modules
     assert 'azext_batchai_sweep.localservice.server' in modules
     code = FORBID_AZURE_CLI + '''
 import importlib
@@ -79,7 +79,8 @@ def test_importing_the_sweep_api_does_not_load_the_sdk():
     code = '''
 import sys
 from azext_batchai_sweep.core import ParameterSweep, NumParamSpec
-from azext_batchai_sweep.core import naming, params, substitution, sweep, errors
+from azext_batchai_sweep.core.spec import naming, params, substitution, sweep
+from azext_batchai_sweep.core import errors
 print([name for name in sys.modules if name.startswith(('azure.mgmt', 'msrest'))])
 '''
     result = run_core_python(code)

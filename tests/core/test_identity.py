@@ -1,10 +1,11 @@
-"""core/identity.py without a service: a plan compared with a listing, job digests, recorded seeds."""
+"""core/service/identity.py without a service: a plan compared with a listing, job digests, recorded seeds."""
 from types import SimpleNamespace
 
 import pytest
 
-from azext_batchai_sweep.core.identity import (JOB_DIGEST_VAR, SWEEP_SEED_VAR, Comparison, SweepConflict,
-                                               SweepIdentity, add_digest, body_digest, digest_of_body, recorded_seed)
+from azext_batchai_sweep.core.service.identity import (JOB_DIGEST_VAR, SWEEP_SEED_VAR, Comparison, SweepConflict,
+                                                       SweepIdentity, add_digest, body_digest, digest_of_body,
+                                                       recorded_seed)
 
 
 def job(name, sweep, digest=None, seed=None, params='{"X":1}', deleting=False):

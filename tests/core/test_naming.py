@@ -4,7 +4,7 @@ import re
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.naming import MAX_NAME_LENGTH, canonical_json, job_name, sanitize_prefix
+from azext_batchai_sweep.core.spec.naming import MAX_NAME_LENGTH, canonical_json, job_name, sanitize_prefix
 
 from .helpers import run_core_python
 
@@ -31,7 +31,7 @@ def test_the_sweep_name_is_part_of_the_hash():
 
 def test_name_is_the_same_in_another_process():
     # Nothing process-dependent (hash randomisation) may enter the name.
-    code = ('from azext_batchai_sweep.core.naming import job_name;'
+    code = ('from azext_batchai_sweep.core.spec.naming import job_name;'
             'print(job_name("sweep", {"LR": 0.001, "D": {"K": "v"}}))')
     result = run_core_python(code, env={'PYTHONHASHSEED': '123'})
     assert result.returncode == 0, result.stderr

@@ -5,8 +5,8 @@ import random
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
-from azext_batchai_sweep.core.substitution import ExternalValue
+from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.substitution import ExternalValue
 
 
 def num(**kwargs):
@@ -182,7 +182,7 @@ def fake_listing(monkeypatch):
     def list_file_paths(storage_type, account_name, **kwargs):
         calls.append((storage_type, account_name, kwargs))
         return list(BLOBS)
-    from azext_batchai_sweep.core import storage
+    from azext_batchai_sweep.core.spec import storage
     monkeypatch.setattr(storage, 'list_file_paths', list_file_paths)
     return calls
 

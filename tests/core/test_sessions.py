@@ -1,10 +1,10 @@
-"""core/sessions.py and the download session: the environment read once per host as requests reads it per request,
-no ~/.netrc, kept-alive connections and no cookies, checked against a real HTTP server on loopback."""
+"""core/service/sessions.py and the download session: the environment read once per host as requests reads it per
+request, no ~/.netrc, kept-alive connections and no cookies, checked against a real HTTP server on loopback."""
 import pytest
 import requests
 
-from azext_batchai_sweep.core import download
-from azext_batchai_sweep.core.sessions import EnvironmentOnceSession, pooled_session
+from azext_batchai_sweep.core.outputs import download
+from azext_batchai_sweep.core.service.sessions import EnvironmentOnceSession, pooled_session
 
 from ..loopback_http import ScriptedHandler, serving
 

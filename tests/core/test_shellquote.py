@@ -8,8 +8,8 @@ import subprocess
 
 import pytest
 
-from azext_batchai_sweep.core.shellquote import BARE, DOUBLE, SINGLE, quote_context
-from azext_batchai_sweep.core.substitution import ExternalValue
+from azext_batchai_sweep.core.spec.shellquote import BARE, DOUBLE, SINGLE, quote_context
+from azext_batchai_sweep.core.spec.substitution import ExternalValue
 
 from .test_substitution import FILE_SPEC, render
 

@@ -9,11 +9,11 @@ import pytest
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.naming import canonical_json
-from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, NumParamSpec
-from azext_batchai_sweep.core.substitution import (CompiledTemplate, ExternalValue, Placeholder, placeholder_names,
-                                                   render_value, shell_quote)
-from azext_batchai_sweep.core.sweep import ParameterSweep
+from azext_batchai_sweep.core.spec.naming import canonical_json
+from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.substitution import (CompiledTemplate, ExternalValue, Placeholder, placeholder_names,
+                                                        render_value, shell_quote)
+from azext_batchai_sweep.core.spec.sweep import ParameterSweep
 
 SPECS = [
     DiscreteParamSpec(parameterName='LR', values=[0.0001, 0.5]),

@@ -7,8 +7,8 @@ import pytest
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.errors import SpecError, SweepError
-from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, NumParamSpec
-from azext_batchai_sweep.core.sweep import ParameterSweep, SweepJob
+from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.sweep import ParameterSweep, SweepJob
 
 TEMPLATE = {'properties': {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'train --a {{A}} --b {{B}}'}}}
 
@@ -160,7 +160,7 @@ def test_random_search_larger_than_the_space_is_an_error():
 
 
 def test_random_search_gives_up_after_bounded_redraws(monkeypatch):
-    from azext_batchai_sweep.core import sweep as sweep_module
+    from azext_batchai_sweep.core.spec import sweep as sweep_module
     assert sweep_module.redraw_limit(None) == sweep_module.MIN_REDRAWS
     assert sweep_module.redraw_limit(10 ** 4) == 10 ** 5
     monkeypatch.setattr(sweep_module, 'redraw_limit', lambda space: 3)

@@ -4,8 +4,8 @@ import uuid
 
 import pytest
 
-from azext_batchai_sweep.core.retry import RetrySettings
-from azext_batchai_sweep.core.status import wait_for_jobs
+from azext_batchai_sweep.core.service.retry import RetrySettings
+from azext_batchai_sweep.core.service.status import wait_for_jobs
 
 SWEEP_PREFIX = 'exp-test'
 
@@ -16,7 +16,7 @@ def quick_retry(**kwargs):
 
 
 def job_body(service, sweep, x, command, extra_env=None):
-    """A generated-looking job: PARAM_X, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS, like core/sweep.py makes."""
+    """A generated-looking job: PARAM_X, BATCHAI_SWEEP_NAME and BATCHAI_SWEEP_PARAMS, like core/spec/sweep.py makes."""
     env = [{'name': 'PARAM_X', 'value': str(x)}, {'name': 'BATCHAI_SWEEP_NAME', 'value': sweep},
            {'name': 'BATCHAI_SWEEP_PARAMS', 'value': json.dumps({'X': x}, separators=(',', ':'))}]
     env += [{'name': k, 'value': v} for k, v in (extra_env or {}).items()]

@@ -2,7 +2,7 @@
 one plain folder name, never a path that could leave the destination."""
 import pytest
 
-from azext_batchai_sweep.core.download import _one_name  # pylint: disable=protected-access
+from azext_batchai_sweep.core.outputs.download import _one_name  # pylint: disable=protected-access
 
 
 @pytest.mark.parametrize('name', ['..', '.', '', 'a/b', '../x', 'a\\b', 'x\0y'])

@@ -5,8 +5,8 @@ then the connection closes); the local service cannot be made to do that on dema
 """
 import pytest
 
-from azext_batchai_sweep.core import download
-from azext_batchai_sweep.core.download import RangeNotSupported, read_url_range
+from azext_batchai_sweep.core.outputs import download
+from azext_batchai_sweep.core.outputs.download import RangeNotSupported, read_url_range
 
 from ..loopback_http import ScriptedHandler, serving
 from .service_helpers import quick_retry
@@ -93,7 +93,7 @@ def test_downloads_go_through_the_proxy_the_environment_names(redirecting_server
 def test_a_failed_connection_names_no_signature(monkeypatch):
     import socket
 
-    from azext_batchai_sweep.core.retry import describe_error
+    from azext_batchai_sweep.core.service.retry import describe_error
     monkeypatch.setattr(download, '_SESSION', [])
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(('127.0.0.1', 0))

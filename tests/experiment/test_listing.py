@@ -4,10 +4,10 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.batchai import models
 
-from azext_batchai_sweep.core import listing
-from azext_batchai_sweep.core.listing import ListedJob, job_summary, list_jobs, parameters_of, state_of
-from azext_batchai_sweep.core.resubmit import rebuild_body
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service import listing
+from azext_batchai_sweep.core.service.listing import ListedJob, job_summary, list_jobs, parameters_of, state_of
+from azext_batchai_sweep.core.service.resubmit import rebuild_body
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .service_helpers import new_experiment, quick_retry, sweep_plan, wait_all
 
@@ -84,7 +84,7 @@ def test_listing_a_missing_experiment_raises_what_the_sdk_raises(batchai_client,
 
 
 def test_output_files_say_what_the_sdk_file_models_say_across_pages(batchai_client, local_service):
-    from azext_batchai_sweep.core.download import OutputFile, list_output_files
+    from azext_batchai_sweep.core.outputs.download import OutputFile, list_output_files
     svc = local_service
     experiment = new_experiment(batchai_client, svc)
     # 1,005 files and a subdirectory: more than the API's 1,000 per page, so the listing takes a nextLink.
@@ -114,7 +114,7 @@ def test_a_bad_name_fails_as_it_fails_through_the_sdk(batchai_client, local_serv
     bad name goes to the service, quoted, and comes back as its 400 in both cases."""
     from azure.core.exceptions import HttpResponseError
 
-    from azext_batchai_sweep.core.download import list_output_files
+    from azext_batchai_sweep.core.outputs.download import list_output_files
     svc = local_service
     with pytest.raises(HttpResponseError) as mine:
         list(list_jobs(batchai_client, svc.resource_group, svc.workspace, experiment))

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
-from azext_batchai_sweep.core import metrics as metrics_module
+from azext_batchai_sweep.core.outputs import metrics as metrics_module
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.metrics import MAX_LINE, MetricExtractor, sort_rows, write_metrics_csv
+from azext_batchai_sweep.core.outputs.metrics import MAX_LINE, MetricExtractor, sort_rows, write_metrics_csv
 
 LOG = '''training: learning_rate=0.05 hidden_units=8 epochs=3
 epoch=1 loss=0.9000 accuracy=0.5000 val_accuracy=0.4000

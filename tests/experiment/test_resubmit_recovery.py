@@ -14,9 +14,9 @@ import time
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.resubmit import resubmit_jobs
-from azext_batchai_sweep.core.retry import RetrySettings
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.resubmit import resubmit_jobs
+from azext_batchai_sweep.core.service.retry import RetrySettings
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .fake_arm import FakeArm
 
@@ -97,7 +97,7 @@ def _resubmit_in_subprocess(endpoint, tmp_path, journal=None, with_plan=False):
         import json, sys
         from tests.experiment.fake_arm import client_for
         from tests.experiment.test_resubmit_recovery import plan, quick, RG, WS, EXP, SWEEP
-        from azext_batchai_sweep.core.resubmit import resubmit_jobs
+        from azext_batchai_sweep.core.service.resubmit import resubmit_jobs
         resubmit_jobs(client_for(sys.argv[1]), RG, WS, EXP, sweep_name=SWEEP, retry=quick(), poll_interval=0.01,
                       journal_path=sys.argv[2] or None, plan=plan(4) if sys.argv[3] == 'plan' else None)
     ''')

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import pytest
 from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
 
-from azext_batchai_sweep.core.retry import (RetrySettings, call_with_retries, describe_error, is_retryable,
-                                            redact_urls, retry_after_seconds)
+from azext_batchai_sweep.core.service.retry import (RetrySettings, call_with_retries, describe_error, is_retryable,
+                                                    redact_urls, retry_after_seconds)
 
 
 def http_error(status, headers=None):

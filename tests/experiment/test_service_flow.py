@@ -3,12 +3,12 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.core.delete import delete_jobs
-from azext_batchai_sweep.core.download import download_outputs, tail_job_output
-from azext_batchai_sweep.core.metrics import MetricExtractor, get_metrics
-from azext_batchai_sweep.core.resubmit import resubmit_jobs
-from azext_batchai_sweep.core.status import list_sweep_jobs, sweep_status, wait_for_jobs
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.delete import delete_jobs
+from azext_batchai_sweep.core.outputs.download import download_outputs, tail_job_output
+from azext_batchai_sweep.core.outputs.metrics import MetricExtractor, get_metrics
+from azext_batchai_sweep.core.service.resubmit import resubmit_jobs
+from azext_batchai_sweep.core.service.status import list_sweep_jobs, sweep_status, wait_for_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .service_helpers import new_experiment, quick_retry, sweep_plan, wait_all
 
@@ -64,7 +64,7 @@ def test_submit_then_status_then_rerun_submits_nothing(batchai_client, local_ser
 
 def test_submit_through_injected_faults_loses_and_duplicates_nothing(batchai_client, service_factory):
     svc = service_factory(name='faulty', faults='5xx=0.2,429=0.15,drop=0.1,seed=1')
-    from azext_batchai_sweep.core.client import local_batchai_client  # pylint: disable=import-outside-toplevel
+    from azext_batchai_sweep.core.service.client import local_batchai_client  # pylint: disable=import-outside-toplevel
     client = local_batchai_client(svc.endpoint, svc.token_file, svc.subscription)
     experiment = 'faults'
     client.experiments.begin_create(svc.resource_group, svc.workspace, experiment, polling=False,
@@ -159,7 +159,7 @@ def test_delete_a_sweeps_failed_jobs_then_the_rest(batchai_client, local_service
 
 def test_metrics_last_reads_a_long_log_from_its_end(batchai_client, local_service, monkeypatch):
     # reduce last (the default) asks the service for the log's last window only (HTTP Range), not the whole file.
-    from azext_batchai_sweep.core import metrics as metrics_module
+    from azext_batchai_sweep.core.outputs import metrics as metrics_module
     svc, client = local_service, batchai_client
     experiment = new_experiment(client, svc)
     plan = sweep_plan(svc, 'longlog', 1, 'for i in $(seq 1 40000); do echo "step=$i loss=0.$i padding"; done')

@@ -1,9 +1,9 @@
-"""core/stop.py against the local service through the client whose every request and response is checked against
+"""core/service/stop.py against the local service through the client whose every request and response is checked against
 the Batch AI swagger (terminate is POST .../jobs/{name}/terminate, answered 202 with a Location, or 200)."""
-from azext_batchai_sweep.core.listing import state_of
-from azext_batchai_sweep.core.status import sweep_status
-from azext_batchai_sweep.core.stop import stop_jobs, terminate_job, unknown_jobs
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.listing import state_of
+from azext_batchai_sweep.core.service.status import sweep_status
+from azext_batchai_sweep.core.service.stop import stop_jobs, terminate_job, unknown_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .service_helpers import new_experiment, quick_retry, sweep_plan
 

@@ -6,8 +6,8 @@ the local service is exercised in test_submit_service.py.
 """
 import pytest
 
-from azext_batchai_sweep.core.retry import RetrySettings
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.retry import RetrySettings
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .fake_arm import FakeArm
 

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 from azure.mgmt.batchai import models
 
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from tests.spec_conformance import SpecCheckPolicy
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.jobenv import BASE_VARIABLES, DEFAULT_PATH, base_environment, job_environment
 from tests.localservice.conftest import job_params, wait_state
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 
 # What a developer's shell holds and a job must never see.
 LEAKY = {

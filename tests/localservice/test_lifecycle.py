@@ -11,7 +11,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.mgmt.batchai import models
 
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.core.errors import SweepError
 from azext_batchai_sweep.localservice import control
 from azext_batchai_sweep.localservice.faults import FaultInjector, parse_spec

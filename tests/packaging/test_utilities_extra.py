@@ -26,7 +26,7 @@ SCRIPT = '''
 import json, os, sys
 import azure.mgmt.batchai.models as models
 import azext_batchai_sweep
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 
 settings = json.load(open(sys.argv[1]))
 namespace = {

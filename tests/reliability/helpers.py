@@ -5,11 +5,11 @@ import os
 import time
 from collections import Counter
 
-from azext_batchai_sweep.core.client import local_batchai_client
-from azext_batchai_sweep.core.listing import env_of, list_jobs, parameters_of
-from azext_batchai_sweep.core.plan import plan_header, read_plan, write_plan
-from azext_batchai_sweep.core.retry import RetrySettings
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.service.client import local_batchai_client
+from azext_batchai_sweep.core.service.listing import env_of, list_jobs, parameters_of
+from azext_batchai_sweep.core.spec.plan import plan_header, read_plan, write_plan
+from azext_batchai_sweep.core.service.retry import RetrySettings
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 
 # Jobs that finish at once: the tests are about the control plane, not the jobs.
 QUICK_COMMAND = 'echo "x=$PARAM_X"'

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from azext_batchai_sweep.core.submit import ALREADY_PRESENT, SUBMITTED, create_job, submit_jobs
+from azext_batchai_sweep.core.service.submit import ALREADY_PRESENT, SUBMITTED, create_job, submit_jobs
 
 from .helpers import assert_exactly_planned, client_for, make_plan, plan_bodies, quick_retry
 from .test_kill_submit import start_az, submit_args

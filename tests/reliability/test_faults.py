@@ -2,7 +2,8 @@
 
 The fault rates are the issue's: 20% of requests answered 500/503, 10% 429 with Retry-After, 2% connections dropped
 without an answer (seeded, so a failure can be replayed). `make test` submits 200 jobs; the soak target 1,000.
-The core-level tests use the library the command runs (core/submit.py); the az-level ones the real `az` executable.
+The core-level tests use the library the command runs (core/service/submit.py); the az-level ones the real `az`
+executable.
 """
 import json
 import threading
@@ -12,7 +13,7 @@ from contextlib import contextmanager
 import pytest
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from ..fixtures_service import START_TIMEOUT
 from .helpers import (assert_exactly_planned, client_for, make_plan, plan_bodies, quick_retry, service_jobs,

@@ -15,7 +15,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.storage.fileshare import ShareServiceClient
 
-from azext_batchai_sweep.core.status import wait_for_jobs
+from azext_batchai_sweep.core.service.status import wait_for_jobs
 from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params, raw
 

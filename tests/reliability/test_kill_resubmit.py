@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .helpers import assert_exactly_planned, client_for, make_plan, plan_bodies, quick_retry, service_jobs
 from .test_kill_submit import run_az, start_az

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.core.status import wait_for_jobs
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.status import wait_for_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from bench.procmem import run_measured
 from tests.fixtures_az import AZ, base_env

@@ -69,9 +69,11 @@ def test_secrets_appear_nowhere(az, service_factory, tmp_path):
 
 
 def test_urllib3_request_lines_lose_their_signatures(caplog):
-    """The filter core/download.py puts on urllib3's request-line logger (unit level: the e2e test above needs az)."""
+    """The filter core/outputs/download.py puts on urllib3's request-line logger (unit level: the e2e test above
+    needs az)."""
     import logging
-    import azext_batchai_sweep.core.download  # noqa: F401  # pylint: disable=unused-import,import-outside-toplevel
+    # pylint: disable-next=unused-import,import-outside-toplevel
+    import azext_batchai_sweep.core.outputs.download  # noqa: F401
     with caplog.at_level(logging.DEBUG, logger='urllib3.connectionpool'):
         logging.getLogger('urllib3.connectionpool').debug('%s://%s:%s "%s %s %s" %s %s', 'http', 'h', 1, 'GET',
                                                           '/f?se=1&sig=abcdef0123456789&x=1', 'HTTP/1.1', 200, 5)

@@ -5,10 +5,10 @@ that were running are reported failed with an error saying why, and `resubmit` b
 """
 import pytest
 
-from azext_batchai_sweep.core.listing import state_of
-from azext_batchai_sweep.core.resubmit import resubmit_jobs
-from azext_batchai_sweep.core.status import wait_for_jobs
-from azext_batchai_sweep.core.submit import submit_jobs
+from azext_batchai_sweep.core.service.listing import state_of
+from azext_batchai_sweep.core.service.resubmit import resubmit_jobs
+from azext_batchai_sweep.core.service.status import wait_for_jobs
+from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .helpers import assert_exactly_planned, client_for, make_plan, plan_bodies, quick_retry, service_jobs, wait_until
 

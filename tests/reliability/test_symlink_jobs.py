@@ -13,7 +13,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.storage.fileshare import ShareServiceClient, generate_share_sas
 
-from azext_batchai_sweep.core.download import download_outputs, list_output_files
+from azext_batchai_sweep.core.outputs.download import download_outputs, list_output_files
 from tests.localservice.conftest import job_params, wait_state
 
 pytestmark = pytest.mark.service

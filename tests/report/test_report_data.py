@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from azext_batchai_sweep.core.metrics import MetricExtractor
+from azext_batchai_sweep.core.outputs.metrics import MetricExtractor
 from azext_batchai_sweep.core.report import data as report_data_module
 from azext_batchai_sweep.core.report.collect import sweep_record
 from azext_batchai_sweep.core.report.data import expected_best_of_random, report_data

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from tests.fixtures_service import start_service, stop_service
 from tests.slurm.cluster import SlurmCluster, why_unavailable
 from tests.spec_conformance import SpecCheckPolicy

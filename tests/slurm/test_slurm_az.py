@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.localservice import control
 from tests.fixtures_az import AzRunner
 

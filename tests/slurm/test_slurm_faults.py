@@ -3,7 +3,7 @@ import subprocess
 import sys
 import time
 
-from azext_batchai_sweep.core.client import local_batchai_client
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from tests.fixtures_service import kill_service, restart_service, start_service, stop_service
 from tests.localservice.conftest import job_params
 from tests.slurm.conftest import slurm_service_args

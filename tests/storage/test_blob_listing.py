@@ -1,4 +1,4 @@
-"""core.storage against Azurite (Blob): the seed README's BLOB example, directories, credentials and errors."""
+"""core.spec.storage against Azurite (Blob): the seed README's BLOB example, directories, credentials and errors."""
 import re
 import socket
 import uuid
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError, StorageError
-from azext_batchai_sweep.core.storage import list_file_paths, resolve_storage_credentials
+from azext_batchai_sweep.core.spec.storage import list_file_paths, resolve_storage_credentials
 
 pytestmark = pytest.mark.azurite
 
@@ -142,7 +142,7 @@ def test_resolve_storage_credentials():
 
 
 def test_readme_blob_example_through_file_param_spec(azurite, container):
-    from azext_batchai_sweep.core.params import FileParamSpec
+    from azext_batchai_sweep.core.spec.params import FileParamSpec
     spec = FileParamSpec(parameterName='DATA_INPUT', storageAccountName=azurite.account_name,
                          storageAccountKey=azurite.account_key, storageType='BLOB', mountPath='bfs',
                          container=container, filterStr='/data/.+', accountUrl=azurite.blob_endpoint)
@@ -150,7 +150,7 @@ def test_readme_blob_example_through_file_param_spec(azurite, container):
 
 
 def test_file_param_spec_reads_the_connection_string_from_the_environment(azurite, container, monkeypatch):
-    from azext_batchai_sweep.core.params import FileParamSpec
+    from azext_batchai_sweep.core.spec.params import FileParamSpec
     monkeypatch.setenv('AZURE_STORAGE_CONNECTION_STRING', azurite.connection_string)
     spec = FileParamSpec(parameterName='DATA_INPUT', storageAccountName=azurite.account_name, storageType='BLOB',
                          mountMethod='JOB', mountPath='bfs', container=container, directory='data')

@@ -13,8 +13,8 @@ from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, 
 from azure.storage.fileshare import (ShareClient, ShareServiceClient, generate_file_sas, generate_share_sas)
 
 from azext_batchai_sweep.core.errors import StorageError
-from azext_batchai_sweep.core.params import FileParamSpec
-from azext_batchai_sweep.core.storage import list_file_paths
+from azext_batchai_sweep.core.spec.params import FileParamSpec
+from azext_batchai_sweep.core.spec.storage import list_file_paths
 from azext_batchai_sweep.localservice.files_api import FilesApi
 
 from .files_server import start_files_endpoint

@@ -5,7 +5,7 @@ import os
 import pytest
 from azure.storage.fileshare import ShareServiceClient
 
-from azext_batchai_sweep.core.storage import list_file_paths
+from azext_batchai_sweep.core.spec.storage import list_file_paths
 
 from .files_server import start_files_endpoint
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 from azext_batchai_sweep.core.tuning.samplers import ADAPTIVE_SAMPLING, make_sampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 

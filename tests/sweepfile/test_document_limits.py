@@ -5,9 +5,9 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.core import sweepfile
+from azext_batchai_sweep.core.spec import sweepfile
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 
 JOB = {'cluster': {'id': '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/g/providers/'
                    'Microsoft.BatchAI/workspaces/w/clusters/c'}, 'nodeCount': 1,

@@ -6,7 +6,7 @@ import tracemalloc
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError, SweepError
-from azext_batchai_sweep.core.plan import (PLAN_KIND, literal_secrets, plan_header, read_plan,
+from azext_batchai_sweep.core.spec.plan import (PLAN_KIND, literal_secrets, plan_header, read_plan,
                                             resolve_secret_references, write_plan)
 
 

@@ -8,9 +8,9 @@ import pytest
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
-from azext_batchai_sweep.core.schema_validation import ARM_EXPRESSION_REF, SchemaValidator, format_path
+from azext_batchai_sweep.core.spec.schema_validation import ARM_EXPRESSION_REF, SchemaValidator, format_path
 
-SCHEMAS = os.path.join(os.path.dirname(__file__), '..', '..', 'azext_batchai_sweep', 'core', 'schemas')
+SCHEMAS = os.path.join(os.path.dirname(__file__), '..', '..', 'azext_batchai_sweep', 'core', 'spec', 'schemas')
 UPSTREAM_JOB_SCHEMA = os.path.join(os.path.dirname(__file__), '..', 'specs', 'batchai-schemas-2018-05-01', 'job.json')
 
 

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.params import DiscreteParamSpec, NumParamSpec
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', 'examples')
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
-from azext_batchai_sweep.core.sweepfile import load_sweep_file
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 
 JOB = {'nodeCount': 1, 'cluster': {'id': 'c'}, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
        'customToolkitSettings': {'commandLine': 'python train.py --lr {{LR}} --epochs {{EPOCHS}}'}}

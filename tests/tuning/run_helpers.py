@@ -4,7 +4,7 @@ import os
 import sys
 import threading
 
-from azext_batchai_sweep.core.listing import list_jobs, sweep_name_of
+from azext_batchai_sweep.core.service.listing import list_jobs, sweep_name_of
 from azext_batchai_sweep.core.tuning.loop import job_state
 
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
@@ -98,7 +98,7 @@ def kill_and_resume(command, env, cwd, watcher, kill_points, config_dir, sweep, 
 
 def hyperband_decisions(jobs):
     """What Hyperband did, independent of job names and timing: (bracket, rung, slot, Q) of every job."""
-    from azext_batchai_sweep.core.listing import env_of
+    from azext_batchai_sweep.core.service.listing import env_of
     out = set()
     for job in jobs:
         env = env_of(job)

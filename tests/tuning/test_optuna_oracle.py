@@ -14,7 +14,7 @@ import warnings
 import optuna
 import pytest
 
-from azext_batchai_sweep.core.params import DiscreteParamSpec
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, hyperband_brackets

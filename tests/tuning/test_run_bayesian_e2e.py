@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from azext_batchai_sweep.core.listing import env_of, parameters_of
-from azext_batchai_sweep.core.params import NumParamSpec
+from azext_batchai_sweep.core.service.listing import env_of, parameters_of
+from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler

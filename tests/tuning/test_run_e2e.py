@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from azext_batchai_sweep.core.listing import env_of
+from azext_batchai_sweep.core.service.listing import env_of
 from azext_batchai_sweep.core.tuning.loop import job_state
 from tests.fixtures_az import AZ, AzRunner, base_env
 
@@ -175,8 +175,8 @@ def test_sweep_stop_ends_a_run(setup, local_service, batchai_client):
 def test_random_run_without_seed_resumes_with_the_seed_its_jobs_carry(setup, local_service, batchai_client):
     """maxTotalJobs ends a run; running it again with a larger budget goes on with the seed the jobs recorded, so the
     sweep is the random search `create` would plan with that seed."""
-    from azext_batchai_sweep.core.params import DiscreteParamSpec
-    from azext_batchai_sweep.core.sweep import ParameterSweep
+    from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
+    from azext_batchai_sweep.core.spec.sweep import ParameterSweep
     az, directory, _, experiment = setup
     spec = write_sweep(directory, 'rand', ['sampling: {type: random, count: 4}'], [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
                        epochs=2, sleep=0.01)

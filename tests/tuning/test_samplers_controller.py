@@ -1,8 +1,8 @@
 """Hyperband's brackets and promotions, the blind samplers, and the controller's limits, computed by hand."""
 from dataclasses import replace
 
-from azext_batchai_sweep.core.params import DiscreteParamSpec, NumParamSpec
-from azext_batchai_sweep.core.sweep import ParameterSweep
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.sweep import ParameterSweep
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
 from azext_batchai_sweep.core.tuning.policies import make_policy

@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from azext_batchai_sweep.core.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
-from azext_batchai_sweep.core.substitution import ExternalValue
+from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.substitution import ExternalValue
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_weights

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from azext_batchai_sweep.core.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.tuning.samplers.parzen import ParzenEstimator
 from azext_batchai_sweep.core.tuning.samplers.space import dimensions
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_gamma, default_weights

@@ -6,7 +6,7 @@ never seen half-written (a browser tab reloading it, a CI artifact upload).
 import os
 import tempfile
 
-from ..metrics import MetricExtractor
+from ..outputs.metrics import MetricExtractor
 from .collect import plan_details, read_trials, sweep_record
 from .data import report_data
 from .html import render_html

@@ -9,10 +9,10 @@ import datetime
 import json
 import logging
 
-from ..download import find_output_file, iter_url_chunks
-from ..listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
-from ..parallel import run_parallel
-from ..retry import RetrySettings, describe_error
+from ..outputs.download import find_output_file, iter_url_chunks
+from ..service.listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
+from ..service.parallel import run_parallel
+from ..service.retry import RetrySettings, describe_error
 from ..tuning.trial import Report, Trial
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
                     EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)

@@ -19,7 +19,7 @@ import json
 import math
 import random
 
-from ..listing import STATES
+from ..service.listing import STATES
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,

@@ -1,6 +1,6 @@
 """Every report of a metric in a job's log, with its step: the intermediate values of a learning curve.
 
-The metric is found exactly as `az batchai sweep metrics` finds it (core.metrics.MetricExtractor: Katib's
+The metric is found exactly as `az batchai sweep metrics` finds it (core.outputs.metrics.MetricExtractor: Katib's
 `name=value` or a regex, line by line); where `metrics` reduces a log to one number, this keeps each value with the
 step it was reported at. The step is a regex's group named `step` (as `sweep run` reads it), else the value of
 another `name=value` key on the same line (`epoch=3 ... val_accuracy=0.8`): the key given, or else the first of
@@ -9,7 +9,7 @@ STEP_KEYS present on every report line of the job; without one, reports are numb
 import math
 import re
 
-from ..metrics import MAX_LINE, katib_pattern
+from ..outputs.metrics import MAX_LINE, katib_pattern
 
 STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
 REGEX_STEP = 'step'  # a regex's named group holding the step
@@ -25,7 +25,7 @@ _AUTO_STEP_PATTERNS = tuple((key, _compiled(key)) for key in STEP_KEYS)
 class ReportReader:
     """Collects (step, value) pairs from a log given as byte chunks, holding one chunk and one partial line.
 
-    :param extractor: a core.metrics.MetricExtractor (its pattern and capture group find the value).
+    :param extractor: a core.outputs.metrics.MetricExtractor (its pattern and capture group find the value).
     :param step_key: the name of the step key (e.g. "epoch"); None to detect one of STEP_KEYS per job.
     """
 

@@ -10,9 +10,9 @@ import time
 
 import requests
 
-from ..download import find_output_file, read_new_bytes
-from ..parallel import run_parallel
-from ..retry import describe_error
+from ..outputs.download import find_output_file, read_new_bytes
+from ..service.parallel import run_parallel
+from ..service.retry import describe_error
 from .reports import LogReader, ReportParser
 
 # listOutputFiles links are asked for 60 minutes; one is renewed well before that.

@@ -23,12 +23,12 @@ from dataclasses import replace
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from ..listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
-from ..identity import SWEEP_SEED_VAR, add_digest, body_digest
-from ..naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
-from ..retry import NO_SDK_RETRY, RetrySettings, call_with_retries
-from ..submit import create_job
-from ..substitution import CompiledTemplate
+from ..service.listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
+from ..service.identity import SWEEP_SEED_VAR, add_digest, body_digest
+from ..spec.naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
+from ..service.retry import NO_SDK_RETRY, RetrySettings, call_with_retries
+from ..service.submit import create_job
+from ..spec.substitution import CompiledTemplate
 from .controller import END_REASONS, END_STOPPED, Controller, Limits
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower

@@ -7,7 +7,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 import math
 import re
 
-from ..metrics import katib_pattern
+from ..outputs.metrics import katib_pattern
 from .trial import Report
 
 

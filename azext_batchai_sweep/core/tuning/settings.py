@@ -75,7 +75,7 @@ def _check_objective(objective, path):
     if objective.get('step') and objective.get('regex'):
         raise SpecError('expected no step with a regex: name a group "step" in the regex instead', source=path,
                         path='objective.step')
-    from ..metrics import MetricExtractor  # not at import: planning a sweep needs no HTTP stack
+    from ..outputs.metrics import MetricExtractor  # not at import: planning a sweep needs no HTTP stack
     try:
         MetricExtractor(regex=objective.get('regex'), metric_name=objective.get('metric'))
     except SpecError as ex:

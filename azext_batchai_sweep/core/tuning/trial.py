@@ -94,7 +94,7 @@ class Suggestion:
 class Sampler:
     """What the controller asks a sampler; every sampler of core/tuning/samplers/ implements it.
 
-    A sampler is built from the sweep's parameter specs (core/params.py objects), its goal ("max" or "min") and its
+    A sampler is built from the sweep's parameter specs (core/spec/params.py objects), its goal ("max" or "min") and its
     seed. ``suggest`` is a pure function of the sampler's settings and ``trials`` (every job of the sweep so far,
     finished and pending, in ``index`` order): called again with the same trials it returns the same suggestions,
     which is what lets a killed controller resume without changing the sweep.

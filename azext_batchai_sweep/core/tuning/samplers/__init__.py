@@ -2,7 +2,7 @@
 
 SAMPLERS maps a sampling type to a factory ``(definition, goal) -> Sampler``; a new sampler registers itself here,
 and in ADAPTIVE_SAMPLING when its jobs depend on results (then create/submit refuse it and it needs an objective).
-Its sampling type goes into core/schemas/sweep.schema.json's `sampling.oneOf`.
+Its sampling type goes into core/spec/schemas/sweep.schema.json's `sampling.oneOf`.
 """
 from .grid import GridSampler
 from .hyperband import HyperbandSampler, hyperband_brackets

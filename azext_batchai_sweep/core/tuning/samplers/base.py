@@ -3,7 +3,7 @@
 The list is a pure function of the sweep file (and its seed), so a resumed controller finds the configurations
 already on the service by their values and goes on with the next ones: nothing is skipped or drawn twice.
 """
-from ...naming import canonical_json
+from ...spec.naming import canonical_json
 from ..trial import Sampler, Suggestion
 
 

@@ -1,5 +1,5 @@
 """Grid: every combination of the parameters' values, in the order `create` plans them."""
-from ...sweep import ParameterSweep
+from ...spec.sweep import ParameterSweep
 from .base import SequenceSampler
 
 

@@ -14,8 +14,8 @@ import math
 import random
 from dataclasses import dataclass
 
-from ...naming import canonical_json
-from ...sweep import redraw_limit
+from ...spec.naming import canonical_json
+from ...spec.sweep import redraw_limit
 from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
 from ..trial import Sampler, Suggestion
 
@@ -54,7 +54,7 @@ def hyperband_brackets(min_resource, max_resource, eta):
 class HyperbandSampler(Sampler):
     """Hyperband's jobs: new configurations (rung 0) and promotions, promotions first.
 
-    :param specs: the parameter specs (core/params.py); configurations are drawn from them.
+    :param specs: the parameter specs (core/spec/params.py); configurations are drawn from them.
     :param resource: the name of the resource placeholder (EPOCHS), for the decisions' text.
     """
 

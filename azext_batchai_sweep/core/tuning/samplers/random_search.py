@@ -1,5 +1,5 @@
 """Random search, seeded: the same draws, in the same order, as `create --sampling random` with that seed."""
-from ...sweep import ParameterSweep
+from ...spec.sweep import ParameterSweep
 from .base import SequenceSampler
 
 

@@ -1,6 +1,6 @@
 """The sweep's parameters as the dimensions a model-based sampler works in.
 
-Each parameter spec (core/params.py) becomes one :class:`Dimension`, which maps a job's parameter value to the
+Each parameter spec (core/spec/params.py) becomes one :class:`Dimension`, which maps a job's parameter value to the
 sampler's internal number and back:
 
 - numeric REAL, LINEAR (or RANDOM_UNIFORM, which a random search also draws uniformly): continuous on [start, end];
@@ -16,8 +16,8 @@ A grid's number of values is what makes a space finite: a sampler must not sugge
 import math
 from decimal import Decimal
 
-from ...params import NumParamSpec, _decimal, _round_half_up
-from ...naming import canonical_json
+from ...spec.params import NumParamSpec, _decimal, _round_half_up
+from ...spec.naming import canonical_json
 
 CONTINUOUS, STEPPED, CATEGORICAL = 'continuous', 'stepped', 'categorical'
 
@@ -140,7 +140,7 @@ class Dimension:  # pylint: disable=too-many-instance-attributes
         return min(max(index, 0), self.size - 1)
 
     def _grid(self, index):
-        # Decimal, as core/params.py computes a grid: 0.1 + 2 * 0.1 is 0.3 here, not 0.30000000000000004.
+        # Decimal, as core/spec/params.py computes a grid: 0.1 + 2 * 0.1 is 0.3 here, not 0.30000000000000004.
         return self._start + self._step * index
 
     # -- uniform draws (startup jobs) ----------------------------------------------------------------------------

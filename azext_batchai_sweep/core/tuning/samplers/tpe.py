@@ -61,7 +61,7 @@ def default_weights(n):
 class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     """Suggests parameters from the jobs' objectives (implements core.tuning.trial.Sampler).
 
-    :param specs: the sweep's parameter specs (core/params.py), in file order.
+    :param specs: the sweep's parameter specs (core/spec/params.py), in file order.
     :param goal: "max" or "min".
     :param seed: an integer; suggestions are a pure function of it and the trials.
     :param count: the number of jobs to try in all (None: until the space is exhausted or a limit stops the sweep).

@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 
-from .errors import SpecError
+from ..errors import SpecError
 
 MAX_NAME_LENGTH = 64  # Batch AI's limit for a job name
 NAME_PATTERN = re.compile(r'^[-\w_]+$', re.ASCII)

@@ -17,7 +17,7 @@ import os
 import re
 from decimal import Decimal, ROUND_HALF_UP
 
-from .errors import SpecError
+from ..errors import SpecError
 from .naming import canonical_json
 from .substitution import ExternalValue
 

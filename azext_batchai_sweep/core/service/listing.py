@@ -30,7 +30,7 @@ class ListedJob:
 
     Why not the SDK's models: msrest's deserializer takes about 0.4 ms of CPU per job, most of the time of a
     10,000-job `status` and a third of the fixed cost of `metrics`; these few fields cost a dictionary lookup
-    (core/rest.py).
+    (core/service/rest.py).
     """
 
     def __init__(self, raw, deserializer):

@@ -1,9 +1,9 @@
 """Stopping a sweep: Batch AI's job terminate operation on each of its queued and running jobs.
 
 Terminate keeps a job and its outputs; Batch AI reports the job failed with the error code JobTerminated, which the
-listing shows as 'terminated' (core/listing.py), and `resubmit --state terminated` runs it again under its name.
-Only the named sweep's jobs are touched (they are found by BATCHAI_SWEEP_NAME, see core/identity.py), and stopping a
-sweep twice is harmless: a finished job is never terminated.
+listing shows as 'terminated' (core/service/listing.py), and `resubmit --state terminated` runs it again under its name.
+Only the named sweep's jobs are touched (they are found by BATCHAI_SWEEP_NAME, see core/service/identity.py), and
+stopping a sweep twice is harmless: a finished job is never terminated.
 """
 import logging
 import time

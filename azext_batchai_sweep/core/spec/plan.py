@@ -14,7 +14,7 @@ people keep, share and attach to bug reports. So a job template never holds a se
 - a secret field (a `secrets[].value`, a storage `credentials.accountKey`, a registry `credentials.password`) is
   written `$env:NAME`, and the submitter replaces it with the value of the environment variable NAME at submit
   time (`resolve_secret_references`); a storage key may also be az batchai's own `<AZURE_BATCHAI_STORAGE_KEY>`;
-- a storage mount without `credentials` gets them at submit time from the environment too (core/storage.py).
+- a storage mount without `credentials` gets them at submit time from the environment too (core/spec/storage.py).
 
 The plan keeps the references as they are; `write_plan` refuses a job with a literal secret value.
 """
@@ -24,7 +24,7 @@ import os
 import re
 import tempfile
 
-from .errors import SpecError, SweepError
+from ..errors import SpecError, SweepError
 from .schema_validation import format_path
 
 PLAN_KIND = 'batchai-sweep-plan'

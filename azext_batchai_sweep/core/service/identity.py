@@ -19,7 +19,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 
-from .errors import NotFoundError, SweepError
+from ..errors import NotFoundError, SweepError
 from .listing import SWEEP_NAME_VAR, env_of, list_jobs, parameters_of, select_jobs
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries
 

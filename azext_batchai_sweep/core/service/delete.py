@@ -4,7 +4,7 @@ import time
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from .errors import ServiceError
+from ..errors import ServiceError
 from .parallel import run_parallel
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries, describe_error, interruptible_sleep
 from .status import list_sweep_jobs

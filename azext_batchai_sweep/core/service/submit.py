@@ -104,7 +104,7 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
     job runs out of retries the service is considered unavailable: no new job is started, and the result lists
     every job not submitted, so a later re-run finishes the sweep.
 
-    With `sweep_name`, "already present" means present *and equal* (core/identity.py): before any PUT, a planned
+    With `sweep_name`, "already present" means present *and equal* (core/service/identity.py): before any PUT, a planned
     name held by another sweep's job raises SweepConflict, and so do planned jobs whose digest differs from the
     service's, unless `allow_changes`, in which case those are deleted and created again (`replaced`).
     `identities` yields (name, digest) of the planned jobs cheaply; default: read from the bodies.

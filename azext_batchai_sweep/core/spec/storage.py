@@ -11,7 +11,7 @@ import os
 import posixpath
 from urllib.parse import urlsplit
 
-from .errors import SpecError, StorageError
+from ..errors import SpecError, StorageError
 
 logger = logging.getLogger(__name__)
 

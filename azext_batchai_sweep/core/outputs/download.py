@@ -15,11 +15,11 @@ import requests
 import urllib3
 from azure.core.exceptions import ResourceNotFoundError
 
-from .identity import sweep_jobs
-from .parallel import run_parallel
-from .rest import job_url, next_page_url, send_json
-from .retry import RetrySettings, call_with_retries, describe_error, redact_urls
-from .sessions import pooled_session
+from ..service.identity import sweep_jobs
+from ..service.parallel import run_parallel
+from ..service.rest import job_url, next_page_url, send_json
+from ..service.retry import RetrySettings, call_with_retries, describe_error, redact_urls
+from ..service.sessions import pooled_session
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import urllib.parse
 
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 
-from .errors import SweepError
+from ..errors import SweepError
 from .loopback import is_loopback
 
 DEFAULT_SUBSCRIPTION = '00000000-0000-0000-0000-000000000000'

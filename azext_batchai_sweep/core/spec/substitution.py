@@ -29,7 +29,7 @@ import secrets
 import shlex
 from json.encoder import encode_basestring_ascii
 
-from .errors import SpecError
+from ..errors import SpecError
 from .shellquote import BARE, DOUBLE, quote_context, quote_for
 
 PLACEHOLDER_PATTERN = re.compile(r'\{\{\s*([A-Za-z_]\w*)(?:\.([A-Za-z_]\w*))?(?::([^{}]*?))?\s*\}\}')

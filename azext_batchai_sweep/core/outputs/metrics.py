@@ -12,11 +12,11 @@ import re
 import threading
 
 from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
-from .errors import SpecError
-from .identity import sweep_jobs
-from .listing import parameters_of, state_of
-from .parallel import run_parallel
-from .retry import RetrySettings, describe_error
+from ..errors import SpecError
+from ..service.identity import sweep_jobs
+from ..service.listing import parameters_of, state_of
+from ..service.parallel import run_parallel
+from ..service.retry import RetrySettings, describe_error
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import logging
 import os
 import random
 
-from .errors import SpecError, SweepError
+from ..errors import SpecError, SweepError
 from .naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
 from .substitution import CompiledTemplate, Placeholder, placeholder_names
 

@@ -21,7 +21,7 @@ import threading
 from azure.mgmt.batchai.models import JobCreateParameters
 
 from .delete import delete_job
-from .errors import SpecError
+from ..errors import SpecError
 from .listing import state_of
 from .parallel import run_parallel
 from .retry import RetrySettings, describe_error

@@ -2,7 +2,7 @@
 import logging
 import time
 
-from .errors import ServiceError
+from ..errors import ServiceError
 from .identity import sweep_jobs
 from .listing import FINISHED_STATES, STATES, job_summary
 from .retry import RetrySettings, Stopped, describe_error, is_retryable
@@ -13,7 +13,7 @@ logger = logging.getLogger(__name__)
 def list_sweep_jobs(client, resource_group, workspace, experiment, sweep_name=None, state=None, job_names=None, *,
                     retry=None, should_stop=None):
     """The experiment's jobs (ListedJobs), restricted to one sweep, one execution state and/or given names
-    (core/identity.py's sweep_jobs: a missing workspace or experiment is a NotFoundError naming it)."""
+    (core/service/identity.py's sweep_jobs: a missing workspace or experiment is a NotFoundError naming it)."""
     return sweep_jobs(client, resource_group, workspace, experiment, sweep_name, state=state, job_names=job_names,
                       retry=retry, should_stop=should_stop)
 

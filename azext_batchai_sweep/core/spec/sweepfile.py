@@ -8,7 +8,7 @@
     job: job.json    # relative to this file; or inline, {"properties": {...}} or the properties alone
 
 Every error is a SpecError naming the file, the field path and what was expected there. The order of checks:
-the file against sweep.schema.json, the parameter specs (core/params.py), then the job template against the Batch
+the file against sweep.schema.json, the parameter specs (core/spec/params.py), then the job template against the Batch
 AI job schema, after each `{{NAME}}` placeholder is replaced by a sample value of its parameter (so that
 `nodeCount: "{{NODES}}"` passes as the integer it will be).
 """
@@ -23,22 +23,22 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from .errors import SpecError
-from .identity import SWEEP_SEED_VAR
+from ..errors import SpecError
+from ..service.identity import SWEEP_SEED_VAR
 from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec, MOUNT_ROOTS
 from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
 from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
-from .tuning.bayesian_settings import BAYESIAN, resolve_bayesian
-from .tuning.settings import check_tuning, wall_clock
+from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian
+from ..tuning.settings import check_tuning, wall_clock
 
 logger = logging.getLogger(__name__)
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'schemas')
 STORAGE_ACCOUNT_ENV = 'AZURE_BATCHAI_STORAGE_ACCOUNT'
 STORAGE_ACCOUNT_PLACEHOLDER = '<{}>'.format(STORAGE_ACCOUNT_ENV)
-# Credentials have no place in a file that gets shared and committed: core/storage.py reads them from these.
+# Credentials have no place in a file that gets shared and committed: core/spec/storage.py reads them from these.
 CREDENTIAL_FIELDS = ('storageAccountKey', 'connectionString', 'sasToken')
 CREDENTIAL_HELP = ('storage credentials never go in the sweep file: set AZURE_STORAGE_KEY, '
                    'AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_SAS_TOKEN in the environment instead')
@@ -68,7 +68,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar job_name_prefix: the file's jobNamePrefix, or None (the command uses the sweep name).
     :ivar sampling: ``{"type": "grid"|"random", "count": int|None, "seed": int|None}``; the seed is set whenever
         anything is drawn at random (a random search or a RANDOM_UNIFORM grid), chosen here if nobody gave one.
-    :ivar parameters: the parameter specs (core/params.py objects), in file order.
+    :ivar parameters: the parameter specs (core/spec/params.py objects), in file order.
     :ivar parameter_summaries: the parameters as written in the file (plan headers list them).
     :ivar template: the job template, the Batch AI job *properties* (placeholders still in it).
     :ivar unused_parameters: the parameters no placeholder uses (they still reach the job as PARAM_<NAME>).
@@ -100,7 +100,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
         return hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]
 
     def jobs(self, sweep_name=None, job_name_prefix=None):
-        """The sweep's jobs, lazily (a core.sweep.JobSequence): `len()` first, then one job at a time.
+        """The sweep's jobs, lazily (a core.spec.sweep.JobSequence): `len()` first, then one job at a time.
 
         Each job's ``body_json()`` is a Batch AI job create body, ``{"properties": {...}}``.
         """
@@ -363,7 +363,7 @@ def _resource_spec(sampling, names, path):
     """Hyperband's resource placeholder as a discrete spec of its values (it is no parameter of the file)."""
     if sampling['type'] != 'hyperband':
         return None
-    from .tuning.samplers.hyperband import hyperband_brackets
+    from ..tuning.samplers.hyperband import hyperband_brackets
     if sampling['resource'] in names:
         raise SpecError('expected a name that is not a parameter: the controller sets the resource {} of each job '
                         'itself'.format(sampling['resource']), source=path, path='sampling.resource')

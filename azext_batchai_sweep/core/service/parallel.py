@@ -58,7 +58,7 @@ def pooled_transport(max_connections=32, **connection):
 
     requests' default pool holds 10: with more threads than that, every extra call opens and discards a connection
     (and urllib3 warns 'Connection pool is full'). Its session reads the proxy and CA-bundle environment once per
-    host (core/sessions.py). `connection` is azure-core's connection configuration (connection_verify, ...): a
+    host (core/service/sessions.py). `connection` is azure-core's connection configuration (connection_verify, ...): a
     client given its own transport no longer passes the client's keywords on to one, so they come here.
     Pass it when building the client: BatchAI(..., transport=...).
     """

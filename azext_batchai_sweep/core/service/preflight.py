@@ -7,7 +7,7 @@ import re
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from .errors import NotFoundError, SweepError
+from ..errors import NotFoundError, SweepError
 from .identity import check_workspace
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries
 

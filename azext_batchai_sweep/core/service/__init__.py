@@ -1,0 +1,1 @@
+"""Talking to a Batch AI service (Azure or the local one): the client, retries, paged listings, a sweep's identity on the service and its job operations (preflight, submit, status, stop, resubmit, delete)."""
