@@ -25,6 +25,7 @@ from . import API_VERSION, DEFAULT_LOCATION
 from .auth import sign_link
 from .downloads import servable_path
 from .errors import ArmError, bad_request, conflict, not_found
+from .fileio import is_within
 from .layout import JobLayout
 from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, check_subscription, cluster_body,
                         experiment_body, iso, job_body, parse_cluster_id, utcnow, validate_job, workspace_body)
@@ -180,7 +181,7 @@ class ArmApi:
         path = entry.path
         if entry.is_symlink():
             path = os.path.realpath(entry.path)
-            if not _inside(real_base, path) or path == real_base:
+            if not is_within(real_base, path) or path == real_base:
                 return {'name': entry.name, 'fileType': 'file'}
         try:
             stat = os.stat(path)
@@ -208,7 +209,7 @@ class ArmApi:
             raise bad_request('InvalidOutputDirectoryId',
                               "The job has no output directory '{}'.".format(directory_id))
         target = os.path.normpath(os.path.join(base, query.get('directory') or '.'))
-        if target != base and not target.startswith(base + os.sep):
+        if not is_within(base, target):
             raise bad_request('InvalidDirectory', "'directory' must stay inside the output directory.")
         expiry = _int_param(query, 'linkexpiryinminutes', 60, 5, 600)
         limit = _int_param(query, 'maxresults', 1000, 1, 1000)
@@ -217,7 +218,7 @@ class ArmApi:
         # the data dir or another job's output gets nothing listed through the link, and no link is followed.
         real_base = os.path.realpath(base)
         real_target = os.path.realpath(target)
-        if _inside(real_base, real_target) and os.path.isdir(real_target):
+        if is_within(real_base, real_target) and os.path.isdir(real_target):
             try:
                 entries = sorted(os.scandir(real_target), key=lambda e: e.name)
             except OSError:  # gone, or not a directory any more
@@ -233,10 +234,6 @@ class ArmApi:
             result['nextLink'] = '{}{}?{}'.format(base_url, urllib.parse.quote(body['id']) + '/listOutputFiles',
                                                   urllib.parse.urlencode(params))
         return result
-
-
-def _inside(root, path):
-    return path == root or path.startswith(root + os.sep)
 
 
 def _from_timestamp(seconds):

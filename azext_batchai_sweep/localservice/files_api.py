@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from .fileio import read_range
+from .fileio import is_within, read_range
 
 logger = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class FilesApi:
     def _resolve(self, share_root, names):
         """The local path of `names` in the share, symlinks resolved; they must not lead out of it."""
         real_target = os.path.realpath(os.path.join(share_root, *names))
-        if real_target != share_root and not real_target.startswith(share_root + os.sep):
+        if not is_within(share_root, real_target):
             raise _not_found('ResourceNotFound', 'resource')
         return real_target
 
