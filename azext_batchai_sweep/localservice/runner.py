@@ -74,6 +74,13 @@ def _groups_with_marker(marker):
     return groups
 
 
+def kill_orphaned_groups(row):
+    """SIGKILL what is left of the process groups of a job (a store row) after the service died while it ran."""
+    for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
+        logger.warning('killing orphaned process group %s of job %s', pgid, row['key'])
+        _signal_group(pgid, signal.SIGKILL)
+
+
 class Runner(HeldJobsScheduler):
     """Runs the jobs stored in `store` on their clusters' slots (and the machine's GPUs, when given)."""
 
@@ -115,9 +122,7 @@ class Runner(HeldJobsScheduler):
         """After an unclean exit: kill what is left of the process groups of the jobs that were running, fail
         those jobs, and finish the deletions that were under way."""
         for row in self._store.in_states(('running', 'terminating', 'deleting')):
-            for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
-                logger.warning('killing orphaned process group %s of job %s', pgid, row['key'])
-                _signal_group(pgid, signal.SIGKILL)
+            kill_orphaned_groups(row)
             if row['state'] != 'deleting':
                 self._record_end(row['key'], None, 'terminated' if row['state'] == 'terminating' else 'crashed')
         for row in self._store.in_states(('deleting',), kind=None):

@@ -14,14 +14,13 @@ import datetime
 import json
 import logging
 import os
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
 
 from ..gpus import gpus_per_node
 from ..layout import JobLayout
-from ..runner import _groups_with_marker, _signal_group  # pylint: disable=protected-access
+from ..runner import kill_orphaned_groups
 from ..resources import TOOLKITS, job_wall_clock
 from ..scheduler import HeldJobsScheduler, ending, error
 from . import mapping
@@ -94,8 +93,7 @@ class SlurmScheduler(HeldJobsScheduler):
             if not slurm_id:
                 if row['state'] in ('running', 'terminating'):
                     # Left by a processes-scheduler service that died on this data dir: its processes are orphans.
-                    for pgid in sorted(_groups_with_marker(row['marker'])) if row['marker'] else ():
-                        _signal_group(pgid, signal.SIGKILL)
+                    kill_orphaned_groups(row)
                     self._record_end(row['key'], 'failed', None, [error(
                         'terminated' if row['state'] == 'terminating' else 'crashed')])
                 continue
