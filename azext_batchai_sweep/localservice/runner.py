@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
-from .layout import JobLayout, MARKER_VARIABLE, command_line
-from .resources import TOOLKITS, job_wall_clock
+from .layout import MARKER_VARIABLE, command_line
+from .resources import job_wall_clock
 from .scheduler import REASONS, HeldJobsScheduler, ending, error as _error  # noqa: F401 (REASONS: this module's API)
 
 logger = logging.getLogger(__name__)
@@ -203,12 +203,8 @@ class Runner(HeldJobsScheduler):
         exit_code, reason, errors = None, None, []
         try:
             row = self._store.get(key)
-            body, spec = json.loads(row['body']), json.loads(row['spec'])
-            toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
-            layout = JobLayout(self._data_dir, body, row['cluster'])
-            layout.prepare(spec.get('mountVolumes'), (cluster_body['properties'].get('nodeSetup') or {})
-                           .get('mountVolumes'))
-            self._store.update(key, marker=layout.uid)
+            spec = json.loads(row['spec'])
+            toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             env = layout.environment(spec)
             if self._gpus is not None:
                 with self._lock:

@@ -9,14 +9,17 @@ outcome in the store itself. Two exist:
 - `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel).
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
-under one lock; that part, and how a state change or a job's end is written into its body, they share.
+under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
+written into its body, they share.
 """
 import abc
+import json
 import logging
 import threading
 import time
 
-from .resources import iso, utcnow
+from .layout import JobLayout
+from .resources import TOOLKITS, iso, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +123,7 @@ class HeldJobsScheduler(Scheduler):  # pylint: disable=abstract-method
         self._wake = threading.Event()
         self._stopping = False
         self._thread = None
+        self._prepare_lock = threading.Lock()  # jobs starting at once share their cluster's mount-volume links
 
     def start(self):
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
@@ -162,6 +166,17 @@ class HeldJobsScheduler(Scheduler):  # pylint: disable=abstract-method
     @abc.abstractmethod
     def _pass(self):
         """One pass of the scheduler thread (start queued jobs, look at the running ones)."""
+
+    def _prepare_job(self, key, row, spec, cluster_body):
+        """(toolkit, JobLayout) of a job about to start: its directories and mount-volume links made, and its marker
+        stored before anything runs (crash recovery finds the job's processes, or its Slurm job, by it)."""
+        toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
+        layout = JobLayout(self._data_dir, json.loads(row['body']), row['cluster'])
+        with self._prepare_lock:
+            layout.prepare(spec.get('mountVolumes'),
+                           (cluster_body['properties'].get('nodeSetup') or {}).get('mountVolumes'))
+        self._store.update(key, marker=layout.uid)
+        return toolkit, layout
 
     def _record_state(self, key, state, started=False):
         """Write a job's new executionState at once (body and state column); `started`: its startTime is now."""

@@ -19,9 +19,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..gpus import gpus_per_node
-from ..layout import JobLayout
 from ..runner import kill_orphaned_groups
-from ..resources import TOOLKITS, job_wall_clock
+from ..resources import job_wall_clock
 from ..scheduler import HeldJobsScheduler, ending, error
 from . import mapping
 from .commands import SlurmCli, SlurmError
@@ -59,7 +58,6 @@ class SlurmScheduler(HeldJobsScheduler):
         self.cli = cli or SlurmCli()
         self.cluster_info = {}
         self.loop_seconds = poll_seconds  # a pass (submit, then poll) at least this often
-        self._prepare_lock = threading.Lock()  # submit workers share the clusters' mount-volume links
         self.poll_count = 0
         self._last_poll = 0.0
 
@@ -191,16 +189,11 @@ class SlurmScheduler(HeldJobsScheduler):
         row = self._store.get(key)
         if row is None or row['state'] != 'queued' or row['sched_id']:
             return
-        body, spec = json.loads(row['body']), json.loads(row['spec'])
+        spec = json.loads(row['spec'])
         try:
             cluster_row = self._store.get(row['cluster'])
             cluster_body = json.loads(cluster_row['body'])
-            toolkit = next(k for k in TOOLKITS if spec.get(k) is not None)
-            layout = JobLayout(self._data_dir, body, row['cluster'])
-            with self._prepare_lock:
-                layout.prepare(spec.get('mountVolumes'),
-                               (cluster_body['properties'].get('nodeSetup') or {}).get('mountVolumes'))
-            self._store.update(key, marker=layout.uid)
+            toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
             env = self._environment(layout, spec, gpus)
             exit_file = os.path.join(layout.job_dir, 'exit-code')
