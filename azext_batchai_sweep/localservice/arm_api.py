@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import urllib.parse
+from stat import S_ISDIR
 
 from . import API_VERSION, DEFAULT_LOCATION
 from .auth import sign_link
@@ -187,11 +188,12 @@ class ArmApi:
             stat = os.stat(path)
         except OSError:  # a symlink loop, or gone since the scan
             return {'name': entry.name, 'fileType': 'file'}
-        if os.path.isdir(path):
+        if S_ISDIR(stat.st_mode):
             return {'name': entry.name, 'fileType': 'directory'}
         item = {'name': entry.name, 'fileType': 'file', 'properties': {
             'lastModified': iso(_from_timestamp(stat.st_mtime)), 'contentLength': stat.st_size}}
-        relpath = servable_path(self._real_data_dir, path)
+        # `path` is resolved: an entry of the resolved directory that is no symlink, or a symlink's realpath.
+        relpath = servable_path(self._real_data_dir, path, resolved=True)
         if relpath is not None:  # anything out of the job storage (or the data dir) gets no link
             item['downloadUrl'] = '{}/download/{}?{}'.format(
                 base_url, urllib.parse.quote(relpath), sign_link(self._link_key, relpath, expiry))

@@ -16,12 +16,13 @@ _RANGE = re.compile(r'bytes=(\d*)-(\d*)', re.ASCII)
 SERVABLE_ROOTS = ('clusters', 'jobs', 'storage')
 
 
-def servable_path(real_data_dir, path):
+def servable_path(real_data_dir, path, resolved=False):
     """The path of `path` (resolved, symlinks followed) relative to the data dir when a link may serve it, else None.
 
     :param real_data_dir: the data dir, already resolved with os.path.realpath.
+    :param resolved: `path` is already resolved (no symlink in it): not resolved again.
     """
-    relpath = os.path.relpath(os.path.realpath(path), real_data_dir)
+    relpath = os.path.relpath(path if resolved else os.path.realpath(path), real_data_dir)
     parts = relpath.split(os.sep)
     if parts[0] not in SERVABLE_ROOTS or len(parts) < 2 or '..' in parts:
         return None
