@@ -65,6 +65,11 @@ def link_volumes(data_dir, mount_root, volumes):
             os.symlink(target, link)
 
 
+def job_dir(data_dir, uid):
+    """The service's own folder of one job incarnation (mounts, temp, scheduler files), named by its uid (marker)."""
+    return os.path.join(data_dir, 'jobs', uid)
+
+
 def cluster_mount_root(data_dir, cluster_key):
     sub, rg, workspace, _, cluster = cluster_key.split('/')
     return os.path.join(data_dir, 'clusters', sub, rg, workspace, cluster, 'mounts')
@@ -80,7 +85,7 @@ class JobLayout:
         self.name = body['name']
         self.segment = props['jobOutputDirectoryPathSegment']
         self.uid = self.segment.rsplit('/', 1)[-1]
-        self.job_dir = os.path.join(data_dir, 'jobs', self.uid)
+        self.job_dir = job_dir(data_dir, self.uid)
         self.job_mount_root = os.path.join(self.job_dir, 'mounts')
         self.temp_dir = os.path.join(self.job_dir, 'tmp')
         self.mount_root = cluster_mount_root(data_dir, cluster_key)

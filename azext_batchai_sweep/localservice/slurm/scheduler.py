@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..gpus import gpus_per_node
+from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
 from ..scheduler import HeldJobsScheduler, ending, error
@@ -33,6 +34,7 @@ SUBMIT_BATCH = 100
 # HTTP side shares), so a few overlap well; Slurm queues them in the order they arrive.
 SUBMIT_WORKERS = 4
 JOB_NAME_PREFIX = 'batchai-'
+EXIT_FILE = 'exit-code'  # in the job's folder: the batch script's own record of how the job's command ended
 # The job's variables that must not reach sbatch from the service's own environment (sbatch reads SBATCH_*, and
 # SLURM_* of an enclosing allocation would change what it asks for); SLURM_CONF says which cluster.
 _KEEP = ('SLURM_CONF',)
@@ -196,7 +198,7 @@ class SlurmScheduler(HeldJobsScheduler):
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
             env = self._environment(layout, spec, gpus)
-            exit_file = os.path.join(layout.job_dir, 'exit-code')
+            exit_file = os.path.join(layout.job_dir, EXIT_FILE)
             script_path = os.path.join(layout.job_dir, 'slurm-job.sh')
             with open(script_path, 'w', encoding='utf-8') as f:
                 f.write(mapping.batch_script(spec, toolkit, layout, exit_file, env['AZ_BATCHAI_MPI_HOST_FILE']))
@@ -300,7 +302,7 @@ class SlurmScheduler(HeldJobsScheduler):
         exit_record = None
         nodes = slurm_exit = None
         if row is not None and row['marker']:
-            exit_record = mapping.read_exit_file(os.path.join(self._data_dir, 'jobs', row['marker'], 'exit-code'))
+            exit_record = mapping.read_exit_file(os.path.join(job_dir(self._data_dir, row['marker']), EXIT_FILE))
         if slurm_state != 'COMPLETED':
             shown = self.cli.show(job.slurm_id) or {}
             slurm_state = slurm_state or shown.get('JobState')
