@@ -199,11 +199,10 @@ def rows_from_service(client, resource_group, workspace, experiment, jobs, retry
     objective and rules the jobs carry, their logs read once, Hyperband's decisions derived again (they depend on
     the finished jobs only). A job the run terminated is shown as stopped early, without the numbers of its rule
     (those are in the journal). {} for jobs that did not come from `sweep run`."""
-    envs = [env_of(job) for job in jobs]
-    raw = next((env[ENV_OBJECTIVE] for env in envs if env.get(ENV_OBJECTIVE)), None)
-    if raw is None:
+    objective = objective_from_service(jobs)
+    if objective is None:
         return {}
-    objective = json.loads(raw)
+    envs = [env_of(job) for job in jobs]
     tuning = json.loads(next((env[ENV_TUNING] for env in envs if env.get(ENV_TUNING)), '{}'))
     sampling = tuning.get('sampling') or {}
     goal, step_label = objective['goal'], objective.get('step') or 'report'
@@ -228,7 +227,7 @@ def rows_from_service(client, resource_group, workspace, experiment, jobs, retry
 
 def objective_from_service(jobs):
     """The objective a run's jobs carry, or None."""
-    raw = next((env_of(job).get(ENV_OBJECTIVE) for job in jobs if env_of(job).get(ENV_OBJECTIVE)), None)
+    raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVE) for job in jobs) if raw), None)
     return json.loads(raw) if raw else None
 
 
