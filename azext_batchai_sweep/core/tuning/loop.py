@@ -21,7 +21,7 @@ import os
 import time
 from dataclasses import replace
 
-from ..service.listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
+from ..service.listing import being_deleted, env_of, list_jobs, parameters_of, state_of, sweep_name_of
 from ..service.identity import SWEEP_SEED_VAR, add_digest, body_digest
 from ..spec.naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
 from ..service.retry import RetrySettings
@@ -293,7 +293,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def list_jobs(self):
         jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
                 if sweep_name_of(job) == self.sweep_name
-                and str(job.provisioning_state).lower().rsplit('.', 1)[-1] != 'deleting']
+                and not being_deleted(job)]
         return jobs
 
     def observe(self):
