@@ -57,7 +57,7 @@ def katib_pattern_bytes(metric_name):
         return None
 
 
-def _as_metric(text):
+def as_metric(text):
     """The float of a matched value, or None: nan and inf would poison sorting and JSON output."""
     try:
         value = float(text)
@@ -162,7 +162,7 @@ class MetricExtractor:
         values = []
         for match in self.pattern.finditer(text):
             if '\n' not in match.group(0):
-                value = _as_metric(match.group(self.group))
+                value = as_metric(match.group(self.group))
                 if value is not None:
                     values.append(value)
         return values

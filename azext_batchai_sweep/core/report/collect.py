@@ -13,24 +13,20 @@ from ..outputs.download import find_output_file, iter_url_chunks
 from ..service.listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
 from ..service.parallel import run_parallel
 from ..service.retry import RetrySettings, describe_error
+# The variables `sweep run` sets: a job's position in the sweep, the run's rules as JSON (its sampling among them),
+# and for Hyperband its resource and the job it continues.
+from ..tuning.loop import ENV_INDEX, ENV_PARENT, ENV_RESOURCE, ENV_TUNING
 from ..tuning.trial import Report, Trial
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
                     EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 
 logger = logging.getLogger(__name__)
 
-# The variables `sweep run` sets (core/tuning): a job's position in the sweep, and for Hyperband its resource and the
-# job it continues.
-INDEX_VAR = 'BATCHAI_SWEEP_INDEX'
-TUNING_VAR = 'BATCHAI_SWEEP_TUNING'  # the run's rules as JSON, its sampling among them (core/tuning/loop.py)
-RESOURCE_VAR = 'BATCHAI_SWEEP_RESOURCE'
-PARENT_VAR = 'BATCHAI_SWEEP_PARENT'
-
 
 def _sampling(env):
     """The sampling type a `sweep run` job carries (grid, random, hyperband...), or None."""
     try:
-        return ((json.loads(env.get(TUNING_VAR) or '{}') or {}).get('sampling') or {}).get('type')
+        return ((json.loads(env.get(ENV_TUNING) or '{}') or {}).get('sampling') or {}).get('type')
     except (ValueError, AttributeError):
         return None
 
@@ -75,10 +71,10 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
                  EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
                  EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
                  EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env)}
-        trials.append(Trial(name=job.name, index=_number(env, INDEX_VAR), params=parameters_of(job),
+        trials.append(Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job),
                             state=state_of(job),
                             reports=tuple(Report(step, value) for step, value in reports),
-                            resource=_number(env, RESOURCE_VAR, float), parent=env.get(PARENT_VAR) or None,
+                            resource=_number(env, ENV_RESOURCE, float), parent=env.get(ENV_PARENT) or None,
                             stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
         done[0] += 1
         if progress is not None:

@@ -19,7 +19,7 @@ import json
 import math
 import random
 
-from ..service.listing import STATES
+from ..service.status import summarize_rows
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
@@ -150,13 +150,6 @@ def _best(trials, jobs, objective):
     ran to the end, at the largest resource for Hyperband."""
     best = best_trial(trials, objective.goal)
     return next(job for job in jobs if job['name'] == best.name) if best is not None else None
-
-
-def _counts(jobs):
-    counts = dict.fromkeys(STATES, 0)  # the states `status` counts
-    for job in jobs:
-        counts[job['state']] = counts.get(job['state'], 0) + 1
-    return counts
 
 
 def _decision_counts(jobs):
@@ -400,7 +393,7 @@ def report_data(record: SweepRecord) -> dict:
         'summary': {
             'jobs': len(jobs),
             'finished': sum(1 for job in jobs if job['state'] in FINISHED_STATES),
-            'counts': _counts(jobs),
+            'counts': summarize_rows(jobs)['counts'],  # as `status` counts them
             'decisions': _decision_counts(jobs),
             'stoppedEarly': sum(1 for job in jobs if job['stoppedEarly']),
             'withObjective': len(objective_values),

@@ -6,10 +6,9 @@ step it was reported at. The step is a regex's group named `step` (as `sweep run
 another `name=value` key on the same line (`epoch=3 ... val_accuracy=0.8`): the key given, or else the first of
 STEP_KEYS present on every report line of the job; without one, reports are numbered 1, 2, 3...
 """
-import math
 import re
 
-from ..outputs.metrics import MAX_LINE, katib_pattern
+from ..outputs.metrics import MAX_LINE, as_metric, katib_pattern
 
 STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
 REGEX_STEP = 'step'  # a regex's named group holding the step
@@ -41,11 +40,8 @@ class ReportReader:
         for match in self.pattern.finditer(text):
             if '\n' in match.group(0):
                 continue
-            try:
-                value = float(match.group(self.group))
-            except (TypeError, ValueError):
-                continue
-            if not math.isfinite(value):
+            value = as_metric(match.group(self.group))
+            if value is None:
                 continue
             start = text.rfind('\n', 0, match.start()) + 1
             end = text.find('\n', match.end())

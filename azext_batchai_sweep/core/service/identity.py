@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import NotFoundError, SweepError
-from .listing import SWEEP_NAME_VAR, env_of, list_jobs, parameters_of, select_jobs
+from .listing import SWEEP_NAME_VAR, being_deleted, env_of, list_jobs, parameters_of, select_jobs
 from .retry import NO_SDK_RETRY, RetrySettings, call_with_retries
 
 SWEEP_SEED_VAR = 'BATCHAI_SWEEP_SEED'
@@ -171,7 +171,7 @@ class Comparison:
     def of(cls, sweep_name, listing):
         """From the experiment's listing (every job, any sweep); jobs being deleted do not count."""
         return cls(sweep_name, {job.name: job for job in listing
-                                if str(job.provisioning_state).lower() != 'deleting'})
+                                if not being_deleted(job)})
 
     def add(self, name, digest):
         """Classify one planned job; returns 'missing', 'present', 'changed' or 'foreign'."""

@@ -126,6 +126,12 @@ def state_of(job):
     return state
 
 
+def being_deleted(job) -> bool:
+    """True for a job on its way out (provisioning state 'deleting'): its name is about to be free again."""
+    state = job.provisioning_state
+    return str(getattr(state, 'value', state)).lower() == 'deleting'
+
+
 def error_codes(job):
     """The codes of the job's executionInfo.errors (Batch AI's reasons why it failed)."""
     raw = getattr(job, '_execution_info', None) if isinstance(job, ListedJob) else None

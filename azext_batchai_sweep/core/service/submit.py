@@ -11,7 +11,7 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
 from .delete import delete_job
 from .identity import Comparison, digest_of_body
-from .listing import list_jobs
+from .listing import being_deleted, list_jobs
 from .parallel import run_parallel
 from .retry import (NO_SDK_RETRY, RetrySettings, Stopped, call_with_retries, describe_error, is_retryable,
                     response_is_lost, status_of)
@@ -30,12 +30,7 @@ def job_exists(client, resource_group, workspace, experiment, name, *, retry, sh
         except ResourceNotFoundError:
             return None
     job = call_with_retries(get, settings=retry, should_stop=should_stop, what='get job {}'.format(name))
-    return job is not None and not _being_deleted(job)
-
-
-def _being_deleted(job) -> bool:
-    state = job.provisioning_state
-    return str(getattr(state, 'value', state)).lower() == 'deleting'
+    return job is not None and not being_deleted(job)
 
 
 def create_job(client, resource_group, workspace, experiment, name, body, *, retry, should_stop=None) -> str:
@@ -132,7 +127,7 @@ def submit_jobs(client, resource_group, workspace, experiment, planned_jobs, *, 
             comparison.add(name, digest)
         comparison.raise_conflicts(allow_changes=allow_changes)
         changed = set(comparison.changed)
-    present = {job.name for job in listing if not _being_deleted(job)} - changed
+    present = {job.name for job in listing if not being_deleted(job)} - changed
     result = {'total': total, SUBMITTED: 0, ALREADY_PRESENT: 0, 'replaced': 0, 'failed': [], 'notSubmitted': [],
               'stopped': False}
     done = [0]

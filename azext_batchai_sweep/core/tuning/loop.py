@@ -21,12 +21,11 @@ import os
 import time
 from dataclasses import replace
 
-from azure.core.exceptions import ResourceNotFoundError
-
-from ..service.listing import env_of, list_jobs, parameters_of, state_of, sweep_name_of
+from ..service.listing import being_deleted, env_of, list_jobs, parameters_of, state_of, sweep_name_of
 from ..service.identity import SWEEP_SEED_VAR, add_digest, body_digest
 from ..spec.naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
-from ..service.retry import NO_SDK_RETRY, RetrySettings, call_with_retries
+from ..service.retry import RetrySettings
+from ..service.stop import terminate_job
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
 from .controller import END_REASONS, END_STOPPED, Controller, Limits
@@ -49,20 +48,13 @@ ENV_PARENT_OUTPUT = 'BATCHAI_SWEEP_PARENT_OUTPUT_'
 # The run's objective and rules, in every job: `status` and `metrics` read them from the service without the journal.
 ENV_OBJECTIVE = 'BATCHAI_SWEEP_OBJECTIVE'
 ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
-TERMINATED_ERROR = 'JobTerminated'
 JOURNAL_VERSION = 1
 
 
 # ---- jobs as the controller sees them ----------------------------------------------------------------------------
 
-def job_state(job):
-    """The execution state, with 'terminated' for a job Batch AI reports failed because it was terminated."""
-    state = state_of(job)
-    if state == 'failed':
-        info = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
-        if any((error or {}).get('code') == TERMINATED_ERROR for error in info.get('errors') or ()):
-            return 'terminated'
-    return state
+# The execution state, with 'terminated' for a job Batch AI reports failed because it was terminated.
+job_state = state_of
 
 
 def _number(text):
@@ -207,11 +199,10 @@ def rows_from_service(client, resource_group, workspace, experiment, jobs, retry
     objective and rules the jobs carry, their logs read once, Hyperband's decisions derived again (they depend on
     the finished jobs only). A job the run terminated is shown as stopped early, without the numbers of its rule
     (those are in the journal). {} for jobs that did not come from `sweep run`."""
-    envs = [env_of(job) for job in jobs]
-    raw = next((env[ENV_OBJECTIVE] for env in envs if env.get(ENV_OBJECTIVE)), None)
-    if raw is None:
+    objective = objective_from_service(jobs)
+    if objective is None:
         return {}
-    objective = json.loads(raw)
+    envs = [env_of(job) for job in jobs]
     tuning = json.loads(next((env[ENV_TUNING] for env in envs if env.get(ENV_TUNING)), '{}'))
     sampling = tuning.get('sampling') or {}
     goal, step_label = objective['goal'], objective.get('step') or 'report'
@@ -236,7 +227,7 @@ def rows_from_service(client, resource_group, workspace, experiment, jobs, retry
 
 def objective_from_service(jobs):
     """The objective a run's jobs carry, or None."""
-    raw = next((env_of(job).get(ENV_OBJECTIVE) for job in jobs if env_of(job).get(ENV_OBJECTIVE)), None)
+    raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVE) for job in jobs) if raw), None)
     return json.loads(raw) if raw else None
 
 
@@ -302,7 +293,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def list_jobs(self):
         jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
                 if sweep_name_of(job) == self.sweep_name
-                and str(job.provisioning_state).lower().rsplit('.', 1)[-1] != 'deleting']
+                and not being_deleted(job)]
         return jobs
 
     def observe(self):
@@ -370,12 +361,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             sleep(poll_interval)
 
     def _terminate(self, name):
-        def post():
-            try:
-                self.client.jobs.begin_terminate(*self.target, name, polling=False, **NO_SDK_RETRY)
-            except ResourceNotFoundError:
-                pass  # deleted meanwhile: nothing left to stop
-        call_with_retries(post, settings=self.retry, what='terminate job {}'.format(name))
+        terminate_job(self.client, *self.target, name, retry=self.retry)
 
     def _submit(self, suggestions, trials):
         present = {t.name for t in trials}

@@ -4,10 +4,9 @@ With ``objective.metric`` the value is Katib's ``NAME=VALUE`` and the step the `
 (``epoch=3 loss=0.4 val_accuracy=0.81``); with ``objective.regex``, the group ``value`` (or the first group) and
 the group ``step`` when the regex has one. Without a step the report's number (1, 2, ...) is its step.
 """
-import math
 import re
 
-from ..outputs.metrics import katib_pattern
+from ..outputs.metrics import as_metric, katib_pattern
 from .trial import Report
 
 
@@ -31,24 +30,16 @@ class ReportParser:
         match = self.pattern.search(line)
         if match is None:
             return None
-        value = _number(match.group(self.group))
+        value = as_metric(match.group(self.group))
         if value is None:
             return None
         step = None
         if self.step_pattern is not None:
             found = match if self.step_pattern is self.pattern else self.step_pattern.search(line)
-            step = _number(found.group(self.step_group)) if found is not None else None
+            step = as_metric(found.group(self.step_group)) if found is not None else None
             if step is None:
                 return None  # a line with the metric but no step is not a report of a step
         return Report(step=float(step if step is not None else count + 1), value=value)
-
-
-def _number(text):
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 class LogReader:
