@@ -299,22 +299,29 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _add_run_decisions(cmd, client, rows, identity):
-    """A `sweep run`'s objective, step and decision per job: from its journal on this machine, else rebuilt from the
-    jobs on the service (their objective, rules and logs)."""
+    """A `sweep run`'s objective, step and decision per job (see _run_rows)."""
+    tuning = _run_rows(cmd, client, identity, from_service=bool(rows))
+    for row in rows:
+        if row['name'] in tuning:
+            row['tuning'] = tuning[row['name']]
+
+
+def _run_rows(cmd, client, identity, from_service=True):
+    """{job name: status row additions} of a `sweep run` of this sweep: from its journal on this machine, else
+    rebuilt from the jobs on the service (core/tuning/loop.rows_from_service: their objective, rules and logs);
+    {} for a sweep no controller ran."""
     from ._run import run_journal_path
     from .core.tuning.loop import read_journal_rows, rows_from_service
-    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                                identity.experiment, identity.name))
-    if not tuning and rows:
+    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                              identity.experiment, identity.name))
+    if not rows and from_service:
         from .core.service.identity import sweep_jobs
         with core_errors():
             jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                               identity.name, retry=_retry())
-            tuning = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
-                                       jobs, retry=_retry())
-    for row in rows:
-        if row['name'] in tuning:
-            row['tuning'] = tuning[row['name']]
+            rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
+                                     jobs, retry=_retry())
+    return rows
 
 
 def _status_plan(plan_file, identity):
@@ -629,21 +636,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _run_decisions(cmd, client, identity):
-    """{job name: decision dict} of a `sweep run` of this sweep: the rows `status` shows, from the run's journal on
-    this machine, else rebuilt from the jobs on the service (core/tuning/loop.rows_from_service, which reads the
-    run's logs once more); {} for a sweep no controller ran."""
-    from ._run import run_journal_path
-    from .core.service.identity import sweep_jobs
+    """{job name: decision dict} of a `sweep run` of this sweep, for the report: the rows `status` shows."""
     from .core.report.decisions import decisions_from_run_rows
-    from .core.tuning.loop import read_journal_rows, rows_from_service
-    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                              identity.experiment, identity.name))
-    if not rows:
-        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          retry=_retry())
-        rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment, jobs,
-                                 retry=_retry()) if jobs else {}
-    return decisions_from_run_rows(rows)
+    return decisions_from_run_rows(_run_rows(cmd, client, identity))
 
 
 def _output_format(cmd):
