@@ -48,6 +48,13 @@ def _identity(resource_group, workspace_name, experiment_name, sweep_name):
     return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
 
 
+def _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry):
+    """Create the experiment if the workspace lacks it (and say so); call inside core_errors()."""
+    from .core.service.submit import ensure_experiment
+    if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
+        logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+
+
 def _preflight_cluster(client, body, retry):
     """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
     from .core.service.preflight import check_cluster, cluster_id_of
@@ -59,15 +66,13 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False):
     from ._planning import plan_sweep
-    from .core.service.submit import ensure_experiment
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     client = None if plan_only else _client(cmd)
 
     def before_commit(_first_body):
         # Every check passed: the experiment is the one thing create makes on the service, just before the plan.
         with core_errors():
-            if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=_retry()):
-                logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+            _ensure_experiment(client, resource_group, workspace_name, experiment_name, _retry())
     return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
                       cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
                       seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
@@ -81,7 +86,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from azure.cli.core.azclierror import AzureResponseError
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
-    from .core.service.submit import ensure_experiment, submit_jobs
+    from .core.service.submit import submit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
@@ -98,8 +103,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         first = jobs.check_first()
     _preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
-        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         with Progress(cmd, 'Submitting') as progress:
             outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
                                   progress=progress, retry=retry, sweep_name=sweep_name,
@@ -136,7 +140,6 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
-    from .core.service.submit import ensure_experiment
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     from .core.tuning.result import describe
@@ -153,8 +156,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                     timeout_minutes=timeout or written.get('timeoutMinutes'),
                     job_timeout_minutes=written.get('jobTimeoutMinutes'))
     with core_errors():
-        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                        limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
                        journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
