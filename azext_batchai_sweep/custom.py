@@ -328,22 +328,13 @@ def _run_rows(cmd, client, identity, from_service=True):
 
 def _status_plan(plan_file, identity):
     """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
+    from ._planning import default_plan_header
     from ._submission import load_plan
-    from .core.spec.plan import read_plan
     if plan_file:
         with core_errors():
             load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
             return plan_file
-    default = '{}.plan.jsonl'.format(identity.name)
-    if not os.path.isfile(default):
-        return None
-    try:
-        header, _ = read_plan(default)
-    except Exception:  # pylint: disable=broad-except  # not a plan: status does not need one
-        return None
-    ours = (identity.name, identity.resource_group, identity.workspace, identity.experiment)
-    theirs = (header.get('sweep'), header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
-    return default if theirs == ours else None
+    return '{}.plan.jsonl'.format(identity.name) if default_plan_header(identity) is not None else None
 
 
 def _compare_with_plan(result, plan_file):
