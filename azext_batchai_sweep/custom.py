@@ -90,13 +90,12 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    retry = _retry(max_retries)
     if spec:
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
                                sampling=sampling, count=count, seed=seed, plan_file=plan_file, max_jobs=max_jobs,
-                               yes=yes, allow_changes=allow_changes, client=client,
-                               retry=_retry(max_retries))['planFile']
-    retry = _retry(max_retries)
+                               yes=yes, allow_changes=allow_changes, client=client, retry=retry)['planFile']
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
         jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
