@@ -171,8 +171,7 @@ def sweep_resubmit_table_format(result):
     rows = [OrderedDict([('Job', name), ('Result', 'resubmitted')]) for name in result['resubmitted']]
     rows += [OrderedDict([('Job', item['job']), ('Result', _cut('skipped: ' + item['reason']))])
              for item in result['skipped']]
-    rows += [OrderedDict([('Job', item['job']), ('Result', _cut('failed: ' + item['error']))])
-             for item in result['failed']]
+    rows += _failed_rows(result['failed'])
     return rows
 
 
@@ -192,11 +191,15 @@ def sweep_delete_table_format(result):
                          ('Not Found', len(result['notFound'])), ('Failed', len(result['failed']))])]
 
 
+def _failed_rows(failed):
+    """One row per job the command failed on, with its error cut to fit (-o json has all of it)."""
+    return [OrderedDict([('Job', item['job']), ('Result', _cut('failed: ' + item['error']))]) for item in failed]
+
+
 def sweep_stop_table_format(result):
     """One row per job that was stopped, failed to stop or is still stopping; none when nothing was running."""
     rows = [OrderedDict([('Job', name), ('Result', 'stopped')]) for name in result['stopped']]
-    rows += [OrderedDict([('Job', item['job']), ('Result', _cut('failed: ' + item['error']))])
-             for item in result['failed']]
+    rows += _failed_rows(result['failed'])
     rows += [OrderedDict([('Job', name), ('Result', 'still stopping')]) for name in result['stillStopping']]
     return rows
 

@@ -173,13 +173,21 @@ def _recorded_seed(previous, service, plan_file=None):
 def _default_plan_header(plan_file, identity):
     """The header of `<name>.plan.jsonl` in the working directory when it is another file than `plan_file` and holds
     this sweep (same target), else None."""
-    default = os.path.abspath('{}.plan.jsonl'.format(identity.name))
-    if plan_file is None or default == plan_file or not os.path.isfile(default):
+    if plan_file is None or os.path.abspath('{}.plan.jsonl'.format(identity.name)) == plan_file:
+        return None
+    return default_plan_header(identity)
+
+
+def default_plan_header(identity):
+    """The header of `<name>.plan.jsonl` in the working directory when it holds this sweep (same target), else None
+    (no such file, not a plan, or another sweep's or target's)."""
+    default = '{}.plan.jsonl'.format(identity.name)
+    if not os.path.isfile(default):
         return None
     from .core.spec.plan import read_plan
     try:
         header, _ = read_plan(default)
-    except Exception:  # pylint: disable=broad-except  # not a plan: no seed there
+    except Exception:  # pylint: disable=broad-except  # not a plan: nothing to take from it
         return None
     ours = (identity.name, identity.resource_group, identity.workspace, identity.experiment)
     theirs = (header.get('sweep'), header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))

@@ -48,6 +48,13 @@ def _identity(resource_group, workspace_name, experiment_name, sweep_name):
     return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
 
 
+def _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry):
+    """Create the experiment if the workspace lacks it (and say so); call inside core_errors()."""
+    from .core.service.submit import ensure_experiment
+    if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
+        logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+
+
 def _preflight_cluster(client, body, retry):
     """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
     from .core.service.preflight import check_cluster, cluster_id_of
@@ -59,15 +66,13 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False):
     from ._planning import plan_sweep
-    from .core.service.submit import ensure_experiment
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     client = None if plan_only else _client(cmd)
 
     def before_commit(_first_body):
         # Every check passed: the experiment is the one thing create makes on the service, just before the plan.
         with core_errors():
-            if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=_retry()):
-                logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+            _ensure_experiment(client, resource_group, workspace_name, experiment_name, _retry())
     return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
                       cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
                       seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
@@ -81,25 +86,23 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from azure.cli.core.azclierror import AzureResponseError
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
-    from .core.service.submit import ensure_experiment, submit_jobs
+    from .core.service.submit import submit_jobs
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
+    retry = _retry(max_retries)
     if spec:
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
                                sampling=sampling, count=count, seed=seed, plan_file=plan_file, max_jobs=max_jobs,
-                               yes=yes, allow_changes=allow_changes, client=client,
-                               retry=_retry(max_retries))['planFile']
-    retry = _retry(max_retries)
+                               yes=yes, allow_changes=allow_changes, client=client, retry=retry)['planFile']
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
         jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
         first = jobs.check_first()
     _preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
-        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         with Progress(cmd, 'Submitting') as progress:
             outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
                                   progress=progress, retry=retry, sweep_name=sweep_name,
@@ -136,7 +139,6 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
-    from .core.service.submit import ensure_experiment
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     from .core.tuning.result import describe
@@ -153,8 +155,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                     timeout_minutes=timeout or written.get('timeoutMinutes'),
                     job_timeout_minutes=written.get('jobTimeoutMinutes'))
     with core_errors():
-        if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-            logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
+        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                        limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
                        journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
@@ -299,42 +300,40 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _add_run_decisions(cmd, client, rows, identity):
-    """A `sweep run`'s objective, step and decision per job: from its journal on this machine, else rebuilt from the
-    jobs on the service (their objective, rules and logs)."""
-    from ._run import run_journal_path
-    from .core.tuning.loop import read_journal_rows, rows_from_service
-    tuning = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                                identity.experiment, identity.name))
-    if not tuning and rows:
-        from .core.service.identity import sweep_jobs
-        with core_errors():
-            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                              identity.name, retry=_retry())
-            tuning = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
-                                       jobs, retry=_retry())
+    """A `sweep run`'s objective, step and decision per job (see _run_rows)."""
+    tuning = _run_rows(cmd, client, identity, from_service=bool(rows))
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
 
 
+def _run_rows(cmd, client, identity, from_service=True):
+    """{job name: status row additions} of a `sweep run` of this sweep: from its journal on this machine, else
+    rebuilt from the jobs on the service (core/tuning/loop.rows_from_service: their objective, rules and logs);
+    {} for a sweep no controller ran."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import read_journal_rows, rows_from_service
+    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
+                                              identity.experiment, identity.name))
+    if not rows and from_service:
+        from .core.service.identity import sweep_jobs
+        with core_errors():
+            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                              identity.name, retry=_retry())
+            rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
+                                     jobs, retry=_retry())
+    return rows
+
+
 def _status_plan(plan_file, identity):
     """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
+    from ._planning import default_plan_header
     from ._submission import load_plan
-    from .core.spec.plan import read_plan
     if plan_file:
         with core_errors():
             load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
             return plan_file
-    default = '{}.plan.jsonl'.format(identity.name)
-    if not os.path.isfile(default):
-        return None
-    try:
-        header, _ = read_plan(default)
-    except Exception:  # pylint: disable=broad-except  # not a plan: status does not need one
-        return None
-    ours = (identity.name, identity.resource_group, identity.workspace, identity.experiment)
-    theirs = (header.get('sweep'), header.get('resourceGroup'), header.get('workspace'), header.get('experiment'))
-    return default if theirs == ours else None
+    return '{}.plan.jsonl'.format(identity.name) if default_plan_header(identity) is not None else None
 
 
 def _compare_with_plan(result, plan_file):
@@ -629,21 +628,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _run_decisions(cmd, client, identity):
-    """{job name: decision dict} of a `sweep run` of this sweep: the rows `status` shows, from the run's journal on
-    this machine, else rebuilt from the jobs on the service (core/tuning/loop.rows_from_service, which reads the
-    run's logs once more); {} for a sweep no controller ran."""
-    from ._run import run_journal_path
-    from .core.service.identity import sweep_jobs
+    """{job name: decision dict} of a `sweep run` of this sweep, for the report: the rows `status` shows."""
     from .core.report.decisions import decisions_from_run_rows
-    from .core.tuning.loop import read_journal_rows, rows_from_service
-    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                              identity.experiment, identity.name))
-    if not rows:
-        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          retry=_retry())
-        rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment, jobs,
-                                 retry=_retry()) if jobs else {}
-    return decisions_from_run_rows(rows)
+    return decisions_from_run_rows(_run_rows(cmd, client, identity))
 
 
 def _output_format(cmd):
