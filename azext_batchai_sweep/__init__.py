@@ -25,7 +25,7 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
     def load_command_table(self, args):
         from .commands import load_command_table
         load_command_table(self, args)
-        from ._builtin_routing import is_builtin_batchai
+        from ._builtin_routing import is_builtin_batchai, register
         if is_builtin_batchai(args):
             # knack gave the parent group `batchai` an empty placeholder entry here; az merges an extension's groups
             # over the modules', so it would replace az's own `batchai` group and, with it, the group's deprecation
@@ -33,7 +33,6 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
             if self.command_group_table.get('batchai') == {}:
                 del self.command_group_table['batchai']
             # While `local start` has set the local target, az's own `az batchai` commands use it too.
-            from ._builtin_routing import register
             register(self.cli_ctx)
         return self.command_table
 
