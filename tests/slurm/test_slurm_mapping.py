@@ -1,4 +1,6 @@
 """The Slurm mapping without a cluster: checks at start, states Slurm reaches rarely in tests, the batch script."""
+import subprocess
+
 import pytest
 
 from azext_batchai_sweep.localservice.slurm import mapping
@@ -52,3 +54,27 @@ def test_options_follow_the_job():
         mapping.check_toolkit({'nodeCount': 3, 'chainerSettings': {}}, 'chainerSettings')
     assert refused.value.code == 'UnsupportedToolkit'
     mapping.check_toolkit({'nodeCount': 3, 'horovodSettings': {}}, 'horovodSettings')
+
+
+def test_array_options_keep_the_jobs_resources_and_route_each_tasks_output():
+    resources = mapping.resource_options({'nodeCount': 1, 'customToolkitSettings': {},
+                                          'constraints': {'maxWallClockTime': 'PT2M'}}, 'customToolkitSettings', 1)
+    options = mapping.array_options(resources, 'batchai-array-t', '/d/a', 7)
+    assert '--array=0-6' in options and '--gres=gpu:1' in options and '--time=2' in options
+    assert {'--output=/d/a/%a.out', '--error=/d/a/%a.err', '--chdir=/d/a'} <= set(options)
+    single = mapping.sbatch_options({'nodeCount': 1, 'customToolkitSettings': {}, 'constraints': {
+        'maxWallClockTime': 'PT2M'}}, 'customToolkitSettings', 1, 'n', '/o', '/t')
+    assert set(resources) <= set(single), 'a job array asks for what each job alone would'
+
+
+@pytest.mark.parametrize('value', ['plain', '', "it's", 'a "b" $HOME `id` $(id) \\ ; & | *', 'line\nbreak',
+                                   '  spaces  ', 'uni\u00e9\u4e2d', '-n', '$'])
+def test_environment_file_gives_bash_exactly_the_values(tmp_path, value):
+    env = {'V': value, 'OTHER_1': 'x', 'bad-name': 'dropped', 'UID': '12345'}
+    path = tmp_path / 'env'
+    path.write_text(mapping.environment_file(env), encoding='utf-8')
+    shown = subprocess.run(['bash', '-c', '. "$1" && printf %s "$V" && printf "\\0%s\\0%s" "$OTHER_1" "$UID"',
+                            'bash', str(path)], capture_output=True, check=True).stdout.decode('utf-8')
+    got, other, uid = shown.split('\0')
+    assert (got, other) == (value, 'x')
+    assert uid != '12345' and 'bad-name' not in path.read_text(encoding='utf-8')

@@ -111,10 +111,14 @@ class SlurmCli:
         return out.split(';', 1)[0]
 
     def states(self, job_ids):
-        """{job id: (Slurm state, reason)} of the jobs Slurm still knows (finished ones for MinJobAge)."""
+        """{job id: (Slurm state, reason)} of the jobs Slurm still knows (finished ones for MinJobAge).
+
+        An array task's id is `<array id>_<index>`; -r lists each task on a line of its own (squeue otherwise
+        folds an array's pending tasks into one `<array id>_[i-j]` line).
+        """
         if not job_ids:
             return {}
-        proc = self.run('squeue', '-h', '-t', 'all', '-j', ','.join(job_ids), '-o', _SQUEUE_FORMAT, check=False)
+        proc = self.run('squeue', '-r', '-h', '-t', 'all', '-j', ','.join(job_ids), '-o', _SQUEUE_FORMAT, check=False)
         states = {}
         for line in proc.stdout.splitlines():
             parts = line.strip().split('|')
@@ -137,6 +141,12 @@ class SlurmCli:
         """Ids of the jobs (any state Slurm still knows) named `name`."""
         proc = self.run('squeue', '-h', '-t', 'all', '--name=' + name, '-o', '%i', check=False)
         return proc.stdout.split()
+
+    def find_array(self, name):
+        """The id of the job array named `name` (any state Slurm still knows), or None."""
+        proc = self.run('squeue', '-r', '-h', '-t', 'all', '--name=' + name, '-o', '%F', check=False)
+        found = proc.stdout.split()
+        return found[0] if found else None
 
     def cancel(self, job_ids):
         if job_ids:

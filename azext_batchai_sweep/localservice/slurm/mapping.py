@@ -9,6 +9,7 @@
   one node, and is refused with more nodes.
 """
 import math
+import re
 import shlex
 
 from ..errors import bad_request
@@ -18,6 +19,8 @@ from ..scheduler import REASONS
 
 MPI_TOOLKITS = ('customMpiSettings', 'horovodSettings')
 MULTI_NODE_TOOLKITS = MPI_TOOLKITS + ('customToolkitSettings',)
+_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+_BASH_READONLY = {'BASHOPTS', 'BASH_VERSINFO', 'EUID', 'PPID', 'SHELLOPTS', 'UID'}
 MASTER_PORT = 6000  # AZ_BATCH_MASTER_NODE is host:port on Batch (multi-instance tasks' coordination port)
 
 # Slurm job states (squeue %T) -> Batch AI executionState while the job lives.
@@ -70,12 +73,13 @@ def process_count(props, toolkit):
     return props['nodeCount'] if count is None else int(count)
 
 
-def sbatch_options(props, toolkit, gpus_per_node, name, stdouterr_dir, workdir):
+def resource_options(props, toolkit, gpus_per_node):
+    """The sbatch options that say what a job needs (nodes, tasks, GPUs, time): jobs with equal ones can share one
+    job array."""
     nodes = props['nodeCount']
-    options = ['--job-name=' + name, '--nodes={}'.format(nodes),
+    options = ['--nodes={}'.format(nodes),
                '--ntasks-per-node={}'.format(math.ceil(process_count(props, toolkit) / nodes)),
-               '--output=' + stdouterr_dir + '/stdout.txt', '--error=' + stdouterr_dir + '/stderr.txt',
-               '--open-mode=append', '--chdir=' + workdir, '--no-requeue', '--export=ALL']
+               '--no-requeue', '--export=ALL']
     if gpus_per_node:
         options.append('--gres=gpu:{}'.format(gpus_per_node))
     if (props.get('constraints') or {}).get('maxWallClockTime'):
@@ -86,14 +90,50 @@ def sbatch_options(props, toolkit, gpus_per_node, name, stdouterr_dir, workdir):
     return options
 
 
-def batch_script(props, toolkit, layout, exit_file, host_file):
-    """The bash batch script: Batch AI's multi-node variables, job preparation on every node, then the toolkit."""
+def sbatch_options(props, toolkit, gpus_per_node, name, stdouterr_dir, workdir):
+    """All the sbatch options of a job submitted on its own."""
+    return ['--job-name=' + name, *resource_options(props, toolkit, gpus_per_node),
+            '--output=' + stdouterr_dir + '/stdout.txt', '--error=' + stdouterr_dir + '/stderr.txt',
+            '--open-mode=append', '--chdir=' + workdir]
+
+
+def array_options(resources, name, array_dir, count):
+    """The sbatch options of `count` jobs with the same `resources` submitted as one job array: task i's output
+    goes through array_dir/i.out and i.err, links to its own job's stdout.txt and stderr.txt."""
+    return ['--job-name=' + name, '--array=0-{}'.format(count - 1), *resources,
+            '--output=' + array_dir + '/%a.out', '--error=' + array_dir + '/%a.err', '--open-mode=append',
+            '--chdir=' + array_dir]
+
+
+def array_script(array_dir):
+    """The array's batch script: task i runs the batch script of the i-th job (array_dir/i.sh links to it)."""
+    return '#!/bin/bash\nexec /bin/bash {}/"$SLURM_ARRAY_TASK_ID".sh\n'.format(shlex.quote(array_dir))
+
+
+def environment_file(env):
+    """A job's environment as a file its batch script sources: one quoted `export NAME=value` per variable.
+
+    A name bash cannot hold (not an identifier, or one of its read-only variables) is left out: it would not reach
+    the job's command through the bash batch script by sbatch's environment either.
+    """
+    return ''.join('export {}={}\n'.format(name, shlex.quote(value)) for name, value in sorted(env.items())
+                   if _NAME.fullmatch(name) and name not in _BASH_READONLY)
+
+
+def batch_script(props, toolkit, layout, exit_file, host_file, env_file=None):
+    """The bash batch script: Batch AI's multi-node variables, job preparation on every node, then the toolkit.
+
+    `env_file`: the job's environment comes from this file (an array task: sbatch's environment is the array's),
+    which the script reads and removes (its secrets stay on disk only until the job starts), then it enters the
+    job's working directory (sbatch's --chdir is the array's).
+    """
     q = shlex.quote
     nodes = props['nodeCount']
     per_node = math.ceil(process_count(props, toolkit) / nodes)
-    lines = [
-        '#!/bin/bash',
-        '# Written by the local Batch AI service for job {} ({}).'.format(layout.name, layout.uid),
+    lines = ['#!/bin/bash', '# Written by the local Batch AI service for job {} ({}).'.format(layout.name, layout.uid)]
+    if env_file:
+        lines += ['. {0} && rm -f {0} || exit 1'.format(q(env_file)), 'cd {} || exit 1'.format(q(layout.temp_dir))]
+    lines += [
         'exit_file={}'.format(q(exit_file)),
         'hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST")',
         'export AZ_BATCH_HOST_LIST=$(echo $hosts | tr " " ",")',

@@ -14,11 +14,14 @@ import datetime
 import json
 import logging
 import os
+import shutil
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 
 from ..gpus import gpus_per_node
+from ..jobenv import base_environment
 from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
@@ -34,9 +37,14 @@ SUBMIT_BATCH = 100
 # HTTP side shares), so a few overlap well; Slurm queues them in the order they arrive.
 SUBMIT_WORKERS = 4
 JOB_NAME_PREFIX = 'batchai-'
+ARRAY_NAME_PREFIX = JOB_NAME_PREFIX + 'array-'
 EXIT_FILE = 'exit-code'  # in the job's folder: the batch script's own record of how the job's command ended
+ENV_FILE = 'slurm-env'  # in the job's folder, mode 0600: an array task's environment, removed when it starts
+ARRAYS_DIR = 'slurm-arrays'  # in the data dir: a folder per job array (links to its jobs' scripts and outputs)
+MEMBERS_FILE = 'members'  # in an array's folder: the keys of its jobs, task 0 first
 # The job's variables that must not reach sbatch from the service's own environment (sbatch reads SBATCH_*, and
 # SLURM_* of an enclosing allocation would change what it asks for); SLURM_CONF says which cluster.
+_SLURM_PREFIXES = ('SLURM_', 'SBATCH_', 'SALLOC_', 'SRUN_')
 _KEEP = ('SLURM_CONF',)
 
 
@@ -52,6 +60,44 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass
+class _Submission:
+    """A queued job made ready for sbatch: its folders made, its environment and resource options known."""
+    key: str
+    spec: dict
+    toolkit: str
+    layout: object  # layout.JobLayout
+    gpus: int
+    env: dict
+    resources: tuple  # mapping.resource_options: jobs with equal ones can share a job array
+
+
+def _groups(ready):
+    """The jobs to submit, in order, as groups sharing one sbatch: those with equal resource options (a job array,
+    or one job on its own)."""
+    groups, by_resources = [], {}
+    for job in ready:
+        if job.resources in by_resources:
+            by_resources[job.resources].append(job)
+        else:
+            by_resources[job.resources] = [job]
+            groups.append(by_resources[job.resources])
+    return groups
+
+
+def _write_atomic(path, text):
+    with open(path + '.tmp', 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(path + '.tmp', path)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
 class SlurmScheduler(HeldJobsScheduler):
     name = 'slurm'
 
@@ -62,6 +108,8 @@ class SlurmScheduler(HeldJobsScheduler):
         self.loop_seconds = poll_seconds  # a pass (submit, then poll) at least this often
         self.poll_count = 0
         self._last_poll = 0.0
+        self._arrays = {}  # array token -> keys of its jobs still followed
+        self._array_of = {}  # job key -> its array's token
 
     def connect(self):
         """Check the cluster (SlurmError says what is wrong); return {'cluster', 'partition', 'nodes'}."""
@@ -82,6 +130,7 @@ class SlurmScheduler(HeldJobsScheduler):
 
     def recover(self):
         """Re-attach to the jobs handed to Slurm before an unclean exit (they may still run, or have ended)."""
+        self._recover_arrays()
         for row in self._store.in_states(('queued', 'running', 'terminating', 'deleting')):
             slurm_id = row['sched_id']
             if not slurm_id and row['marker'] and row['state'] == 'queued':
@@ -112,6 +161,30 @@ class SlurmScheduler(HeldJobsScheduler):
             logger.info('re-attached job %s to Slurm job %s (%s)', row['key'], slurm_id, row['state'])
         for row in self._store.in_states(('deleting',), kind=None):
             self._store.delete_tree(row['key'])
+        for token, members in list(self._arrays.items()):  # the folders of arrays with no job followed any more
+            for key in list(members):
+                if key not in self._held:
+                    self._release(key)
+
+    def _recover_arrays(self):
+        """Find the arrays submitted before the exit: ids for the jobs whose ids were not stored yet (the array's
+        name finds it; an array Slurm never got leaves its jobs queued, to be submitted again), and the folders."""
+        root = os.path.join(self._data_dir, ARRAYS_DIR)
+        for token in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+            try:
+                with open(os.path.join(root, token, MEMBERS_FILE), encoding='utf-8') as f:
+                    keys = f.read().split()
+            except OSError:  # killed before the list was written: sbatch never ran
+                shutil.rmtree(os.path.join(root, token), ignore_errors=True)
+                continue
+            self._arrays[token] = set(keys)
+            self._array_of.update((key, token) for key in keys)
+            rows = [self._store.get(key) for key in keys]
+            if any(r is not None and r['state'] == 'queued' and not r['sched_id'] for r in rows):
+                found = self.cli.find_array(ARRAY_NAME_PREFIX + token)
+                for i, row in enumerate(rows):
+                    if found and row is not None and row['state'] == 'queued' and not row['sched_id']:
+                        self._store.update(row['key'], sched_id='{}_{}'.format(found, i))
 
     def stop(self, timeout=10.0):
         """Stop submitting and polling. Slurm jobs run on: the next start re-attaches to them."""
@@ -152,6 +225,7 @@ class SlurmScheduler(HeldJobsScheduler):
         if job is not None:  # pending in Slurm: it must never start
             self.cli.cancel([job.slurm_id])
             job.done.set()
+        self._release(key)
         return True
 
     # ---- the loop --------------------------------------------------------------------------------------------
@@ -175,49 +249,108 @@ class SlurmScheduler(HeldJobsScheduler):
             rows = self._store.unsubmitted(SUBMIT_BATCH)
             if not rows:
                 return
-            if len(rows) == 1:
-                self._submit(rows[0]['key'])
-                continue
-            # Batch AI order (priority, then creation) is the order the workers take the jobs in.
+            # Batch AI order (priority, then creation) is the order the workers take the jobs in, and the order of
+            # the tasks in each array.
             with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
-                list(pool.map(self._submit_guarded, [row['key'] for row in rows]))
+                ready = [s for s in pool.map(self._ready, [row['key'] for row in rows]) if s is not None]
+                list(pool.map(self._submit_group, _groups(ready)))
             self._maybe_poll()  # a long queue to submit does not hold back the states of the jobs already in Slurm
 
-    def _submit_guarded(self, key):
-        if not self._stopping:
-            self._submit(key)
-
-    def _submit(self, key):
+    def _ready(self, key):
+        """A queued job made ready for sbatch (folders, environment, options), or None (gone, or failed here)."""
+        if self._stopping:
+            return None
         row = self._store.get(key)
         if row is None or row['state'] != 'queued' or row['sched_id']:
-            return
+            return None
         spec = json.loads(row['spec'])
         try:
-            cluster_row = self._store.get(row['cluster'])
-            cluster_body = json.loads(cluster_row['body'])
+            cluster_body = json.loads(self._store.get(row['cluster'])['body'])
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
             env = self._environment(layout, spec, gpus)
-            exit_file = os.path.join(layout.job_dir, EXIT_FILE)
-            script_path = os.path.join(layout.job_dir, 'slurm-job.sh')
-            with open(script_path, 'w', encoding='utf-8') as f:
-                f.write(mapping.batch_script(spec, toolkit, layout, exit_file, env['AZ_BATCHAI_MPI_HOST_FILE']))
             if spec.get('containerSettings'):
                 image = (spec['containerSettings'].get('imageSourceRegistry') or {}).get('image')
                 with open(os.path.join(layout.stdouterr_dir, 'stderr.txt'), 'a', encoding='utf-8') as f:
                     f.write('batchai-local: containerSettings ignored (image {!r}): the job runs on the Slurm '
                             'nodes without a container.\n'.format(image))
-            options = mapping.sbatch_options(spec, toolkit, gpus, JOB_NAME_PREFIX + layout.uid,
-                                             layout.stdouterr_dir, layout.temp_dir)
-            slurm_id = self.cli.submit(options, script_path, env)
-        except SlurmError as ex:
-            # Slurm refused the job (partition, limits, GRES...): it fails with Slurm's own words, never stays queued.
-            self._fail_unsubmitted(key, 'SlurmSubmitFailed', 'sbatch refused the job: {}'.format(ex))
-            return
         except Exception as ex:  # pylint: disable=broad-except
             logger.exception('job %s could not be submitted', key)
             self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
+            return None
+        return _Submission(key=key, spec=spec, toolkit=toolkit, layout=layout, gpus=gpus, env=env,
+                           resources=tuple(mapping.resource_options(spec, toolkit, gpus)))
+
+    def _submit_group(self, group):
+        if self._stopping:
             return
+        try:
+            if len(group) == 1:
+                (job,) = group
+                options = mapping.sbatch_options(job.spec, job.toolkit, job.gpus, JOB_NAME_PREFIX + job.layout.uid,
+                                                 job.layout.stdouterr_dir, job.layout.temp_dir)
+                ids = [self.cli.submit(options, self._write_script(job), job.env)]
+            else:
+                ids = self._submit_array(group)
+        except SlurmError as ex:
+            # Slurm refused the job (partition, limits, GRES...): it fails with Slurm's own words, never stays queued.
+            for job in group:
+                self._fail_unsubmitted(job.key, 'SlurmSubmitFailed', 'sbatch refused the job: {}'.format(ex))
+            return
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.exception('jobs %s could not be submitted', ', '.join(job.key for job in group))
+            for job in group:
+                self._fail_unsubmitted(job.key, 'JobStartFailed', str(ex))
+            return
+        for job, slurm_id in zip(group, ids):
+            self._follow(job.key, slurm_id)
+
+    def _write_script(self, job, env_file=None):
+        exit_file = os.path.join(job.layout.job_dir, EXIT_FILE)
+        path = os.path.join(job.layout.job_dir, 'slurm-job.sh')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(mapping.batch_script(job.spec, job.toolkit, job.layout, exit_file,
+                                         job.env['AZ_BATCHAI_MPI_HOST_FILE'], env_file))
+        return path
+
+    def _submit_array(self, group):
+        """Submit jobs with equal resource needs as one job array (one sbatch instead of one each); their Slurm ids.
+
+        The array's folder (data dir/slurm-arrays/<token>) links task i's script and output to the i-th job's, and
+        lists the jobs (`members`, written before sbatch) so that a service killed before storing the ids finds
+        them by the array's name. Each job's environment travels in a file only the service's user can read, which
+        its batch script removes when it starts.
+        """
+        token = uuid.uuid4().hex[:12]
+        array_dir = os.path.join(self._data_dir, ARRAYS_DIR, token)
+        os.makedirs(array_dir, mode=0o700)
+        with self._lock:
+            self._arrays[token] = {job.key for job in group}
+            self._array_of.update((job.key, token) for job in group)
+        for i, job in enumerate(group):
+            env_file = os.path.join(job.layout.job_dir, ENV_FILE)
+            fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, 'w', encoding='utf-8') as f:
+                f.write(mapping.environment_file(job.env))
+            os.symlink(self._write_script(job, env_file), os.path.join(array_dir, '{}.sh'.format(i)))
+            for stream in ('out', 'err'):
+                os.symlink(os.path.join(job.layout.stdouterr_dir, 'std{}.txt'.format(stream)),
+                           os.path.join(array_dir, '{}.{}'.format(i, stream)))
+        _write_atomic(os.path.join(array_dir, MEMBERS_FILE), ''.join(job.key + '\n' for job in group))
+        script = os.path.join(array_dir, 'array.sh')
+        _write_atomic(script, mapping.array_script(array_dir))
+        options = mapping.array_options(list(group[0].resources), ARRAY_NAME_PREFIX + token, array_dir, len(group))
+        array_id = self.cli.submit(options, script, self._array_environment())
+        logger.debug('jobs %s are Slurm job array %s', ', '.join(job.key for job in group), array_id)
+        return ['{}_{}'.format(array_id, i) for i in range(len(group))]
+
+    def _array_environment(self):
+        """sbatch's environment for an array: the base every job's environment starts from, nothing of a job."""
+        env = {k: v for k, v in base_environment().items() if not k.startswith(_SLURM_PREFIXES)}
+        return self.cli.environment(env)
+
+    def _follow(self, key, slurm_id):
+        """Store a submitted job's Slurm id and follow it, or cancel it if it was stopped while sbatch ran."""
         with self._lock:
             row = self._store.get(key)
             keep = row is not None and row['state'] == 'queued'
@@ -226,13 +359,35 @@ class SlurmScheduler(HeldJobsScheduler):
                 self._held[key] = _Job(slurm_id=slurm_id, cluster=row['cluster'], nodes=row['node_count'])
         if not keep:  # terminated or deleted while sbatch ran
             self.cli.cancel([slurm_id])
+            self._release(key)
         logger.debug('job %s is Slurm job %s', key, slurm_id)
+
+    def _release(self, key, marker=None):
+        """A job left Slurm's hands: remove its environment file if its script never ran, and its array's folder
+        once no job of the array is followed."""
+        with self._lock:
+            token = self._array_of.pop(key, None)
+            members = self._arrays.get(token)
+            empty = False
+            if members is not None:
+                members.discard(key)
+                empty = not members
+                if empty:
+                    del self._arrays[token]
+        if token is not None:
+            if marker is None:
+                row = self._store.get(key)
+                marker = row['marker'] if row is not None else None
+            if marker:
+                _remove(os.path.join(job_dir(self._data_dir, marker), ENV_FILE))
+            if empty:
+                shutil.rmtree(os.path.join(self._data_dir, ARRAYS_DIR, token), ignore_errors=True)
 
     def _environment(self, layout, spec, gpus):
         """The job's environment as the processes scheduler builds it (layout.environment), plus Batch AI's
         node variables; without the service's own Slurm variables."""
         env = {k: v for k, v in layout.environment(spec).items()
-               if not (k.startswith(('SLURM_', 'SBATCH_', 'SALLOC_', 'SRUN_')) and k not in _KEEP)}
+               if not (k.startswith(_SLURM_PREFIXES) and k not in _KEEP)}
         env = self.cli.environment(env)
         shared = os.path.join(layout.job_dir, 'shared')
         os.makedirs(shared, exist_ok=True)
@@ -250,6 +405,7 @@ class SlurmScheduler(HeldJobsScheduler):
             row = self._store.get(key)
             if row is not None and row['state'] == 'queued':
                 self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+        self._release(key)
 
     def _poll(self):
         with self._lock:
@@ -283,6 +439,7 @@ class SlurmScheduler(HeldJobsScheduler):
                 'Slurm cannot run the job: {} (pending reason {}); it was cancelled.'.format(
                     mapping.UNRUNNABLE_REASONS[why], why))}])
         self.cli.cancel([job.slurm_id])
+        self._release(key)
         job.done.set()
 
     def _mark_running(self, key, job):
@@ -316,6 +473,7 @@ class SlurmScheduler(HeldJobsScheduler):
             if job.reason != 'deleted' and row is not None:
                 state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
                 self._record_end(key, state, exit_code, errors)
+        self._release(key, row['marker'] if row is not None else None)
         job.done.set()
         self._wake.set()
 
