@@ -1,14 +1,16 @@
 """Benchmark: N short jobs through `az batchai sweep submit --wait` to the local service on Slurm, against a plain
 `sbatch` loop of the same N commands plus a `squeue` wait, side by side in one run on one Slurm cluster.
 
-Usage: python bench/slurm.py [--jobs 1000] [--nodes 4] [--cpus 16] [--interval 1] [--poll 1]
+Usage: python bench/slurm.py [--jobs 1000] [--nodes 4] [--cpus 16] [--interval 1] [--poll 1] [--rounds 3]
 
 The cluster is the tests' (tests/slurm/cluster.py: Debian's slurmctld + slurmd on loopback; needs root and the
 packages). Both sides run the same command per job (`echo x=<i>`, output to a file per job) on the same nodes x
 cpus slots; the baseline is what a user would type: `for i in ...; do sbatch -o out/%j.txt --wrap "echo x=$i";
 done`, then `squeue` every --interval s until it is empty. The service side is the whole az path: plan, N PUTs
-(16 in flight), the service's sbatch per job, its squeue polls (--poll s), az's own status polls (--interval s).
-Where the service's time goes comes from its log (the Slurm scheduler logs its command counts and times at stop).
+(16 in flight), the service's sbatch calls (job arrays of the jobs queued together), its squeue polls (--poll s),
+az's own status polls (--interval s). The two alternate for --rounds rounds (the machine's load moves both), and
+the ratio quoted is the median of the rounds' ratios. Where the service's time goes comes from its log (the Slurm
+scheduler logs its command counts and times at stop).
 Then the cost of one poll (`squeue -t all -j <ids>`) is measured for 10, 100 and N ids.
 """
 import argparse
@@ -47,6 +49,7 @@ def plain(cluster, jobs, interval, out_dir):
 
 
 def through_service(cluster, jobs, interval, poll, work):
+    os.makedirs(work)
     service = start_service(os.path.join(work, 'service'), extra_args=[
         '--scheduler', 'slurm', '--slurm-conf', cluster.conf, '--slurm-poll', str(poll), '--log-level', 'INFO'])
     job = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/logs',
@@ -90,6 +93,7 @@ def main():
     parser.add_argument('--cpus', type=int, default=16)
     parser.add_argument('--interval', type=float, default=1.0, help='seconds between two waits\' checks')
     parser.add_argument('--poll', type=float, default=1.0, help='seconds between two service squeue polls')
+    parser.add_argument('--rounds', type=int, default=3, help='plain then service, this many times (ratio: median)')
     args = parser.parse_args()
     reason = why_unavailable()
     if reason:
@@ -100,14 +104,21 @@ def main():
         print('{} jobs on {} nodes x {} CPUs; {} {}, {} CPUs, Python {}'.format(
             args.jobs, args.nodes, args.cpus, platform.system(), platform.machine(), os.cpu_count(),
             platform.python_version()), flush=True)
-        submit_s, plain_s = plain(cluster, args.jobs, args.interval, os.path.join(work, 'plain'))
-        print('plain sbatch loop: submitted in {:.1f} s ({:.1f} ms per sbatch), all done after {:.1f} s'.format(
-            submit_s, 1000 * submit_s / args.jobs, plain_s), flush=True)
-        ids = re.findall(r'JobId=(\d+)', open(cluster.jobcomp, encoding='utf-8').read())[-args.jobs:]
-        cluster.wait_idle()
-        service_s, summary = through_service(cluster, args.jobs, args.interval, args.poll, work)
-        print('az sweep submit --wait on the service: {:.1f} s; service: {}'.format(service_s, summary))
-        print('ratio az+service / plain: {:.2f}x'.format(service_s / plain_s))
+        ratios = []
+        for round_ in range(1, args.rounds + 1):
+            submit_s, plain_s = plain(cluster, args.jobs, args.interval, os.path.join(work, 'plain{}'.format(round_)))
+            print('round {}: plain sbatch loop: submitted in {:.1f} s ({:.1f} ms per sbatch), all done after {:.1f} '
+                  's'.format(round_, submit_s, 1000 * submit_s / args.jobs, plain_s), flush=True)
+            ids = re.findall(r'JobId=(\d+)', open(cluster.jobcomp, encoding='utf-8').read())[-args.jobs:]
+            cluster.wait_idle()
+            service_s, summary = through_service(cluster, args.jobs, args.interval, args.poll,
+                                                 os.path.join(work, 'service{}'.format(round_)))
+            cluster.wait_idle()
+            ratios.append(service_s / plain_s)
+            print('round {}: az sweep submit --wait on the service: {:.1f} s; service: {}; ratio {:.2f}x'.format(
+                round_, service_s, summary, ratios[-1]), flush=True)
+        print('ratio az+service / plain: median {:.2f}x (min {:.2f}x, max {:.2f}x over {} rounds)'.format(
+            statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
         for count in sorted({10, 100, len(ids)}):
             print('one poll (squeue -t all -j <{} ids>): {:.1f} ms'.format(count, 1000 * poll_cost(cluster,
                                                                                                   ids[:count])))

@@ -1,11 +1,13 @@
 """The Slurm scheduler: submit (sbatch), poll (squeue), terminate (scancel), re-attach after a restart.
 
 One background thread does everything: it hands the store's queued jobs to sbatch in Batch AI's order (priority,
-then submission; Slurm queues them from there), then polls every job it handed over with one `squeue -j` call per
-pass, moving each to running or to its outcome. A job's Slurm id is stored (`sched_id`) before anything else
-happens to it, and the batch job is named after the job's uid, so a service killed at any point finds its jobs
-again: at start it re-attaches to every job it had submitted (they ran on while it was down) instead of failing
-them as the processes scheduler must. The service stopping leaves Slurm jobs running for the same reason.
+then submission; Slurm queues them from there), those queued together with equal resource needs as one job array
+(one sbatch for up to 100 jobs: a sweep's jobs arrive within seconds), then polls every job it handed over with
+one `squeue -j` call per pass, moving each to running or to its outcome. A job's Slurm id is stored (`sched_id`)
+before anything else happens to it, and the batch job is named after the job's uid (an array after a token, and
+its folder lists its jobs), so a service killed at any point finds its jobs again: at start it re-attaches to every
+job it had submitted (they ran on while it was down) instead of failing them as the processes scheduler must. The
+service stopping leaves Slurm jobs running for the same reason.
 
 maxWallClockTime: Slurm gets --time in whole minutes, and the service cancels a job at the exact limit itself.
 """
