@@ -44,8 +44,10 @@ EXIT_FILE = 'exit-code'  # in the job's folder: the batch script's own record of
 ENV_FILE = 'slurm-env'  # in the job's folder, mode 0600: an array task's environment, removed when it starts
 ARRAYS_DIR = 'slurm-arrays'  # in the data dir: a folder per job array (links to its jobs' scripts and outputs)
 MEMBERS_FILE = 'members'  # in an array's folder: the keys of its jobs, task 0 first
-# The job's variables that must not reach sbatch from the service's own environment (sbatch reads SBATCH_*, and
-# SLURM_* of an enclosing allocation would change what it asks for); SLURM_CONF says which cluster.
+# Variables a job's environment must not carry to sbatch: sbatch reads SBATCH_* (and SLURM_*, SALLOC_*, SRUN_* of an
+# enclosing allocation) as options, so a job's own environmentVariables named so would change what it asks for.
+# (The service's own environment never reaches a job at all: jobenv.py.) SLURM_CONF, set by the service, says
+# which cluster.
 _SLURM_PREFIXES = ('SLURM_', 'SBATCH_', 'SALLOC_', 'SRUN_')
 _KEEP = ('SLURM_CONF',)
 
@@ -387,7 +389,7 @@ class SlurmScheduler(HeldJobsScheduler):
 
     def _environment(self, layout, spec, gpus):
         """The job's environment as the processes scheduler builds it (layout.environment), plus Batch AI's
-        node variables; without the service's own Slurm variables."""
+        node variables; without variables sbatch would read as options."""
         env = {k: v for k, v in layout.environment(spec).items()
                if not (k.startswith(_SLURM_PREFIXES) and k not in _KEEP)}
         env = self.cli.environment(env)
