@@ -6,6 +6,7 @@ import os
 
 from knack.log import get_logger
 
+from ._local_storage import local_data_dir
 from ._targeting import SECTION, clear_local_target, default_data_dir, local_target, set_local_target
 
 logger = get_logger(__name__)
@@ -68,25 +69,10 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     return _report(info)
 
 
-def targeted_data_dir(cli_ctx):
-    """The data dir of the service az config targets (its token file lies inside it), or None."""
-    target = local_target(cli_ctx)
-    if not target or not target[1]:
-        return None
-    directory = os.path.dirname(os.path.abspath(target[1]))
-    while True:
-        if os.path.isfile(os.path.join(directory, 'service.json')):
-            return directory
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
-        directory = parent
-
-
 def status(cli_ctx, data_dir=None):
     from .localservice import control
     # Without --data-dir: the service the commands use (az config), else the default data dir.
-    data_dir = os.path.abspath(data_dir or targeted_data_dir(cli_ctx) or default_data_dir(cli_ctx))
+    data_dir = os.path.abspath(data_dir or local_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     info = control.status(data_dir)
     target = local_target(cli_ctx)
     result = {'running': info['running'], **_report(info)}
@@ -100,7 +86,7 @@ def status(cli_ctx, data_dir=None):
 
 def stop(cli_ctx, data_dir=None):
     from .localservice import control
-    data_dir = os.path.abspath(data_dir or targeted_data_dir(cli_ctx) or default_data_dir(cli_ctx))
+    data_dir = os.path.abspath(data_dir or local_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     before = control.status(data_dir)
     stopped = control.stop(data_dir)
     target = local_target(cli_ctx)
@@ -140,7 +126,7 @@ def show_connection_string(cli_ctx, account_name, data_dir=None):
     """
     from azure.cli.core.azclierror import AzureConnectionError
     from .localservice import control
-    from ._local_storage import local_data_dir, local_storage_key
+    from ._local_storage import local_storage_key
     data_dir = os.path.abspath(data_dir or local_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     info = control.status(data_dir)
     if not info['running'] or not info.get('filesEndpoint'):

@@ -22,7 +22,9 @@ _ENV_CREDENTIALS = ('AZURE_STORAGE_KEY', 'AZURE_STORAGE_CONNECTION_STRING', 'AZU
 
 
 def local_data_dir(cli_ctx):
-    """The data dir of the targeted local service (the folder of its token file), or None when targeting Azure."""
+    """The data dir of the targeted local service, or None when targeting Azure: the folder of its token file (the
+    service writes the token at the top of its data dir, localservice/auth.TOKEN_FILE). Every command that needs the
+    targeted service's data dir (local status/stop/show-connection-string, storage, routing) asks here."""
     from ._targeting import local_target
     target = local_target(cli_ctx)
     if target is None or not target[1]:

@@ -166,7 +166,7 @@ def load_arguments(self, _):
         c.argument('output_directory_id', options_list=['--output-directory-id'],
                    help='ID of the job\'s output directory holding the file ("stdouterr" for stdout.txt and stderr.txt). Default: the objective\'s, else stdouterr.')
         c.argument('plan_file', options_list=['--plan-file'], completer=FilesCompleter(),
-                   help='The sweep\'s plan, for what the service does not hold: the sampling (random search gets its expected curve) and the parameters\' scales (LOG on log axes). Default: `<name>.plan.jsonl` when it exists.')
+                   help='The sweep\'s plan, for what the service does not hold: the sampling (random search gets its expected curve) and the parameters\' scales (LOG on log axes). Default: `<name>.plan.jsonl` when it is this sweep\'s.')
 
     with self.argument_context('batchai sweep local') as c:
         c.argument('data_dir', options_list=['--data-dir'], completer=FilesCompleter(),

@@ -143,8 +143,6 @@ def validate_sweep_report(cmd, namespace):
             namespace.step))
     if namespace.plan_file:
         _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
-    elif os.path.isfile('{}.plan.jsonl'.format(namespace.sweep_name)):
-        namespace.plan_file = '{}.plan.jsonl'.format(namespace.sweep_name)
     output = namespace.output_file or '{}-report.html'.format(namespace.sweep_name)
     directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):

@@ -129,7 +129,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
             recommendation=recommendation))
     elif wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout)
+        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -507,14 +507,15 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
 def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
     """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
     from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._planning import default_plan_header
     from ._run import run_journal_path
-    from .core.spec.plan import read_plan
     from .core.tuning.loop import Journal
     path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
-    objective = Journal(path).data.get('objective') if os.path.exists(path) else None
-    plan_file = '{}.plan.jsonl'.format(sweep_name)
-    if objective is None and os.path.isfile(plan_file):
-        objective = read_plan(plan_file)[0].get('objective')
+    with core_errors():
+        objective = Journal(path).data.get('objective') if os.path.exists(path) else None
+    if objective is None:  # `<name>.plan.jsonl` here, only when it is this sweep's (same target)
+        header = default_plan_header(_identity(resource_group, workspace_name, experiment_name, sweep_name))
+        objective = (header or {}).get('objective')
     if objective is None:
         from .core.service.identity import sweep_jobs
         from .core.tuning.loop import objective_from_service
@@ -590,9 +591,12 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
+    from ._planning import default_plan_header
     with core_errors():
+        # --plan-file, else `<name>.plan.jsonl` here only when it is this sweep's (another target's plan of a sweep
+        # with the same name says nothing of this one's sampling or objective).
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
-            if plan_file else None
+            if plan_file else default_plan_header(identity)
     if metric or regex:
         objective = {'metric': metric, 'regex': regex}
     elif header is not None and header.get('objective'):

@@ -47,6 +47,31 @@ def test_local_start_points_the_commands_at_the_service_and_stop_clears_it(az, a
         control.stop(data_dir)
 
 
+@pytest.mark.service
+def test_local_commands_without_data_dir_use_the_targeted_service_even_once_it_stopped(az, az_config_dir, tmp_path):
+    # One rule for "the targeted service's data dir" (the folder of its token file), for every local command: a
+    # service that died (or was stopped outside az) is still the one status, show-connection-string and stop name.
+    data_dir = str(tmp_path / 'targeted')
+    try:
+        started = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--slots', '1', '-o', 'json')
+        assert started.exit_code == 0, started.stderr
+        running = az('batchai', 'sweep', 'local', 'status', '--query', '[dataDir, running]')
+        assert running.json() == [data_dir, True]
+        shown = az('batchai', 'sweep', 'local', 'show-connection-string', '-n', 'acct', '--query',
+                   'connectionString', '-o', 'tsv')
+        assert shown.exit_code == 0 and started.json()['filesEndpoint'] in shown.stdout
+    finally:
+        control.stop(data_dir)  # outside az: the config still targets it
+    assert configured(az_config_dir)['token_file'] == os.path.join(data_dir, 'token')
+    after = az('batchai', 'sweep', 'local', 'status', '--query', '[dataDir, running]')
+    assert after.json() == [data_dir, False]
+    refused = az('batchai', 'sweep', 'local', 'show-connection-string', '-n', 'acct')
+    assert refused.exit_code != 0 and 'No local Batch AI service runs on {}'.format(data_dir) in refused.stderr
+    stopped = az('batchai', 'sweep', 'local', 'stop', '--query', 'dataDir')
+    assert stopped.exit_code == 0 and stopped.json() == data_dir
+    assert configured(az_config_dir) == {}, 'stopping the targeted data dir clears the target'
+
+
 def test_local_start_refuses_bad_faults(az, tmp_path):
     result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(tmp_path / 'x'), '--faults', 'boom=1')
     assert result.exit_code == 1 and 'Invalid --faults' in result.stderr

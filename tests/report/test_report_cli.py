@@ -96,3 +96,26 @@ def test_a_sweep_with_no_jobs_is_not_found(reported_sweep, tmp_path):
     assert 'Sweep no-such-sweep has no jobs' in result.stderr and 'Traceback' not in result.stderr
     assert not os.listdir(tmp_path)
     assert result.stdout == ''
+
+
+@pytest.mark.parametrize('same_target', [True, False])
+def test_the_plan_here_gives_the_objective_only_when_it_is_this_sweeps(reported_sweep, tmp_path, same_target):
+    # `<name>.plan.jsonl` in the working directory, with an objective in its header: used when it names this
+    # sweep's target, ignored when it is another experiment's plan of a sweep with the same name.
+    import json
+    with open(reported_sweep.plan_file, encoding='utf-8') as f:
+        header, *rest = f.read().splitlines(keepends=True)
+    header = json.loads(header)
+    header['objective'] = {'metric': 'val_accuracy', 'goal': 'max'}
+    if not same_target:
+        header['experiment'] = 'another-experiment'
+    (tmp_path / os.path.basename(reported_sweep.plan_file)).write_text(json.dumps(header) + '\n' + ''.join(rest),
+                                                                        encoding='utf-8')
+    result = reported_sweep.run('report', '-f', str(tmp_path / 'r.html'), '--query', 'summary.withObjective',
+                                cwd=str(tmp_path))
+    if same_target:
+        assert result.exit_code == 0, result.stderr
+        assert result.json() == reported_sweep.data['summary']['withObjective'] > 0
+    else:
+        assert result.exit_code == 1
+        assert 'Give --metric or --regex: no objective is known for sweep curves' in result.stderr
