@@ -30,14 +30,25 @@ echo "$out"
 """
 
 
+# The same gate, but a cluster that refuses job arrays (as one with MaxArraySize=0, or a submit limit, would).
+REFUSING_ARRAYS = """#!/bin/sh
+while [ ! -e {before} ]; do sleep 0.05; done
+echo "$@" >> {log}
+case "$*" in *--array=*)
+    echo "sbatch: error: Batch job submission failed: Invalid job array specification" >&2; exit 1;;
+esac
+exec {sbatch} "$@"
+"""
+
+
 class Gate:
-    def __init__(self, root):
+    def __init__(self, root, script=GATE):
         self.dir = os.path.join(root, 'gate')
         os.makedirs(self.dir)
         self.before, self.after = os.path.join(self.dir, 'open'), os.path.join(self.dir, 'answer')
         self.log, self.submitted = os.path.join(self.dir, 'log'), os.path.join(self.dir, 'submitted')
         with open(os.path.join(self.dir, 'sbatch'), 'w', encoding='utf-8') as f:
-            f.write(GATE.format(before=self.before, after=self.after, log=self.log, submitted=self.submitted,
+            f.write(script.format(before=self.before, after=self.after, log=self.log, submitted=self.submitted,
                                 sbatch=shutil.which('sbatch')))
         os.chmod(os.path.join(self.dir, 'sbatch'), 0o755)
 
@@ -164,3 +175,34 @@ def test_service_killed_before_storing_an_arrays_ids_finds_it_by_name(slurm_clus
     finally:
         gate.open()
         stop_service(service)
+
+
+def test_a_refused_array_goes_job_by_job(slurm_cluster, tmp_path, monkeypatch):
+    slurm_cluster.wait_idle()
+    gate = Gate(str(tmp_path), REFUSING_ARRAYS)
+    service, client = gated_service(slurm_cluster, str(tmp_path), gate, monkeypatch)
+    names = ['first', 'r0', 'r1', 'r2']
+    try:
+        for name in names:
+            create(client, service, 'refused', name, with_env(service, 'echo "v=$V"', [('V', name)]))
+        gate.open()
+        jobs = [wait_end(client, service, 'refused', name) for name in names]
+        assert [j.execution_state for j in jobs] == ['succeeded'] * 4
+        assert [stdout_of(service, j) for j in jobs] == ['v={}\n'.format(name) for name in names]
+        calls = gate.calls()
+        assert len(calls) == 5 and '--array=0-2' in calls[1], calls  # first; the refused array; r0, r1, r2
+        assert not any('--array' in call for call in calls[2:])
+        assert glob.glob(os.path.join(service.data_dir, 'jobs', '*', ENV_FILE)) == []
+        assert os.listdir(os.path.join(service.data_dir, ARRAYS_DIR)) == []
+        with open(os.path.join(service.data_dir, 'service.log'), encoding='utf-8') as f:
+            assert 'sbatch refused a job array of 3 jobs (Batch job submission failed' in f.read()
+    finally:
+        gate.open()
+        stop_service(service)
+
+
+def test_the_cluster_says_how_large_an_array_may_be(slurm_cluster):
+    from azext_batchai_sweep.localservice.slurm.commands import SlurmCli
+    shown = slurm_cluster.run('scontrol', 'show', 'config').stdout
+    expected = int(next(line.split('=', 1)[1] for line in shown.splitlines() if line.startswith('MaxArraySize')))
+    assert SlurmCli(slurm_cluster.conf).check()['maxArraySize'] == expected

@@ -78,3 +78,14 @@ def test_environment_file_gives_bash_exactly_the_values(tmp_path, value):
     got, other, uid = shown.split('\0')
     assert (got, other) == (value, 'x')
     assert uid != '12345' and 'bad-name' not in path.read_text(encoding='utf-8')
+
+
+def test_jobs_group_by_resources_in_order_and_within_the_array_size_limit():
+    from types import SimpleNamespace
+    from azext_batchai_sweep.localservice.slurm.scheduler import _groups
+    jobs = [SimpleNamespace(key=k, resources=r) for k, r in
+            [('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'x'), ('e', 'x'), ('f', 'y'), ('g', 'x')]]
+    keys = lambda groups: [[j.key for j in g] for g in groups]  # noqa: E731
+    assert keys(_groups(jobs)) == [['a', 'c', 'd', 'e', 'g'], ['b', 'f']]
+    assert keys(_groups(jobs, 2)) == [['a', 'c'], ['b', 'f'], ['d', 'e'], ['g']]
+    assert keys(_groups(jobs, 1)) == [[j.key] for j in jobs], 'MaxArraySize 0 or 1: every job alone'

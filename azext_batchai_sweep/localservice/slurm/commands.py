@@ -60,7 +60,8 @@ class SlurmCli:
     def check(self):
         """What `local start --scheduler slurm` can check from here; raise SlurmError saying what is wrong.
 
-        Returns {'cluster': ClusterName, 'partition': name, 'nodes': node count of the partition}.
+        Returns {'cluster': ClusterName, 'partition': name, 'nodes': node count of the partition, 'maxArraySize':
+        the largest job array the cluster takes (MaxArraySize; Slurm's default 1001)}.
         """
         for command in ('sbatch', 'squeue', 'scontrol', 'scancel'):
             if shutil.which(command) is None:
@@ -90,7 +91,11 @@ class SlurmCli:
             raise SlurmError("the Slurm partition '{}' is {}: it takes no jobs".format(partition, state))
         if nodes < 1:
             raise SlurmError("the Slurm partition '{}' has no nodes".format(partition))
-        return {'cluster': cluster, 'partition': partition, 'nodes': nodes}
+        try:
+            max_array_size = max(1, int(_config_value(config, 'MaxArraySize') or 1001))
+        except ValueError:
+            max_array_size = 1001
+        return {'cluster': cluster, 'partition': partition, 'nodes': nodes, 'maxArraySize': max_array_size}
 
     def _default_partition(self):
         for line in self.run('scontrol', 'show', 'partition', '-o').stdout.splitlines():

@@ -76,16 +76,16 @@ class _Submission:
     resources: tuple  # mapping.resource_options: jobs with equal ones can share a job array
 
 
-def _groups(ready):
+def _groups(ready, max_array_size=None):
     """The jobs to submit, in order, as groups sharing one sbatch: those with equal resource options (a job array,
-    or one job on its own)."""
+    or one job on its own), at most `max_array_size` (the cluster's MaxArraySize) to a group."""
     groups, by_resources = [], {}
     for job in ready:
-        if job.resources in by_resources:
-            by_resources[job.resources].append(job)
-        else:
-            by_resources[job.resources] = [job]
-            groups.append(by_resources[job.resources])
+        group = by_resources.get(job.resources)
+        if group is None or (max_array_size is not None and len(group) >= max_array_size):
+            group = by_resources[job.resources] = []
+            groups.append(group)
+        group.append(job)
     return groups
 
 
@@ -257,7 +257,7 @@ class SlurmScheduler(HeldJobsScheduler):
             # the tasks in each array.
             with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
                 ready = [s for s in pool.map(self._ready, [row['key'] for row in rows]) if s is not None]
-                list(pool.map(self._submit_group, _groups(ready)))
+                list(pool.map(self._submit_group, _groups(ready, self.cluster_info.get('maxArraySize'))))
             self._maybe_poll()  # a long queue to submit does not hold back the states of the jobs already in Slurm
 
     def _ready(self, key):
@@ -288,26 +288,41 @@ class SlurmScheduler(HeldJobsScheduler):
     def _submit_group(self, group):
         if self._stopping:
             return
-        try:
-            if len(group) == 1:
-                (job,) = group
-                options = mapping.sbatch_options(job.spec, job.toolkit, job.gpus, JOB_NAME_PREFIX + job.layout.uid,
-                                                 job.layout.stdouterr_dir, job.layout.temp_dir)
-                ids = [self.cli.submit(options, self._write_script(job), job.env)]
-            else:
+        if len(group) > 1:
+            try:
                 ids = self._submit_array(group)
+            except SlurmError as ex:
+                # A cluster may refuse an array and take the same jobs one by one (MaxArraySize, MaxSubmitJobs...):
+                # each job then goes alone, and fails, if at all, with its own sbatch's words.
+                logger.warning('sbatch refused a job array of %d jobs (%s); submitting them one by one', len(group),
+                               ex)
+                for job in group:
+                    self._release(job.key)
+                for job in group:
+                    self._submit_group([job])
+                return
+            except Exception as ex:  # pylint: disable=broad-except
+                logger.exception('jobs %s could not be submitted', ', '.join(job.key for job in group))
+                for job in group:
+                    self._fail_unsubmitted(job.key, 'JobStartFailed', str(ex))
+                return
+            for job, slurm_id in zip(group, ids):
+                self._follow(job.key, slurm_id)
+            return
+        (job,) = group
+        try:
+            options = mapping.sbatch_options(job.spec, job.toolkit, job.gpus, JOB_NAME_PREFIX + job.layout.uid,
+                                             job.layout.stdouterr_dir, job.layout.temp_dir)
+            slurm_id = self.cli.submit(options, self._write_script(job), job.env)
         except SlurmError as ex:
             # Slurm refused the job (partition, limits, GRES...): it fails with Slurm's own words, never stays queued.
-            for job in group:
-                self._fail_unsubmitted(job.key, 'SlurmSubmitFailed', 'sbatch refused the job: {}'.format(ex))
+            self._fail_unsubmitted(job.key, 'SlurmSubmitFailed', 'sbatch refused the job: {}'.format(ex))
             return
         except Exception as ex:  # pylint: disable=broad-except
-            logger.exception('jobs %s could not be submitted', ', '.join(job.key for job in group))
-            for job in group:
-                self._fail_unsubmitted(job.key, 'JobStartFailed', str(ex))
+            logger.exception('job %s could not be submitted', job.key)
+            self._fail_unsubmitted(job.key, 'JobStartFailed', str(ex))
             return
-        for job, slurm_id in zip(group, ids):
-            self._follow(job.key, slurm_id)
+        self._follow(job.key, slurm_id)
 
     def _write_script(self, job, env_file=None):
         exit_file = os.path.join(job.layout.job_dir, EXIT_FILE)
