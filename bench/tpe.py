@@ -16,8 +16,8 @@ known optimum), median and quartiles over the seeds. Optuna is a test/benchmark-
 
 The p column is the two-sided Mann-Whitney U test of ours against Optuna's regrets: a small p (< 0.05) says the two
 differ beyond what the seeds' spread explains. The 95% column is a bootstrap interval of the ratio of the medians
-(the seeds of each method resampled 2,000 times): how far that ratio could move on other seeds. Then the suggestion time: one suggestion with ``--history`` finished
-random jobs in the history, per function (median of 5).
+(the seeds of each method resampled 2,000 times): how far that ratio could move on other seeds. Then the suggestion
+time: one suggestion with ``--history`` finished random jobs in the history, per function (median of 5).
 """
 import argparse
 import math
