@@ -4,7 +4,8 @@ Usage: python bench/tpe.py [--seeds 30] [--evals 60] [--functions branin,hartman
 
 For each function and seed, three searches of ``--evals`` evaluations each, side by side in one run:
 
-- *ours*: core/tuning/samplers/tpe.py (multivariate, constant liar, 10 startup jobs), through its Sampler interface;
+- *ours*: core/tuning/samplers/tpe.py (multivariate, constant liar, 10 startup jobs, l's bandwidth floor over a
+  quarter of the jobs), through its Sampler interface;
 - *optuna*: ``optuna.samplers.TPESampler(seed=s)``, Optuna's defaults (in 5.0: multivariate, constant liar);
 - *random*: uniform draws of the same specs (spec.sample, as a random sweep draws them).
 
@@ -14,8 +15,9 @@ Optuna as RUNNING trials with ``constant_liar=True``). The figure is the simple 
 known optimum), median and quartiles over the seeds. Optuna is a test/benchmark-only dependency.
 
 The p column is the two-sided Mann-Whitney U test of ours against Optuna's regrets: a small p (< 0.05) says the two
-differ beyond what the seeds' spread explains. Then the suggestion time: one suggestion with ``--history`` finished
-random jobs in the history, per function (median of 5).
+differ beyond what the seeds' spread explains. The 95% column is a bootstrap interval of the ratio of the medians
+(the seeds of each method resampled 2,000 times): how far that ratio could move on other seeds. Then the suggestion
+time: one suggestion with ``--history`` finished random jobs in the history, per function (median of 5).
 """
 import argparse
 import math
@@ -157,6 +159,18 @@ def mann_whitney_p(first, second):
     return min(1.0, 2 * (1 - statistics.NormalDist().cdf(max(z, 0.0))))
 
 
+def median_ratio_interval(first, second, resamples=2000):
+    """95% bootstrap interval of median(first) / median(second), each sample resampled on its own."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(resamples):
+        top = statistics.median(rng.choices(first, k=len(first)))
+        bottom = statistics.median(rng.choices(second, k=len(second)))
+        ratios.append(top / bottom if bottom else math.inf)
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
 def quartiles(values):
     q1, median, q3 = statistics.quantiles(values, n=4, method='inclusive')
     return q1, median, q3
@@ -176,17 +190,18 @@ def regret_table(args):
                     seconds[method] += time.perf_counter() - start
                     regrets[method].append(min(values) - optimum)
             rows.append((name, in_flight, {m: quartiles(r) for m, r in regrets.items()}, seconds,
-                         mann_whitney_p(regrets['ours'], regrets['optuna'])))
+                         mann_whitney_p(regrets['ours'], regrets['optuna']),
+                         median_ratio_interval(regrets['ours'], regrets['optuna'])))
             print_row(rows[-1])
     return rows
 
 
 def print_row(row):
-    name, in_flight, stats, seconds, p_value = row
+    name, in_flight, stats, seconds, p_value, interval = row
     ours, optuna, rand = stats['ours'][1], stats['optuna'][1], stats['random'][1]
     cells = ['{:.4g} [{:.3g}, {:.3g}]'.format(stats[m][1], stats[m][0], stats[m][2]) for m in METHODS]
-    print('| {} | {} | {} | {:.2f}x | {:.2f} | {:.2f}x | {:.1f} / {:.1f} s |'.format(
-        name, in_flight, ' | '.join(cells), ours / optuna if optuna else math.inf, p_value,
+    print('| {} | {} | {} | {:.2f}x | {:.2f}-{:.2f} | {:.2f} | {:.2f}x | {:.1f} / {:.1f} s |'.format(
+        name, in_flight, ' | '.join(cells), ours / optuna if optuna else math.inf, interval[0], interval[1], p_value,
         ours / rand if rand else math.inf, seconds['ours'], seconds['optuna']), flush=True)
 
 
@@ -221,11 +236,12 @@ def main():
     args = parser.parse_args()
     import optuna
     print('# seeds {}..{} x {} evaluations; Python {}, optuna {}, {} CPUs, {}'.format(
-        args.seed_offset, args.seed_offset + args.seeds - 1, args.evals, platform.python_version(), optuna.__version__, os.cpu_count(), platform.platform()))
+        args.seed_offset, args.seed_offset + args.seeds - 1, args.evals, platform.python_version(),
+        optuna.__version__, os.cpu_count(), platform.platform()))
     if not args.no_regret:
         print('\n| function | jobs in flight | ours: median [q1, q3] | optuna TPE | random | ours / optuna '
-              '| p (ours vs optuna) | ours / random | time ours / optuna |')
-        print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+              '| 95% | p (ours vs optuna) | ours / random | time ours / optuna |')
+        print('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
         regret_table(args)
     suggestion_times(args)
 

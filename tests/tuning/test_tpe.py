@@ -290,3 +290,66 @@ def test_suggestions_do_not_depend_on_the_process():
                               timeout=120, check=True)
         outputs.append(json.loads(done.stdout))
     assert outputs[0] == outputs[1] and len(outputs[0]) == 12
+
+
+def clustered_history(total):
+    """`total` finished jobs on X in [0, 1]: the 4 best packed at 0.50..0.53, the others spread and worse."""
+    good = [0.50, 0.51, 0.52, 0.53]
+    spread_out = [(i + 0.5) / (total - 4) for i in range(total - 4)]
+    points = [(x, abs(x - 0.515)) for x in good] + [(x, 1.0 + abs(x - 0.515)) for x in spread_out]
+    return [finished(i, {'X': x}, value) for i, (x, value) in enumerate(points)]
+
+
+def test_the_good_groups_bandwidth_floor_counts_a_quarter_of_the_jobs():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    trials = clustered_history(40)  # gamma(40) = 4: the 4 packed jobs are the good group
+    [(_, below, above)] = TPESampler(specs, goal='min').models(trials)
+    # the packed jobs' own bandwidths (0.01) are under the floor: range / (count + 2) with count = 40 // 4 = 10
+    assert below.kernels[0].mus[:4] == [0.50, 0.51, 0.52, 0.53]
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 12] * 4)
+    # Optuna's floor counts the good group alone (4): twice as wide
+    [(_, optuna_below, optuna_above)] = TPESampler(specs, goal='min', good_floor_share=None).models(trials)
+    assert optuna_below.kernels[0].sigmas[:4] == pytest.approx([1 / 6] * 4)
+    # g (the bad group) is Optuna's either way
+    assert above.kernels[0].sigmas == optuna_above.kernels[0].sigmas
+    # the floor narrows as jobs accrue (160 jobs: 1/42), down to Optuna's cap of a hundredth of the range
+    [(_, below, _)] = TPESampler(specs, goal='min').models(clustered_history(160))
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 42] * 4)
+    [(_, below, _)] = TPESampler(specs, goal='min').models(clustered_history(1000))
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 100] * 4)
+    # a share that would count fewer jobs than the good group holds never widens Optuna's floor
+    [(_, below, _)] = TPESampler(specs, goal='min', good_floor_share=0.01).models(trials)
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 6] * 4)
+
+
+def test_the_narrower_floor_samples_closer_to_where_the_good_jobs_cluster():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    trials = clustered_history(40)
+
+    def distances(share):
+        return [abs(TPESampler(specs, goal='min', seed=seed, good_floor_share=share).suggest(trials, 1)[0]
+                    .params['X'] - 0.515) for seed in range(40)]
+    ours, optunas = distances(0.25), distances(None)
+    assert all(d < 0.1 for d in ours)
+    assert sum(ours) < 0.5 * sum(optunas)
+
+
+def test_a_pending_job_lowers_the_score_of_its_neighbourhood():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR'), NumParamSpec('Y', 0.0, 1.0, 'REAL', 'LINEAR')]
+    trials = run(TPESampler(specs, goal='min', seed=3), lambda p: (p['X'] - 0.3) ** 2 + (p['Y'] - 0.6) ** 2, 40)
+    sampler = TPESampler(specs, goal='min', seed=3)
+    nxt = sampler.suggest(trials, 1)[0].params
+    point = (nxt['X'], nxt['Y'])
+    far = (1.0 - point[0], 1.0 - point[1])
+    pending = Trial(name='p', index=40, params=nxt, state='running')
+
+    def score(models, x):
+        [(_, below, above)] = models
+        return below.log_pdf(x) - above.log_pdf(x)
+    before, after = sampler.models(trials), sampler.models(trials + [pending])
+    # the pending point joins g (the constant liar): its own score drops, a point far from it barely moves
+    assert score(after, point) < score(before, point) - 0.5
+    assert abs(score(after, far) - score(before, far)) < 0.1
+    # and the next suggestion, made with it pending, goes elsewhere
+    again = sampler.suggest(trials + [pending], 1)[0].params
+    assert (again['X'], again['Y']) != point

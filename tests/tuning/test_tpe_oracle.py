@@ -80,6 +80,67 @@ def test_gamma_and_weights_match_optuna():
         assert default_weights(n) == pytest.approx(list(optuna_tpe.default_weights(n)), abs=1e-12)
 
 
+def optuna_models(trials_spec, space, n_kinds):
+    """Optuna's own l and g after the given history: its constant-liar split (RUNNING trials among the above ones,
+    gamma over the finished ones) and its Parzen estimators."""
+    from optuna.trial import TrialState, create_trial
+    study = optuna.create_study(direction='minimize')
+    for params, value in trials_spec:
+        if value is None:
+            study.add_trial(create_trial(state=TrialState.RUNNING, params=params, distributions=space))
+        else:
+            study.add_trial(create_trial(params=params, distributions=space, value=value))
+    trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+    finished = sum(t.state != TrialState.RUNNING for t in trials)
+    below, above = optuna_tpe._split_trials(study, trials, optuna_tpe.default_gamma(finished))
+
+    def estimator(group):
+        observations = {name: np.asarray([dist.to_internal_repr(t.params[name]) for t in group], dtype=float)
+                        for name, dist in space.items()}
+        return _ParzenEstimator(observations, space, optuna_parameters())
+    assert n_kinds == len(space)
+    return estimator(below), estimator(above)
+
+
+@pytest.mark.parametrize('pending', [0, 3])
+@pytest.mark.parametrize('finished', [11, 37])
+def test_the_sampler_models_match_optunas_with_pending_jobs(finished, pending):
+    # The sampler's whole model, not only the estimator: the split of the history into good and bad (pending jobs
+    # among the bad, the constant liar) and both densities. With good_floor_share=None both are Optuna's to 1e-9;
+    # with the default floor, g is still Optuna's and only l's bandwidth floor differs.
+    rng = random.Random(finished * 10 + pending)
+    kinds = list(KINDS)
+    specs = [KINDS[k][0] for k in kinds]
+    space = {KINDS[k][0].name: KINDS[k][1] for k in kinds}
+    n = finished + pending
+    # distinct values per column: with ties, Optuna's unstable argsort may pair equal centres either way
+    columns = {k: [KINDS[k][1].choices[KINDS[k][2](rng)] for _ in range(n)] if k == 'categorical' else
+               distinct_draws(KINDS[k][2], rng, n) for k in kinds}
+    history, trials = [], []
+    for index in range(n):
+        external = {KINDS[k][0].name: columns[k][index] for k in kinds}
+        value = rng.uniform(0, 100) if index < finished else None
+        history.append((external, value))
+        trials.append(Trial(name=str(index), index=index, params=external,
+                            state='succeeded' if value is not None else 'running',
+                            reports=() if value is None else (Report(1.0, value),)))
+    rng.shuffle(trials)  # the sampler reads the history in index order whatever the order given
+    theirs_below, theirs_above = optuna_models(history, space, len(kinds))
+    queries = [[KINDS[k][2](rng) for k in kinds] for _ in range(15)]
+    expected_below = theirs_below.log_pdf({name: np.asarray([q[i] for q in queries], dtype=float)
+                                           for i, name in enumerate(space)})
+    expected_above = theirs_above.log_pdf({name: np.asarray([q[i] for q in queries], dtype=float)
+                                           for i, name in enumerate(space)})
+    for share in (None, 0.25):
+        [(group, below, above)] = TPESampler(specs, goal='min', good_floor_share=share).models(trials)
+        assert group == list(range(len(kinds)))
+        for query, want_below, want_above in zip(queries, expected_below, expected_above):
+            point = tuple(KINDS[k][3](v) for k, v in zip(kinds, query))
+            assert above.log_pdf(point) == pytest.approx(float(want_above), abs=1e-9, rel=1e-9)
+            if share is None:
+                assert below.log_pdf(point) == pytest.approx(float(want_below), abs=1e-9, rel=1e-9)
+
+
 def branin(x, y):
     return (y - 5.1 / (4 * math.pi ** 2) * x * x + 5 / math.pi * x - 6) ** 2 + 10 * (1 - 1 / (8 * math.pi)) * \
         math.cos(x) + 10

@@ -6,9 +6,10 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
 
 - continuous and stepped dimensions: a normal kernel truncated to the range, centred on the observation, with an
   adaptive bandwidth: the larger distance to its sorted neighbours (the range's ends count as neighbours; the
-  outermost observations use their inner neighbour only), clipped to [range / min(100, n + 2), range]; the prior
-  kernel is centred on the range with the whole range as its bandwidth; a stepped dimension's probability of a grid
-  value is the kernel's mass on the value's cell;
+  outermost observations use their inner neighbour only), clipped to [range / min(100, n + 2), range] (the "magic
+  clip"; a caller may count more observations than the n points in that floor, as the TPE sampler does for its
+  good group, ``clip_count``); the prior kernel is centred on the range with the whole range as its bandwidth; a
+  stepped dimension's probability of a grid value is the kernel's mass on the value's cell;
 - categorical dimensions: each observation's kernel puts 1 on the observed category plus prior_weight / (n + 1) on
   every category (normalised); the prior kernel is uniform;
 - weights: the caller's per-observation weights plus ``prior_weight`` for the prior, normalised; without
@@ -29,11 +30,11 @@ _NEG_INF = -math.inf
 class _Numeric:
     """The kernels of one continuous or stepped dimension."""
 
-    def __init__(self, dim, points, magic_clip, consider_endpoints):
+    def __init__(self, dim, points, magic_clip, consider_endpoints, clip_count):
         low, high = dim.low, dim.high
         span = high - low
         sigmas = _adaptive_bandwidths(points, low, high, consider_endpoints)
-        minsigma = span / min(100.0, len(points) + 2.0) if magic_clip else 1e-12
+        minsigma = span / min(100.0, clip_count + 2.0) if magic_clip else 1e-12
         sigmas = [min(max(s, minsigma), span) for s in sigmas]
         self.mus = list(points) + [0.5 * (low + high)]
         self.sigmas = sigmas + [span]
@@ -126,9 +127,12 @@ class ParzenEstimator:
     :param points: the observations, each a tuple with one internal coordinate per dimension.
     :param weights: one non-negative weight per point (before normalisation).
     :param prior_weight: the prior kernel's weight, and the categorical kernels' smoothing.
+    :param clip_count: the number of observations the bandwidth floor counts, range / min(100, clip_count + 2);
+        None: the points' own number (Optuna's). A larger count lets the kernels narrow further where points cluster.
     """
 
-    def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False):
+    def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False,
+                 clip_count=None):
         self.dims = dims
         columns = list(zip(*points)) if points else [()] * len(dims)
         if points:
@@ -145,7 +149,8 @@ class ParzenEstimator:
             self._cumulative.append(running)
         self.kernels = [
             _Categorical(dim, column, prior_weight) if dim.kind == CATEGORICAL
-            else _Numeric(dim, column, magic_clip, consider_endpoints)
+            else _Numeric(dim, column, magic_clip, consider_endpoints,
+                          len(points) if clip_count is None else max(clip_count, len(points)))
             for dim, column in zip(dims, columns)]
 
     def sample(self, rng, size):
