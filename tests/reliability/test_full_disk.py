@@ -96,11 +96,14 @@ def test_a_full_disk_is_said_loses_nothing_and_the_service_recovers(small_disk):
         service.subscription, rg, ws)
     client.experiments.begin_create(rg, ws, 'full').result()
     gate = where / 'gate'
+    started = where / 'a-started'
     client.jobs.begin_create(rg, ws, 'full', 'a', job_params(
-        service, 'while [ ! -e {} ]; do sleep 0.05; done; exit 0'.format(gate)), polling=False)
+        service, 'touch {}; while [ ! -e {} ]; do sleep 0.05; done; exit 0'.format(started, gate)), polling=False)
     client.jobs.begin_create(rg, ws, 'full', 'b', job_params(service, 'echo b-done'), polling=False)
     deadline = time.monotonic() + 30
-    while client.jobs.get(rg, ws, 'full', 'a').execution_state != 'running':
+    # 'running' is answered as soon as the job is taken, before its process exists: wait for the process, or the
+    # disk could fill while the job's folders are still being made (it would then fail DiskFull, as it should).
+    while client.jobs.get(rg, ws, 'full', 'a').execution_state != 'running' or not started.exists():
         assert time.monotonic() < deadline
         time.sleep(0.05)
 

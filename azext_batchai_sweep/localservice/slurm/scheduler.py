@@ -421,10 +421,10 @@ class SlurmScheduler(HeldJobsScheduler):
 
     def _fail_unsubmitted(self, key, code, message):
         with self._lock:
+            self._release(key)
             row = self._store.get(key)
             if row is not None and row['state'] == 'queued':
                 self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
-        self._release(key)
 
     def _poll(self):
         with self._lock:
@@ -489,10 +489,11 @@ class SlurmScheduler(HeldJobsScheduler):
             if self._held.get(key) is not job:
                 return  # failed meanwhile (fail_queued)
             del self._held[key]
+            # Its leftovers go before its end is recorded: a job answered ended has no environment file left.
+            self._release(key, row['marker'] if row is not None else None)
             if job.reason != 'deleted' and row is not None:
                 state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
                 self._record_end(key, state, exit_code, errors)
-        self._release(key, row['marker'] if row is not None else None)
         job.done.set()
         self._wake.set()
 
