@@ -177,7 +177,7 @@ class SlurmScheduler(HeldJobsScheduler):
         for token in sorted(os.listdir(root)) if os.path.isdir(root) else []:
             try:
                 with open(os.path.join(root, token, MEMBERS_FILE), encoding='utf-8') as f:
-                    keys = f.read().split()
+                    keys = [line for line in f.read().splitlines() if line]
             except OSError:  # killed before the list was written: sbatch never ran
                 shutil.rmtree(os.path.join(root, token), ignore_errors=True)
                 continue
