@@ -583,6 +583,7 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
 def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
                  open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
                  output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
+    from ._planning import default_plan_header
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
     from .core.report.build import make_report
@@ -591,7 +592,6 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
-    from ._planning import default_plan_header
     with core_errors():
         # --plan-file, else `<name>.plan.jsonl` here only when it is this sweep's (another target's plan of a sweep
         # with the same name says nothing of this one's sampling or objective).

@@ -46,6 +46,13 @@ def check(data_dir):
                            .format(data_dir, stat.S_IMODE(info.st_mode)))
 
 
+def write_private(path, text):
+    """Write one of the service's files whole (a temporary file renamed over it), readable by this user only."""
+    with open(os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w', encoding='utf-8') as f:
+        f.write(text)
+    os.replace(path + '.tmp', path)
+
+
 def make_private(data_dir):
     """Mode 0600 on the service's own files in the data dir (created with the process umask)."""
     for name in PRIVATE_FILES:

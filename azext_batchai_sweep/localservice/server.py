@@ -260,9 +260,7 @@ class LocalService:
                              name='http').start()
         info = self.info()
         path = os.path.join(self.data_dir, SERVICE_FILE)
-        with open(os.open(path + '.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'w', encoding='utf-8') as f:
-            json.dump(info, f, indent=2)
-        os.replace(path + '.tmp', path)
+        datadir.write_private(path, json.dumps(info, indent=2))
         logger.info('listening on %s (files %s), data dir %s, %s slots%s', info['endpoint'], info['filesEndpoint'],
                     self.data_dir, self.slots, ', faults ' + json.dumps(self.faults.settings) if self.faults.enabled
                     else '')

@@ -12,6 +12,7 @@ service stopping leaves Slurm jobs running for the same reason.
 maxWallClockTime: Slurm gets --time in whole minutes, and the service cancels a job at the exact limit itself.
 """
 import concurrent.futures
+import contextlib
 import datetime
 import json
 import logging
@@ -22,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from ..datadir import write_private
 from ..gpus import gpus_per_node
 from ..jobenv import base_environment
 from ..layout import job_dir
@@ -89,19 +91,6 @@ def _groups(ready, max_array_size=None):
     return groups
 
 
-def _write_atomic(path, text):
-    with open(path + '.tmp', 'w', encoding='utf-8') as f:
-        f.write(text)
-    os.replace(path + '.tmp', path)
-
-
-def _remove(path):
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
-
-
 class SlurmScheduler(HeldJobsScheduler):
     name = 'slurm'
 
@@ -165,10 +154,9 @@ class SlurmScheduler(HeldJobsScheduler):
             logger.info('re-attached job %s to Slurm job %s (%s)', row['key'], slurm_id, row['state'])
         for row in self._store.in_states(('deleting',), kind=None):
             self._store.delete_tree(row['key'])
-        for token, members in list(self._arrays.items()):  # the folders of arrays with no job followed any more
-            for key in list(members):
-                if key not in self._held:
-                    self._release(key)
+        for key in list(self._array_of):  # the folders of arrays with no job followed any more go
+            if key not in self._held:
+                self._release(key)
 
     def _recover_arrays(self):
         """Find the arrays submitted before the exit: ids for the jobs whose ids were not stored yet (the array's
@@ -348,25 +336,23 @@ class SlurmScheduler(HeldJobsScheduler):
             self._array_of.update((job.key, token) for job in group)
         for i, job in enumerate(group):
             env_file = os.path.join(job.layout.job_dir, ENV_FILE)
-            fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, 'w', encoding='utf-8') as f:
-                f.write(mapping.environment_file(job.env))
+            write_private(env_file, mapping.environment_file(job.env))
             os.symlink(self._write_script(job, env_file), os.path.join(array_dir, '{}.sh'.format(i)))
             for stream in ('out', 'err'):
                 os.symlink(os.path.join(job.layout.stdouterr_dir, 'std{}.txt'.format(stream)),
                            os.path.join(array_dir, '{}.{}'.format(i, stream)))
-        _write_atomic(os.path.join(array_dir, MEMBERS_FILE), ''.join(job.key + '\n' for job in group))
+        write_private(os.path.join(array_dir, MEMBERS_FILE), ''.join(job.key + '\n' for job in group))
         script = os.path.join(array_dir, 'array.sh')
-        _write_atomic(script, mapping.array_script(array_dir))
+        write_private(script, mapping.array_script(array_dir))
         options = mapping.array_options(list(group[0].resources), ARRAY_NAME_PREFIX + token, array_dir, len(group))
         array_id = self.cli.submit(options, script, self._array_environment())
         logger.debug('jobs %s are Slurm job array %s', ', '.join(job.key for job in group), array_id)
         return ['{}_{}'.format(array_id, i) for i in range(len(group))]
 
     def _array_environment(self):
-        """sbatch's environment for an array: the base every job's environment starts from, nothing of a job."""
-        env = {k: v for k, v in base_environment().items() if not k.startswith(_SLURM_PREFIXES)}
-        return self.cli.environment(env)
+        """sbatch's environment for an array: the base every job's environment starts from (no SLURM_* or SBATCH_*
+        among its variables), nothing of a job."""
+        return self.cli.environment(base_environment())
 
     def _follow(self, key, slurm_id):
         """Store a submitted job's Slurm id and follow it, or cancel it if it was stopped while sbatch ran."""
@@ -398,7 +384,8 @@ class SlurmScheduler(HeldJobsScheduler):
                 row = self._store.get(key)
                 marker = row['marker'] if row is not None else None
             if marker:
-                _remove(os.path.join(job_dir(self._data_dir, marker), ENV_FILE))
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(job_dir(self._data_dir, marker), ENV_FILE))
             if empty:
                 shutil.rmtree(os.path.join(self._data_dir, ARRAYS_DIR, token), ignore_errors=True)
 

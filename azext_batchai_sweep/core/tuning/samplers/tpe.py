@@ -167,9 +167,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
 
     def _models(self, history):
         good, bad = self._split(history)
-        clip_count = None
-        if self.good_floor_share is not None:
-            clip_count = max(len(good), int(self.good_floor_share * len(history.scored)))
+        # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
+        clip_count = None if self.good_floor_share is None else int(self.good_floor_share * len(history.scored))
         models = []
         for group in self.groups:
             dims = [self.dims[d] for d in group]
