@@ -5,7 +5,7 @@ Usage: python bench/tpe.py [--seeds 30] [--evals 60] [--functions branin,hartman
 For each function and seed, three searches of ``--evals`` evaluations each, side by side in one run:
 
 - *ours*: core/tuning/samplers/tpe.py (multivariate, constant liar, 10 startup jobs, l's bandwidth floor over a
-  quarter of the jobs), through its Sampler interface;
+  quarter of the jobs, l's weights by rank), through its Sampler interface;
 - *optuna*: ``optuna.samplers.TPESampler(seed=s)``, Optuna's defaults (in 5.0: multivariate, constant liar);
 - *random*: uniform draws of the same specs (spec.sample, as a random sweep draws them).
 

@@ -3,6 +3,7 @@ spaces, and the jobs that teach nothing."""
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 from dataclasses import replace
@@ -13,7 +14,7 @@ from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpe
 from azext_batchai_sweep.core.spec.substitution import ExternalValue
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
-from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_weights
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_weights, rank_weights
 from azext_batchai_sweep.core.tuning.simulation import simulate
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
@@ -300,21 +301,21 @@ def clustered_history(total):
     return [finished(i, {'X': x}, value) for i, (x, value) in enumerate(points)]
 
 
-def test_the_good_groups_bandwidth_floor_counts_a_quarter_of_the_jobs():
+def test_the_good_groups_bandwidth_floor_counts_35_percent_of_the_jobs():
     specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
     trials = clustered_history(40)  # gamma(40) = 4: the 4 packed jobs are the good group
     [(_, below, above)] = TPESampler(specs, goal='min').models(trials)
-    # the packed jobs' own bandwidths (0.01) are under the floor: range / (count + 2) with count = 40 // 4 = 10
+    # the packed jobs' own bandwidths (0.01) are under the floor: range / (count + 2) with count = int(0.35 * 40) = 14
     assert below.kernels[0].mus[:4] == [0.50, 0.51, 0.52, 0.53]
-    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 12] * 4)
-    # Optuna's floor counts the good group alone (4): twice as wide
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 16] * 4)
+    # Optuna's floor counts the good group alone (4): well over twice as wide
     [(_, optuna_below, optuna_above)] = TPESampler(specs, goal='min', good_floor_share=None).models(trials)
     assert optuna_below.kernels[0].sigmas[:4] == pytest.approx([1 / 6] * 4)
     # g (the bad group) is Optuna's either way
     assert above.kernels[0].sigmas == optuna_above.kernels[0].sigmas
-    # the floor narrows as jobs accrue (160 jobs: 1/42), down to Optuna's cap of a hundredth of the range
+    # the floor narrows as jobs accrue (160 jobs: count 56, 1/58), down to Optuna's cap of a hundredth of the range
     [(_, below, _)] = TPESampler(specs, goal='min').models(clustered_history(160))
-    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 42] * 4)
+    assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 58] * 4)
     [(_, below, _)] = TPESampler(specs, goal='min').models(clustered_history(1000))
     assert below.kernels[0].sigmas[:4] == pytest.approx([1 / 100] * 4)
     # a share that would count fewer jobs than the good group holds never widens Optuna's floor
@@ -329,7 +330,7 @@ def test_the_narrower_floor_samples_closer_to_where_the_good_jobs_cluster():
     def distances(share):
         return [abs(TPESampler(specs, goal='min', seed=seed, good_floor_share=share).suggest(trials, 1)[0]
                     .params['X'] - 0.515) for seed in range(40)]
-    ours, optunas = distances(0.25), distances(None)
+    ours, optunas = distances(0.35), distances(None)
     assert all(d < 0.1 for d in ours)
     assert sum(ours) < 0.5 * sum(optunas)
 
@@ -353,3 +354,70 @@ def test_a_pending_job_lowers_the_score_of_its_neighbourhood():
     # and the next suggestion, made with it pending, goes elsewhere
     again = sampler.suggest(trials + [pending], 1)[0].params
     assert (again['X'], again['Y']) != point
+
+
+def test_rank_weights_by_hand():
+    # ranks 2, 0, 1 (the second job is the best), equal ages: (3 - rank) ** 2 = 1, 9, 4, rescaled to sum to 3
+    assert rank_weights([2, 0, 1], [1.0, 1.0, 1.0], 2.0) == pytest.approx([3 / 14, 27 / 14, 12 / 14])
+    # the age ramp still applies: an old best job (age weight 0.5) and a new second one
+    assert rank_weights([0, 1], [0.5, 1.0], 2.0) == pytest.approx([1.0, 0.5])
+    # power 0 is Optuna's flat weighting
+    assert rank_weights([1, 0, 2], [1.0, 1.0, 1.0], 0.0) == pytest.approx([1.0, 1.0, 1.0])
+
+
+def split_history():
+    """60 finished jobs on X in [0, 1]: the best alone at 0.2, the other five good ones at 0.8, the rest worse and
+    spread out (gamma(60) = 6 good jobs)."""
+    good = [(0.2, 0.0)] + [(0.8 + 0.01 * k, 0.1 * (k + 1)) for k in range(5)]
+    spread_out = [((i + 0.5) / 54, 2.0 + (i % 7)) for i in range(54)]
+    rows = spread_out[:30] + good + spread_out[30:]  # the good jobs in the middle of the history, not first
+    return [finished(i, {'X': x}, value) for i, (x, value) in enumerate(rows)]
+
+
+def test_the_good_groups_weights_fall_with_rank():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    trials = split_history()
+    [(_, below, above)] = TPESampler(specs, goal='min').models(trials)
+    [(_, flat_below, flat_above)] = TPESampler(specs, goal='min', good_rank_power=None).models(trials)
+    mus = below.kernels[0].mus[:6]
+    by_centre = dict(zip(mus, below.weights[:6]))
+    # the best job (at 0.2) weighs 6 ** 2 against the sixth's 1 ** 2, in between in rank order
+    ranked = [by_centre[0.2]] + [by_centre[0.8 + 0.01 * k] for k in range(5)]
+    assert ranked == sorted(ranked, reverse=True)
+    assert ranked[0] / ranked[-1] == pytest.approx(36.0)
+    # the prior keeps Optuna's share of l, and Optuna's flat weights are one parameter away
+    assert below.weights[-1] == pytest.approx(flat_below.weights[-1]) == pytest.approx(1 / 7)
+    assert flat_below.weights[:6] == pytest.approx([1 / 7] * 6)
+    # g is not weighted by rank
+    assert above.weights == flat_above.weights
+
+
+def two_cluster_history():
+    """60 finished jobs on X in [0, 1]: the two best packed at 0.20-0.21, the four next good ones at 0.80-0.83, the
+    rest worse and spread out (gamma(60) = 6 good jobs)."""
+    good = [(0.2, 0.0), (0.21, 0.05)] + [(0.8 + 0.01 * k, 0.1 * (k + 1)) for k in range(4)]
+    spread_out = [((i + 0.5) / 54, 2.0 + (i % 7)) for i in range(54)]
+    rows = spread_out[:30] + good + spread_out[30:]
+    return [finished(i, {'X': x}, value) for i, (x, value) in enumerate(rows)]
+
+
+def test_rank_weights_draw_more_candidates_and_suggestions_near_the_best_jobs():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    trials = two_cluster_history()
+
+    def shares_of_draws(power):
+        [(_, below, _)] = TPESampler(specs, goal='min', good_rank_power=power).models(trials)
+        draws = [x for (x,) in below.sample(random.Random(5), 4000)]
+        return (sum(abs(x - 0.205) < 0.1 for x in draws) / 4000, sum(abs(x - 0.815) < 0.1 for x in draws) / 4000)
+    # flat weights: the best two clusters hold 2/7 of l's mass against 4/7 for the next four; by rank 61/91 of the
+    # good jobs' mass (6/7 of l) is on the best two
+    flat_best, flat_next = shares_of_draws(None)
+    best, after = shares_of_draws(2.0)
+    assert flat_best < flat_next
+    assert best > 1.5 * flat_best and best > 1.5 * after and after < flat_next
+
+    def near_best(power):
+        return sum(abs(TPESampler(specs, goal='min', seed=seed, good_rank_power=power).suggest(trials, 1)[0]
+                       .params['X'] - 0.205) < 0.1 for seed in range(60))
+    # and the suggestions (the candidates' best l/g ratio) follow
+    assert near_best(2.0) > near_best(None) + 5

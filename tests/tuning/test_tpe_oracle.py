@@ -106,8 +106,8 @@ def optuna_models(trials_spec, space, n_kinds):
 @pytest.mark.parametrize('finished', [11, 37])
 def test_the_sampler_models_match_optunas_with_pending_jobs(finished, pending):
     # The sampler's whole model, not only the estimator: the split of the history into good and bad (pending jobs
-    # among the bad, the constant liar) and both densities. With good_floor_share=None both are Optuna's to 1e-9;
-    # with the default floor, g is still Optuna's and only l's bandwidth floor differs.
+    # among the bad, the constant liar) and both densities. With both of l's departures off (good_floor_share=None,
+    # good_rank_power=None) both are Optuna's to 1e-9; with the defaults, g is still Optuna's and only l differs.
     rng = random.Random(finished * 10 + pending)
     kinds = list(KINDS)
     specs = [KINDS[k][0] for k in kinds]
@@ -131,13 +131,14 @@ def test_the_sampler_models_match_optunas_with_pending_jobs(finished, pending):
                                            for i, name in enumerate(space)})
     expected_above = theirs_above.log_pdf({name: np.asarray([q[i] for q in queries], dtype=float)
                                            for i, name in enumerate(space)})
-    for share in (None, 0.25):
-        [(group, below, above)] = TPESampler(specs, goal='min', good_floor_share=share).models(trials)
+    for optunas in (True, False):
+        departures = dict(good_floor_share=None, good_rank_power=None) if optunas else {}
+        [(group, below, above)] = TPESampler(specs, goal='min', **departures).models(trials)
         assert group == list(range(len(kinds)))
         for query, want_below, want_above in zip(queries, expected_below, expected_above):
             point = tuple(KINDS[k][3](v) for k, v in zip(kinds, query))
             assert above.log_pdf(point) == pytest.approx(float(want_above), abs=1e-9, rel=1e-9)
-            if share is None:
+            if optunas:
                 assert below.log_pdf(point) == pytest.approx(float(want_below), abs=1e-9, rel=1e-9)
 
 

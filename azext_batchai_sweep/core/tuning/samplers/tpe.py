@@ -9,18 +9,31 @@ re-derived here without numpy:
 2. pending jobs (queued or running) join the bad ones (the constant liar): a suggestion made while jobs run is
    pushed away from the points they test, so parallel suggestions spread instead of piling on one point;
 3. a Parzen estimator (parzen.py) is fitted to each group, l(x) to the good and g(x) to the bad, with weights that
-   ramp down the oldest observations once a group has more than 25 (Optuna's ``default_weights``); one departure
-   from Optuna: the floor of l's bandwidths (range / min(100, count + 2), the "magic clip") counts a quarter of all
-   the jobs with an objective instead of the good group's own size, so l narrows where the good jobs cluster;
+   ramp down the oldest observations once a group has more than 25 (Optuna's ``default_weights``); two departures
+   from Optuna, both in l alone:
+
+   - the floor of l's bandwidths (range / min(100, count + 2), the "magic clip") counts 35% of all the jobs with
+     an objective instead of the good group's own size, so l narrows where the good jobs cluster;
+   - l's weights also fall with rank: of m good jobs the k-th best (k = 0, 1, ...) weighs (m - k)^2 times its
+     age weight, rescaled so that the good jobs together weigh what they weigh in Optuna (the prior's share is
+     unchanged); with 6 good jobs the best is 36 times the sixth;
+
 4. ``candidates`` points are drawn from l(x) and the one with the largest log l(x) - log g(x) (the expected
    improvement ratio) is suggested.
 
 Why the floor: Optuna counts the good group alone, 10% of the jobs, so after 60 jobs l's kernels are never
 narrower than an eighth of each range, and the last suggestions of a sweep sample the good region no finer than the
-first ones did. Counting a quarter of the jobs (the share hyperopt's original TPE put in its good group) lets the
-bandwidths follow the evidence: at 60 jobs the floor is a seventeenth of the range, at 400 jobs and more Optuna's
-own cap (a hundredth). With ``good_floor_share=None`` the sampler is Optuna's formulation exactly (the oracle test
-compares both models' densities, pending jobs included). docs/benchmarks.md has the figures and the variants tried.
+first ones did. Counting 35% of the jobs lets the bandwidths follow the evidence: at 60 jobs the floor is a 23rd of
+the range, from about 280 jobs on Optuna's own cap (a hundredth).
+
+Why the rank weights: Optuna's l weighs its good jobs alike, so the sixth-best job of 60 draws as many candidates
+as the best one. Weighting by rank makes the draws lean on the best results known. It matters most with jobs in
+flight, where each suggestion sees results some jobs old: with the floor alone, a narrower l cost sweeps with 4 jobs
+in flight in 6 dimensions (hartmann6) as much as it gained elsewhere, and with the rank weights it no longer does
+(the same idea as MOTPE's weighting of its good group by each trial's contribution). The two were chosen together
+on seed sets kept apart from the issue's. With ``good_floor_share=None, good_rank_power=None`` the sampler is
+Optuna's formulation exactly (the oracle test compares both models' densities, pending jobs included).
+docs/benchmarks.md has the figures and the variants tried.
 
 Until ``startup_jobs`` jobs have taught something, suggestions are uniform random draws. Failed jobs, jobs the user
 terminated and jobs without a report never enter the model and are never "best", but their configurations count as
@@ -44,7 +57,9 @@ from .space import dimensions, space_size
 DEFAULT_STARTUP_JOBS = 10
 DEFAULT_CANDIDATES = 24
 # The share of the jobs with an objective that the floor of l's bandwidths counts (None: the good group's size).
-DEFAULT_GOOD_FLOOR_SHARE = 0.25
+DEFAULT_GOOD_FLOOR_SHARE = 0.35
+# The power of the rank weights of l's observations: the k-th best of m good jobs weighs (m - k) ** power.
+DEFAULT_GOOD_RANK_POWER = 2.0
 # Past this many configurations a finite space is searched by rejection instead of being listed.
 _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
@@ -69,6 +84,15 @@ def default_weights(n):
     return head + [1.0] * 25
 
 
+def rank_weights(ranks, ages, power):
+    """l's observation weights: each good job's age weight times (m - rank) ** power, m good jobs, rank 0 the best,
+    rescaled to sum to what the age weights sum to (so the prior's share of l is Optuna's)."""
+    m = len(ranks)
+    raw = [age * (m - rank) ** power for rank, age in zip(ranks, ages)]
+    total = sum(raw)
+    return [w * sum(ages) / total for w in raw] if total > 0 else list(ages)
+
+
 class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     """Suggests parameters from the jobs' objectives (implements core.tuning.trial.Sampler).
 
@@ -83,12 +107,15 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     :param prior_weight: weight of the prior kernel.
     :param good_floor_share: l's bandwidth floor counts this share of the jobs with an objective (at least the good
         group's size); None counts the good group alone, as Optuna does.
+    :param good_rank_power: l's weights fall with rank, the k-th best of m good jobs weighing (m - k) ** power; None
+        weighs them alike, as Optuna does.
     """
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal='max', seed=0, count=None, startup_jobs=DEFAULT_STARTUP_JOBS,
                  candidates=DEFAULT_CANDIDATES, multivariate=True, constant_liar=True, prior_weight=1.0,
-                 gamma=default_gamma, weights=default_weights, good_floor_share=DEFAULT_GOOD_FLOOR_SHARE):
+                 gamma=default_gamma, weights=default_weights, good_floor_share=DEFAULT_GOOD_FLOOR_SHARE,
+                 good_rank_power=DEFAULT_GOOD_RANK_POWER):
         if goal not in ('max', 'min'):
             raise ValueError('goal must be "max" or "min", not {!r}'.format(goal))
         self.dims = dimensions(specs)
@@ -102,6 +129,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         self.gamma = gamma
         self.weights = weights
         self.good_floor_share = good_floor_share
+        self.good_rank_power = good_rank_power
         self.size = space_size(self.dims)
         all_dims = list(range(len(self.dims)))
         self.groups = [all_dims] if multivariate else [[d] for d in all_dims]
@@ -166,13 +194,16 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         return self._models(_History(self, sorted(trials, key=lambda t: t.index)))
 
     def _models(self, history):
-        good, bad = self._split(history)
+        good, good_ranks, bad = self._split(history)
         # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
         clip_count = None if self.good_floor_share is None else int(self.good_floor_share * len(history.scored))
+        good_weights = self.weights(len(good))
+        if self.good_rank_power is not None:
+            good_weights = rank_weights(good_ranks, good_weights, self.good_rank_power)
         models = []
         for group in self.groups:
             dims = [self.dims[d] for d in group]
-            below = ParzenEstimator(dims, [_project(p, group) for p in good], self.weights(len(good)),
+            below = ParzenEstimator(dims, [_project(p, group) for p in good], good_weights,
                                     self.prior_weight, clip_count=clip_count)
             above = ParzenEstimator(dims, [_project(p, group) for p in bad], self.weights(len(bad)),
                                     self.prior_weight)
@@ -180,15 +211,16 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         return models
 
     def _split(self, history):
-        """The good and the bad observations' points, each in index order (pending ones among the bad)."""
+        """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
+        (pending jobs among the bad)."""
         ranked = sorted(history.scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
         n_good = self.gamma(len(ranked))
-        good = sorted(ranked[:n_good])
+        good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(ranked[:n_good]))
         bad = list(ranked[n_good:])
         if self.constant_liar:
             bad.extend((index, None, point) for index, point in history.pending)
         bad.sort(key=lambda item: item[0])
-        return [item[2] for item in good], [item[-1] for item in bad]
+        return [item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad]
 
     def _best_candidate(self, rng, models, history):
         """The candidate with the largest l/g ratio among draws from l, untried ones only in a finite space."""
