@@ -63,6 +63,18 @@ class AzRunner:
         return AzResult(proc.returncode, proc.stdout, proc.stderr)
 
 
+def service_env(service):
+    """The variables that point az at a local service: its endpoint and its token file."""
+    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
+
+
+def service_az(service, directory):
+    """An az runner pointed at ``service``, working in ``directory`` with its own config dir there."""
+    config = os.path.join(directory, 'azure-config')
+    os.makedirs(config, exist_ok=True)
+    return AzRunner(config, env=service_env(service), cwd=directory)
+
+
 @pytest.fixture
 def az_config_dir(tmp_path):
     path = tmp_path / 'azure-config'

@@ -22,7 +22,7 @@ from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
 from .layout import MARKER_VARIABLE, command_line
 from .resources import job_wall_clock
-from .scheduler import REASONS, HeldJobsScheduler, ending, error as _error  # noqa: F401 (REASONS: this module's API)
+from .scheduler import HeldJobsScheduler, ending, error as _error
 
 logger = logging.getLogger(__name__)
 

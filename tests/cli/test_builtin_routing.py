@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.fixtures_az import REPO_ROOT, base_env
+from tests.fixtures_az import REPO_ROOT, base_env, service_env
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -19,8 +19,7 @@ UNAVAILABLE = 'Local routing of the built-in "az batchai" commands is unavailabl
 @pytest.fixture
 def targeted(az, local_service):
     """`az` pointed at the session's service the way `local start` points it (the variables override az config)."""
-    az.env.update({'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-                   'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file})
+    az.env.update(service_env(local_service))
     return az
 
 
@@ -90,8 +89,7 @@ def run_az_patched(patch, args, env):
      'did not build the client through azure.cli.core.commands.client_factory.get_mgmt_service_client'),
 ], ids=['module-level-reference', 'own-client'])
 def test_routing_fails_closed_when_az_internals_differ(az_config_dir, local_service, patch, why):
-    env = base_env(az_config_dir, {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-                                   'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file})
+    env = base_env(az_config_dir, service_env(local_service))
     result = run_az_patched(patch, ['batchai', 'workspace', 'list', '-g', local_service.resource_group], env)
     assert result.returncode == 1, result.stderr
     assert UNAVAILABLE in result.stderr and why in result.stderr, result.stderr
@@ -170,8 +168,7 @@ def test_a_configured_storage_account_gets_the_local_key_not_the_configured_one(
             '    args = argparse.Namespace(account_name=None, account_key=key)\n'
             '    _fill_local_storage_key(cli, "batchai job create", args)\n'
             '    print(json.dumps([args.account_name, args.account_key]))\n')
-    env = base_env(az_config_dir, {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-                                   'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file,
+    env = base_env(az_config_dir, {**service_env(local_service),
                                    'AZURE_BATCHAI_STORAGE_ACCOUNT': 'configured',
                                    'AZURE_BATCHAI_STORAGE_KEY': 'an-azure-key'})
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, cwd=REPO_ROOT,

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ..fixtures_az import REPO_ROOT, base_env
+from ..fixtures_az import REPO_ROOT, base_env, service_env
 
 PROGRAM = r'''
 import json
@@ -23,8 +23,7 @@ print(json.dumps({'transport_verify': transport.connection_config.verify,
 
 @pytest.mark.parametrize('disabled', [False, True])
 def test_disabling_connection_verification_reaches_the_client_and_downloads(local_service, tmp_path, disabled):
-    extra = {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-             'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file}
+    extra = service_env(local_service)
     if disabled:
         extra['AZURE_CLI_DISABLE_CONNECTION_VERIFICATION'] = '1'
     done = subprocess.run([sys.executable, '-c', PROGRAM], env=base_env(str(tmp_path), extra), cwd=REPO_ROOT,

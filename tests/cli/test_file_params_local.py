@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import AzRunner, service_env
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -60,9 +60,7 @@ def example_share(request, local_service):
 
 @pytest.fixture
 def local_az(local_service, az_config_dir, tmp_path):
-    env = {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-           'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file}
-    return AzRunner(az_config_dir, env=env, cwd=str(tmp_path))
+    return AzRunner(az_config_dir, env=service_env(local_service), cwd=str(tmp_path))
 
 
 def write_sweep(directory, name, parameter, job):

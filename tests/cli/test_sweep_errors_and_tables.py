@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tests.cli.test_sweep_identity import Target
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import AzRunner, service_env
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -123,8 +123,7 @@ def test_no_service_and_no_login_names_both_ways_forward(tmp_path, local_service
     assert 'az login' in result.stderr and 'az batchai sweep local start' in result.stderr
 
     # `local status` without --data-dir finds the service the config targets.
-    az.env.update({'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-                   'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file})
+    az.env.update(service_env(local_service))
     status = az('batchai', 'sweep', 'local', 'status', '-o', 'json')
     assert status.exit_code == 0, status.stderr
     assert status.json()['running'] and status.json()['targeted']

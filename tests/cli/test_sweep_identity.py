@@ -10,15 +10,11 @@ import uuid
 import pytest
 
 from azext_batchai_sweep.core.spec.naming import job_name
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import service_az
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
 COMMAND = 'echo "x={{X}}"'
-
-
-def service_env(service):
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
 
 
 def write_sweep(directory, values=(1, 2), command=COMMAND, sampling='', name='sweep.yaml', parameter=None):
@@ -46,11 +42,9 @@ class Target:
     """-g/-w/-e of one fresh experiment on the session's service, and an az runner working in `directory`."""
 
     def __init__(self, service, directory, experiment=None):
-        config = os.path.join(directory, 'azure-config')
-        os.makedirs(config, exist_ok=True)
         self.service = service
         self.directory = directory
-        self.az = AzRunner(config, env=service_env(service), cwd=directory)
+        self.az = service_az(service, directory)
         self.experiment = experiment or 'id-' + uuid.uuid4().hex[:8]
 
     def args(self, name, experiment=None):

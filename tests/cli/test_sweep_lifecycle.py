@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from tests.cli.test_sweep_identity import Target, read_plan, service_env, write_sweep
-from tests.fixtures_az import AzRunner
+from tests.cli.test_sweep_identity import Target, read_plan, write_sweep
+from tests.fixtures_az import service_az
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -120,9 +120,7 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
 
 def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path):
     svc = service_factory(name='dying', slots=1)
-    config = tmp_path / 'azure-config'
-    config.mkdir()
-    az = AzRunner(str(config), env=service_env(svc), cwd=str(tmp_path))
+    az = service_az(svc, str(tmp_path))
     write_sweep(str(tmp_path), values=(1,), command='sleep 60')
     args = ['-g', svc.resource_group, '-w', svc.workspace, '-e', 'e-' + uuid.uuid4().hex[:6], '-n', 'd']
     made = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', svc.cluster)

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import service_az, service_env
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -20,10 +20,6 @@ SWEEP = 'flaky'
 JOB_COMMAND = ('echo "training x={{X}}"; echo "loss=$(({{X}} * 3))"; '
                'mkdir -p $AZ_BATCHAI_OUTPUT_MODEL/sub && echo "model {{X}}" > $AZ_BATCHAI_OUTPUT_MODEL/sub/model.txt; '
                'test -e "$FIXED" || exit $(({{X}} % 2))')
-
-
-def service_env(service):
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
 
 
 def write_sweep(directory, fixed, values=(0, 1, 2, 3, 4, 5), extra=''):
@@ -61,9 +57,7 @@ class Sweep:
 def sweep(local_service, tmp_path_factory):
     """A finished 6-job sweep whose odd jobs failed, made with create, submit and status --wait."""
     directory = str(tmp_path_factory.mktemp('workflow'))
-    config = os.path.join(directory, 'azure-config')
-    os.mkdir(config)
-    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    az = service_az(local_service, directory)
     made = Sweep(az, local_service, directory, 'cli-' + uuid.uuid4().hex[:8])
     write_sweep(directory, made.fixed)
 

@@ -10,7 +10,7 @@ from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.spec.naming import canonical_json
-from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec
 from azext_batchai_sweep.core.spec.substitution import (CompiledTemplate, ExternalValue, Placeholder, placeholder_names,
                                                         render_value, shell_quote)
 from azext_batchai_sweep.core.spec.sweep import ParameterSweep

@@ -20,11 +20,6 @@ def quick_retry(**kwargs):
     return RetrySettings(**{'base_delay': 0.05, 'max_delay': 0.5, 'max_retries': 12, **kwargs})
 
 
-def service_env(service):
-    """Environment that points the az commands at a local service."""
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
-
-
 def client_for(service, **kwargs):
     return local_batchai_client(service.endpoint, service.token_file, service.subscription, **kwargs)
 

@@ -13,9 +13,10 @@ import uuid
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
+from tests.fixtures_az import service_env
+
 from .az_inprocess import run_many
 from .corpus import argv, load_cases, prepare
-from .helpers import service_env
 
 CASES = load_cases()
 # Through the real executable too: a YAML error, a schema error, an argument check, a file error, a warning.

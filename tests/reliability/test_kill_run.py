@@ -3,14 +3,13 @@ time (twice with its journal deleted): no job duplicated, none lost, never more 
 the same Hyperband decisions as an unkilled run of the same sweep. `make test` runs the 22-job, 3-kill version
 (tests/tuning/test_run_e2e.py). Figures: docs/reliability.md.
 """
-import os
 import time
 import uuid
 
 import pytest
 
-from tests.fixtures_az import AZ, AzRunner, base_env
-from tests.tuning.run_helpers import Watcher, hyperband_decisions, kill_and_resume, service_env, write_sweep
+from tests.fixtures_az import AZ, base_env, service_az, service_env
+from tests.tuning.run_helpers import Watcher, hyperband_decisions, kill_and_resume, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service, pytest.mark.soak]
 
@@ -28,9 +27,7 @@ def run_args(service, experiment, sweep, spec):
 @pytest.mark.timeout(1200)
 def test_run_killed_ten_times_keeps_its_decisions(local_service, batchai_client, tmp_path):
     directory = str(tmp_path)
-    config = os.path.join(directory, 'azure-config')
-    os.mkdir(config)
-    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    az = service_az(local_service, directory)
     experiment = 'soak-run-' + uuid.uuid4().hex[:6]
     outcomes = {}
     for sweep in ('whole', 'killed'):
@@ -40,8 +37,9 @@ def test_run_killed_ten_times_keeps_its_decisions(local_service, batchai_client,
             kills = 0
             if sweep == 'killed':
                 command = [AZ] + run_args(local_service, experiment, sweep, spec)
-                kills = kill_and_resume(command, base_env(config, service_env(local_service)), directory, watcher,
-                                        KILL_POINTS, config, sweep, delete_journal_at=(35, 95), timeout=300)
+                env = base_env(az.config_dir, service_env(local_service))
+                kills = kill_and_resume(command, env, directory, watcher, KILL_POINTS, az.config_dir, sweep,
+                                        delete_journal_at=(35, 95), timeout=300)
             final = az(*run_args(local_service, experiment, sweep, spec), timeout=900)
         assert final.exit_code == 0, final.stderr
         jobs = watcher.jobs()

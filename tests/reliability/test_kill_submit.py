@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from tests.fixtures_az import AZ, base_env
+from tests.fixtures_az import AZ, base_env, service_env
 
-from .helpers import assert_exactly_planned, client_for, make_plan, service_env, service_jobs
+from .helpers import assert_exactly_planned, client_for, make_plan, service_jobs
 
 pytestmark = [pytest.mark.service, pytest.mark.az]
 

@@ -13,9 +13,9 @@ from azext_batchai_sweep.core.service.status import wait_for_jobs
 from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from bench.procmem import run_measured
-from tests.fixtures_az import AZ, base_env
+from tests.fixtures_az import AZ, base_env, service_env
 
-from .helpers import client_for, make_plan, plan_bodies, quick_retry, service_env
+from .helpers import client_for, make_plan, plan_bodies, quick_retry
 
 # Minutes, not seconds: 10,000 jobs are run as processes before the commands are measured.
 pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.soak, pytest.mark.timeout(3600)]

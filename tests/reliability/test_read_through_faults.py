@@ -13,9 +13,9 @@ import urllib.request
 import pytest
 
 from azext_batchai_sweep.core.service.submit import submit_jobs
-from tests.fixtures_az import AZ, base_env
+from tests.fixtures_az import AZ, base_env, service_env
 
-from .helpers import client_for, make_plan, plan_bodies, quick_retry, service_env
+from .helpers import client_for, make_plan, plan_bodies, quick_retry
 
 pytestmark = [pytest.mark.service, pytest.mark.az]
 

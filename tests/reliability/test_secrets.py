@@ -10,7 +10,9 @@ import secrets
 
 import pytest
 
-from .helpers import service_env, write_sweep_file
+from tests.fixtures_az import service_env
+
+from .helpers import write_sweep_file
 
 pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.slow]
 

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from .helpers import service_env, wait_until
+from tests.fixtures_az import service_env
+
+from .helpers import wait_until
 
 pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.azurite, pytest.mark.slow]
 

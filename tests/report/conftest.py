@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import AzRunner, service_az
 
 SWEEP = 'curves'
 TRAIN = '''
@@ -61,11 +61,7 @@ class ReportedSweep:
 @pytest.fixture(scope='session')
 def reported_sweep(local_service, tmp_path_factory):
     directory = str(tmp_path_factory.mktemp('report'))
-    config = os.path.join(directory, 'azure-config')
-    os.mkdir(config)
-    env = {'AZURE_BATCHAI_SWEEP_ENDPOINT': local_service.endpoint,
-           'AZURE_BATCHAI_SWEEP_TOKEN_FILE': local_service.token_file}
-    az = AzRunner(config, env=env, cwd=directory)
+    az = service_az(local_service, directory)
     train = os.path.join(directory, 'train.py')
     with open(train, 'w', encoding='utf-8') as out:
         out.write(TRAIN)

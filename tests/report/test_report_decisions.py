@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from azext_batchai_sweep.core.report.decisions import decisions_from_run_rows
-from tests.fixtures_az import AzRunner
-from tests.tuning.run_helpers import service_env, write_sweep
+from tests.fixtures_az import service_az
+from tests.tuning.run_helpers import write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -32,9 +32,7 @@ def test_run_rows_become_decisions():
 
 
 def test_report_of_a_bandit_run_shows_its_decisions(local_service, tmp_path):
-    config = tmp_path / 'azure-config'
-    config.mkdir()
-    az = AzRunner(str(config), env=service_env(local_service), cwd=str(tmp_path))
+    az = service_az(local_service, str(tmp_path))
     spec = write_sweep(str(tmp_path), 'bandit', [
         'limits: {maxConcurrentJobs: 3}', 'earlyTermination: {policy: bandit, slackFactor: 0.2, delayEvaluation: 2}'],
         [0.9, 0.3, 0.8, 0.2, 0.85], epochs=6, sleep=0.1)
@@ -69,7 +67,7 @@ def test_report_of_a_bandit_run_shows_its_decisions(local_service, tmp_path):
     assert data['sampling'] == 'grid'  # carried by the run's jobs (sweep run writes no plan)
 
     # Without the run's journal (another machine), the decisions are rebuilt from the service, as status does.
-    journals = glob.glob(os.path.join(str(config), '**', '*.run.json'), recursive=True)
+    journals = glob.glob(os.path.join(az.config_dir, '**', '*.run.json'), recursive=True)
     assert len(journals) == 1
     os.unlink(journals[0])
     again = az('batchai', 'sweep', 'report', *target, '-f', str(tmp_path / 'again.html'), '-o', 'json').json()

@@ -10,10 +10,6 @@ from azext_batchai_sweep.core.tuning.loop import job_state
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
 
 
-def service_env(service):
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
-
-
 def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05):
     """A sweep file over Q (the job's quality: the larger, the better at every epoch) running data/curve.py."""
     command = '{} {} {{{{Q}}}} {} {}'.format(sys.executable, CURVE, epochs, sleep)

@@ -3,7 +3,6 @@ service, tiny deterministic jobs (data/curve.py). One job at a time, the sweep i
 results, so the jobs on the service must be exactly those of the same controller run in-process on the same curves,
 even when the sweep is run by two processes one after the other.
 """
-import os
 import uuid
 
 import pytest
@@ -14,9 +13,9 @@ from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.simulation import simulate
-from tests.fixtures_az import AzRunner
+from tests.fixtures_az import service_az
 
-from .run_helpers import Watcher, service_env, write_sweep
+from .run_helpers import Watcher, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -40,9 +39,7 @@ def reference(seed):
 
 def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client, tmp_path):
     directory = str(tmp_path)
-    config = os.path.join(directory, 'azure-config')
-    os.mkdir(config)
-    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    az = service_az(local_service, directory)
     experiment = 'tpe-' + uuid.uuid4().hex[:8]
     expected = reference(SEED)
     stopped = [t.index for t in expected if t.state == 'terminated']

@@ -15,9 +15,9 @@ import pytest
 
 from azext_batchai_sweep.core.service.listing import env_of
 from azext_batchai_sweep.core.tuning.loop import job_state
-from tests.fixtures_az import AZ, AzRunner, base_env
+from tests.fixtures_az import AZ, base_env, service_az, service_env
 
-from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, service_env, write_sweep
+from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -29,11 +29,9 @@ QUALITIES = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.35, 0.45, 0.55
 @pytest.fixture(scope='module')
 def setup(local_service, tmp_path_factory):
     directory = str(tmp_path_factory.mktemp('sweep-run'))
-    config = os.path.join(directory, 'azure-config')
-    os.mkdir(config)
-    az = AzRunner(config, env=service_env(local_service), cwd=directory)
+    az = service_az(local_service, directory)
     experiment = 'run-' + uuid.uuid4().hex[:8]
-    return az, directory, config, experiment
+    return az, directory, az.config_dir, experiment
 
 
 def args(service, experiment, sweep, spec):

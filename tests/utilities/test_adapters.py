@@ -18,6 +18,18 @@ def template(command_line='python train.py', key=KEY, epochs='1'):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command_line))
 
 
+def submit_one(local_service, batchai_client, experiment_name, prefix, command_line):
+    """ExperimentUtils on the session's service and the one job (named from ``prefix``) it submitted."""
+    utils = experiment.ExperimentUtils(batchai_client, local_service.resource_group, local_service.workspace,
+                                       experiment_name, log_to_stdout=False)
+    jcp = models.JobCreateParameters(
+        cluster=models.ResourceId(id=local_service.cluster_id), node_count=1,
+        std_out_err_path_prefix='$AZ_BATCHAI_MOUNT_ROOT/logs',
+        custom_toolkit_settings=models.CustomToolkitSettings(command_line=command_line))
+    (submitted,) = utils.submit_jobs([jcp], prefix).result()
+    return utils, submitted
+
+
 def test_job_names_hash_the_definition_without_its_credentials():
     name = experiment.job_name_for('mnist_hyperband', template())
     assert name.startswith('mnist_hyperband-') and len(name) == len('mnist_hyperband-') + 16
@@ -86,13 +98,8 @@ def test_old_positional_order():
 
 @pytest.mark.service
 def test_metric_extractor_options(local_service, batchai_client):
-    utils = experiment.ExperimentUtils(batchai_client, local_service.resource_group, local_service.workspace,
-                                       'utilities-metrics', log_to_stdout=False)
-    jcp = models.JobCreateParameters(
-        cluster=models.ResourceId(id=local_service.cluster_id), node_count=1,
-        std_out_err_path_prefix='$AZ_BATCHAI_MOUNT_ROOT/logs',
-        custom_toolkit_settings=models.CustomToolkitSettings(command_line='printf "loss 3\\nloss 1\\nloss 2\\n"'))
-    (submitted,) = utils.submit_jobs([jcp], 'metrics').result()
+    utils, submitted = submit_one(local_service, batchai_client, 'utilities-metrics', 'metrics',
+                                  'printf "loss 3\\nloss 1\\nloss 2\\n"')
 
     def metric(regex, how='last', logfile='stdout.txt'):
         extractor = job.MetricExtractor('stdouterr', logfile, regex, calculate_method=how)
@@ -116,13 +123,8 @@ def test_metric_extractor_options(local_service, batchai_client):
 
 @pytest.mark.service
 def test_wait_for_job_completion_and_print_job_status(local_service, batchai_client, capsys):
-    utils = experiment.ExperimentUtils(batchai_client, local_service.resource_group, local_service.workspace,
-                                       'utilities-wait', log_to_stdout=False)
-    jcp = models.JobCreateParameters(
-        cluster=models.ResourceId(id=local_service.cluster_id), node_count=1,
-        std_out_err_path_prefix='$AZ_BATCHAI_MOUNT_ROOT/logs',
-        custom_toolkit_settings=models.CustomToolkitSettings(command_line='echo first; echo last; exit 4'))
-    (submitted,) = utils.submit_jobs([jcp], 'wait').result()
+    utils, submitted = submit_one(local_service, batchai_client, 'utilities-wait', 'wait',
+                                  'echo first; echo last; exit 4')
     finished = job.wait_for_job_completion(batchai_client, local_service.resource_group, local_service.workspace,
                                            'utilities-wait', submitted.name, local_service.cluster,
                                            output_directory_id='stdouterr', file_name='stdout.txt')
