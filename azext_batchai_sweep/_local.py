@@ -15,7 +15,7 @@ logger = get_logger(__name__)
 _FIELDS = ('endpoint', 'filesEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId', 'resourceGroup',
            'workspace', 'cluster', 'scheduler')
 # Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler.
-_OPTIONAL_FIELDS = ('slurmCluster', 'partition', 'account', 'gpus')
+_OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus')
 
 
 def _report(info):
@@ -42,7 +42,9 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     from .localservice import control
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if scheduler == 'slurm':
-        slurm_conf = os.path.abspath(slurm_conf) if slurm_conf else None
+        from .localservice.slurm.commands import resolve_conf
+        # --slurm-conf, else this shell's SLURM_CONF: checked here, handed to the service, used for every command.
+        slurm_conf = resolve_conf(slurm_conf)
         if not control.status(data_dir)['running']:
             _check_slurm(slurm_conf, partition, account)
         options = {'scheduler': 'slurm', 'slurm_conf': slurm_conf, 'partition': partition, 'account': account}
@@ -61,7 +63,8 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
                    'resource group %s.',
                    info['endpoint'], data_dir, info['workspace'], info['cluster'], info['resourceGroup'])
     if info.get('scheduler') == 'slurm':
-        logger.warning('Jobs run on Slurm cluster %s, partition %s.', info.get('slurmCluster'), info.get('partition'))
+        logger.warning('Jobs run on Slurm cluster %s, partition %s (%s).', info.get('slurmCluster'),
+                       info.get('partition'), info.get('slurmConf') or "Slurm's default configuration")
     elif (info.get('scheduler') or 'processes') != scheduler:
         logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',
                        data_dir, info.get('scheduler') or 'processes')

@@ -296,7 +296,24 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         with core_errors():
             _no_jobs(identity, client)
     _add_run_decisions(cmd, client, result['jobs'], identity)
+    _add_scheduler_job_ids(cmd, client, result['jobs'], identity)
     return result
+
+
+def _add_scheduler_job_ids(cmd, client, rows, identity):
+    """On a local service whose scheduler has job ids of its own (Slurm): each row's `schedulerJobId`."""
+    if rows:
+        from .core.service.scheduler_ids import add_scheduler_job_ids
+        add_scheduler_job_ids(rows, _scheduler_job_ids(cmd, client, identity))
+
+
+def _scheduler_job_ids(cmd, client, identity):
+    """{job name, lower case: Slurm job id} on a local service (one request); {} on Azure."""
+    from ._targeting import local_target
+    if not local_target(cmd.cli_ctx):
+        return {}
+    from .core.service.scheduler_ids import scheduler_job_ids
+    return scheduler_job_ids(client, identity.resource_group, identity.workspace, identity.experiment)
 
 
 def _add_run_decisions(cmd, client, rows, identity):
@@ -614,6 +631,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
                                output_file, plan_header=header,
                                decisions=_run_decisions(cmd, client, identity),
+                               scheduler_ids=_scheduler_job_ids(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:
             _no_jobs(identity, client)

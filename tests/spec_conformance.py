@@ -147,6 +147,11 @@ def response_definition(method, path, status):
     return ref.rsplit('/', 1)[-1] if ref else None
 
 
+def _is_local_view(path):
+    """The local service's own view (/local/..., outside the Batch AI API: core/service/scheduler_ids.py)."""
+    return path.lower().startswith('/local/')
+
+
 def _path_of(url):
     path = url.split('?', 1)[0].split('://', 1)[-1]
     return path[path.index('/'):] if '/' in path else '/'
@@ -166,8 +171,8 @@ class SpecCheckPolicy(SansIOHTTPPolicy):
     def on_request(self, request):
         http_request = request.http_request
         path = _path_of(http_request.url)
-        if _OPERATION_PATH.search(path):
-            return  # polling an operation: a GET without a body
+        if _OPERATION_PATH.search(path) or _is_local_view(path):
+            return  # polling an operation: a GET without a body; or the local service's own view
         definition = request_definition(http_request.method, path)
         body = http_request.body
         if definition is None:
@@ -181,6 +186,8 @@ class SpecCheckPolicy(SansIOHTTPPolicy):
         http_request, http_response = request.http_request, response.http_response
         path = _path_of(http_request.url)
         status = http_response.status_code
+        if _is_local_view(path):
+            return
         definition = response_definition(http_request.method, path, status)
         text = http_response.text()
         if definition == 'operationresult':

@@ -105,11 +105,16 @@ class ArmApi:
                                   version, API_VERSION))
         segments = [urllib.parse.unquote(s) for s in path.split('/') if s]
         lower = [s.lower() for s in segments]
+        local_view = lower[:1] == [LOCAL_VIEW]
+        if local_view:  # /local/<an experiment's jobs collection>: the local service's own view of its jobs
+            segments, lower = segments[1:], lower[1:]
         if len(segments) < 4 or lower[0] != 'subscriptions':
             raise ArmError(404, 'InvalidResourceType', "No route for '{}'.".format(path))
         sub = segments[1]
         check_subscription(sub)  # it becomes a store key and a folder of job output paths
         ctx = _Request(self, method, path, query, base_url, body, sub)
+        if local_view:
+            return ctx.local_view(segments, lower)
         if lower[2:4] == ['providers', 'microsoft.batchai']:
             tail, rg = segments[4:], None
         elif lower[2] == 'resourcegroups' and len(segments) >= 6 and lower[4:6] == ['providers', 'microsoft.batchai']:
@@ -256,6 +261,10 @@ def _int_param(query, name, default, minimum, maximum):
     return value
 
 
+# The first path segment of the local service's own views (outside the Batch AI API).
+LOCAL_VIEW = 'local'
+
+
 class _Request:
     """One request's routing state; methods are the operations of the swagger."""
 
@@ -319,6 +328,24 @@ class _Request:
             return self._only(('POST', 'GET'), lambda: _json_response(200, self.api.list_files(
                 self._get(job_key, 'job', job), self.query, self.base_url)))
         raise ArmError(404, 'InvalidResourceType', 'No such Batch AI operation.')
+
+    def local_view(self, segments, lower):
+        """GET /local/subscriptions/S/resourceGroups/G/providers/Microsoft.BatchAI/workspaces/W/experiments/E/jobs:
+        what Batch AI's job resource has no field for, the local service's own answer (not a Batch AI API, so
+        nothing of it goes into Batch AI's resources): each job's id at its scheduler (Slurm's job id, or
+        `<array>_<task>` for a job array's task), {"scheduler": name, "value": [{"name", "schedulerJobId"}]}."""
+        if len(segments) != 11 or lower[2] != 'resourcegroups' or lower[4:7] != ['providers', 'microsoft.batchai',
+                                                                                   'workspaces'] \
+                or lower[8] != 'experiments' or lower[10] != 'jobs':
+            raise ArmError(404, 'InvalidResourceType', 'No such local view.')
+        rg, workspace, experiment = segments[3], segments[7], segments[9]
+        for kind, name in (('workspace', workspace), ('experiment', experiment)):
+            check_name(kind, name)
+        exp_key = '{}/experiments/{}'.format(resource_key(self.sub, rg, workspace), experiment.lower())
+        self._only('GET', lambda: self._get(exp_key, 'experiment', experiment))
+        ids = self.store.scheduler_ids(exp_key)
+        return _json_response(200, {'scheduler': self.runner.describe().get('scheduler'), 'value': [
+            {'name': name, 'schedulerJobId': ids[name]} for name in sorted(ids)]})
 
     # ---- generic pieces --------------------------------------------------------------------------------------
 

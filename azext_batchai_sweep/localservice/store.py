@@ -131,6 +131,15 @@ class Store:
                 'ORDER BY seq LIMIT ?', (kind, len(prefix), prefix, after_seq, limit)).fetchall()
         return [(r['seq'], r['body']) for r in rows]
 
+    def scheduler_ids(self, parent):
+        """{job name (lower case): its id at the scheduler} of the jobs under `parent` (an experiment's key) that a
+        scheduler with ids of its own (Slurm) has taken."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT key, sched_id FROM resources WHERE kind = 'job' AND parent = ? AND sched_id IS NOT NULL",
+                (parent,)).fetchall()
+        return {r['key'].rsplit('/', 1)[-1]: r['sched_id'] for r in rows}
+
     def next_queued(self, cluster):
         """The job to start next on a cluster: highest priority first, then submission order."""
         with self._lock:

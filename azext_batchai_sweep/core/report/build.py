@@ -31,18 +31,20 @@ def write_file_atomically(path, text):
 
 
 def make_report(client, resource_group, workspace, experiment, sweep_name, objective, output_file, *,
-                plan_header=None, decisions=None, parallel=8, progress=None, retry=None):
+                plan_header=None, decisions=None, scheduler_ids=None, parallel=8, progress=None, retry=None):
     """Read the sweep, write its report to output_file; returns the report's data (None when the sweep has no
     jobs: nothing is written then).
 
     :param objective: a model.Objective (metric or regex, goal, step key, file, output directory).
     :param plan_header: the header of the sweep's plan file, for the sampling type and the parameters' scales.
     :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
+    :param scheduler_ids: {job name, lower case: Slurm job id} on a local Slurm service.
     """
     extractor = MetricExtractor(regex=objective.regex, metric_name=objective.metric)
     reader = ReportReader(extractor, step_key=objective.step)
     trials = read_trials(client, resource_group, workspace, experiment, sweep_name, reader, file=objective.file,
-                         output_directory_id=objective.output_directory_id, decisions=decisions, parallel=parallel,
+                         output_directory_id=objective.output_directory_id, decisions=decisions,
+                         scheduler_ids=scheduler_ids, parallel=parallel,
                          progress=progress, retry=retry)
     if not trials:
         return None

@@ -18,7 +18,7 @@ from ..service.retry import RetrySettings, describe_error
 from ..tuning.loop import ENV_INDEX, ENV_PARENT, ENV_RESOURCE, ENV_TUNING
 from ..tuning.trial import Report, Trial
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
-                    EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
+                    EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +39,18 @@ def _number(env, name, kind=int):
 
 
 def read_trials(client, resource_group, workspace, experiment, sweep_name, reader, *, file='stdout.txt',
-                output_directory_id='stdouterr', decisions=None, parallel=8, progress=None, retry=None):
+                output_directory_id='stdouterr', decisions=None, scheduler_ids=None, parallel=8, progress=None,
+                retry=None):
     """The sweep's jobs as Trials (reports = every value of the metric, with its step), in submission order.
 
     :param reader: an intermediate.ReportReader (the metric and the step key).
     :param decisions: {job name: decision dict (model.Decision.as_dict())} from the adaptive-sweep controller, if any.
+    :param scheduler_ids: {job name, lower case: its Slurm job id} on a local Slurm service (scheduler_ids.py).
     :param progress: progress(done, total), counting jobs.
     """
     retry = retry or RetrySettings()
     decisions = decisions or {}
+    scheduler_ids = scheduler_ids or {}
     jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
                             sweep_name=sweep_name))
     trials = []
@@ -70,7 +73,8 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
         extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
                  EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
                  EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
-                 EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env)}
+                 EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env),
+                 EXTRA_SCHEDULER_JOB_ID: scheduler_ids.get(job.name.lower())}
         trials.append(Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job),
                             state=state_of(job),
                             reports=tuple(Report(step, value) for step, value in reports),

@@ -22,8 +22,8 @@ import random
 from ..service.status import summarize_rows
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
-from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_START,
-                    EXTRA_STEP_KEY, SweepRecord)
+from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SCHEDULER_JOB_ID,
+                    EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
 DATA_VERSION = 1
 MAX_CURVES = 200
@@ -137,6 +137,7 @@ def _job_row(trial, objective):
         'endTime': extra.get(EXTRA_END),
         'durationSeconds': extra.get(EXTRA_DURATION),
         'exitCode': extra.get(EXTRA_EXIT_CODE),
+        'schedulerJobId': extra.get(EXTRA_SCHEDULER_JOB_ID),
         'error': extra.get(EXTRA_ERROR),
         'stoppedEarly': bool(trial.stopped_early or (decision or {}).get('action') in STOPPING_ACTIONS),
         'decision': decision,

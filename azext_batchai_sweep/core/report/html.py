@@ -249,6 +249,9 @@ def _table_payload(data):
                {'label': 'step', 'numeric': True, 'format': True},
                {'label': 'duration (s)', 'numeric': True, 'format': True}]
     columns += [{'label': name, 'format': True} for name in names]
+    on_slurm = any(job.get('schedulerJobId') for job in data['jobs'])
+    if on_slurm:  # a local service's Slurm: the id squeue, sacct and scontrol know the job by
+        columns.append({'label': 'Slurm job'})
     columns.append({'label': 'mark', 'hidden': True})
     rows = []
     for job in data['jobs']:
@@ -257,6 +260,8 @@ def _table_payload(data):
         row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
                job['durationSeconds']]
         row += [_cell(job['values'].get(name)) for name in names]
+        if on_slurm:
+            row.append(job.get('schedulerJobId'))
         row.append(job['mark'])
         rows.append(row)
     return {'columns': columns, 'rows': rows, 'sort': [4, data['objective']['goal'] == 'max'],

@@ -25,6 +25,8 @@ import yaml
 
 from ..errors import SpecError
 from ..service.identity import SWEEP_SEED_VAR
+from .document_limits import (MAX_DOCUMENT_BYTES, check_json_value, check_number_text, check_text_depth,
+                              check_yaml_node, too_large)
 from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec, MOUNT_ROOTS
 from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
@@ -181,88 +183,6 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                            early_termination=early_termination, resource_spec=resource_spec)
 
 
-# Limits on a sweep file or job template, checked before anything walks the document: a few kB of YAML aliases
-# (the "billion laughs" shape) expand to billions of nodes, and nesting thousands deep exhausts the stack.
-MAX_DOCUMENT_BYTES = 1024 * 1024
-MAX_DOCUMENT_NODES = 200000  # scalars, lists and maps, every alias counted as the whole tree it repeats
-MAX_DOCUMENT_DEPTH = 64
-
-
-def _too_large(what, detail):
-    return 'expected a {} of at most {:,} values nested at most {} deep, at most {} MB ({})'.format(
-        what, MAX_DOCUMENT_NODES, MAX_DOCUMENT_DEPTH, MAX_DOCUMENT_BYTES // (1024 * 1024), detail)
-
-
-def _check_yaml_node(root, what, path):
-    """Refuse a composed YAML document whose expansion is too big or too deep, without expanding it: each distinct
-    collection is sized once (an alias is the same node object again), so this costs what the text costs."""
-    sizes, depths, open_nodes = {}, {}, set()
-    stack = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        key = id(node)
-        if key in sizes:
-            continue
-        if isinstance(node, yaml.ScalarNode):
-            sizes[key], depths[key] = 1, 1
-            continue
-        children = node.value if isinstance(node, yaml.SequenceNode) else [item for pair in node.value
-                                                                             for item in pair]
-        if not children_done:
-            if key in open_nodes:
-                raise SpecError(_too_large(what, 'an alias refers to itself'), source=path)
-            open_nodes.add(key)
-            stack.append((node, True))
-            stack.extend((child, False) for child in children
-                         if not isinstance(child, yaml.ScalarNode) and id(child) not in sizes)
-            continue
-        open_nodes.discard(key)
-        size, depth = 1, 1
-        for child in children:
-            child_key = id(child)
-            if child_key in sizes:
-                size += sizes[child_key]
-                depth = max(depth, 1 + depths[child_key])
-            else:  # a scalar
-                size += 1
-                depth = max(depth, 2)
-        sizes[key], depths[key] = size, depth
-        if size > MAX_DOCUMENT_NODES:
-            raise SpecError(_too_large(what, 'it expands to more than {:,} values{}'.format(
-                MAX_DOCUMENT_NODES, ' through its aliases' if _has_alias(root) else '')), source=path)
-        if depth > MAX_DOCUMENT_DEPTH:
-            raise SpecError(_too_large(what, 'it nests more than {} deep'.format(MAX_DOCUMENT_DEPTH)), source=path)
-
-
-def _has_alias(root):
-    """Whether any collection node is reached twice (an alias of it): only to word the error."""
-    seen, stack = set(), [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, yaml.ScalarNode):
-            continue
-        if id(node) in seen:
-            return True
-        seen.add(id(node))
-        stack.extend(node.value if isinstance(node, yaml.SequenceNode) else [v for pair in node.value for v in pair])
-    return False
-
-
-def _check_json_value(document, what, path):
-    """The same limits on a parsed JSON document (no aliases there: its size is bounded by the text)."""
-    count, stack = 0, [(document, 1)]
-    while stack:
-        value, depth = stack.pop()
-        count += 1
-        if depth > MAX_DOCUMENT_DEPTH:
-            raise SpecError(_too_large(what, 'it nests more than {} deep'.format(MAX_DOCUMENT_DEPTH)), source=path)
-        if count > MAX_DOCUMENT_NODES:
-            raise SpecError(_too_large(what, 'it holds more than {:,} values'.format(MAX_DOCUMENT_NODES)),
-                            source=path)
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
-
-
 def _load_yaml(text, what, path):
     """Compose the YAML, check its limits, then build it (a SafeLoader: no Python objects from the file)."""
     loader = _Loader(text)
@@ -270,32 +190,46 @@ def _load_yaml(text, what, path):
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_yaml_node(node, what, path)
+        check_yaml_node(node, what, path)
         return loader.construct_document(node)
     finally:
         loader.dispose()
 
 
+def _load_json(text, what, path):
+    def number(kind):
+        def parse(token):
+            check_number_text(token, what, path)
+            return kind(token)
+        return parse
+    try:
+        document = json.loads(text, parse_int=number(int), parse_float=number(float))
+    except ValueError as ex:
+        raise SpecError('expected valid JSON ({})'.format(ex), source=path) from None
+    check_json_value(document, what, path)
+    return document
+
+
 def _read_document(path, what='sweep file'):
     try:
         if os.path.getsize(path) > MAX_DOCUMENT_BYTES:
-            raise SpecError(_too_large(what, 'the file is larger'), source=path)
+            raise SpecError(too_large(what, 'the file is larger'), source=path)
         with open(path, encoding='utf-8') as f:
             text = f.read(MAX_DOCUMENT_BYTES + 1)
     except OSError as ex:
         raise SpecError('expected a readable {} ({})'.format(what, ex.strerror or ex), source=path) from None
+    except ValueError as ex:  # not UTF-8
+        raise SpecError('expected a {} in UTF-8 ({})'.format(what, ex), source=path) from None
     if len(text) > MAX_DOCUMENT_BYTES:  # grew since its size was read
-        raise SpecError(_too_large(what, 'the file is larger'), source=path)
+        raise SpecError(too_large(what, 'the file is larger'), source=path)
+    # Before any parser: whatever nesting limit a parser release has of its own, this one is met first.
+    check_text_depth(text, what, path)
     try:
         if path.lower().endswith('.json'):
-            document = json.loads(text)
-            _check_json_value(document, what, path)
-            return document
+            return _load_json(text, what, path)
         return _load_yaml(text, what, path)
     except RecursionError:
-        raise SpecError(_too_large(what, 'it nests too deep to read'), source=path) from None
-    except ValueError as ex:
-        raise SpecError('expected valid JSON ({})'.format(ex), source=path) from None
+        raise SpecError(too_large(what, 'it nests too deep to read'), source=path) from None
     except yaml.YAMLError as ex:
         mark = getattr(ex, 'problem_mark', None)
         where = 'line {}, column {}'.format(mark.line + 1, mark.column + 1) if mark else None

@@ -1,6 +1,9 @@
 """Slurm's own client commands (sbatch, squeue, scontrol, scancel), run with the service's SLURM_CONF.
 
 Nothing here talks to slurmctld any other way: a login node that can run these commands can host the service.
+One configuration serves every command, sbatch included: `--slurm-conf` when given, else the SLURM_CONF of the
+service's own environment (environment modules and sites with several clusters set it), else Slurm's default.
+A job's environment never chooses it (a job's own SLURM_CONF is dropped before sbatch sees it).
 """
 import os
 import shutil
@@ -21,17 +24,27 @@ def _clean(text):
     return ' '.join(dict.fromkeys(lines)) or 'no message'
 
 
+def resolve_conf(conf=None, environ=None):
+    """The slurm.conf a service uses: `conf` (--slurm-conf), else SLURM_CONF of `environ` (default: this process's
+    environment), as an absolute path; None for Slurm's own default."""
+    conf = conf or (os.environ if environ is None else environ).get('SLURM_CONF') or None
+    return os.path.abspath(conf) if conf else None
+
+
 class SlurmCli:
-    """Runs Slurm client commands against one cluster (SLURM_CONF=conf when given, else Slurm's default)."""
+    """Runs Slurm client commands against one cluster: the one `resolve_conf` names, for every command."""
 
     def __init__(self, conf=None, partition=None, account=None):
-        self.conf = os.path.abspath(conf) if conf else None
+        self.conf = resolve_conf(conf)
         self.partition = partition
         self.account = account
         self.calls = {}  # command -> [calls, seconds]: where the time goes (logged when the service stops)
 
     def environment(self, base=None):
+        """`base` (default: the service's environment) with SLURM_CONF set to this cluster's, or removed when it
+        is Slurm's default: whatever `base` carried, the command goes to the cluster the service talks to."""
         env = dict(os.environ if base is None else base)
+        env.pop('SLURM_CONF', None)
         if self.conf:
             env['SLURM_CONF'] = self.conf
         return env

@@ -47,11 +47,10 @@ ENV_FILE = 'slurm-env'  # in the job's folder, mode 0600: an array task's enviro
 ARRAYS_DIR = 'slurm-arrays'  # in the data dir: a folder per job array (links to its jobs' scripts and outputs)
 MEMBERS_FILE = 'members'  # in an array's folder: the keys of its jobs, task 0 first
 # Variables a job's environment must not carry to sbatch: sbatch reads SBATCH_* (and SLURM_*, SALLOC_*, SRUN_* of an
-# enclosing allocation) as options, so a job's own environmentVariables named so would change what it asks for.
-# (The service's own environment never reaches a job at all: jobenv.py.) SLURM_CONF, set by the service, says
-# which cluster.
+# enclosing allocation) as options, and SLURM_CONF as the cluster to submit to, so a job's own environmentVariables
+# named so would change what it asks for, or where it goes. (The service's own environment never reaches a job at
+# all: jobenv.py.) The service then sets SLURM_CONF itself (SlurmCli.environment): the cluster squeue polls.
 _SLURM_PREFIXES = ('SLURM_', 'SBATCH_', 'SALLOC_', 'SRUN_')
-_KEEP = ('SLURM_CONF',)
 
 
 @dataclass
@@ -112,6 +111,8 @@ class SlurmScheduler(HeldJobsScheduler):
     def describe(self):
         info = {'scheduler': self.name, 'slurmCluster': self.cluster_info.get('cluster'),
                 'partition': self.cluster_info.get('partition')}
+        if self.cli.conf:
+            info['slurmConf'] = self.cli.conf
         if self.cli.account:
             info['account'] = self.cli.account
         return info
@@ -392,8 +393,7 @@ class SlurmScheduler(HeldJobsScheduler):
     def _environment(self, layout, spec, gpus):
         """The job's environment as the processes scheduler builds it (layout.environment), plus Batch AI's
         node variables; without variables sbatch would read as options."""
-        env = {k: v for k, v in layout.environment(spec).items()
-               if not (k.startswith(_SLURM_PREFIXES) and k not in _KEEP)}
+        env = {k: v for k, v in layout.environment(spec).items() if not k.startswith(_SLURM_PREFIXES)}
         env = self.cli.environment(env)
         shared = os.path.join(layout.job_dir, 'shared')
         os.makedirs(shared, exist_ok=True)
