@@ -50,6 +50,7 @@ setup(
             'azure-storage-file-share>=12.0.0',
             'azure-mgmt-storage>=20.0.0',  # convert_job_to_jcp reads storage keys on Azure, as the old code did
             'six',  # azure-mgmt-batchai 7.0.0b1 imports it without declaring it (azure-cli brings it)
+            'msrest',  # azure-mgmt-batchai 7.0.0 (the newest) imports it without declaring it
         ],
     },
     package_data={'azext_batchai_sweep': ['azext_metadata.json', 'core/spec/schemas/*.json']},

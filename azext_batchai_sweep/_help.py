@@ -468,7 +468,7 @@ parameters:
     short-summary: Slurm only. The account to charge the jobs to.
   - name: --slurm-conf
     type: string
-    short-summary: Slurm only. The cluster's slurm.conf; default is Slurm's own configuration.
+    short-summary: Slurm only. The cluster's slurm.conf. Default: the SLURM_CONF of this shell's environment, else Slurm's own configuration; every Slurm command of the service (sbatch included) uses it.
 examples:
   - name: Start the local service and run a sweep on it.
     text: |

@@ -191,4 +191,5 @@ def load_arguments(self, _):
         c.argument('account', options_list=['--account'],
                    help='Slurm scheduler: the account to charge the jobs to (sbatch --account).')
         c.argument('slurm_conf', options_list=['--slurm-conf'], completer=FilesCompleter(),
-                   help='Slurm scheduler: the slurm.conf of the cluster (SLURM_CONF). Default: Slurm\'s own configuration.')
+                   help='Slurm scheduler: the slurm.conf of the cluster. Default: SLURM_CONF of this environment, else Slurm\'s '
+                        'own configuration.')

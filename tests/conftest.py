@@ -9,3 +9,8 @@ pytest_plugins = [
     'tests.fixtures_azurite',
     'tests.fixtures_service',
 ]
+
+
+def pytest_report_header(config):  # pylint: disable=unused-argument
+    from tests.resolved_versions import header_lines
+    return header_lines()

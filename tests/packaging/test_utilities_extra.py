@@ -1,11 +1,17 @@
 """A notebook user's install: the wheel with the `utilities` extra in a fresh venv without azure-cli.
 
-pip resolves the extra's requirements by name from the package index configured on this machine, constrained to
-the versions this project's azure-cli venv holds (az's pins: what `az extension add` users run with). In that venv
-the README's second-version example (parameter specification, ParameterSweep, JobCreateParameters, generate_jobs,
-then the README's submit_jobs(jobs_to_submit, parameters, "job_name_prefix")) runs with its import lines changed,
-against the session's local service. One venv per test session; the install takes a few seconds.
+Two installs, each in a fresh venv, pip resolving the extra's requirements by name from the package index configured
+on this machine:
+- `registry`: exactly as the docs say (`pip install "<wheel>[utilities]"`): whatever versions resolve today (the
+  newest azure-mgmt-batchai, 7.0.0, imports msrest without declaring it; 7.0.0b1, which az ships, declares it);
+- `az-versions`: constrained to the versions this project's azure-cli venv holds (az's pins: what `az extension
+  add` users run with).
+In each, every module of the drop-in imports, and the README's second-version example (parameter specification,
+ParameterSweep, JobCreateParameters, generate_jobs, then the README's submit_jobs(jobs_to_submit, parameters,
+"job_name_prefix")) runs with its import lines changed, against the session's local service. The versions each
+install resolved are printed (`-s` shows them; a failure names them).
 """
+import pkgutil
 import glob
 import json
 import os
@@ -20,7 +26,16 @@ from tests.utilities.migration import migrate, readme_blocks
 
 pytestmark = [pytest.mark.slow, pytest.mark.service]
 
-EXTRA_PACKAGES = ('azure-mgmt-batchai', 'azure-storage-blob', 'azure-storage-file-share', 'azure-mgmt-storage', 'six')
+EXTRA_PACKAGES = ('azure-mgmt-batchai', 'azure-storage-blob', 'azure-storage-file-share', 'azure-mgmt-storage', 'six',
+                  'msrest')
+IMPORT_ALL = '''
+import importlib, pkgutil, sys
+import azext_batchai_sweep.utilities as utilities
+names = [utilities.__name__] + [utilities.__name__ + '.' + m.name for m in pkgutil.iter_modules(utilities.__path__)]
+for name in names:
+    importlib.import_module(name)
+print(len(names))
+'''
 
 SCRIPT = '''
 import json, os, sys
@@ -56,31 +71,61 @@ def run_checked(args, **kwargs):
 
 
 @pytest.fixture(scope='session')
-def utilities_venv(tmp_path_factory):
-    """A fresh venv with the wheel and its `utilities` extra installed (python path)."""
-    root = tmp_path_factory.mktemp('utilities-venv')
+def built_wheel(tmp_path_factory):
+    root = tmp_path_factory.mktemp('utilities-wheel')
     run_checked([sys.executable, '-m', 'pip', 'wheel', '--quiet', '--no-deps', '--no-build-isolation', '-w',
-                 str(root / 'dist'), REPO_ROOT])
-    (wheel,) = glob.glob(str(root / 'dist' / '*.whl'))
-    constraints = root / 'constraints.txt'
-    constraints.write_text(''.join('{}=={}\n'.format(name, metadata.version(name)) for name in EXTRA_PACKAGES))
+                 str(root), REPO_ROOT])
+    (wheel,) = glob.glob(str(root / '*.whl'))
+    return wheel
+
+
+def installed_versions(python):
+    listed = run_checked([python, '-m', 'pip', 'list', '--format', 'json', '--disable-pip-version-check'])
+    return {item['name'].lower(): item['version'] for item in json.loads(listed.stdout)}
+
+
+@pytest.fixture(scope='session', params=['registry', 'az-versions'])
+def utilities_venv(request, built_wheel, tmp_path_factory):
+    """A fresh venv with the wheel and its `utilities` extra installed (python path), the user's way or at az's
+    versions."""
+    root = tmp_path_factory.mktemp('utilities-venv-' + request.param)
     venv = root / 'venv'
     run_checked([sys.executable, '-m', 'venv', str(venv)])
     python = str(venv / 'bin' / 'python')
-    run_checked([python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-c', str(constraints),
-                 wheel + '[utilities]'], cwd=str(root))
-    return python
+    constraints = []
+    if request.param == 'az-versions':
+        constraint_file = root / 'constraints.txt'
+        constraint_file.write_text(''.join('{}=={}\n'.format(name, metadata.version(name)) for name in EXTRA_PACKAGES))
+        constraints = ['-c', str(constraint_file)]
+    run_checked([python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', *constraints,
+                 built_wheel + '[utilities]'], cwd=str(root))
+    versions = installed_versions(python)
+    print('utilities extra ({}): {}'.format(request.param, ', '.join(
+        '{} {}'.format(name, versions.get(name)) for name in EXTRA_PACKAGES)))
+    return python, request.param, versions
 
 
-def test_the_extra_installs_the_sdks_at_az_versions_without_azure_cli(utilities_venv):
-    listed = run_checked([utilities_venv, '-m', 'pip', 'list', '--format', 'json', '--disable-pip-version-check'])
-    versions = {item['name'].lower(): item['version'] for item in json.loads(listed.stdout)}
+def test_every_module_of_the_drop_in_imports(utilities_venv):
+    python, kind, versions = utilities_venv
+    env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'PYTHONHOME')}
+    result = subprocess.run([python, '-c', IMPORT_ALL], capture_output=True, text=True, timeout=120, env=env,
+                            cwd=os.path.dirname(python), check=False)
+    assert result.returncode == 0, '{} install ({}): {}'.format(kind, versions, result.stderr[-3000:])
+    import azext_batchai_sweep.utilities as utilities  # pylint: disable=import-outside-toplevel
+    assert int(result.stdout.split()[-1]) == 1 + len(list(pkgutil.iter_modules(utilities.__path__)))
+
+
+def test_the_extra_installs_the_sdks_without_azure_cli(utilities_venv):
+    _, kind, versions = utilities_venv
     assert 'azure-cli' not in versions and 'azure-cli-core' not in versions and 'knack' not in versions
     for name in EXTRA_PACKAGES:
-        assert versions[name] == metadata.version(name)
+        assert name in versions
+        if kind == 'az-versions':
+            assert versions[name] == metadata.version(name)
 
 
 def test_a_readme_example_runs_in_the_fresh_venv(utilities_venv, local_service, tmp_path):
+    python, _, _ = utilities_venv
     script_dir = tmp_path / 'script'
     script_dir.mkdir()
     (script_dir / 'train.py').write_text('print("trained")\n')
@@ -93,7 +138,7 @@ def test_a_readme_example_runs_in_the_fresh_venv(utilities_venv, local_service, 
     (tmp_path / 'example.py').write_text(SCRIPT)
     # cwd and a clean environment: the installed wheel, never this source tree.
     env = {key: value for key, value in os.environ.items() if key not in ('PYTHONPATH', 'PYTHONHOME')}
-    result = run_checked([utilities_venv, str(tmp_path / 'example.py'), str(tmp_path / 'settings.json')],
+    result = run_checked([python, str(tmp_path / 'example.py'), str(tmp_path / 'settings.json')],
                          cwd=str(tmp_path), env=env)
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert 'site-packages' in out['package'] and not out['package'].startswith(REPO_ROOT)

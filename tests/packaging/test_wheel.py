@@ -60,3 +60,46 @@ def test_installed_wheel_runs_sweep_create(wheel, tmp_path):
     finally:
         stopped = az('batchai', 'sweep', 'local', 'stop', '--data-dir', str(data_dir), '-o', 'json')
     assert stopped.returncode == 0, stopped.stderr
+
+
+def test_the_users_way_installed_wheel_default_home_no_test_settings(wheel, tmp_path):
+    """As a user runs it: `az extension add` into the default ~/.azure (HOME is a fresh folder; no AZURE_CONFIG_DIR,
+    no AZURE_EXTENSION_DIR, none of the test runner's az settings such as no-colour or warnings off), `local start`
+    with no options, then a sweep submitted, waited for and ranked. Results on stdout parse as JSON."""
+    home = tmp_path / 'home'
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(('AZURE_', 'AZ_BATCHAI', 'PYTHONWARNINGS', 'PYTHONPATH'))}
+    env.update({'HOME': str(home)})
+
+    def az(*args):
+        return subprocess.run([AZ, *args], capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600,
+                              check=False, stdin=subprocess.DEVNULL)
+
+    added = az('extension', 'add', '--source', wheel, '-y')
+    assert added.returncode == 0, added.stderr
+    assert (home / '.azure' / 'cliextensions' / 'batchai-sweep').is_dir()
+    job = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/logs',
+           'customToolkitSettings': {'commandLine': 'echo epoch=1 loss={{X}}'}}
+    (tmp_path / 'sweep.yaml').write_text('parameters:\n  - {name: X, type: discrete, values: [3, 1, 2]}\njob: '
+                                         + json.dumps(job) + '\n')
+    started = az('batchai', 'sweep', 'local', 'start', '-o', 'json')
+    try:
+        assert started.returncode == 0, started.stderr
+        info = json.loads(started.stdout)
+        assert info['dataDir'].startswith(str(home / '.azure'))
+        target = ['-g', info['resourceGroup'], '-w', info['workspace'], '-e', 'users-way', '-n', 'x']
+        submitted = az('batchai', 'sweep', 'submit', *target, '--spec', 'sweep.yaml', '-c', info['cluster'],
+                       '-o', 'json')
+        assert submitted.returncode == 0 and json.loads(submitted.stdout)['submitted'] == 3, submitted.stderr
+        waited = az('batchai', 'sweep', 'status', *target, '--wait', '-o', 'json')
+        assert waited.returncode == 0, waited.stderr
+        assert json.loads(waited.stdout)['counts']['succeeded'] == 3
+        ranked = az('batchai', 'sweep', 'metrics', *target, '--metric', 'loss', '--goal', 'min', '-o', 'json')
+        assert ranked.returncode == 0, ranked.stderr
+        rows = json.loads(ranked.stdout)
+        rows = rows.get('jobs', rows) if isinstance(rows, dict) else rows
+        assert [row['metric'] for row in rows] == [1, 2, 3]
+    finally:
+        stopped = az('batchai', 'sweep', 'local', 'stop')
+    assert stopped.returncode == 0, stopped.stderr
