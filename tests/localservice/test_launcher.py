@@ -146,3 +146,19 @@ def test_the_launcher_runs_as_a_script_without_its_package(tmp_path):
                       {'PATH': os.environ['PATH']})
     assert code == 0
     assert [(tmp_path / 'o{}.txt'.format(i)).read_text() for i in (0, 1)] == ['0yes\n', '1yes\n']
+
+
+def test_an_mpi_job_is_refused_at_submit_where_mpirun_is_missing(monkeypatch, tmp_path):
+    # Mock: this machine has mpirun (make test installs it); its absence is what the service must name.
+    from azext_batchai_sweep.localservice import runner
+    monkeypatch.setattr(runner.shutil, 'which', lambda name: None)
+    scheduler = runner.Runner(store=None, data_dir=str(tmp_path))
+    cluster = {'properties': {'vmSize': 'LOCAL'}}
+    with pytest.raises(Exception) as refused:
+        scheduler.check_job({'nodeCount': 2, 'horovodSettings': {'pythonScriptFilePath': 'h.py'}},
+                            'horovodSettings', cluster)
+    assert refused.value.code == 'MpiNotInstalled' and 'apt-get install openmpi-bin' in refused.value.message
+    # One process needs no mpirun; nor does a TensorFlow job.
+    scheduler.check_job({'nodeCount': 1, 'horovodSettings': {'pythonScriptFilePath': 'h.py'}}, 'horovodSettings',
+                        cluster)
+    scheduler.check_job(tf(2), 'tensorFlowSettings', cluster)
