@@ -7,6 +7,9 @@ import ipaddress
 import json
 import os
 import re
+import uuid
+
+from tests.fixtures_az import service_az
 
 # Each TensorFlow process listens on its own TF_CONFIG address and connects to every other one: it says whom it met.
 # A parameter server then waits (as TensorFlow's do) until the service stops it.
@@ -85,7 +88,8 @@ ACCOUNT = 'acct'
 def job_files(nodes=2):
     """{job name: the job.json `az batchai job create -f` takes}."""
     base = {'nodeCount': nodes, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs', 'mountVolumes': MOUNT}
-    tf_args = '--ps_hosts=$AZ_BATCHAI_PS_HOSTS --worker_hosts=$AZ_BATCHAI_WORKER_HOSTS --task_index=$AZ_BATCHAI_TASK_INDEX'
+    tf_args = ('--ps_hosts=$AZ_BATCHAI_PS_HOSTS --worker_hosts=$AZ_BATCHAI_WORKER_HOSTS '
+               '--task_index=$AZ_BATCHAI_TASK_INDEX')
     return {
         'tf': {'properties': {**base, 'tensorFlowSettings': {
             'pythonScriptFilePath': SCRIPTS + 'tf.py', 'workerCount': 2, 'parameterServerCount': 1,
@@ -215,3 +219,13 @@ def check_launches(az, group, experiment):
     assert sorted(states.json()) == [['caffe2', 'succeeded'], ['mpi', 'succeeded'], ['tf', 'succeeded']], \
         states.stderr
     return tf_out
+
+
+def launch_through_az(service, directory):
+    """Create the three jobs on `service` through az, check their launches; (az, group, outputs of check_launches)."""
+    az = service_az(service, directory)
+    group = ['-g', service.resource_group, '-w', service.workspace]
+    write_scripts(service.data_dir)
+    experiment = 'launch-' + uuid.uuid4().hex[:6]
+    create_jobs(az, directory, group, experiment, service.cluster)
+    return az, group, experiment, check_launches(az, group, experiment)

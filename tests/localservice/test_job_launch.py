@@ -24,12 +24,7 @@ def need_mpirun():
 
 def test_each_toolkit_runs_as_batchai_launched_it(local_service, tmp_path):
     need_mpirun()
-    az = service_az(local_service, str(tmp_path))
-    group = ['-g', local_service.resource_group, '-w', local_service.workspace]
-    launch_jobs.write_scripts(local_service.data_dir)
-    experiment = 'launch-' + uuid.uuid4().hex[:6]
-    launch_jobs.create_jobs(az, str(tmp_path), group, experiment, local_service.cluster)
-    tf_out = launch_jobs.check_launches(az, group, experiment)
+    az, group, experiment, tf_out = launch_jobs.launch_through_az(local_service, str(tmp_path))
     # The nodes are this machine's slots: loopback addresses, each process its own free port.
     config = json.loads(launch_jobs.env_lines(tf_out['stdout-wk-0.txt'])[0]['TF_CONFIG'])
     addresses = config['cluster']['ps'] + config['cluster']['worker']

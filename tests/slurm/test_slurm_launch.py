@@ -2,12 +2,10 @@
 node through srun, the launch planned on the job's allocation (node names, NodeAddr, Batch AI's TensorFlow ports),
 MPI toolkits through mpirun over the host file from the first node."""
 import json
-import uuid
 
 import pytest
 
 from tests import launch_jobs
-from tests.fixtures_az import service_az
 from tests.localservice.test_job_launch import need_mpirun
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -15,12 +13,7 @@ pytestmark = [pytest.mark.az, pytest.mark.service]
 
 def test_each_toolkit_runs_on_its_nodes_as_batchai_launched_it(slurm_service, idle_cluster, tmp_path):
     need_mpirun()
-    az = service_az(slurm_service, str(tmp_path))
-    group = ['-g', slurm_service.resource_group, '-w', slurm_service.workspace]
-    launch_jobs.write_scripts(slurm_service.data_dir)
-    experiment = 'launch-' + uuid.uuid4().hex[:6]
-    launch_jobs.create_jobs(az, str(tmp_path), group, experiment, slurm_service.cluster)
-    tf_out = launch_jobs.check_launches(az, group, experiment)
+    tf_out = launch_jobs.launch_through_az(slurm_service, str(tmp_path))[3]
     # The allocation's nodes: the host list names Slurm nodes, TensorFlow's hosts are their NodeAddr with Batch AI's
     # ports (counted on, since the emulated nodes share 127.0.0.1).
     [env] = launch_jobs.env_lines(tf_out['stdout-wk-0.txt'])
