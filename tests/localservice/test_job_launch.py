@@ -4,12 +4,17 @@ and free ports; the per-process output files are listed, streamed, read by `swee
 import json
 import os
 import shutil
+import time
 import uuid
 
 import pytest
+from azure.mgmt.batchai import models
 
+from azext_batchai_sweep.core.service.client import local_batchai_client
 from tests import launch_jobs
 from tests.fixtures_az import service_az
+from tests.fixtures_service import kill_service
+from tests.localservice.conftest import job_params, process_alive, wait_state
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -67,3 +72,75 @@ def test_a_sweep_of_distributed_tensorflow_jobs_reads_the_masters_output(local_s
     assert tail.exit_code == 0, tail.stderr
     assert tail.stdout.startswith('master 0 at 127.0.0.1:') and ' met ' in tail.stdout, tail.stdout
     assert 'has no' not in tail.stderr
+
+
+def caffe2_params(service, script, node_count=2, **kwargs):
+    params = job_params(service, node_count=node_count, **kwargs)
+    params.custom_toolkit_settings = None
+    params.caffe2_settings = models.Caffe2Settings(python_script_file_path=str(script))
+    return params
+
+
+# Each process writes its pid (and its node's GPUs) to a file named by its task index, then hangs.
+HANG = ('import os, sys, time\nwith open(os.path.join(sys.argv[0] + ".out", os.environ["AZ_BATCHAI_TASK_INDEX"]), '
+        '"w") as f:\n    f.write("{} [{}]\\n".format(os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES")))\n'
+        'time.sleep(float(os.environ.get("HANG", "60")))\n')
+
+
+def pids_of(out_dir, count, timeout=15):
+    deadline = time.monotonic() + timeout
+    while len(os.listdir(out_dir)) < count:
+        assert time.monotonic() < deadline, os.listdir(out_dir)
+        time.sleep(0.05)
+    time.sleep(0.1)
+    return {name: (out_dir / name).read_text().split() for name in sorted(os.listdir(out_dir))}
+
+
+def hang_script(tmp_path):
+    script = tmp_path / 'hang.py'
+    script.write_text(HANG)
+    (tmp_path / 'hang.py.out').mkdir()
+    return script
+
+
+def wait_gone(pids, timeout=5):
+    deadline = time.monotonic() + timeout
+    while any(process_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, 'a process of the job survived it'
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize('how', ['terminate', 'wallclock'])
+def test_every_process_of_a_multi_node_job_ends_with_it(client, local_service, tmp_path, how):
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.experiments.begin_create(rg, ws, 'ends').result()
+    script = hang_script(tmp_path)
+    constraints = models.JobBasePropertiesConstraints(max_wall_clock_time='PT2S') if how == 'wallclock' else None
+    client.jobs.begin_create(rg, ws, 'ends', how, caffe2_params(local_service, script, constraints=constraints),
+                             polling=False)
+    pids = [int(v[0]) for v in pids_of(tmp_path / 'hang.py.out', 2).values()]
+    assert len(set(pids)) == 2 and all(process_alive(pid) for pid in pids)
+    if how == 'terminate':
+        client.jobs.begin_terminate(rg, ws, 'ends', how).result()
+    job = wait_state(client, local_service, 'ends', how)
+    assert job.execution_info.errors[0].code == {'terminate': 'JobTerminated',
+                                                 'wallclock': 'MaxWallClockTimeExceeded'}[how]
+    wait_gone(pids)
+
+
+def test_crash_recovery_finds_every_process_of_a_multi_node_job(service_factory, tmp_path):
+    """The service is SIGKILLed while a 2-node job runs: at the next start both processes are killed (they carry the
+    job's marker, as a single process does) and the job is failed."""
+    service = service_factory(slots=2)
+    client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
+    rg, ws = service.resource_group, service.workspace
+    client.experiments.begin_create(rg, ws, 'crash').result()
+    client.jobs.begin_create(rg, ws, 'crash', 'two', caffe2_params(service, hang_script(tmp_path)), polling=False)
+    pids = [int(v[0]) for v in pids_of(tmp_path / 'hang.py.out', 2).values()]
+    kill_service(service)
+    assert all(process_alive(pid) for pid in pids), 'the processes outlive the service until it starts again'
+    service = service_factory.restart(service)
+    client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
+    wait_gone(pids)
+    job = client.jobs.get(rg, ws, 'crash', 'two')
+    assert job.execution_state == 'failed' and job.execution_info.errors[0].code == 'ServiceInterrupted'
