@@ -10,8 +10,8 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.localservice import auth, downloads
-from tests.localservice.test_job_launch import need_mpirun
 from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
+from tests.localservice.test_job_launch import need_mpirun
 
 RECIPE_SCRIPT = '''import os, sys
 print('args', sys.argv[1:])
