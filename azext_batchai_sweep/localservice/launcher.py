@@ -25,7 +25,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -169,6 +168,7 @@ def batchai_ports(addresses):
 
 def free_ports(addresses):
     """Ports the system has free on each address (the processes scheduler's nodes all share this machine)."""
+    import socket  # here: `run` (a job's start) does without it
     sockets = []
     try:
         for address in addresses:
