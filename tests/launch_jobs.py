@@ -7,6 +7,7 @@ import ipaddress
 import json
 import os
 import re
+import urllib.request
 import uuid
 
 from tests.fixtures_az import service_az
@@ -126,19 +127,21 @@ def create_jobs(az, directory, group, experiment, cluster):
     return list(job_files())
 
 
-def stream(az, group, experiment, job, name):
-    """`az batchai job file stream` of one output file: it follows the file until the job ends."""
-    streamed = az('batchai', 'job', 'file', 'stream', *group, '-e', experiment, '-j', job, '-f', name, timeout=180)
-    assert streamed.exit_code == 0, streamed.stderr[-3000:]
-    return streamed.stdout
-
-
-def listed(az, group, experiment, job):
-    """{file name: download URL} of the job's stdouterr directory, by `az batchai job file list`."""
+def outputs(az, group, experiment, job, streamed):
+    """{file name: text} of the job's stdouterr files: `az batchai job file stream` of `streamed` (it follows the
+    file until the job ends), then `az batchai job file list` and each listed file from its download URL."""
+    followed = az('batchai', 'job', 'file', 'stream', *group, '-e', experiment, '-j', job, '-f', streamed,
+                  timeout=180)
+    assert followed.exit_code == 0, followed.stderr[-3000:]
     files = az('batchai', 'job', 'file', 'list', *group, '-e', experiment, '-j', job, '-d', 'stdouterr', '-o',
                'json')
     assert files.exit_code == 0, files.stderr[-3000:]
-    return {f['name']: f['downloadUrl'] for f in files.json()}
+    texts = {}
+    for item in files.json():
+        with urllib.request.urlopen(item['downloadUrl']) as response:
+            texts[item['name']] = response.read().decode()
+    assert texts[streamed] == followed.stdout
+    return texts
 
 
 def env_lines(text):
@@ -179,14 +182,12 @@ def nodes_of(text):
 
 
 def check_launches(az, group, experiment):
-    """The three jobs' processes, outputs and variables as Batch AI gave them; `stream` waits for each job. Returns
+    """The three jobs' processes, outputs and variables as Batch AI gave them (`outputs` waits for each job). Returns
     {name: output} of the TensorFlow job's files, the Caffe2 job's and the MPI job's stdout."""
     # TensorFlow: master (worker 0), worker 1 and a parameter server, each with its own files, all met each other.
-    tf_out = {name: stream(az, group, experiment, 'tf', name)
-              for name in ('stdout-wk-0.txt', 'stdout-wk-1.txt', 'stdout-ps-0.txt')}
-    files = listed(az, group, experiment, 'tf')
+    tf_out = outputs(az, group, experiment, 'tf', 'stdout-wk-0.txt')
     assert {'stdout-wk-0.txt', 'stderr-wk-0.txt', 'stdout-wk-1.txt', 'stderr-wk-1.txt', 'stdout-ps-0.txt',
-            'stderr-ps-0.txt'} <= set(files), files
+            'stderr-ps-0.txt'} <= set(tf_out), sorted(tf_out)
     members = json.loads(env_lines(tf_out['stdout-wk-0.txt'])[0]['TF_CONFIG'])['cluster']
     everyone = set(members['ps'] + members['worker'])
     for name, (task, index) in {'stdout-wk-0.txt': ('master', 0), 'stdout-wk-1.txt': ('worker', 1),
@@ -200,15 +201,14 @@ def check_launches(az, group, experiment):
         assert set(line.split()[5].split(',')) == everyone - {me}, line
         assert '--job_name={} '.format(task) in tf_out[name] and '--task_index={}'.format(index) in tf_out[name]
     # Caffe2: one process per node, its index as shard id, files named per node (the recipe waits on stderr-1.txt).
+    caffe2 = outputs(az, group, experiment, 'caffe2', 'stderr-1.txt')
     for index in (0, 1):
-        out = tf_out['caffe2 stdout-{}.txt'.format(index)] = stream(az, group, experiment, 'caffe2',
-                                                                      'stdout-{}.txt'.format(index))
+        out = tf_out['caffe2 stdout-{}.txt'.format(index)] = caffe2['stdout-{}.txt'.format(index)]
         assert 'shard {} of 2 saw all shards'.format(index) in out
         check_variables(env_lines(out)[0], index)
-        assert stream(az, group, experiment, 'caffe2', 'stderr-{}.txt'.format(index)) == 'shard {} done\n'.format(
-            index)
+        assert caffe2['stderr-{}.txt'.format(index)] == 'shard {} done\n'.format(index)
     # customMpi: one mpirun over the host file, from the master: both ranks write the job's stdout.txt.
-    out = tf_out['mpi stdout.txt'] = stream(az, group, experiment, 'mpi', 'stdout.txt')
+    out = tf_out['mpi stdout.txt'] = outputs(az, group, experiment, 'mpi', 'stdout.txt')['stdout.txt']
     ranks = sorted(line.split(' node ')[0] for line in out.splitlines() if line.startswith('rank'))
     assert ranks == ['rank 0 of 2 task 0', 'rank 1 of 2 task 1'], out
     envs = sorted(env_lines(out), key=lambda e: e['AZ_BATCHAI_TASK_INDEX'])
