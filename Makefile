@@ -14,18 +14,22 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-chromium bench bench-slurm bench-expand \
+.PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
 	bench-service bench-cli bench-tuning bench-tpe bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
 
-test: dev test-tools system-deps-slurm system-deps-chromium
+test: dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
 system-deps-slurm:
 	scripts/install_system_deps.sh slurm
+
+# OpenMPI for the MPI toolkits' jobs (mpirun over the job's host file), the same way.
+system-deps-mpi:
+	scripts/install_system_deps.sh mpi
 
 # Chromium for the report's browser tests: apt-get install where missing and root, else a note (the tests skip
 # loudly, and fail when CI=true).

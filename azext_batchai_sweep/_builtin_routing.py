@@ -361,8 +361,8 @@ def _say_what_is_ignored(command, args):
                          .format(image))
         node_count = job.get('nodeCount')
         if isinstance(node_count, int) and node_count > 1:
-            notes.append('nodeCount {0} reserves {0} slots of the cluster and runs the script once (no MPI)'
-                         .format(node_count))
+            notes.append('nodeCount {0} runs on {0} slots of the cluster, its nodes sharing this machine (one '
+                         'process per node, or mpirun over the slots: docs/job-environment.md)'.format(node_count))
         if notes:
             logger.warning('Local job: %s.', '; '.join(notes))
 

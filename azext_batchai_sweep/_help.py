@@ -205,7 +205,7 @@ parameters:
     short-summary: With --wait, give up after this many seconds (non-zero exit code, naming the unfinished jobs).
   - name: --job
     type: string
-    short-summary: Print the end of this job's stdout.txt (and of a non-empty stderr.txt, both labelled) instead.
+    short-summary: Print the end of this job's stdout.txt (and of a non-empty stderr.txt, both labelled) instead; of a multi-process job, its master's files (stdout-wk-0.txt for TensorFlow, stdout-0.txt for Caffe2/PyTorch on several nodes).
   - name: --tail
     type: int
     short-summary: With --job, the number of lines to print.

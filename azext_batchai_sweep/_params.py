@@ -101,7 +101,7 @@ def load_arguments(self, _):
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
         c.argument('state', arg_type=get_enum_type(STATES + ['missing']),
                    help='Only the jobs in this execution state; "missing": planned jobs that are not on the service (needs the plan).')
-        c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt (and of a non-empty stderr.txt, both labelled) instead of the sweep\'s status; a failed job\'s exit code and error go to stderr.')
+        c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt (and of a non-empty stderr.txt, both labelled) instead of the sweep\'s status (of a multi-process job, its master\'s: stdout-wk-0.txt for TensorFlow, stdout-0.txt for Caffe2/PyTorch on several nodes); a failed job\'s exit code and error go to stderr.')
         c.argument('tail', type=int,
                    help='With --job: number of lines to print from the end of each file (default {}).'.format(DEFAULT_TAIL))
         c.argument('stderr', options_list=['--stderr'], action='store_true',

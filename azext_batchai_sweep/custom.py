@@ -380,11 +380,12 @@ def _compare_with_plan(result, plan_file):
 
 def _tail(client, identity, job, lines, stderr=False):
     """The last lines of the job's stdout.txt (or stderr.txt) as a list of strings: `-o tsv` prints them as they are.
+    (Of a job with several processes, its master's: stdout-wk-0.txt of TensorFlow, stdout-0.txt of Caffe2/PyTorch.)
 
     Without --stderr, a non-empty stderr.txt follows, both files labelled as `tail` labels several files; a failed
     job's exit code and Batch AI's error message go to stderr.
     """
-    from .core.outputs.download import tail_job_output
+    from .core.outputs.download import master_output_files, tail_job_output
     from .core.service.listing import state_of
     from azure.core.exceptions import ResourceNotFoundError
     from .core.errors import NotFoundError
@@ -401,7 +402,8 @@ def _tail(client, identity, job, lines, stderr=False):
             raise NotFoundError('Job {} is not a job of sweep {} (its sweep: {})'.format(job, identity.name, owner),
                                 recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
                                     identity.args()))
-        files = ['stderr.txt'] if stderr else ['stdout.txt', 'stderr.txt']
+        out, err = master_output_files(found)
+        files = [err] if stderr else [out, err]
         outputs = [tail_job_output(client, *args, file=name, lines=lines) for name in files]
     shown = [output for output in outputs if output['lines'] or output['file'] == files[0]]
     for output in outputs:

@@ -2,13 +2,15 @@
 # Install the system packages a group of tests needs, with apt-get, only when one of its programs is missing and
 # we run as root (CI on a fresh machine does); anywhere else say what is missing and leave the machine alone (the
 # tests then skip and say why, except in CI where they fail).
-# Usage: scripts/install_system_deps.sh GROUP...    groups: slurm
+# Usage: scripts/install_system_deps.sh GROUP...    groups: slurm, mpi
 set -eu
 
 packages_of() {
     case "$1" in
         # Debian's real Slurm daemons and client, and munge (never the emulator package).
         slurm) echo "slurmctld slurmd slurm-client munge" ;;
+        # Debian's OpenMPI: mpirun over a job's host file (customMpi/Horovod/Chainer/CNTK jobs, docs/job-environment.md).
+        mpi) echo "openmpi-bin" ;;
         *) echo "unknown group: $1" >&2; exit 2 ;;
     esac
 }
@@ -16,6 +18,7 @@ packages_of() {
 programs_of() {
     case "$1" in
         slurm) echo "slurmctld slurmd sbatch squeue scontrol scancel srun sinfo munged mungekey" ;;
+        mpi) echo "mpirun" ;;
     esac
 }
 

@@ -5,8 +5,10 @@ A job sees, in this order (a later source wins):
 1. a minimal base, the few variables any login on a node has: PATH, HOME, LANG, LANGUAGE, LC_*, TZ, USER,
    LOGNAME and SHELL, taken from the service's own environment when set (PATH falls back to the standard one);
 2. the Batch AI variables: AZ_BATCHAI_JOB_NAME, AZ_BATCHAI_JOB_MOUNT_ROOT, AZ_BATCHAI_MOUNT_ROOT,
-   AZ_BATCHAI_JOB_TEMP, AZ_BATCHAI_STDOUTERR_DIR, AZ_BATCHAI_OUTPUT_<id>, AZ_BATCHAI_INPUT_<id>, and the local
-   service's marker BATCHAI_LOCAL_JOB (how crash recovery finds a job's processes);
+   AZ_BATCHAI_JOB_TEMP, AZ_BATCHAI_JOB_TEMP_DIR, AZ_BATCHAI_SHARED_JOB_TEMP, AZ_BATCHAI_MPI_HOST_FILE,
+   AZ_BATCHAI_STDOUTERR_DIR, AZ_BATCHAI_OUTPUT_<id>, AZ_BATCHAI_INPUT_<id>, and the local service's marker
+   BATCHAI_LOCAL_JOB (how crash recovery finds a job's processes); the variables of the job's nodes and of each
+   process (master node, host list, task index, TensorFlow's hosts...) come from launcher.py, after these;
 3. the job's own environmentVariables, then its secrets.
 
 Nothing else of the shell that ran `local start` reaches a job: no AZURE_* credentials, no AZURE_CONFIG_DIR, no

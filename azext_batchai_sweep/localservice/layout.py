@@ -5,19 +5,18 @@ Data dir layout (the storage part is the contract with files_api.py):
     storage/<account>/containers/<container>     a blob container
     clusters/<sub>/<rg>/<workspace>/<cluster>/mounts   AZ_BATCHAI_MOUNT_ROOT (symlinks to node setup volumes)
     jobs/<job uid>/mounts                        AZ_BATCHAI_JOB_MOUNT_ROOT (symlinks to the job's volumes)
+    jobs                                         AZ_BATCHAI_JOB_TEMP_DIR
     jobs/<job uid>/tmp                           AZ_BATCHAI_JOB_TEMP, the job's working directory
+    jobs/<job uid>/shared                        AZ_BATCHAI_SHARED_JOB_TEMP (every node of the job sees it)
+    jobs/<job uid>/hostfile                      AZ_BATCHAI_MPI_HOST_FILE
 """
 import os
 import re
-import shlex
-import sys
 import urllib.parse
 
 from .errors import bad_request
 from .jobenv import MARKER_VARIABLE, job_environment
 
-PYTHON_TOOLKITS = ('tensorFlowSettings', 'pyTorchSettings', 'chainerSettings', 'caffe2Settings', 'horovodSettings',
-                   'cntkSettings', 'caffeSettings')
 _VARIABLE = re.compile(r'\$(\w+)|\$\{(\w+)\}')
 
 
@@ -88,6 +87,8 @@ class JobLayout:
         self.job_dir = job_dir(data_dir, self.uid)
         self.job_mount_root = os.path.join(self.job_dir, 'mounts')
         self.temp_dir = os.path.join(self.job_dir, 'tmp')
+        self.shared_dir = os.path.join(self.job_dir, 'shared')
+        self.host_file = os.path.join(self.job_dir, 'hostfile')
         self.mount_root = cluster_mount_root(data_dir, cluster_key)
         roots = {'AZ_BATCHAI_JOB_MOUNT_ROOT': self.job_mount_root, 'AZ_BATCHAI_MOUNT_ROOT': self.mount_root,
                  'AZ_BATCHAI_JOB_TEMP': self.temp_dir}
@@ -124,6 +125,7 @@ class JobLayout:
         link_volumes(self.data_dir, self.mount_root, cluster_volumes)
         link_volumes(self.data_dir, self.job_mount_root, job_volumes)
         os.makedirs(self.temp_dir, exist_ok=True)
+        os.makedirs(self.shared_dir, exist_ok=True)
         for path in [self.stdouterr_dir, *self.outputs.values()]:
             os.makedirs(path, exist_ok=True)
 
@@ -131,6 +133,8 @@ class JobLayout:
         """The Batch AI variables of this job incarnation (and the service's marker)."""
         variables = dict(self.roots)
         variables.update({'AZ_BATCHAI_JOB_NAME': self.name, 'AZ_BATCHAI_STDOUTERR_DIR': self.stdouterr_dir,
+                          'AZ_BATCHAI_JOB_TEMP_DIR': os.path.dirname(self.job_dir),
+                          'AZ_BATCHAI_SHARED_JOB_TEMP': self.shared_dir, 'AZ_BATCHAI_MPI_HOST_FILE': self.host_file,
                           MARKER_VARIABLE: self.uid})
         variables.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in self.outputs.items()})
         variables.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in self.inputs.items()})
@@ -139,26 +143,3 @@ class JobLayout:
     def environment(self, spec_props):
         """The job's environment (jobenv.py): a minimal base, Batch AI's variables, the job's variables and secrets."""
         return job_environment(self.batchai_variables(), spec_props)
-
-
-def _python_line(settings, args):
-    interpreter = settings.get('pythonInterpreterPath')
-    # A user-given path stays double-quoted so $VARIABLES in it expand like on a Batch AI node.
-    interpreter = '"{}"'.format(interpreter) if interpreter else shlex.quote(sys.executable)
-    return 'exec {} "{}" {}'.format(interpreter, settings['pythonScriptFilePath'], args or '').rstrip()
-
-
-def command_line(props, toolkit):
-    """The bash command line of a job's toolkit settings (one local process for every framework)."""
-    settings = props[toolkit]
-    if toolkit in ('customToolkitSettings', 'customMpiSettings'):
-        return settings.get('commandLine') or 'true'
-    if toolkit == 'tensorFlowSettings':
-        return _python_line(settings, settings.get('masterCommandLineArgs'))
-    if toolkit == 'cntkSettings' and not settings.get('pythonScriptFilePath'):
-        return 'exec cntk configFile="{}" {}'.format(settings['configFilePath'],
-                                                       settings.get('commandLineArgs') or '').rstrip()
-    if toolkit == 'caffeSettings' and not settings.get('pythonScriptFilePath'):
-        return 'exec caffe train --solver="{}" {}'.format(settings['configFilePath'],
-                                                          settings.get('commandLineArgs') or '').rstrip()
-    return _python_line(settings, settings.get('commandLineArgs'))

@@ -6,21 +6,30 @@ head of a queue needs more slots than are free, the jobs behind it wait too, as 
 Each running job has a thread that runs its process group (job preparation, then the toolkit command), enforces
 maxWallClockTime and records the outcome.
 
+A job's processes are those Batch AI started (launcher.py): a nodeCount N job runs on N slots, its nodes all
+'localhost' (127.0.0.1) with free ports for TensorFlow; one process runs as the job's process group itself, more
+run under launcher.py's `run` in that group (so terminating, the wall clock and crash recovery reach them all).
+
 GPUs (`--gpus`): each job gets its own devices through CUDA_VISIBLE_DEVICES, as many per node as its cluster's VM
-size has (gpus.py); a job waits in the queue until that many are free, so no two jobs ever share a GPU.
+size has (gpus.py), each node's processes its node's; a job waits in the queue until that many are free, so no two
+jobs ever share a GPU.
 """
 import json
 import logging
 import os
+import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
+from . import launcher
 from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
-from .layout import MARKER_VARIABLE, command_line
+from .jobenv import MARKER_VARIABLE
 from .resources import job_wall_clock
 from .scheduler import HeldJobsScheduler, ending, error as _error
 
@@ -30,6 +39,7 @@ KILL_GRACE_SECONDS = 2.0
 DISK_FULL_JOB_MESSAGE = ("The local service's disk filled up: the job could not be prepared or its outcome written. "
                          'Free space on the file system of the data dir, then resubmit it.')
 POLL_SECONDS = 0.1
+LOCAL_NODE = launcher.Node('localhost', '127.0.0.1')  # every node of a job is a slot of this machine
 
 @dataclass
 class _Running:
@@ -105,6 +115,13 @@ class Runner(HeldJobsScheduler):
         return gpus_per_node(cluster_body['properties'].get('vmSize'), len(self._gpus)) * node_count
 
     def check_job(self, props, toolkit, cluster_body):
+        problem = launcher.check(props, toolkit)
+        if problem:
+            raise bad_request('InvalidRequestContent', problem)
+        if launcher.uses_mpirun(props, toolkit) and shutil.which('mpirun') is None:
+            raise bad_request('MpiNotInstalled', '{} with {} processes runs them through mpirun (as Batch AI did), '
+                              'and the local service finds no mpirun on its PATH: install OpenMPI (Debian: '
+                              'apt-get install openmpi-bin).'.format(toolkit, launcher.process_count(props, toolkit)))
         need = self.job_gpus(cluster_body, props['nodeCount'])
         if need > len(self._gpus or ()):
             raise bad_request('InsufficientGpus', 'The job needs {} GPUs ({} nodes of {}); the local service has '
@@ -206,29 +223,29 @@ class Runner(HeldJobsScheduler):
             spec = json.loads(row['spec'])
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             env = layout.environment(spec)
-            if self._gpus is not None:
-                with self._lock:
-                    devices = self._held[key].gpus
-                # Only the job's own devices: the GPUs Batch AI would have given it, and no others.
-                env['CUDA_VISIBLE_DEVICES'] = ','.join(devices)
-                env['AZ_BATCHAI_NUM_GPUS'] = str(gpus_per_node(cluster_body['properties'].get('vmSize'),
-                                                               len(self._gpus)))
+            plan = launcher.plan(spec, toolkit, [LOCAL_NODE] * spec['nodeCount'], layout.host_file,
+                                 layout.shared_dir, ports=launcher.free_ports)
+            with open(layout.host_file, 'w', encoding='utf-8') as f:
+                f.write(plan.host_file)
+            self._give_gpus(key, plan, env, cluster_body)
+            env.update(plan.env)
             deadline = time.monotonic() + job_wall_clock(spec).total_seconds()
             out_dir = layout.stdouterr_dir
             if spec.get('containerSettings'):
                 image = (spec['containerSettings'].get('imageSourceRegistry') or {}).get('image')
                 note = ('batchai-local: containerSettings ignored (image {!r}): no container engine, '
                         'the job runs on the host.\n').format(image)
-                with open(os.path.join(out_dir, 'stderr.txt'), 'a', encoding='utf-8') as f:
+                with open(os.path.join(out_dir, plan.processes[0].stderr), 'a', encoding='utf-8') as f:
                     f.write(note)
                 logger.info('job %s: %s', key, note.strip())
             steps = []
             if spec.get('jobPreparation'):
-                steps.append((spec['jobPreparation']['commandLine'], 'stdout-job_prep.txt', 'stderr-job_prep.txt'))
-            steps.append((command_line(spec, toolkit), 'stdout.txt', 'stderr.txt'))
-            for index, (line, out_name, err_name) in enumerate(steps):
-                exit_code, reason = self._run_step(key, line, env, layout.temp_dir, os.path.join(out_dir, out_name),
-                                                   os.path.join(out_dir, err_name), deadline)
+                steps.append((spec['jobPreparation']['commandLine'], env, os.path.join(out_dir, 'stdout-job_prep.txt'),
+                              os.path.join(out_dir, 'stderr-job_prep.txt')))
+            steps.append(self._main_step(plan, env, layout))
+            for index, (line, step_env, out_path, err_path) in enumerate(steps):
+                exit_code, reason = self._run_step(key, line, step_env, layout.temp_dir, out_path, err_path,
+                                                   deadline)
                 if reason or exit_code != 0:
                     if not reason and index < len(steps) - 1:
                         errors.append({'code': 'JobPreparationFailed',
@@ -251,6 +268,40 @@ class Runner(HeldJobsScheduler):
         if running is not None:
             running.done.set()
         self._wake.set()
+
+    def _give_gpus(self, key, plan, env, cluster_body):
+        """Each node's processes its node's GPUs (an mpirun's ranks, all of the job's); AZ_BATCHAI_NUM_GPUS: the
+        GPUs of one node of the cluster's VM size."""
+        per_node = gpus_per_node(cluster_body['properties'].get('vmSize'), len(self._gpus or ()))
+        env['AZ_BATCHAI_NUM_GPUS'] = str(per_node)
+        if self._gpus is None:
+            return
+        with self._lock:
+            devices = self._held[key].gpus
+        # Only the job's own devices: the GPUs Batch AI would have given it, and no others.
+        env['CUDA_VISIBLE_DEVICES'] = ','.join(devices)
+        if len(plan.nodes) > 1:
+            for process in plan.processes:
+                if process.role != 'mpi':
+                    own = devices[process.node * per_node:(process.node + 1) * per_node]
+                    process.env['CUDA_VISIBLE_DEVICES'] = ','.join(own)
+
+    @staticmethod
+    def _main_step(plan, env, layout):
+        """(command line, environment, stdout path, stderr path) of the job's toolkit: its one process as it is,
+        or launcher.py running its processes (its own output, if any, in the job's folder)."""
+        out_dir = layout.stdouterr_dir
+        if len(plan.processes) == 1:
+            (process,) = plan.processes
+            return (process.command, {**env, **process.env}, os.path.join(out_dir, process.stdout),
+                    os.path.join(out_dir, process.stderr))
+        plan_file = os.path.join(layout.job_dir, 'launch-plan.json')
+        with open(plan_file, 'w', encoding='utf-8') as f:
+            f.write(plan.to_json())
+        line = 'exec {} -I {} run {} {} local'.format(*(shlex.quote(a) for a in (
+            sys.executable, launcher.__file__, plan_file, out_dir)))
+        return (line, env, os.path.join(layout.job_dir, 'launcher-stdout.txt'),
+                os.path.join(layout.job_dir, 'launcher-stderr.txt'))
 
     def _run_step(self, key, line, env, cwd, out_path, err_path, deadline):
         """Run one bash command line as its own process group; return (exit code, stop reason or None)."""

@@ -13,6 +13,7 @@ from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.localservice.gpus import detect, gpus_per_node, parse_gpus
 from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params
+from tests.localservice.test_job_launch import caffe2_params, hang_script, pids_of
 
 pytestmark = pytest.mark.service
 
@@ -107,5 +108,22 @@ def test_each_job_gets_its_own_gpus_and_waits_for_free_ones(stand_in_smi, tmp_pa
         with pytest.raises(HttpResponseError) as refused:
             client.jobs.begin_create(rg, ws, 'gpus', 'four', job_params(service, cluster_id=nc24.id)).result()
         assert refused.value.error.code == 'InsufficientGpus' and 'needs 4 GPUs' in refused.value.error.message
+    finally:
+        stop_service(service)
+
+
+def test_each_node_of_a_multi_node_job_gets_its_own_gpus(stand_in_smi, tmp_path):
+    """A 2-node Caffe2 job on the default cluster (one GPU per node) with both GPUs: each node's process sees its
+    node's GPU only, as each Batch AI node saw its own."""
+    service = start_service(str(tmp_path / 'svc'), slots=2, extra_args=['--gpus', 'auto'])
+    try:
+        client = local_batchai_client(service.endpoint, service.token_file, service.subscription)
+        client.experiments.begin_create(service.resource_group, service.workspace, 'gpus').result()
+        params = caffe2_params(service, hang_script(tmp_path),
+                               environment_variables=[models.EnvironmentVariable(name='HANG', value='0')])
+        client.jobs.begin_create(service.resource_group, service.workspace, 'gpus', 'nodes', params).result()
+        assert _wait(client, service, 'nodes').execution_state == 'succeeded'
+        seen = {index: values[1] for index, values in pids_of(tmp_path / 'hang.py.out', 2).items()}
+        assert seen == {'0': '[0]', '1': '[1]'}
     finally:
         stop_service(service)

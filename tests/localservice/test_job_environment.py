@@ -60,4 +60,4 @@ def test_a_job_never_sees_the_environment_of_the_shell_that_started_the_service(
     assert env['OWN'] == 'mine' and env['SECRET'] == 's' and env['LANG'] == 'C.UTF-8'
     assert env['AZ_BATCHAI_JOB_NAME'] == 'dump' and env['BATCHAI_LOCAL_JOB']
     allowed = set(BASE_VARIABLES) | SHELL_ADDED | {'OWN', 'SECRET', 'BATCHAI_LOCAL_JOB'}
-    assert {name for name in env if not name.startswith(('AZ_BATCHAI_', 'LC_'))} <= allowed
+    assert {name for name in env if not name.startswith(('AZ_BATCHAI_', 'AZ_BATCH_', 'LC_'))} <= allowed

@@ -11,6 +11,7 @@ from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.localservice import auth, downloads
 from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
+from tests.localservice.test_job_launch import need_mpirun
 
 RECIPE_SCRIPT = '''import os, sys
 print('args', sys.argv[1:])
@@ -83,7 +84,9 @@ def test_max_wall_clock_time_is_enforced(client, local_service):
 
 
 def test_recipe_job_runs_unchanged_but_the_account(client, local_service):
-    """The Chainer recipe job of the seed (2 nodes, file shares, output dir, container) runs on the host."""
+    """The Chainer recipe job of the seed (2 nodes, file shares, output dir, container) runs on the host (through
+    mpirun over its 2 slots, as Batch AI ran Chainer)."""
+    need_mpirun()
     rg, ws = local_service.resource_group, local_service.workspace
     account = 'recipestorage'
     scripts = os.path.join(local_service.data_dir, 'storage', account, 'shares', 'scripts', 'chainer')

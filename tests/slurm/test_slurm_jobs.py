@@ -116,16 +116,17 @@ def test_sbatch_refusal_fails_the_job_with_slurms_message(slurm_client, slurm_se
     assert err.code == 'SlurmSubmitFailed' and 'Requested node configuration is not available' in err.message
 
 
-def test_toolkits_the_scheduler_cannot_run_are_refused_at_submit(slurm_client, slurm_service):
+def test_launch_settings_batchai_refused_are_refused_at_submit(slurm_client, slurm_service):
     params = job_params(slurm_service, node_count=2)
     params.custom_toolkit_settings = None
-    params.tensor_flow_settings = models.TensorFlowSettings(python_script_file_path='train.py')
+    params.tensor_flow_settings = models.TensorFlowSettings(python_script_file_path='train.py',
+                                                            parameter_server_count=3)
     slurm_client.experiments.begin_create(slurm_service.resource_group, slurm_service.workspace, 'refuse').result()
     with pytest.raises(HttpResponseError) as refused:
         slurm_client.jobs.begin_create(slurm_service.resource_group, slurm_service.workspace, 'refuse', 'tf',
                                        params).result()
-    assert refused.value.status_code == 400 and refused.value.error.code == 'UnsupportedToolkit'
-    assert 'tensorFlowSettings on 2 nodes' in refused.value.error.message
+    assert refused.value.status_code == 400 and refused.value.error.code == 'InvalidRequestContent'
+    assert 'parameterServerCount (3) must be at most nodeCount (2)' in refused.value.error.message
 
 
 def test_terminate_cancels_and_time_limit_ends_the_job(slurm_client, slurm_service, idle_cluster):

@@ -51,9 +51,11 @@ def test_options_follow_the_job():
                                    '/o', '/t')
     assert not any(o.startswith(('--gres', '--time')) for o in plain)
     with pytest.raises(Exception) as refused:
-        mapping.check_toolkit({'nodeCount': 3, 'chainerSettings': {}}, 'chainerSettings')
-    assert refused.value.code == 'UnsupportedToolkit'
-    mapping.check_toolkit({'nodeCount': 3, 'horovodSettings': {}}, 'horovodSettings')
+        mapping.check_toolkit({'nodeCount': 2, 'tensorFlowSettings': {'parameterServerCount': 3}},
+                              'tensorFlowSettings')
+    assert refused.value.code == 'InvalidRequestContent' and 'parameterServerCount (3)' in refused.value.message
+    for toolkit in ('chainerSettings', 'horovodSettings', 'tensorFlowSettings', 'caffe2Settings', 'pyTorchSettings'):
+        mapping.check_toolkit({'nodeCount': 3, toolkit: {}}, toolkit)  # every toolkit runs on several nodes
 
 
 def test_array_options_keep_the_jobs_resources_and_route_each_tasks_output():

@@ -249,6 +249,18 @@ def _tail_bytes(url, size, retry):
         return b''.join(window), True
 
 
+def master_output_files(job):
+    """(stdout, stderr) names of the output of a job's master process, as Batch AI named them: TensorFlow's master is
+    worker 0 (stdout-wk-0.txt), Caffe2 and PyTorch on several nodes write per node (stdout-0.txt), every other job
+    writes stdout.txt (the local service's launcher.py names them the same way)."""
+    if getattr(job, 'tensor_flow_settings', None) is not None:
+        return 'stdout-wk-0.txt', 'stderr-wk-0.txt'
+    per_node = getattr(job, 'caffe2_settings', None) is not None or getattr(job, 'py_torch_settings', None) is not None
+    if per_node and (getattr(job, 'node_count', None) or 1) > 1:
+        return 'stdout-0.txt', 'stderr-0.txt'
+    return 'stdout.txt', 'stderr.txt'
+
+
 def tail_job_output(client, resource_group, workspace, experiment, job, file='stdout.txt',
                     output_directory_id=STDOUTERR, lines=100, *, retry=None):
     """The last `lines` lines of one output file of a job, as {job, file, lines: [str], found}.

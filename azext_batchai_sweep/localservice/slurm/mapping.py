@@ -2,26 +2,25 @@
 
 - nodeCount -> --nodes; the cluster's VM size -> --gres=gpu:<GPUs per node>; maxWallClockTime -> --time (Slurm
   counts whole minutes: the scheduler also cancels the job at the exact limit itself);
-- the job's environment (layout.environment, as the processes scheduler builds it) travels with sbatch; the batch
-  script adds what Batch AI set on a multi-node job (host list, MPI host file, master node, task index);
-- customMpiSettings and horovodSettings run `processCount` tasks with Slurm's own srun (Batch AI ran mpirun);
-  customToolkitSettings runs once, on the first node, as Batch AI ran it; every other toolkit runs one process on
-  one node, and is refused with more nodes.
+- the job's environment (layout.environment, as the processes scheduler builds it) travels with sbatch; on the
+  job's first node the batch script has launcher.py plan the job's processes over the allocation's nodes (host
+  list, MPI host file, master node and address, TensorFlow's hosts) and run them: each process on its node (srun
+  for the other nodes), MPI toolkits through one mpirun over the host file, as Batch AI ran every toolkit.
 """
+import json
 import math
+import os
 import re
 import shlex
+import sys
 
+from .. import launcher
 from ..errors import bad_request
-from ..layout import command_line
 from ..resources import job_wall_clock
 from ..scheduler import REASONS
 
-MPI_TOOLKITS = ('customMpiSettings', 'horovodSettings')
-MULTI_NODE_TOOLKITS = MPI_TOOLKITS + ('customToolkitSettings',)
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
 _BASH_READONLY = {'BASHOPTS', 'BASH_VERSINFO', 'EUID', 'PPID', 'SHELLOPTS', 'UID'}
-MASTER_PORT = 6000  # AZ_BATCH_MASTER_NODE is host:port on Batch (multi-instance tasks' coordination port)
 
 # Slurm job states (squeue %T) -> Batch AI executionState while the job lives.
 QUEUED_STATES = {'PENDING', 'REQUEUED', 'REQUEUE_HOLD', 'REQUEUE_FED', 'RESV_DEL_HOLD'}
@@ -55,22 +54,10 @@ FAILURES = {
 
 
 def check_toolkit(props, toolkit):
-    """400 at submit time for what the Slurm scheduler cannot run as Batch AI ran it."""
-    if props['nodeCount'] > 1 and toolkit not in MULTI_NODE_TOOLKITS:
-        raise bad_request('UnsupportedToolkit', '{} on {} nodes cannot run on the Slurm scheduler: multi-node jobs '
-                          'need customMpiSettings, horovodSettings or customToolkitSettings (which start their '
-                          'processes with srun or mpirun); run it on one node.'.format(toolkit, props['nodeCount']))
-    count = process_count(props, toolkit)
-    if count < 1:
-        raise bad_request('InvalidRequestContent', 'processCount must be at least 1.')
-
-
-def process_count(props, toolkit):
-    """Batch AI's processCount of an MPI toolkit (default: nodeCount); 1 for the others."""
-    if toolkit not in MPI_TOOLKITS:
-        return 1
-    count = props[toolkit].get('processCount')
-    return props['nodeCount'] if count is None else int(count)
+    """400 at submit time for the launch settings Batch AI refused."""
+    problem = launcher.check(props, toolkit)
+    if problem:
+        raise bad_request('InvalidRequestContent', problem)
 
 
 def resource_options(props, toolkit, gpus_per_node):
@@ -78,7 +65,7 @@ def resource_options(props, toolkit, gpus_per_node):
     job array."""
     nodes = props['nodeCount']
     options = ['--nodes={}'.format(nodes),
-               '--ntasks-per-node={}'.format(math.ceil(process_count(props, toolkit) / nodes)),
+               '--ntasks-per-node={}'.format(math.ceil(launcher.process_count(props, toolkit) / nodes)),
                '--no-requeue', '--export=ALL']
     if gpus_per_node:
         options.append('--gres=gpu:{}'.format(gpus_per_node))
@@ -120,8 +107,16 @@ def environment_file(env):
                    if _NAME.fullmatch(name) and name not in _BASH_READONLY)
 
 
-def batch_script(props, toolkit, layout, exit_file, host_file, env_file=None):
-    """The bash batch script: Batch AI's multi-node variables, job preparation on every node, then the toolkit.
+def launch_settings(props, toolkit, layout):
+    """What launcher.py needs to plan the job on its nodes (written into the job's folder): no variable or secret."""
+    settings = {k: props[k] for k in ('nodeCount', toolkit)}
+    return json.dumps({'props': settings, 'toolkit': toolkit, 'host_file': layout.host_file,
+                       'shared': layout.shared_dir})
+
+
+def batch_script(props, toolkit, layout, exit_file, settings_file, env_file=None):
+    """The bash batch script: the job's launch planned on its nodes (Batch AI's node variables and host file),
+    job preparation on every node, then the toolkit's processes.
 
     `env_file`: the job's environment comes from this file (an array task: sbatch's environment is the array's),
     which the script reads and removes (its secrets stay on disk only until the job starts), then it enters the
@@ -129,39 +124,36 @@ def batch_script(props, toolkit, layout, exit_file, host_file, env_file=None):
     """
     q = shlex.quote
     nodes = props['nodeCount']
-    per_node = math.ceil(process_count(props, toolkit) / nodes)
+    script = '{} -I {}'.format(q(sys.executable), q(launcher.__file__))
+    plan_file = os.path.join(layout.job_dir, 'launch-plan.json')
+    plan_env = os.path.join(layout.job_dir, 'launch-env')
     lines = ['#!/bin/bash', '# Written by the local Batch AI service for job {} ({}).'.format(layout.name, layout.uid)]
     if env_file:
         lines += ['. {0} && rm -f {0} || exit 1'.format(q(env_file)), 'cd {} || exit 1'.format(q(layout.temp_dir))]
     lines += [
         'exit_file={}'.format(q(exit_file)),
-        'hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST")',
-        'export AZ_BATCH_HOST_LIST=$(echo $hosts | tr " " ",")',
-        'export AZ_BATCHAI_MPI_MASTER_NODE=${AZ_BATCH_HOST_LIST%%,*}',
-        'export AZ_BATCH_MASTER_NODE=$AZ_BATCHAI_MPI_MASTER_NODE:{}'.format(MASTER_PORT),
-        'export AZ_BATCHAI_MPI_HOST_FILE={}'.format(q(host_file)),
-        'for h in $hosts; do echo "$h slots={}"; done > "$AZ_BATCHAI_MPI_HOST_FILE"'.format(per_node),
-        'export AZ_BATCHAI_TASK_INDEX=0',
+        '{} slurm-plan {} {} {} || exit 1'.format(script, q(settings_file), q(plan_file), q(plan_env)),
+        '. {} || exit 1'.format(q(plan_env)),
     ]
-    task_index = 'export AZ_BATCHAI_TASK_INDEX=$SLURM_PROCID; '
     prep = (props.get('jobPreparation') or {}).get('commandLine')
     if prep:
         out = q(layout.stdouterr_dir + '/stdout-job_prep.txt')
         err = q(layout.stdouterr_dir + '/stderr-job_prep.txt')
         if nodes > 1:  # on every node of the job, as Batch AI prepared each node
             launch = 'srun --nodes={0} --ntasks={0} --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c {1}'.format(
-                nodes, q(task_index + prep))
+                nodes, q('export AZ_BATCHAI_TASK_INDEX=$SLURM_PROCID; ' + prep))
         else:
             launch = 'bash -c {}'.format(q(prep))
         lines += ['{} >>{} 2>>{}'.format(launch, out, err),
                   'rc=$?; if [ $rc -ne 0 ]; then echo "prep $rc" > "$exit_file"; exit $rc; fi']
-    command = command_line(props, toolkit)
-    if toolkit in MPI_TOOLKITS:
-        count = process_count(props, toolkit)
-        launch = 'srun --nodes={} --ntasks={} --kill-on-bad-exit=1 bash -c {}'.format(
-            nodes, count, q(task_index + command))
+    # The processes do not depend on the nodes' names: planned here on stand-ins, to know whether the job is one
+    # process writing stdout.txt (sbatch's --output: it runs in this script) or several (launcher.py runs them).
+    stand_ins = [launcher.Node('node', '127.0.0.1')] * nodes
+    processes = launcher.plan(props, toolkit, stand_ins, layout.host_file, layout.shared_dir).processes
+    if len(processes) == 1 and processes[0].stdout == 'stdout.txt':
+        launch = 'bash -c {}'.format(q(processes[0].command))
     else:
-        launch = 'bash -c {}'.format(q(command))
+        launch = '{} run {} {} srun'.format(script, q(plan_file), q(layout.stdouterr_dir))
     lines += [launch, 'rc=$?', 'echo "main $rc" > "$exit_file"', 'exit $rc', '']
     return '\n'.join(lines)
 

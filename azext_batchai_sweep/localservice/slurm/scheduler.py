@@ -43,6 +43,7 @@ SUBMIT_WORKERS = 4
 JOB_NAME_PREFIX = 'batchai-'
 ARRAY_NAME_PREFIX = JOB_NAME_PREFIX + 'array-'
 EXIT_FILE = 'exit-code'  # in the job's folder: the batch script's own record of how the job's command ended
+LAUNCH_SETTINGS_FILE = 'launch-settings.json'  # in the job's folder: what launcher.py plans the job's processes from
 ENV_FILE = 'slurm-env'  # in the job's folder, mode 0600: an array task's environment, removed when it starts
 ARRAYS_DIR = 'slurm-arrays'  # in the data dir: a folder per job array (links to its jobs' scripts and outputs)
 MEMBERS_FILE = 'members'  # in an array's folder: the keys of its jobs, task 0 first
@@ -315,10 +316,12 @@ class SlurmScheduler(HeldJobsScheduler):
 
     def _write_script(self, job, env_file=None):
         exit_file = os.path.join(job.layout.job_dir, EXIT_FILE)
+        settings = os.path.join(job.layout.job_dir, LAUNCH_SETTINGS_FILE)
+        with open(settings, 'w', encoding='utf-8') as f:
+            f.write(mapping.launch_settings(job.spec, job.toolkit, job.layout))
         path = os.path.join(job.layout.job_dir, 'slurm-job.sh')
         with open(path, 'w', encoding='utf-8') as f:
-            f.write(mapping.batch_script(job.spec, job.toolkit, job.layout, exit_file,
-                                         job.env['AZ_BATCHAI_MPI_HOST_FILE'], env_file))
+            f.write(mapping.batch_script(job.spec, job.toolkit, job.layout, exit_file, settings, env_file))
         return path
 
     def _submit_array(self, group):
@@ -391,15 +394,12 @@ class SlurmScheduler(HeldJobsScheduler):
                 shutil.rmtree(os.path.join(self._data_dir, ARRAYS_DIR, token), ignore_errors=True)
 
     def _environment(self, layout, spec, gpus):
-        """The job's environment as the processes scheduler builds it (layout.environment), plus Batch AI's
-        node variables; without variables sbatch would read as options."""
+        """The job's environment as the processes scheduler builds it (layout.environment), plus the GPUs of its
+        nodes; without variables sbatch would read as options (the nodes' own variables come from launcher.py, in
+        the batch script)."""
         env = {k: v for k, v in layout.environment(spec).items() if not k.startswith(_SLURM_PREFIXES)}
         env = self.cli.environment(env)
-        shared = os.path.join(layout.job_dir, 'shared')
-        os.makedirs(shared, exist_ok=True)
-        env.update({'AZ_BATCHAI_NUM_GPUS': str(gpus), 'AZ_BATCHAI_JOB_TEMP_DIR': os.path.dirname(layout.job_dir),
-                    'AZ_BATCHAI_SHARED_JOB_TEMP': shared,
-                    'AZ_BATCHAI_MPI_HOST_FILE': os.path.join(layout.job_dir, 'hostfile')})
+        env['AZ_BATCHAI_NUM_GPUS'] = str(gpus)
         if gpus:
             env.pop('CUDA_VISIBLE_DEVICES', None)  # Slurm sets it to the job's GRES
         else:
