@@ -72,7 +72,8 @@ def test_the_bound_is_the_composed_depth_for_every_style_pyyaml_writes(seed):
     '# [[[[\n   # {{{\nx: 1 # [[[\n',
     'x: [a, \'b, [c\', "d]"]\n',
     'p: {a: 1, b: [c: d]}\n',
-    'a:\n  -\n    -\nb: 1\n- \n',
+    'a:\n  -\n    -\nb: 1\n',
+    '- \n- - \n',
     '{"json": {"nested": [1, {"deeper": ["x"]}]}, "escaped": "a \\" [ b"}\n',
     'job:\n  properties:\n    customToolkitSettings:\n      commandLine: python -c "print(sys.argv[1:])" {{LR}}\n',
 ])
