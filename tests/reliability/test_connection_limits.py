@@ -99,6 +99,7 @@ def server(monkeypatch):
     monkeypatch.setattr(httpserver, 'HEAD_TIMEOUT', 0.5)
     monkeypatch.setattr(httpserver, 'IDLE_TIMEOUT', 1.0)
     monkeypatch.setattr(httpserver, 'REQUEST_TIMEOUT', 1.0)
+    monkeypatch.setattr(httpserver, 'SEND_TIMEOUT', 0.5, raising=False)  # absent before issue 24
     srv = BoundedHTTPServer(('127.0.0.1', 0), _Echo, None, workers=2, max_connections=20)
     threading.Thread(target=srv.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
     yield srv
@@ -157,6 +158,30 @@ def test_a_trickling_body_frees_its_worker_at_the_deadline(server):
     assert _get(server)[0] == 200  # answered once the deadline frees a worker
     for sock in trickles:  # closed without an answer once their deadline passed
         assert sock.recv(100) == b''
+        sock.close()
+
+
+def test_clients_that_never_read_their_answers_hold_a_worker_for_the_send_timeout_at_most(server):
+    """Both workers answer pipelined requests (16 kB answers) to clients that never read: each send waits at most
+    SEND_TIMEOUT for progress, then the connection is closed and the worker serves others (before: blocked for ever)."""
+    request = b'GET /' + b'p' * 16000 + b' HTTP/1.1\r\nHost: x\r\n\r\n'
+    stuck = []
+    for _ in range(2):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(('127.0.0.1', server.server_address[1]))
+        sock.settimeout(0.2)
+        try:
+            for _ in range(400):  # 6 MB of requests, 6 MB of answers: more than the kernel's buffers hold
+                sock.sendall(request)
+        except (TimeoutError, OSError):
+            pass  # the server stopped reading: its workers are writing answers nobody reads
+        stuck.append(sock)
+    started = time.monotonic()
+    assert _get(server)[0] == 200
+    assert time.monotonic() - started < 3
+    _wait(lambda: server.connection_counts()[1] == 0)  # the non-readers were let go
+    for sock in stuck:
         sock.close()
 
 
