@@ -1,0 +1,183 @@
+"""Replay of the real Batch AI answers we hold (tests/localservice/recorded/, excerpts of azure-cli's recorded batchai
+tests): each recorded request is sent to a local service, in a resource group and workspace of the recorded names,
+and its answer compared with the recorded one, value by value, after replacing what differs by nature (ids' host and
+subscription, times, generated GUIDs, etags) with placeholders. The differences that remain must each be listed in
+LEGITIMATE (with its reason; docs/reliability.md lists them too): anything else fails."""
+import fnmatch
+import json
+import os
+import re
+import urllib.parse
+import uuid
+
+import pytest
+
+from tests.localservice.conftest import raw
+from tests.spec_conformance import validate, validate_operation_status
+
+pytestmark = pytest.mark.service
+
+RECORDED = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'recorded')
+RECORDED_SUBSCRIPTION = '00000000-0000-0000-0000-000000000000'
+# The real subscription id the recordings leave in internal paths (resourceId, stdOutErrPathSuffix).
+RECORDED_INTERNAL_SUBSCRIPTION = '0b1f6471-1bf0-4dda-aec3-cb9272f09590'
+RECORDED_GROUP = 'clitest.rg000001'
+ARM = '/subscriptions/{}/resourceGroups/{}/providers/Microsoft.BatchAI/workspaces/{}'
+
+# Differences that remain, by path in the answer (fnmatch patterns), and why.
+LEGITIMATE = {
+    'etag': 'the local service sends no etags (no conditional requests in the 2018-05-01 swagger it serves)',
+    'location': "a cluster's location: the recorded cluster GET carried its workspace's location; the swagger's "
+                'Cluster (a ProxyResource) has none',
+    'properties.virtualMachineConfiguration.imageReference.minVersion':
+        "not in the 2018-05-01 swagger's ImageReference: every answer must conform to it",
+    'properties.coreCountPerNode': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.maxJobDurationSeconds': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.cleanupNodeBeforeRun': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.cleanupNodeAfterRun': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.experimentName': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.constraints.maxAttempts': 'not in the 2018-05-01 swagger (a later service field)',
+    'properties.executionInfo': 'the recorded job was still queued; a local job starts at once when a slot is free',
+}
+
+
+def recorded(name):
+    with open(os.path.join(RECORDED, name), encoding='utf-8') as f:
+        return json.load(f)
+
+
+_TIME = re.compile(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$')
+_GUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', re.IGNORECASE)
+
+
+def _normal(value, names):
+    """`value` with what differs by nature replaced: times, the ids' host, subscription, group and workspace names,
+    generated GUIDs (operation names, path suffixes)."""
+    if isinstance(value, dict):
+        return {k: _normal(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v, names) for v in value]
+    if not isinstance(value, str):
+        return value
+    if _TIME.match(value):
+        return '<time>'
+    text = re.sub(r'^https?://[^/]+', '<host>', value)
+    for real, placeholder in names.items():
+        text = text.replace(real, placeholder)
+    return _GUID.sub('<guid>', text)
+
+
+def _differences(mine, theirs, path=''):
+    """Paths where the two answers differ (a key only in one, or another value)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        out = []
+        for key in sorted(set(mine) | set(theirs)):
+            where = path + '.' + key if path else key
+            if key not in mine or key not in theirs:
+                out.append(where)
+            else:
+                out += _differences(mine[key], theirs[key], where)
+        return out
+    if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+        return [d for index, (a, b) in enumerate(zip(mine, theirs))
+                for d in _differences(a, b, '{}[{}]'.format(path, index))]
+    return [] if mine == theirs else [path]
+
+
+def _unexplained(differences):
+    return [d for d in differences if not any(fnmatch.fnmatchcase(d, p) or d.startswith(p + '.') for p in LEGITIMATE)]
+
+
+class Replay:
+    def __init__(self, service):
+        self.service = service
+        self.workspace = 'workspace'  # the recorded name; a fresh resource group keeps runs apart
+        self.group = 'clitest.rg' + uuid.uuid4().hex[:6]
+        self.base = ARM.format(service.subscription, self.group, self.workspace)
+        self.names = {service.subscription: '<sub>', RECORDED_SUBSCRIPTION: '<sub>',
+                      RECORDED_INTERNAL_SUBSCRIPTION: '<sub>', self.group: '<rg>', RECORDED_GROUP: '<rg>'}
+        self.results = []  # (interaction, unexplained differences)
+
+    def compare(self, interaction, status, body, answer):
+        if interaction.endswith('operation status'):  # operation ids are generated: the same placeholder
+            self.names.update({body['name']: '<operation>', answer['body']['name']: '<operation>'})
+        differences = _differences(_normal(body, self.names), _normal(answer['body'], self.names))
+        if status != answer['status']:
+            differences.insert(0, 'status {} (recorded {})'.format(status, answer['status']))
+        self.results.append((interaction, differences))
+        return differences
+
+    def check(self):
+        """Every difference left is a LEGITIMATE one; prints the interactions and what differed (figures)."""
+        unexplained = {name: _unexplained(d) for name, d in self.results if _unexplained(d)}
+        matched = sum(1 for _, d in self.results if not d)
+        print('\nREPLAY {} of {} interactions identical, the others differ only in {}'.format(
+            matched, len(self.results), sorted({p for _, d in self.results for p in d})))
+        assert not unexplained, unexplained
+
+    def request(self, method, path, body=None):
+        return raw(self.service, method, path, body)
+
+
+def _operation_status(replay, headers):
+    lower = {k.lower(): v for k, v in headers.items()}
+    path = urllib.parse.urlsplit(lower['azure-asyncoperation']).path
+    status, _, body = replay.request('GET', path)
+    validate_operation_status(body)
+    return status, body
+
+
+@pytest.fixture
+def replay(local_service):
+    r = Replay(local_service)
+    status, _, body = r.request('PUT', r.base, recorded('job_level_mounting.json')['workspace_create_request'])
+    r.compare('workspace create', status, body, recorded('job_level_mounting.json')['workspace_create_response'])
+    return r
+
+
+@pytest.mark.parametrize('recording', ['cluster_with_auto_storage.json', 'cluster_with_setup_command.json'])
+def test_a_cluster_create_replayed_answers_as_recorded(replay, recording):
+    """The create (202), its operation status once over (with the created resource's internal id) and the cluster
+    GET: every value Batch AI filled in (the default image or the version of the given one, the setup task's output
+    suffix, scale and mount defaults, node counts) is the recorded one."""
+    rec = recorded(recording)
+    path = replay.base + '/clusters/cluster'
+    status, headers, body = replay.request('PUT', path, rec['cluster_create_request'])
+    assert (status, body) == (202, None)
+    status, operation = _operation_status(replay, headers)
+    replay.compare('cluster create: operation status', status, operation, rec['cluster_create_operation_status'])
+    status, _, cluster = replay.request('GET', path)
+    validate('Cluster', cluster)
+    replay.compare('cluster get', status, cluster, rec['cluster_get'])
+    suffix = cluster['properties'].get('nodeSetup', {}).get('setupTask', {}).get('stdOutErrPathSuffix')
+    if 'setupTask' in rec['cluster_create_request']['properties']['nodeSetup']:
+        assert suffix.startswith('{}/{}/workspaces/workspace/clusters/cluster/'.format(
+            replay.service.subscription, replay.group))
+    replay.check()
+
+
+def test_a_job_create_replayed_answers_as_recorded(replay):
+    rec = recorded('job_level_mounting.json')
+    replay.request('PUT', replay.base + '/experiments/experiment')
+    request = json.loads(json.dumps(rec['job_create_request']))
+    request['properties']['cluster']['id'] = replay.service.cluster_id  # the local cluster that runs it
+    path = replay.base + '/experiments/experiment/jobs/job'
+    status, headers, body = replay.request('PUT', path, request)
+    assert (status, body) == (202, None)
+    status, operation = _operation_status(replay, headers)
+    replay.compare('job create: operation status', status, operation, rec['job_create_operation_status'])
+    status, _, job = replay.request('GET', path)
+    validate('Job', job)
+    theirs = json.loads(json.dumps(rec['job_get']))
+    theirs['body']['properties']['cluster']['id'] = replay.service.cluster_id
+    for key in ('executionState', 'executionStateTransitionTime'):  # queued there; here it may have started
+        job['properties'].pop(key, None)
+        theirs['body']['properties'].pop(key, None)
+    replay.compare('job get', status, job, theirs)
+    for name, answer in (('job get missing', rec['job_get_missing']),):
+        status, _, body = replay.request('GET', replay.base + '/experiments/experiment/jobs/nope')
+        answer = json.loads(json.dumps(answer).replace('job job', 'job nope'))
+        replay.compare(name, status, body, answer)
+    status, _, body = replay.request('GET', replay.base + '/clusters/nope')
+    replay.compare('cluster get missing', status, body, rec['cluster_get_missing'])
+    replay.check()
