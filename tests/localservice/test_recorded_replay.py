@@ -234,3 +234,42 @@ def test_an_auto_scale_cluster_and_its_finished_job_answer_as_recorded(replay):
     replay.compare('job get once succeeded', status, job, rec['job_get_succeeded'], allowed={
         'properties.executionInfo.totalJobNodeHours': 'not in the 2018-05-01 swagger (a later service field)'})
     replay.check()
+
+
+def test_a_finished_job_and_its_output_files_answer_as_recorded(replay):
+    """The second job of the job-level mounting scenario (the same request, on the local cluster) once succeeded, and
+    listOutputFiles of its stdouterr and OUTPUT directories: the same files with the same sizes and keys."""
+    rec = recorded('job_level_mounting.json')
+    replay.request('PUT', replay.base + '/experiments/experiment')
+    request = json.loads(json.dumps(rec['job_create_request']))
+    request['properties']['cluster']['id'] = replay.service.cluster_id
+    path = replay.base + '/experiments/experiment/jobs/job2'
+    assert replay.request('PUT', path, request)[0] == 202
+    status, job = _wait_for(replay, path, ('succeeded', 'failed'))
+    validate('Job', job)
+    theirs = json.loads(json.dumps(rec['job2_get_succeeded']))
+    theirs['body']['properties']['cluster']['id'] = replay.service.cluster_id
+    replay.compare('job get once succeeded', status, job, theirs, allowed={
+        'properties.executionInfo.totalJobNodeHours': 'not in the 2018-05-01 swagger (a later service field)',
+        'properties.vmSize': 'not in the 2018-05-01 swagger (a later service field)'})
+    for directory, key in (('stdouterr', 'job2_list_output_files_stdouterr'), ('OUTPUT', 'job2_list_output_files_output')):
+        status, _, files = raw(replay.service, 'POST', path + '/listOutputFiles', query=(
+            'api-version=2018-05-01&outputdirectoryid={}&directory=.&linkexpiryinminutes=60&maxresults=1000'.format(
+                directory)))
+        validate('FileListResult', files)
+        recorded_files = json.loads(json.dumps(rec[key]))
+        by_name = {f['name']: f for f in recorded_files['body']['value']}
+        agent_files = sorted(set(by_name) - {f['name'] for f in files['value']})
+        allowed = {'value': 'the files of the Batch AI node agent ({}) are not written locally: no VMs, no '
+                            'agent'.format(', '.join(agent_files))} if agent_files else None
+        for entry in files['value'] + recorded_files['body']['value']:  # links of their own: to the service here
+            entry['downloadUrl'] = '<link>' if entry.get('downloadUrl') else entry.get('downloadUrl')
+        replay.compare('listOutputFiles ' + directory, status, files, recorded_files, allowed=allowed)
+        # The files both have: the same keys, type, size and a link.
+        for entry in files['value']:
+            mine, theirs = entry, by_name[entry['name']]
+            replay.compare('listOutputFiles {}: {}'.format(directory, entry['name']), 200, mine,
+                           {'status': 200, 'body': theirs}, allowed={
+                               'properties.contentLength': 'stderr.txt: Batch AI wrote its container runtime\'s '
+                                                           'messages there'} if entry['name'] == 'stderr.txt' else None)
+    replay.check()
