@@ -13,9 +13,9 @@ can keep them forever. Here:
   those not held by a worker: first the connections that never made an authenticated request, then the others, the
   one quiet longest (idle since its last answer, or reading a head for longest) first. So neither idle connections
   nor half-sent requests lock out a new client, and a flood of them evicts itself before a client with the token;
-- per connection, one request at a time, and an unauthenticated answer (401/403) closes the connection: a peer
-  without credentials gets one small answer per connection, so pipelining requests and never reading the answers
-  holds no worker;
+- per connection, one request at a time; a handler sets `authenticated` on a request that carried valid credentials
+  (the service's handlers close the connection after answering one that did not, so a peer without credentials gets
+  one small answer per connection, however many requests it pipelines without reading the answers);
 - a worker writes an answer with a send timeout (SEND_TIMEOUT without progress closes the connection, as nginx's
   `send_timeout`): a client that does not read its answers holds a worker for that long at most, never for ever;
 - a worker reads a request body with a socket timeout and an overall deadline (REQUEST_TIMEOUT), so no request
