@@ -217,6 +217,7 @@ def test_at_the_limit_unauthenticated_connections_go_before_an_authenticated_one
             sock = socket.create_connection(('127.0.0.1', srv.server_address[1]), timeout=5)
             sock.sendall(b'GET / HTTP/1.1\r\nHo')
             held.append(sock)
+            time.sleep(0.02)  # read by the server before the next comes: the idle one is the authenticated one
         _wait(lambda: srv.connection_counts()[0] <= 20)
         time.sleep(0.2)
         first_socket = client.sock
