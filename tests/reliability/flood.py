@@ -12,6 +12,7 @@ At the end it prints one JSON line: connections made and closed by the service, 
 """
 import argparse
 import json
+import resource
 import selectors
 import socket
 import time
@@ -95,6 +96,14 @@ class Flood:
         return self.counts
 
 
+def _raise_descriptor_limit(needed):
+    """The flood holds up to 2,000 sockets: lift the soft descriptor limit towards the hard one (1,024 by default)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = needed + 64 if hard == resource.RLIM_INFINITY else min(needed + 64, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('port', type=int)
@@ -103,6 +112,7 @@ def main():
     parser.add_argument('--idle', type=int, default=0)
     parser.add_argument('--seconds', type=float, default=10)
     args = parser.parse_args()
+    _raise_descriptor_limit(args.half_sent + args.pipeliners + args.idle)
     flood = Flood(args.port, args.half_sent, args.pipeliners, args.idle)
     print(json.dumps(flood.run(args.seconds)), flush=True)
 
