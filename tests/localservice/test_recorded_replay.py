@@ -275,3 +275,21 @@ def test_a_finished_job_and_its_output_files_answer_as_recorded(replay):
                                'properties.contentLength': 'stderr.txt: Batch AI wrote its container runtime\'s '
                                                            'messages there'} if entry['name'] == 'stderr.txt' else None)
     replay.check()
+
+
+def test_an_operation_under_way_answers_as_recorded_in_progress(replay):
+    """An operation still under way (the terminate of a job that ignores SIGTERM: the service waits its kill grace)
+    answers as Batch AI's cluster create did while it allocated: InProgress, no endTime, no properties."""
+    rec = recorded('cluster_with_setup_command.json')
+    replay.request('PUT', replay.base + '/experiments/experiment')
+    path = replay.base + '/experiments/experiment/jobs/stubborn'
+    replay.request('PUT', path, {'properties': {
+        'cluster': {'id': replay.service.cluster_id}, 'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_TEMP',
+        'customToolkitSettings': {'commandLine': "trap '' TERM; sleep 30"}}})
+    _wait_for(replay, path, ('running',))
+    status, headers, _ = replay.request('POST', path + '/terminate')
+    assert status == 202
+    status, operation = _operation_status(replay, headers)
+    replay.compare('terminate under way: operation status', status, operation,
+                   rec['cluster_create_operation_status_in_progress'])
+    replay.check()
