@@ -16,8 +16,9 @@ can keep them forever. Here:
 - per connection, one request at a time; a handler sets `authenticated` on a request that carried valid credentials
   (the service's handlers close the connection after answering one that did not, so a peer without credentials gets
   one small answer per connection, however many requests it pipelines without reading the answers);
-- a worker writes an answer with a send timeout (SEND_TIMEOUT without progress closes the connection, as nginx's
-  `send_timeout`): a client that does not read its answers holds a worker for that long at most, never for ever;
+- a worker writes an answer with a send timeout (a buffer, at most 64 kB, not taken within SEND_TIMEOUT closes the
+  connection, much as nginx's `send_timeout`): a client that does not read its answers holds a worker that long at
+  most, never for ever;
 - a worker reads a request body with a socket timeout and an overall deadline (REQUEST_TIMEOUT), so no request
   holds a worker longer than that, however slowly its body trickles in;
 - `workers` threads answer requests; a request waits in the queue when all are busy.
@@ -118,8 +119,9 @@ class _Reader:
 
 
 class _Writer(io.RawIOBase):
-    """The answer's stream: every send waits at most SEND_TIMEOUT for the client to take bytes (TimeoutError then,
-    and the connection is closed), whatever timeout reading the request left on the socket."""
+    """The answer's stream: each write (a buffer's worth at most, behind the handler's BufferedWriter) is sent whole
+    within SEND_TIMEOUT (TimeoutError then, and the connection is closed), whatever timeout reading the request left
+    on the socket."""
 
     def __init__(self, sock):
         super().__init__()
@@ -130,7 +132,8 @@ class _Writer(io.RawIOBase):
 
     def write(self, data):
         self._sock.settimeout(SEND_TIMEOUT)
-        return self._sock.send(data)
+        self._sock.sendall(data)
+        return len(data)
 
 
 class _Connection:
