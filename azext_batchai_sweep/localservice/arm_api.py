@@ -61,6 +61,13 @@ def _op_parse(token):
     return action, key, started
 
 
+def _internal_resource_id(arm_resource_id):
+    """'/subscriptions/S/resourceGroups/G/providers/Microsoft.BatchAI/workspaces/W/clusters/C' -> 'S$G$W$C'."""
+    parts = arm_resource_id.strip('/').split('/')
+    del parts[4:6]  # providers/Microsoft.BatchAI
+    return '$'.join(parts[1::2])
+
+
 def _json_response(status, body, headers=None):
     data = body if isinstance(body, bytes) else json.dumps(body, separators=(',', ':')).encode('utf-8')
     return status, {'Content-Type': JSON, **(headers or {})}, data
@@ -286,9 +293,9 @@ class _Request:
             if lower == ['workspaces']:
                 return self._only('GET', lambda: self.list_page('workspace', None, self.sub.lower() + '/'))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationresults':
-                return self._only('GET', lambda: self.operation_status(tail[3]))
+                return self._only('GET', lambda: self.operation_status(tail[3], tail[1]))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationstatuses':
-                return self._only('GET', lambda: self.operation_result(tail[3]))
+                return self._only('GET', lambda: self.operation_result(tail[3], tail[1]))
             raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
         if not tail or lower[0] != 'workspaces':
             raise ArmError(404, 'InvalidResourceType', 'No such Batch AI resource type.')
@@ -368,15 +375,22 @@ class _Request:
         except ValueError:
             raise bad_request('InvalidRequestContent', 'The request body is not valid JSON.') from None
 
-    def _operation_url(self, kind, token):
+    def _operation_url(self, kind, token, location):
         return '{}/subscriptions/{}/providers/Microsoft.BatchAI/locations/{}/{}/{}?api-version={}'.format(
-            self.base_url, self.sub, DEFAULT_LOCATION, kind, token, API_VERSION)
+            self.base_url, self.sub, location, kind, token, API_VERSION)
 
-    def _accepted(self, action, key, started=None):
+    def _location_of(self, key):
+        """The location of the workspace holding the resource `key` (Batch AI's operations are regional)."""
+        row = self.store.get('/'.join(key.split('/')[:3]))
+        return json.loads(row['body'])['location'] if row is not None else DEFAULT_LOCATION
+
+    def _accepted(self, action, key, started=None, location=None):
         """202 with the operation's Azure-AsyncOperation (its status resource), Location and Retry-After."""
         token = _op_token(action, key, started or utcnow())
-        return 202, {'Azure-AsyncOperation': self._operation_url('operationresults', token),
-                     'Location': self._operation_url('operationstatuses', token), 'Retry-After': RETRY_AFTER}, b''
+        location = location or self._location_of(key)
+        return 202, {'Azure-AsyncOperation': self._operation_url('operationresults', token, location),
+                     'Location': self._operation_url('operationstatuses', token, location),
+                     'Retry-After': RETRY_AFTER}, b''
 
     def _deletable(self, key, kind, name):
         row = self.store.get(key)
@@ -423,24 +437,28 @@ class _Request:
             return row is not None and row['state'] == 'deleting'
         return row is not None and row['state'] == 'terminating'
 
-    def operation_status(self, token):
+    def operation_status(self, token, location):
         """The operation status resource (Azure-AsyncOperation), as Batch AI answered it."""
         action, key, started = _op_parse(token)
         row = self.store.get(key)
         busy = self._busy(action, row)
-        body = {'id': self._operation_url('operationresults', token).split('?', 1)[0], 'name': token,
+        body = {'id': self._operation_url('operationresults', token, location).split('?', 1)[0], 'name': token,
                 'status': 'InProgress' if busy else 'Succeeded', 'startTime': iso(started)}
         if not busy:
             body['endTime'] = iso(started if action == 'create' else self.api.ended_at(action, key, started))
+        if not busy and action == 'create' and row is not None:
+            # As Batch AI answered a create that succeeded: the resource, in its own internal form (the names of
+            # its id joined by '$': subscription$group$workspace[$experiment]$name).
+            body['properties'] = {'resourceId': _internal_resource_id(json.loads(row['body'])['id'])}
         headers = {'Retry-After': RETRY_AFTER} if busy else {}
         return _json_response(200, body, headers)
 
-    def operation_result(self, token):
+    def operation_result(self, token, location):
         """The Location of an operation: 202 while it runs, then the created resource (or nothing)."""
         action, key, started = _op_parse(token)
         row = self.store.get(key)
         if self._busy(action, row):
-            return self._accepted(action, key, started)
+            return self._accepted(action, key, started, location)
         if action == 'create':
             if row is None:
                 raise ArmError(404, 'ResourceNotFound', 'The resource of this operation no longer exists.')
@@ -455,7 +473,7 @@ class _Request:
         params = self._params()
         body = workspace_body(self.sub, rg, name, params, utcnow())
         if self.store.insert(key, 'workspace', resource_key(self.sub, rg), body, spec=params):
-            return self._accepted('create', key)
+            return _json_response(200, body)  # as Batch AI answered a workspace create: at once, with the workspace
         row = self.store.get(key)
         existing = json.loads(row['body'])
         if row['state'] == 'deleting':

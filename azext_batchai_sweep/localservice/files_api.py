@@ -142,16 +142,18 @@ class FilesApi:
         self._real_root = os.path.realpath(storage_root)
         self._key = base64.b64decode(account_key)
 
-    def handle(self, method, path, query, headers, body_reader):
+    def handle(self, method, path, query, headers, body_reader, on_authenticated=None):
         """Answer one request.
 
         `path` is the request path as received (still percent-encoded); `query` the raw query string (preferred) or
         a mapping of decoded values (parse_qs-style: a '+' decoded to a space then breaks the signature of a request
         whose prefix or marker holds a '+'); `headers` a mapping; `body_reader` a binary file object holding the
-        body (at most Content-Length bytes are read). Returns (status, headers, body): body is bytes or an iterable
+        body (at most Content-Length bytes are read); `on_authenticated` is called once the request's signature held
+        (the server keeps such connections open). Returns (status, headers, body): body is bytes or an iterable
         of bytes, empty for HEAD; Content-Length is always set.
         """
         request = _Request(method, path, query, headers, body_reader)
+        request.on_authenticated = on_authenticated
         request_id = str(uuid.uuid4())
         try:
             try:
@@ -187,6 +189,8 @@ class FilesApi:
         restype, comp = request.arg('restype'), request.arg('comp')
         operation = _operation(request.method, restype, comp, names)
         self._authenticate(request, operation, share, names)
+        if request.on_authenticated is not None:
+            request.on_authenticated()
 
         share_root = self._share_root(account, share)
         if operation == 'create-share':
@@ -242,6 +246,8 @@ class FilesApi:
             raise _auth_failed('Listing shares needs the account key (SharedKey): a share or file SAS cannot '
                                'grant it, and account SAS is not supported.')
         self._check_shared_key(request, authorization)
+        if request.on_authenticated is not None:
+            request.on_authenticated()
         return self._list_shares(request, account)
 
     def _list_shares(self, request, account):

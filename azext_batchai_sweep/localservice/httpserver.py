@@ -9,14 +9,24 @@ can keep them forever. Here:
   headers); after the answer a kept-alive connection goes back to the selector;
 - a request head must arrive within HEAD_TIMEOUT of its first byte, and be at most MAX_HEAD_BYTES; a connection idle
   for IDLE_TIMEOUT is closed (HTTP lets a server close an idle kept-alive connection at any time; clients reconnect);
-- at most `max_connections` connections are open per listener: a new one beyond that closes the connection that has
-  been idle longest, so idle connections never lock out a new client;
+- at most `max_connections` connections are open per listener: a new one beyond that closes another, chosen among
+  those not held by a worker: first the connections that never made an authenticated request, then the others, the
+  one quiet longest (idle since its last answer, or reading a head for longest) first. So neither idle connections
+  nor half-sent requests lock out a new client, and a flood of them evicts itself before a client with the token;
+- per connection, one request at a time; a handler sets `authenticated` on a request that carried valid credentials
+  (the service's handlers close the connection after answering one that did not, so a peer without credentials gets
+  one small answer per connection, however many requests it pipelines without reading the answers);
+- a worker writes an answer with a send timeout (a buffer, at most 64 kB, not taken within SEND_TIMEOUT closes the
+  connection, much as nginx's `send_timeout`): a client that does not read its answers holds a worker that long at
+  most, never for ever;
 - a worker reads a request body with a socket timeout and an overall deadline (REQUEST_TIMEOUT), so no request
   holds a worker longer than that, however slowly its body trickles in;
 - `workers` threads answer requests; a request waits in the queue when all are busy.
 
 The handler classes stay `http.server.BaseHTTPRequestHandler`s: each request is one `handle_one_request()` call.
 """
+import heapq
+import io
 import logging
 import queue
 import resource
@@ -31,6 +41,11 @@ logger = logging.getLogger(__name__)
 HEAD_TIMEOUT = 10.0
 IDLE_TIMEOUT = 60.0
 REQUEST_TIMEOUT = 60.0
+SEND_TIMEOUT = 10.0
+NEW_GRACE = 1.0
+EVICT_BATCH = 32
+ACCEPTS_PER_ROUND = 64  # then the selector reads what the accepted clients sent before accepting more
+LISTEN_BACKLOG = 1024  # a burst of connects waits in the kernel queue instead of retrying its SYN a second later
 MAX_HEAD_BYTES = 64 * 1024
 RECV_BYTES = 64 * 1024
 DEFAULT_WORKERS = 16
@@ -103,14 +118,42 @@ class _Reader:
         pass
 
 
+class _Writer(io.RawIOBase):
+    """The answer's stream: each write (a buffer's worth at most, behind the handler's BufferedWriter) is sent whole
+    within SEND_TIMEOUT (TimeoutError then, and the connection is closed), whatever timeout reading the request left
+    on the socket."""
+
+    def __init__(self, sock):
+        super().__init__()
+        self._sock = sock
+
+    def writable(self):
+        return True
+
+    def write(self, data):
+        self._sock.settimeout(SEND_TIMEOUT)
+        self._sock.sendall(data)
+        return len(data)
+
+
 class _Connection:
-    __slots__ = ('sock', 'address', 'buffer', 'last_active', 'head_started')
+    __slots__ = ('sock', 'address', 'buffer', 'last_active', 'head_started', 'authenticated')
 
     def __init__(self, sock, address):
         self.sock, self.address = sock, address
         self.buffer = bytearray()
         self.last_active = time.monotonic()
         self.head_started = None
+        self.authenticated = False  # set once a request on it carried valid credentials
+
+    def eviction_order(self):
+        """Smallest first: unauthenticated before authenticated, then quiet longest. A connection that has sent
+        nothing yet counts as quiet since NEW_GRACE after it came: under a flood of reconnecting half-sent heads,
+        the flood's older connections go before a new client that has not had the time to send its request."""
+        quiet_since = self.head_started if self.buffer else self.last_active
+        if not self.buffer and not self.authenticated:
+            quiet_since += NEW_GRACE
+        return self.authenticated, quiet_since
 
 
 class BoundedHTTPServer:
@@ -122,7 +165,7 @@ class BoundedHTTPServer:
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.socket.bind(address)
-            self.socket.listen(128)
+            self.socket.listen(LISTEN_BACKLOG)
         except OSError:
             self.socket.close()
             raise
@@ -174,7 +217,7 @@ class BoundedHTTPServer:
             self._stopped.set()
 
     def _accept(self):
-        while True:
+        for _ in range(ACCEPTS_PER_ROUND):
             try:
                 sock, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
@@ -184,7 +227,7 @@ class BoundedHTTPServer:
                 return
             with self._lock:
                 open_now = len(self._connections) + self._busy
-            if open_now >= self.max_connections and not self._evict_idle():
+            if open_now >= self.max_connections and not self._evict():
                 sock.close()  # every connection is busy with a request: no room
                 continue
             sock.setblocking(False)
@@ -212,12 +255,15 @@ class BoundedHTTPServer:
         except OSError:
             pass
 
-    def _evict_idle(self):
-        """Close the connection idle longest (no request under way); False when there is none."""
-        idle = [c for c in self._connections.values() if not c.buffer]
-        if not idle:
+    def _evict(self):
+        """Make room for new connections: close the first in `eviction_order` of those no worker holds (idle, or
+        reading a head), EVICT_BATCH of them when they are unauthenticated (one pass over the connections for that
+        many new ones), else one; False when a worker holds every connection."""
+        if not self._connections:
             return False
-        self._close(min(idle, key=lambda c: c.last_active))
+        victims = heapq.nsmallest(EVICT_BATCH, self._connections.values(), key=_Connection.eviction_order)
+        for connection in [c for c in victims if not c.authenticated] or victims[:1]:
+            self._close(connection)
         return True
 
     def _read(self, connection):
@@ -329,8 +375,10 @@ class BoundedHTTPServer:
             return True
         if connection.buffer:
             return False  # a partial head: the selector times it
-        ready, _, _ = select.select([connection.sock], [], [], LINGER)
-        if not ready:
+        # poll, not select: under many connections a descriptor number passes FD_SETSIZE (1024), which select refuses.
+        poller = select.poll()
+        poller.register(connection.sock, select.POLLIN)
+        if not poller.poll(LINGER * 1000):
             return False
         connection.sock.settimeout(LINGER)
         try:
@@ -345,9 +393,11 @@ class BoundedHTTPServer:
     def _handle(self, connection):
         """Answer the request whose head is in the connection's buffer; True to keep the connection open."""
         sock = connection.sock
-        sock.setblocking(True)
+        sock.settimeout(SEND_TIMEOUT)  # never blocking without a timeout (the reader sets its own for each read)
         reader = _Reader(sock, connection.buffer, time.monotonic() + REQUEST_TIMEOUT)
-        writer = sock.makefile('wb', -1 if self.handler_class.wbufsize != 0 else 0)
+        writer = _Writer(sock)
+        if self.handler_class.wbufsize != 0:
+            writer = io.BufferedWriter(writer, io.DEFAULT_BUFFER_SIZE)
         try:
             handler = self.handler_class.__new__(self.handler_class)
             handler.request = handler.connection = sock
@@ -355,8 +405,10 @@ class BoundedHTTPServer:
             handler.server = self
             handler.rfile, handler.wfile = reader, writer
             handler.close_connection = True
+            handler.authenticated = False
             handler.handle_one_request()
             writer.flush()
+            connection.authenticated = connection.authenticated or handler.authenticated
         finally:
             try:
                 writer.close()

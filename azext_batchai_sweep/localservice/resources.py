@@ -20,7 +20,9 @@ DIRECTORY_ID_RE = re.compile(r'\w+', re.ASCII)
 # ARM subscription ids are GUIDs; anything else never reaches a store key or a path of the data dir.
 SUBSCRIPTION_RE = re.compile(r'[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}')
 PRIORITIES = {'high': 0, 'normal': 1, 'low': 2}
-DEFAULT_WALL_CLOCK = datetime.timedelta(days=7)
+# A job without constraints.maxWallClockTime: Batch AI answered P150D (azure-cli's recorded
+# test_batchai_job_level_mounting_scenario, 2021), not the swagger's documented one week.
+DEFAULT_WALL_CLOCK = datetime.timedelta(days=150)
 
 # Toolkit settings property -> toolType of the job. pyTorch has none: the swagger's ToolType enum lacks 'pytorch',
 # so the service leaves toolType out rather than answer a value the spec does not allow.
@@ -36,6 +38,11 @@ JOB_PROPERTIES = {
 }
 CLUSTER_PROPERTIES = {'vmSize', 'vmPriority', 'scaleSettings', 'virtualMachineConfiguration', 'nodeSetup',
                       'userAccountSettings', 'subnet'}
+# The image Batch AI gave a cluster created without one, and the version it filled into an image given without one
+# (azure-cli's recorded batchai tests of 2021: test_batchai_cluster_with_setup_command, _with_auto_storage). The
+# recorded image also held `minVersion: ""`, which the 2018-05-01 swagger's ImageReference does not define.
+DEFAULT_IMAGE = {'publisher': 'microsoft-dsvm', 'offer': 'amlcompute', 'sku': 'runtime-gen1-ubuntu18'}
+DEFAULT_IMAGE_VERSION = 'latest'
 CLUSTER_ID_RE = re.compile(r'/subscriptions/([^/]+)/resourceGroups/([^/]+)/providers/Microsoft\.BatchAI/'
                            r'workspaces?/([^/]+)/clusters/([^/]+)/?', re.IGNORECASE)
 
@@ -206,6 +213,22 @@ def cluster_slots(props):
     return int(scale['autoScale'].get('maximumNodeCount', 0))
 
 
+def _check_cluster_objects(props):
+    """The objects a cluster's defaults are filled into are objects (a 400, never a 500 on a list or a string)."""
+    vm = props.get('virtualMachineConfiguration')
+    _require(vm is None or (isinstance(vm, dict) and isinstance(vm.get('imageReference', {}), dict)),
+             'InvalidRequestContent', 'virtualMachineConfiguration.imageReference must be an object.')
+    node_setup = props.get('nodeSetup')
+    _require(node_setup is None or (isinstance(node_setup, dict) and isinstance(node_setup.get('setupTask', {}), dict)
+                                    and isinstance((node_setup.get('setupTask') or {}).get('secrets', []), list)),
+             'InvalidRequestContent', 'nodeSetup.setupTask must be an object.')
+    setup_task = (node_setup or {}).get('setupTask')
+    if setup_task:
+        _require(isinstance(setup_task.get('commandLine'), str) and isinstance(setup_task.get('stdOutErrPathPrefix'),
+                                                                               str),
+                 'InvalidRequestContent', 'nodeSetup.setupTask needs commandLine and stdOutErrPathPrefix.')
+
+
 def cluster_body(sub, rg, workspace, name, params, now):
     """Validate a cluster create body and build the Cluster resource (allocation is immediate: nodes are slots)."""
     props = _properties(params, CLUSTER_PROPERTIES, 'cluster')
@@ -223,6 +246,7 @@ def cluster_body(sub, rg, workspace, name, params, now):
         slots = -1
     _require(slots >= 0, 'InvalidScaleSettings', 'The node counts of scaleSettings must be integers >= 0.')
     _check_mount_volumes((props.get('nodeSetup') or {}).get('mountVolumes'), 'nodeSetup')
+    _check_cluster_objects(props)
     public = copy.deepcopy(props)
     public['userAccountSettings'].pop('adminUserPassword', None)
     public.setdefault('vmPriority', 'dedicated')
@@ -234,9 +258,15 @@ def cluster_body(sub, rg, workspace, name, params, now):
         public['scaleSettings']['autoScale'].setdefault('initialNodeCount', 0)
     if (public.get('nodeSetup') or {}).get('mountVolumes'):
         public['nodeSetup']['mountVolumes'] = _public_mount_volumes(public['nodeSetup']['mountVolumes'])
+    image = public.setdefault('virtualMachineConfiguration', {}).setdefault('imageReference', dict(DEFAULT_IMAGE))
+    image.setdefault('version', DEFAULT_IMAGE_VERSION)
     setup_task = (public.get('nodeSetup') or {}).get('setupTask') or {}
     for secret in setup_task.get('secrets') or []:
         secret.pop('value', None)
+    if setup_task:
+        # Where Batch AI put the setup task's logs under stdOutErrPathPrefix: a folder of its own per cluster.
+        setup_task['stdOutErrPathSuffix'] = '/'.join([sub, rg, 'workspaces', workspace, 'clusters', name,
+                                                     str(uuid.uuid4())])
     stamp = iso(now)
     public.update({'creationTime': stamp, 'provisioningState': 'succeeded',
                    'provisioningStateTransitionTime': stamp, 'allocationState': 'steady',

@@ -62,6 +62,9 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = 'batchai-local'
     sys_version = ''
     wbufsize = -1  # buffered: headers and a small body leave in one segment
+    # Whether this request carried valid credentials: an answer without them closes its connection, and
+    # httpserver.py evicts connections that never had them first.
+    authenticated = False
 
     def log_message(self, format, *args):  # pylint: disable=redefined-builtin
         pass  # request lines carry signed query strings: access logging stays off (see `_log`)
@@ -80,6 +83,10 @@ class _Handler(BaseHTTPRequestHandler):
         return int(text)
 
     def _send(self, status, headers, body):
+        if not self.authenticated:
+            # No valid credentials: the connection ends with this answer, so such a peer gets one answer per
+            # connection however many requests it pipelines (httpserver.py: no worker waits on its unread answers).
+            self.close_connection = True
         self.send_response(status)
         iterable = not isinstance(body, (bytes, bytearray))
         chunked = iterable and 'Content-Length' not in headers and self.command != 'HEAD'
@@ -131,8 +138,10 @@ class _ArmHandler(_Handler):
         client_closes = self.close_connection  # the client's own "Connection: close", set by parse_request
         self.close_connection = client_closes or self._has_body()
         if split.path.startswith('/download/') and self.command in ('GET', 'HEAD'):
-            self._send(*downloads.serve(service.data_dir, service.secrets.link_key, self.command, split.path, query,
-                                        self.headers.get('Range')))
+            answer = downloads.serve(service.data_dir, service.secrets.link_key, self.command, split.path, query,
+                                     self.headers.get('Range'))
+            self.authenticated = answer[0] != 403  # the link's signature held
+            self._send(*answer)
             return
         request_id = str(uuid.uuid4())
         fault = service.faults.draw(self.command)
@@ -146,6 +155,7 @@ class _ArmHandler(_Handler):
                 raise ArmError(401, 'AuthenticationFailed',
                                'Authentication failed: the bearer token of the local service is missing or wrong.',
                                {'WWW-Authenticate': 'Bearer'})
+            self.authenticated = True  # the connection is preferred when the server must evict one
             body = self._read_arm_body()
             self.close_connection = client_closes
             if fault is not None:
@@ -192,7 +202,8 @@ class _FilesHandler(_Handler):
             return
         try:
             # The raw query string: the files API checks Shared Key signatures over the values as sent.
-            status, headers, body = files_api.handle(self.command, split.path, split.query, self.headers, reader)
+            status, headers, body = files_api.handle(self.command, split.path, split.query, self.headers, reader,
+                                                     on_authenticated=self._set_authenticated)
         except Exception:  # pylint: disable=broad-except
             logger.exception('files API %s %s failed', self.command, split.path)
             status, headers, body = 500, {'Content-Type': 'application/xml'}, b''
@@ -200,6 +211,9 @@ class _FilesHandler(_Handler):
             # A body the files API did not read (a refused upload): close rather than read it into memory.
             self.close_connection = True
         self._send(status, dict(headers), body)
+
+    def _set_authenticated(self):
+        self.authenticated = True
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 

@@ -99,6 +99,7 @@ def server(monkeypatch):
     monkeypatch.setattr(httpserver, 'HEAD_TIMEOUT', 0.5)
     monkeypatch.setattr(httpserver, 'IDLE_TIMEOUT', 1.0)
     monkeypatch.setattr(httpserver, 'REQUEST_TIMEOUT', 1.0)
+    monkeypatch.setattr(httpserver, 'SEND_TIMEOUT', 0.5, raising=False)  # absent before issue 24
     srv = BoundedHTTPServer(('127.0.0.1', 0), _Echo, None, workers=2, max_connections=20)
     threading.Thread(target=srv.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
     yield srv
@@ -158,6 +159,75 @@ def test_a_trickling_body_frees_its_worker_at_the_deadline(server):
     for sock in trickles:  # closed without an answer once their deadline passed
         assert sock.recv(100) == b''
         sock.close()
+
+
+def test_clients_that_never_read_their_answers_hold_a_worker_for_the_send_timeout_at_most(server):
+    """Both workers answer pipelined requests (16 kB answers) to clients that never read: each send waits at most
+    SEND_TIMEOUT for progress, then the connection is closed and the worker serves others (before: blocked for ever)."""
+    request = b'GET /' + b'p' * 16000 + b' HTTP/1.1\r\nHost: x\r\n\r\n'
+    stuck = []
+    for _ in range(2):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(('127.0.0.1', server.server_address[1]))
+        sock.settimeout(0.2)
+        try:
+            for _ in range(400):  # 6 MB of requests, 6 MB of answers: more than the kernel's buffers hold
+                sock.sendall(request)
+        except (TimeoutError, OSError):
+            pass  # the server stopped reading: its workers are writing answers nobody reads
+        stuck.append(sock)
+    started = time.monotonic()
+    assert _get(server)[0] == 200
+    assert time.monotonic() - started < 3
+    _wait(lambda: server.connection_counts()[1] == 0)  # the non-readers were let go
+    for sock in stuck:
+        sock.close()
+
+
+def test_half_sent_heads_at_the_limit_make_room_for_a_new_client(server):
+    """The limit (20) held by half-sent request heads: a new client is answered (before: closed at once, as long as
+    the heads kept coming)."""
+    held = [socket.create_connection(('127.0.0.1', server.server_address[1]), timeout=5) for _ in range(20)]
+    for sock in held:
+        sock.sendall(b'GET / HTTP/1.1\r\nHo')
+    _wait(lambda: server.connection_counts()[0] == 20)
+    assert _get(server)[0] == 200
+    for sock in held:
+        sock.close()
+
+
+class _Authenticating(_Echo):
+    def do_GET(self):  # pylint: disable=invalid-name
+        self.authenticated = self.path == '/with-token'  # as the service's handlers say of a request
+        super().do_GET()
+
+
+def test_at_the_limit_unauthenticated_connections_go_before_an_authenticated_one(monkeypatch):
+    """An authenticated kept-alive client, idle between its requests, keeps its connection while 25 half-sent heads
+    come; they are evicted instead (before: the idle connection was the only one evictable, so it went first)."""
+    monkeypatch.setattr(httpserver, 'HEAD_TIMEOUT', 30.0)
+    srv = BoundedHTTPServer(('127.0.0.1', 0), _Authenticating, None, workers=2, max_connections=20)
+    threading.Thread(target=srv.serve_forever, kwargs={'poll_interval': 0.05}, daemon=True).start()
+    try:
+        client = http.client.HTTPConnection('127.0.0.1', srv.server_address[1], timeout=5)
+        assert _get(srv, '/with-token', client)[0] == 200
+        held = []
+        for _ in range(25):
+            sock = socket.create_connection(('127.0.0.1', srv.server_address[1]), timeout=5)
+            sock.sendall(b'GET / HTTP/1.1\r\nHo')
+            held.append(sock)
+            time.sleep(0.02)  # read by the server before the next comes: the idle one is the authenticated one
+        _wait(lambda: srv.connection_counts()[0] <= 20)
+        time.sleep(0.2)
+        first_socket = client.sock
+        assert _get(srv, '/with-token', client)[0] == 200
+        assert client.sock is first_socket  # the same connection, not a reconnect
+        for sock in held:
+            sock.close()
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 def test_connections_beyond_the_limit_evict_idle_ones_and_counts_recover(server):
