@@ -362,7 +362,7 @@ def validate_job(params):
 
 
 def job_wall_clock(props):
-    """The job's maxWallClockTime as a timedelta (default: one week)."""
+    """The job's maxWallClockTime as a timedelta (default: DEFAULT_WALL_CLOCK, the 150 days Batch AI answered)."""
     text = (props.get('constraints') or {}).get('maxWallClockTime')
     return parse_duration(text) if text else DEFAULT_WALL_CLOCK
 

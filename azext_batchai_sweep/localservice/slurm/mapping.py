@@ -70,8 +70,8 @@ def resource_options(props, toolkit, gpus_per_node):
     if gpus_per_node:
         options.append('--gres=gpu:{}'.format(gpus_per_node))
     if (props.get('constraints') or {}).get('maxWallClockTime'):
-        # Without one, the partition's default time limit applies (Batch AI's one-week default may exceed the
-        # partition's MaxTime, which would leave the job pending for ever); the service enforces the week itself.
+        # Without one, the partition's default time limit applies (Batch AI's 150-day default may exceed the
+        # partition's MaxTime, which would leave the job pending for ever); the service enforces the default itself.
         minutes = max(1, math.ceil(job_wall_clock(props).total_seconds() / 60.0))
         options.append('--time={}'.format(minutes))
     return options
