@@ -193,5 +193,7 @@ def load_arguments(self, _):
                    help='Slurm scheduler: the partition to submit to. Default: the cluster\'s default partition.')
         c.argument('account', options_list=['--account'],
                    help='Slurm scheduler: the account to charge the jobs to (sbatch --account).')
+        c.argument('retarget', options_list=['--retarget'], action='store_true',
+                   help='Point this az config at the new service even though it targets another local service that still runs (whose users\' next commands then go to the new one). Without it such a start is refused; a pipeline that wants its own service sets its own AZURE_CONFIG_DIR instead.')
         c.argument('slurm_conf', options_list=['--slurm-conf'], completer=FilesCompleter(),
                    help='Slurm scheduler: the slurm.conf of the cluster (SLURM_CONF). Default: Slurm\'s own configuration.')

@@ -713,10 +713,10 @@ def _output_format(cmd):
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
-                partition=None, account=None, slurm_conf=None):
+                partition=None, account=None, slurm_conf=None, retarget=False):
     from ._local import start
     return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults, scheduler=scheduler,
-                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf)
+                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget)
 
 
 def local_status(cmd, data_dir=None):
