@@ -63,8 +63,10 @@ def _refuse_retarget(cli_ctx, data_dir):
 
 def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='processes', gpus=None,
           partition=None, account=None, slurm_conf=None, retarget=False):
+    from azure.cli.core.azclierror import ValidationError
     from ._exit_codes import NoServiceError
     from .localservice import control
+    from .localservice.datadir import DataDirError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if not retarget:
         _refuse_retarget(cli_ctx, data_dir)
@@ -82,6 +84,8 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         slots = slots or os.cpu_count() or 1
     try:
         info = control.start_background(data_dir, port=port or 0, slots=slots, faults=faults, scheduler=options)
+    except DataDirError as ex:  # the folder given is the problem (bad input), not the service
+        raise ValidationError('The local Batch AI service did not start: {}'.format(ex)) from None
     except RuntimeError as ex:
         raise NoServiceError('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None

@@ -231,11 +231,11 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     stopped = _stopped_by_someone_else(cmd, client, identity, status['jobs'])
     if failed or stopped:
         what = '; '.join(part for part in (
-            '{} job(s) failed: {}'.format(len(failed), _listed(failed)) if failed else '',
-            '{} job(s) were terminated before they finished: {}'.format(len(stopped), _listed(stopped))
-            if stopped else '') if part)
+            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)) if failed else '',
+            '{} job(s) of sweep {} were terminated before they finished: {}'.format(
+                len(stopped), identity.name, _listed(stopped)) if stopped else '') if part)
         fail_after_output(cmd.cli_ctx, JobsFailedError(
-            'Sweep {} did not run to the end: {}'.format(identity.name, what),
+            what,
             recommendation=failed_recommendation(identity, (failed or stopped)[0],
                                                  state='failed' if failed else 'terminated')))
     return status
