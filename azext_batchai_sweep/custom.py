@@ -140,43 +140,52 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
-    retry = _retry()
-    definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
-                                     storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                     seed=seed, recorded_seed=service_seed(client, identity, retry))
-    written = definition.limits
-    limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
-                    max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
-                    timeout_minutes=timeout or written.get('timeoutMinutes'),
-                    job_timeout_minutes=written.get('jobTimeoutMinutes'))
-    with core_errors():
-        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
-        run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
-                       limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
-                       journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
-                                                     sweep_name))
-    result = _steer(cmd, run, identity, poll_interval, stop_on_exit or written.get('stopOnExit', False))
+    steering = {'stopOnExit': stop_on_exit, 'started': False}
+
+    def prepare_and_run():
+        client = _client(cmd)
+        retry = _retry()
+        definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
+                                         storage_account_name=storage_account_name, sampling=sampling, count=count,
+                                         seed=seed, recorded_seed=service_seed(client, identity, retry))
+        written = definition.limits
+        steering['stopOnExit'] = stop_on_exit or written.get('stopOnExit', False)
+        limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                        max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                        timeout_minutes=timeout or written.get('timeoutMinutes'),
+                        job_timeout_minutes=written.get('jobTimeoutMinutes'))
+        with core_errors():
+            _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+            run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
+                           limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
+                           progress=ProgressLines(), journal_path=run_journal_path(
+                               cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name))
+            steering['started'] = True
+            return run.run(poll_interval), definition
+    result, definition = _steer(cmd, identity, prepare_and_run, steering)
     _run_outcome(cmd, result, definition, identity)
     return result
 
 
-def _steer(cmd, run, identity, poll_interval, stop_on_exit):
-    """The run's loop. Ended by a signal: say which jobs still run and how to stop or resume them (stopping them with
-    --stop-on-exit), then exit 128 + the signal. Ended by an error: the same, then the error."""
+def _steer(cmd, identity, prepare_and_run, steering):
+    """Run the sweep with SIGINT, SIGTERM and SIGHUP caught from the start. Ended by one of them: say which jobs still
+    run and how to stop or resume them (stopping them with --stop-on-exit), then exit 128 + the signal. Ended by an
+    error once it steers jobs: the same, then the error (an error before, such as a bad sweep file, is only that)."""
     from ._exit_codes import InterruptedByASignalError
     from ._run import Interrupted, ended_early, signals_interrupt
     try:
-        with signals_interrupt(), core_errors():
-            return run.run(poll_interval)
+        with signals_interrupt():
+            return prepare_and_run()
     except Interrupted as ex:
         import signal
         name = signal.Signals(ex.signum).name
-        message, recommendation = ended_early(cmd.cli_ctx, identity, 'interrupted by {}'.format(name), stop_on_exit)
+        message, recommendation = ended_early(cmd.cli_ctx, identity, 'interrupted by {}'.format(name),
+                                              steering['stopOnExit'])
         raise InterruptedByASignalError(ex.signum, message, recommendation=recommendation) from None
     except Exception as ex:  # an error ends the run: nothing may be left running unsaid (or, asked, unstopped)
-        message, recommendation = ended_early(cmd.cli_ctx, identity, type(ex).__name__, stop_on_exit)
-        logger.warning('%s. %s', message, recommendation)
+        if steering['started']:
+            message, recommendation = ended_early(cmd.cli_ctx, identity, type(ex).__name__, steering['stopOnExit'])
+            logger.warning('%s. %s', message, recommendation)
         raise
 
 
