@@ -19,7 +19,7 @@ USAGE = 2            # az: the command line does not parse (unknown option, miss
 NOT_FOUND = 3        # az: ResourceNotFoundError (a sweep, job, workspace, experiment or cluster that is not there)
 JOBS_FAILED = 4      # a job of the sweep failed, or was terminated by someone else while a command waited on it
 TIMEOUT = 5          # a wait's --timeout, or a `run` whose --timeout ended it before any job gave a result
-BAD_INPUT = 6        # an invalid value, sweep file, plan file or file path; a missing --yes without a terminal
+BAD_INPUT = 6        # an invalid value, sweep file, plan file or file path
 NO_SERVICE = 7       # no Batch AI service to talk to (none configured, not logged in), or it cannot be reached
 SIGNAL_BASE = 128    # interrupted by a signal: 128 + its number (130 SIGINT, 143 SIGTERM, 129 SIGHUP), as shells do
 
@@ -52,7 +52,7 @@ _CLASS_CODES = (
     (azclierror.ResourceNotFoundError, NOT_FOUND),
     ((azclierror.InvalidArgumentValueError, azclierror.RequiredArgumentMissingError,
       azclierror.MutuallyExclusiveArgumentError, azclierror.ArgumentUsageError, azclierror.ValidationError,
-      azclierror.FileOperationError, azclierror.NoTTYError), BAD_INPUT),
+      azclierror.FileOperationError), BAD_INPUT),
     ((azclierror.AzureConnectionError, azclierror.AuthenticationError), NO_SERVICE),
 )
 
