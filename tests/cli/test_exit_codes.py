@@ -124,7 +124,8 @@ def test_wait_outcomes_timeout_failed_and_stopped_by_someone_else(target):
 def test_retried_cleanup_is_a_no_op_and_a_typo_is_not_found(target):
     svc = target.service
     write_sweep(target.directory)
-    assert target.run('submit', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster, '--wait', '-o', 'none').exit_code == 0
+    assert target.run('submit', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster, '--wait', '--interval', '0.2s',
+                      '-o', 'none').exit_code == 0
     first = target.run('delete', 'c', '--yes', '-o', 'json')
     assert first.exit_code == 0 and len(first.json()['deleted']) == 2, first.stderr
     again = _all(lambda *args: target.run(*args), {
