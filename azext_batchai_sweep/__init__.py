@@ -21,6 +21,9 @@ class BatchAiSweepCommandsLoader(AzCommandsLoader):
         custom_type = CliCommandType(operations_tmpl='azext_batchai_sweep.custom#{}')
         _route_core_logging()
         super().__init__(cli_ctx=cli_ctx, custom_command_type=custom_type)
+        if cli_ctx is not None:
+            from ._exit_codes import install
+            install(cli_ctx)  # each outcome its own exit code (docs/pipelines.md#exit-codes)
 
     def load_command_table(self, args):
         from .commands import load_command_table

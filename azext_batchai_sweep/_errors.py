@@ -19,7 +19,8 @@ def core_errors():
     from azure.cli.core.azclierror import AzureResponseError, FileOperationError, InvalidArgumentValueError
     from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
     from azure.cli.core.azclierror import ResourceNotFoundError
-    from .core.errors import NotFoundError, ServiceError, SpecError, StorageError, SweepError
+    from ._targeting import START_RECOMMENDATION
+    from .core.errors import NotFoundError, ServiceError, ServiceUnreachableError, SpecError, StorageError, SweepError
     try:
         yield
     except NotFoundError as ex:
@@ -30,6 +31,9 @@ def core_errors():
                                         recommendation=SPEC_RECOMMENDATION) from None
     except StorageError as ex:
         raise AzureResponseError(capitalized(str(ex)), recommendation=STORAGE_RECOMMENDATION) from None
+    except ServiceUnreachableError as ex:
+        from ._exit_codes import NoServiceError
+        raise NoServiceError(capitalized(str(ex)), recommendation=START_RECOMMENDATION) from None
     except ServiceError as ex:
         raise AzureResponseError(capitalized(str(ex))) from None
     except SweepError as ex:

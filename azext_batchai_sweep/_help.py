@@ -32,6 +32,7 @@ long-summary: >
     jobs on the service). A re-plan whose sweep file, template or options change the jobs is refused, naming what
     changed, unless --allow-changes is given. The plan is written only after every check and service call has
     succeeded, and a plan file of another sweep or target is replaced only with --yes.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --spec
     type: string
@@ -99,6 +100,7 @@ long-summary: >
     "Already present" means present and equal: before any job is created, a planned job name held by another
     sweep's job is an error naming it and its owner, and planned jobs whose definition differs from the service's
     are refused unless --allow-changes (which re-creates them). The cluster is checked before anything is created.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --plan-file
     type: string
@@ -114,10 +116,11 @@ parameters:
     short-summary: Retries of a throttled or failed request before a job is given up.
   - name: --wait
     type: bool
-    short-summary: Then block until every job has finished; exit with a non-zero code if one failed.
+    short-summary: Then block until every job has finished; exit code 4 if one failed or was terminated.
   - name: --timeout
-    type: float
-    short-summary: With --wait, give up after this many seconds (non-zero exit code, naming the unfinished jobs).
+    type: string
+    short-summary: With --wait, give up after this long (exit code 5, naming the unfinished jobs).
+    long-summary: Seconds (a plain number, as before), or a number with a unit, 90s, 15m, 2h or 1h30m.
   - name: --allow-changes
     type: bool
     short-summary: Re-create the jobs whose planned definition differs from the service's.
@@ -142,15 +145,19 @@ long-summary: >
     Hyperband promotions) and ends when the sampler has nothing left, the budget is spent or timeoutMinutes has
     passed. Every decision is printed on stderr with its rule and numbers, and `az batchai sweep status` shows it per
     job. If the command is interrupted (Ctrl-C, a closed shell, a crash), run it again with the same arguments: it
-    resumes from the jobs on the service, never submits a job twice and keeps the limits. The result names the best
-    job, counts the jobs by state and by decision, says why the sweep ended and the compute used and saved.
+    resumes from the jobs on the service, never submits a job twice and keeps the limits. Interrupted by SIGINT,
+    SIGTERM or SIGHUP, it names on stderr the jobs still queued or running and the commands that stop them or resume
+    the run, stops them first with --stop-on-exit, and exits 128 + the signal's number (130, 143, 129). The result
+    names the best job, counts the jobs by state and by decision, says why the sweep ended and the compute used and
+    saved.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --spec
     type: string
     short-summary: Path of the sweep file (YAML or JSON).
     long-summary: >
         Besides parameters, sampling and job: objective ({metric: NAME, goal: max|min, step: epoch} or a regex),
-        limits ({maxTotalJobs, maxConcurrentJobs, timeoutMinutes, jobTimeoutMinutes}), earlyTermination ({policy:
+        limits ({maxTotalJobs, maxConcurrentJobs, timeoutMinutes, jobTimeoutMinutes, stopOnExit}), earlyTermination ({policy:
         bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 5}, median, truncation with
         truncationPercentage, or asha with minResource, maxResource, eta) and sampling {type: hyperband, resource:
         EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7} or {type: bayesian, count: 30, seed: 7,
@@ -162,11 +169,21 @@ parameters:
     type: int
     short-summary: At most this many jobs queued or running at once; overrides limits.maxConcurrentJobs.
   - name: --timeout
-    type: float
-    short-summary: Minutes after the sweep's first job; then its running jobs are terminated and it ends.
+    type: string
+    short-summary: Time after the sweep's first job; then its running jobs are terminated and it ends.
+    long-summary: >
+        Minutes (a plain number, fractions allowed, as limits.timeoutMinutes and as before), or a number with a
+        unit, 90s, 15m, 2h or 1h30m. A run ended by it exits 0 when it has a best job, else 5 (timeout).
   - name: --poll-interval
-    type: float
-    short-summary: Seconds between two looks at the jobs' states and new log lines.
+    type: string
+    short-summary: Time between two looks at the jobs' states and new log lines; seconds, or 90s, 2m.
+  - name: --stop-on-exit
+    type: bool
+    short-summary: When the run ends early (SIGTERM, SIGINT, SIGHUP, an error), stop the sweep's jobs on the way out.
+    long-summary: >
+        Without it, a run that ends early leaves its queued and running jobs running, unsteered, and names them on
+        stderr with the commands that stop them and that resume the run. With it (or limits.stopOnExit: true in the
+        sweep file) the run stops them as "az batchai sweep stop" does before it exits (128 + the signal's number).
 examples:
   - name: Run an adaptive sweep on the local service, at most 3 jobs at a time.
     text: >
@@ -178,6 +195,9 @@ examples:
     text: |
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local
         az batchai sweep status -g batchai-local -w local -e demo -n moons -o table
+  - name: In CI, at most two hours, and no job left running when the step is cancelled or times out.
+    text: >
+        timeout -k 60s 2h az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --stop-on-exit --timeout 110m
 """
 
 helps['batchai sweep status'] = """
@@ -190,19 +210,21 @@ long-summary: >
     missing on the service are listed in state "missing", and the service's jobs the plan lacks are named
     (notInPlan). Stopped jobs show as "terminated". Without a terminal, --wait prints a progress line on stderr
     every few checks (at most every 30 seconds).
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --state
     type: string
     short-summary: Only the jobs in this execution state.
   - name: --wait
     type: bool
-    short-summary: Block until every job has finished; exit with a non-zero code if one failed.
+    short-summary: Block until every job has finished; exit code 4 if one failed or was terminated.
   - name: --interval
-    type: float
-    short-summary: Seconds between two checks while waiting.
+    type: string
+    short-summary: Time between two checks while waiting; seconds, or with a unit (90s, 15m).
   - name: --timeout
-    type: float
-    short-summary: With --wait, give up after this many seconds (non-zero exit code, naming the unfinished jobs).
+    type: string
+    short-summary: With --wait, give up after this long (exit code 5, naming the unfinished jobs).
+    long-summary: Seconds (a plain number, as before), or a number with a unit, 90s, 15m, 2h or 1h30m.
   - name: --job
     type: string
     short-summary: Print the end of this job's stdout.txt (and of a non-empty stderr.txt, both labelled) instead; of a multi-process job, its master's files (stdout-wk-0.txt for TensorFlow, stdout-0.txt for Caffe2/PyTorch on several nodes).
@@ -240,6 +262,7 @@ long-summary: >
     --plan-file is given (needed for jobs with secrets, which the service never returns), else as the service
     describes it. Interrupted, the same command run again finishes the work with no job lost or duplicated (without
     a plan, a journal in the az config directory keeps the definitions of the jobs being resubmitted).
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --plan-file
     type: string
@@ -252,7 +275,7 @@ parameters:
     short-summary: Resubmit the jobs in this state. Default is failed, unless --jobs is given.
   - name: --wait
     type: bool
-    short-summary: Then block until the resubmitted jobs have finished; exit with a non-zero code if one failed.
+    short-summary: Then block until the resubmitted jobs have finished; exit code 4 if one failed.
 examples:
   - name: Resubmit the failed jobs of a sweep after fixing their cause.
     text: az batchai sweep resubmit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr
@@ -271,6 +294,7 @@ long-summary: >
     number with --reduce: with "last" (the default) the file is read from its end until a line holds the metric, so
     a long log is not downloaded whole; the other reductions stream the whole file. A job without the file or the
     metric shows an empty metric.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --regex
     type: string
@@ -305,6 +329,7 @@ short-summary: Delete the jobs of a sweep (all of them, those in one state, or t
 long-summary: >
     Only jobs of the named sweep are ever deleted, never other jobs of the experiment. Asks for confirmation unless
     --yes is given, and waits until the jobs are gone unless --no-wait is given.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --state
     type: string
@@ -331,6 +356,7 @@ long-summary: >
     sweep's jobs are touched. Stopping a sweep with nothing running does nothing and says so. Asks for
     confirmation unless --yes is given, and waits until the jobs have stopped unless --no-wait is given. The
     output lists the jobs stopped (stopped), those that had already finished (notRunning) and any not stopped.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --jobs
     type: string
@@ -351,6 +377,7 @@ short-summary: Download the output files of a sweep's jobs, one folder per job.
 long-summary: >
     Files go to `<dest>/<job>/<output directory id>/<path>`. A file already there with the size the service reports
     is skipped, so an interrupted download can be run again.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --dest
     type: string
@@ -383,6 +410,7 @@ long-summary: >
     For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
     and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
     show; -o table prints one summary row; -o none only writes the file.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --output-file -f
     type: string
@@ -439,7 +467,16 @@ long-summary: >
 helps['batchai sweep local start'] = """
 type: command
 short-summary: Start the local Batch AI service in the background and point the sweep commands at it.
-long-summary: Returns the running service if one already runs on the data directory.
+long-summary: >
+    Returns the running service if one already runs on the data directory (and says that it is shared).
+    The service is this az config's: its data directory defaults to one in the az config directory, and the config
+    section batchai_sweep (endpoint, token_file) points the commands at it. A pipeline isolates itself with its own
+    config directory, AZURE_CONFIG_DIR (export AZURE_CONFIG_DIR="$(mktemp -d)" before "local start": its service,
+    data and target are then its own), or points its commands at a service with the environment variables
+    AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE, which override the config. A start that would
+    retarget a config whose current service still runs (another data directory) is refused unless --retarget is
+    given; "local stop" clears the target only once no service runs for it.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --port
     type: int
@@ -469,6 +506,9 @@ parameters:
   - name: --slurm-conf
     type: string
     short-summary: Slurm only. The cluster's slurm.conf. Default: the SLURM_CONF of this shell's environment, else Slurm's own configuration; every Slurm command of the service (sbatch included) uses it.
+  - name: --retarget
+    type: bool
+    short-summary: Point this config at the new service although it targets another one that still runs.
 examples:
   - name: Start the local service and run a sweep on it.
     text: |
@@ -480,11 +520,17 @@ examples:
     text: az batchai sweep local start --scheduler slurm --partition gpu --account myproject
   - name: Run the jobs on this machine, each on its own GPU of the four it has.
     text: az batchai sweep local start --gpus 0,1,2,3
+  - name: A CI pipeline's own service, config and data, untouched by any other pipeline on the machine.
+    text: |
+        export AZURE_CONFIG_DIR="$(mktemp -d)"
+        az batchai sweep local start --only-show-errors -o none
 """
 
 helps['batchai sweep local status'] = """
 type: command
 short-summary: Show whether the local Batch AI service runs, where, and whether the sweep commands use it.
+long-summary: >
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --data-dir
     type: string
@@ -503,6 +549,7 @@ long-summary: >
     service's storage account key: it is shown here only, never in the output of the other commands or in logs.
     Blob, queue and table requests made with it stay on this machine and are refused there: the local service
     serves Azure Files only (put a job's blob container files in DATA_DIR/storage/ACCOUNT/containers/CONTAINER).
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --name -n
     type: string
@@ -521,7 +568,9 @@ examples:
 helps['batchai sweep local stop'] = """
 type: command
 short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
-long-summary: Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm the jobs run on, and the next start re-attaches to them.
+long-summary: >
+    Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm the jobs run on, and the next start re-attaches to them.
+    Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --data-dir
     type: string

@@ -36,11 +36,43 @@ def _check_slurm(slurm_conf, partition, account):
             'work there); --slurm-conf names its slurm.conf, --partition a partition of it.')) from None
 
 
-def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='processes', gpus=None,
-          partition=None, account=None, slurm_conf=None):
-    from azure.cli.core.azclierror import UnclassifiedUserFault
+def _running_target(cli_ctx):
+    """(endpoint, data dir) of the local service this config targets when it still runs there, else None."""
     from .localservice import control
+    target, target_dir = local_target(cli_ctx), local_data_dir(cli_ctx)
+    if not target or not target_dir:
+        return None
+    info = control.status(target_dir)
+    return (target[0], target_dir) if info['running'] and info.get('endpoint') == target[0] else None
+
+
+def _refuse_retarget(cli_ctx, data_dir):
+    """Another running service is this config's target: pointing the config at a new one would silently send its
+    users' next commands (another pipeline's, sharing this AZURE_CONFIG_DIR) to the wrong service."""
+    from azure.cli.core.azclierror import ValidationError
+    running = _running_target(cli_ctx)
+    if running and running[1] != data_dir:
+        raise ValidationError(
+            'This az config ({}) already targets the local service at {} (data dir {}), which still runs: starting '
+            'one on {} would send its users\' commands to the new service'.format(
+                cli_ctx.config.config_dir, running[0], running[1], data_dir),
+            recommendation='Give this pipeline its own az config: export AZURE_CONFIG_DIR="$(mktemp -d)" before '
+                           '"az batchai sweep local start" (its service and data go with it); or add --retarget to '
+                           'point this config at the new service anyway.')
+
+
+def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='processes', gpus=None,
+          partition=None, account=None, slurm_conf=None, retarget=False):
+    from azure.cli.core.azclierror import ValidationError
+    from ._exit_codes import NoServiceError
+    from .localservice import control
+    from .localservice.datadir import DataDirError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
+    if not retarget:
+        _refuse_retarget(cli_ctx, data_dir)
+    if control.status(data_dir)['running']:
+        logger.warning('A local Batch AI service already runs on %s: this start shares it, and a "local stop" stops '
+                       'it for everyone using it.', data_dir)
     if scheduler == 'slurm':
         from .localservice.slurm.commands import resolve_conf
         # --slurm-conf, else this shell's SLURM_CONF: checked here, handed to the service, used for every command.
@@ -54,8 +86,10 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         slots = slots or os.cpu_count() or 1
     try:
         info = control.start_background(data_dir, port=port or 0, slots=slots, faults=faults, scheduler=options)
+    except DataDirError as ex:  # the folder given is the problem (bad input), not the service
+        raise ValidationError('The local Batch AI service did not start: {}'.format(ex)) from None
     except RuntimeError as ex:
-        raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex),
+        raise NoServiceError('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None
     set_local_target(cli_ctx, info['endpoint'], info['tokenFile'])
     logger.warning('Local Batch AI service at %s (data in %s); every "az batchai sweep" command, and az\'s own '
@@ -93,20 +127,15 @@ def stop(cli_ctx, data_dir=None):
     before = control.status(data_dir)
     stopped = control.stop(data_dir)
     target = local_target(cli_ctx)
-    # Only forget the target when it is this service: another data dir's service may still be the one in use.
-    if target and (target[0] == before.get('endpoint') or _inside(target[1], data_dir)):
+    # Only forget the target when it is this data dir's service and none runs for it any more (this stop stopped it,
+    # or it was gone already): a target whose service still runs is someone's, whatever was stopped here.
+    if target and (target[0] == before.get('endpoint') or local_data_dir(cli_ctx) == data_dir) \
+            and _running_target(cli_ctx) is None:
         clear_local_target(cli_ctx)
         logger.warning('Cleared az config %s: the commands use your Azure login again.', SECTION)
     if not stopped:
         logger.warning('No local Batch AI service was running on %s', data_dir)
     return {'stopped': stopped, 'dataDir': data_dir}
-
-
-def _inside(path, directory):
-    if not path:
-        return False
-    path, directory = os.path.abspath(path), os.path.abspath(directory)
-    return os.path.commonpath([path, directory]) == directory
 
 
 # ---- az's storage commands on the local Files endpoint -----------------------------------------------------------

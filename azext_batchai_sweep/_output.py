@@ -24,6 +24,12 @@ def fail_after_output(cli_ctx, error):
     cli_ctx.register_event(EVENT_CLI_SUCCESSFUL_EXECUTE, raise_error)
 
 
+def listed(names, limit=10):
+    """`a, b, c and 4 more`: names in a message."""
+    shown = ', '.join(names[:limit])
+    return shown + (' and {} more'.format(len(names) - limit) if len(names) > limit else '')
+
+
 class Progress:
     """Progress on stderr: a determinate bar for someone watching (stderr is a terminal), and, with `period`, a
     short line every `period` seconds otherwise, so that a CI log shows that a long wait is alive.

@@ -5,6 +5,7 @@
 from argcomplete.completers import FilesCompleter
 from azure.cli.core.commands.parameters import get_enum_type, resource_group_name_type
 
+from ._durations import minutes, seconds
 from ._validators import (validate_local_connection_string, validate_local_start, validate_sweep_create,
                           validate_sweep_delete, validate_sweep_metrics, validate_sweep_report, validate_sweep_resubmit,
                           validate_sweep_run, validate_sweep_status, validate_sweep_stop, validate_sweep_submit,
@@ -64,11 +65,11 @@ def load_arguments(self, _):
             c.argument('parallel', type=int, default=DEFAULT_PARALLEL,
                        help='Number of requests in flight at once.')
             c.argument('wait', action='store_true',
-                       help='Block until every job has finished (progress on stderr); exit with a non-zero code if a job failed.')
-            c.argument('interval', type=float, default=DEFAULT_INTERVAL,
-                       help='Seconds between two checks of the jobs while waiting.')
-            c.argument('timeout', type=float,
-                       help='With --wait: give up after this many seconds, with a non-zero exit code naming the jobs still queued or running.')
+                       help='Block until every job has finished (progress on stderr); exit code 4 if a job failed or was terminated by someone else (docs/pipelines.md).')
+            c.argument('interval', type=seconds, default=DEFAULT_INTERVAL,
+                       help='Time between two checks of the jobs while waiting: seconds, or with a unit (90s, 15m, 2h).')
+            c.argument('timeout', type=seconds,
+                       help='With --wait: give up after this long (seconds, or with a unit: 90s, 15m, 2h), with exit code 5 and the jobs still queued or running named.')
             c.argument('max_retries', type=int, default=DEFAULT_MAX_RETRIES,
                        help='How often to retry a request that was throttled, failed on the server or lost its connection, before giving up.')
             c.argument('job_names', options_list=['--jobs'], nargs='+',
@@ -93,10 +94,12 @@ def load_arguments(self, _):
                    help='Submit at most this many jobs in all (promotions included). Overrides the sweep file\'s limits.maxTotalJobs.')
         c.argument('max_concurrent_jobs', type=int,
                    help='At most this many jobs queued or running at once. Overrides the sweep file\'s limits.maxConcurrentJobs.')
-        c.argument('timeout', type=float,
-                   help='Minutes (fractions allowed) after the sweep\'s first job was created: then its running jobs are terminated and the sweep ends. Overrides limits.timeoutMinutes.')
-        c.argument('poll_interval', type=float, default=DEFAULT_POLL_INTERVAL,
-                   help='Seconds between two looks at the jobs (states and new log lines).')
+        c.argument('timeout', type=minutes,
+                   help='How long after the sweep\'s first job was created its running jobs are terminated and the sweep ends: minutes (a plain number, fractions allowed, as limits.timeoutMinutes) or with a unit (90s, 15m, 2h). Overrides limits.timeoutMinutes.')
+        c.argument('poll_interval', type=seconds, default=DEFAULT_POLL_INTERVAL,
+                   help='Time between two looks at the jobs (states and new log lines): seconds, or with a unit (90s, 2m).')
+        c.argument('stop_on_exit', options_list=['--stop-on-exit'], action='store_true',
+                   help='When the run ends early (SIGTERM, SIGINT, SIGHUP, or an error), stop the sweep\'s queued and running jobs on the way out, as "az batchai sweep stop" does, so that nothing runs unsteered. Sweep file: limits.stopOnExit.')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
         c.argument('state', arg_type=get_enum_type(STATES + ['missing']),
@@ -190,6 +193,8 @@ def load_arguments(self, _):
                    help='Slurm scheduler: the partition to submit to. Default: the cluster\'s default partition.')
         c.argument('account', options_list=['--account'],
                    help='Slurm scheduler: the account to charge the jobs to (sbatch --account).')
+        c.argument('retarget', options_list=['--retarget'], action='store_true',
+                   help='Point this az config at the new service even though it targets another local service that still runs (whose users\' next commands then go to the new one). Without it such a start is refused; a pipeline that wants its own service sets its own AZURE_CONFIG_DIR instead.')
         c.argument('slurm_conf', options_list=['--slurm-conf'], completer=FilesCompleter(),
                    help='Slurm scheduler: the slurm.conf of the cluster. Default: SLURM_CONF of this environment, else Slurm\'s '
                         'own configuration.')

@@ -5,6 +5,7 @@
 progress lines; the loop itself is core/tuning/loop.py."""
 import sys
 import time
+from contextlib import contextmanager
 
 from knack.log import get_logger
 
@@ -77,3 +78,111 @@ class ProgressLines:
         if line.startswith('Sweep '):
             self.last = now
         logger.warning(line)
+
+
+# ---- a run that ends early: say what still runs, and (--stop-on-exit) stop it ------------------------------------
+
+class Interrupted(BaseException):
+    """A signal arrived during the run. A BaseException, as KeyboardInterrupt: no retry loop's `except Exception`
+    may take it for a failed request and go on."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+# Ctrl-C, `kill`/`timeout`/a CI runner's cancel, and a closed terminal or SSH session.
+SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP')
+
+
+@contextmanager
+def signals_interrupt():
+    """Inside the block, SIGINT, SIGTERM and SIGHUP raise Interrupted. From the first one on, every one of them has its
+    default action again: a second signal ends the process at once (with the shell's 128 + signal) while the first
+    one's cleanup runs."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers can only be set in the main thread (az runs commands there)
+        return
+    signals = [getattr(signal, name) for name in SIGNALS if hasattr(signal, name)]
+    arrived = []
+
+    def handler(signum, _frame):
+        for number in signals:
+            signal.signal(number, signal.SIG_DFL)
+        arrived.append(signum)
+        raise Interrupted(signum)
+    previous = {number: signal.signal(number, handler) for number in signals}
+    try:
+        yield
+    finally:
+        if not arrived:
+            for number, action in previous.items():
+                signal.signal(number, action)
+
+
+def resume_command():
+    """The command line of this run, to paste: run again, it resumes from the jobs on the service."""
+    import shlex
+    return ' '.join(['az'] + [shlex.quote(arg) for arg in sys.argv[1:]])
+
+
+def unsteered_jobs(cli_ctx, identity):
+    """(a fresh client, the sweep's queued and running jobs' names), or (client, None) when they cannot be listed.
+    A fresh client: the run's may have been interrupted in the middle of a request."""
+    from ._targeting import batchai_client
+    from .core.service.identity import sweep_jobs
+    from .core.service.listing import state_of
+    from .core.service.retry import RetrySettings
+    try:
+        client = batchai_client(cli_ctx)
+        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          retry=RetrySettings(max_retries=2))
+    except Exception as ex:  # pylint: disable=broad-except  # the run is ending anyway: say so, do not hide why
+        logger.warning('The jobs of sweep %s could not be listed: %s', identity.name, ex)
+        return None, None
+    return client, sorted(job.name for job in jobs if state_of(job) in ('queued', 'running'))
+
+
+def stop_unsteered(client, identity):
+    """Terminate the sweep's queued and running jobs (--stop-on-exit), waiting half a minute at most for them to end:
+    (the names stopped, the names still queued, running or stopping)."""
+    from .core.service.retry import RetrySettings
+    from .core.service.stop import stop_jobs
+    try:
+        outcome = stop_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                            wait=True, timeout=30.0, retry=RetrySettings(max_retries=2))
+    except Exception as ex:  # pylint: disable=broad-except
+        logger.warning('The jobs of sweep %s could not be stopped: %s', identity.name, ex)
+        return [], None
+    left = sorted([item['job'] for item in outcome['failed']] + list(outcome['stillStopping']))
+    return sorted(name for name in outcome['stopped'] if name not in left), left
+
+
+def ended_early(cli_ctx, identity, why, stop_on_exit):
+    """What a run that ends early says on stderr: the jobs left queued or running (after stopping them with
+    --stop-on-exit) and the commands that stop or resume them. Returns (message, recommendation)."""
+    from ._output import listed
+    client, busy = unsteered_jobs(cli_ctx, identity)
+    stop = 'az batchai sweep stop {} --yes'.format(identity.args())
+    resume = resume_command()
+    if busy and stop_on_exit:
+        stopped, left = stop_unsteered(client, identity)
+        left = busy if left is None else left
+        message = 'Sweep {}: the run ended early ({}); --stop-on-exit stopped its {} queued or running job(s): {}'\
+            .format(identity.name, why, len(stopped), listed(stopped, 20))
+        if left:
+            message += '; {} job(s) still queued or running: {}'.format(len(left), listed(left, 20))
+            return message, 'Stop them with "{}", or resume the run with "{}".'.format(stop, resume)
+        return message, 'Resume the run with "{}" (it goes on from the jobs on the service).'.format(resume)
+    if busy:
+        return ('Sweep {}: the run ended early ({}) with {} job(s) still queued or running, now unsteered: {}'.format(
+            identity.name, why, len(busy), listed(busy, 20)),
+            'Stop them with "{}", or resume the run with "{}". With --stop-on-exit (limits.stopOnExit) a run '
+            'stops them itself.'.format(stop, resume))
+    if busy is None:
+        return ('Sweep {}: the run ended early ({}); its jobs could not be listed and may still run'.format(
+            identity.name, why), 'Stop them with "{}", or resume the run with "{}".'.format(stop, resume))
+    return ('Sweep {}: the run ended early ({}); no job of the sweep is queued or running'.format(identity.name, why),
+            'Resume the run with "{}".'.format(resume))

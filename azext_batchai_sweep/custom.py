@@ -8,7 +8,7 @@ import os
 from knack.log import get_logger
 
 from ._errors import core_errors
-from ._output import Progress, fail_after_output
+from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
 
@@ -36,11 +36,6 @@ def _client(cmd):
 def _retry(max_retries=DEFAULT_MAX_RETRIES):
     from .core.service.retry import RetrySettings
     return RetrySettings(max_retries=max_retries)
-
-
-def _listed(names, limit=10):
-    shown = ', '.join(names[:limit])
-    return shown + (' and {} more'.format(len(names) - limit) if len(names) > limit else '')
 
 
 def _identity(resource_group, workspace_name, experiment_name, sweep_name):
@@ -84,6 +79,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, parallel=DEFAULT_PARALLEL, max_retries=DEFAULT_MAX_RETRIES,
                  wait=False, interval=DEFAULT_INTERVAL, timeout=None, allow_changes=False):
     from azure.cli.core.azclierror import AzureResponseError
+    from ._exit_codes import NoServiceError
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
     from .core.service.submit import submit_jobs
@@ -124,7 +120,9 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                               'again will not help. Fix what the error names (the job in the sweep file, the '
                               'cluster), then plan and submit again: "{}".'.format(
                                   _command('submit', identity, '--spec', 'FILE', '--allow-changes')))
-        fail_after_output(cmd.cli_ctx, AzureResponseError(
+        # Exit NO_SERVICE when the service stopped answering (run again later), else the service's refusal.
+        error = NoServiceError if outcome['stopped'] else AzureResponseError
+        fail_after_output(cmd.cli_ctx, error(
             '{} job(s) of sweep {} were not submitted: {}'.format(
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
             recommendation=recommendation))
@@ -136,45 +134,91 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
-              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
-    from azure.cli.core.azclierror import AzureResponseError
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False):
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
-    from .core.tuning.result import describe
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
-    retry = _retry()
-    definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
-                                     storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                     seed=seed, recorded_seed=service_seed(client, identity, retry))
-    written = definition.limits
-    limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
-                    max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
-                    timeout_minutes=timeout or written.get('timeoutMinutes'),
-                    job_timeout_minutes=written.get('jobTimeoutMinutes'))
-    with core_errors():
-        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
-        run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
-                       limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
-                       journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
-                                                     sweep_name))
-        result = run.run(poll_interval)
-    goal = definition.objective['goal'] if definition.objective else 'max'
-    logger.warning('Sweep %s: %s', sweep_name, describe(result, goal))
-    if definition.objective and result['best'] is None and result['ended'] != 'stopped':
-        fail_after_output(cmd.cli_ctx, AzureResponseError(
-            'No job of sweep {} ran to the end with a value of the objective'.format(sweep_name),
-            recommendation='See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check '
-                           'the objective of the sweep file against what the jobs print.'.format(identity.args())))
+    steering = {'stopOnExit': stop_on_exit, 'started': False}
+
+    def prepare_and_run():
+        client = _client(cmd)
+        retry = _retry()
+        definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
+                                         storage_account_name=storage_account_name, sampling=sampling, count=count,
+                                         seed=seed, recorded_seed=service_seed(client, identity, retry))
+        written = definition.limits
+        steering['stopOnExit'] = stop_on_exit or written.get('stopOnExit', False)
+        limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                        max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                        timeout_minutes=timeout or written.get('timeoutMinutes'),
+                        job_timeout_minutes=written.get('jobTimeoutMinutes'))
+        with core_errors():
+            _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+            run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
+                           limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
+                           progress=ProgressLines(), journal_path=run_journal_path(
+                               cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name))
+            steering['started'] = True
+            return run.run(poll_interval), definition
+    result, definition = _steer(cmd, identity, prepare_and_run, steering)
+    _run_outcome(cmd, result, definition, identity)
     return result
 
 
+def _steer(cmd, identity, prepare_and_run, steering):
+    """Run the sweep with SIGINT, SIGTERM and SIGHUP caught from the start. Ended by one of them: say which jobs still
+    run and how to stop or resume them (stopping them with --stop-on-exit), then exit 128 + the signal. Ended by an
+    error once it steers jobs: the same, then the error (an error before, such as a bad sweep file, is only that)."""
+    from ._exit_codes import InterruptedByASignalError
+    from ._run import Interrupted, ended_early, signals_interrupt
+    try:
+        with signals_interrupt():
+            return prepare_and_run()
+    except Interrupted as ex:
+        import signal
+        name = signal.Signals(ex.signum).name
+        message, recommendation = ended_early(cmd.cli_ctx, identity, 'interrupted by {}'.format(name),
+                                              steering['stopOnExit'])
+        raise InterruptedByASignalError(ex.signum, message, recommendation=recommendation) from None
+    except Exception as ex:  # an error ends the run: nothing may be left running unsaid (or, asked, unstopped)
+        if steering['started']:
+            message, recommendation = ended_early(cmd.cli_ctx, identity, type(ex).__name__, steering['stopOnExit'])
+            logger.warning('%s. %s', message, recommendation)
+        raise
+
+
+def _run_outcome(cmd, result, definition, identity):
+    """The run's exit code, once its result is printed: 0 with a best job (a timeout is a budget), JOBS_FAILED when
+    someone else stopped its jobs or no job ran to the end with a value, TIMEOUT when its timeout came first."""
+    from ._exit_codes import JobsFailedError, SweepTimeoutError
+    from ._run import resume_command
+    from .core.tuning.controller import END_STOPPED, END_TIMEOUT
+    from .core.tuning.result import describe
+    goal = definition.objective['goal'] if definition.objective else 'max'
+    logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
+    see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
+           'sweep file against what the jobs print.'.format(identity.args()))
+    if result['ended'] == END_STOPPED:
+        fail_after_output(cmd.cli_ctx, JobsFailedError(
+            'Jobs of sweep {} were terminated by someone else: the run ended without running them to the end'.format(
+                identity.name), recommendation='Go on with "{}".'.format(resume_command())))
+    elif result['ended'] == END_TIMEOUT and result['best'] is None:
+        fail_after_output(cmd.cli_ctx, SweepTimeoutError(
+            'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
+                identity.name, ' with a value of the objective' if definition.objective else ''),
+            recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
+    elif definition.objective and result['best'] is None:
+        fail_after_output(cmd.cli_ctx, JobsFailedError(
+            'No job of sweep {} ran to the end with a value of the objective'.format(identity.name),
+            recommendation=see))
+
+
 def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES):
-    """Block until the jobs have finished; a failed job, or jobs still unfinished at --timeout, make the command exit
-    non-zero after its output."""
-    from azure.cli.core.azclierror import AzureResponseError, UnclassifiedUserFault
+    """Block until the jobs have finished; after the output, a failed job or one terminated by someone else (not by a
+    `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT."""
+    from ._exit_codes import JobsFailedError, SweepTimeoutError
     from ._output import wait_line_period
     from .core.service.status import unfinished, wait_for_jobs
     with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval)) as progress:
@@ -185,24 +229,41 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     if status.get('timedOut'):
         busy = unfinished(status)
         logger.warning('Sweep %s not finished after %gs: %s', identity.name, timeout, counts)
-        fail_after_output(cmd.cli_ctx, UnclassifiedUserFault(
+        fail_after_output(cmd.cli_ctx, SweepTimeoutError(
             'Sweep {} did not finish within --timeout {:g}s: {}'.format(identity.name, timeout, '; '.join(
                 '{} {}: {}'.format(len(names), state, _listed(names)) for state, names in busy.items())),
             recommendation='Wait longer with "az batchai sweep status {} --wait --timeout SECONDS", or stop it with '
-                           '"az batchai sweep stop {}".'.format(identity.args(), identity.args())))
+                           '"az batchai sweep stop {} --yes".'.format(identity.args(), identity.args())))
         return status
     logger.warning('Sweep %s finished: %s', identity.name, counts)
     failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
-    if failed:
-        fail_after_output(cmd.cli_ctx, AzureResponseError(
-            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)),
-            recommendation=failed_recommendation(identity, failed[0])))
+    stopped = _stopped_by_someone_else(cmd, client, identity, status['jobs'])
+    if failed or stopped:
+        what = '; '.join(part for part in (
+            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)) if failed else '',
+            '{} job(s) of sweep {} were terminated before they finished: {}'.format(
+                len(stopped), identity.name, _listed(stopped)) if stopped else '') if part)
+        fail_after_output(cmd.cli_ctx, JobsFailedError(
+            what,
+            recommendation=failed_recommendation(identity, (failed or stopped)[0],
+                                                 state='failed' if failed else 'terminated')))
     return status
 
 
-def failed_recommendation(identity, job):
-    return ('See why with "az batchai sweep status {} --job {} --tail 50"; run the failed jobs again with '
-            '"az batchai sweep resubmit {}".'.format(identity.args(), job, identity.args()))
+def _stopped_by_someone_else(cmd, client, identity, rows):
+    """The terminated jobs among `rows` that no `sweep run` decision terminated (its journal here, else what its jobs
+    carry on the service): stopped by `az batchai sweep stop` or by hand, so they did not finish their work."""
+    terminated = [row['name'] for row in rows if row['state'] == 'terminated']
+    if not terminated:
+        return []
+    decided = _run_rows(cmd, client, identity)
+    return [name for name in terminated if (decided.get(name) or {}).get('decision') is None]
+
+
+def failed_recommendation(identity, job, state='failed'):
+    return ('See why with "az batchai sweep status {} --job {} --tail 50"; run the {} jobs again with '
+            '"az batchai sweep resubmit {}{}".'.format(identity.args(), job, state, identity.args(),
+                                                       '' if state == 'failed' else ' --state ' + state))
 
 
 def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
@@ -452,6 +513,8 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             plan = list(PlannedJobs(plan_file, header, cmd.cli_ctx))
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
+        if not job_names:  # a sweep without jobs is not found, as for every other command
+            _check_selection(client, identity)
         if job_names:
             from .core.service.identity import sweep_jobs
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
@@ -557,7 +620,7 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
     with core_errors():
-        _check_selection(client, identity, job_names)
+        _note_nothing_to_delete(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
         # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
         result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
@@ -572,6 +635,22 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
             recommendation='Run "{}" again.'.format(_command(
                 'delete', identity, '--jobs', *[item['job'] for item in result['failed']], '--yes'))))
     return {'sweep': sweep_name, **result}
+
+
+def _note_nothing_to_delete(client, identity, job_names):
+    """A delete is idempotent, as ARM's DELETE (and with it az's delete commands) is: jobs already gone, or --jobs
+    names that match nothing, are said on stderr, not an error (exit 0), so a retried cleanup succeeds. A workspace or
+    experiment that does not exist is still one (exit 3): nothing could have been deleted from it."""
+    from .core.service.identity import sweep_jobs
+    found = {job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
+                                            identity.name, job_names=job_names, retry=_retry())}
+    if not found:
+        logger.warning('Sweep %s has no %s in experiment %s: nothing to delete (already deleted; else check -n%s)',
+                       identity.name, 'jobs' if not job_names else 'job named ' + _listed(sorted(job_names)),
+                       identity.experiment, ' and --jobs' if job_names else '/-e')
+    elif job_names and set(job_names) - found:
+        logger.warning('%d job(s) given with --jobs are not jobs of sweep %s (already deleted?): %s',
+                       len(set(job_names) - found), identity.name, _listed(sorted(set(job_names) - found)))
 
 
 def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
@@ -663,10 +742,10 @@ def _output_format(cmd):
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
-                partition=None, account=None, slurm_conf=None):
+                partition=None, account=None, slurm_conf=None, retarget=False):
     from ._local import start
     return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults, scheduler=scheduler,
-                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf)
+                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget)
 
 
 def local_status(cmd, data_dir=None):

@@ -58,6 +58,10 @@ class ServiceError(SweepError):
         super().__init__(message)
 
 
+class ServiceUnreachableError(ServiceError):
+    """The service stopped answering (every retry of several requests failed): not a refusal, a later run may work."""
+
+
 class NotFoundError(SweepError):
     """Something a command names does not exist: a workspace, a cluster, a sweep without jobs, a job not in the sweep.
 

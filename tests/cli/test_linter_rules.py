@@ -150,3 +150,19 @@ def test_documented_options_exist(table):
     function unless the command declares supports_no_wait: `delete --no-wait` was documented but refused)."""
     assert table['commands']['batchai sweep delete']['supports_no_wait']
     assert '--no-wait' in table['commands']['batchai sweep delete']['arguments']['no_wait']['options']
+
+
+def test_the_readmes_run_usage_lists_exactly_the_options_run_takes(table):
+    """README's usage line of `sweep run` promises its options (issue 32: it said "create's options", and run refused
+    --plan-file): every option it names is one run takes, and every option of run is named."""
+    with open(os.path.join(REPO_ROOT, 'README.md'), encoding='utf-8') as f:
+        text = f.read()
+    usage = re.search(r'\n    az batchai sweep run -g .*?\n(?:        .*\n)*', text).group(0)
+    documented = set(re.findall(r'(?<![\w-])--[a-z][a-z-]*', usage))
+    arguments = table['commands']['batchai sweep run']['arguments'].values()
+    taken = {option for argument in arguments if not argument['hidden'] for option in argument['options']
+             if option.startswith('--')}
+    # Shown by their short forms (-g -w -e -n -c), or az's own on every command.
+    implied = {'--resource-group', '--workspace', '--experiment', '--name', '--cluster', '--subscription'}
+    assert documented - taken == set()
+    assert taken - implied - documented == set()

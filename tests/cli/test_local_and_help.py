@@ -74,7 +74,7 @@ def test_local_commands_without_data_dir_use_the_targeted_service_even_once_it_s
 
 def test_local_start_refuses_bad_faults(az, tmp_path):
     result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(tmp_path / 'x'), '--faults', 'boom=1')
-    assert result.exit_code == 1 and 'Invalid --faults' in result.stderr
+    assert result.exit_code == 6 and 'Invalid --faults' in result.stderr
     assert not (tmp_path / 'x').exists()
 
 

@@ -95,8 +95,8 @@ def test_a_bad_spec_is_an_error_naming_file_and_field(az, tmp_path):
         'parameters:\n  - {name: LR, type: numeric, dataType: REAL, start: abc, end: 1, numValues: 2, scale: LOG}\n'
         'job: {nodeCount: 1}\n', encoding='utf-8')
     result = az(*BASE, '-n', 'bad', '--spec', 'bad.yaml', '-o', 'json')
-    # azclierror's user faults exit with 1 (azure.cli.core.util.handle_exception); argparse errors exit with 2.
-    assert result.exit_code == 1
+    # A bad sweep file is bad input, 6 (docs/pipelines.md); argparse errors exit with az's 2.
+    assert result.exit_code == 6
     assert result.stdout == ''
     assert ("ERROR: Invalid sweep definition: bad.yaml: parameters[0].start: expected a number, got the string 'abc'"
             in result.stderr)
@@ -107,17 +107,17 @@ def test_a_bad_spec_is_an_error_naming_file_and_field(az, tmp_path):
 
 def test_missing_spec_file_and_bad_arguments(az):
     missing = az(*BASE, '-n', 'm', '--spec', 'nowhere.yaml')
-    assert missing.exit_code == 1
+    assert missing.exit_code == 6
     assert 'ERROR: The sweep file nowhere.yaml (--spec) does not exist or is not a file' in missing.stderr
     bad_choice = az(*BASE, '-n', 'm', '--spec', 'nowhere.yaml', '--sampling', 'bayes')
     assert bad_choice.exit_code == 2
     bad_name = az(*BASE, '-n', 'no spaces', '--spec', 'nowhere.yaml')
-    assert bad_name.exit_code == 1 and "Sweep name 'no spaces' is invalid" in bad_name.stderr
+    assert bad_name.exit_code == 6 and "Sweep name 'no spaces' is invalid" in bad_name.stderr
 
 
 def test_max_jobs_refuses_a_large_sweep_unless_yes(az, example, tmp_path):
     refused = az(*BASE, '-n', 'big', '--spec', example, '--storage-account-name', 'a', '--max-jobs', '5')
-    assert refused.exit_code == 1
+    assert refused.exit_code == 6
     assert 'The sweep has 9 jobs, more than --max-jobs (5)' in refused.stderr
     assert 'Add --yes' in refused.stderr
     assert not (tmp_path / 'big.plan.jsonl').exists()

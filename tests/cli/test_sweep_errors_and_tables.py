@@ -32,7 +32,7 @@ def made(local_service, tmp_path_factory):
     created = target.run('create', 'lr', '--spec', 'sweep.yaml', '-c', local_service.cluster, '-o', 'table')
     assert created.exit_code == 0, created.stderr
     submitted = target.run('submit', 'lr', '--wait', '--interval', '0.2', '-o', 'table')
-    assert submitted.exit_code == 1, submitted.stderr  # three jobs failed
+    assert submitted.exit_code == 4, submitted.stderr  # three jobs failed (docs/pipelines.md)
     return target, created.stdout, submitted.stdout
 
 
@@ -76,13 +76,17 @@ def test_every_table_fits_100_columns_and_shows_6_significant_digits(made):
 def test_names_that_match_nothing_are_errors(made):
     target = made[0]
     svc = target.service
-    for command in (('status', 'nope'), ('metrics', 'nope', '--metric', 'loss'), ('delete', 'nope', '--yes'),
+    for command in (('status', 'nope'), ('metrics', 'nope', '--metric', 'loss'), ('resubmit', 'nope'),
                     ('stop', 'nope', '--yes'), ('download', 'nope')):
         result = target.run(*command)
         assert result.exit_code == 3 and 'Sweep nope has no jobs in experiment' in result.stderr, result.stderr
-    for command in ('resubmit', 'delete', 'stop', 'download'):
-        result = target.run(command, 'lr', '--jobs', 'lr-sweep-0000000000000000', '--yes' if command in (
-            'delete', 'stop') else '--parallel', *([] if command in ('delete', 'stop') else ['2']))
+    # delete is idempotent, as az's delete commands are: nothing to delete is a note, exit 0 (docs/pipelines.md).
+    for command in (('delete', 'nope', '--yes'), ('delete', 'lr', '--jobs', 'lr-sweep-0000000000000000', '--yes')):
+        result = target.run(*command)
+        assert result.exit_code == 0 and 'nothing to delete' in result.stderr, result.stderr
+    for command in ('resubmit', 'stop', 'download'):
+        result = target.run(command, 'lr', '--jobs', 'lr-sweep-0000000000000000', '--yes' if command == 'stop'
+                            else '--parallel', *([] if command == 'stop' else ['2']))
         assert result.exit_code == 3 and 'lr-sweep-0000000000000000' in result.stderr, (command, result.stderr)
         assert 'az batchai sweep status {}'.format(' '.join(target.args('lr'))) in result.stderr
     no_file = target.run('metrics', 'lr', '--metric', 'loss', '--file', 'nothere.txt')
@@ -94,11 +98,11 @@ def test_names_that_match_nothing_are_errors(made):
 def test_metrics_arguments_are_checked_as_arguments(made):
     target = made[0]
     top = target.run('metrics', 'lr', '--metric', 'loss', '--top', '2')
-    assert top.exit_code == 1 and '--goal' in top.stderr
+    assert top.exit_code == 6 and '--goal' in top.stderr
     regex = target.run('metrics', 'lr', '--regex', 'loss=(')
-    assert regex.exit_code == 1 and 'Invalid --regex' in regex.stderr and 'sweep definition' not in regex.stderr
+    assert regex.exit_code == 6 and 'Invalid --regex' in regex.stderr and 'sweep definition' not in regex.stderr
     nogroup = target.run('metrics', 'lr', '--regex', 'loss=')
-    assert nogroup.exit_code == 1 and 'Invalid --regex' in nogroup.stderr
+    assert nogroup.exit_code == 6 and 'Invalid --regex' in nogroup.stderr
 
 
 def test_a_refused_job_is_never_told_to_run_the_same_command_again(made, tmp_path):
@@ -119,7 +123,7 @@ def test_no_service_and_no_login_names_both_ways_forward(tmp_path, local_service
     config.mkdir()
     az = AzRunner(str(config), cwd=str(tmp_path))
     result = az('batchai', 'sweep', 'status', '-g', 'g', '-w', 'w', '-e', 'e', '-n', 's')
-    assert result.exit_code == 1 and 'Traceback' not in result.stderr
+    assert result.exit_code == 7 and 'Traceback' not in result.stderr  # no service
     assert 'az login' in result.stderr and 'az batchai sweep local start' in result.stderr
 
     # `local status` without --data-dir finds the service the config targets.

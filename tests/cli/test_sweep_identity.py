@@ -100,7 +100,7 @@ def test_a_planned_name_held_by_another_sweep_is_an_error_that_changes_nothing(t
     batchai_client.jobs.begin_create(svc.resource_group, svc.workspace, target.experiment, taken, body).result()
     for command in (('submit', 'mine'), ('create', 'mine', '--spec', 'sweep.yaml', '-c', svc.cluster)):
         refused = target.run(*command)
-        assert refused.exit_code == 1, refused.stderr
+        assert refused.exit_code == 6, refused.stderr
         assert 'Job {} is already on the service and belongs to sweep \'theirs\''.format(taken) in refused.stderr
         assert 'Traceback' not in refused.stderr
     jobs = list(batchai_client.jobs.list_by_experiment(svc.resource_group, svc.workspace, target.experiment))
@@ -153,20 +153,20 @@ def test_a_replan_that_changes_the_jobs_is_refused_naming_what_changed(target):
     # The template changed: refused against the plan file, and (with a fresh plan file) against the service.
     write_sweep(target.directory, command='echo "changed x={{X}}"')
     refused = target.run('create', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster)
-    assert refused.exit_code == 1 and 'the job template' in refused.stderr, refused.stderr
+    assert refused.exit_code == 6 and 'the job template' in refused.stderr, refused.stderr
     assert '--allow-changes' in refused.stderr and '-n c' in refused.stderr
     with open(plan_path, encoding='utf-8') as f:
         assert f.read() == before  # the plan is untouched
     fresh = target.run('submit', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-file', 'fresh.jsonl')
-    assert fresh.exit_code == 1 and '2 planned job(s) differ from the jobs of sweep \'c\'' in fresh.stderr
+    assert fresh.exit_code == 6 and '2 planned job(s) differ from the jobs of sweep \'c\'' in fresh.stderr
     assert not os.path.exists(os.path.join(target.directory, 'fresh.jsonl'))
 
     # A parameter changed: named, from the plan file and from the service alone.
     write_sweep(target.directory, values=(1, 3))
     param = target.run('create', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster)
-    assert param.exit_code == 1 and 'parameter X changed (values: [1, 2] -> [1, 3])' in param.stderr, param.stderr
+    assert param.exit_code == 6 and 'parameter X changed (values: [1, 2] -> [1, 3])' in param.stderr, param.stderr
     alone = target.run('create', 'c', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-file', 'fresh.jsonl')
-    assert alone.exit_code == 1 and 'the parameter(s) X changed' in alone.stderr, alone.stderr
+    assert alone.exit_code == 6 and 'the parameter(s) X changed' in alone.stderr, alone.stderr
 
     # The user means it: the plan is replaced, and submit re-creates the changed jobs under their names.
     write_sweep(target.directory, command='echo "changed x={{X}}"')
@@ -195,10 +195,10 @@ def test_a_failed_create_never_destroys_a_plan(target):
     no_cluster = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', 'no-such-cluster', '--plan-file', 'x.jsonl')
     assert no_cluster.exit_code == 3 and 'Cluster no-such-cluster does not exist' in no_cluster.stderr
     no_cluster_at_all = target.run('submit', 'p', '--spec', 'sweep.yaml', '--plan-file', 'x.jsonl')
-    assert no_cluster_at_all.exit_code == 1 and '--cluster NAME' in no_cluster_at_all.stderr
+    assert no_cluster_at_all.exit_code == 6 and '--cluster NAME' in no_cluster_at_all.stderr
     # Against its own plan, the other cluster is a change of the template: refused before any request.
     changed = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', 'no-such-cluster')
-    assert changed.exit_code == 1 and 'the job template' in changed.stderr
+    assert changed.exit_code == 6 and 'the job template' in changed.stderr
     with open(plan_path, encoding='utf-8') as f:
         assert f.read() == before
     assert not os.path.exists(os.path.join(target.directory, 'x.jsonl'))
@@ -208,11 +208,11 @@ def test_a_failed_create_never_destroys_a_plan(target):
     # Another target's or another sweep's plan is not replaced without --yes; the message says how.
     other = target.run('create', 'p', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-only',
                        experiment='elsewhere')
-    assert other.exit_code == 1 and 'experiment {}'.format(target.experiment) in other.stderr
+    assert other.exit_code == 6 and 'experiment {}'.format(target.experiment) in other.stderr
     assert '--plan-file FILE' in other.stderr and '--yes' in other.stderr
     foreign = target.run('create', 'q', '--spec', 'sweep.yaml', '-c', svc.cluster, '--plan-only',
                          '--plan-file', 'p.plan.jsonl')
-    assert foreign.exit_code == 1 and "holds sweep 'p'" in foreign.stderr
+    assert foreign.exit_code == 6 and "holds sweep 'p'" in foreign.stderr
     with open(plan_path, encoding='utf-8') as f:
         assert f.read() == before
 
@@ -251,7 +251,7 @@ def test_a_0_1_sweep_still_has_a_status_and_a_replan_says_what_to_do(target, bat
     assert again.json() == 2
 
     replan = target.run('submit', 'old', '--spec', 'sweep.yaml', '-c', svc.cluster)
-    assert replan.exit_code == 1, replan.stderr
+    assert replan.exit_code == 6, replan.stderr
     assert 'made by version 0.1' in replan.stderr and '--plan-file FILE' in replan.stderr
     jobs = list(batchai_client.jobs.list_by_experiment(svc.resource_group, svc.workspace, target.experiment))
     assert len(jobs) == 2  # no second copy of the sweep

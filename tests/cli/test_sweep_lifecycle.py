@@ -50,17 +50,17 @@ def test_status_shows_planned_jobs_missing_on_the_service_and_jobs_the_plan_lack
     assert alone.json() == [3, None], alone.stderr
     explicit = target.run('status', 'st', '--plan-file', 'st.plan.jsonl', '--state', 'missing', '--query',
                           'jobs[].name', cwd=os.path.join(target.directory, 'elsewhere'))
-    assert explicit.exit_code == 1 and 'does not exist' in explicit.stderr  # relative to the working directory
+    assert explicit.exit_code == 6 and 'does not exist' in explicit.stderr  # relative to the working directory
     explicit = target.run('status', 'st', '--plan-file', os.path.join(target.directory, 'st.plan.jsonl'),
                           '--state', 'missing', '--query', 'jobs[].name')
     assert explicit.json() == [names[0]], explicit.stderr
     foreign = target.run('status', 'other', '--plan-file', 'st.plan.jsonl')
-    assert foreign.exit_code == 1 and "is of sweep 'st', not 'other'" in foreign.stderr
+    assert foreign.exit_code == 6 and "is of sweep 'st', not 'other'" in foreign.stderr
 
     # A job of the sweep that its plan lacks stops submit (is it another plan of the sweep?) until the user says
     # it is fine; then the missing job is re-created and the unknown one stays as it is.
     refused = target.run('submit', 'st')
-    assert refused.exit_code == 1 and 'not in this plan' in refused.stderr and 'st-extra' in refused.stderr
+    assert refused.exit_code == 6 and 'not in this plan' in refused.stderr and 'st-extra' in refused.stderr
     again = target.run('submit', 'st', '--allow-changes', '--query', '[submitted, alreadyPresent]')
     assert again.json() == [1, 2], again.stderr
 
@@ -70,7 +70,7 @@ def test_tail_shows_stdout_and_stderr_and_why_a_job_failed(target):
     write_sweep(target.directory, values=(7,), command='echo "out {{X}}"; echo "err {{X}}" >&2; exit 3')
     made = target.run('submit', 'why', '--spec', 'sweep.yaml', '-c', svc.cluster, '--wait', '--interval', '0.2',
                       '--query', 'counts.failed')
-    assert made.exit_code == 1 and made.json() == 1, made.stderr
+    assert made.exit_code == 4 and made.json() == 1, made.stderr
     name = read_plan(os.path.join(target.directory, 'why.plan.jsonl'))[1][0]['name']
     # The hint is a command to paste, with this run's -g/-w/-e/-n.
     assert 'az batchai sweep status -g {} -w {} -e {} -n why --job {}'.format(
@@ -95,7 +95,7 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         waited = target.run('submit', 'slow', '--spec', 'sweep.yaml', '-c', svc.cluster, '--wait', '--interval',
                             '0.2', '--timeout', '2', '-o', 'json')
         elapsed = time.monotonic() - started
-        assert waited.exit_code == 1, waited.stderr
+        assert waited.exit_code == 5, waited.stderr
         assert waited.json()['submitted'] == 1  # the result is printed all the same
         assert 'did not finish within --timeout 2s: 1 running' in waited.stderr or \
             'did not finish within --timeout 2s: 1 queued' in waited.stderr, waited.stderr
@@ -106,13 +106,13 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         assert 'az batchai sweep stop -g {} -w {} -e {} -n slow'.format(
             svc.resource_group, svc.workspace, target.experiment) in waited.stderr
         status = target.run('status', 'slow', '--wait', '--timeout', '0.5', '--interval', '0.2')
-        assert status.exit_code == 1 and 'did not finish within --timeout 0.5s' in status.stderr
+        assert status.exit_code == 5 and 'did not finish within --timeout 0.5s' in status.stderr
         assert 'it needs --wait' in target.run('status', 'slow', '--timeout', '5').stderr
         # resubmit --wait --timeout too: the stopped job runs again and is still running at the timeout.
         assert target.run('stop', 'slow', '--yes').exit_code == 0
         again = target.run('resubmit', 'slow', '--state', 'terminated', '--wait', '--timeout', '1', '--interval',
                            '0.2', '--query', 'resubmitted')
-        assert again.exit_code == 1 and len(again.json()) == 1, again.stderr
+        assert again.exit_code == 5 and len(again.json()) == 1, again.stderr
         assert 'did not finish within --timeout 1s' in again.stderr
     finally:
         target.run('stop', 'slow', '--yes')
@@ -139,5 +139,5 @@ def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path)
     thread.join(90)
     assert not thread.is_alive(), 'the wait did not end after the service died'
     result = outcome['result']
-    assert result.exit_code == 1 and 'stopped answering while waiting' in result.stderr, result.stderr
+    assert result.exit_code == 7 and 'stopped answering while waiting' in result.stderr, result.stderr
     assert 'Traceback' not in result.stderr

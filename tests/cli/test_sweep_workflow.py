@@ -75,7 +75,7 @@ def sweep(local_service, tmp_path_factory):
 
     # --wait prints the final status, then exits non-zero because jobs failed.
     waited = made.run('status', '--wait', '--interval', '0.2', '--query', 'counts')
-    assert waited.exit_code == 1, waited.stderr
+    assert waited.exit_code == 4, waited.stderr  # a job failed
     assert waited.json() == {'queued': 0, 'running': 0, 'terminating': 0, 'succeeded': 3, 'failed': 3,
                              'terminated': 0, 'missing': 0}
     assert 'ERROR: 3 job(s) of sweep flaky failed' in waited.stderr
@@ -139,7 +139,7 @@ def test_metrics_by_name_and_regex_goal_top_csv_and_missing(sweep):
     assert all(len(line.split()) == 3 for line in absent.stdout.splitlines()[2:])  # Name, State, X: no metric
     assert '6 of 6 job(s) have no value for the metric' in absent.stderr
     both = sweep.run('metrics', '--metric', 'loss', '--regex', 'x')
-    assert both.exit_code == 1 and 'exactly one of --regex and --metric' in both.stderr
+    assert both.exit_code == 6 and 'exactly one of --regex and --metric' in both.stderr
 
 
 def test_download_one_folder_per_job(sweep):
@@ -225,7 +225,7 @@ def test_a_missing_secret_stops_submit_before_anything_is_sent(local_service, az
     experiment = 'cli-' + uuid.uuid4().hex[:8]
     args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', experiment, '-n', SWEEP]
     result = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster)
-    assert result.exit_code == 1
+    assert result.exit_code == 6  # bad input: a secret the environment lacks
     assert 'MY_TOKEN' in result.stderr and result.stdout == ''
     sent = az('batchai', 'sweep', 'submit', *args, '--query', 'submitted', env={'MY_TOKEN': 'hunter2'})
     assert sent.exit_code == 0, sent.stderr
@@ -238,6 +238,6 @@ def test_an_unreachable_endpoint_is_a_connection_error(az):
         f.write('t')
     result = az('batchai', 'sweep', 'status', '-g', 'g', '-w', 'w', '-e', 'e', '-n', 'n',
                 env={'AZURE_BATCHAI_SWEEP_ENDPOINT': 'http://127.0.0.1:9', 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': token})
-    assert result.exit_code == 1
+    assert result.exit_code == 7  # no service
     assert 'ERROR: The Batch AI service at http://127.0.0.1:9 cannot be reached' in result.stderr
     assert 'az batchai sweep local start' in result.stderr and 'Traceback' not in result.stderr

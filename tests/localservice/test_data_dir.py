@@ -92,6 +92,6 @@ def test_az_local_start_says_why_it_refuses(az, tmp_path):
     os.chmod(str(data_dir), 0o777)
     result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(data_dir), '--slots', '1')
     errors = [line for line in result.stderr.splitlines() if line.startswith('ERROR:')]
-    assert result.exit_code == 1 and len(errors) == 1, result.stderr
+    assert result.exit_code == 6 and len(errors) == 1, result.stderr  # bad input: the folder
     assert 'other users can write to it (mode 0777)' in errors[0] and 'Traceback' not in result.stderr
     assert os.listdir(str(data_dir)) == [] and _mode(str(data_dir)) == 0o777

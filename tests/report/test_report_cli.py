@@ -69,21 +69,21 @@ def test_a_metric_no_job_prints_still_reports_the_jobs(reported_sweep, tmp_path)
 
 
 @pytest.mark.parametrize('args, code, message', [
-    (['--metric', 'a', '--regex', 'a(1)'], 2, 'Give one of --regex and --metric'),
-    (['--metric', 'a', '--step', 'ep och'], 2, '--step must be the name of a key'),
-    (['--metric', 'a', '-f', '/nonexistent-dir/r.html'], 2, 'does not exist'),
-    (['--regex', '(unclosed'], 2, 'invalid regular expression'),
+    (['--metric', 'a', '--regex', 'a(1)'], 6, 'Give one of --regex and --metric'),
+    (['--metric', 'a', '--step', 'ep och'], 6, '--step must be the name of a key'),
+    (['--metric', 'a', '-f', '/nonexistent-dir/r.html'], 6, 'does not exist'),
+    (['--regex', '(unclosed'], 6, 'invalid regular expression'),
 ])
 def test_bad_arguments_fail_before_any_request(reported_sweep, args, code, message):
     result = reported_sweep.run('report', *args, env={'AZURE_BATCHAI_SWEEP_ENDPOINT': 'http://127.0.0.1:9'})
-    assert result.exit_code in (1, code), result.stderr
+    assert result.exit_code == code, result.stderr  # bad input (docs/pipelines.md)
     assert message in result.stderr and 'Traceback' not in result.stderr
 
 
 def test_without_an_objective_anywhere_the_metric_is_asked_for(reported_sweep):
     # Neither an option, nor the plan, nor a run's journal or jobs hold an objective for this sweep.
     result = reported_sweep.run('report', '--goal', 'min')
-    assert result.exit_code == 1, result.stderr  # as metrics answers it (a missing argument, az's code 1)
+    assert result.exit_code == 6, result.stderr  # as metrics answers it (a missing argument: bad input)
     assert 'Give --metric or --regex: no objective is known for sweep curves' in result.stderr
     assert 'Traceback' not in result.stderr
 
@@ -117,5 +117,5 @@ def test_the_plan_here_gives_the_objective_only_when_it_is_this_sweeps(reported_
         assert result.exit_code == 0, result.stderr
         assert result.json() == reported_sweep.data['summary']['withObjective'] > 0
     else:
-        assert result.exit_code == 1
+        assert result.exit_code == 6
         assert 'Give --metric or --regex: no objective is known for sweep curves' in result.stderr

@@ -2,7 +2,7 @@
 import logging
 import time
 
-from ..errors import ServiceError
+from ..errors import ServiceUnreachableError
 from .identity import sweep_jobs
 from .listing import FINISHED_STATES, STATES, job_summary
 from .retry import RetrySettings, Stopped, describe_error, is_retryable
@@ -71,9 +71,9 @@ def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None
                 raise
             failed_rounds += 1
             if failed_rounds >= max_failed_rounds:
-                raise ServiceError('the Batch AI service stopped answering while waiting for the jobs ({} listings '
-                                   'in a row failed after their retries): {}'.format(failed_rounds,
-                                                                                      describe_error(exc))) from exc
+                raise ServiceUnreachableError(
+                    'the Batch AI service stopped answering while waiting for the jobs ({} listings in a row failed '
+                    'after their retries): {}'.format(failed_rounds, describe_error(exc))) from exc
             logger.warning('listing jobs failed (%s); still waiting', describe_error(exc))
         else:
             failed_rounds = 0

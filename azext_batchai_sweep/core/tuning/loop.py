@@ -25,7 +25,7 @@ from ..service.listing import being_deleted, env_of, list_jobs, parameters_of, s
 from ..service.identity import SWEEP_SEED_VAR, add_digest, body_digest
 from ..spec.naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
 from ..service.retry import RetrySettings
-from ..service.stop import terminate_job
+from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
 from .controller import END_REASONS, END_STOPPED, Controller, Limits
@@ -345,9 +345,20 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self._report(trials)
         if actions.end:
             self.end = actions.end
+            if terminate:
+                # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated.
+                trials = self._settle(list(terminate))
             self._save(trials)
             return self.result()
         return None
+
+    def _settle(self, names, timeout=60.0):
+        """Wait (at most `timeout` seconds) until the jobs just terminated have left queued and running, then look
+        at the sweep once more; a job still stopping then is counted as terminating (see result)."""
+        wait_until_stopped(self.client, *self.target, self.sweep_name, names, retry=self.retry,
+                           interval=0.5, timeout=timeout)
+        trials, _ = self.observe()
+        return trials
 
     def run(self, poll_interval, sleep=time.sleep, should_stop=None, on_poll=None):
         while True:
@@ -410,7 +421,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._last_line = line
 
     def result(self):
-        trials = self.controller.as_seen_by_policies(self.trials)
+        # A job terminated by a decision that the service still reports queued or running is on its way out: it is
+        # no longer one the sweep runs.
+        trials = [replace(t, state='terminating') if t.name in self.controller.decisions
+                  and t.state in ('queued', 'running') else t
+                  for t in self.controller.as_seen_by_policies(self.trials)]
         seconds = round(sum(_seconds(job) for job in self.jobs.values()), 3)
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
                                self.step_label, job_seconds=seconds)

@@ -12,7 +12,7 @@ from .bayesian_settings import BAYESIAN, check_bayesian
 logger = logging.getLogger(__name__)
 
 RUN_ONLY = 'only `az batchai sweep run` can {} (create and submit plan every job before the first result)'
-NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
+NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes', 'stopOnExit')
 
 
 def check_tuning(document, sampling, path, adaptive):
