@@ -69,9 +69,10 @@ def lay_out(root, recipe, config):
     return folder
 
 
-def run_cells(recipe):
+def run_cells(recipe, after=None):
     """Execute every non-empty code cell in order, in one namespace, as Jupyter would; a failing cell is recorded
-    (its exception) and the next one runs. Returns ([CellRun], namespace)."""
+    (its exception) and the next one runs. `after(index, namespace)`, when given, is called after each cell (to look
+    at the service before a later cell deletes what the notebook made). Returns ([CellRun], namespace)."""
     namespace = {'__name__': '__main__'}
     runs = []
     for index, code in sorted(notebook_cells(recipe.name).items()):
@@ -90,4 +91,6 @@ def run_cells(recipe):
                 error = '{}: {}'.format(type(exc).__name__, exc)
                 output.write(traceback.format_exc(limit=-3))
         runs.append(CellRun(index, not error, error, output.getvalue()))
+        if after is not None:
+            after(index, namespace)
     return runs, namespace
