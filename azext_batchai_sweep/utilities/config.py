@@ -39,13 +39,9 @@ MANAGEMENT_SCOPE = 'https://management.azure.com/.default'
 RESOURCE_GROUPS_API_VERSION = '2021-04-01'
 
 
-def encode(value):
-    """The old helper (a Python 2 leftover): values are str."""
-    return value if isinstance(value, str) else value.encode('utf-8')
-
-
 class Configuration:  # pylint: disable=too-many-instance-attributes,too-few-public-methods
-    """Configuration for recipes and notebooks: the old class, reading the same configuration.json.
+    """Configuration for recipes and notebooks: the old class, reading the same configuration.json (its attributes
+    are the old ones; ``blob_endpoint`` and ``file_endpoint`` are new).
 
     Raises ValueError when the file does not exist and AttributeError naming a missing key, as the old one did.
     """

@@ -9,6 +9,7 @@ parameterName=..., dataType=..., numValues=...)`` (the core's own classes). Wher
 disagree, the old code decides here: ``generate_jobs(jcp)`` and ``generate_jobs_random_search(jcp, num_jobs)``
 return ``(list of JobCreateParameters, list of parameter combinations)``. The grid, the random draws, the
 substitution and the PARAM_<NAME> environment variables are the core's (core/spec/params.py, sweep.py, substitution.py).
+The old base class ``Parameter`` (with ``get_random()``) and placeholder class ``Substitution`` are here too.
 """
 import random
 
@@ -18,8 +19,8 @@ from ..core.spec.substitution import Placeholder as _Placeholder
 from ..core.spec.sweep import ParameterSweep as _CoreParameterSweep
 from . import _endpoints
 
-__all__ = ['ParameterSweep', 'Parameter', 'Substitution', 'NumericParameter', 'DiscreteParameter', 'DictParameter', 'FileParameter',
-           'NumParamSpec', 'DiscreteParamSpec', 'DictParamSpec', 'FileParamSpec', 'combination_of']
+__all__ = ['ParameterSweep', 'Parameter', 'Substitution', 'NumericParameter', 'DiscreteParameter', 'DictParameter',
+           'FileParameter', 'NumParamSpec', 'DiscreteParamSpec', 'DictParamSpec', 'FileParamSpec', 'combination_of']
 
 # The old library named a dict parameter's key D/K "D__K": in its combinations, PARAM_D__K environment variables
 # and ParameterSweep attributes.
