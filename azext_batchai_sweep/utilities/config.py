@@ -43,10 +43,14 @@ class Configuration:  # pylint: disable=too-many-instance-attributes,too-few-pub
     """Configuration for recipes and notebooks: the old class, reading the same configuration.json (its attributes
     are the old ones; ``blob_endpoint`` and ``file_endpoint`` are new).
 
-    Raises ValueError when the file does not exist and AttributeError naming a missing key, as the old one did.
+    Raises ValueError when the file does not exist and AttributeError naming a missing key, as the old one did. A
+    Windows path (``'..\\..\\configuration.json'``) also works on Linux and macOS.
     """
 
     def __init__(self, file_name):
+        if not os.path.exists(file_name) and os.sep == '/' and '\\' in file_name:
+            # A notebook written on Windows ('..\\..\\configuration.json', the PyTorch recipe) on Linux or macOS.
+            file_name = file_name.replace('\\', '/')
         if not os.path.exists(file_name):
             raise ValueError('Cannot find configuration file "{0}"'.format(file_name))
         with open(file_name, 'r', encoding='utf-8') as f:

@@ -21,7 +21,7 @@ import os
 
 from . import _endpoints
 
-__all__ = ['BlockBlobService', 'FileService', 'Blob', 'File', 'Directory', 'ResourceProperties']
+__all__ = ['BlockBlobService', 'FileService', 'FilePermissions', 'Blob', 'File', 'Directory', 'ResourceProperties']
 
 # Azurite's documented development account, for is_emulated=True as the legacy SDK had it.
 _DEV_ACCOUNT = 'devstoreaccount1'
@@ -34,6 +34,29 @@ ResourceProperties = collections.namedtuple('ResourceProperties', ['etag', 'last
 Blob = collections.namedtuple('Blob', ['name', 'properties'])
 File = collections.namedtuple('File', ['name', 'properties'])
 Directory = collections.namedtuple('Directory', ['name'])
+
+
+class FilePermissions:  # pylint: disable=too-few-public-methods
+    """The legacy SAS permission set of a file (``FilePermissions.READ + FilePermissions.WRITE``, or
+    ``FilePermissions(read=True)``); ``str()`` gives the letters a SAS takes (the PyTorch recipe imports it)."""
+
+    def __init__(self, read=False, create=False, write=False, delete=False, _str=None):
+        letters = _str or ''
+        self.read, self.create = read or 'r' in letters, create or 'c' in letters
+        self.write, self.delete = write or 'w' in letters, delete or 'd' in letters
+
+    def __add__(self, other):
+        return FilePermissions(_str=str(self) + str(other))
+
+    def __str__(self):
+        return ''.join(letter for letter, granted in (('r', self.read), ('c', self.create), ('w', self.write),
+                                                       ('d', self.delete)) if granted)
+
+
+FilePermissions.READ = FilePermissions(read=True)
+FilePermissions.CREATE = FilePermissions(create=True)
+FilePermissions.WRITE = FilePermissions(write=True)
+FilePermissions.DELETE = FilePermissions(delete=True)
 
 
 def _created(create, fail_on_exist):

@@ -66,6 +66,20 @@ def test_configuration_reads_the_recipes_file_as_the_old_class_did(tmp_path):
         config.Configuration(write_config(tmp_path, admin_user={'name': 'demoUser', 'password': ''}))
 
 
+def test_a_windows_path_to_the_configuration_works_here(tmp_path, monkeypatch):
+    """The PyTorch recipe reads '..\\..\\configuration.json' (it was written on Windows)."""
+    write_config(tmp_path)
+    (tmp_path / 'a' / 'b').mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / 'a' / 'b')
+    assert config.Configuration('..\\..\\configuration.json').workspace == 'ws'
+
+
+def test_legacy_file_permissions():
+    permissions = storage.FilePermissions
+    assert str(permissions.READ + permissions.WRITE) == 'rw' and str(permissions(read=True, delete=True)) == 'rd'
+    assert permissions(_str='rcwd').create
+
+
 def test_storage_endpoints_of_the_configuration_are_used_for_its_account(tmp_path, monkeypatch):
     monkeypatch.delenv('AZURE_STORAGE_CONNECTION_STRING', raising=False)
     account = 'cfg' + uuid.uuid4().hex[:8]

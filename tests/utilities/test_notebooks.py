@@ -38,6 +38,9 @@ RECIPES = {
     'TensorFlow-GPU': notebooks.Recipe(
         'TensorFlow-GPU', 'TensorFlow/TensorFlow-GPU', 'recipes-tensorflow',
         {'convolutional.py': 'convolutional_standin.py'}),
+    'PyTorch-GPU-Distributed-Gloo': notebooks.Recipe(
+        'PyTorch-GPU-Distributed-Gloo', 'PyTorch/PyTorch-GPU-Distributed-Gloo', 'recipes-pytorch',
+        {'mnist_trainer.py': 'mnist_trainer_standin.py'}),
 }
 
 
@@ -87,12 +90,14 @@ CANNOT_RUN = {
     'RandomSearch': {},
     'HyperBand': {},
     'Create-Job-Per-File': {},
+    'PyTorch-GPU-Distributed-Gloo': {},
     'TensorFlow-GPU': {3: 'ProxyError',  # utils.dataset.download_file from GitHub: an internet download
                        14: "NameError: name 'BlobService' is not defined"},  # the original's own bug
 }
-# Cells that run but whose output waits for issue 30 (the local service names a tensorFlowSettings worker's output
-# stdout.txt where Batch AI wrote stdout-wk-0.txt): counted apart until the listing shows stdout-wk-0.txt.
-BLOCKED_BY_30 = {'TensorFlow-GPU': {10}}
+# Cells that run but whose job or output waits for the job launcher's issue 30 (per-worker output names: Batch AI wrote
+# a tensorFlowSettings worker's stdout-wk-0.txt and a pyTorchSettings node's stdout-0.txt, the local service writes
+# stdout.txt): counted apart until the listing shows Batch AI's names.
+BLOCKED_BY_30 = {'TensorFlow-GPU': {10}, 'PyTorch-GPU-Distributed-Gloo': {9}}
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'docs',
                    'migrating-from-batchai-utilities.md')
 
@@ -212,6 +217,23 @@ def test_tensorflow_gpu_notebook(run_recipe):
         assert listed == ['stderr.txt', 'stdout.txt'] and 'Test error' not in cells[10].output
 
 
+def test_pytorch_gpu_distributed_gloo_notebook(run_recipe):
+    """recipes/PyTorch/PyTorch-GPU-Distributed-Gloo/PyTorch-GPU-Distributed-Gloo.ipynb: a two-node pyTorchSettings
+    job of the stand-in mnist_trainer.py. Its cell 0 reads '..\\..\\configuration.json' (written on Windows) and
+    imports the legacy FilePermissions."""
+    runs, _ = run_recipe('PyTorch-GPU-Distributed-Gloo')
+    cells = check_cells('PyTorch-GPU-Distributed-Gloo', runs)
+    assert cells[6].output == CLUSTER_LINE.format(2)
+    waited = cells[9].output.splitlines()
+    assert waited[0].startswith('Cluster state: steady Target: 2; Allocated: 2;')
+    assert 'Waiting for job output to become available...' in waited and waited[-1].startswith('Job state: ')
+    listed = [line.split(' ')[0] for line in cells[10].output.splitlines()]
+    if 'stdout-0.txt' in listed:  # issue 30 done: each node's output under Batch AI's name, streamed by cell 9
+        assert 'Epoch: [9][469/469]' in cells[9].output and waited[-1] == 'Job state: succeeded ExitCode: 0'
+    else:
+        assert listed == ['stderr.txt', 'stdout.txt'] and 'Epoch: ' not in cells[9].output
+
+
 def test_the_migration_guide_counts_what_these_tests_run():
     """docs/migrating-from-batchai-utilities.md's table: per notebook, its code cells and how many run here."""
     with open(DOC, encoding='utf-8') as f:
@@ -223,3 +245,4 @@ def test_the_migration_guide_counts_what_these_tests_run():
         blocked = len(BLOCKED_BY_30.get(name, ()))
         assert columns[1:4] == [str(total), str(total - len(CANNOT_RUN[name]) - blocked), str(blocked)], row
         assert recipe.folder in columns[0]
+
