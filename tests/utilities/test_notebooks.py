@@ -210,21 +210,29 @@ def test_create_job_per_file_notebook(run_recipe):
         'PARAM_DATA_PATH']) for job in jobs)
 
 
+def check_wait_for_job(cells, wait_cell, nodes, batchai_file, streamed):
+    """wait_for_job_completion's cell (and the listing cell after it): the cluster line with its node counts, the
+    job's states, and the worker's output streamed once the local service writes it under Batch AI's name (issue 30);
+    until then the listing shows stdout.txt and nothing is streamed. Returns the lines of the wait cell."""
+    waited = cells[wait_cell].output.splitlines()
+    assert waited[0].startswith('Cluster state: steady Target: {0}; Allocated: {0};'.format(nodes))
+    assert 'Waiting for job output to become available...' in waited and waited[-1].startswith('Job state: ')
+    listed = [line.split(' ')[0] for line in cells[wait_cell + 1].output.splitlines()]
+    if batchai_file in listed:
+        assert streamed in cells[wait_cell].output and waited[-1] == 'Job state: succeeded ExitCode: 0'
+    else:
+        assert listed == ['stderr.txt', 'stdout.txt'] and streamed not in cells[wait_cell].output
+    return waited
+
+
 def test_tensorflow_gpu_notebook(run_recipe):
     """recipes/TensorFlow/TensorFlow-GPU/TensorFlow-GPU.ipynb: one job of the stand-in convolutional.py, waited for
     with its output streamed."""
     runs, _ = run_recipe('TensorFlow-GPU')
     cells = check_cells('TensorFlow-GPU', runs)
     assert cells[7].output == CLUSTER_LINE.format(1)
-    waited = cells[10].output.splitlines()
-    assert waited[0].startswith('Cluster state: steady Target: 1; Allocated: 1;')
-    assert 'Waiting for job output to become available...' in waited
+    waited = check_wait_for_job(cells, 10, 1, 'stdout-wk-0.txt', 'Test error: 2.9%')
     assert waited[-1] == 'Job state: succeeded ExitCode: 0'
-    listed = [line.split(' ')[0] for line in cells[11].output.splitlines()]
-    if 'stdout-wk-0.txt' in listed:  # issue 30 done: cell 10 streams the worker's output
-        assert 'Test error: 2.9%' in cells[10].output
-    else:
-        assert listed == ['stderr.txt', 'stdout.txt'] and 'Test error' not in cells[10].output
 
 
 def test_pytorch_gpu_distributed_gloo_notebook(run_recipe):
@@ -234,14 +242,7 @@ def test_pytorch_gpu_distributed_gloo_notebook(run_recipe):
     runs, _ = run_recipe('PyTorch-GPU-Distributed-Gloo')
     cells = check_cells('PyTorch-GPU-Distributed-Gloo', runs)
     assert cells[6].output == CLUSTER_LINE.format(2)
-    waited = cells[9].output.splitlines()
-    assert waited[0].startswith('Cluster state: steady Target: 2; Allocated: 2;')
-    assert 'Waiting for job output to become available...' in waited and waited[-1].startswith('Job state: ')
-    listed = [line.split(' ')[0] for line in cells[10].output.splitlines()]
-    if 'stdout-0.txt' in listed:  # issue 30 done: each node's output under Batch AI's name, streamed by cell 9
-        assert 'Epoch: [9][469/469]' in cells[9].output and waited[-1] == 'Job state: succeeded ExitCode: 0'
-    else:
-        assert listed == ['stderr.txt', 'stdout.txt'] and 'Epoch: ' not in cells[9].output
+    check_wait_for_job(cells, 9, 2, 'stdout-0.txt', 'Epoch: [9][469/469]')
 
 
 def test_tensorflow_gpu_distributed_notebook(run_recipe, azurite):
