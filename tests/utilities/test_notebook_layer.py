@@ -92,6 +92,7 @@ def test_storage_endpoints_of_the_configuration_are_used_for_its_account(tmp_pat
     _endpoints.forget(account)
 
 
+@pytest.mark.service
 def test_local_base_url_gives_the_local_services_client(tmp_path, local_service, az_pointed_at, capsys):
     az_pointed_at(local_service)
     cfg = config.Configuration(write_config(tmp_path, base_url=local_service.endpoint + '/',
@@ -112,6 +113,7 @@ def test_local_base_url_gives_the_local_services_client(tmp_path, local_service,
     _endpoints.forget('acct')
 
 
+@pytest.mark.service
 def test_environment_overrides_point_at_the_local_service_too(tmp_path, local_service, monkeypatch):
     monkeypatch.setenv('AZURE_CONFIG_DIR', str(tmp_path))  # no az config at all
     monkeypatch.setenv('AZURE_BATCHAI_SWEEP_ENDPOINT', local_service.endpoint)
@@ -188,6 +190,7 @@ def test_download_file_writes_the_file_and_keeps_the_sas_out_of_the_output(tmp_p
         assert not (tmp_path / 'nope').exists()
 
 
+@pytest.mark.azurite
 def test_dataset_uploads_an_extracted_dataset_without_downloading(tmp_path, azurite, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     for name in dataset.MNIST_FILES:
@@ -205,6 +208,7 @@ def test_dataset_uploads_an_extracted_dataset_without_downloading(tmp_path, azur
 
 # -- storage: the legacy classes ------------------------------------------------------------------------------------
 
+@pytest.mark.azurite
 def test_block_blob_service_has_the_legacy_methods_and_results(azurite, tmp_path):
     _endpoints.register(azurite.account_name, blob=azurite.blob_endpoint)
     service = storage.BlockBlobService(azurite.account_name, azurite.account_key)
@@ -227,6 +231,7 @@ def test_block_blob_service_has_the_legacy_methods_and_results(azurite, tmp_path
     _endpoints.forget(azurite.account_name)
 
 
+@pytest.mark.service
 def test_file_service_has_the_legacy_methods_and_results(local_service, tmp_path):
     with open(os.path.join(local_service.data_dir, 'storage.key'), encoding='ascii') as f:
         key = f.read().strip()
@@ -253,6 +258,7 @@ def test_file_service_has_the_legacy_methods_and_results(local_service, tmp_path
 
 # -- batchai: the 2.0 call forms ------------------------------------------------------------------------------------
 
+@pytest.mark.service
 def test_the_2_0_call_forms_create_and_delete(local_service, batchai_client):
     client = NotebookBatchAI(batchai_client)
     rg = local_service.resource_group

@@ -14,7 +14,7 @@ from tests.fixtures_service import start_service, stop_service
 from tests.utilities import notebooks
 from tests.utilities.migration import notebook_cells
 
-pytestmark = [pytest.mark.service, pytest.mark.slow]
+pytestmark = [pytest.mark.service, pytest.mark.azurite, pytest.mark.slow]
 
 MNIST_FILES = ['t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz', 'train-images-idx3-ubyte.gz',
                'train-labels-idx1-ubyte.gz', 'Train-28x28_cntk_text.txt', 'Test-28x28_cntk_text.txt',

@@ -66,6 +66,7 @@ def blob_files(azurite):
     ('/rnn_dataset/.+', ['rnn_dataset/linux_input.txt', 'rnn_dataset/shakespeare_input.txt']),  # the README's form
     ('.*rnn_dataset\\.txt', ['other/rnn_dataset.txt']),
 ])
+@pytest.mark.azurite
 def test_file_parameter_filter_str_matches_as_the_old_code(blob_files, filter_str, expected):
     spec = job_factory.FileParameter('DATA_PATH', blob_files.account_name, blob_files.account_key, 'BLOB', 'bfs',
                                       'JOB', container='filter-test', filter_str=filter_str,
@@ -73,6 +74,7 @@ def test_file_parameter_filter_str_matches_as_the_old_code(blob_files, filter_st
     assert spec.values == ['$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/' + name for name in expected]
 
 
+@pytest.mark.azurite
 def test_file_parameter_filter_that_matches_nothing_says_so(blob_files):
     spec = job_factory.FileParameter('DATA_PATH', blob_files.account_name, blob_files.account_key, 'BLOB', 'bfs',
                                      'JOB', container='filter-test', filter_str='linux_input',
@@ -117,6 +119,7 @@ def utils(local_service, batchai_client, request):
     made.delete_jobs_in_experiment()
 
 
+@pytest.mark.service
 def test_wait_all_jobs_prints_all_jobs_completed_once(utils, capsys):
     jobs = submit(utils, ['echo one', 'echo two'], 'once')
     utils.wait_all_jobs()
@@ -127,6 +130,7 @@ def test_wait_all_jobs_prints_all_jobs_completed_once(utils, capsys):
     assert capsys.readouterr().out == 'All jobs completed.\n'
 
 
+@pytest.mark.service
 def test_get_metrics_for_jobs_keeps_failed_jobs_as_the_old_method(utils):
     """The old method read every job it was given (its rows in the order of `jobs`), failed ones included."""
     jobs = submit(utils, ['echo "metric = 1.5%"', 'echo "metric = 0.5%"; exit 3', 'exit 4'], 'failed')
@@ -136,6 +140,7 @@ def test_get_metrics_for_jobs_keeps_failed_jobs_as_the_old_method(utils):
     assert [row['metric_value'] for row in rows] == [1.5, 0.5, math.inf]
 
 
+@pytest.mark.service
 def test_output_streamer_prints_what_the_file_gained(utils, local_service, batchai_client, capsys):
     (submitted,) = submit(utils, ['echo first; sleep 2; echo last'], 'stream')
     streamer = job.OutputStreamer(batchai_client, local_service.resource_group, local_service.workspace,
@@ -161,6 +166,7 @@ def test_output_streamer_prints_what_the_file_gained(utils, local_service, batch
     assert capsys.readouterr().out == ''
 
 
+@pytest.mark.service
 def test_wait_for_job_completion_prints_as_the_old_function(utils, local_service, batchai_client, capsys):
     (submitted,) = submit(utils, ['echo first; sleep 1; echo last'], 'waiting')
     finished = job.wait_for_job_completion(batchai_client, local_service.resource_group, local_service.workspace,
