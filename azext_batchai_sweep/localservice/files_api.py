@@ -10,6 +10,7 @@ GET/HEAD ?restype=directory                     directory properties
 GET/HEAD ?restype=share                         share properties
 GET/HEAD (a file)                               file properties / download (x-ms-range or Range -> 206)
 PUT      ?restype=share                         create a share
+DELETE   ?restype=share                         delete a share and its files (SharedKey only, as on Azure)
 PUT      ?restype=directory                     create a directory
 PUT      (a file) with x-ms-type: file          create (or replace) a file of x-ms-content-length bytes
 PUT      (a file) ?comp=range                   write (x-ms-write: update) or zero (clear) a byte range
@@ -31,6 +32,7 @@ import http.server
 import logging
 import os
 import re
+import shutil
 import time
 import uuid
 from datetime import datetime, timezone
@@ -206,6 +208,7 @@ class FilesApi:
             'file-properties': self._file_properties,
             'create-file': self._create_file,
             'put-range': self._put_range,
+            'delete-share': self._delete_share,
         }[operation]
         return handler(target, request)
 
@@ -356,6 +359,14 @@ class FilesApi:
         return 201, _entity_headers(os.stat(share_root)), b''
 
     @staticmethod
+    def _delete_share(share_root, request):
+        """Delete Share: the share's folder and everything in it (a symlink in it is removed, never followed; the
+        share folder itself is no symlink, _share_root checked). A job mounting the share loses it, as on Azure."""
+        del request
+        shutil.rmtree(share_root)
+        return 202, {}, b''
+
+    @staticmethod
     def _directory_properties(path, request):
         del request
         if not os.path.isdir(path):
@@ -498,6 +509,7 @@ class FilesApi:
 _SAS_PERMISSION = {
     'share-properties': 'r', 'directory-properties': 'r', 'file-properties': 'r', 'list': 'l',
     'create-directory': 'cw', 'create-file': 'cw', 'put-range': 'w', 'create-share': '',
+    'delete-share': '',  # as on Azure: a service SAS cannot create or delete a share
 }
 
 
@@ -509,6 +521,8 @@ def _operation(method, restype, comp, names):
             return 'share-properties'
         if method == 'PUT':
             return 'create-share'
+        if method == 'DELETE':
+            return 'delete-share'
     elif restype == 'directory':
         if comp == 'list' and method == 'GET':
             return 'list'

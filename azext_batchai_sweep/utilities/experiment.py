@@ -189,7 +189,9 @@ class ExperimentUtils:
         def progress(done, total, counts):
             line = '{0}/{1} jobs completed ({2} succeeded, {3} failed)'.format(
                 done, total, counts.get('succeeded', 0), counts.get('failed', 0))
-            if line != last[0]:
+            # As the old loop: a counts line while jobs are still running (once per change), then only the final
+            # "All jobs completed." below.
+            if done < total and line != last[0]:
                 last[0] = line
                 print(line)
             if on_progress is not None:

@@ -1,28 +1,34 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""The old `utilities.job`: MetricExtractor, convert_job_to_jcp, print_job_status, wait_for_job_completion.
+"""The old `utilities.job`: MetricExtractor, OutputStreamer, convert_job_to_jcp, print_job_status,
+wait_for_job_completion.
 
 Metric reading is core.outputs.metrics' (streamed, per line, `last` read backwards with HTTP Range); rebuilding a job's
 creation parameters is core.service.resubmit's; output files are found and read with core.outputs.download.
 """
+import codecs
 import os
 import re
+import sys
 import time
 
 import azure.mgmt.batchai.models as models
 
 from ..core.service.client import local_token_file
-from ..core.outputs.download import STDOUTERR, tail_job_output
+from ..core.outputs.download import STDOUTERR, find_output_file, read_new_bytes
 from ..core.errors import StorageError
 from ..core.outputs.metrics import MetricExtractor as _CoreMetricExtractor
 from ..core.outputs.metrics import get_metrics
 from ..core.service.resubmit import rebuild_body
+from .cluster import print_cluster_status
 
-__all__ = ['MetricExtractor', 'convert_job_to_jcp', 'get_storage_account_key', 'print_job_status',
+__all__ = ['MetricExtractor', 'OutputStreamer', 'convert_job_to_jcp', 'get_storage_account_key', 'print_job_status',
            'wait_for_job_completion', 'POLLING_INTERVAL_SEC', 'STORAGE_KEY_ENV']
 
 POLLING_INTERVAL_SEC = 5
+FIRST_POLL_SECS = 0.25
+STREAM_POLL_SECS = 1
 # The variable `az batchai job create` and `az batchai sweep submit` read a storage mount's key from.
 STORAGE_KEY_ENV = 'AZURE_BATCHAI_STORAGE_KEY'
 # The local service keeps its storage accounts' key in this file of its data dir (localservice/auth.py).
@@ -129,37 +135,88 @@ def _state(job):
 
 
 def print_job_status(job):
-    """Print a job's state, exit code and, for a failed job, its errors."""
+    """Print ``Job state: <state> ExitCode: <code>`` and, for a failed job, ``FailureDetails:`` with its (last)
+    error's code, message and details, as the old function printed them."""
     info = job.execution_info
-    print('Job state: {0} ExitCode: {1}'.format(_state(job), info.exit_code if info is not None else 'None'))
+    failure_message = None
     if _state(job) == 'failed' and info is not None:
         for error in info.errors or []:
-            message = '\nErrorCode:{0}\nErrorMessage:{1}\n'.format(error.code, error.message)
-            for detail in error.details or []:
-                message += '{0}:{1}\n'.format(detail.name, detail.value)
-            print('FailureDetails: {0}'.format(message))
+            failure_message = '\nErrorCode:{0}\nErrorMessage:{1}\n'.format(error.code, error.message)
+            if error.details is not None:
+                failure_message += 'Details:\n'
+                for detail in error.details:
+                    failure_message += '{0}:{1}\n'.format(detail.name, detail.value)
+    print('Job state: {0} ExitCode: {1}'.format(_state(job), info.exit_code if info is not None else 'None'))
+    if failure_message:
+        print('FailureDetails: {0}'.format(failure_message))
+
+
+class OutputStreamer:
+    """Stream (tail -f) one output file of a job: the old ``OutputStreamer(client, resource_group, workspace_name,
+    experiment_name, job_name, output_directory_id, file_name)``. Each ``tail()`` prints what the file gained since
+    the last call (one HTTP Range request from where it stopped); nothing before the file exists, and nothing at all
+    when output_directory_id or file_name is None."""
+
+    # pylint: disable=too-many-arguments,too-many-instance-attributes
+    def __init__(self, client, resource_group, workspace_name, experiment_name, job_name, output_directory_id,
+                 file_name):
+        self.client = client
+        self.resource_group = resource_group
+        self.workspace_name = workspace_name
+        self.experiment_name = experiment_name
+        self.job_name = job_name
+        self.output_directory_id = output_directory_id
+        self.file_name = file_name
+        self.url = None
+        self.downloaded = 0
+        self._decoder = codecs.getincrementaldecoder('utf-8')(errors='replace')  # a character split across reads
+        if self.output_directory_id is None or self.file_name is None:
+            self.tail = lambda: None
+
+    def tail(self):
+        """Print what was appended to the file since the last call."""
+        if not self.url:
+            item = find_output_file(self.client, self.resource_group, self.workspace_name, self.experiment_name,
+                                    self.job_name, self.file_name, self.output_directory_id)
+            self.url = item.download_url if item is not None else None
+        if self.url:
+            data = read_new_bytes(self.url, self.downloaded)
+            self.downloaded += len(data)
+            print(self._decoder.decode(data), end='')
+            sys.stdout.flush()
+
+
+def _queued_pauses():
+    """Pauses between the looks at a queued job: short at first (a local job starts at once), then the old 5 s."""
+    pause = FIRST_POLL_SECS
+    while True:
+        yield pause
+        pause = min(pause * 2, POLLING_INTERVAL_SEC)
 
 
 def wait_for_job_completion(client, resource_group, workspace_name, experiment_name, job_name, cluster_name=None,
-                            output_directory_id=None, file_name=None, lines=1000):
-    """Wait until the job has finished, printing its state as it changes, then the last `lines` lines of the file
-    given by output_directory_id and file_name (the old function streamed it while the job ran)."""
-    if cluster_name:
-        cluster = client.clusters.get(resource_group, workspace_name, cluster_name)
-        print('Cluster state: {0}'.format(getattr(cluster.allocation_state, 'value', cluster.allocation_state)))
-    last = None
+                            output_directory_id=None, file_name=None):
+    """Wait for the job to complete, streaming the file given by output_directory_id and file_name, as the old
+    function did: the cluster's status line and the job's while it is queued, "Waiting for job output to become
+    available...", the file's content as it grows, then the job's final status. Returns the finished Job."""
+    pauses = _queued_pauses()
     while True:
+        if cluster_name:
+            print_cluster_status(client.clusters.get(resource_group, workspace_name, cluster_name))
         job = client.jobs.get(resource_group, workspace_name, experiment_name, job_name)
-        if _state(job) != last:
-            last = _state(job)
-            print('Job state: {0}'.format(last))
-        if last in ('succeeded', 'failed'):
+        print_job_status(job)
+        if _state(job) != 'queued':
             break
-        time.sleep(min(POLLING_INTERVAL_SEC, 1))
-    if output_directory_id and file_name:
-        tail = tail_job_output(client, resource_group, workspace_name, experiment_name, job_name, file=file_name,
-                               output_directory_id=output_directory_id, lines=lines)
-        for line in tail['lines']:
-            print(line)
+        time.sleep(next(pauses))
+    print('Waiting for job output to become available...')
+    streamer = OutputStreamer(client, resource_group, workspace_name, experiment_name, job_name,
+                              output_directory_id, file_name)
+    while True:
+        streamer.tail()
+        job = client.jobs.get(resource_group, workspace_name, experiment_name, job_name)
+        if _state(job) in ('succeeded', 'failed'):
+            break
+        time.sleep(STREAM_POLL_SECS)
+    streamer.tail()
     print_job_status(job)
     return job

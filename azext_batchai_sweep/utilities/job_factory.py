@@ -9,15 +9,18 @@ parameterName=..., dataType=..., numValues=...)`` (the core's own classes). Wher
 disagree, the old code decides here: ``generate_jobs(jcp)`` and ``generate_jobs_random_search(jcp, num_jobs)``
 return ``(list of JobCreateParameters, list of parameter combinations)``. The grid, the random draws, the
 substitution and the PARAM_<NAME> environment variables are the core's (core/spec/params.py, sweep.py, substitution.py).
+The old base class ``Parameter`` (with ``get_random()``) and placeholder class ``Substitution`` are here too.
 """
-import os
+import random
 
 from ..core.spec import params as _core_params
 from ..core.spec.substitution import ENV_PARAM_PREFIX, is_model, render_value
+from ..core.spec.substitution import Placeholder as _Placeholder
 from ..core.spec.sweep import ParameterSweep as _CoreParameterSweep
+from . import _endpoints
 
-__all__ = ['ParameterSweep', 'NumericParameter', 'DiscreteParameter', 'DictParameter', 'FileParameter',
-           'NumParamSpec', 'DiscreteParamSpec', 'DictParamSpec', 'FileParamSpec', 'combination_of']
+__all__ = ['ParameterSweep', 'Parameter', 'Substitution', 'NumericParameter', 'DiscreteParameter', 'DictParameter',
+           'FileParameter', 'NumParamSpec', 'DiscreteParamSpec', 'DictParamSpec', 'FileParamSpec', 'combination_of']
 
 # The old library named a dict parameter's key D/K "D__K": in its combinations, PARAM_D__K environment variables
 # and ParameterSweep attributes.
@@ -32,8 +35,12 @@ class _ValueList(list):
         return list(self)
 
 
-class _OldAttributes:  # pylint: disable=too-few-public-methods
-    """The attribute names the old Parameter classes had."""
+class Parameter:
+    """The old base class of the parameter classes (``isinstance(p, Parameter)``), with its ``get_random()``.
+
+    Instantiate the concrete classes (NumericParameter, DiscreteParameter, DictParameter, FileParameter), as the
+    recipes do; each is also the core's specification (core/spec/params.py) of the same kind.
+    """
 
     @property
     def parameter_name(self):
@@ -43,34 +50,81 @@ class _OldAttributes:  # pylint: disable=too-few-public-methods
     def values(self):
         return _ValueList(super().values())
 
+    def get_random(self):
+        """One value drawn with Python's global random generator (``random.seed`` repeats it), as the old method drew
+        with numpy's: a random value of the list, or for a NumericParameter uniformly over [start, end] (LINEAR) or
+        its logarithm (LOG); INTEGER parameters give integers here (the old method gave floats)."""
+        return self.sample(random)
 
-class NumParamSpec(_OldAttributes, _core_params.NumParamSpec):
+
+class Substitution(_Placeholder):
+    """The old placeholder class: ``parameters['X']`` is a Substitution of X, ``parameters['D']['K']`` of key K of
+    dict parameter D.
+
+    ``str()`` of it is the core's placeholder (``{{X}}``), which generate_jobs replaces wherever it appears in the
+    job; the old ``PARAM_X`` text is what ``Substitution.convert_name('X')`` gives, the environment variable's name.
+    """
+
+    ENV_VAR_PREFIX = ENV_PARAM_PREFIX
+
+    def __init__(self, parameter_name, key=None, keys=None):
+        super().__init__(parameter_name, key=key, keys=keys)
+
+    @classmethod
+    def convert_name(cls, parameter_name):
+        return cls.ENV_VAR_PREFIX + parameter_name
+
+    @property
+    def parameter_name(self):
+        return self.name if self.key is None else self.name + DICT_KEY_SEPARATOR + self.key
+
+    @property
+    def dictParams(self):  # pylint: disable=invalid-name
+        return {key: self[key] for key in self.keys or ()}
+
+    def __getitem__(self, key):
+        placeholder = super().__getitem__(key)
+        return Substitution(placeholder.name, key=placeholder.key)
+
+
+class NumParamSpec(Parameter, _core_params.NumParamSpec):
     """The first README's ``NumParamSpec(parameterName=..., start=..., end=..., dataType=..., scale=...,
     numValues=None, step=None)``: the core's class, with the old classes' ``parameter_name`` and ``values``."""
 
 
-class DiscreteParamSpec(_OldAttributes, _core_params.DiscreteParamSpec):
+class DiscreteParamSpec(Parameter, _core_params.DiscreteParamSpec):
     """The first README's ``DiscreteParamSpec(parameterName=..., values=[...])``."""
 
 
-class DictParamSpec(_OldAttributes, _core_params.DictParamSpec):
+class DictParamSpec(Parameter, _core_params.DictParamSpec):
     """The first README's ``DictParamSpec(parameterName=..., values=[{...}, ...])``."""
 
 
-class FileParamSpec(_OldAttributes, _core_params.FileParamSpec):
+class _OldFileFilter:  # pylint: disable=too-few-public-methods
+    """filter_str as the old code matched it: ``re.match`` against the file's path without its leading '/' (the
+    recipe's ``filter_str='rnn_dataset/.+'``). A filter that starts with '/' is matched against the path with it (the
+    README's ``/data/.+``, which the old code matched against nothing)."""
+
+    def _selects(self, path):
+        if self._filter is None:
+            return True
+        return self._filter.match(path if self.filter_str.startswith('/') else path.lstrip('/')) is not None
+
+
+class FileParamSpec(_OldFileFilter, Parameter, _core_params.FileParamSpec):
     """The first README's ``FileParamSpec(parameterName=..., storageAccountName=..., storageAccountKey=...,
     storageType=..., mountMethod='CLUSTER', mountPath=..., container=None, fileshare=None, directory=None,
-    filterStr=None)``, plus ``accountUrl`` (default: as for FileParameter, from AZURE_STORAGE_CONNECTION_STRING),
+    filterStr=None)``, plus ``accountUrl`` (default: as for FileParameter),
     ``connectionString`` and ``sasToken``."""
 
     def __init__(self, parameterName, storageAccountName, *args, **kwargs):  # pylint: disable=invalid-name
         if kwargs.get('accountUrl') is None and kwargs.get('connectionString') is None:
             storage_type = args[1] if len(args) > 1 else kwargs.get('storageType')
-            kwargs['accountUrl'] = storage_endpoint_from_environment(storageAccountName, storage_type)
+            kwargs['accountUrl'] = _endpoints.configured(storageAccountName, storage_type)
         super().__init__(parameterName, storageAccountName, *args, **kwargs)
 
 
-class NumericParameter(_OldAttributes, _core_params.NumParamSpec):
+class NumericParameter(Parameter, _core_params.NumParamSpec):
     """A numerical parameter: the old ``NumericParameter(parameter_name, data_type, start, end, scale,
     num_values=None, step=None)``. Grid values and random draws are core.spec.params.NumParamSpec's.
 
@@ -83,14 +137,14 @@ class NumericParameter(_OldAttributes, _core_params.NumParamSpec):
                          numValues=num_values, step=step, seed=seed)
 
 
-class DiscreteParameter(_OldAttributes, _core_params.DiscreteParamSpec):
+class DiscreteParameter(Parameter, _core_params.DiscreteParamSpec):
     """A parameter taking each listed value: the old ``DiscreteParameter(parameter_name, values)``."""
 
     def __init__(self, parameter_name, values):
         super().__init__(parameterName=parameter_name, values=values)
 
 
-class DictParameter(_OldAttributes, _core_params.DictParamSpec):
+class DictParameter(Parameter, _core_params.DictParamSpec):
     """A parameter whose values are dicts (related values vary together): the old ``DictParameter(parameter_name,
     values)``. Substitute a key with ``parameters['NAME']['KEY']``."""
 
@@ -102,33 +156,21 @@ class DictParameter(_OldAttributes, _core_params.DictParamSpec):
         return list(self.keys)
 
 
-def storage_endpoint_from_environment(account_name, storage_type, env=os.environ):
-    """The Blob or File endpoint of AZURE_STORAGE_CONNECTION_STRING when it names `account_name`, else None.
-
-    The old library could only reach Azure's public endpoints; this lets the same notebook line list an emulator's or
-    the local service's storage (set the connection string as for `az storage`), without a new argument.
-    """
-    fields = {}
-    for part in (env.get('AZURE_STORAGE_CONNECTION_STRING') or '').split(';'):
-        key, _, value = part.partition('=')
-        fields[key.strip().lower()] = value.strip()
-    if fields.get('accountname') != account_name:
-        return None
-    return fields.get('blobendpoint' if str(storage_type).upper() == 'BLOB' else 'fileendpoint') or None
+# Kept under its old name of this module; the rule is _endpoints' (registered endpoints come first).
+storage_endpoint_from_environment = _endpoints.from_environment
 
 
-class FileParameter(_OldAttributes, _core_params.FileParamSpec):
+class FileParameter(_OldFileFilter, Parameter, _core_params.FileParamSpec):
     """The files of an Azure Blob container or File share as parameter values: the old ``FileParameter(
     parameter_name, storage_account_name, storage_account_key, storage_type, mount_path, mount_method, container=None,
     fileshare=None, directory=None, filter_str=None)``.
 
     Values are ``$AZ_BATCHAI_MOUNT_ROOT/<mount_path>/<path>`` (mount_method CLUSTER, the default here where the old
-    code required it) or ``$AZ_BATCHAI_JOB_MOUNT_ROOT/...`` (JOB). Listing and filtering are the core's (FileParamSpec):
-    `filter_str` must match the whole path with its leading '/', as the README says (the old code matched the path
-    without it, so the README's own ``/data/.+`` matched nothing), and `directory` limits Blob listings too.
+    code required it) or ``$AZ_BATCHAI_JOB_MOUNT_ROOT/...`` (JOB). Listing is the core's (FileParamSpec);
+    `filter_str` is matched as the old code did (_OldFileFilter), and `directory` limits Blob listings too.
 
-    :param account_url: (new) the Blob/File service endpoint; default: the connection string's (see
-        storage_endpoint_from_environment), else Azure's public one.
+    :param account_url: (new) the Blob/File service endpoint; default: the one configuration.json gave the account
+        (utilities/_endpoints.py), else the connection string's, else Azure's public one.
     :param connection_string: (new) a storage connection string instead of the key.
     :param sas_token: (new) a SAS token instead of the key.
     """
@@ -138,7 +180,7 @@ class FileParameter(_OldAttributes, _core_params.FileParamSpec):
                  mount_path=None, mount_method=None, container=None, fileshare=None, directory=None,
                  filter_str=None, account_url=None, connection_string=None, sas_token=None):
         if account_url is None and connection_string is None:
-            account_url = storage_endpoint_from_environment(storage_account_name, storage_type)
+            account_url = _endpoints.configured(storage_account_name, storage_type)
         super().__init__(parameterName=parameter_name, storageAccountName=storage_account_name,
                          storageAccountKey=storage_account_key, storageType=storage_type,
                          mountMethod=mount_method or 'CLUSTER', mountPath=mount_path, container=container,
@@ -188,6 +230,10 @@ class ParameterSweep(_CoreParameterSweep):
         self.param_specs = self.specs
         #: the seed of the last random search (reproduce it with generate_jobs_random_search(..., seed=...))
         self.seed = None
+
+    def __getitem__(self, name):
+        placeholder = super().__getitem__(name)
+        return Substitution(placeholder.name, keys=placeholder.keys)
 
     def __getattr__(self, name):
         # Only reached for attributes that do not exist: parameter names, and D__K for a dict parameter's key.

@@ -340,3 +340,24 @@ def test_non_ascii_signatures_are_refused_not_crashed(tmp_path):
     tampered = re.sub(r'sig=[^&]*', 'sig=%C3%A9', sas)
     status, headers, _ = api.handle('GET', '/acct/share1', 'restype=directory&comp=list&' + tampered, {}, None)
     assert (status, headers['x-ms-error-code']) == (403, 'AuthenticationFailed')
+
+
+def test_delete_share_with_the_account_key_removes_it_and_only_it(endpoint, tmp_path):
+    """Delete Share (the recipes' last cell, FileService.delete_share): the share and its files go; a file a symlink
+    in it points at stays; a missing share is ShareNotFound; a share SAS cannot delete, as on Azure."""
+    outside = tmp_path / 'kept.txt'
+    outside.write_bytes(b'not the share\'s')
+    share = _share_client(endpoint, 'to-delete')
+    share.create_share()
+    share.get_directory_client('dir').create_directory()
+    share.get_file_client('dir/f.txt').upload_file(b'x')
+    os.symlink(str(outside), os.path.join(endpoint.share_dir('to-delete'), 'link.txt'))
+    sas_client = ShareClient(endpoint.account_url, 'to-delete', credential=_sas(endpoint, 'to-delete', 'rwdlc'))
+    with pytest.raises(HttpResponseError) as refused:
+        sas_client.delete_share()
+    assert refused.value.status_code == 403 and os.path.isdir(endpoint.share_dir('to-delete'))
+    share.delete_share()
+    assert not os.path.exists(endpoint.share_dir('to-delete'))
+    assert outside.read_bytes() == b'not the share\'s'
+    with pytest.raises(ResourceNotFoundError):
+        share.delete_share()

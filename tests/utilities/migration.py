@@ -1,8 +1,11 @@
 """Running the old `utilities` examples as a migrating user would: the code as published, import lines changed.
 
 `migrate(code)` is the whole migration: in `import utilities...` / `from utilities... import` lines, `utilities`
-becomes `azext_batchai_sweep.utilities`; no other line is touched (it returns the changed lines so tests can show
-that). The examples themselves are test data in tests/utilities/data/, copied from microsoftarchive/BatchAI.
+becomes `azext_batchai_sweep.utilities`, and the legacy storage imports (`from azure.storage.blob import
+BlockBlobService`, `from azure.storage.file import FileService`) import the notebook-compatibility layer's classes
+(`azext_batchai_sweep.utilities.storage`); no other line is touched (it returns the changed lines so tests can show
+that). The examples themselves are test data in tests/utilities/data/, copied from microsoftarchive/BatchAI (MIT,
+data/LICENSE-BatchAI.txt).
 """
 import os
 import re
@@ -11,6 +14,9 @@ import warnings
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data')
 NEW_PACKAGE = 'azext_batchai_sweep.utilities'
 _IMPORT_LINE = re.compile(r'^(\s*)(import|from)(\s+)utilities(?=[\s.])', re.MULTILINE)
+# `from azure.storage.blob import BlockBlobService` / `from azure.storage.file import FileService` (the legacy SDK).
+_LEGACY_STORAGE_IMPORT = re.compile(r'^(\s*)from\s+azure\.storage\.(?:blob|file)\s+import\s+(?=[\w ,]*\b'
+                                    r'(?:BlockBlobService|FileService)\b)', re.MULTILINE)
 
 
 def migrate(code):
@@ -20,6 +26,7 @@ def migrate(code):
     def replace(match):
         return '{}{}{}{}'.format(match.group(1), match.group(2), match.group(3), NEW_PACKAGE)
     migrated = _IMPORT_LINE.sub(replace, code)
+    migrated = _LEGACY_STORAGE_IMPORT.sub(r'\1from {}.storage import '.format(NEW_PACKAGE), migrated)
     for old, new in zip(code.splitlines(), migrated.splitlines()):
         if old != new:
             changed.append((old, new))
