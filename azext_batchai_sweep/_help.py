@@ -505,7 +505,7 @@ parameters:
     short-summary: Slurm only. The account to charge the jobs to.
   - name: --slurm-conf
     type: string
-    short-summary: Slurm only. The cluster's slurm.conf. Default: the SLURM_CONF of this shell's environment, else Slurm's own configuration; every Slurm command of the service (sbatch included) uses it.
+    short-summary: "Slurm only. The cluster's slurm.conf. Default: the SLURM_CONF of this shell's environment, else Slurm's own configuration; every Slurm command of the service (sbatch included) uses it."
   - name: --retarget
     type: bool
     short-summary: Point this config at the new service although it targets another one that still runs.

@@ -104,10 +104,6 @@ CANNOT_RUN = {
     'TensorFlow-GPU': {3: 'ProxyError',  # utils.dataset.download_file from GitHub: an internet download
                        14: "NameError: name 'BlobService' is not defined"},  # the original's own bug
 }
-# Cells that run but whose job or output waits for the job launcher's issue 30 (per-worker output names: Batch AI wrote
-# a tensorFlowSettings worker's stdout-wk-0.txt and a pyTorchSettings node's stdout-0.txt, the local service writes
-# stdout.txt): counted apart until the listing shows Batch AI's names.
-BLOCKED_BY_30 = {'TensorFlow-GPU': {10}, 'PyTorch-GPU-Distributed-Gloo': {9}}
 DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'docs',
                    'migrating-from-batchai-utilities.md')
 
@@ -212,16 +208,15 @@ def test_create_job_per_file_notebook(run_recipe):
 
 def check_wait_for_job(cells, wait_cell, nodes, batchai_file, streamed):
     """wait_for_job_completion's cell (and the listing cell after it): the cluster line with its node counts, the
-    job's states, and the worker's output streamed once the local service writes it under Batch AI's name (issue 30);
-    until then the listing shows stdout.txt and nothing is streamed. Returns the lines of the wait cell."""
+    job's states, and the worker's output streamed from the file Batch AI named it (stdout-wk-0.txt for a
+    tensorFlowSettings worker, stdout-0.txt for a pyTorchSettings node: the job launcher's names). Returns the
+    lines of the wait cell."""
     waited = cells[wait_cell].output.splitlines()
     assert waited[0].startswith('Cluster state: steady Target: {0}; Allocated: {0};'.format(nodes))
     assert 'Waiting for job output to become available...' in waited and waited[-1].startswith('Job state: ')
     listed = [line.split(' ')[0] for line in cells[wait_cell + 1].output.splitlines()]
-    if batchai_file in listed:
-        assert streamed in cells[wait_cell].output and waited[-1] == 'Job state: succeeded ExitCode: 0'
-    else:
-        assert listed == ['stderr.txt', 'stdout.txt'] and streamed not in cells[wait_cell].output
+    assert batchai_file in listed, listed
+    assert streamed in cells[wait_cell].output and waited[-1] == 'Job state: succeeded ExitCode: 0'
     return waited
 
 
@@ -264,8 +259,7 @@ def test_the_migration_guide_counts_what_these_tests_run():
         (row,) = [line for line in rows if '/{}.ipynb`'.format(name) in line]
         columns = [column.strip() for column in row.strip().strip('|').split('|')]
         total = len([code for code in notebook_cells(name).values() if code.strip()])
-        blocked = len(BLOCKED_BY_30.get(name, ()))
-        assert columns[1:4] == [str(total), str(total - len(CANNOT_RUN[name]) - blocked), str(blocked)], row
+        assert columns[1:3] == [str(total), str(total - len(CANNOT_RUN[name]))], row
         assert recipe.folder in columns[0]
 
 

@@ -145,8 +145,9 @@ def test_submit_example_runs_the_four_jobs(version, local_service, batchai_clien
 
 def namespace_extractor():
     from azext_batchai_sweep.utilities.job import MetricExtractor
-    # "args --learning-rate=0.001 env 0.001": the variable's value, which must equal the argument's.
-    return MetricExtractor('stdouterr', 'stdout.txt', r'env (\S+)$')
+    # "args --learning-rate=0.001 env 0.001": the variable's value, which must equal the argument's. The README's jobs
+    # are tensorFlowSettings jobs: Batch AI wrote their (master) worker's output to stdout-wk-0.txt.
+    return MetricExtractor('stdouterr', 'stdout-wk-0.txt', r'env (\S+)$')
 
 
 def submit_arguments(version, namespace):

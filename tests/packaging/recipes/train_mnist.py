@@ -1,15 +1,19 @@
 """A stand-in for the recipe's train_mnist.py (chainermn v1.3.0 examples/mnist), which needs Chainer, a GPU and the
 MNIST download: the same command line (-g, -o DIR), a table of the same columns on stdout, and files in the output
-directory as Chainer's trainer writes them (`log`, `cg.dot`). Only the standard library."""
+directory as Chainer's trainer writes them (`log`, `cg.dot`). Only the standard library. As in chainermn's example,
+every MPI rank trains and only rank 0 prints and writes the report (mpirun starts one process per node)."""
 import argparse
 import json
 import os
+import sys
 
 parser = argparse.ArgumentParser(description='ChainerMN example: MNIST (stand-in)')
 parser.add_argument('--gpu', '-g', action='store_true', help='Use GPU')
 parser.add_argument('--out', '-o', default='result', help='Directory to output the result')
 parser.add_argument('--epoch', '-e', type=int, default=3, help='Number of sweeps over the dataset to train')
 args = parser.parse_args()
+if int(os.environ.get('OMPI_COMM_WORLD_RANK', '0')) != 0:  # chainermn's comm.rank under Open MPI's mpirun
+    sys.exit(0)
 
 print('==========================================')
 print('Num unit: 1000')
