@@ -40,6 +40,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
           partition=None, account=None, slurm_conf=None):
     from azure.cli.core.azclierror import UnclassifiedUserFault
     from .localservice import control
+    from .localservice.ports import PortInUseError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if scheduler == 'slurm':
         slurm_conf = os.path.abspath(slurm_conf) if slurm_conf else None
@@ -52,6 +53,10 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         slots = slots or os.cpu_count() or 1
     try:
         info = control.start_background(data_dir, port=port or 0, slots=slots, faults=faults, scheduler=options)
+    except PortInUseError as ex:
+        raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex), recommendation=(
+            'Give "--port 0" (a free port, the default) or another port; nothing was written to {}.'.format(
+                data_dir))) from None
     except RuntimeError as ex:
         raise UnclassifiedUserFault('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None

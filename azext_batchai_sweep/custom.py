@@ -136,7 +136,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
-              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, strict=False):
     from azure.cli.core.azclierror import AzureResponseError
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
     from .core.tuning.controller import Limits
@@ -159,11 +159,17 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                        limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx), progress=ProgressLines(),
                        journal_path=run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
-                                                     sweep_name))
+                                                     sweep_name), strict=strict)
         result = run.run(poll_interval)
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', sweep_name, describe(result, goal))
-    if definition.objective and result['best'] is None and result['ended'] != 'stopped':
+    if result['ended'] == 'objectiveNotReported':
+        from azure.cli.core.azclierror import InvalidArgumentValueError
+        fail_after_output(cmd.cli_ctx, InvalidArgumentValueError(
+            'Sweep {} stopped: {}'.format(sweep_name, result['objectiveNotReported']),
+            recommendation='Fix objective.metric (or objective.regex) in {} to a name the jobs print (see "az batchai '
+                           'sweep run -h", section Objective), then run the same command again.'.format(spec)))
+    elif definition.objective and result['best'] is None and result['ended'] != 'stopped':
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             'No job of sweep {} ran to the end with a value of the objective'.format(sweep_name),
             recommendation='See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check '
@@ -490,6 +496,15 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                     len(rows), sweep_name, file, output_directory_id),
                 recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
                                'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
+        finished = [row['name'] for row in rows if row['state'] in ('succeeded', 'failed', 'terminated')]
+        if finished and all(row['metric'] is None for row in rows):
+            from .core.outputs.names import nothing_matched
+            raise nothing_matched(client, resource_group, workspace_name, experiment_name, sweep_name, finished,
+                                  metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
+                                  retry=_retry())
+        missing = sum(1 for row in rows if row['metric'] is None)
+        if missing:  # of every job of the sweep, not of the --top shown
+            logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
         for row in rows:
@@ -498,9 +513,6 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             with open(csv, 'w', encoding='utf-8', newline='') as stream:
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
-    missing = sum(1 for row in rows if row['metric'] is None)
-    if missing:
-        logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
     return rows
 
 

@@ -10,12 +10,15 @@ from azext_batchai_sweep.core.tuning.loop import job_state
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
 
 
-def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05):
+OBJECTIVE = '{metric: val_accuracy, goal: max, step: epoch}'
+
+
+def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05, objective=OBJECTIVE):
     """A sweep file over Q (the job's quality: the larger, the better at every epoch) running data/curve.py."""
     command = '{} {} {{{{Q}}}} {} {}'.format(sys.executable, CURVE, epochs, sleep)
     text = '\n'.join([
         'jobNamePrefix: {}'.format(name),
-        'objective: {metric: val_accuracy, goal: max, step: epoch}',
+        'objective: ' + objective,
         *sections,
         'parameters:',
         '  - {{name: Q, type: discrete, values: {}}}'.format(list(values)),

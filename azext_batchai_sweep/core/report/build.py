@@ -7,6 +7,8 @@ import os
 import tempfile
 
 from ..outputs.metrics import MetricExtractor
+from ..outputs.names import nothing_matched
+from ..tuning.trial import FINISHED_STATES
 from .collect import plan_details, read_trials, sweep_record
 from .data import report_data
 from .html import render_html
@@ -46,6 +48,11 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
                          progress=progress, retry=retry)
     if not trials:
         return None
+    finished = [t.name for t in trials if t.state in FINISHED_STATES]
+    if finished and not any(t.reports for t in trials):  # a misnamed --metric: no empty report, the names there
+        raise nothing_matched(client, resource_group, workspace, experiment, sweep_name, finished,
+                              metric=objective.metric, regex=objective.regex, file=objective.file,
+                              output_directory_id=objective.output_directory_id, retry=retry)
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
     if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
         carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}

@@ -20,11 +20,13 @@ END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and ev
 END_MAX_TOTAL = 'maxTotalJobs'     # the budget of jobs is spent, and every job has finished
 END_TIMEOUT = 'timeout'            # timeoutMinutes passed: the running jobs were terminated
 END_STOPPED = 'stopped'            # someone else terminated the sweep's jobs (az batchai sweep stop)
+END_UNREPORTED = 'objectiveNotReported'  # strict: the jobs' output shows the objective is misnamed
 UNLIMITED = 1 << 30
 END_REASONS = {
     END_EXHAUSTED: 'every job the sampler had to run has finished',
     END_MAX_TOTAL: 'maxTotalJobs jobs were submitted and all have finished',
     END_TIMEOUT: 'the sweep reached timeoutMinutes; its running jobs were terminated',
+    END_UNREPORTED: 'the jobs print no value of the objective (strict): the sweep was stopped at once',
     END_STOPPED: 'jobs of the sweep were terminated by someone else (az batchai sweep stop): nothing more was '
                  'submitted; run the same command again to go on',
 }
@@ -45,6 +47,7 @@ class Actions:
     terminate: list = field(default_factory=list)   # Decisions, one per job to terminate
     submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
     end: Optional[str] = None                       # one of END_REASONS once the sweep is over
+    notes: list = field(default_factory=list)       # (job name, text): a policy let a job go on at a rung (ASHA)
 
 
 class Controller:
@@ -109,6 +112,9 @@ class Controller:
                         self.decisions[trial.name] = decision
                         actions.terminate.append(decision)
                         break
+                    note = self.policy.kept(trial, n, trials)
+                    if note:
+                        actions.notes.append((trial.name, note))
 
         free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
         budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)

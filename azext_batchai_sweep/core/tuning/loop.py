@@ -28,9 +28,10 @@ from ..service.retry import RetrySettings
 from ..service.stop import terminate_job
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
-from .controller import END_REASONS, END_STOPPED, Controller, Limits
+from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
+from .reports import objective_unreported
 from .policies import make_policy
 from .result import summarize_run, tuning_row
 from .samplers import make_sampler
@@ -264,7 +265,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     """One `sweep run`: call ``poll()`` until it returns the result (or ``run()``)."""
 
     def __init__(self, client, resource_group, workspace, experiment, sweep_name, definition, *, limits=None,
-                 journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time):
+                 journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time,
+                 strict=False):
         self.client, self.target, self.sweep_name = client, (resource_group, workspace, experiment), sweep_name
         self.definition = definition
         self.objective = definition.objective
@@ -289,6 +291,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.submitted = 0
         self.submitted_names = set()
         self._last_line = None
+        # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
+        self.strict = bool(strict or (self.objective or {}).get('strict'))
+        self.unreported = None
 
     def list_jobs(self):
         jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
@@ -329,6 +334,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.end = END_STOPPED
             self._save(trials)
             return self.result()
+        if self._objective_unreported(trials):
+            self._save(trials)
+            return self.result()
         actions = self.controller.step(trials, elapsed)
         # Decided but still running (a run killed between its decision and the terminate): terminate again.
         decided = [self.controller.decisions[t.name] for t in trials
@@ -339,6 +347,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self._save(trials)  # the decisions are kept before they are acted on
         for decision in actions.terminate:
             self.progress('{}: {}'.format(decision.job, decision.text))
+        for name, text in actions.notes:
+            self.progress('{}: {}'.format(name, text))
+        self._announce(trials)
         for name in terminate:
             self._terminate(name)
         self._submit(actions.submit, trials)
@@ -348,6 +359,30 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._save(trials)
             return self.result()
         return None
+
+    def _objective_unreported(self, trials):
+        """Say at once when the jobs' output shows no job will ever report the objective (a misnamed metric, a
+        regex that matches nothing); strict: terminate the sweep's jobs and end it. True when it ends."""
+        if self.follower is None or self.unreported is not None:
+            return False
+        why = objective_unreported(self.objective, self.follower.readers, self.follower.complete)
+        if why is None:
+            return False
+        self.unreported = why
+        if not self.strict:
+            self.progress('{}. No rule can judge a job without it: stop the sweep ("az batchai sweep stop") and fix '
+                          'the objective (see "az batchai sweep run -h"), or run with --strict to stop at once.'
+                          .format(why))
+            return False
+        self.progress('{}: stopping the sweep (strict)'.format(why))
+        for t in trials:
+            if t.pending and t.state != 'terminating' and t.name not in self.controller.decisions:
+                self.controller.decisions[t.name] = Decision(
+                    job=t.name, kind=STOPPED, rule='objective', step=t.reports[-1].step if t.reports else None,
+                    text='stopped: the objective is not reported ({})'.format(why))
+                self._terminate(t.name)
+        self.end = END_UNREPORTED
+        return True
 
     def run(self, poll_interval, sleep=time.sleep, should_stop=None, on_poll=None):
         while True:
@@ -377,6 +412,19 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             next_index += 1
             self.submitted += 1
             self.submitted_names.add(name)
+
+    def _announce(self, trials):
+        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote) on stderr as a policy's
+        stops are, each once: the journal keeps which were shown, so a resumed run does not repeat them."""
+        shown = self.journal.data.setdefault('announced', [])
+        known = set(shown)
+        explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
+        for name in sorted(explained, key=lambda n: (explained[n].step or 0, n)):
+            if name not in known and name not in self.controller.decisions:
+                self.progress('{}: {}'.format(name, explained[name].text))
+                shown.append(name)
+        if len(shown) > len(known):
+            self.journal.save()
 
     def decisions(self, trials):
         decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
@@ -415,6 +463,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
                                self.step_label, job_seconds=seconds)
         result['sweep'] = self.sweep_name
+        if self.unreported is not None:
+            result['objectiveNotReported'] = self.unreported
         if self.follower is not None:
             result['logBytesRead'] = self.follower.bytes_read
         return result

@@ -7,6 +7,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 import re
 
 from ..outputs.metrics import as_metric, katib_pattern
+from ..outputs.names import NameCounter
 from .trial import Report
 
 
@@ -50,6 +51,8 @@ class LogReader:
         self.offset = offset     # bytes of the log consumed, partial line included
         self.partial = b''
         self.reports = list(reports)
+        self.lines = 0               # whole lines read
+        self.names = NameCounter()   # the name=value names of its lines, until its first report
 
     def feed(self, data, final=False):
         """Consume the log's next bytes; `final` when the log is complete (its last line may lack a newline)."""
@@ -60,6 +63,52 @@ class LogReader:
         if not whole:
             return
         for line in whole.decode('utf-8', errors='replace').splitlines():
+            self.lines += 1
             report = self.parser.parse_line(line, len(self.reports))
             if report is not None:
                 self.reports.append(report)
+            elif not self.reports:
+                self.names.add_line(line)
+
+
+# A job's output is evidence that the objective is misnamed once it has: finished; with a step key, printed that key
+# on this many lines; without one, this many name=value lines; with a regex, this many lines, none matching.
+STEP_LINES = 2
+NAME_VALUE_LINES = 10
+REGEX_LINES = 50
+
+
+def objective_unreported(objective, readers, finished):
+    """None, or why no job reports the objective although their output says it should have by now.
+
+    :param readers: {job name: LogReader}; only consulted while no job has reported the objective at all.
+    :param finished: the names of the jobs whose logs were read to their end.
+    """
+    if any(reader.reports for reader in readers.values()):
+        return None
+    step = objective.get('step')
+    names, witnesses, lines = {}, [], 0
+    for name in sorted(readers):
+        reader = readers[name]
+        done = name in finished
+        if objective.get('regex'):
+            if reader.lines and (done or reader.lines >= REGEX_LINES):
+                witnesses.append(name)
+                lines += reader.lines
+            continue
+        seen = reader.names
+        if seen.lines and (done or (step and seen.names.get(step, 0) >= STEP_LINES)
+                           or seen.lines >= NAME_VALUE_LINES):
+            witnesses.append(name)
+            for key, count in seen.names.items():
+                names[key] = names.get(key, 0) + count
+    if not witnesses:
+        return None
+    jobs = '{}{}'.format(', '.join(witnesses[:3]), ' and {} more'.format(len(witnesses) - 3)
+                         if len(witnesses) > 3 else '')
+    if objective.get('regex'):
+        return 'objective regex {!r} matches no line: no job has reported it ({} line(s) read of {})'.format(
+            objective['regex'], lines, jobs)
+    seen = sorted(names, key=lambda key: -names[key])[:12]
+    return '{}: no job has reported it; seen: {} (in the output of {})'.format(
+        objective['metric'], ', '.join(seen), jobs)
