@@ -143,6 +143,8 @@ def sweep_status_table_format(result):
 
 def sweep_run_table_format(result):
     """One row: why the sweep ended, the best job, counts, compute saved."""
+    if 'firstJobs' in result:  # --plan-only: the first jobs it would submit, as `create --plan-only` lists its jobs
+        return [_planned_job_row(job) for job in result['firstJobs']]
     best = result.get('best') or {}
     compute = result.get('compute') or {}
     row = OrderedDict()

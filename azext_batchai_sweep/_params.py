@@ -97,6 +97,8 @@ def load_arguments(self, _):
                    help='Minutes (fractions allowed) after the sweep\'s first job was created: then its running jobs are terminated and the sweep ends. Overrides limits.timeoutMinutes.')
         c.argument('poll_interval', type=float, default=DEFAULT_POLL_INTERVAL,
                    help='Seconds between two looks at the jobs (states and new log lines).')
+        c.argument('plan_only', options_list=['--plan-only', '--validate-only'], action='store_true',
+                   help='Check the sweep file as `run` does (every section, for every sampling type) and list the first jobs it would submit, with their names and values; no service is contacted, nothing is submitted and no login is needed.')
         c.argument('strict', options_list=['--strict'], action='store_true',
                    help='Stop the sweep (its jobs terminated, exit code 1) as soon as the jobs\' output shows that the objective is not reported: lines of NAME=VALUE pairs without the objective\'s metric, or lines its regex does not match. Without it, a warning naming the names seen. The sweep file\'s objective.strict: true does the same.')
 

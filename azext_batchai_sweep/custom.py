@@ -136,7 +136,8 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
-              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, strict=False):
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, strict=False,
+              plan_only=False):
     from azure.cli.core.azclierror import AzureResponseError
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
     from .core.tuning.controller import Limits
@@ -144,16 +145,21 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     from .core.tuning.result import describe
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    client = None if plan_only else _client(cmd)
     retry = _retry()
     definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                      storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                     seed=seed, recorded_seed=service_seed(client, identity, retry))
+                                     seed=seed, recorded_seed=None if plan_only else service_seed(client, identity,
+                                                                                                  retry))
     written = definition.limits
     limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
                     max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
                     timeout_minutes=timeout or written.get('timeoutMinutes'),
                     job_timeout_minutes=written.get('jobTimeoutMinutes'))
+    if plan_only:
+        from ._run import plan_run
+        with core_errors():
+            return plan_run(definition, identity, limits)
     with core_errors():
         _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
