@@ -104,3 +104,11 @@ def test_metrics_counts_the_jobs_without_a_value_among_all_of_them_not_the_top(f
     assert result.exit_code == 0, result.stderr
     assert [row['metric'] for row in result.json()] == [0.1, 0.2]
     assert '3 of 5 job(s) have no value for the metric' in result.stderr
+
+
+def test_table_headers_keep_the_metric_and_parameter_names_as_written(finished_sweep, local_service):
+    az, experiment = finished_sweep
+    table = az('batchai', 'sweep', 'metrics', *target(local_service, experiment, 'done'), '--metric', 'val_accuracy',
+               '--goal', 'max', '-o', 'table')
+    assert table.exit_code == 0, table.stderr
+    assert table.stdout.splitlines()[0].split() == ['Name', 'State', 'val_accuracy', 'Q']

@@ -116,20 +116,23 @@ def _mark(job, best_name):
 
 def _job_row(trial, objective):
     extra = trial.extra or {}
-    reports = [[report.step, report.value] for report in trial.reports]
+    decision = extra.get(EXTRA_DECISION)
+    cut = (decision or {}).get('step') if (decision or {}).get('action') == 'stopped' else None
+    # A stopped job counts (and is drawn) up to the step of the decision that stopped it, as `sweep run` counts it:
+    # the lines it printed while being terminated are not part of the sweep.
+    reports = [[report.step, report.value] for report in trial.reports if cut is None or report.step <= cut]
     values = [value for _, value in reports]
     best_value = None
     for value in values:
         if objective.better(value, best_value):
             best_value = value
-    decision = extra.get(EXTRA_DECISION)
     return {
         'name': trial.name,
         'index': trial.index,
         'state': trial.state,
         'parameters': trial.params,
         'values': _flat(trial.params),
-        'objective': trial.last,
+        'objective': values[-1] if values else None,
         'bestValue': best_value,
         'reports': reports,
         'lastStep': reports[-1][0] if reports else None,
