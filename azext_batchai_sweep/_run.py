@@ -35,6 +35,9 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     if definition.seed_origin == 'drawn':
         logger.warning('Sweep seed: %d (drawn; the jobs record it, so a re-run resumes with it)',
                        definition.sampling['seed'])
+    from .core.tuning.handoff import handoff_warnings
+    for warning in handoff_warnings(definition):
+        logger.warning('%s: %s (docs/sweep-run.md, "Where a promoted job finds its checkpoint")', spec, warning)
     return definition
 
 
