@@ -307,34 +307,40 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
-    _add_run_decisions(cmd, client, result['jobs'], identity)
+    _add_run_decisions(cmd, client, result['jobs'], identity, result)
     return result
 
 
-def _add_run_decisions(cmd, client, rows, identity):
-    """A `sweep run`'s objective, step and decision per job (see _run_rows)."""
-    tuning = _run_rows(cmd, client, identity, from_service=bool(rows))
+def _add_run_decisions(cmd, client, rows, identity, result):
+    """A `sweep run`'s objective, step and decision per job, and the sweep's figures (see _run_view)."""
+    tuning, figures = _run_view(cmd, client, identity) if rows else ({}, None)
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
+    if figures is not None:
+        result['figures'] = figures
+        _say_figures(identity, figures)
 
 
-def _run_rows(cmd, client, identity, from_service=True):
-    """{job name: status row additions} of a `sweep run` of this sweep: from its journal on this machine, else
-    rebuilt from the jobs on the service (core/tuning/loop.rows_from_service: their objective, rules and logs);
-    {} for a sweep no controller ran."""
+def _say_figures(identity, figures):
+    from .core.tuning.result import describe_figures
+    logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
+
+
+def _run_view(cmd, client, identity):
+    """({job name: status row additions}, the sweep's figures) of a `sweep run` of this sweep: from its journal on
+    this machine when it saw every job's current attempt, else rebuilt from the jobs on the service
+    (core/tuning/loop.run_view: their objective, rules and logs); ({}, None) for a sweep no controller ran."""
     from ._run import run_journal_path
-    from .core.tuning.loop import read_journal_rows, rows_from_service
-    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                              identity.experiment, identity.name))
-    if not rows and from_service:
-        from .core.service.identity import sweep_jobs
-        with core_errors():
-            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                              identity.name, retry=_retry())
-            rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
-                                     jobs, retry=_retry())
-    return rows
+    from .core.service.identity import sweep_jobs
+    from .core.tuning.loop import run_view
+    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                            identity.name)
+    with core_errors():
+        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          retry=_retry())
+        return run_view(client, identity.resource_group, identity.workspace, identity.experiment, jobs, path,
+                        retry=_retry())
 
 
 def _status_plan(plan_file, identity):
@@ -511,6 +517,10 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         missing = sum(1 for row in rows if row['metric'] is None)
         if missing:  # of every job of the sweep, not of the --top shown
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+    figures = _run_view(cmd, client, identity)[1]
+    if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
+        _say_figures(identity, figures)
+    with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
         for row in rows:
@@ -627,16 +637,18 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
+    decisions, figures = _run_decisions(cmd, client, identity)
     with core_errors():
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
-                               output_file, plan_header=header,
-                               decisions=_run_decisions(cmd, client, identity),
+                               output_file, plan_header=header, decisions=decisions, figures=figures,
                                parallel=parallel, progress=progress)
         if data is None:
             _no_jobs(identity, client)
     summary = data['summary']
     best = summary['best']
+    if figures is not None:
+        _say_figures(identity, figures)
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
                    ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
     if open_report:
@@ -650,9 +662,11 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _run_decisions(cmd, client, identity):
-    """{job name: decision dict} of a `sweep run` of this sweep, for the report: the rows `status` shows."""
+    """({job name: decision dict}, figures) of a `sweep run` of this sweep, for the report: the rows and figures
+    `status` shows."""
     from .core.report.decisions import decisions_from_run_rows
-    return decisions_from_run_rows(_run_rows(cmd, client, identity))
+    rows, figures = _run_view(cmd, client, identity)
+    return decisions_from_run_rows(rows), figures
 
 
 def _output_format(cmd):

@@ -33,13 +33,14 @@ def write_file_atomically(path, text):
 
 
 def make_report(client, resource_group, workspace, experiment, sweep_name, objective, output_file, *,
-                plan_header=None, decisions=None, parallel=8, progress=None, retry=None):
+                plan_header=None, decisions=None, figures=None, parallel=8, progress=None, retry=None):
     """Read the sweep, write its report to output_file; returns the report's data (None when the sweep has no
     jobs: nothing is written then).
 
     :param objective: a model.Objective (metric or regex, goal, step key, file, output directory).
     :param plan_header: the header of the sweep's plan file, for the sampling type and the parameters' scales.
     :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
+    :param figures: that controller's figures of the sweep (core/tuning/result.sweep_figures), if any.
     """
     extractor = MetricExtractor(regex=objective.regex, metric_name=objective.metric)
     reader = ReportReader(extractor, step_key=objective.step)
@@ -59,6 +60,6 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
         sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
-    data = report_data(record)
+    data = report_data(record, figures=figures)
     write_file_atomically(output_file, render_html(data))
     return data

@@ -173,6 +173,15 @@ def _parse_time(text):
         return None
 
 
+def _run_compute(figures):
+    """The summary's compute from a `sweep run`'s figures: the same job-steps used and saved that `run` reports."""
+    compute = figures['compute']
+    used, saved, seconds = compute['jobSteps'], compute['jobStepsSaved'], compute['jobSeconds'] or 0.0
+    return {'jobSeconds': seconds, 'jobSteps': used, 'savedJobSteps': saved,
+            'savedJobSeconds': round(saved * seconds / used, 3) if used else 0.0,
+            'savedFraction': round(saved / compute['jobStepsFull'], 4) if compute['jobStepsFull'] else 0.0}
+
+
 def _compute(jobs, generated_at):
     """Compute used (job-seconds, job-steps) and what early termination saved against running every job to the end.
 
@@ -369,8 +378,9 @@ def _step_key(record):
     return keys.pop() if len(keys) == 1 else None
 
 
-def report_data(record: SweepRecord) -> dict:
-    """The report's data (JSON-ready) for a sweep record."""
+def report_data(record: SweepRecord, figures=None) -> dict:
+    """The report's data (JSON-ready) for a sweep record; `figures`: a `sweep run`'s figures
+    (core/tuning/result.sweep_figures, as `run` and `status` show them), whose compute the summary shows."""
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
     jobs = [_job_row(trial, objective) for trial in trials]
@@ -403,7 +413,8 @@ def report_data(record: SweepRecord) -> dict:
             'best': None if best is None else {'name': best['name'], 'value': best['objective'],
                                                'parameters': best['parameters'], 'lastStep': best['lastStep']},
             'objectiveRange': [min(objective_values), max(objective_values)] if objective_values else None,
-            'compute': _compute(jobs, record.generated_at),
+            'compute': _compute(jobs, record.generated_at) if figures is None else _run_compute(figures),
+            'figures': figures,
             'time': _time_span(jobs),
             'decided': any(job['decision'] for job in jobs),
         },

@@ -295,6 +295,14 @@ def _table(data):
                 heads, _script_json(payload)))
 
 
+def _undecided(data):
+    """Why no job carries a decision: a sampler that chose each job from the results so far (bayesian, or a `sweep
+    run` without a policy) stopped none; a planned sweep (`submit`) ran every job as planned."""
+    if data['summary'].get('figures') is not None or data.get('sampling') in ('bayesian', 'hyperband'):
+        return 'No job was stopped early or promoted: each ran to its end.'
+    return 'No controller decisions are recorded for this sweep: its jobs ran as planned.'
+
+
 def _curves_caption(data):
     plot = data['plots']['learningCurves']
     text = ('One line per job: {} against step. A cross marks the step at which a decision stopped a job, a dot '
@@ -304,7 +312,7 @@ def _curves_caption(data):
         text += (' {} of {} jobs are drawn (the best, the stopped and failed ones, the top tenth and a fixed random '
                  'sample); the band and the dashed median cover every job.'.format(len(plot['drawn']), plot['jobs']))
     if not data['summary']['decided']:
-        text += ' No controller decisions are recorded for this sweep: its jobs ran as planned.'
+        text += ' ' + _undecided(data)
     return text
 
 

@@ -63,22 +63,8 @@ class Controller:
         self.decisions = dict(decisions or {})
 
     def as_seen_by_policies(self, trials):
-        """The trials as the rules must see them: a job terminated by a decision is marked stopped early and counts
-        with its reports up to the decision's step only (a job may print a few more before it is gone); a job that
-        Batch AI reports terminated counts as stopped early (only the controller terminates a running sweep's jobs,
-        and a lost journal must not turn its decisions into jobs that taught nothing)."""
-        seen = []
-        for trial in trials:
-            decision = self.decisions.get(trial.name)
-            if decision is not None:
-                reports = trial.reports
-                if decision.step is not None:
-                    reports = tuple(r for r in reports if r.step <= decision.step)
-                trial = replace(trial, reports=reports, stopped_early=True)
-            elif trial.state == 'terminated':
-                trial = replace(trial, stopped_early=True)
-            seen.append(trial)
-        return seen
+        """The trials as the rules must see them (see as_seen)."""
+        return as_seen(trials, self.decisions)
 
     def step(self, trials, elapsed_seconds=0.0):
         """The actions for one observation of the sweep (every job, in index order)."""
@@ -126,6 +112,26 @@ class Controller:
         if not pending and not actions.submit:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
         return actions
+
+
+def as_seen(trials, stops):
+    """The trials as the rules (and the sweep's figures) see them: a job terminated by a decision (`stops`: {name:
+    Decision}) is marked stopped early and counts with its reports up to the decision's step only (a job may print a
+    few more before it is gone); a job that Batch AI reports terminated counts as stopped early (only the controller
+    terminates a running sweep's jobs, and a lost journal must not turn its decisions into jobs that taught
+    nothing)."""
+    seen = []
+    for trial in trials:
+        decision = stops.get(trial.name)
+        if decision is not None:
+            reports = trial.reports
+            if decision.step is not None:
+                reports = tuple(r for r in reports if r.step <= decision.step)
+            trial = replace(trial, reports=reports, stopped_early=True)
+        elif trial.state == 'terminated':
+            trial = replace(trial, stopped_early=True)
+        seen.append(trial)
+    return seen
 
 
 def _last_step(trial):
