@@ -107,3 +107,14 @@ def test_hyperband_promotions_give_one_answer(setup, local_service, tmp_path):
     result = run.json()
     assert result['decisions'].get('promoted', 0) >= 1
     assert_four_agree(az, local_service, experiment, 'hbagree', result, tmp_path)
+
+
+def test_a_bayesian_sweep_gives_one_answer_and_is_not_said_to_have_run_as_planned(setup, local_service, tmp_path):
+    az, directory, experiment = setup
+    spec = write_sweep(directory, 'tpe', ['sampling: {type: bayesian, count: 4, seed: 3, startupJobs: 2}',
+                                          'limits: {maxConcurrentJobs: 2}'], [0.1, 0.5, 0.9, 0.3, 0.7], epochs=2,
+                       sleep=0.01)
+    run = az(*run_args(local_service, experiment, 'tpe', spec))
+    assert run.exit_code == 0, run.stderr
+    assert_four_agree(az, local_service, experiment, 'tpe', run.json(), tmp_path)
+    assert 'No job was stopped early or promoted: each ran to its end.' in (tmp_path / 'tpe.html').read_text()
