@@ -2,14 +2,12 @@
 best job, counts by state and by decision, job-steps used and saved, through a kill of the controller, stops,
 a resubmit of a stopped job (which then runs to its end: no longer stopped, its steps counted once, from its new
 attempt) and Hyperband's promotions. The real az against the session's local service."""
-import uuid
-
 import pytest
 
 from azext_batchai_sweep.core.tuning.result import describe_figures
-from tests.fixtures_az import AZ, base_env, service_az
+from tests.fixtures_az import AZ, base_env
 
-from .run_helpers import Watcher, kill_and_resume, write_sweep
+from .run_helpers import Watcher, kill_and_resume, run_args, service_setup, target, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -18,17 +16,7 @@ FIGURES = ('goal', 'best', 'jobs', 'counts', 'decisions', 'compute')
 
 @pytest.fixture(scope='module')
 def setup(local_service, tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp('figures'))
-    return service_az(local_service, directory), directory, 'figures-' + uuid.uuid4().hex[:8]
-
-
-def target(service, experiment, sweep):
-    return ['-g', service.resource_group, '-w', service.workspace, '-e', experiment, '-n', sweep]
-
-
-def run_args(service, experiment, sweep, spec):
-    return ['batchai', 'sweep', 'run', *target(service, experiment, sweep), '--spec', spec, '-c', service.cluster,
-            '--poll-interval', '0.2', '-o', 'json']
+    return service_setup(local_service, tmp_path_factory, 'figures')
 
 
 def figures_of(result):

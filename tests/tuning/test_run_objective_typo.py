@@ -1,14 +1,11 @@
 """A misnamed objective through the real az (issue 27, item 1): `run` says so at once, naming the names the jobs do
 print; --strict (or the sweep file's objective.strict) stops the sweep there; `metrics` and `report` with a --metric
 that matches nothing exit non-zero naming the names there; the "N of M jobs" warning counts every job."""
-import uuid
-
 import pytest
 
 from azext_batchai_sweep.core.tuning.loop import job_state
-from tests.fixtures_az import service_az
 
-from .run_helpers import Watcher, write_sweep
+from .run_helpers import Watcher, run_args, service_setup, target, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -18,17 +15,7 @@ SEEN = 'val_acc: no job has reported it; seen: epoch, loss, val_accuracy'
 
 @pytest.fixture(scope='module')
 def setup(local_service, tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp('objective-typo'))
-    return service_az(local_service, directory), directory, 'typo-' + uuid.uuid4().hex[:8]
-
-
-def target(service, experiment, sweep):
-    return ['-g', service.resource_group, '-w', service.workspace, '-e', experiment, '-n', sweep]
-
-
-def run_args(service, experiment, sweep, spec, *extra):
-    return ['batchai', 'sweep', 'run', *target(service, experiment, sweep), '--spec', spec, '-c', service.cluster,
-            '--poll-interval', '0.2', '-o', 'json', *extra]
+    return service_setup(local_service, tmp_path_factory, 'typo')
 
 
 @pytest.mark.parametrize('switch', ['--strict', 'objective.strict'])
