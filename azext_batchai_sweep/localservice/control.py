@@ -123,7 +123,8 @@ def _spawn(data_dir, port, slots, faults, files_port, timeout, scheduler):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError('the local service exited with code {}: {}'.format(proc.returncode, _last_error(log_path)))
+            raise RuntimeError('the local service exited with code {}: {}'.format(proc.returncode,
+                                                                                 _last_error(log_path)))
         info = _read_info(data_dir)
         if info and info.get('pid') == proc.pid and _answers(info['endpoint']):
             return info

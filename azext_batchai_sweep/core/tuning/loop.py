@@ -195,18 +195,12 @@ class Journal:
         os.replace(partial, self.path)
 
 
-def rows_from_service(client, resource_group, workspace, experiment, jobs, retry=None, known=None):
-    """Status rows of a run's jobs rebuilt from the service alone (its journal is on another machine, lost, or older
-    than a job's attempt): the objective and rules the jobs carry, their logs read once, Hyperband's decisions
-    derived again (they depend on the finished jobs only). A job the run terminated is shown as stopped early,
-    without the numbers of its rule (those are in the journal: `known`, {name: Decision} of the journal for the
-    jobs whose attempt it saw). {} for jobs that did not come from `sweep run`."""
-    return view_from_service(client, resource_group, workspace, experiment, jobs, retry=retry, known=known)[0]
-
-
 def view_from_service(client, resource_group, workspace, experiment, jobs, retry=None, known=None):
-    """(status rows, the sweep's figures) of a run's jobs from the service (see rows_from_service); ({}, None) for
-    jobs that did not come from `sweep run`."""
+    """(status rows, the sweep's figures) of a run's jobs rebuilt from the service alone (its journal is on another
+    machine, lost, or older than a job's attempt): the objective and rules the jobs carry, their logs read once,
+    Hyperband's decisions derived again (they depend on the finished jobs only). A job the run terminated is shown as
+    stopped early, without the numbers of its rule (those are in the journal: `known`, {name: Decision} of the
+    journal for the jobs whose attempt it saw). ({}, None) for jobs that did not come from `sweep run`."""
     objective = objective_from_service(jobs)
     if objective is None:
         return {}, None
@@ -263,13 +257,6 @@ def objective_from_service(jobs):
     """The objective a run's jobs carry, or None."""
     raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVE) for job in jobs) if raw), None)
     return json.loads(raw) if raw else None
-
-
-def read_journal_rows(path):
-    """{job name: status row additions} from a run's journal, or {} when there is none."""
-    if not path or not os.path.exists(path):
-        return {}
-    return Journal(path).data.get('rows') or {}
 
 
 # ---- the loop ----------------------------------------------------------------------------------------------------
