@@ -18,12 +18,14 @@ def capitalized(message):
 
 
 def spec_recommendation(error, command):
-    """Where the field of a SpecError is documented: `run -h` (section named) for run, else `create -h`."""
-    if command != 'run':
-        return SPEC_RECOMMENDATION
+    """Where the field of a SpecError is documented: `run -h` (the section named) for run and for any error in a
+    section only `run -h` documents, else `create -h`."""
     section = (error.path or '').split('.')[0].split('[')[0]
-    named = section if section in RUN_SECTIONS else ', '.join(RUN_SECTIONS) + ', parameters, job'
-    return RUN_SPEC_RECOMMENDATION.format(named)
+    if section in RUN_SECTIONS:
+        return RUN_SPEC_RECOMMENDATION.format(section)
+    if command == 'run':
+        return RUN_SPEC_RECOMMENDATION.format(', '.join(RUN_SECTIONS) + ', parameters, job')
+    return SPEC_RECOMMENDATION
 
 
 @contextmanager

@@ -61,3 +61,13 @@ def test_run_help_documents_every_section_with_an_example(az):
         assert ' {}: '.format(section) in text, section
         assert 'Example: ' + example in text, section
     assert '--plan-only --validate-only' in result.stdout and '--strict' in result.stdout
+
+
+def test_create_errors_in_a_tuning_section_point_to_run_help_which_documents_it(az, tmp_path):
+    # create reads objective (and limits.jobTimeoutMinutes) too; `create -h` does not document them, `run -h` does.
+    spec = write_sweep(str(tmp_path), 'c', [], [0.1, 0.2], epochs=3, objective='{metric: val_accuracy, goal: up}')
+    result = az('batchai', 'sweep', 'create', '-g', 'g', '-w', 'w', '-e', 'e', '-n', 'c', '--spec', spec,
+                '--plan-only')
+    message = error_of(result)
+    assert "objective.goal: expected one of 'max', 'min', got the string 'up'" in message
+    assert '"az batchai sweep run -h" documents every section of the sweep file (objective)' in message
