@@ -26,6 +26,13 @@ class ReportParser:
             self.step_pattern = re.compile(katib_pattern(objective['step'])) if objective.get('step') else None
             self.step_group = 'value'
 
+    def step_of(self, line):
+        """The value of the step key on a line (with or without the metric), or None."""
+        if self.step_pattern is None or self.step_pattern is self.pattern:
+            return None
+        found = self.step_pattern.search(line)
+        return as_metric(found.group(self.step_group)) if found is not None else None
+
     def parse_line(self, line, count):
         """The Report of one line (text), or None."""
         match = self.pattern.search(line)
@@ -53,6 +60,7 @@ class LogReader:
         self.reports = list(reports)
         self.lines = 0               # whole lines read
         self.names = NameCounter()   # the name=value names of its lines, until its first report
+        self.steps = set()           # the step key's values on those lines (the epochs it got through without one)
 
     def feed(self, data, final=False):
         """Consume the log's next bytes; `final` when the log is complete (its last line may lack a newline)."""
@@ -69,13 +77,17 @@ class LogReader:
                 self.reports.append(report)
             elif not self.reports:
                 self.names.add_line(line)
+                step = self.parser.step_of(line)
+                if step is not None:
+                    self.steps.add(step)
 
 
-# A job's output is evidence that the objective is misnamed once it has: finished; with a step key, printed that key
-# on this many lines; without one, this many name=value lines; with a regex, this many lines, none matching.
-STEP_LINES = 2
-NAME_VALUE_LINES = 10
-REGEX_LINES = 50
+# A job's output is evidence that the objective is misnamed once it has: finished; with a step key, got through this
+# many steps (distinct values of the key: a job may print many lines per epoch before its metric at the epoch's end);
+# without one, printed this many name=value lines; with a regex, this many lines, none matching.
+STEPS_WITHOUT = 2
+NAME_VALUE_LINES = 100
+REGEX_LINES = 200
 
 
 def objective_unreported(objective, readers, finished):
@@ -97,8 +109,8 @@ def objective_unreported(objective, readers, finished):
                 lines += reader.lines
             continue
         seen = reader.names
-        if seen.lines and (done or (step and seen.names.get(step, 0) >= STEP_LINES)
-                           or seen.lines >= NAME_VALUE_LINES):
+        if seen.lines and (done or len(reader.steps) >= STEPS_WITHOUT
+                           or (not step and seen.lines >= NAME_VALUE_LINES)):
             witnesses.append(name)
             for key, count in seen.names.items():
                 names[key] = names.get(key, 0) + count
