@@ -34,7 +34,8 @@ with open('HISTORY.rst', 'r', encoding='utf-8') as f:
 setup(
     name='batchai-sweep',
     version=VERSION,
-    description='Parameter sweeps on Azure Batch AI as az commands: az batchai sweep create|submit|status|resubmit|metrics.',
+    description='Hyperparameter sweeps as az commands: plan, submit, run steered by results (early termination, '
+                'Hyperband, ASHA, Bayesian), status, metrics, report; on Batch AI, a local service or Slurm.',
     long_description=README + '\n\n' + HISTORY,
     long_description_content_type='text/markdown',
     license='MIT',

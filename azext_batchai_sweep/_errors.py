@@ -5,6 +5,10 @@
 from contextlib import contextmanager
 
 SPEC_RECOMMENDATION = 'Fix the field named above; "az batchai sweep create -h" describes the sweep file.'
+# `sweep run` reads the tuning sections too: its help documents each of them with an example.
+RUN_SECTIONS = ('objective', 'limits', 'earlyTermination', 'sampling')
+RUN_SPEC_RECOMMENDATION = ('Fix the field named above; "az batchai sweep run -h" documents every section of the sweep '
+                           'file ({}) with an example, and docs/sweep-file.md has the reference.')
 STORAGE_RECOMMENDATION = ('Check the storage account, container or share, and the credentials in AZURE_STORAGE_KEY, '
                           'AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_SAS_TOKEN.')
 
@@ -13,9 +17,21 @@ def capitalized(message):
     return message[:1].upper() + message[1:]
 
 
+def spec_recommendation(error, command):
+    """Where the field of a SpecError is documented: `run -h` (the section named) for run and for any error in a
+    section only `run -h` documents, else `create -h`."""
+    section = (error.path or '').split('.')[0].split('[')[0]
+    if section in RUN_SECTIONS:
+        return RUN_SPEC_RECOMMENDATION.format(section)
+    if command == 'run':
+        return RUN_SPEC_RECOMMENDATION.format(', '.join(RUN_SECTIONS) + ', parameters, job')
+    return SPEC_RECOMMENDATION
+
+
 @contextmanager
-def core_errors():
-    """Map core.errors, OSError and azure.core's HTTP errors raised inside the block to azclierror classes."""
+def core_errors(command=None):
+    """Map core.errors, OSError and azure.core's HTTP errors raised inside the block to azclierror classes;
+    `command` ('run') picks the help a sweep-file error points to."""
     from azure.cli.core.azclierror import AzureResponseError, FileOperationError, InvalidArgumentValueError
     from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
     from azure.cli.core.azclierror import ResourceNotFoundError
@@ -28,7 +44,7 @@ def core_errors():
     except SpecError as ex:
         # The message starts with the file name (whose case must not change), hence the lead-in.
         raise InvalidArgumentValueError('Invalid sweep definition: {}'.format(ex),
-                                        recommendation=SPEC_RECOMMENDATION) from None
+                                        recommendation=spec_recommendation(ex, command)) from None
     except StorageError as ex:
         raise AzureResponseError(capitalized(str(ex)), recommendation=STORAGE_RECOMMENDATION) from None
     except ServiceUnreachableError as ex:

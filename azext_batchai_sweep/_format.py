@@ -14,6 +14,18 @@ from collections import OrderedDict
 MAX_RESULT_WIDTH = 60
 
 
+class _AsWritten(str):
+    """A column header that keeps its case: knack's table output upper-cases every header's first character
+    (`x[0].upper() + x[1:]`), which turns a metric `val_acc` into `Val_acc` and a parameter `lr` into `Lr`; the
+    metric's and the parameters' own names must read as the jobs print them."""
+
+    def __getitem__(self, index):
+        return _AsWritten(str.__getitem__(self, index))
+
+    def upper(self):
+        return str(self)
+
+
 def sweep_create_table_format(result):
     """One row per planned job: its name, then a column per parameter (`NAME.KEY` for a dict parameter's keys)."""
     return [_planned_job_row(job) for job in result['jobs']]
@@ -25,9 +37,9 @@ def _planned_job_row(job):
     for name, value in job['parameters'].items():
         if isinstance(value, dict):
             for key, item in value.items():
-                row['{}.{}'.format(name, key)] = _cell(item)
+                row[_AsWritten('{}.{}'.format(name, key))] = _cell(item)
         else:
-            row[name] = _cell(value)
+            row[_AsWritten(name)] = _cell(value)
     return row
 
 
@@ -143,6 +155,8 @@ def sweep_status_table_format(result):
 
 def sweep_run_table_format(result):
     """One row: why the sweep ended, the best job, counts, compute saved."""
+    if 'firstJobs' in result:  # --plan-only: the first jobs it would submit, as `create --plan-only` lists its jobs
+        return [_planned_job_row(job) for job in result['firstJobs']]
     best = result.get('best') or {}
     compute = result.get('compute') or {}
     row = OrderedDict()
@@ -181,7 +195,7 @@ def sweep_metrics_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
-        row[job.get('metricName') or 'Metric'] = _cell(job['metric'])
+        row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
         rows.append(_with_parameters(row, parameters))
     return rows
 

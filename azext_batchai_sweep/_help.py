@@ -138,30 +138,31 @@ examples:
 helps['batchai sweep run'] = """
 type: command
 short-summary: Run a sweep steered by its results, within its limits, with early termination, Hyperband or ASHA.
-long-summary: >
-    The controller runs in this az process: it submits jobs within the limits (maxTotalJobs, maxConcurrentJobs),
-    watches their states and reads only the new lines of their logs each poll, terminates the jobs an
-    earlyTermination policy stops (bandit, median, truncation, asha), submits the next jobs (new configurations,
-    Hyperband promotions) and ends when the sampler has nothing left, the budget is spent or timeoutMinutes has
-    passed. Every decision is printed on stderr with its rule and numbers, and `az batchai sweep status` shows it per
-    job. If the command is interrupted (Ctrl-C, a closed shell, a crash), run it again with the same arguments: it
-    resumes from the jobs on the service, never submits a job twice and keeps the limits. Interrupted by SIGINT,
-    SIGTERM or SIGHUP, it names on stderr the jobs still queued or running and the commands that stop them or resume
-    the run, stops them first with --stop-on-exit, and exits 128 + the signal's number (130, 143, 129). The result
-    names the best job, counts the jobs by state and by decision, says why the sweep ended and the compute used and
-    saved.
+long-summary: |
+    The controller runs in this az process: it submits jobs within the limits (maxTotalJobs, maxConcurrentJobs), watches their states and reads only the new lines of their logs each poll, terminates the jobs an earlyTermination policy stops (bandit, median, truncation, asha), submits the next jobs (new configurations, Hyperband promotions) and ends when the sampler has nothing left, the budget is spent or timeoutMinutes has passed. Every decision (a stop, a promotion, a job not promoted) is printed on stderr with its rule and numbers, and `az batchai sweep status` shows it per job. If the command is interrupted (Ctrl-C, a closed shell, a crash), run it again with the same arguments: it resumes from the jobs on the service, never submits a job twice and keeps the limits. Interrupted by SIGINT, SIGTERM or SIGHUP, it names on stderr the jobs still queued or running and the commands that stop them or resume the run, stops them first with --stop-on-exit, and exits 128 + the signal's number (130, 143, 129). The result names the best job, counts the jobs by state and by decision, says why the sweep ended and the compute used and saved. --plan-only checks the sweep file and lists the first jobs, offline.
+
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
+
+    The sweep file's sections for `run` (besides parameters and job, as for `create`; docs/sweep-file.md):
+
+    objective: how to read the value a job is judged by, from its output; every report is an intermediate value. metric: NAME (printed as NAME=VALUE, Katib's format) or regex: with a group "value" (and optionally "step"); goal: max or min; step: the NAME=VALUE key of the same line that is the step (epoch); file (default stdout.txt) and outputDirectoryId (default stdouterr); strict: true stops the sweep when the jobs' output shows the metric is not reported (as --strict).
+    Example: objective: {metric: val_accuracy, goal: max, step: epoch}
+
+    limits: maxTotalJobs (jobs in all, promotions included), maxConcurrentJobs (queued or running at once), timeoutMinutes (after the first job: running jobs terminated, the sweep ends), jobTimeoutMinutes (each job's maxWallClockTime), stopOnExit (true: a run that ends early stops the sweep's jobs, as --stop-on-exit). Minutes may be fractions.
+    Example: limits: {maxTotalJobs: 30, maxConcurrentJobs: 4, timeoutMinutes: 120, jobTimeoutMinutes: 20, stopOnExit: true}
+
+    earlyTermination: policy bandit (exactly one of slackFactor, a ratio, or slackAmount, a difference: a job below best / (1 + slackFactor), or best - slackAmount, stops), median (below the median of the running averages), truncation (truncationPercentage: the worst percent stop) or asha (minResource, maxResource, eta: successive halving over the step); evaluationInterval and delayEvaluation (reports) say when a job is judged. Not with hyperband sampling.
+    Example: earlyTermination: {policy: bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 5}
+    Example: earlyTermination: {policy: asha, minResource: 1, maxResource: 27, eta: 3}
+
+    sampling: type grid (every combination), random (count, seed), hyperband (resource: the placeholder given the budget, minResource, maxResource, eta, seed) or bayesian (count, seed, startupJobs: a Tree-structured Parzen Estimator, each new job from the objective of the jobs so far).
+    Example: sampling: {type: random, count: 20, seed: 7}
+    Example: sampling: {type: hyperband, resource: EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7}
+    Example: sampling: {type: bayesian, count: 30, seed: 7, startupJobs: 10}
 parameters:
   - name: --spec
     type: string
-    short-summary: Path of the sweep file (YAML or JSON).
-    long-summary: >
-        Besides parameters, sampling and job: objective ({metric: NAME, goal: max|min, step: epoch} or a regex),
-        limits ({maxTotalJobs, maxConcurrentJobs, timeoutMinutes, jobTimeoutMinutes, stopOnExit}), earlyTermination ({policy:
-        bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 5}, median, truncation with
-        truncationPercentage, or asha with minResource, maxResource, eta) and sampling {type: hyperband, resource:
-        EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7} or {type: bayesian, count: 30, seed: 7,
-        startupJobs: 10} (a Tree-structured Parzen Estimator: each new job from the objective of the jobs so far).
+    short-summary: Path of the sweep file (YAML or JSON); its sections are described above.
   - name: --max-total-jobs
     type: int
     short-summary: Submit at most this many jobs in all, promotions included; overrides limits.maxTotalJobs.
@@ -184,10 +185,22 @@ parameters:
         Without it, a run that ends early leaves its queued and running jobs running, unsteered, and names them on
         stderr with the commands that stop them and that resume the run. With it (or limits.stopOnExit: true in the
         sweep file) the run stops them as "az batchai sweep stop" does before it exits (128 + the signal's number).
+  - name: --strict
+    type: bool
+    short-summary: Stop the sweep as soon as the jobs' output shows the objective is not reported (a misnamed metric).
+  - name: --plan-only --validate-only
+    type: bool
+    short-summary: Check the sweep file and list the first jobs run would submit; no service, no login.
 examples:
+  - name: Check a sweep file without a service, and see the first jobs it would submit.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --plan-only -o table
   - name: Run an adaptive sweep on the local service, at most 3 jobs at a time.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --max-concurrent-jobs 3
+  - name: Stop at once if no job reports the objective (a misnamed metric), instead of spending the budget.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --strict
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4

@@ -67,6 +67,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     from ._exit_codes import NoServiceError
     from .localservice import control
     from .localservice.datadir import DataDirError
+    from .localservice.ports import PortInUseError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if not retarget:
         _refuse_retarget(cli_ctx, data_dir)
@@ -88,6 +89,10 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         info = control.start_background(data_dir, port=port or 0, slots=slots, faults=faults, scheduler=options)
     except DataDirError as ex:  # the folder given is the problem (bad input), not the service
         raise ValidationError('The local Batch AI service did not start: {}'.format(ex)) from None
+    except PortInUseError as ex:
+        raise ValidationError('The local Batch AI service did not start: {}'.format(ex), recommendation=(
+            'Give "--port 0" (a free port, the default) or another port; nothing was written to {}.'.format(
+                data_dir))) from None
     except RuntimeError as ex:
         raise NoServiceError('The local Batch AI service did not start: {}'.format(ex),
                                     recommendation='Check --port and --faults, and the log named above.') from None

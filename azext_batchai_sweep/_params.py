@@ -100,6 +100,10 @@ def load_arguments(self, _):
                    help='Time between two looks at the jobs (states and new log lines): seconds, or with a unit (90s, 2m).')
         c.argument('stop_on_exit', options_list=['--stop-on-exit'], action='store_true',
                    help='When the run ends early (SIGTERM, SIGINT, SIGHUP, or an error), stop the sweep\'s queued and running jobs on the way out, as "az batchai sweep stop" does, so that nothing runs unsteered. Sweep file: limits.stopOnExit.')
+        c.argument('plan_only', options_list=['--plan-only', '--validate-only'], action='store_true',
+                   help='Check the sweep file as `run` does (every section, for every sampling type) and list the first jobs it would submit, with their names and values; no service is contacted, nothing is submitted and no login is needed.')
+        c.argument('strict', options_list=['--strict'], action='store_true',
+                   help='Stop the sweep (its jobs terminated, exit code 6, bad input) as soon as the jobs\' output shows that the objective is not reported: lines of NAME=VALUE pairs without the objective\'s metric, or lines its regex does not match. Without it, a warning naming the names seen. The sweep file\'s objective.strict: true does the same.')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
         c.argument('state', arg_type=get_enum_type(STATES + ['missing']),

@@ -28,7 +28,7 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     from ._errors import core_errors
     from ._local_storage import local_file_storage
     from .core.spec.sweepfile import load_sweep_file
-    with core_errors():
+    with core_errors('run'):
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
                                      storage_account_name=storage_account_name, cluster_id=cluster,
                                      file_storage=local_file_storage(cmd.cli_ctx), adaptive=True,
@@ -36,6 +36,9 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     if definition.seed_origin == 'drawn':
         logger.warning('Sweep seed: %d (drawn; the jobs record it, so a re-run resumes with it)',
                        definition.sampling['seed'])
+    from .core.tuning.handoff import handoff_warnings
+    for warning in handoff_warnings(definition):
+        logger.warning('%s: %s (docs/sweep-run.md, "Where a promoted job finds its checkpoint")', spec, warning)
     return definition
 
 
@@ -186,3 +189,41 @@ def ended_early(cli_ctx, identity, why, stop_on_exit):
             identity.name, why), 'Stop them with "{}", or resume the run with "{}".'.format(stop, resume))
     return ('Sweep {}: the run ended early ({}); no job of the sweep is queued or running'.format(identity.name, why),
             'Resume the run with "{}".'.format(resume))
+# `run --plan-only` lists at most this many of the first jobs.
+FIRST_JOBS = 20
+
+
+def plan_run(definition, identity, limits):
+    """`run --plan-only`: the sweep file checked as `run` checks it, and the first jobs `run` would submit (names
+    and values), without a service. The samplers are pure functions of the seed and the jobs so far, so the first
+    suggestions are known for every sampling type (Bayesian starts with random ones; Hyperband with the
+    configurations of its first rung)."""
+    from .core.tuning.loop import JobFactory
+    from .core.tuning.samplers import make_sampler
+    goal = definition.objective['goal'] if definition.objective else 'max'
+    bounds = [bound for bound in (limits.max_concurrent_jobs, limits.max_total_jobs) if bound]
+    count = min(bounds + [FIRST_JOBS])
+    factory = JobFactory(definition, identity.name)
+    first = [{'name': factory.name(s), 'parameters': factory.values(s), 'note': s.note}
+             for s in make_sampler(definition, goal).suggest([], count)]
+    if definition.seed_origin == 'drawn':
+        logger.warning('Give --seed %d (or sampling.seed) to `run` to submit exactly these jobs: without it, `run` '
+                       'draws its own seed', definition.sampling['seed'])
+    logger.warning('Sweep file %s is valid for `sweep run`; the first %d job(s) it submits are listed',
+                   definition.source, len(first))
+    return {
+        'sweep': identity.name,
+        'resourceGroup': identity.resource_group,
+        'workspace': identity.workspace,
+        'experiment': identity.experiment,
+        'valid': True,
+        'sampling': definition.sampling,
+        'objective': definition.objective,
+        'limits': {key: value for key, value in (
+            ('maxTotalJobs', limits.max_total_jobs), ('maxConcurrentJobs', limits.max_concurrent_jobs),
+            ('timeoutMinutes', limits.timeout_minutes), ('jobTimeoutMinutes', limits.job_timeout_minutes))
+            if value is not None},
+        'earlyTermination': definition.early_termination,
+        'parameters': [spec.name for spec in definition.parameters],
+        'firstJobs': first,
+    }

@@ -134,12 +134,20 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
-              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False):
+              max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
+              strict=False, plan_only=False):
     from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
-    from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    if plan_only:  # the sweep file checked as run checks it, and its first jobs: no service, no login
+        from ._run import plan_run
+        definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
+                                         storage_account_name=storage_account_name, sampling=sampling, count=count,
+                                         seed=seed, recorded_seed=None)
+        with core_errors():
+            return plan_run(definition, identity, _run_limits(definition, max_total_jobs, max_concurrent_jobs,
+                                                              timeout))
     steering = {'stopOnExit': stop_on_exit, 'started': False}
 
     def prepare_and_run():
@@ -148,22 +156,19 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                          storage_account_name=storage_account_name, sampling=sampling, count=count,
                                          seed=seed, recorded_seed=service_seed(client, identity, retry))
-        written = definition.limits
-        steering['stopOnExit'] = stop_on_exit or written.get('stopOnExit', False)
-        limits = Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
-                        max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
-                        timeout_minutes=timeout or written.get('timeoutMinutes'),
-                        job_timeout_minutes=written.get('jobTimeoutMinutes'))
+        steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
+        limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                            limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
                            progress=ProgressLines(), journal_path=run_journal_path(
-                               cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name))
+                               cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name),
+                           strict=strict)
             steering['started'] = True
             return run.run(poll_interval), definition
     result, definition = _steer(cmd, identity, prepare_and_run, steering)
-    _run_outcome(cmd, result, definition, identity)
+    _run_outcome(cmd, result, definition, identity, spec)
     return result
 
 
@@ -189,18 +194,35 @@ def _steer(cmd, identity, prepare_and_run, steering):
         raise
 
 
-def _run_outcome(cmd, result, definition, identity):
-    """The run's exit code, once its result is printed: 0 with a best job (a timeout is a budget), JOBS_FAILED when
-    someone else stopped its jobs or no job ran to the end with a value, TIMEOUT when its timeout came first."""
+def _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout):
+    """The run's limits: the options, else the sweep file's."""
+    from .core.tuning.controller import Limits
+    written = definition.limits
+    return Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                  max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                  timeout_minutes=timeout or written.get('timeoutMinutes'),
+                  job_timeout_minutes=written.get('jobTimeoutMinutes'))
+
+
+def _run_outcome(cmd, result, definition, identity, spec):
+    """The run's exit code, once its result is printed: 0 with a best job (a timeout is a budget), BAD_INPUT when no
+    job reports the objective (strict), JOBS_FAILED when someone else stopped its jobs or no job ran to the end with a
+    value, TIMEOUT when its timeout came first."""
     from ._exit_codes import JobsFailedError, SweepTimeoutError
     from ._run import resume_command
-    from .core.tuning.controller import END_STOPPED, END_TIMEOUT
+    from .core.tuning.controller import END_STOPPED, END_TIMEOUT, END_UNREPORTED
     from .core.tuning.result import describe
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
-    if result['ended'] == END_STOPPED:
+    if result['ended'] == END_UNREPORTED:
+        from azure.cli.core.azclierror import InvalidArgumentValueError
+        fail_after_output(cmd.cli_ctx, InvalidArgumentValueError(
+            'Sweep {} stopped: {}'.format(identity.name, result['objectiveNotReported']),
+            recommendation='Fix objective.metric (or objective.regex) in {} to a name the jobs print (see "az batchai '
+                           'sweep run -h", section Objective), then run the same command again.'.format(spec)))
+    elif result['ended'] == END_STOPPED:
         fail_after_output(cmd.cli_ctx, JobsFailedError(
             'Jobs of sweep {} were terminated by someone else: the run ended without running them to the end'.format(
                 identity.name), recommendation='Go on with "{}".'.format(resume_command())))
@@ -356,7 +378,7 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
-    _add_run_decisions(cmd, client, result['jobs'], identity)
+    _add_run_decisions(cmd, client, result['jobs'], identity, result)
     _add_scheduler_job_ids(cmd, client, result['jobs'], identity)
     return result
 
@@ -377,30 +399,36 @@ def _scheduler_job_ids(cmd, client, identity):
     return scheduler_job_ids(client, identity.resource_group, identity.workspace, identity.experiment)
 
 
-def _add_run_decisions(cmd, client, rows, identity):
-    """A `sweep run`'s objective, step and decision per job (see _run_rows)."""
-    tuning = _run_rows(cmd, client, identity, from_service=bool(rows))
+def _add_run_decisions(cmd, client, rows, identity, result):
+    """A `sweep run`'s objective, step and decision per job, and the sweep's figures (see _run_view)."""
+    tuning, figures = _run_view(cmd, client, identity) if rows else ({}, None)
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
+    if figures is not None:
+        result['figures'] = figures
+        _say_figures(identity, figures)
 
 
-def _run_rows(cmd, client, identity, from_service=True):
-    """{job name: status row additions} of a `sweep run` of this sweep: from its journal on this machine, else
-    rebuilt from the jobs on the service (core/tuning/loop.rows_from_service: their objective, rules and logs);
-    {} for a sweep no controller ran."""
+def _say_figures(identity, figures):
+    from .core.tuning.result import describe_figures
+    logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
+
+
+def _run_view(cmd, client, identity):
+    """({job name: status row additions}, the sweep's figures) of a `sweep run` of this sweep: from its journal on
+    this machine when it saw every job's current attempt, else rebuilt from the jobs on the service
+    (core/tuning/loop.run_view: their objective, rules and logs); ({}, None) for a sweep no controller ran."""
     from ._run import run_journal_path
-    from .core.tuning.loop import read_journal_rows, rows_from_service
-    rows = read_journal_rows(run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace,
-                                              identity.experiment, identity.name))
-    if not rows and from_service:
-        from .core.service.identity import sweep_jobs
-        with core_errors():
-            jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                              identity.name, retry=_retry())
-            rows = rows_from_service(client, identity.resource_group, identity.workspace, identity.experiment,
-                                     jobs, retry=_retry())
-    return rows
+    from .core.service.identity import sweep_jobs
+    from .core.tuning.loop import run_view
+    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                            identity.name)
+    with core_errors():
+        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          retry=_retry())
+        return run_view(client, identity.resource_group, identity.workspace, identity.experiment, jobs, path,
+                        retry=_retry())
 
 
 def _status_plan(plan_file, identity):
@@ -572,6 +600,19 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                     len(rows), sweep_name, file, output_directory_id),
                 recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
                                'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
+        finished = [row['name'] for row in rows if row['state'] in ('succeeded', 'failed', 'terminated')]
+        if finished and all(row['metric'] is None for row in rows):
+            from .core.outputs.names import nothing_matched
+            raise nothing_matched(client, resource_group, workspace_name, experiment_name, sweep_name, finished,
+                                  metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
+                                  retry=_retry())
+        missing = sum(1 for row in rows if row['metric'] is None)
+        if missing:  # of every job of the sweep, not of the --top shown
+            logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+    figures = _run_view(cmd, client, identity)[1]
+    if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
+        _say_figures(identity, figures)
+    with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
         for row in rows:
@@ -580,9 +621,6 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             with open(csv, 'w', encoding='utf-8', newline='') as stream:
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
-    missing = sum(1 for row in rows if row['metric'] is None)
-    if missing:
-        logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
     return rows
 
 
@@ -707,17 +745,19 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
+    decisions, figures = _run_decisions(cmd, client, identity)
     with core_errors():
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
-                               output_file, plan_header=header,
-                               decisions=_run_decisions(cmd, client, identity),
+                               output_file, plan_header=header, decisions=decisions, figures=figures,
                                scheduler_ids=_scheduler_job_ids(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:
             _no_jobs(identity, client)
     summary = data['summary']
     best = summary['best']
+    if figures is not None:
+        _say_figures(identity, figures)
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
                    ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
     if open_report:
@@ -731,9 +771,11 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _run_decisions(cmd, client, identity):
-    """{job name: decision dict} of a `sweep run` of this sweep, for the report: the rows `status` shows."""
+    """({job name: decision dict}, figures) of a `sweep run` of this sweep, for the report: the rows and figures
+    `status` shows."""
     from .core.report.decisions import decisions_from_run_rows
-    return decisions_from_run_rows(_run_rows(cmd, client, identity))
+    rows, figures = _run_view(cmd, client, identity)
+    return decisions_from_run_rows(rows), figures
 
 
 def _output_format(cmd):

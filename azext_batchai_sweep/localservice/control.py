@@ -6,6 +6,7 @@ The background service is the foreground form spawned detached (its own session)
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import urllib.error
 import urllib.request
 
 from . import SERVICE_FILE, datadir
+from .ports import check_free
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +89,19 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
     current = status(data_dir)
     if current['running']:
         return {k: v for k, v in current.items() if k != 'running'}
+    check_free(port)  # a PortInUseError names the port and its holder, before anything is written
+    check_free(files_port, option='--files-port')
+    created = not os.path.exists(data_dir)
     datadir.prepare(data_dir)  # a DataDirError (a RuntimeError) says why a folder is refused, before any write
+    try:
+        return _spawn(data_dir, port, slots, faults, files_port, timeout, scheduler)
+    except BaseException:
+        if created:  # a failed first start leaves no half-made data dir behind
+            shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+
+
+def _spawn(data_dir, port, slots, faults, files_port, timeout, scheduler):
     try:
         os.unlink(os.path.join(data_dir, SERVICE_FILE))  # stale: its service is gone
     except FileNotFoundError:
@@ -109,8 +123,8 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError('the local service exited with code {}; see {}'.format(
-                proc.returncode, os.path.join(data_dir, LOG_FILE)))
+            raise RuntimeError('the local service exited with code {}: {}'.format(proc.returncode,
+                                                                                 _last_error(log_path)))
         info = _read_info(data_dir)
         if info and info.get('pid') == proc.pid and _answers(info['endpoint']):
             return info
@@ -118,6 +132,16 @@ def start_background(data_dir, port=0, slots=None, faults=None, files_port=0, ti
     proc.kill()
     raise RuntimeError('the local service did not start within {:g} s; see {}'.format(
         timeout, os.path.join(data_dir, LOG_FILE)))
+
+
+def _last_error(log_path):
+    """The service's last log line, quoted in the error: the log itself goes with a data dir made for this start."""
+    try:
+        with open(log_path, encoding='utf-8', errors='replace') as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        lines = []
+    return lines[-1] if lines else 'no log line'
 
 
 def stop(data_dir, timeout=20.0):

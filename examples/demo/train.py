@@ -11,8 +11,14 @@ Each epoch prints one line in Katib's ``name=value`` metrics format, e.g.::
     epoch=3 loss=0.412 accuracy=0.835 val_accuracy=0.820
 
 so ``az batchai sweep metrics --metric val_accuracy`` can read it, and so can a ``--regex``.
+
+Checkpoints (Hyperband, examples/demo/hyperband.yaml): after every epoch the model and the epoch are written to
+``checkpoint.json`` in the output directory. A job Hyperband promotes gets its parent's output directory in
+``BATCHAI_SWEEP_PARENT_OUTPUT_MODEL`` (as the parent saw it: ``$AZ_BATCHAI_*`` variables are expanded here); it reads
+the parent's checkpoint and trains on from the next epoch, up to ``--epochs`` in all.
 """
 import argparse
+import json
 import math
 import os
 import random
@@ -87,6 +93,31 @@ class Mlp:
         return hits / len(data)
 
 
+CHECKPOINT = 'checkpoint.json'
+
+
+def save_checkpoint(directory, model, epoch):
+    os.makedirs(directory, exist_ok=True)
+    partial = os.path.join(directory, CHECKPOINT + '.partial')
+    with open(partial, 'w', encoding='utf-8') as out:
+        json.dump({'epoch': epoch, 'w1': model.w1, 'b1': model.b1, 'w2': model.w2, 'b2': model.b2}, out)
+    os.replace(partial, os.path.join(directory, CHECKPOINT))  # a job killed mid-write leaves the last one whole
+
+
+def resume(model):
+    """The epoch the parent reached, with its weights loaded into `model`; 0 without a parent."""
+    parent = os.environ.get('BATCHAI_SWEEP_PARENT_OUTPUT_MODEL')
+    if not parent:
+        return 0
+    path = os.path.join(os.path.expandvars(parent), CHECKPOINT)
+    with open(path, encoding='utf-8') as f:
+        saved = json.load(f)
+    model.w1, model.b1, model.w2, model.b2 = saved['w1'], saved['b1'], saved['w2'], saved['b2']
+    print('resumed from epoch {} of {} ({})'.format(saved['epoch'], os.environ.get('BATCHAI_SWEEP_PARENT'), path),
+          flush=True)
+    return saved['epoch']
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     parser.add_argument('--learning-rate', type=float, default=0.5)
@@ -109,13 +140,17 @@ def main():
     print('training: learning_rate={} hidden_units={} epochs={} points={}'.format(
         args.learning_rate, args.hidden_units, args.epochs, args.points), flush=True)
 
-    for epoch in range(1, args.epochs + 1):
+    start = resume(model)
+    for epoch in range(start + 1, args.epochs + 1):
+        rng.seed(args.seed * 1000 + epoch)  # the same shuffles whether the epochs ran in one job or were resumed
         rng.shuffle(train)
         loss = 0.0
         for start in range(0, len(train), args.batch_size):
             loss += model.train_batch(train[start:start + args.batch_size], args.learning_rate)
         print('epoch={} loss={:.4f} accuracy={:.4f} val_accuracy={:.4f}'.format(
             epoch, loss / len(train), model.accuracy(train), model.accuracy(validation)), flush=True)
+        if args.output_dir:
+            save_checkpoint(args.output_dir, model, epoch)
         time.sleep(args.epoch_seconds)
 
     if args.output_dir:

@@ -86,3 +86,35 @@ def test_every_command_has_help_with_examples(az):
     group = az('batchai', 'sweep', '-h')
     for command in ('submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'local'):
         assert command in group.stdout
+
+
+@pytest.mark.service
+def test_local_start_on_a_port_in_use_names_it_and_its_holder_and_leaves_no_data_dir(az, tmp_path):
+    option = '--port'
+    import socket
+    # A port this test process listens on: the message names it and this process (from /proc), and suggests 0.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(('127.0.0.1', 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        data_dir = tmp_path / 'fresh' / 'data'
+        result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(data_dir), option, port)
+    assert result.exit_code == 1, result.stderr
+    assert 'port {} ({} {}) is in use by process {} ('.format(port, option, port, os.getpid()) in result.stderr
+    assert '--port 0' in result.stderr and 'Traceback' not in result.stderr
+    assert not data_dir.exists(), 'a failed first start leaves no half-made data dir'
+
+
+@pytest.mark.service
+def test_a_service_that_exits_at_start_removes_the_data_dir_made_for_it_and_quotes_its_log(tmp_path):
+    # The service process itself refuses (GPUs it cannot parse; az's validator would refuse them earlier, so the
+    # control module is called directly): its last log line is in the error, and the data dir this start made is gone.
+    data_dir = tmp_path / 'made'
+    with pytest.raises(RuntimeError, match=r'exited with code 2: error: .*none-such'):
+        control.start_background(str(data_dir), scheduler={'gpus': 'none-such'})
+    assert not data_dir.exists()
+    kept = tmp_path / 'kept'
+    kept.mkdir(mode=0o700)
+    with pytest.raises(RuntimeError):
+        control.start_background(str(kept), scheduler={'gpus': 'none-such'})
+    assert kept.is_dir(), 'a data dir that was there before is never removed'

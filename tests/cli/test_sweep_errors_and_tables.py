@@ -60,7 +60,7 @@ def test_every_table_fits_100_columns_and_shows_6_significant_digits(made):
     # metrics: a failed job never ranks above a succeeded one; the column is named after the metric.
     best = target.run('metrics', 'lr', '--metric', 'loss', '--goal', 'max', '-o', 'table').stdout
     rows = fits(best)
-    assert rows[0] == ['Name', 'State', 'Loss', 'LEARNING_RATE', 'MOMENTUM']  # az title-cases the headers
+    assert rows[0] == ['Name', 'State', 'loss', 'LEARNING_RATE', 'MOMENTUM']  # the metric's own name, as jobs print it
     assert [row[1] for row in rows[2:]] == ['succeeded'] * 3 + ['failed'] * 3
     assert [row[2] for row in rows[2:5]] == ['0.1', '0.00316228', '0.0001']
 

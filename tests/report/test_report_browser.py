@@ -6,6 +6,7 @@ Without Chromium these tests skip loudly (a warning in the summary); in CI (CI=t
 tmp dir and, when REPORT_SCREENSHOTS=DIR is set, copied to DIR for a person to look at.
 """
 import os
+import re
 import shutil
 import warnings
 
@@ -108,3 +109,78 @@ def test_ten_thousand_job_report_in_chromium(browser, tmp_path):
     assert 'stopped at epoch' in title and 'by bandit' in title
     assert page.errors() == []
     assert page.requests() == ['file://' + str(path)]
+
+
+# Every word of a summary card's text (outside <code>: a job name may wrap anywhere) on one line: the x positions of
+# its characters only grow. A word split mid-word has a character that starts a new line.
+SPLIT_WORDS = r'''(function(){
+  var split = [];
+  document.querySelectorAll('.card').forEach(function(card){
+    var walker = document.createTreeWalker(card, NodeFilter.SHOW_TEXT);
+    for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.parentElement.closest('code')) continue;
+      var re = /\S+/g, m;
+      while ((m = re.exec(node.data))) {
+        var range = document.createRange(), tops = new Set();
+        for (var i = 0; i < m[0].length; i++) {
+          range.setStart(node, m.index + i); range.setEnd(node, m.index + i + 1);
+          var r = range.getClientRects()[0];
+          if (r) tops.add(Math.round(r.top));
+        }
+        if (tops.size > 1) split.push(m[0]);
+      }
+    }
+  });
+  return split;
+})()'''
+
+
+def small_sweep_report(tmp_path):
+    """A sweep of 3-epoch jobs with a metric in lower case and a job that printed two epochs past the decision that
+    stopped it (a job goes on printing until it is terminated)."""
+    from azext_batchai_sweep.core.report.data import report_data
+    from azext_batchai_sweep.core.report.html import render_html
+    from azext_batchai_sweep.core.report.model import EXTRA_DECISION, Objective
+    from azext_batchai_sweep.core.report.collect import sweep_record
+    from azext_batchai_sweep.core.tuning.trial import Report, Trial
+    trials = []
+    for index, q in enumerate([0.9, 0.8, 0.7, 0.3]):
+        stopped = q == 0.3
+        reports = tuple(Report(float(e), q * e / 3) for e in range(1, 4))
+        decision = {'action': 'stopped', 'rule': 'bandit', 'step': 1.0, 'rung': None, 'bracket': None,
+                    'reason': 'stopped at epoch 1 by bandit: 0.1 < 0.3 / 1.1'} if stopped else None
+        trials.append(Trial(name='small-{}'.format(index), index=index, params={'lr': q}, reports=reports,
+                            state='terminated' if stopped else 'succeeded', stopped_early=stopped,
+                            extra={EXTRA_DECISION: decision}))
+    record = sweep_record('small', Objective(metric='val_acc', goal='max', step='epoch'), trials,
+                          resource_group='rg', workspace='ws', experiment='exp', sampling='grid',
+                          generated_at='2026-11-23T12:00:00+00:00')
+    data = report_data(record)
+    path = tmp_path / 'small-report.html'
+    path.write_text(render_html(data))
+    return str(path), data
+
+
+@pytest.mark.parametrize('width', [1280, 1040, 800, 560, 390])
+def test_small_things_cards_ticks_stopped_curves_and_headers(browser, tmp_path, width):
+    path, data = small_sweep_report(tmp_path)
+    page = browser.page()
+    page.load(path, width=width)
+    keep(page, tmp_path, 'report-small-{}.png'.format(width))
+    assert page.evaluate(SPLIT_WORDS) == [], 'a card splits a word at width {}'.format(width)
+    ticks = page.evaluate('[...document.querySelectorAll("#learning-curves .axis-x text:not(.axis-title)")]'
+                          '.map(t => t.textContent)')
+    assert ticks and all(re.fullmatch(r'\d+', tick) for tick in ticks), ticks
+    counted = page.evaluate('[...document.querySelectorAll("#best-so-far .axis-x text:not(.axis-title)")]'
+                            '.map(t => t.textContent)')
+    assert counted and all(re.fullmatch(r'\d+', tick) for tick in counted), counted  # jobs are whole too
+    # The stopped job's curve ends at the step of its decision, where its cross is.
+    end = page.evaluate('(function(){var p=document.querySelector("polyline.curve[data-job=\'small-3\']");'
+                        'return p ? p.points.numberOfItems : document.querySelectorAll('
+                        '"circle.curve[data-job=\'small-3\']").length;})()')
+    assert end == 1, 'the stopped job is drawn past epoch 1'
+    stopped = next(job for job in data['jobs'] if job['name'] == 'small-3')
+    assert stopped['lastStep'] == 1.0 and [step for step, _ in stopped['reports']] == [1.0]
+    headers = page.evaluate('[...document.querySelectorAll("#job-table th")].map(th => th.textContent)')
+    assert 'val_acc' in headers and 'best val_acc' in headers and 'lr' in headers, headers
+    assert page.errors() == []

@@ -59,13 +59,14 @@ def test_table_without_plan_and_open(reported_sweep, tmp_path):
     assert data == [None, None, 'log']  # no plan: no random-search curve; LEARNING_RATE spans 10^4, a log axis
 
 
-def test_a_metric_no_job_prints_still_reports_the_jobs(reported_sweep, tmp_path):
-    result = reported_sweep.run('report', '--metric', 'accuracy_nowhere', '-f', str(tmp_path / 'r.html'),
-                                '--query', 'summary.[jobs, withObjective, best]')
-    assert result.exit_code == 0, result.stderr
-    assert result.json() == [12, 0, None]
-    html = (tmp_path / 'r.html').read_text()
-    assert 'No learning curves: no job reported the objective more than once.' in html
+def test_a_metric_no_job_prints_is_an_error_naming_the_names_there(reported_sweep, tmp_path):
+    # Issue 27: a report of empty plots for a misspelt --metric (exit 0) cost a user the sweep's look; now it names
+    # what the jobs do print, and writes nothing.
+    result = reported_sweep.run('report', '--metric', 'accuracy_nowhere', '-f', str(tmp_path / 'r.html'))
+    assert result.exit_code == 3, result.stderr
+    assert 'Metric accuracy_nowhere matches nothing in the stdout.txt of the 12 finished job(s) of sweep curves; ' \
+        'names there: epoch, loss, val_accuracy' in result.stderr
+    assert not (tmp_path / 'r.html').exists()
 
 
 @pytest.mark.parametrize('args, code, message', [

@@ -10,12 +10,15 @@ from azext_batchai_sweep.core.tuning.loop import job_state
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
 
 
-def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05):
+OBJECTIVE = '{metric: val_accuracy, goal: max, step: epoch}'
+
+
+def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05, objective=OBJECTIVE):
     """A sweep file over Q (the job's quality: the larger, the better at every epoch) running data/curve.py."""
     command = '{} {} {{{{Q}}}} {} {}'.format(sys.executable, CURVE, epochs, sleep)
     text = '\n'.join([
         'jobNamePrefix: {}'.format(name),
-        'objective: {metric: val_accuracy, goal: max, step: epoch}',
+        'objective: ' + objective,
         *sections,
         'parameters:',
         '  - {{name: Q, type: discrete, values: {}}}'.format(list(values)),
@@ -100,3 +103,23 @@ def hyperband_decisions(jobs):
         env = env_of(job)
         out.add((env['BATCHAI_SWEEP_BRACKET'], env['BATCHAI_SWEEP_RUNG'], env['BATCHAI_SWEEP_SLOT'], env['PARAM_Q']))
     return out
+
+
+def service_setup(service, tmp_path_factory, name):
+    """(az pointed at the service, a folder for the sweep files, a new experiment's name) for one test module."""
+    import uuid
+    from tests.fixtures_az import service_az
+    directory = str(tmp_path_factory.mktemp(name))
+    return service_az(service, directory), directory, name + '-' + uuid.uuid4().hex[:8]
+
+
+def target(service, experiment, sweep):
+    """-g -w -e -n of a sweep on the service."""
+    return ['-g', service.resource_group, '-w', service.workspace, '-e', experiment, '-n', sweep]
+
+
+def run_args(service, experiment, sweep, spec, *extra):
+    """`az batchai sweep run` of a sweep file on the service, polling often, JSON out."""
+    return ['batchai', 'sweep', 'run', *target(service, experiment, sweep), '--spec', spec, '-c', service.cluster,
+            '--poll-interval', '0.2', '-o', 'json', *extra]
+

@@ -33,3 +33,19 @@ def test_regex_with_value_and_step_groups():
     reader = LogReader(parser)
     reader.feed('epoch  loss  acc\n    1  0.52  0.81\n    2  0.40  0.86\n'.encode('utf-8'))
     assert steps_values(reader) == [(1.0, 0.81), (2.0, 0.86)]
+
+
+def test_a_misnamed_objective_is_evidence_only_once_a_job_gets_through_two_steps_without_it():
+    """Issue 27: many lines per epoch before the metric at the epoch's end are not evidence; a second epoch is."""
+    from azext_batchai_sweep.core.tuning.reports import LogReader, ReportParser, objective_unreported
+    objective = {'metric': 'val_acc', 'goal': 'max', 'step': 'epoch'}
+    reader = LogReader(ReportParser(objective))
+    reader.feed(''.join('epoch=1 batch={} loss=0.5\n'.format(b) for b in range(50)).encode())
+    assert objective_unreported(objective, {'job': reader}, set()) is None
+    reader.feed(b'epoch=1 val_accuracy=0.7\nepoch=2 batch=0 loss=0.4\n')
+    assert objective_unreported(objective, {'job': reader}, set()) == (
+        'val_acc: no job has reported it; seen: epoch, batch, loss, val_accuracy (in the output of job)')
+    right = {'metric': 'val_accuracy', 'goal': 'max', 'step': 'epoch'}
+    fine = LogReader(ReportParser(right))
+    fine.feed(b'epoch=1 batch=0 loss=0.5\nepoch=1 val_accuracy=0.7\nepoch=2 batch=0 loss=0.4\n')
+    assert objective_unreported(right, {'job': fine}, {'job'}) is None  # it reported: nothing to say

@@ -9,6 +9,7 @@
 """
 import json
 import os
+import re
 import uuid
 
 import pytest
@@ -91,11 +92,11 @@ def hyperband_reference(setup, local_service, batchai_client):
     with Watcher(batchai_client, local_service, experiment, 'hb') as watcher:
         run = az(*args(local_service, experiment, 'hb', spec))
     assert run.exit_code == 0, run.stderr
-    return run.json(), watcher.jobs(), watcher.most
+    return run.json(), watcher.jobs(), watcher.most, run.stderr
 
 
 def test_hyperband_promotes_the_best_as_children_of_their_parents(hyperband_reference, setup, local_service):
-    result, jobs, most = hyperband_reference
+    result, jobs, most, _ = hyperband_reference
     assert most <= 3
     assert result['jobs'] == 22 and result['ended'] == 'exhausted'
     assert result['decisions'] == {'promoted': 5, 'not promoted': 12, 'ran to the end': 5}
@@ -123,9 +124,34 @@ def test_hyperband_promotes_the_best_as_children_of_their_parents(hyperband_refe
     assert tail.stdout.splitlines()[1].startswith('epoch=4 ')
 
 
+def test_hyperband_prints_every_promotion_and_every_job_it_does_not_promote(hyperband_reference):
+    """Each of Hyperband's decisions is on stderr once, as a policy's stop is ("NAME: <decision with numbers>")."""
+    result, jobs, _, stderr = hyperband_reference
+    lines = [line for line in stderr.splitlines() if 'by hyperband' in line]
+    promoted = [line for line in lines if ': promoted by hyperband to EPOCHS ' in line]
+    dropped = [line for line in lines if ': not promoted by hyperband: rank ' in line]
+    assert (len(promoted), len(dropped)) == (result['decisions']['promoted'], result['decisions']['not promoted'])
+    named = [line.split(': ')[1] for line in lines]  # "WARNING: NAME: decision"
+    assert len(set(named)) == len(named) and set(named) <= {job.name for job in jobs}  # each job once
+
+
+def test_asha_prints_its_promotions_and_its_stops(setup, local_service):
+    az, directory, _, experiment = setup
+    spec = write_sweep(directory, 'asha', ['limits: {maxConcurrentJobs: 2}',
+                                           'earlyTermination: {policy: asha, minResource: 1, maxResource: 9, eta: 3}'],
+                       [0.9, 0.8, 0.2, 0.1, 0.85], epochs=4, sleep=0.1)
+    run = az(*args(local_service, experiment, 'asha', spec))
+    assert run.exit_code == 0, run.stderr
+    # Q 0.9 reports 0.45 at epoch 1: the best there, whatever else had reported by then
+    assert re.search(r': promoted past rung 0 \(epoch 1\) by asha: 0\.45 is in the top 1 of [12] \(cutoff 0\.45\)',
+                     run.stderr), run.stderr
+    stops = [line for line in run.stderr.splitlines() if ' by asha: ' in line and 'stopped at epoch' in line]
+    assert len(stops) == run.json()['decisions'].get('stopped', 0) >= 1
+
+
 def test_killed_controller_resumes_with_the_same_decisions(hyperband_reference, setup, local_service,
                                                            batchai_client):
-    reference_result, reference_jobs, _ = hyperband_reference
+    reference_result, reference_jobs, _, _ = hyperband_reference
     az, directory, config, experiment = setup
     spec = write_sweep(directory, 'hbkill', HYPERBAND, QUALITIES)
     command = [AZ] + args(local_service, experiment, 'hbkill', spec)

@@ -7,6 +7,8 @@ import os
 import tempfile
 
 from ..outputs.metrics import MetricExtractor
+from ..outputs.names import nothing_matched
+from ..tuning.trial import FINISHED_STATES
 from .collect import plan_details, read_trials, sweep_record
 from .data import report_data
 from .html import render_html
@@ -31,7 +33,8 @@ def write_file_atomically(path, text):
 
 
 def make_report(client, resource_group, workspace, experiment, sweep_name, objective, output_file, *,
-                plan_header=None, decisions=None, scheduler_ids=None, parallel=8, progress=None, retry=None):
+                plan_header=None, decisions=None, scheduler_ids=None, figures=None, parallel=8, progress=None,
+                retry=None):
     """Read the sweep, write its report to output_file; returns the report's data (None when the sweep has no
     jobs: nothing is written then).
 
@@ -39,6 +42,7 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
     :param plan_header: the header of the sweep's plan file, for the sampling type and the parameters' scales.
     :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
     :param scheduler_ids: {job name, lower case: Slurm job id} on a local Slurm service.
+    :param figures: that controller's figures of the sweep (core/tuning/result.sweep_figures), if any.
     """
     extractor = MetricExtractor(regex=objective.regex, metric_name=objective.metric)
     reader = ReportReader(extractor, step_key=objective.step)
@@ -48,12 +52,17 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
                          progress=progress, retry=retry)
     if not trials:
         return None
+    finished = [t.name for t in trials if t.state in FINISHED_STATES]
+    if finished and not any(t.reports for t in trials):  # a misnamed --metric: no empty report, the names there
+        raise nothing_matched(client, resource_group, workspace, experiment, sweep_name, finished,
+                              metric=objective.metric, regex=objective.regex, file=objective.file,
+                              output_directory_id=objective.output_directory_id, retry=retry)
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
     if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
         carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}
         sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
-    data = report_data(record)
+    data = report_data(record, figures=figures)
     write_file_atomically(output_file, render_html(data))
     return data

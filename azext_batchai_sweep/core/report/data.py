@@ -116,20 +116,23 @@ def _mark(job, best_name):
 
 def _job_row(trial, objective):
     extra = trial.extra or {}
-    reports = [[report.step, report.value] for report in trial.reports]
+    decision = extra.get(EXTRA_DECISION)
+    cut = (decision or {}).get('step') if (decision or {}).get('action') == 'stopped' else None
+    # A stopped job counts (and is drawn) up to the step of the decision that stopped it, as `sweep run` counts it:
+    # the lines it printed while being terminated are not part of the sweep.
+    reports = [[report.step, report.value] for report in trial.reports if cut is None or report.step <= cut]
     values = [value for _, value in reports]
     best_value = None
     for value in values:
         if objective.better(value, best_value):
             best_value = value
-    decision = extra.get(EXTRA_DECISION)
     return {
         'name': trial.name,
         'index': trial.index,
         'state': trial.state,
         'parameters': trial.params,
         'values': _flat(trial.params),
-        'objective': trial.last,
+        'objective': values[-1] if values else None,
         'bestValue': best_value,
         'reports': reports,
         'lastStep': reports[-1][0] if reports else None,
@@ -169,6 +172,15 @@ def _parse_time(text):
         return datetime.datetime.fromisoformat(text.replace('Z', '+00:00'))
     except ValueError:
         return None
+
+
+def _run_compute(figures):
+    """The summary's compute from a `sweep run`'s figures: the same job-steps used and saved that `run` reports."""
+    compute = figures['compute']
+    used, saved, seconds = compute['jobSteps'], compute['jobStepsSaved'], compute['jobSeconds'] or 0.0
+    return {'jobSeconds': seconds, 'jobSteps': used, 'savedJobSteps': saved,
+            'savedJobSeconds': round(saved * seconds / used, 3) if used else 0.0,
+            'savedFraction': round(saved / compute['jobStepsFull'], 4) if compute['jobStepsFull'] else 0.0}
 
 
 def _compute(jobs, generated_at):
@@ -367,8 +379,9 @@ def _step_key(record):
     return keys.pop() if len(keys) == 1 else None
 
 
-def report_data(record: SweepRecord) -> dict:
-    """The report's data (JSON-ready) for a sweep record."""
+def report_data(record: SweepRecord, figures=None) -> dict:
+    """The report's data (JSON-ready) for a sweep record; `figures`: a `sweep run`'s figures
+    (core/tuning/result.sweep_figures, as `run` and `status` show them), whose compute the summary shows."""
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
     jobs = [_job_row(trial, objective) for trial in trials]
@@ -401,7 +414,8 @@ def report_data(record: SweepRecord) -> dict:
             'best': None if best is None else {'name': best['name'], 'value': best['objective'],
                                                'parameters': best['parameters'], 'lastStep': best['lastStep']},
             'objectiveRange': [min(objective_values), max(objective_values)] if objective_values else None,
-            'compute': _compute(jobs, record.generated_at),
+            'compute': _compute(jobs, record.generated_at) if figures is None else _run_compute(figures),
+            'figures': figures,
             'time': _time_span(jobs),
             'decided': any(job['decision'] for job in jobs),
         },

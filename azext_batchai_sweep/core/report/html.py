@@ -25,7 +25,9 @@ h2 { font-size: 17px; margin: 0 0 4px; }
 .sub, .note, figcaption { color: var(--muted); }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 16px; margin: 14px 0; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(176px, 1fr)); gap: 10px; }
-.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; overflow-wrap: anywhere; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 10px 12px; min-width: 0;
+        overflow-wrap: break-word; }
+.card code { overflow-wrap: anywhere; } .nw { white-space: nowrap; }
 .card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
 .big { font-size: 20px; font-weight: 600; }
 .chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 4px 2px 0; background: #eef0f3; }
@@ -181,6 +183,10 @@ def _duration(seconds):
     return '{:.1f} h'.format(seconds / 3600)
 
 
+# A hyphenated word a card must not break at its hyphen (a narrow card would show "job-" and "steps").
+JOB_STEPS = '<span class="nw">job-steps</span>'
+
+
 def _card(title, body):
     return '<div class="card"><h3>{}</h3>{}</div>'.format(esc(title), body)
 
@@ -217,11 +223,11 @@ def _summary(data):
     else:
         cards.append(_card('Best job', '<div class="note">no job has run to the end with a value yet</div>'))
     compute = summary['compute']
-    saved = ('<div>saved by early termination: {} job-steps ({:.0%}), about {} of compute</div>'.format(
-        fmt(compute['savedJobSteps']), compute['savedFraction'], _duration(compute['savedJobSeconds']))
+    saved = ('<div>saved by early termination: {} {} ({:.0%}), about {} of compute</div>'.format(
+        fmt(compute['savedJobSteps']), JOB_STEPS, compute['savedFraction'], _duration(compute['savedJobSeconds']))
              if compute['savedJobSteps'] else '<div class="note">no job was stopped early</div>')
-    cards.append(_card('Compute', '<div class="big">{}</div><div>{} job-steps</div>{}'.format(
-        _duration(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), saved)))
+    cards.append(_card('Compute', '<div class="big">{}</div><div>{} {}</div>{}'.format(
+        _duration(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), JOB_STEPS, saved)))
     span = summary['time']
     ran = '<div>from {}</div>'.format(esc(_when(span['firstStart']) or 'not started'))
     ran += ('<div>still running</div>' if span['stillRunning']
@@ -294,6 +300,14 @@ def _table(data):
                 heads, _script_json(payload)))
 
 
+def _undecided(data):
+    """Why no job carries a decision: a sampler that chose each job from the results so far (bayesian, or a `sweep
+    run` without a policy) stopped none; a planned sweep (`submit`) ran every job as planned."""
+    if data['summary'].get('figures') is not None or data.get('sampling') in ('bayesian', 'hyperband'):
+        return 'No job was stopped early or promoted: each ran to its end.'
+    return 'No controller decisions are recorded for this sweep: its jobs ran as planned.'
+
+
 def _curves_caption(data):
     plot = data['plots']['learningCurves']
     text = ('One line per job: {} against step. A cross marks the step at which a decision stopped a job, a dot '
@@ -303,7 +317,7 @@ def _curves_caption(data):
         text += (' {} of {} jobs are drawn (the best, the stopped and failed ones, the top tenth and a fixed random '
                  'sample); the band and the dashed median cover every job.'.format(len(plot['drawn']), plot['jobs']))
     if not data['summary']['decided']:
-        text += ' No controller decisions are recorded for this sweep: its jobs ran as planned.'
+        text += ' ' + _undecided(data)
     return text
 
 

@@ -124,7 +124,9 @@ def learning_curves(data):
     values += [v for row in band for v in row[1:] if v is not None]
     x = Linear(min(steps), max(steps), left, right)
     y = _objective_scale(values, top, bottom)
-    parts = [_axis_y(y, left, top, bottom, label, grid_to=right), _axis_x(x, bottom, left, right, _step_label(data))]
+    whole = all(float(step).is_integer() for step in steps)  # epochs: whole ticks only
+    parts = [_axis_y(y, left, top, bottom, label, grid_to=right),
+             _axis_x(x, bottom, left, right, _step_label(data), ticks=x.ticks(integer=whole))]
     if band:
         upper = [(x(row[0]), y(row[3])) for row in band]
         lower = [(x(row[0]), y(row[1])) for row in reversed(band)]
@@ -334,7 +336,8 @@ def best_so_far(data):
     x = (Log(1, max(2, finished), left, right) if finished > 200 else Linear(1, max(2, finished), left, right))
     y = _objective_scale(values, top, bottom)
     parts = [_axis_y(y, left, top, bottom, 'best ' + label, grid_to=right),
-             _axis_x(x, bottom, left, right, 'jobs finished (with a value), in order of their end')]
+             _axis_x(x, bottom, left, right, 'jobs finished (with a value), in order of their end',
+                     ticks=None if finished > 200 else x.ticks(integer=True))]
     stairs = []
     for i, point in enumerate(plot['improvements']):
         if stairs:

@@ -40,8 +40,8 @@ class Linear:
     def __call__(self, value):
         return self.start + (value - self.low) / (self.high - self.low) * (self.end - self.start)
 
-    def ticks(self, count=5):
-        return nice_ticks(self.low, self.high, count)
+    def ticks(self, count=5, integer=False):
+        return nice_ticks(self.low, self.high, count, integer)
 
 
 class Log:
@@ -83,13 +83,17 @@ class Band:
         return abs(self.end - self.start) / max(1, len(self.categories))
 
 
-def nice_ticks(low, high, count=5):
-    """Round tick values covering [low, high]: steps of 1, 2 or 5 times a power of ten."""
+def nice_ticks(low, high, count=5, integer=False):
+    """Round tick values covering [low, high]: steps of 1, 2 or 5 times a power of ten; `integer` (an axis of whole
+    steps, such as epochs): whole steps of at least 1, never a tick at epoch 0.5."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low]
     raw = (high - low) / max(1, count)
+    if integer:
+        raw = max(raw, 1.0)
     power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    factors = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = next(m * power for m in factors if m * power >= raw)
     first = math.ceil(low / step - 1e-9) * step
     ticks = []
     value = first

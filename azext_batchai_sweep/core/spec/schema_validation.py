@@ -10,6 +10,7 @@ Errors are reported for people editing a file by hand: a field path (`parameters
 expected there. All errors are reported, the most specific (deepest path) first; a failed oneOf/anyOf reports the
 branch that got furthest rather than every branch.
 """
+import difflib
 import math
 import re
 from collections import namedtuple
@@ -36,6 +37,7 @@ _IDENTIFIER = re.compile(r'^[A-Za-z_$][\w$]*$')
 TYPE_MISMATCH = 'type'      # the value is not even of the alternative's type
 DISCRIMINATOR = 'tag'       # a single-value enum failed (such as `type: numeric`): the document meant another branch
 OTHER = 'other'
+REQUIRED = 'required'      # a required field is missing
 
 
 class SchemaIssue(namedtuple('SchemaIssue', ['path', 'expected', 'got', 'kind'])):
@@ -176,7 +178,7 @@ class SchemaValidator:
         if 'anyOf' in schema:
             issues.extend(self._check_any_of(value, schema['anyOf'], path))
         if 'oneOf' in schema:
-            issues.extend(self._check_one_of(value, schema['oneOf'], path))
+            issues.extend(self._check_one_of(value, schema['oneOf'], path, schema.get('oneOfMessage')))
         return issues
 
     @staticmethod
@@ -216,7 +218,7 @@ class SchemaValidator:
         for name in schema.get('required', ()):
             if name not in value:
                 # Reported at the missing field's own path: that is where the user has to write something.
-                issues.append(SchemaIssue(path + (name,), 'a value (the field is required)', None, OTHER))
+                issues.append(SchemaIssue(path + (name,), 'a value (the field is required)', None, REQUIRED))
         for name, item in value.items():
             if name in properties:
                 issues.extend(self._check(item, properties[name], path + (name,)))
@@ -224,7 +226,9 @@ class SchemaValidator:
                 extra = schema.get('additionalProperties', True)
                 if extra is False:
                     allowed = 'only the fields {}'.format(', '.join(sorted(properties))) if properties else 'no fields'
-                    issues.append(SchemaIssue(path + (name,), allowed, 'the unknown field {!r}'.format(name), OTHER))
+                    near = difflib.get_close_matches(str(name), list(properties), n=1)
+                    issues.append(SchemaIssue(path + (name,), allowed, 'the unknown field {!r}{}'.format(
+                        name, ' (did you mean {}?)'.format(near[0]) if near else ''), OTHER))
                 elif isinstance(extra, dict):
                     issues.extend(self._check(item, extra, path + (name,)))
         return issues
@@ -235,15 +239,25 @@ class SchemaValidator:
             return []
         return _furthest(results, path)
 
-    def _check_one_of(self, value, branches, path):
+    def _check_one_of(self, value, branches, path, message=None):
+        """`message` (the schema's own `oneOfMessage`, such as "exactly one of slackFactor and slackAmount") is what
+        a user reads when the alternatives differ by which fields are given: neither or both of them."""
         results = [self._check(value, branch, path) for branch in branches]
         matched = sum(1 for issues in results if not issues)
         if matched == 1:
             return []
+        if message and (matched > 1 or all(i.kind == REQUIRED for issues in results for i in issues)):
+            given = sorted(set(_required_fields(branches)) & set(value)) if isinstance(value, dict) else []
+            return [SchemaIssue(path, message, 'both {}'.format(' and '.join(given)) if matched > 1 and given
+                                else 'neither' if matched == 0 else None, OTHER)]
         if matched > 1:
             return [SchemaIssue(path, 'a value matching exactly one alternative',
                                 'a value matching {} of them'.format(matched), OTHER)]
         return _furthest(results, path)
+
+
+def _required_fields(branches):
+    return [name for branch in branches for name in branch.get('required', ())]
 
 
 def _furthest(results, path):

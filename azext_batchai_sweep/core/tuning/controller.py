@@ -20,11 +20,13 @@ END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and ev
 END_MAX_TOTAL = 'maxTotalJobs'     # the budget of jobs is spent, and every job has finished
 END_TIMEOUT = 'timeout'            # timeoutMinutes passed: the running jobs were terminated
 END_STOPPED = 'stopped'            # someone else terminated the sweep's jobs (az batchai sweep stop)
+END_UNREPORTED = 'objectiveNotReported'  # strict: the jobs' output shows the objective is misnamed
 UNLIMITED = 1 << 30
 END_REASONS = {
     END_EXHAUSTED: 'every job the sampler had to run has finished',
     END_MAX_TOTAL: 'maxTotalJobs jobs were submitted and all have finished',
     END_TIMEOUT: 'the sweep reached timeoutMinutes; its running jobs were terminated',
+    END_UNREPORTED: 'the jobs print no value of the objective (strict): the sweep was stopped at once',
     END_STOPPED: 'jobs of the sweep were terminated by someone else (az batchai sweep stop): nothing more was '
                  'submitted; run the same command again to go on',
 }
@@ -45,6 +47,7 @@ class Actions:
     terminate: list = field(default_factory=list)   # Decisions, one per job to terminate
     submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
     end: Optional[str] = None                       # one of END_REASONS once the sweep is over
+    notes: list = field(default_factory=list)       # (job name, text): a policy let a job go on at a rung (ASHA)
 
 
 class Controller:
@@ -60,22 +63,8 @@ class Controller:
         self.decisions = dict(decisions or {})
 
     def as_seen_by_policies(self, trials):
-        """The trials as the rules must see them: a job terminated by a decision is marked stopped early and counts
-        with its reports up to the decision's step only (a job may print a few more before it is gone); a job that
-        Batch AI reports terminated counts as stopped early (only the controller terminates a running sweep's jobs,
-        and a lost journal must not turn its decisions into jobs that taught nothing)."""
-        seen = []
-        for trial in trials:
-            decision = self.decisions.get(trial.name)
-            if decision is not None:
-                reports = trial.reports
-                if decision.step is not None:
-                    reports = tuple(r for r in reports if r.step <= decision.step)
-                trial = replace(trial, reports=reports, stopped_early=True)
-            elif trial.state == 'terminated':
-                trial = replace(trial, stopped_early=True)
-            seen.append(trial)
-        return seen
+        """The trials as the rules must see them (see as_seen)."""
+        return as_seen(trials, self.decisions)
 
     def step(self, trials, elapsed_seconds=0.0):
         """The actions for one observation of the sweep (every job, in index order)."""
@@ -109,6 +98,9 @@ class Controller:
                         self.decisions[trial.name] = decision
                         actions.terminate.append(decision)
                         break
+                    note = self.policy.kept(trial, n, trials)
+                    if note:
+                        actions.notes.append((trial.name, note))
 
         free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
         budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)
@@ -120,6 +112,26 @@ class Controller:
         if not pending and not actions.submit:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
         return actions
+
+
+def as_seen(trials, stops):
+    """The trials as the rules (and the sweep's figures) see them: a job terminated by a decision (`stops`: {name:
+    Decision}) is marked stopped early and counts with its reports up to the decision's step only (a job may print a
+    few more before it is gone); a job that Batch AI reports terminated counts as stopped early (only the controller
+    terminates a running sweep's jobs, and a lost journal must not turn its decisions into jobs that taught
+    nothing)."""
+    seen = []
+    for trial in trials:
+        decision = stops.get(trial.name)
+        if decision is not None:
+            reports = trial.reports
+            if decision.step is not None:
+                reports = tuple(r for r in reports if r.step <= decision.step)
+            trial = replace(trial, reports=reports, stopped_early=True)
+        elif trial.state == 'terminated':
+            trial = replace(trial, stopped_early=True)
+        seen.append(trial)
+    return seen
 
 
 def _last_step(trial):

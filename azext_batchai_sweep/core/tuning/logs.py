@@ -43,6 +43,12 @@ class LogFollower:
         self.bytes_read = 0
         self.requests = 0
 
+    def forget(self, name):
+        """Read the job's log from its start again: a new attempt of the job (resubmit) writes a new log."""
+        self.readers.pop(name, None)
+        self.complete.discard(name)
+        self._links.pop(name, None)
+
     def reports(self, name):
         reader = self.readers.get(name)
         return tuple(reader.reports) if reader else ()

@@ -28,11 +28,12 @@ from ..service.retry import RetrySettings
 from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
-from .controller import END_REASONS, END_STOPPED, Controller, Limits
+from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
+from .reports import objective_unreported
 from .policies import make_policy
-from .result import summarize_run, tuning_row
+from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
 from .trial import Report, Trial
 
@@ -194,14 +195,15 @@ class Journal:
         os.replace(partial, self.path)
 
 
-def rows_from_service(client, resource_group, workspace, experiment, jobs, retry=None):
-    """Status rows of a run's jobs rebuilt from the service alone (its journal is on another machine, or lost): the
-    objective and rules the jobs carry, their logs read once, Hyperband's decisions derived again (they depend on
-    the finished jobs only). A job the run terminated is shown as stopped early, without the numbers of its rule
-    (those are in the journal). {} for jobs that did not come from `sweep run`."""
+def view_from_service(client, resource_group, workspace, experiment, jobs, retry=None, known=None):
+    """(status rows, the sweep's figures) of a run's jobs rebuilt from the service alone (its journal is on another
+    machine, lost, or older than a job's attempt): the objective and rules the jobs carry, their logs read once,
+    Hyperband's decisions derived again (they depend on the finished jobs only). A job the run terminated is shown as
+    stopped early, without the numbers of its rule (those are in the journal: `known`, {name: Decision} of the
+    journal for the jobs whose attempt it saw). ({}, None) for jobs that did not come from `sweep run`."""
     objective = objective_from_service(jobs)
     if objective is None:
-        return {}
+        return {}, None
     envs = [env_of(job) for job in jobs]
     tuning = json.loads(next((env[ENV_TUNING] for env in envs if env.get(ENV_TUNING)), '{}'))
     sampling = tuning.get('sampling') or {}
@@ -210,32 +212,51 @@ def rows_from_service(client, resource_group, workspace, experiment, jobs, retry
     follower.update([(job.name, job_state(job)) for job in jobs])
     resource = sampling.get('resource') if sampling.get('type') == 'hyperband' else None
     trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+    rule = (tuning.get('earlyTermination') or {}).get('policy') or 'the run'
+    stops = {name: d for name, d in (known or {}).items() if d.kind in (STOPPED, TIMEOUT)}
+    for t in trials:
+        if t.state == 'terminated' and t.name not in stops:
+            stops[t.name] = Decision(job=t.name, kind=STOPPED, rule=rule, step=t.reports[-1].step if t.reports
+                                     else None, text='stopped by {} (the numbers are in the journal of the '
+                                     'machine that ran the sweep)'.format(rule))
+    seen = as_seen(trials, stops)
     decisions = {}
     if resource:
         from .samplers.hyperband import HyperbandSampler
         decisions = HyperbandSampler([], goal, sampling['minResource'], sampling['maxResource'],
-                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource).explain(trials)
-    rule = (tuning.get('earlyTermination') or {}).get('policy') or 'the run'
-    for t in trials:
-        if t.state == 'terminated' and t.name not in decisions:
-            decisions[t.name] = Decision(job=t.name, kind=STOPPED, rule=rule, step=t.reports[-1].step if t.reports
-                                         else None, text='stopped by {} (the numbers are in the journal of the '
-                                         'machine that ran the sweep)'.format(rule))
-    seen = [replace(t, stopped_early=t.state == 'terminated') for t in trials]
-    return {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource).explain(seen)
+    decisions.update(stops)
+    rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+    seconds = round(sum(_seconds(job) for job in jobs), 3)
+    return rows, sweep_figures(seen, decisions, goal, step_label, job_seconds=seconds)
+
+
+def attempt_of(job):
+    """What tells two attempts of a job apart: its creationTime (resubmit deletes a job and creates it again under
+    its name)."""
+    return (job._raw.get('properties') or {}).get('creationTime')  # pylint: disable=protected-access
+
+
+def run_view(client, resource_group, workspace, experiment, jobs, journal_path, retry=None):
+    """(status rows, figures) of a `sweep run`'s jobs: the journal's when it saw every job's current attempt, else
+    rebuilt from the service with the journal's decisions (and their numbers) for the attempts it did see; ({},
+    None) for a sweep no controller ran."""
+    journal = Journal(journal_path) if journal_path and os.path.exists(journal_path) else None
+    data = journal.data if journal is not None else {}
+    attempts = data.get('attempts') or {}
+    current = {job.name: attempt_of(job) for job in jobs}
+    if data.get('rows') and data.get('figures') and current and all(
+            attempts.get(name) == attempt and name in data['rows'] for name, attempt in current.items()):
+        return data['rows'], data['figures']
+    known = {name: d for name, d in (journal.decisions if journal is not None else {}).items()
+             if attempts.get(name) is not None and attempts.get(name) == current.get(name)}
+    return view_from_service(client, resource_group, workspace, experiment, jobs, retry=retry, known=known)
 
 
 def objective_from_service(jobs):
     """The objective a run's jobs carry, or None."""
     raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVE) for job in jobs) if raw), None)
     return json.loads(raw) if raw else None
-
-
-def read_journal_rows(path):
-    """{job name: status row additions} from a run's journal, or {} when there is none."""
-    if not path or not os.path.exists(path):
-        return {}
-    return Journal(path).data.get('rows') or {}
 
 
 # ---- the loop ----------------------------------------------------------------------------------------------------
@@ -264,7 +285,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     """One `sweep run`: call ``poll()`` until it returns the result (or ``run()``)."""
 
     def __init__(self, client, resource_group, workspace, experiment, sweep_name, definition, *, limits=None,
-                 journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time):
+                 journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time,
+                 strict=False):
         self.client, self.target, self.sweep_name = client, (resource_group, workspace, experiment), sweep_name
         self.definition = definition
         self.objective = definition.objective
@@ -289,6 +311,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.submitted = 0
         self.submitted_names = set()
         self._last_line = None
+        # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
+        self.strict = bool(strict or (self.objective or {}).get('strict'))
+        self.unreported = None
 
     def list_jobs(self):
         jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
@@ -299,6 +324,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def observe(self):
         """List the sweep's jobs, read their new log lines, and build the trials (in index order)."""
         jobs = self.list_jobs()
+        self._new_attempts(jobs)
         states = {job.name: job_state(job) for job in jobs}
         if self.follower is not None:
             self.follower.update(states.items())
@@ -316,6 +342,23 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         created = [c for c in (_created(job) for job in jobs) if c is not None]
         return trials, (self.clock() - min(created)) if created else 0.0
 
+    def _new_attempts(self, jobs):
+        """Forget what the journal holds of a job's earlier attempt (resubmit made it again under its name): its
+        log read, its reports judged, its decision. The new attempt is judged and counted afresh."""
+        attempts = self.journal.data.setdefault('attempts', {})
+        for job in jobs:
+            attempt = attempt_of(job)
+            if attempts.get(job.name) not in (None, attempt):
+                self.controller.decisions.pop(job.name, None)
+                self.controller.judged.pop(job.name, None)
+                if self.follower is not None:
+                    self.follower.forget(job.name)
+                announced = self.journal.data.get('announced') or []
+                if job.name in announced:
+                    announced.remove(job.name)
+            if attempt:
+                attempts[job.name] = attempt
+
     def poll(self):
         """One round; returns the result once the sweep has ended, else None."""
         seen_pending = {t.name for t in self.trials if t.pending} | self.submitted_names
@@ -329,6 +372,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.end = END_STOPPED
             self._save(trials)
             return self.result()
+        if self._objective_unreported(trials):
+            self._save(trials)
+            return self.result()
         actions = self.controller.step(trials, elapsed)
         # Decided but still running (a run killed between its decision and the terminate): terminate again.
         decided = [self.controller.decisions[t.name] for t in trials
@@ -339,6 +385,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self._save(trials)  # the decisions are kept before they are acted on
         for decision in actions.terminate:
             self.progress('{}: {}'.format(decision.job, decision.text))
+        for name, text in actions.notes:
+            self.progress('{}: {}'.format(name, text))
+        self._announce(trials)
         for name in terminate:
             self._terminate(name)
         self._submit(actions.submit, trials)
@@ -359,6 +408,30 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                            interval=0.5, timeout=timeout)
         trials, _ = self.observe()
         return trials
+
+    def _objective_unreported(self, trials):
+        """Say at once when the jobs' output shows no job will ever report the objective (a misnamed metric, a
+        regex that matches nothing); strict: terminate the sweep's jobs and end it. True when it ends."""
+        if self.follower is None or self.unreported is not None:
+            return False
+        why = objective_unreported(self.objective, self.follower.readers, self.follower.complete)
+        if why is None:
+            return False
+        self.unreported = why
+        if not self.strict:
+            self.progress('{}. No rule can judge a job without it: stop the sweep ("az batchai sweep stop") and fix '
+                          'the objective (see "az batchai sweep run -h"), or run with --strict to stop at once.'
+                          .format(why))
+            return False
+        self.progress('{}: stopping the sweep (strict)'.format(why))
+        for t in trials:
+            if t.pending and t.state != 'terminating' and t.name not in self.controller.decisions:
+                self.controller.decisions[t.name] = Decision(
+                    job=t.name, kind=STOPPED, rule='objective', step=t.reports[-1].step if t.reports else None,
+                    text='stopped: the objective is not reported ({})'.format(why))
+                self._terminate(t.name)
+        self.end = END_UNREPORTED
+        return True
 
     def run(self, poll_interval, sleep=time.sleep, should_stop=None, on_poll=None):
         while True:
@@ -389,7 +462,21 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.submitted += 1
             self.submitted_names.add(name)
 
+    def _announce(self, trials):
+        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote) on stderr as a policy's
+        stops are, each once: the journal keeps which were shown, so a resumed run does not repeat them."""
+        shown = self.journal.data.setdefault('announced', [])
+        known = set(shown)
+        explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
+        for name in sorted(explained, key=lambda n: (explained[n].step or 0, n)):
+            if name not in known and name not in self.controller.decisions:
+                self.progress('{}: {}'.format(name, explained[name].text))
+                shown.append(name)
+        if len(shown) > len(known):
+            self.journal.save()
+
     def decisions(self, trials):
+        """Every decision about the trials: the sampler's own (Hyperband's) and the controller's stops."""
         decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
         decisions.update(self.controller.decisions)
         return decisions
@@ -405,6 +492,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         decisions = self.decisions(trials)
         seen = self.controller.as_seen_by_policies(trials)
         data['rows'] = {t.name: tuning_row(t, decisions.get(t.name), self.goal, self.step_label) for t in seen}
+        data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds())
         data['objective'] = self.objective
         self.journal.save()
 
@@ -420,16 +508,20 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.progress(line)
             self._last_line = line
 
+    def _job_seconds(self):
+        return round(sum(_seconds(job) for job in self.jobs.values()), 3)
+
     def result(self):
         # A job terminated by a decision that the service still reports queued or running is on its way out: it is
         # no longer one the sweep runs.
         trials = [replace(t, state='terminating') if t.name in self.controller.decisions
                   and t.state in ('queued', 'running') else t
                   for t in self.controller.as_seen_by_policies(self.trials)]
-        seconds = round(sum(_seconds(job) for job in self.jobs.values()), 3)
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
-                               self.step_label, job_seconds=seconds)
+                               self.step_label, job_seconds=self._job_seconds())
         result['sweep'] = self.sweep_name
+        if self.unreported is not None:
+            result['objectiveNotReported'] = self.unreported
         if self.follower is not None:
             result['logBytesRead'] = self.follower.bytes_read
         return result

@@ -7,6 +7,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 import re
 
 from ..outputs.metrics import as_metric, katib_pattern
+from ..outputs.names import NameCounter
 from .trial import Report
 
 
@@ -24,6 +25,13 @@ class ReportParser:
             self.group = 'value'
             self.step_pattern = re.compile(katib_pattern(objective['step'])) if objective.get('step') else None
             self.step_group = 'value'
+
+    def step_of(self, line):
+        """The value of the step key on a line (with or without the metric), or None."""
+        if self.step_pattern is None or self.step_pattern is self.pattern:
+            return None
+        found = self.step_pattern.search(line)
+        return as_metric(found.group(self.step_group)) if found is not None else None
 
     def parse_line(self, line, count):
         """The Report of one line (text), or None."""
@@ -50,6 +58,9 @@ class LogReader:
         self.offset = offset     # bytes of the log consumed, partial line included
         self.partial = b''
         self.reports = list(reports)
+        self.lines = 0               # whole lines read
+        self.names = NameCounter()   # the name=value names of its lines, until its first report
+        self.steps = set()           # the step key's values on those lines (the epochs it got through without one)
 
     def feed(self, data, final=False):
         """Consume the log's next bytes; `final` when the log is complete (its last line may lack a newline)."""
@@ -60,6 +71,56 @@ class LogReader:
         if not whole:
             return
         for line in whole.decode('utf-8', errors='replace').splitlines():
+            self.lines += 1
             report = self.parser.parse_line(line, len(self.reports))
             if report is not None:
                 self.reports.append(report)
+            elif not self.reports:
+                self.names.add_line(line)
+                step = self.parser.step_of(line)
+                if step is not None:
+                    self.steps.add(step)
+
+
+# A job's output is evidence that the objective is misnamed once it has: finished; with a step key, got through this
+# many steps (distinct values of the key: a job may print many lines per epoch before its metric at the epoch's end);
+# without one, printed this many name=value lines; with a regex, this many lines, none matching.
+STEPS_WITHOUT = 2
+NAME_VALUE_LINES = 100
+REGEX_LINES = 200
+
+
+def objective_unreported(objective, readers, finished):
+    """None, or why no job reports the objective although their output says it should have by now.
+
+    :param readers: {job name: LogReader}; only consulted while no job has reported the objective at all.
+    :param finished: the names of the jobs whose logs were read to their end.
+    """
+    if any(reader.reports for reader in readers.values()):
+        return None
+    step = objective.get('step')
+    names, witnesses, lines = {}, [], 0
+    for name in sorted(readers):
+        reader = readers[name]
+        done = name in finished
+        if objective.get('regex'):
+            if reader.lines and (done or reader.lines >= REGEX_LINES):
+                witnesses.append(name)
+                lines += reader.lines
+            continue
+        seen = reader.names
+        if seen.lines and (done or len(reader.steps) >= STEPS_WITHOUT
+                           or (not step and seen.lines >= NAME_VALUE_LINES)):
+            witnesses.append(name)
+            for key, count in seen.names.items():
+                names[key] = names.get(key, 0) + count
+    if not witnesses:
+        return None
+    jobs = '{}{}'.format(', '.join(witnesses[:3]), ' and {} more'.format(len(witnesses) - 3)
+                         if len(witnesses) > 3 else '')
+    if objective.get('regex'):
+        return 'objective regex {!r} matches no line: no job has reported it ({} line(s) read of {})'.format(
+            objective['regex'], lines, jobs)
+    seen = sorted(names, key=lambda key: -names[key])[:12]
+    return '{}: no job has reported it; seen: {} (in the output of {})'.format(
+        objective['metric'], ', '.join(seen), jobs)

@@ -59,17 +59,22 @@ def tuning_row(trial, decision, goal, step_label):
     return row
 
 
-def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None):
-    """The result of `sweep run`: best job, counts by state and by decision, why it ended, compute used and saved."""
+def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None):
+    """A sweep's figures, the one answer `run`, `status`, `metrics` and `report` show: the best job, counts by state
+    and by decision, compute used and saved.
+
+    :param trials: every job of the sweep as the rules see it (controller.as_seen: a stopped job's reports up to its
+        decision's step, stopped_early set), each job's latest attempt only.
+    :param decisions: {job name: Decision}: the controller's stops and the sampler's own (Hyperband's promotions).
+    """
     best = best_trial(trials, goal)
     used, full = job_steps(trials)
     by_decision = Counter()
     for t in trials:
         decision = decisions.get(t.name)
         by_decision[decision.kind if decision else (CONTINUED if ran_to_end(t) else t.state)] += 1
-    result = {
-        'ended': end,
-        'endedBecause': end_text,
+    return {
+        'goal': goal,
         'best': None if best is None else {
             'name': best.name, 'objective': best.last, 'step': _plain(best.reports[-1].step), 'resource': best.resource,
             'parameters': best.params},
@@ -80,15 +85,26 @@ def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job
                     'savedPercent': round(100.0 * (full - used) / full, 1) if full else 0.0,
                     'stepLabel': step_label, 'jobSeconds': job_seconds},
     }
-    return result
+
+
+def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None):
+    """The result of `sweep run`: why it ended, and the sweep's figures (sweep_figures)."""
+    return dict({'ended': end, 'endedBecause': end_text},
+                **sweep_figures(trials, decisions, goal, step_label, job_seconds))
+
+
+def describe_figures(figures, goal=None):
+    """The figures in one line: jobs, best, compute (what `run`, `status` and `metrics` print on stderr)."""
+    best = figures['best']
+    compute = figures['compute']
+    found = 'best {} {} ({})'.format(goal or figures['goal'], fmt(best['objective']), best['name']) if best else \
+        'no best job (no objective, or no job ran to the end with a value)'
+    return '{} jobs; {}; {} of {} job-steps run, {}% saved'.format(
+        figures['jobs'], found, compute['jobSteps'], compute['jobStepsFull'], compute['savedPercent'])
 
 
 def describe(result, goal):
     """One line for stderr at the end of a run."""
-    best = result['best']
-    compute = result['compute']
-    found = 'best {} {} ({})'.format(goal, fmt(best['objective']), best['name']) if best else \
-        'no best job (no objective, or no job ran to the end with a value)'
-    return '{} jobs; ended: {}; {}; {} of {} job-steps run, {}% saved'.format(
-        result['jobs'], result['endedBecause'], found, compute['jobSteps'], compute['jobStepsFull'],
-        compute['savedPercent'])
+    text = describe_figures(result, goal)
+    jobs, rest = text.split('; ', 1)
+    return '{}; ended: {}; {}'.format(jobs, result['endedBecause'], rest)

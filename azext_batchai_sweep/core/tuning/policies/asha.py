@@ -38,7 +38,8 @@ class AshaPolicy(Policy):
                 return report.value
         return None
 
-    def judge(self, trial, n, trials):
+    def _rungs(self, trial, n, trials):
+        """(k, step, value, keep, competing, cutoff, kept) for each rung the n-th report crosses, in order."""
         value = trial.reports[n - 1].value
         for k, step in self.rungs_crossed(trial, n):
             competing = [v for v in (self.rung_value(t, step) for t in trials if t.name != trial.name)
@@ -47,10 +48,20 @@ class AshaPolicy(Policy):
             ranked = sorted(competing, reverse=self.goal == 'max')
             cutoff = ranked[keep - 1]
             kept = value >= cutoff if self.goal == 'max' else value <= cutoff
+            yield k, step, value, keep, len(competing), cutoff, kept
+
+    def judge(self, trial, n, trials):
+        for k, step, value, keep, competing, cutoff, kept in self._rungs(trial, n, trials):
             if not kept:
                 return self.stop(trial, trial.reports[n - 1].step, '{} is not in the top {} of {} at rung {} '
-                                 '({} {}; cutoff {})'.format(fmt(value), keep, len(competing), k, self.step_label,
+                                 '({} {}; cutoff {})'.format(fmt(value), keep, competing, k, self.step_label,
                                                              fmt(step), fmt(cutoff)),
-                                 value=value, rung=k, rungStep=step, keep=keep, competing=len(competing),
+                                 value=value, rung=k, rungStep=step, keep=keep, competing=competing,
                                  cutoff=cutoff)
         return None
+
+    def kept(self, trial, n, trials):
+        texts = ['promoted past rung {} ({} {}) by asha: {} is in the top {} of {} (cutoff {})'.format(
+            k, self.step_label, fmt(step), fmt(value), keep, competing, fmt(cutoff))
+            for k, step, value, keep, competing, cutoff, _ in self._rungs(trial, n, trials)]
+        return '; '.join(texts) or None

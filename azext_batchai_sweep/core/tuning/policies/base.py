@@ -35,6 +35,11 @@ class Policy:
         """
         raise NotImplementedError
 
+    def kept(self, trial, n, trials):  # pylint: disable=unused-argument
+        """What a policy that promotes at rungs (ASHA) says of a job it let go on at its n-th report, else None:
+        shown on stderr like a stop."""
+        return None
+
     def stop(self, trial, step, text, **numbers):
         return Decision(job=trial.name, kind=STOPPED, rule=self.name, step=step,
                         text='stopped at {} {} by {}: {}'.format(self.step_label, fmt(step), self.name, text),
