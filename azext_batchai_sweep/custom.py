@@ -278,7 +278,7 @@ def _stopped_by_someone_else(cmd, client, identity, rows):
     terminated = [row['name'] for row in rows if row['state'] == 'terminated']
     if not terminated:
         return []
-    decided = _run_rows(cmd, client, identity)
+    decided = _run_view(cmd, client, identity)[0]
     return [name for name in terminated if (decided.get(name) or {}).get('decision') is None]
 
 

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from azext_batchai_sweep._exit_codes import BAD_INPUT
 from azext_batchai_sweep.localservice import control
 
 pytestmark = pytest.mark.az
@@ -99,7 +100,7 @@ def test_local_start_on_a_port_in_use_names_it_and_its_holder_and_leaves_no_data
         port = held.getsockname()[1]
         data_dir = tmp_path / 'fresh' / 'data'
         result = az('batchai', 'sweep', 'local', 'start', '--data-dir', str(data_dir), option, port)
-    assert result.exit_code == 1, result.stderr
+    assert result.exit_code == BAD_INPUT, result.stderr  # the user's --port (docs/pipelines.md#exit-codes)
     assert 'port {} ({} {}) is in use by process {} ('.format(port, option, port, os.getpid()) in result.stderr
     assert '--port 0' in result.stderr and 'Traceback' not in result.stderr
     assert not data_dir.exists(), 'a failed first start leaves no half-made data dir'
