@@ -4,6 +4,8 @@ import shutil
 
 import yaml
 
+from azext_batchai_sweep._exit_codes import BAD_INPUT
+
 CORPUS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'bad_inputs')
 # What {{P}} and {{JOB}} stand for in a case's text: a valid parameter list and a valid job using it.
 VALID_PARAMETERS = 'parameters:\n  - {name: LR, type: discrete, values: [1, 2, 3]}\n'
@@ -17,7 +19,7 @@ def load_cases():
     defaults = corpus['defaults']
     cases = []
     for entry in corpus['cases']:
-        case = {'exit': 1, 'error': 'InvalidArgumentValueError', 'where': None, 'expect': None, 'warning': None,
+        case = {'exit': BAD_INPUT, 'error': 'InvalidArgumentValueError', 'where': None, 'expect': None, 'warning': None,
                 **defaults, **entry}
         cases.append(case)
     ids = [case['id'] for case in cases]
