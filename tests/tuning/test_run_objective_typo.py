@@ -3,6 +3,7 @@ print; --strict (or the sweep file's objective.strict) stops the sweep there; `m
 that matches nothing exit non-zero naming the names there; the "N of M jobs" warning counts every job."""
 import pytest
 
+from azext_batchai_sweep._exit_codes import BAD_INPUT
 from azext_batchai_sweep.core.tuning.loop import job_state
 
 from .run_helpers import Watcher, run_args, service_setup, target, write_sweep
@@ -28,7 +29,7 @@ def test_strict_stops_the_sweep_at_the_first_output_without_the_objective(setup,
                        epochs=40, sleep=0.1, objective=objective)
     with Watcher(batchai_client, local_service, experiment, sweep) as watcher:
         run = az(*run_args(local_service, experiment, sweep, spec, *(['--strict'] if switch == '--strict' else [])))
-    assert run.exit_code == 1, run.stderr
+    assert run.exit_code == BAD_INPUT, run.stderr  # the sweep file's objective (docs/pipelines.md#exit-codes)
     assert SEEN in run.stderr and 'stopping the sweep (strict)' in run.stderr
     assert 'objective.metric' in run.stderr and 'az batchai sweep run -h' in run.stderr
     result = run.json()
@@ -54,7 +55,7 @@ def test_a_regex_that_matches_nothing_is_said_with_the_lines_read(setup, local_s
     spec = write_sweep(directory, 'regex', [], [0.9], epochs=3, sleep=0.01,
                        objective='{regex: "val_acc=(?P<value>[0-9.]+)", goal: max}')
     run = az(*run_args(local_service, experiment, 'regex', spec, '--strict'))
-    assert run.exit_code == 1, run.stderr
+    assert run.exit_code == BAD_INPUT, run.stderr  # the sweep file's objective (docs/pipelines.md#exit-codes)
     assert "objective regex 'val_acc=(?P<value>[0-9.]+)' matches no line: no job has reported it (3 line(s) " \
         in run.stderr
 
