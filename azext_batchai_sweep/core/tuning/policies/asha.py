@@ -24,7 +24,7 @@ class AshaPolicy(Policy):
 
     def rungs_crossed(self, trial, n):
         """The rungs (k, step) the trial's n-th report is the first to reach."""
-        previous = trial.reports[n - 2].step if n >= 2 else float('-inf')
+        previous = max((r.step for r in trial.reports[:n - 1]), default=float('-inf'))
         current = trial.reports[n - 1].step
         return [(k, step) for k, step in enumerate(self.rungs) if previous < step <= current]
 
@@ -38,7 +38,7 @@ class AshaPolicy(Policy):
                 return report.value
         return None
 
-    def judge(self, trial, n, trials):
+    def decide(self, trial, n, trials):
         value = trial.reports[n - 1].value
         for k, step in self.rungs_crossed(trial, n):
             competing = [v for v in (self.rung_value(t, step) for t in trials if t.name != trial.name)
