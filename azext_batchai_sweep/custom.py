@@ -138,7 +138,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL):
     from azure.cli.core.azclierror import AzureResponseError
-    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
+    from ._run import ProgressLines, body_preparer, check_run_size, load_run_definition, run_journal_path, \
+        service_seed
     from .core.tuning.controller import Limits
     from .core.tuning.loop import SweepRun
     from .core.tuning.result import describe
@@ -154,6 +155,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                     max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
                     timeout_minutes=timeout or written.get('timeoutMinutes'),
                     job_timeout_minutes=written.get('jobTimeoutMinutes'))
+    check_run_size(definition, limits, DEFAULT_MAX_JOBS)
     with core_errors():
         _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
         run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,

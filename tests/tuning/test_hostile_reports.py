@@ -336,3 +336,10 @@ def test_run_result_with_steps_past_any_count():
     result = summarize_run(trials, {}, 'max', 'exhausted', 'done')
     assert result['best']['name'] == 'a' and result['best']['step'] == 1e308
     assert 99.9 <= result['compute']['savedPercent'] <= 100.0
+
+
+def test_metrics_mean_of_six_reports_of_1e308_is_1e308():
+    # The plain sum overflowed to inf, and `metrics --reduce mean` showed no value for a finite mean.
+    extractor = MetricExtractor(metric_name='acc', reduce='mean')
+    assert extractor.extract_text('acc=1e308\n' * 6) == 1e308
+    assert extractor.extract_chunks([b'acc=1e308\n' * 3, b'acc=-1e308\nacc=1e308\n']) == 1e308 * 0.6

@@ -182,7 +182,7 @@ def _compute(jobs, generated_at):
     steps = 0.0
     for job in jobs:
         if job['durationSeconds'] is not None:
-            seconds += job['durationSeconds']
+            seconds = clamped(seconds + job['durationSeconds'])
         elif job['state'] in PENDING_STATES and now is not None and _parse_time(job['startTime']) is not None:
             seconds += max(0.0, (now - _parse_time(job['startTime'])).total_seconds())
         steps += len(job['reports'])  # a report is a step of work; a promotion reports only the steps it adds
