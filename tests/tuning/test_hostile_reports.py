@@ -81,14 +81,25 @@ def _exact_mean(xs):
     return sum(Fraction(x) for x in xs) / len(xs)
 
 
+def _close_to_the_mean(got, xs):
+    """Within float rounding of the exact mean: a log is summed a block at a time (each block exactly, by fsum), so
+    the error is at most about n additions' rounding of sums no larger than n * max|x|."""
+    exact = _exact_mean(xs)
+    bound = abs(exact) * Fraction(1, 10 ** 12) + len(xs) * Fraction(max(abs(x) for x in xs)) / 2 ** 52
+    assert abs(Fraction(got) - exact) <= bound + Fraction(5e-324), (got, float(exact))
+
+
 def _oracle_median(goal, trial, n, trials):
-    """(stopped?, near tie?) with exact arithmetic: the documented rule, whatever the floats' range."""
+    """(stopped?, near tie?) with exact arithmetic: the documented rule, whatever the floats' range. Near a tie (within
+    the rounding of means of values as large as the largest one averaged) float means may decide either way."""
     report = trial.reports[n - 1]
     step = report.step
-    averages = [_exact_mean([r.value for r in trial.reports[:n] if r.step <= step])]
+    averaged = [[r.value for r in trial.reports[:n] if r.step <= step]]
     for t, upto in _others_upto(trials, trial, step):
         if upto and max(r.step for r in t.reports) >= step:
-            averages.append(_exact_mean([r.value for r in upto]))
+            averaged.append([r.value for r in upto])
+    averages = [_exact_mean(values_) for values_ in averaged]
+    largest = Fraction(max(abs(v) for values_ in averaged for v in values_))
     if len(averages) < 2:
         return False, False
     averages.sort()
@@ -96,7 +107,7 @@ def _oracle_median(goal, trial, n, trials):
     exact = averages[middle] if len(averages) % 2 else (averages[middle - 1] + averages[middle]) / 2
     own = [r.value for r in trial.reports[:n]]
     best = Fraction(max(own) if goal == 'max' else min(own))
-    near = abs(best - exact) <= abs(exact) * Fraction(1, 10 ** 9) + Fraction(5e-324)
+    near = abs(best - exact) <= abs(exact) * Fraction(1, 10 ** 9) + largest / 2 ** 48 + Fraction(5e-324)
     return (exact > best if goal == 'max' else exact < best), near
 
 
@@ -228,14 +239,15 @@ def test_metrics_reduce_any_finite_values_exactly_as_documented(found, reduce, c
     log = ''.join('step {} acc={!r} noise=nan acc=inf\n'.format(i, v) for i, v in enumerate(found)).encode()
     extractor = MetricExtractor(metric_name='acc', reduce=reduce)
     streamed = extractor.extract_chunks(log[i:i + chunk] for i in range(0, len(log), chunk))
-    assert streamed == extractor.extract_text(log.decode())
+    whole = extractor.extract_text(log.decode())
+    assert streamed == whole or (reduce == 'mean' and math.isfinite(whole))  # a mean: both within rounding, below
     if not found:
         assert streamed is None
         return
     if reduce == 'mean':
-        exact = _exact_mean(found)
         assert math.isfinite(streamed)
-        assert abs(Fraction(streamed) - exact) <= abs(exact) * Fraction(1, 10 ** 12) + Fraction(5e-324)
+        _close_to_the_mean(streamed, found)
+        _close_to_the_mean(whole, found)
     else:
         expected = {'last': found[-1], 'first': found[0], 'min': min(found), 'max': max(found)}[reduce]
         assert streamed == expected
@@ -247,10 +259,9 @@ def test_metrics_reduce_any_finite_values_exactly_as_documented(found, reduce, c
 @FAST
 @given(st.lists(values, min_size=1, max_size=30))
 def test_mean_and_median_of_any_finite_values_are_finite_and_right(xs):
-    exact = _exact_mean(xs)
     got = mean(xs)
     assert math.isfinite(got)
-    assert abs(Fraction(got) - exact) <= abs(exact) * Fraction(1, 10 ** 12) + Fraction(5e-324)
+    _close_to_the_mean(got, xs)
     ordered = sorted(xs)
     got = median(xs)
     assert ordered[(len(xs) - 1) // 2] <= got <= ordered[len(xs) // 2]
