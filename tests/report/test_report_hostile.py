@@ -14,7 +14,7 @@ from azext_batchai_sweep.core.report.model import EXTRA_DECISION, EXTRA_DURATION
 from azext_batchai_sweep.core.report.svg import Linear, nice_ticks
 from azext_batchai_sweep.core.tuning.result import best_trial
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
-from tests.tuning.test_hostile_reports import EDGES, steps, values
+from tests.hostile_values import EDGES, steps, values
 
 FAST = settings(max_examples=60, deadline=5000, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])

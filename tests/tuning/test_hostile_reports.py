@@ -26,17 +26,12 @@ from azext_batchai_sweep.core.tuning.samplers.grid import GridSampler
 from azext_batchai_sweep.core.tuning.samplers.hyperband import HyperbandSampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
+from tests.hostile_values import steps, values
 
 # Examples per property: ~0.2-2 s each. hypothesis' own database is off (no .hypothesis folder in the tree).
 FAST = settings(max_examples=150, deadline=2000, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
-EDGES = [1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -5e-324, 0.0, -0.0, 1e300,
-         -1e300, 2.2250738585072014e-308, 1.0, 1.0000000000000002, 99.0]
-values = st.one_of(st.sampled_from(EDGES), st.floats(allow_nan=False, allow_infinity=False),
-                   st.floats(-10, 10, allow_nan=False))
-steps = st.one_of(st.integers(-2, 12).map(float), st.sampled_from([1e308, -1e308, 5e-324, 0.5]),
-                  st.floats(allow_nan=False, allow_infinity=False))
 reports = st.lists(st.builds(Report, step=steps, value=values), max_size=7).map(tuple)
 STATES = ('running', 'running', 'succeeded', 'terminated', 'failed', 'queued')
 
