@@ -100,7 +100,7 @@ def _oracle_median(goal, trial, n, trials):
     averages.sort()
     middle = len(averages) // 2
     exact = averages[middle] if len(averages) % 2 else (averages[middle - 1] + averages[middle]) / 2
-    own = [r.value for r in trial.reports[:n]]
+    own = averaged[0]  # its values up to the step, among its first n reports
     best = Fraction(max(own) if goal == 'max' else min(own))
     near = abs(best - exact) <= abs(exact) * Fraction(1, 10 ** 9) + largest / 2 ** 48 + Fraction(5e-324)
     return (exact > best if goal == 'max' else exact < best), near

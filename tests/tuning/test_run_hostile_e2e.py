@@ -20,7 +20,7 @@ PRINTER = textwrap.dedent('''
         time.sleep(0.4)  # running while the controller judges it
 ''')
 JOBS = ['epoch=1 val_accuracy=1e308;epoch=2 val_accuracy=1e308;' * 3,
-        'epoch=1 val_accuracy=-1e308;epoch=2 val_accuracy=-1e308',
+        ';'.join('epoch={} val_accuracy=-1e308'.format(e) for e in range(1, 7)),
         'epoch=1e308 val_accuracy=0.5;epoch=1 val_accuracy=0.4;epoch=2 val_accuracy=0.3',
         'epoch=1 val_accuracy=99;epoch=1 val_accuracy=1e300;epoch=2 val_accuracy=5e-324']
 
@@ -53,10 +53,17 @@ def test_hostile_values_never_end_a_sweep_its_metrics_or_its_report(local_servic
     result = run.json()
     assert result['ended'] == 'exhausted' and result['jobs'] == 4
     assert result['best']['objective'] == 1e308
+    # judged while they ran: at epoch 3 and later the -1e308 job is below the median of itself and the job that
+    # reported epoch 1e308 first (it has reached every step)
+    assert result['decisions'].get('stopped', 0) >= 1, run.stderr
     again = az('batchai', 'sweep', 'run', *target, '--spec', spec, '-c', local_service.cluster, '--poll-interval',
                '0.2', '-o', 'json', timeout=300)
     assert again.exit_code == 0, again.stderr
     assert again.json()['best']['objective'] == 1e308
+
+    for output in ('json', 'table'):
+        status = az('batchai', 'sweep', 'status', *target, '-o', output, timeout=120)
+        assert status.exit_code == 0 and 'Traceback' not in status.stderr, status.stderr
 
     mean = az('batchai', 'sweep', 'metrics', *target, '--reduce', 'mean', '-o', 'json', timeout=120)
     assert mean.exit_code == 0, mean.stderr

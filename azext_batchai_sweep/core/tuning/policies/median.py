@@ -19,7 +19,7 @@ class MedianPolicy(Policy):
         if len(averages) < 2:
             return None  # nothing to compare with yet
         median = median_of(averages)
-        best = best_of([r.value for r in trial.reports[:n]], self.goal)
+        best = best_of([r.value for r in reports_upto(trial, step)], self.goal)  # trial: its first n reports
         if not better(median, best, self.goal):
             return None
         return self.stop(trial, step, 'best {} {} median {} of {} running averages'.format(
