@@ -37,8 +37,8 @@ class Linear:
     """Any finite range (a job may report 1e308 and -1e308, or two values a 5e-324 apart)."""
 
     def __init__(self, low, high, start, end):
-        if high == low:  # one value: centre it (a pad of 1 vanishes next to 1e308)
-            pad = max(1.0, abs(low) * 0.5)
+        if high == low:  # one value: centre it (a pad of 1 vanishes next to 1e308: then a millionth of it)
+            pad = max(1.0, abs(low) * 1e-6)
             low, high = clamped(low - pad), clamped(high + pad)
         self.low, self.high, self.start, self.end = low, high, start, end
 
