@@ -42,6 +42,39 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     return definition
 
 
+# A grid run lists each parameter's values once (the configurations themselves are walked, never listed).
+MAX_LISTED_VALUES = 1000000
+
+
+def check_run_size(definition, limits, max_jobs):
+    """Refuse, before any request, a grid or random run of more than max_jobs jobs that no limit bounds: its size is
+    counted, never listed (a parameter of 10^12 values is refused in microseconds). With maxTotalJobs the run
+    submits that many at most, drawing them lazily, so any grid may be run a slice at a time."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    from ._errors import core_errors
+    from .core.spec.sweep import ParameterSweep
+    if definition.sampling['type'] not in ('grid', 'random'):
+        return
+    if definition.sampling['type'] == 'grid':
+        with core_errors():
+            counts = [(spec.name, spec.count()) for spec in definition.parameters]
+        name, most = max(counts, key=lambda item: item[1])
+        if most > MAX_LISTED_VALUES:  # a grid run lists each parameter's values (never their product)
+            raise InvalidArgumentValueError(
+                'The parameter {} has {} values, more than the {} a grid run lists'.format(name, most,
+                                                                                          MAX_LISTED_VALUES),
+                recommendation='Give it fewer values (a larger step, fewer numValues), or use --sampling random.')
+    if limits.max_total_jobs is not None:
+        return
+    with core_errors():
+        size = ParameterSweep(definition.parameters).grid_size() if definition.sampling['type'] == 'grid' \
+            else definition.sampling['count']
+    if size > max_jobs:
+        raise InvalidArgumentValueError(
+            'The sweep has {} jobs, more than {} that a run submits without a limit'.format(size, max_jobs),
+            recommendation='Give --max-total-jobs (or limits.maxTotalJobs) to run that many, or a part of them.')
+
+
 def service_seed(client, identity, retry):
     """The seed recorded in the sweep's jobs on the service, or None (a new sweep)."""
     def read():

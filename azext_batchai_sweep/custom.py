@@ -136,7 +136,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
               strict=False, plan_only=False):
-    from ._run import ProgressLines, body_preparer, load_run_definition, run_journal_path, service_seed
+    from ._run import ProgressLines, body_preparer, check_run_size, load_run_definition, run_journal_path, \
+        service_seed
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
@@ -145,9 +146,10 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                          storage_account_name=storage_account_name, sampling=sampling, count=count,
                                          seed=seed, recorded_seed=None)
+        limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
+        check_run_size(definition, limits, DEFAULT_MAX_JOBS)
         with core_errors():
-            return plan_run(definition, identity, _run_limits(definition, max_total_jobs, max_concurrent_jobs,
-                                                              timeout))
+            return plan_run(definition, identity, limits)
     steering = {'stopOnExit': stop_on_exit, 'started': False}
 
     def prepare_and_run():
@@ -158,6 +160,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                                          seed=seed, recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
         limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
+        check_run_size(definition, limits, DEFAULT_MAX_JOBS)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,

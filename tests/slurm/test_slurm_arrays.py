@@ -9,6 +9,8 @@ import os
 import shutil
 import time
 
+import pytest
+
 from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.localservice.slurm.scheduler import ARRAYS_DIR, ENV_FILE
 from tests.fixtures_service import kill_service, start_service, stop_service
@@ -206,3 +208,29 @@ def test_the_cluster_says_how_large_an_array_may_be(slurm_cluster):
     shown = slurm_cluster.run('scontrol', 'show', 'config').stdout
     expected = int(next(line.split('=', 1)[1] for line in shown.splitlines() if line.startswith('MaxArraySize')))
     assert SlurmCli(slurm_cluster.conf).check()['maxArraySize'] == expected
+
+
+@pytest.mark.parametrize('folder', ['data%j%%', 'data\\back%a'])
+def test_an_array_in_a_data_directory_holding_sbatch_patterns(slurm_cluster, tmp_path, monkeypatch, folder):
+    """The service's own paths go to sbatch too (an array's output goes through its folder, %a picking the task's):
+    a % in the data directory is escaped; a backslash (which turns every pattern off) sends the jobs one by one."""
+    slurm_cluster.wait_idle()
+    root = tmp_path / folder
+    root.mkdir()
+    gate = Gate(str(tmp_path))  # the gate's shell script takes plain paths; the data directory is the test's
+    service, client = gated_service(slurm_cluster, str(root), gate, monkeypatch)
+    try:
+        create(client, service, 'arr', 'first', job_params(service, 'echo first'))  # its sbatch waits at the gate
+        names = ['p{}'.format(i) for i in range(3)]
+        for name in names:
+            create(client, service, 'arr', name, job_params(service, 'echo output of {}'.format(name)))
+        gate.open()
+        jobs = {name: wait_end(client, service, 'arr', name) for name in names}
+        assert {j.execution_state for j in jobs.values()} == {'succeeded'}
+        for name in names:
+            assert stdout_of(service, jobs[name]) == 'output of {}\n'.format(name)
+        arrays = [call for call in gate.calls() if '--array' in call]
+        assert len(arrays) == (0 if '\\' in folder else 1), gate.calls()
+    finally:
+        gate.open()
+        stop_service(service)

@@ -200,3 +200,25 @@ def test_horovod_runs_its_processes_and_a_custom_toolkit_runs_once(slurm_client,
     assert one.execution_state == 'succeeded' and len([x for x in lines if x]) == 1
     node, hosts = lines[0].split()[2], lines[0].split()[4].split(',')
     assert len(hosts) == 2 and node == hosts[0]
+
+
+@pytest.mark.parametrize('prefix', ['100%/%j%x', '%%a%4j', 'back\\slash%j', 'two\\\\back%%'])
+def test_a_percent_in_stdouterrpathprefix_is_no_sbatch_pattern(slurm_client, slurm_service, idle_cluster, prefix):
+    """sbatch expanded a % of the job's paths: the job failed (exit 181) without output. The output is where Batch AI
+    puts it: <stdOutErrPathPrefix>/<the job's path segment>/stdouterr/stdout.txt, the prefix as written."""
+    params = job_params(slurm_service, 'echo out-of-a-percent-path; echo err-of-it >&2')
+    params.std_out_err_path_prefix = '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs/' + prefix
+    name = 'pct-{}'.format(abs(hash(prefix)) % 10 ** 6)
+    create(slurm_client, slurm_service, 'percent', name, params)
+    job = wait_end(slurm_client, slurm_service, 'percent', name)
+    assert job.execution_state == 'succeeded', job.execution_info
+    folder = os.path.join(slurm_service.data_dir, 'storage', 'acct', 'shares', 'logs', prefix,
+                          job.job_output_directory_path_segment, 'stdouterr')
+    with open(os.path.join(folder, 'stdout.txt'), encoding='utf-8') as f:
+        assert f.read() == 'out-of-a-percent-path\n'
+    with open(os.path.join(folder, 'stderr.txt'), encoding='utf-8') as f:
+        assert 'err-of-it' in f.read()
+    # and the service serves it from there (the files the output directory lists)
+    files = slurm_client.jobs.list_output_files(slurm_service.resource_group, slurm_service.workspace, 'percent', name,
+                                                models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))
+    assert {'stdout.txt', 'stderr.txt'} <= {f.name for f in files}

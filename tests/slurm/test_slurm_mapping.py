@@ -91,3 +91,15 @@ def test_jobs_group_by_resources_in_order_and_within_the_array_size_limit():
     assert keys(_groups(jobs)) == [['a', 'c', 'd', 'e', 'g'], ['b', 'f']]
     assert keys(_groups(jobs, 2)) == [['a', 'c'], ['b', 'f'], ['d', 'e'], ['g']]
     assert keys(_groups(jobs, 1)) == [[j.key] for j in jobs], 'MaxArraySize 0 or 1: every job alone'
+
+
+def test_output_paths_are_written_for_sbatchs_filename_patterns():
+    # sbatch expands %j, %x, %a... in --output/--error: a % of the job's stdOutErrPathPrefix must stay a %.
+    props = {'nodeCount': 1, 'customToolkitSettings': {}}
+    options = mapping.sbatch_options(props, 'customToolkitSettings', 0, 'n', '/d/100%/%j/%%x', '/d/w%j')
+    assert '--output=/d/100%%/%%j/%%%%x/stdout.txt' in options
+    assert '--error=/d/100%%/%%j/%%%%x/stderr.txt' in options
+    assert '--chdir=/d/w%j' in options  # --chdir is no pattern: as it is
+    # A backslash turns sbatch's replacements off and is read in pairs.
+    assert mapping.literal_filename('/d/a\\b%j') == '/d/a\\\\b%j'
+    assert mapping.array_options([], 'a', '/d/50%', 2)[2:4] == ['--output=/d/50%%/%a.out', '--error=/d/50%%/%a.err']

@@ -11,6 +11,7 @@ import math
 import re
 import threading
 
+from ..floats import RunningMean
 from .download import STDOUTERR, RangeNotSupported, find_output_file, iter_url_chunks, read_url_range
 from ..errors import SpecError
 from ..service.identity import sweep_jobs
@@ -73,11 +74,12 @@ class _Reduction:
         self.how = how
         self.value = None
         self.count = 0
-        self.total = 0.0
+        self.mean = RunningMean()  # never overflows: six reports of 1e308 have the mean 1e308
 
     def add(self, value):
         self.count += 1
-        self.total += value
+        if self.how == 'mean':
+            self.mean.add(value)
         if self.value is None or self.how == 'last':
             self.value = value
         elif self.how == 'min':
@@ -99,13 +101,13 @@ class _Reduction:
             self.add(values[-1])
         else:
             self.count += len(values)
-            self.total += math.fsum(values)
+            self.mean.add_all(values)
             self.value = values[-1]
 
     def result(self):
         if self.count == 0:
             return None
-        return self.total / self.count if self.how == 'mean' else self.value
+        return self.mean.result() if self.how == 'mean' else self.value
 
 
 class MetricExtractor:

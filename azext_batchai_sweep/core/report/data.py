@@ -19,6 +19,7 @@ import json
 import math
 import random
 
+from ..floats import clamped, lerp
 from ..service.status import summarize_rows
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
@@ -194,21 +195,23 @@ def _compute(jobs, generated_at):
     steps = 0.0
     for job in jobs:
         if job['durationSeconds'] is not None:
-            seconds += job['durationSeconds']
+            seconds = clamped(seconds + job['durationSeconds'])
         elif job['state'] in PENDING_STATES and now is not None and _parse_time(job['startTime']) is not None:
             seconds += max(0.0, (now - _parse_time(job['startTime'])).total_seconds())
         steps += len(job['reports'])  # a report is a step of work; a promotion reports only the steps it adds
     full_steps = max((job['lastStep'] or 0 for job in jobs if job['state'] == 'succeeded'), default=0)
     saved_steps = saved_seconds = 0.0
+    # Steps are whatever the jobs printed (1e308, 5e-324...): every sum is kept finite.
     for job in jobs:
         if job['stoppedEarly'] and job['lastStep'] and full_steps > job['lastStep']:
-            missing = full_steps - job['lastStep']
-            saved_steps += missing
-            if job['durationSeconds']:
-                saved_seconds += missing * job['durationSeconds'] / job['lastStep']
+            missing = clamped(full_steps - job['lastStep'])
+            saved_steps = clamped(saved_steps + missing)
+            if job['durationSeconds'] and job['lastStep'] > 0:
+                saved_seconds = clamped(saved_seconds + clamped(clamped(missing / job['lastStep'])
+                                                                * job['durationSeconds']))
     return {'jobSeconds': round(seconds, 3), 'jobSteps': steps, 'savedJobSteps': saved_steps,
             'savedJobSeconds': round(saved_seconds, 3),
-            'savedFraction': round(saved_steps / (steps + saved_steps), 4) if saved_steps else 0.0}
+            'savedFraction': round(saved_steps / clamped(steps + saved_steps), 4) if saved_steps > 0 else 0.0}
 
 
 def _time_span(jobs):
@@ -246,7 +249,7 @@ def _quantile(sorted_values, q):
     position = q * (len(sorted_values) - 1)
     low = int(math.floor(position))
     high = min(low + 1, len(sorted_values) - 1)
-    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+    return lerp(sorted_values[low], sorted_values[high], position - low)
 
 
 def _band(jobs):

@@ -8,6 +8,7 @@ the job is marked (`mark-best`, `mark-stopped`, `mark-failed`, `mark-running`, `
 import hashlib
 import math
 
+from ..floats import clamped, fraction
 from .svg import Linear, Log, c, colour, esc, fmt, gradient_stops, polyline_points, scale_for, thin
 
 WIDTH = 960
@@ -76,8 +77,8 @@ def _axis_y(scale, x, top, bottom, label, grid_to=None):
 
 def _objective_scale(values, top, bottom):
     low, high = min(values), max(values)
-    pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
-    return Linear(low - pad, high + pad, bottom, top)
+    pad = (high / 2 - low / 2) * 0.1 or abs(high) * 0.05 or 1.0  # (high - low) * 0.05; the halves never overflow
+    return Linear(clamped(low - pad), clamped(high + pad), bottom, top)
 
 
 def _goodness(data):
@@ -89,7 +90,7 @@ def _goodness(data):
     low, high = value_range
 
     def t(value):
-        share = (value - low) / (high - low)
+        share = fraction(value, low, high)
         return share if goal == 'max' else 1.0 - share
     return t
 

@@ -6,6 +6,8 @@ nothing beyond what az ships, and these few hundred lines draw everything the re
 import math
 from xml.sax.saxutils import escape as _escape
 
+from ..floats import clamped, fraction
+
 
 def esc(text):
     """Text (or an attribute value, in double quotes) safe inside SVG/HTML."""
@@ -32,13 +34,16 @@ def c(value):
 
 
 class Linear:
+    """Any finite range (a job may report 1e308 and -1e308, or two values a 5e-324 apart)."""
+
     def __init__(self, low, high, start, end):
-        if high == low:  # one value: centre it
-            low, high = low - 1, high + 1
+        if high == low:  # one value: centre it (a pad of 1 vanishes next to 1e308: then a millionth of it)
+            pad = max(1.0, abs(low) * 1e-6)
+            low, high = clamped(low - pad), clamped(high + pad)
         self.low, self.high, self.start, self.end = low, high, start, end
 
     def __call__(self, value):
-        return self.start + (value - self.low) / (self.high - self.low) * (self.end - self.start)
+        return self.start + fraction(value, self.low, self.high) * (self.end - self.start)
 
     def ticks(self, count=5, integer=False):
         return nice_ticks(self.low, self.high, count, integer)
@@ -88,19 +93,24 @@ def nice_ticks(low, high, count=5, integer=False):
     steps, such as epochs): whole steps of at least 1, never a tick at epoch 0.5."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low]
-    raw = (high - low) / max(1, count)
+    raw = (high / 2 - low / 2) / max(1, count) * 2  # the halves: high - low may overflow
     if integer:
         raw = max(raw, 1.0)
-    power = 10 ** math.floor(math.log10(raw))
+    if not 0 < raw < math.inf or raw < abs(low) * 1e-12 or raw < abs(high) * 1e-12:
+        return [low, high]  # a range of a few ulps (or subnormal): no round values inside it
+    power = 10.0 ** math.floor(math.log10(raw))
     factors = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
     step = next(m * power for m in factors if m * power >= raw)
-    first = math.ceil(low / step - 1e-9) * step
+    first = math.ceil(low / step - 1e-9)
     ticks = []
-    value = first
-    while value <= high + step * 1e-9:
-        ticks.append(round(value, 12))
-        value += step
-    return ticks
+    for i in range(2 * count + 2):  # bounded: value += step could stand still next to a huge value
+        value = (first + i) * step
+        if not math.isfinite(value) or value > high + step * 1e-9:
+            break
+        tick = float('{:.12g}'.format(value))
+        if not ticks or tick != ticks[-1]:
+            ticks.append(tick)
+    return ticks or [low, high]
 
 
 def scale_for(axis, start, end):

@@ -1,6 +1,7 @@
 """Parameter specifications, with the seed README's camelCase call forms.
 
-Every spec has ``.name``, ``.values()`` (its grid values, a list), ``.sample(rng)`` (one random draw from a
+Every spec has ``.name``, ``.values()`` (its grid values, a list), ``.count()`` (how many grid values, counted
+without listing them: a sweep of 10^12 jobs is refused in microseconds), ``.sample(rng)`` (one random draw from a
 ``random.Random``) and ``.space_size()`` (how many distinct values it can take, None when continuous).
 
 Bugs of the old library this module does not repeat:
@@ -28,6 +29,8 @@ SCALES = ('LINEAR', 'LOG', 'RANDOM_UNIFORM')
 STORAGE_TYPES = ('BLOB', 'FILE')
 MOUNT_METHODS = ('JOB', 'CLUSTER')
 MOUNT_ROOTS = {'CLUSTER': '$AZ_BATCHAI_MOUNT_ROOT', 'JOB': '$AZ_BATCHAI_JOB_MOUNT_ROOT'}
+# An INTEGER LOG grid of up to this many values is counted by listing it (exact); a longer one by its formula.
+_COUNT_LISTED = 100000
 
 
 def validate_name(name):
@@ -85,6 +88,10 @@ class ParamSpec:
     def values(self):
         """The values of this parameter in a grid search, in order."""
         raise NotImplementedError
+
+    def count(self):
+        """len(self.values()), without making the list where it can (raises the same SpecErrors)."""
+        return len(self.values())
 
     def sample(self, rng):
         """One value drawn from `rng` (a random.Random) for a random search."""
@@ -157,6 +164,48 @@ class NumParamSpec(ParamSpec):
         if self._values is None:
             self._values = self._grid()
         return list(self._values)
+
+    def count(self):
+        if self._values is not None:
+            return len(self._values)
+        if self.scale == 'RANDOM_UNIFORM':
+            if self.num_values is None:
+                raise SpecError('a grid search with scale RANDOM_UNIFORM needs numValues', path='numValues')
+            if self.data_type == 'INTEGER' and self.num_values > self.space_size():
+                raise SpecError('numValues ({}) is more than the {} integers between start and end'
+                                .format(self.num_values, self.space_size()), path='numValues')
+            return self.num_values
+        if self.scale == 'LINEAR' and self.step is not None:
+            start, step = _decimal(self.start), _decimal(self.step)
+            raw = int((_decimal(self.end) - start) / step) + 1
+            last = start + step * (raw - 1)
+        elif self.num_values is None:
+            return len(self.values())  # raises the grid's own error
+        else:
+            raw = self.num_values
+            start, last = _decimal(self.start), _decimal(self.end)
+            step = (last - start) / (raw - 1) if raw > 1 else Decimal(1)
+        if self.data_type != 'INTEGER':
+            return raw
+        if self.scale == 'LOG' and raw > _COUNT_LISTED:
+            return self._log_integer_count()
+        if self.scale == 'LOG':
+            return len(self.values())
+        # Rounded to integers: values at least 1 apart stay distinct; closer ones hit every integer in between.
+        return raw if step >= 1 else _round_half_up(last) - _round_half_up(start) + 1
+
+    def _log_integer_count(self):
+        """The distinct integers of a long geometric grid: where consecutive values are less than 1 apart they hit
+        every integer up to there, and past it every value is a new integer. Computed in floats, as the grid is."""
+        ratio = (self.end / self.start) ** (1.0 / (self.num_values - 1))
+        if ratio <= 1.0:
+            return _round_half_up(self.end) - _round_half_up(self.start) + 1
+        # the first index whose value is at least 1 / (ratio - 1) (from there on the values are >= 1 apart)
+        first_far = max(0, math.ceil(math.log(1.0 / ((ratio - 1) * self.start)) / math.log(ratio)))
+        if first_far >= self.num_values - 1:
+            return _round_half_up(self.end) - _round_half_up(self.start) + 1
+        dense_top = _round_half_up(self.start * ratio ** first_far)
+        return dense_top - _round_half_up(self.start) + 1 + (self.num_values - 1 - first_far)
 
     def _grid(self):
         if self.scale == 'RANDOM_UNIFORM':

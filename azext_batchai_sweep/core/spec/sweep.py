@@ -132,7 +132,7 @@ class ParameterSweep:
         """The number of jobs of the grid search (lists file parameters' storage, once)."""
         size = 1
         for spec in self.specs:
-            size *= len(spec.values())
+            size *= spec.count()
         return size
 
     def unused_parameters(self, jcp):
@@ -152,19 +152,23 @@ class ParameterSweep:
         """
         template, prefix = self._prepare(jcp, job_name_prefix, sweep_name, environment)
         salt = sweep_salt(sweep_name)
-        grids = [spec.values() for spec in self.specs]
-        count = 1
-        for grid in grids:
-            count *= len(grid)
+        # Counted before anything is listed: a grid too large for --max-jobs is refused without building it.
+        count = self.grid_size()
+        listed = []
+
+        def grids():
+            if not listed:
+                listed.extend(spec.values() for spec in self.specs)
+            return listed
 
         def combinations():
-            for combination in itertools.product(*grids):
+            for combination in itertools.product(*grids()):
                 yield _keyed(self.names, combination, salt)
 
         def at(index):
             # Mixed-radix digits of the index, the last parameter varying fastest (as in itertools.product).
             combination = []
-            for grid in reversed(grids):
+            for grid in reversed(grids()):
                 index, digit = divmod(index, len(grid))
                 combination.append(grid[digit])
             return _keyed(self.names, reversed(combination), salt)

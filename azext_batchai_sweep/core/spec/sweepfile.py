@@ -356,10 +356,11 @@ def _in_parameter(error, index, path):
 
 
 def _check_values(spec, index, sampling_type, path):
-    """Compute what expansion will need now, so that an error points at its parameter (file listing included)."""
+    """Compute what expansion will need now, so that an error points at its parameter (file listing included). A
+    grid's values are counted, not listed: a sweep too large for --max-jobs is refused before it costs memory."""
     if sampling_type == 'grid' or isinstance(spec, FileParamSpec):
         try:
-            spec.values()
+            spec.count()
         except SpecError as ex:
             raise _in_parameter(ex, index, path) from None
 

@@ -10,10 +10,15 @@ The only memory the controller keeps between polls is which reports it has judge
 are cached in the run's journal, and losing them loses nothing the service does not hold (a job's state says it was
 terminated; the synchronous samplers derive everything from the finished jobs' results).
 """
+import logging
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .decision import TIMEOUT, Decision
+
+logger = logging.getLogger(__name__)
+# Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
+REPORTS_JUDGED = 'reportsJudged'
 
 # Why a sweep ends.
 END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and every job has finished
@@ -92,13 +97,14 @@ class Controller:
                 for n in self.policy.evaluation_points(trial):
                     if n <= self.judged.get(trial.name, 0):
                         continue
-                    self.judged[trial.name] = n
-                    decision = self.policy.judge(trial, n, trials)
+                    self.judged[trial.name] = n  # judged once: a re-run never repeats a decision, nor its error
+                    decision = self._judge(trial, n, trials)
                     if decision is not None:
+                        decision.numbers.setdefault(REPORTS_JUDGED, n)
                         self.decisions[trial.name] = decision
                         actions.terminate.append(decision)
                         break
-                    note = self.policy.kept(trial, n, trials)
+                    note = self._kept(trial, n, trials)
                     if note:
                         actions.notes.append((trial.name, note))
 
@@ -114,18 +120,43 @@ class Controller:
         return actions
 
 
+    def _judge(self, trial, n, trials):
+        """The policy's decision, or None when it failed on this job's data: the error is logged with the job's name
+        and the sweep goes on (a job's output must never end a sweep, nor every re-run of it)."""
+        try:
+            return self.policy.judge(trial, n, trials)
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.warning('job %s: the %s decision at its report %d failed and was skipped (%s: %s)', trial.name,
+                           self.policy.name, n, type(ex).__name__, ex)
+            return None
+
+    def _kept(self, trial, n, trials):
+        """What the policy says of a job it let go on at its n-th report (ASHA's promotions), judged on the same view
+        as the decision; None when it has nothing to say or fails on the job's data (logged: only a message is lost)."""
+        try:
+            own, seen = self.policy.view(trial, n, trials)
+            return self.policy.kept(own, n, seen)
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.warning('job %s: what %s says of its report %d was skipped (%s: %s)', trial.name, self.policy.name,
+                           n, type(ex).__name__, ex)
+            return None
+
+
 def as_seen(trials, stops):
     """The trials as the rules (and the sweep's figures) see them: a job terminated by a decision (`stops`: {name:
-    Decision}) is marked stopped early and counts with its reports up to the decision's step only (a job may print a
-    few more before it is gone); a job that Batch AI reports terminated counts as stopped early (only the controller
-    terminates a running sweep's jobs, and a lost journal must not turn its decisions into jobs that taught
-    nothing)."""
+    Decision}) is marked stopped early and counts with the reports it had made when it was judged (or, for a decision
+    without that count, those up to the decision's step): a job may print a few more before it is gone; a job that
+    Batch AI reports terminated counts as stopped early (only the controller terminates a running sweep's jobs, and a
+    lost journal must not turn its decisions into jobs that taught nothing)."""
     seen = []
     for trial in trials:
         decision = stops.get(trial.name)
         if decision is not None:
             reports = trial.reports
-            if decision.step is not None:
+            judged = decision.numbers.get(REPORTS_JUDGED)
+            if isinstance(judged, int):
+                reports = tuple(reports[:judged])
+            elif decision.step is not None:
                 reports = tuple(r for r in reports if r.step <= decision.step)
             trial = replace(trial, reports=reports, stopped_early=True)
         elif trial.state == 'terminated':

@@ -33,7 +33,8 @@ def job_steps(trials):
     ended = [t for t in trials if ran_to_end(t)]
     if not ended:
         return used, used
-    per_config = max(int(max(r.step for r in t.reports)) if t.reports else 0 for t in ended)
+    # Integers (exact at any size): a job may report any finite step, 1e308 included.
+    per_config = max(max(0, int(max(r.step for r in t.reports))) if t.reports else 0 for t in ended)
     configurations = {_key(t) for t in trials}
     return used, max(used, per_config * len(configurations))
 
@@ -43,7 +44,8 @@ def _key(trial):
 
 
 def _plain(number):
-    return int(number) if isinstance(number, float) and number.is_integer() else number
+    """A whole float as an int (epoch 3, not 3.0); past 2**53 a float is no exact count, and stays a float."""
+    return int(number) if isinstance(number, float) and number.is_integer() and abs(number) <= 2 ** 53 else number
 
 
 def tuning_row(trial, decision, goal, step_label):
@@ -82,7 +84,7 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None):
         'counts': dict(Counter(t.state for t in trials)),
         'decisions': dict(by_decision),
         'compute': {'jobSteps': used, 'jobStepsFull': full, 'jobStepsSaved': full - used,
-                    'savedPercent': round(100.0 * (full - used) / full, 1) if full else 0.0,
+                    'savedPercent': round(100 * (full - used) / full, 1) if full else 0.0,
                     'stepLabel': step_label, 'jobSeconds': job_seconds},
     }
 

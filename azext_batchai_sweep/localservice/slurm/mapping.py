@@ -77,19 +77,34 @@ def resource_options(props, toolkit, gpus_per_node):
     return options
 
 
+def literal_filename(path):
+    """`path` written as sbatch's --output/--error "filename pattern" that names exactly that file.
+
+    sbatch replaces %j, %x, %a... (and a number between: %4j) in these paths, %% is a "%", and a path holding "\\"
+    is not replaced at all, its "\\" read as one backslash (checked on Slurm 22.05: tests/slurm). A job's
+    stdOutErrPathPrefix, and the service's data directory, may hold any of these: each is escaped, so the output
+    lands where Batch AI puts it. --chdir and --job-name are no patterns: they are passed as they are.
+    """
+    if '\\' in path:
+        return path.replace('\\', '\\\\')  # every backslash doubled: no replacement at all, each pair one backslash
+    return path.replace('%', '%%')
+
+
 def sbatch_options(props, toolkit, gpus_per_node, name, stdouterr_dir, workdir):
     """All the sbatch options of a job submitted on its own."""
     return ['--job-name=' + name, *resource_options(props, toolkit, gpus_per_node),
-            '--output=' + stdouterr_dir + '/stdout.txt', '--error=' + stdouterr_dir + '/stderr.txt',
-            '--open-mode=append', '--chdir=' + workdir]
+            '--output=' + literal_filename(stdouterr_dir + '/stdout.txt'),
+            '--error=' + literal_filename(stdouterr_dir + '/stderr.txt'), '--open-mode=append', '--chdir=' + workdir]
 
 
 def array_options(resources, name, array_dir, count):
     """The sbatch options of `count` jobs with the same `resources` submitted as one job array: task i's output
     goes through array_dir/i.out and i.err, links to its own job's stdout.txt and stderr.txt."""
+    if '\\' in array_dir:
+        raise ValueError('an array\'s output pattern cannot be written in a folder whose path holds a backslash')
     return ['--job-name=' + name, '--array=0-{}'.format(count - 1), *resources,
-            '--output=' + array_dir + '/%a.out', '--error=' + array_dir + '/%a.err', '--open-mode=append',
-            '--chdir=' + array_dir]
+            '--output=' + literal_filename(array_dir) + '/%a.out', '--error=' + literal_filename(array_dir) + '/%a.err',
+            '--open-mode=append', '--chdir=' + array_dir]
 
 
 def array_script(array_dir):

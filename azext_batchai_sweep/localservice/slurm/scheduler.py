@@ -278,6 +278,11 @@ class SlurmScheduler(HeldJobsScheduler):
     def _submit_group(self, group):
         if self._stopping:
             return
+        if len(group) > 1 and '\\' in self._data_dir:
+            # An array's output pattern needs sbatch's %a, which a data directory holding a backslash turns off.
+            for job in group:
+                self._submit_group([job])
+            return
         if len(group) > 1:
             try:
                 ids = self._submit_array(group)

@@ -24,7 +24,7 @@ class AshaPolicy(Policy):
 
     def rungs_crossed(self, trial, n):
         """The rungs (k, step) the trial's n-th report is the first to reach."""
-        previous = trial.reports[n - 2].step if n >= 2 else float('-inf')
+        previous = max((r.step for r in trial.reports[:n - 1]), default=float('-inf'))
         current = trial.reports[n - 1].step
         return [(k, step) for k, step in enumerate(self.rungs) if previous < step <= current]
 
@@ -50,7 +50,7 @@ class AshaPolicy(Policy):
             kept = value >= cutoff if self.goal == 'max' else value <= cutoff
             yield k, step, value, keep, len(competing), cutoff, kept
 
-    def judge(self, trial, n, trials):
+    def decide(self, trial, n, trials):
         for k, step, value, keep, competing, cutoff, kept in self._rungs(trial, n, trials):
             if not kept:
                 return self.stop(trial, trial.reports[n - 1].step, '{} is not in the top {} of {} at rung {} '

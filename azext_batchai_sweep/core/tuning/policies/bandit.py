@@ -27,7 +27,7 @@ class BanditPolicy(Policy):
             return best - self.slack_amount, '{} - {}'.format(fmt(best), fmt(self.slack_amount))
         return best + self.slack_amount, '{} + {}'.format(fmt(best), fmt(self.slack_amount))
 
-    def judge(self, trial, n, trials):
+    def decide(self, trial, n, trials):
         report = trial.reports[n - 1]
         candidates = [(r.value, t.name) for t in trials for r in reports_upto(t, report.step)]
         best = best_of([value for value, _ in candidates], self.goal)

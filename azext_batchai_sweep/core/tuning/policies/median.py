@@ -4,8 +4,7 @@ of the running averages of all the sweep's jobs at the same step (running jobs i
 At an evaluation at step s: each job that has reached s has a running average (the mean of its values up to s);
 the judged job stops when its best value up to s is worse than the median of those averages (its own included).
 """
-import statistics
-
+from ...floats import mean, median as median_of
 from ..decision import best_of, better, fmt
 from .base import Policy, peers_at, reports_upto
 
@@ -13,14 +12,14 @@ from .base import Policy, peers_at, reports_upto
 class MedianPolicy(Policy):
     name = 'median'
 
-    def judge(self, trial, n, trials):
+    def decide(self, trial, n, trials):
         report = trial.reports[n - 1]
         step = report.step
-        averages = [statistics.fmean(r.value for r in reports_upto(t, step)) for t in peers_at(trials, step)]
+        averages = [mean(r.value for r in reports_upto(t, step)) for t in peers_at(trials, step)]
         if len(averages) < 2:
             return None  # nothing to compare with yet
-        median = statistics.median(averages)
-        best = best_of([r.value for r in trial.reports[:n]], self.goal)
+        median = median_of(averages)
+        best = best_of([r.value for r in reports_upto(trial, step)], self.goal)  # trial: its first n reports
         if not better(median, best, self.goal):
             return None
         return self.stop(trial, step, 'best {} {} median {} of {} running averages'.format(

@@ -17,7 +17,7 @@ class TruncationPolicy(Policy):
         super().__init__(goal, **kwargs)
         self.percentage = truncation_percentage
 
-    def judge(self, trial, n, trials):
+    def decide(self, trial, n, trials):
         report = trial.reports[n - 1]
         step = report.step
         others = [value_at(t, step) for t in peers_at(trials, step) if t.name != trial.name]

@@ -8,34 +8,37 @@ from ..trial import Sampler, Suggestion
 
 
 class SequenceSampler(Sampler):
-    """Suggests the configurations of a fixed sequence, in order, skipping those already on the service."""
+    """Suggests the configurations of a fixed sequence, in order, skipping those already on the service.
+
+    The sequence (a core.spec.sweep.JobSequence, or a list) is walked lazily and never held: a grid of 10^12
+    configurations run with maxTotalJobs 100 costs what its first hundred do.
+    """
 
     kind = ''
 
     def __init__(self, configurations):
-        self._configurations = configurations  # a sequence of parameter dicts (may be lazy: see _all)
-        self._cache = None
+        self._configurations = configurations  # has len() and is iterable again: each item has .parameters or is a dict
 
-    def _all(self):
-        if self._cache is None:
-            self._cache = [dict(values) for values in self._configurations]
-        return self._cache
+    def _walk(self):
+        for item in self._configurations:
+            yield dict(getattr(item, 'parameters', item))
 
     def suggest(self, trials, count):
         if count <= 0:
             return []
         present = {canonical_json(trial.params) for trial in trials}
-        configurations = self._all()
+        total = len(self._configurations)
         out = []
-        for position, values in enumerate(configurations):
+        for position, values in enumerate(self._walk()):
             if canonical_json(values) in present:
                 continue
-            out.append(Suggestion(params=values, note='{} {} of {}'.format(self.kind, position + 1,
-                                                                          len(configurations))))
+            out.append(Suggestion(params=values, note='{} {} of {}'.format(self.kind, position + 1, total)))
             if len(out) == count:
                 break
         return out
 
     def exhausted(self, trials):
         present = {canonical_json(trial.params) for trial in trials}
-        return all(canonical_json(values) in present for values in self._all())
+        if len(present) < len(self._configurations):
+            return False  # fewer jobs than configurations: one at least is left (no need to walk them all)
+        return all(canonical_json(values) in present for values in self._walk())

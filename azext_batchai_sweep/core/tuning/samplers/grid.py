@@ -7,5 +7,4 @@ class GridSampler(SequenceSampler):
     kind = 'grid'
 
     def __init__(self, specs):
-        jobs = ParameterSweep(specs).generate_jobs({'properties': {}})
-        super().__init__(job.parameters for job in jobs)
+        super().__init__(ParameterSweep(specs).generate_jobs({'properties': {}}))

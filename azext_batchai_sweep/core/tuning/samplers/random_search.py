@@ -7,5 +7,4 @@ class RandomSampler(SequenceSampler):
     kind = 'random'
 
     def __init__(self, specs, count, seed):
-        jobs = ParameterSweep(specs).generate_jobs_random_search({'properties': {}}, count, seed=seed)
-        super().__init__(job.parameters for job in jobs)
+        super().__init__(ParameterSweep(specs).generate_jobs_random_search({'properties': {}}, count, seed=seed))
