@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from azext_batchai_sweep._exit_codes import BAD_INPUT
 from tests.fixtures_az import service_az
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -94,7 +95,7 @@ def test_create_plan_only_refuses_a_huge_grid_at_once(az, tmp_path):
     path = write_sweep(tmp_path, 'linear-3e7')
     refused = az('batchai', 'sweep', 'create', '--plan-only', '-g', 'rg', '-w', 'ws', '-e', 'exp', '-n', 'big',
                  '--spec', path, timeout=60)
-    assert refused.exit_code == 1
+    assert refused.exit_code == BAD_INPUT
     assert 'The sweep has 30000001 jobs, more than --max-jobs (10000)' in refused.stderr
     assert 'Traceback' not in refused.stderr
     assert not (tmp_path / 'big.plan.jsonl').exists()
@@ -107,17 +108,17 @@ def test_submit_spec_and_run_refuse_a_huge_grid_before_any_request(local_service
     target = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'big-refused', '-n', 'big']
     path = write_sweep(tmp_path, 'integer-1e12')
     submitted = az('batchai', 'sweep', 'submit', *target, '--spec', path, '-c', local_service.cluster, timeout=60)
-    assert submitted.exit_code == 1
+    assert submitted.exit_code == BAD_INPUT
     assert 'The sweep has 1000000000000 jobs, more than --max-jobs (10000)' in submitted.stderr
     product = write_sweep(tmp_path, 'product')
     ran = az('batchai', 'sweep', 'run', *target, '--spec', product, '-c', local_service.cluster, timeout=60)
-    assert ran.exit_code == 1
+    assert ran.exit_code == BAD_INPUT
     assert 'The sweep has 16000000 jobs, more than 10000 that a run submits without a limit' in ran.stderr
     assert '--max-total-jobs' in ran.stderr
     # a limit bounds the jobs, but a parameter of 10^12 values would still be listed: refused too
     limited = az('batchai', 'sweep', 'run', *target, '--spec', path, '-c', local_service.cluster,
                  '--max-total-jobs', '5', timeout=60)
-    assert limited.exit_code == 1
+    assert limited.exit_code == BAD_INPUT
     assert 'The parameter A has 1000000000000 values' in limited.stderr, limited.stderr
 
 
