@@ -254,7 +254,8 @@ def plan_run(definition, identity, limits):
         'objective': definition.objective,
         'limits': {key: value for key, value in (
             ('maxTotalJobs', limits.max_total_jobs), ('maxConcurrentJobs', limits.max_concurrent_jobs),
-            ('timeoutMinutes', limits.timeout_minutes), ('jobTimeoutMinutes', limits.job_timeout_minutes))
+            ('timeoutMinutes', limits.timeout_minutes), ('jobTimeoutMinutes', limits.job_timeout_minutes),
+            ('stopAt', limits.stop_at), ('noImprovementJobs', limits.no_improvement_jobs))
             if value is not None},
         'earlyTermination': definition.early_termination,
         'parameters': [spec.name for spec in definition.parameters],

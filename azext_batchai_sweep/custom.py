@@ -204,7 +204,8 @@ def _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout):
     return Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
                   max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
                   timeout_minutes=timeout or written.get('timeoutMinutes'),
-                  job_timeout_minutes=written.get('jobTimeoutMinutes'))
+                  job_timeout_minutes=written.get('jobTimeoutMinutes'), stop_at=written.get('stopAt'),
+                  no_improvement_jobs=written.get('noImprovementJobs'))
 
 
 def _run_outcome(cmd, result, definition, identity, spec):

@@ -26,12 +26,17 @@ END_MAX_TOTAL = 'maxTotalJobs'     # the budget of jobs is spent, and every job 
 END_TIMEOUT = 'timeout'            # timeoutMinutes passed: the running jobs were terminated
 END_STOPPED = 'stopped'            # someone else terminated the sweep's jobs (az batchai sweep stop)
 END_UNREPORTED = 'objectiveNotReported'  # strict: the jobs' output shows the objective is misnamed
+END_STOP_AT = 'stopAt'             # the best objective reached limits.stopAt: the running jobs were terminated
+END_PLATEAU = 'plateau'            # limits.noImprovementJobs jobs in a row brought no better best: likewise
 UNLIMITED = 1 << 30
 END_REASONS = {
     END_EXHAUSTED: 'every job the sampler had to run has finished',
     END_MAX_TOTAL: 'maxTotalJobs jobs were submitted and all have finished',
     END_TIMEOUT: 'the sweep reached timeoutMinutes; its running jobs were terminated',
     END_UNREPORTED: 'the jobs print no value of the objective (strict): the sweep was stopped at once',
+    END_STOP_AT: 'the best objective reached limits.stopAt; its running jobs were terminated',
+    END_PLATEAU: 'limits.noImprovementJobs jobs in a row ran to the end without a better best; its running jobs '
+                 'were terminated',
     END_STOPPED: 'jobs of the sweep were terminated by someone else (az batchai sweep stop): nothing more was '
                  'submitted; run the same command again to go on',
 }
@@ -44,6 +49,8 @@ class Limits:
     max_concurrent_jobs: Optional[int] = None
     timeout_minutes: Optional[float] = None
     job_timeout_minutes: Optional[float] = None
+    stop_at: Optional[float] = None           # end once the best objective reaches it
+    no_improvement_jobs: Optional[int] = None  # end once this many jobs in a row ran to the end without a better best
 
 
 @dataclass
@@ -62,8 +69,9 @@ class Controller:
     :ivar decisions: {job name: the Decision that terminated it}.
     """
 
-    def __init__(self, sampler, policy=None, limits=None, judged=None, decisions=None):
+    def __init__(self, sampler, policy=None, limits=None, judged=None, decisions=None, goal=None):
         self.sampler, self.policy, self.limits = sampler, policy, limits or Limits()
+        self.goal = goal or getattr(sampler, 'goal', None) or 'max'
         self.judged = dict(judged or {})
         self.decisions = dict(decisions or {})
 
@@ -79,15 +87,13 @@ class Controller:
         limits = self.limits
 
         if limits.timeout_minutes is not None and elapsed_seconds >= limits.timeout_minutes * 60:
-            for trial in pending:
-                if trial.state != 'terminating' and trial.name not in self.decisions:
-                    decision = Decision(job=trial.name, kind=TIMEOUT, rule='limits', step=_last_step(trial),
-                                        text='terminated by the sweep\'s timeoutMinutes ({:g} minutes)'.format(
-                                            limits.timeout_minutes),
-                                        numbers={'timeoutMinutes': limits.timeout_minutes})
-                    self.decisions[trial.name] = decision
-                    actions.terminate.append(decision)
-            actions.end = END_TIMEOUT
+            self._end_now(pending, actions, END_TIMEOUT, 'terminated by the sweep\'s timeoutMinutes ({:g} minutes)'
+                          .format(limits.timeout_minutes), {'timeoutMinutes': limits.timeout_minutes})
+            return actions
+        good_enough = results_end(trials, limits, self.goal)
+        if good_enough is not None:
+            end, text, numbers = good_enough
+            self._end_now(pending, actions, end, 'terminated: ' + text, numbers)
             return actions
 
         if self.policy is not None:
@@ -119,6 +125,16 @@ class Controller:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
         return actions
 
+
+    def _end_now(self, pending, actions, end, text, numbers):
+        """End the sweep: terminate its running jobs (a decision each, rule `limits`), submit nothing more."""
+        for trial in pending:
+            if trial.state != 'terminating' and trial.name not in self.decisions:
+                decision = Decision(job=trial.name, kind=TIMEOUT, rule='limits', step=_last_step(trial), text=text,
+                                    numbers=dict(numbers))
+                self.decisions[trial.name] = decision
+                actions.terminate.append(decision)
+        actions.end = end
 
     def _judge(self, trial, n, trials):
         """The policy's decision, or None when it failed on this job's data: the error is logged with the job's name
@@ -163,6 +179,36 @@ def as_seen(trials, stops):
             trial = replace(trial, stopped_early=True)
         seen.append(trial)
     return seen
+
+
+def results_end(trials, limits, goal):
+    """(end reason, text, numbers) when the jobs that ran to the end make the sweep good enough, else None: the best
+    objective reached limits.stopAt, or limits.noImprovementJobs jobs in a row (in submission order) ran to the end
+    without a better best than the jobs before them. A pure function of what the service reports, so a resumed run
+    ends where an uninterrupted one would."""
+    if limits.stop_at is None and limits.no_improvement_jobs is None:
+        return None
+    from .result import best_trial, ran_to_end
+    better = (lambda a, b: a > b) if goal == 'max' else (lambda a, b: a < b)
+    if limits.stop_at is not None:
+        best = best_trial(trials, goal)
+        if best is not None and (best.last == limits.stop_at or better(best.last, limits.stop_at)):
+            return END_STOP_AT, 'the best objective, {:g} ({}), reached limits.stopAt ({:g})'.format(
+                best.last, best.name, limits.stop_at), {'stopAt': limits.stop_at, 'best': best.last}
+    if limits.no_improvement_jobs is not None:
+        finished = sorted((t for t in trials if ran_to_end(t) and t.last is not None and t.last == t.last),
+                          key=lambda t: t.index)
+        best, since = None, 0
+        for trial in finished:
+            if best is None or better(trial.last, best):
+                best, since = trial.last, 0
+            else:
+                since += 1
+        if best is not None and since >= limits.no_improvement_jobs:
+            return END_PLATEAU, '{} jobs in a row ran to the end without a better best than {:g} ' \
+                '(limits.noImprovementJobs)'.format(since, best), {'noImprovementJobs': limits.no_improvement_jobs,
+                                                                    'best': best}
+    return None
 
 
 def _last_step(trial):

@@ -298,7 +298,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.controller = Controller(make_sampler(definition, self.goal),
                                      make_policy(definition.early_termination, self.goal, self.step_label),
                                      self.limits, judged=self.journal.data['judged'],
-                                     decisions=self.journal.decisions)
+                                     decisions=self.journal.decisions, goal=self.goal)
         self.factory = JobFactory(definition, sweep_name, prepare_body)
         self.follower = None
         if self.objective:

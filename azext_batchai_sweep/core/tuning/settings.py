@@ -12,7 +12,10 @@ from .bayesian_settings import BAYESIAN, check_bayesian
 logger = logging.getLogger(__name__)
 
 RUN_ONLY = 'only `az batchai sweep run` can {} (create and submit plan every job before the first result)'
-NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes', 'stopOnExit')
+NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes', 'stopOnExit', 'stopAt',
+                    'noImprovementJobs')
+# Limits that end a sweep by its results: they compare the jobs' objective.
+RESULT_LIMITS = ('stopAt', 'noImprovementJobs')
 
 
 def check_tuning(document, sampling, path, adaptive):
@@ -44,6 +47,8 @@ def check_tuning(document, sampling, path, adaptive):
     from .samplers import ADAPTIVE_SAMPLING
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
         '{} sampling'.format(sampling['type']) if sampling['type'] in ADAPTIVE_SAMPLING else None)
+    if needs is None:
+        needs = next(('limits.{}'.format(key) for key in RESULT_LIMITS if key in limits), None)
     if needs and objective is None:
         raise SpecError('expected an objective ({{metric: NAME, goal: max}} or a regex): {} compares the jobs\' '
                         'objective'.format(needs), source=path, path='objective')
