@@ -7,6 +7,7 @@ import fnmatch
 import json
 import os
 import re
+import tempfile
 import time
 import urllib.parse
 import uuid
@@ -288,10 +289,16 @@ def test_an_operation_under_way_answers_as_recorded_in_progress(replay):
     rec = recorded('cluster_with_setup_command.json')
     replay.request('PUT', replay.base + '/experiments/experiment')
     path = replay.base + '/experiments/experiment/jobs/stubborn'
+    ready = os.path.join(tempfile.mkdtemp(), 'trap-set')
     replay.request('PUT', path, {'properties': {
         'cluster': {'id': replay.service.cluster_id}, 'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_TEMP',
-        'customToolkitSettings': {'commandLine': "trap '' TERM; sleep 30"}}})
+        'customToolkitSettings': {'commandLine': "trap '' TERM; touch {}; sleep 30".format(ready)}}})
     _wait_for(replay, path, ('running',))
+    # Running is not enough: until the shell has set its trap, the terminate's SIGTERM would end it at once.
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready):
+        assert time.monotonic() < deadline, 'the job never set its trap'
+        time.sleep(0.05)
     status, headers, _ = replay.request('POST', path + '/terminate')
     assert status == 202
     status, operation = _operation_status(replay, headers)
