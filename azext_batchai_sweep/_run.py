@@ -3,6 +3,7 @@
 # --------------------------------------------------------------------------------------------
 """`sweep run`'s plumbing on the command side: the sweep file, the job bodies' secrets, the journal's place and the
 progress lines; the loop itself is core/tuning/loop.py."""
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -129,25 +130,35 @@ class Interrupted(BaseException):
 
 # Ctrl-C, `kill`/`timeout`/a CI runner's cancel, and a closed terminal or SSH session.
 SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP')
+# A second signal this soon after the first is the same one delivered twice (to the command and to its group).
+REPEAT_GRACE_SECONDS = 1.0
 
 
 @contextmanager
 def signals_interrupt():
-    """Inside the block, SIGINT, SIGTERM and SIGHUP raise Interrupted. From the first one on, every one of them has its
-    default action again: a second signal ends the process at once (with the shell's 128 + signal) while the first
-    one's cleanup runs."""
+    """Inside the block, SIGINT, SIGTERM and SIGHUP raise Interrupted. From the first one on, a second signal ends the
+    process at once (with the shell's 128 + signal) while the first one's cleanup runs, unless it comes within
+    REPEAT_GRACE_SECONDS of the first: `timeout` (and CI runners that signal the whole process group) deliver the same
+    signal to the command twice at once, and that echo must not cut short the cleanup the first one started."""
     import signal
     import threading
     if threading.current_thread() is not threading.main_thread():
         yield  # signal handlers can only be set in the main thread (az runs commands there)
         return
     signals = [getattr(signal, name) for name in SIGNALS if hasattr(signal, name)]
-    arrived = []
+    arrived = []  # (signal, when) of the first one
+
+    def repeated(signum, _frame):
+        if time.monotonic() - arrived[0][1] < REPEAT_GRACE_SECONDS:
+            return  # the first signal's echo
+        for number in signals:
+            signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
     def handler(signum, _frame):
         for number in signals:
-            signal.signal(number, signal.SIG_DFL)
-        arrived.append(signum)
+            signal.signal(number, repeated)
+        arrived.append((signum, time.monotonic()))
         raise Interrupted(signum)
     previous = {number: signal.signal(number, handler) for number in signals}
     try:
