@@ -71,14 +71,15 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if not retarget:
         _refuse_retarget(cli_ctx, data_dir)
-    if control.status(data_dir)['running']:
+    already_running = control.status(data_dir)['running']
+    if already_running:
         logger.warning('A local Batch AI service already runs on %s: this start shares it, and a "local stop" stops '
                        'it for everyone using it.', data_dir)
     if scheduler == 'slurm':
         from .localservice.slurm.commands import resolve_conf
         # --slurm-conf, else this shell's SLURM_CONF: checked here, handed to the service, used for every command.
         slurm_conf = resolve_conf(slurm_conf)
-        if not control.status(data_dir)['running']:
+        if not already_running:
             _check_slurm(slurm_conf, partition, account)
         options = {'scheduler': 'slurm', 'slurm_conf': slurm_conf, 'partition': partition, 'account': account}
         slots = None

@@ -141,13 +141,20 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    if plan_only:  # the sweep file checked as run checks it, and its first jobs: no service, no login
-        from ._run import plan_run
+
+    def checked(recorded_seed):
+        """The sweep file and the run's limits, checked as a run checks them, before any request that changes
+        anything."""
         definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                          storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                         seed=seed, recorded_seed=None)
+                                         seed=seed, recorded_seed=recorded_seed)
         limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
         check_run_size(definition, limits, DEFAULT_MAX_JOBS)
+        return definition, limits
+
+    if plan_only:  # the sweep file checked as run checks it, and its first jobs: no service, no login
+        from ._run import plan_run
+        definition, limits = checked(recorded_seed=None)
         with core_errors():
             return plan_run(definition, identity, limits)
     steering = {'stopOnExit': stop_on_exit, 'started': False}
@@ -155,12 +162,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     def prepare_and_run():
         client = _client(cmd)
         retry = _retry()
-        definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
-                                         storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                         seed=seed, recorded_seed=service_seed(client, identity, retry))
+        definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
-        limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
-        check_run_size(definition, limits, DEFAULT_MAX_JOBS)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
@@ -241,9 +244,11 @@ def _run_outcome(cmd, result, definition, identity, spec):
             recommendation=see))
 
 
-def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES):
+def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,
+          run_view=None):
     """Block until the jobs have finished; after the output, a failed job or one terminated by someone else (not by a
-    `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT."""
+    `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT.
+    `run_view`: the caller's _RunView, when it shows the run's decisions too (read once)."""
     from ._exit_codes import JobsFailedError, SweepTimeoutError
     from ._output import wait_line_period
     from .core.service.status import unfinished, wait_for_jobs
@@ -263,7 +268,7 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
         return status
     logger.warning('Sweep %s finished: %s', identity.name, counts)
     failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
-    stopped = _stopped_by_someone_else(cmd, client, identity, status['jobs'])
+    stopped = _stopped_by_someone_else(status['jobs'], run_view or _RunView(cmd, client, identity))
     if failed or stopped:
         what = '; '.join(part for part in (
             '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)) if failed else '',
@@ -276,13 +281,13 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     return status
 
 
-def _stopped_by_someone_else(cmd, client, identity, rows):
+def _stopped_by_someone_else(rows, run_view):
     """The terminated jobs among `rows` that no `sweep run` decision terminated (its journal here, else what its jobs
     carry on the service): stopped by `az batchai sweep stop` or by hand, so they did not finish their work."""
     terminated = [row['name'] for row in rows if row['state'] == 'terminated']
     if not terminated:
         return []
-    decided = _run_view(cmd, client, identity)[0]
+    decided = run_view.get()[0]
     return [name for name in terminated if (decided.get(name) or {}).get('decision') is None]
 
 
@@ -364,8 +369,9 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if job:
         return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
     plan = _status_plan(plan_file, identity)
+    run_view = _RunView(cmd, client, identity)
     if wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
+        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries, run_view=run_view)
     else:
         with core_errors():
             # With a plan, every job of the sweep: what is missing is only known against all of them.
@@ -382,7 +388,7 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             _no_jobs(identity, client)
-    _add_run_decisions(cmd, client, result['jobs'], identity, result)
+    _add_run_decisions(result['jobs'], identity, result, run_view)
     _add_scheduler_job_ids(cmd, client, result['jobs'], identity)
     return result
 
@@ -403,9 +409,9 @@ def _scheduler_job_ids(cmd, client, identity):
     return scheduler_job_ids(client, identity.resource_group, identity.workspace, identity.experiment)
 
 
-def _add_run_decisions(cmd, client, rows, identity, result):
+def _add_run_decisions(rows, identity, result, run_view):
     """A `sweep run`'s objective, step and decision per job, and the sweep's figures (see _run_view)."""
-    tuning, figures = _run_view(cmd, client, identity) if rows else ({}, None)
+    tuning, figures = run_view.get() if rows else ({}, None)
     for row in rows:
         if row['name'] in tuning:
             row['tuning'] = tuning[row['name']]
@@ -417,6 +423,19 @@ def _add_run_decisions(cmd, client, rows, identity, result):
 def _say_figures(identity, figures):
     from .core.tuning.result import describe_figures
     logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
+
+
+class _RunView:
+    """_run_view of one command, read when first asked and then kept (`status --wait` asks twice: for the jobs
+    stopped by someone else, and for its rows)."""
+
+    def __init__(self, cmd, client, identity):
+        self._args, self._view = (cmd, client, identity), None
+
+    def get(self):
+        if self._view is None:
+            self._view = _run_view(*self._args)
+        return self._view
 
 
 def _run_view(cmd, client, identity):

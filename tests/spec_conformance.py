@@ -18,6 +18,7 @@ import jsonschema
 from azure.core.pipeline.policies import SansIOHTTPPolicy
 from jsonschema import Draft4Validator
 
+from azext_batchai_sweep.core.service.scheduler_ids import LOCAL_VIEW
 from tests.fixtures_az import SPECS_DIR
 
 SPEC_FILE = os.path.join(SPECS_DIR, 'batchai-2018-05-01', 'BatchAI.json')
@@ -149,7 +150,7 @@ def response_definition(method, path, status):
 
 def _is_local_view(path):
     """The local service's own view (/local/..., outside the Batch AI API: core/service/scheduler_ids.py)."""
-    return path.lower().startswith('/local/')
+    return path.lower().startswith('/{}/'.format(LOCAL_VIEW))
 
 
 def _path_of(url):

@@ -10,3 +10,6 @@ DEFAULT_WORKSPACE = 'local'
 DEFAULT_CLUSTER = 'local'
 DEFAULT_LOCATION = 'local'
 SERVICE_FILE = 'service.json'
+# The first path segment of the service's own views, outside the Batch AI API; kept in sync with
+# core.service.scheduler_ids.LOCAL_VIEW (its client), as DEFAULT_SUBSCRIPTION is.
+LOCAL_VIEW = 'local'

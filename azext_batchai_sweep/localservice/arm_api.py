@@ -22,7 +22,7 @@ import time
 import urllib.parse
 from stat import S_ISDIR
 
-from . import API_VERSION, DEFAULT_LOCATION
+from . import API_VERSION, DEFAULT_LOCATION, LOCAL_VIEW
 from .auth import sign_link
 from .downloads import servable_path
 from .errors import ArmError, bad_request, conflict, not_found
@@ -266,10 +266,6 @@ def _int_param(query, name, default, minimum, maximum):
         raise bad_request('InvalidQueryParameterValue', "Query parameter '{}' must be an integer{}.".format(
             name, ' from {} to {}'.format(minimum, maximum) if maximum is not None else ' >= {}'.format(minimum)))
     return value
-
-
-# The first path segment of the local service's own views (outside the Batch AI API).
-LOCAL_VIEW = 'local'
 
 
 class _Request:

@@ -116,3 +116,4 @@ def test_one_configuration_for_every_command(tmp_path, monkeypatch):
     monkeypatch.delenv('SLURM_CONF')
     default = SlurmCli()
     assert default.conf is None and 'SLURM_CONF' not in default.environment({'SLURM_CONF': '/elsewhere.conf'})
+

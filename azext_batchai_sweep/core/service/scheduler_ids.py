@@ -11,7 +11,7 @@ from .rest import jobs_url, send_json
 
 logger = logging.getLogger(__name__)
 
-LOCAL_VIEW = 'local'  # the service's localservice/arm_api.LOCAL_VIEW (the client does not import the service)
+LOCAL_VIEW = 'local'  # kept in sync with localservice.LOCAL_VIEW (the client imports nothing of the service)
 
 
 def scheduler_job_ids(client, resource_group, workspace, experiment):

@@ -62,9 +62,8 @@ def _scan_line(scan, line):
         scan.block_scalar_parent = None
     if scan.quote:
         position = _end_of_quoted(scan, line, 0)
-        if position is None:
-            return
-        _flow_or_rest(scan, line, position)
+        if position is not None and scan.flow:  # the scalar was inside brackets, which go on after it
+            _scan_flow(scan, line, position)
         return
     if scan.flow:
         _scan_flow(scan, line, 0)
@@ -164,19 +163,12 @@ def _value(scan, line, position):
     if rest[0] in '"\'':
         scan.node()
         scan.quote = rest[0]
-        end = _end_of_quoted(scan, line, position + 1)
-        if end is not None:
-            _flow_or_rest(scan, line, end)
+        _end_of_quoted(scan, line, position + 1)  # in block context: what follows it is a comment or nothing
         return
     if rest[0] in '[{':
         _scan_flow(scan, line, position)
         return
     scan.node()  # a plain scalar: the rest of the line (up to a comment) is its text
-
-
-def _flow_or_rest(scan, line, position):
-    if scan.flow:
-        _scan_flow(scan, line, position)
 
 
 def _scan_flow(scan, line, position):
