@@ -1,0 +1,128 @@
+"""A real, offline `az login` for tests of the Azure Batch scheduler (test code only).
+
+There is no Azure and no network here, yet tests must use the real `az` and its real login. What makes it work:
+- `az login --identity` asks msal's ManagedIdentityClient for a token. With IDENTITY_ENDPOINT and IDENTITY_HEADER
+  set (App Service's managed identity protocol) msal GETs that endpoint, plain HTTP, wherever it is: here, the
+  ARM double's identity endpoint on 127.0.0.1. (Cloud Shell's own path cannot be used: msal posts to the fixed
+  http://localhost:50342 there, so parallel tests would collide on one port.) az reads only the token's claims
+  (tid) without verifying its signature, then lists subscriptions from the active cloud's ARM endpoint.
+- `az cloud register` with the ARM endpoint on the double (TLS, a throw-away test CA) in a temporary
+  AZURE_CONFIG_DIR, `--skip-endpoint-discovery` so registering reads nothing. REQUESTS_CA_BUNDLE makes az, msal's
+  requests session and every azure-core SDK client trust the test CA.
+- Afterwards `az account show`, `az account get-access-token --resource https://batch.core.windows.net/` and any
+  SDK client built on az's credential (azure-mgmt-batch, azure-batch) work as they do with Azure: every token comes
+  from the identity endpoint, every ARM call goes to the double.
+
+Use:
+    from tests.azurebatch.login_fixtures import arm_double, az_offline_login  # noqa: F401 (fixtures)
+
+    def test_x(az_offline_login):
+        login = az_offline_login
+        login.double.add_batch_account('acct')            # ARM state (see arm_double/server.py)
+        login.az('account', 'show')                       # the real az, logged in
+        subprocess.run(..., env={**os.environ, **login.env})   # a service process that uses az's login
+        credential = login.credential()                   # an azure-core TokenCredential: `az account get-access-token`
+        login.use_in_this_process(monkeypatch)            # os.environ as a process started by that user has it
+"""
+import json
+import os
+import time
+
+import pytest
+
+from tests.azurebatch.arm_double.server import ARM_AUDIENCE, IDENTITY_HEADER, running
+from tests.fixtures_az import AzRunner
+
+CLOUD_NAME = 'BatchTestCloud'
+
+
+class AzCliTokenCredential:
+    """An azure-core TokenCredential that asks the real `az` (``runner``) for each token, as a process that only
+    has az's login can: `az account get-access-token --scope`. Test helper; the scheduler's own credential is
+    azurebatch/auth.py."""
+
+    def __init__(self, runner):
+        self._runner = runner
+        self.calls = 0
+
+    def get_token(self, *scopes, **kwargs):  # pylint: disable=unused-argument
+        from azure.core.credentials import AccessToken
+        from azure.core.exceptions import ClientAuthenticationError
+        self.calls += 1
+        result = self._runner('account', 'get-access-token', '--scope', *scopes, timeout=120)
+        if result.exit_code != 0:
+            raise ClientAuthenticationError(message='az account get-access-token failed: ' + result.stderr[-500:])
+        answer = json.loads(result.stdout)
+        return AccessToken(answer['accessToken'], int(answer['expires_on']))
+
+
+class OfflineLogin:
+    """az logged in (managed identity) to a custom cloud whose ARM is ``double``, in ``config_dir``.
+
+    ``env``: what every az run or service process needs to use this login (besides AZURE_CONFIG_DIR, which
+    ``az`` and ``process_env()`` add). ``az``: an AzRunner with that environment.
+    """
+
+    def __init__(self, double, config_dir, cwd=None):
+        self.double = double
+        self.config_dir = config_dir
+        self.env = {'IDENTITY_ENDPOINT': double.identity_endpoint, 'IDENTITY_HEADER': IDENTITY_HEADER,
+                    'REQUESTS_CA_BUNDLE': double.ca.ca_file}
+        self.az = AzRunner(config_dir, env=self.env, cwd=cwd)
+        self.cloud_name = CLOUD_NAME
+        self.arm_endpoint = double.arm_endpoint
+        self.arm_audience = ARM_AUDIENCE
+        self.subscription_id = double.subscription_id
+        self.tenant_id = double.tenant_id
+        self.principal_id = double.principal_id
+
+    def login(self):
+        steps = [('cloud', 'register', '-n', CLOUD_NAME, '--endpoint-resource-manager', self.arm_endpoint + '/',
+                  '--endpoint-active-directory', 'https://login.test.invalid',
+                  '--endpoint-active-directory-resource-id', ARM_AUDIENCE, '--skip-endpoint-discovery'),
+                 ('cloud', 'set', '-n', CLOUD_NAME),
+                 ('login', '--identity')]
+        for args in steps:
+            result = self.az(*args, timeout=120)
+            if result.exit_code != 0:
+                raise RuntimeError('az {} failed ({}): {}'.format(' '.join(args[:2]), result.exit_code,
+                                                                  result.stderr[-2000:]))
+        return self
+
+    def process_env(self, base=None):
+        """A full environment for a child process (e.g. the local service) that uses this login."""
+        env = dict(os.environ if base is None else base)
+        env.update(self.env)
+        env['AZURE_CONFIG_DIR'] = self.config_dir
+        return env
+
+    def use_in_this_process(self, monkeypatch):
+        """Put this login's environment into the test process (as a service started from that shell has it), so
+        in-process code reaches it: az's Profile (azure.cli.core), REQUESTS_CA_BUNDLE for SDK clients."""
+        for name, value in self.process_env({}).items():
+            monkeypatch.setenv(name, value)
+
+    def credential(self):
+        return AzCliTokenCredential(self.az)
+
+
+@pytest.fixture
+def arm_double(tmp_path):
+    """The loopback ARM + managed identity + minimal Batch data plane (tests/azurebatch/arm_double/server.py)."""
+    with running(str(tmp_path / 'arm-double-tls')) as double:
+        yield double
+
+
+@pytest.fixture
+def az_offline_login(arm_double, tmp_path):
+    """The real az, logged in with `az login --identity` to a custom cloud served by ``arm_double``: an
+    OfflineLogin (``.az``, ``.env``, ``.process_env()``, ``.credential()``, ``.double``, ids)."""
+    config_dir = tmp_path / 'azure-config-login'
+    config_dir.mkdir()
+    started = time.monotonic()
+    login = OfflineLogin(arm_double, str(config_dir), cwd=str(tmp_path)).login()
+    login.seconds = time.monotonic() - started
+    return login
+
+
+__all__ = ['arm_double', 'az_offline_login', 'OfflineLogin', 'AzCliTokenCredential']
