@@ -14,7 +14,7 @@ There is no Azure and no network here, yet tests must use the real `az` and its 
   from the identity endpoint, every ARM call goes to the double.
 
 Use:
-    from tests.azurebatch.login_fixtures import arm_double, az_offline_login  # noqa: F401 (fixtures)
+    from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 (the fixtures arm_double, az_offline_login)
 
     def test_x(az_offline_login):
         login = az_offline_login
@@ -43,17 +43,22 @@ class AzCliTokenCredential:
 
     def __init__(self, runner):
         self._runner = runner
+        self._tokens = {}  # scopes -> AccessToken, kept until 5 minutes before it expires
         self.calls = 0
 
     def get_token(self, *scopes, **kwargs):  # pylint: disable=unused-argument
         from azure.core.credentials import AccessToken
         from azure.core.exceptions import ClientAuthenticationError
+        cached = self._tokens.get(scopes)
+        if cached and cached.expires_on - 300 > time.time():
+            return cached
         self.calls += 1
         result = self._runner('account', 'get-access-token', '--scope', *scopes, timeout=120)
         if result.exit_code != 0:
             raise ClientAuthenticationError(message='az account get-access-token failed: ' + result.stderr[-500:])
         answer = json.loads(result.stdout)
-        return AccessToken(answer['accessToken'], int(answer['expires_on']))
+        self._tokens[scopes] = AccessToken(answer['accessToken'], int(answer['expires_on']))
+        return self._tokens[scopes]
 
 
 class OfflineLogin:
@@ -87,6 +92,7 @@ class OfflineLogin:
             if result.exit_code != 0:
                 raise RuntimeError('az {} failed ({}): {}'.format(' '.join(args[:2]), result.exit_code,
                                                                   result.stderr[-2000:]))
+        self.login_requests = list(self.double.requests)  # what `az login --identity` asked of the doubles
         return self
 
     def process_env(self, base=None):
@@ -106,23 +112,35 @@ class OfflineLogin:
         return AzCliTokenCredential(self.az)
 
 
-@pytest.fixture
-def arm_double(tmp_path):
-    """The loopback ARM + managed identity + minimal Batch data plane (tests/azurebatch/arm_double/server.py)."""
-    with running(str(tmp_path / 'arm-double-tls')) as double:
+@pytest.fixture(scope='module')
+def _module_arm_double(tmp_path_factory):
+    with running(str(tmp_path_factory.mktemp('arm-double-tls'))) as double:
         yield double
 
 
-@pytest.fixture
-def az_offline_login(arm_double, tmp_path):
-    """The real az, logged in with `az login --identity` to a custom cloud served by ``arm_double``: an
-    OfflineLogin (``.az``, ``.env``, ``.process_env()``, ``.credential()``, ``.double``, ids)."""
-    config_dir = tmp_path / 'azure-config-login'
-    config_dir.mkdir()
+@pytest.fixture(scope='module')
+def _module_offline_login(_module_arm_double, tmp_path_factory):
     started = time.monotonic()
-    login = OfflineLogin(arm_double, str(config_dir), cwd=str(tmp_path)).login()
+    login = OfflineLogin(_module_arm_double, str(tmp_path_factory.mktemp('azure-config-login'))).login()
     login.seconds = time.monotonic() - started
     return login
 
 
-__all__ = ['arm_double', 'az_offline_login', 'OfflineLogin', 'AzCliTokenCredential']
+@pytest.fixture
+def arm_double(_module_arm_double):
+    """The loopback ARM + managed identity + minimal Batch data plane (tests/azurebatch/arm_double/server.py),
+    one per test module (its servers and test CA), reset for each test: no account, no role assignment."""
+    _module_arm_double.reset()
+    return _module_arm_double
+
+
+@pytest.fixture
+def az_offline_login(arm_double, _module_offline_login):
+    """The real az, logged in with `az login --identity` to a custom cloud served by ``arm_double``: an
+    OfflineLogin (``.az``, ``.env``, ``.process_env()``, ``.use_in_this_process()``, ``.credential()``,
+    ``.double``, ids). One login per test module (its config dir), the double reset for each test."""
+    return _module_offline_login
+
+
+__all__ = ['arm_double', 'az_offline_login', '_module_arm_double', '_module_offline_login', 'OfflineLogin',
+           'AzCliTokenCredential']

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.azurebatch.login_fixtures import arm_double, az_offline_login  # noqa: F401 pylint: disable=unused-import
+from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import (fixtures)
 
 pytestmark = pytest.mark.az
 
@@ -23,9 +23,8 @@ def test_az_account_show_is_the_identity_in_the_test_cloud(az_offline_login):
     assert account['tenantId'] == az_offline_login.tenant_id
     assert account['environmentName'] == 'BatchTestCloud'
     assert account['user']['type'] == 'servicePrincipal'
-    # az listed the subscriptions from the double's ARM with a token from the double's identity endpoint
-    assert ('identity', 'GET', '/msi/token') in az_offline_login.double.requests
-    assert ('arm', 'GET', '/subscriptions') in az_offline_login.double.requests
+    # az login listed the subscriptions from the double's ARM with a token from the double's identity endpoint
+    assert az_offline_login.login_requests == [('identity', 'GET', '/msi/token'), ('arm', 'GET', '/subscriptions')]
 
 
 @pytest.mark.parametrize('resource', ['https://batch.core.windows.net/', 'https://storage.azure.com/'])

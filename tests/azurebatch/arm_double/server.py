@@ -86,6 +86,14 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
                                                         'quotaId': 'PayAsYouGo_2014-09-01',
                                                         'spendingLimit': 'Off'},
                                'authorizationSource': 'RoleBased'}]
+        self._tokens = {}            # token -> claims: exactly the tokens issued here are valid
+        self._lock = threading.Lock()
+        self.reset()
+        self._servers = []
+        self.identity_endpoint = self.arm_endpoint = self.batch_endpoint = None
+
+    def reset(self):
+        """Back to no account, no role, the default answers (the identity, subscription and tokens stay)."""
         self.accounts = {}
         self.vm_skus = {}            # location -> list of SKU JSON (default_vm_skus() when absent)
         self.supported_images = default_supported_images()
@@ -93,10 +101,6 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         self.assignments = []
         self.token_lifetime_s = 3600
         self.requests = []
-        self._tokens = {}            # token -> claims: exactly the tokens issued here are valid
-        self._lock = threading.Lock()
-        self._servers = []
-        self.identity_endpoint = self.arm_endpoint = self.batch_endpoint = None
 
     # ----- state helpers for tests -----
     def resource_group_id(self, resource_group):
