@@ -172,9 +172,13 @@ def rest_json(model):
 def arm_get_all(path, api_version, credential, arm, what):
     """The `value` entries of an ARM GET of ``path`` (following nextLink), as JSON; Refusal (what failed) on error.
     For ARM APIs the scheduler reads raw, whatever the version of the SDK that would wrap them."""
+    from azure.core import PipelineClient  # pylint: disable=import-outside-toplevel
     from azure.core.exceptions import HttpResponseError  # pylint: disable=import-outside-toplevel
+    from azure.core.pipeline import policies  # pylint: disable=import-outside-toplevel
     from azure.core.rest import HttpRequest  # pylint: disable=import-outside-toplevel
-    client = _mgmt_client(credential or az_credential(arm.audience), arm)
+    client = PipelineClient(arm.endpoint, policies=[
+        policies.HeadersPolicy(), policies.UserAgentPolicy('azext-batchai-sweep'), policies.RetryPolicy(),
+        policies.BearerTokenCredentialPolicy(credential or az_credential(arm.audience), arm.scope)])
     url = '{}{}?api-version={}'.format(arm.endpoint, path, api_version)
     values = []
     while url:
