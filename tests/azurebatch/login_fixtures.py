@@ -142,5 +142,20 @@ def az_offline_login(arm_double, _module_offline_login):
     return _module_offline_login
 
 
-__all__ = ['arm_double', 'az_offline_login', '_module_arm_double', '_module_offline_login', 'OfflineLogin',
-           'AzCliTokenCredential']
+@pytest.fixture
+def batch_login(az_offline_login, monkeypatch):
+    """``az_offline_login`` with its environment in this test's process (use_in_this_process), as in a service
+    that user started: in-process SDK clients trust the test CA, `az` run from here is logged in."""
+    az_offline_login.use_in_this_process(monkeypatch)
+    return az_offline_login
+
+
+@pytest.fixture
+def arm_target(az_offline_login):
+    """account.ArmTarget of the login (what account.az_arm_target() finds: tests/azurebatch/test_account.py)."""
+    from azext_batchai_sweep.localservice.azurebatch.account import ArmTarget
+    return ArmTarget(az_offline_login.arm_endpoint, az_offline_login.arm_audience, az_offline_login.subscription_id)
+
+
+__all__ = ['arm_double', 'az_offline_login', 'batch_login', 'arm_target', '_module_arm_double',
+           '_module_offline_login', 'OfflineLogin', 'AzCliTokenCredential']

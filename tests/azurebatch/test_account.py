@@ -5,46 +5,33 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch import account as account_mod
 from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
-from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import (fixtures)
+from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 
 pytestmark = pytest.mark.az
 
 
-@pytest.fixture
-def login(az_offline_login, monkeypatch):
-    """The offline login, in this process's environment as in a service started by that user."""
-    az_offline_login.use_in_this_process(monkeypatch)
-    return az_offline_login
+def test_arm_target_is_az_active_cloud_and_subscription(batch_login):
+    target = account_mod.az_arm_target()  # az cloud show / az account show, run for real
+    assert target.endpoint == batch_login.arm_endpoint
+    assert target.audience == batch_login.arm_audience
+    assert target.scope == 'https://management.core.windows.net/.default'
+    assert target.subscription_id == batch_login.subscription_id
 
 
-@pytest.fixture
-def arm(login):
-    """The ArmTarget of az's login (what az_arm_target finds: the first test checks it)."""
-    return account_mod.ArmTarget(login.arm_endpoint, login.arm_audience, login.subscription_id)
-
-
-def test_arm_target_is_az_active_cloud_and_subscription(login):
-    arm = account_mod.az_arm_target()  # az cloud show / az account show, run for real
-    assert arm.endpoint == login.arm_endpoint
-    assert arm.audience == login.arm_audience
-    assert arm.scope == 'https://management.core.windows.net/.default'
-    assert arm.subscription_id == login.subscription_id
-
-
-def test_find_account_by_group(login, arm):
-    double = login.double
+def test_find_account_by_group(batch_login, arm_target):
+    double = batch_login.double
     account_id = double.add_batch_account(
         'acct', resource_group='rg1', location='westeurope', dedicatedCoreQuota=24, lowPriorityCoreQuota=0,
         dedicatedCoreQuotaPerVMFamily=[{'name': 'standardDSv3Family', 'coreQuota': 8}],
         dedicatedCoreQuotaPerVMFamilyEnforced=True, poolQuota=20, activeJobAndJobScheduleQuota=100)
     double.assign('Reader', double.resource_group_id('rg1'))
-    found = account_mod.find_account('acct', 'rg1', credential=login.credential(), arm=arm)
+    found = account_mod.find_account('acct', 'rg1', credential=batch_login.credential(), arm=arm_target)
     assert found['batchAccount'] == 'acct'
     assert found['batchResourceGroup'] == 'rg1'
     assert found['batchAccountId'] == account_id
     assert found['batchLocation'] == 'westeurope'
     assert found['batchEndpoint'] == double.batch_endpoint  # accountEndpoint has no scheme: https added
-    assert found['subscriptionId'] == login.subscription_id
+    assert found['subscriptionId'] == batch_login.subscription_id
     assert found['poolAllocationMode'] == 'BatchService'
     assert found['allowedAuthenticationModes'] == ['SharedKey', 'AAD', 'TaskAuthenticationToken']
     assert found['dedicatedCoreQuota'] == 24
@@ -54,25 +41,25 @@ def test_find_account_by_group(login, arm):
     assert (found['poolQuota'], found['activeJobAndJobScheduleQuota']) == (20, 100)
 
 
-def test_find_account_without_group_searches_the_subscription(login, arm):
-    double = login.double
+def test_find_account_without_group_searches_the_subscription(batch_login, arm_target):
+    double = batch_login.double
     double.add_batch_account('other', resource_group='rg0')
     double.add_batch_account('Acct', resource_group='rg2', poolAllocationMode='UserSubscription',
                              dedicatedCoreQuota=None, lowPriorityCoreQuota=None, dedicatedCoreQuotaPerVMFamily=None)
-    double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    found = account_mod.find_account('acct', credential=login.credential(), arm=arm)
+    double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = account_mod.find_account('acct', credential=batch_login.credential(), arm=arm_target)
     assert (found['batchAccount'], found['batchResourceGroup']) == ('Acct', 'rg2')
     assert found['poolAllocationMode'] == 'UserSubscription'
     # a user-subscription account has no Batch core quotas: they are the subscription's (list_compute_usages)
     assert found.get('dedicatedCoreQuota') is None
 
 
-def test_find_account_with_defaults_uses_az_login(login):
+def test_find_account_with_defaults_uses_az_login(batch_login):
     """No credential and no ARM target given: both come from az (auth.py's credential, az cloud/account show)."""
     pytest.importorskip('azext_batchai_sweep.localservice.azurebatch.auth',
                         reason='auth.py (az login as a credential) comes with the scheduler branch')
-    login.double.add_batch_account('acct', resource_group='rg1')
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
+    batch_login.double.add_batch_account('acct', resource_group='rg1')
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
     assert account_mod.find_account('acct', 'rg1')['batchResourceGroup'] == 'rg1'
 
 
@@ -83,95 +70,96 @@ def test_find_account_with_defaults_uses_az_login(login):
                       '-n missing -g GROUP -l LOCATION), or choose the subscription that has it (az account set'),
     ('acct', 'rg-other', "Batch account 'acct' in resource group 'rg-other' in subscription {sub}: not found."),
 ])
-def test_account_not_found(login, arm, name, group, expected):
-    login.double.add_batch_account('acct', resource_group='rg1')
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
+def test_account_not_found(batch_login, arm_target, name, group, expected):
+    batch_login.double.add_batch_account('acct', resource_group='rg1')
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
     with pytest.raises(Refusal) as refused:
-        account_mod.find_account(name, group, credential=login.credential(), arm=arm)
-    assert expected.format(sub=login.subscription_id) in refused.value.reason
+        account_mod.find_account(name, group, credential=batch_login.credential(), arm=arm_target)
+    assert expected.format(sub=batch_login.subscription_id) in refused.value.reason
     assert refused.value.code == 'BatchAccountNotFound'
 
 
-def test_same_name_in_two_groups_needs_the_group(login, arm):
-    login.double.add_batch_account('acct', resource_group='rg1', location='eastus')
-    login.double.add_batch_account('acct', resource_group='rg2', location='westus')
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
+def test_same_name_in_two_groups_needs_the_group(batch_login, arm_target):
+    batch_login.double.add_batch_account('acct', resource_group='rg1', location='eastus')
+    batch_login.double.add_batch_account('acct', resource_group='rg2', location='westus')
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
     with pytest.raises(Refusal) as refused:
-        account_mod.find_account('acct', credential=login.credential(), arm=arm)
+        account_mod.find_account('acct', credential=batch_login.credential(), arm=arm_target)
     assert 'several accounts have this name (resource groups rg1, rg2): give the resource group with -g' \
         in refused.value.reason
 
 
 @pytest.mark.parametrize('role, scope', [(None, None), ('Storage Blob Data Reader', 'sub')])
-def test_no_read_access_names_the_role(login, arm, role, scope):
-    login.double.add_batch_account('acct', resource_group='rg1')
+def test_no_read_access_names_the_role(batch_login, arm_target, role, scope):
+    batch_login.double.add_batch_account('acct', resource_group='rg1')
     if role:
-        login.double.assign(role, '/subscriptions/' + login.subscription_id)
+        batch_login.double.assign(role, '/subscriptions/' + batch_login.subscription_id)
     with pytest.raises(Refusal) as refused:
-        account_mod.find_account('acct', 'rg1', credential=login.credential(), arm=arm)
+        account_mod.find_account('acct', 'rg1', credential=batch_login.credential(), arm=arm_target)
     assert refused.value.code == 'AuthorizationFailed'
     assert "az's login may not read it (AuthorizationFailed" in refused.value.reason
     assert 'Assign the Reader role (or Azure Batch Account Reader) on the Batch account' in refused.value.reason
 
 
-def test_expired_login_says_log_in_again(login, arm):
-    login.double.add_batch_account('acct', resource_group='rg1')
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
+def test_expired_login_says_log_in_again(batch_login, arm_target):
+    batch_login.double.add_batch_account('acct', resource_group='rg1')
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
 
     class Stale:
         def get_token(self, *scopes, **kwargs):  # a token the double never issued (a stand-in for an expired one)
             from azure.core.credentials import AccessToken
             return AccessToken('not-a-token', 2 ** 31)
     with pytest.raises(Refusal) as refused:
-        account_mod.find_account('acct', 'rg1', credential=Stale(), arm=arm)
+        account_mod.find_account('acct', 'rg1', credential=Stale(), arm=arm_target)
     assert refused.value.code == 'AzLoginRefused'
     assert "ARM refused az's login (InvalidAuthenticationToken). Log in again with 'az login'." in refused.value.reason
 
 
-def test_vm_skus_of_the_account_region(login, arm):
-    double = login.double
+def test_vm_skus_of_the_account_region(batch_login, arm_target):
+    double = batch_login.double
     double.vm_skus['westeurope'] = [
         {'name': 'Standard_NC4as_T4_v3', 'familyName': 'Standard NCASv3_T4 Family',
          'capabilities': [{'name': 'vCPUs', 'value': '4'}, {'name': 'GPUs', 'value': '1'}]},
         {'name': 'Standard_A1_v2', 'familyName': 'standardAv2Family', 'batchSupportEndOfLife': '2026-01-01T00:00:00Z',
          'capabilities': [{'name': 'vCPUs', 'value': '1'}]}]
     double.add_batch_account('acct', resource_group='rg1', location='westeurope')
-    double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    found = account_mod.find_account('acct', 'rg1', credential=login.credential(), arm=arm)
-    skus = account_mod.list_vm_skus(found, credential=login.credential(), arm=arm)
+    double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = account_mod.find_account('acct', 'rg1', credential=batch_login.credential(), arm=arm_target)
+    skus = account_mod.list_vm_skus(found, credential=batch_login.credential(), arm=arm_target)
     assert [s['name'] for s in skus] == ['Standard_NC4as_T4_v3', 'Standard_A1_v2']
     assert skus[0]['familyName'] == 'Standard NCASv3_T4 Family'
     assert {'name': 'GPUs', 'value': '1'} in skus[0]['capabilities']
     assert skus[1]['batchSupportEndOfLife'].startswith('2026-01-01T00:00:00')
     assert ('arm', 'GET', '/subscriptions/{}/providers/Microsoft.Batch/locations/westeurope/virtualMachineSkus'
-            .format(login.subscription_id)) in double.requests
+            .format(batch_login.subscription_id)) in double.requests
     # another region's list is another answer
     other = dict(found, batchLocation='eastus')
-    assert 'Standard_D2s_v3' in [s['name'] for s in account_mod.list_vm_skus(other, login.credential(), arm)]
+    other_skus = account_mod.list_vm_skus(other, batch_login.credential(), arm_target)
+    assert 'Standard_D2s_v3' in [s['name'] for s in other_skus]
 
 
-def test_compute_usages_for_a_user_subscription_account(login, arm):
-    double = login.double
+def test_compute_usages_for_a_user_subscription_account(batch_login, arm_target):
+    double = batch_login.double
     double.compute_usages['eastus'] = [
         {'name': {'value': 'cores', 'localizedValue': 'Total Regional vCPUs'}, 'currentValue': 4, 'limit': 10,
          'unit': 'Count'},
         {'name': {'value': 'standardDSv3Family', 'localizedValue': 'Standard DSv3 Family vCPUs'}, 'currentValue': 0,
          'limit': 0, 'unit': 'Count'}]
     double.add_batch_account('acct', resource_group='rg1', poolAllocationMode='UserSubscription')
-    double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    found = account_mod.find_account('acct', 'rg1', credential=login.credential(), arm=arm)
-    usages = account_mod.list_compute_usages(found, credential=login.credential(), arm=arm)
+    double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = account_mod.find_account('acct', 'rg1', credential=batch_login.credential(), arm=arm_target)
+    usages = account_mod.list_compute_usages(found, credential=batch_login.credential(), arm=arm_target)
     assert [(u['name']['value'], u['currentValue'], u['limit']) for u in usages] == [
         ('cores', 4, 10), ('standardDSv3Family', 0, 0)]
 
 
-def test_supported_images_from_the_data_plane(login, arm):
+def test_supported_images_from_the_data_plane(batch_login, arm_target):
     """The Batch SDK's BatchClient, az's token for the Batch audience, TLS trusted through REQUESTS_CA_BUNDLE."""
-    double = login.double
+    double = batch_login.double
     double.add_batch_account('acct', resource_group='rg1')
-    double.assign('Azure Batch Data Contributor', '/subscriptions/' + login.subscription_id)
-    found = account_mod.find_account('acct', 'rg1', credential=login.credential(), arm=arm)
-    images = account_mod.list_supported_images(found, login.credential())
+    double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
+    found = account_mod.find_account('acct', 'rg1', credential=batch_login.credential(), arm=arm_target)
+    images = account_mod.list_supported_images(found, batch_login.credential())
     assert [i['nodeAgentSKUId'] for i in images] == [
         'batch.node.ubuntu 22.04', 'batch.node.ubuntu 24.04', 'batch.node.ubuntu 20.04']
     assert images[0]['imageReference']['offer'] == '0001-com-ubuntu-server-jammy'

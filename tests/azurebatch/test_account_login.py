@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import (fixtures)
+from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 
 pytestmark = pytest.mark.az
 

@@ -11,31 +11,31 @@ from azext_batchai_sweep.localservice.azurebatch import account as account_mod
 from azext_batchai_sweep.localservice.azurebatch import preflight
 from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
 from tests.azurebatch.arm_double.server import default_supported_images, default_vm_skus
-from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import (fixtures)
+from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 from tests.fixtures_az import REPO_ROOT, AzRunner
 
 TODAY = datetime.date(2026, 11, 26)
 
 
 @pytest.fixture
-def login(az_offline_login, monkeypatch):
-    az_offline_login.use_in_this_process(monkeypatch)
-    return az_offline_login
+def credential(batch_login):
+    return batch_login.credential()
 
 
-@pytest.fixture
-def arm(login):
-    return account_mod.ArmTarget(login.arm_endpoint, login.arm_audience, login.subscription_id)
+def _account(batch_login, arm_target, credential, **properties):
+    batch_login.double.add_batch_account('acct', resource_group='rg1', **properties)
+    return account_mod.find_account('acct', 'rg1', credential=credential, arm=arm_target)
 
 
-@pytest.fixture
-def credential(login):
-    return login.credential()
-
-
-def _account(login, arm, credential, **properties):
-    login.double.add_batch_account('acct', resource_group='rg1', **properties)
-    return account_mod.find_account('acct', 'rg1', credential=credential, arm=arm)
+def _account_with_only(login, arm_target, credential, role, scope):
+    """Account 'acct' in 'rg1', found with a Reader role; then the principal holds only ``role`` at ``scope``
+    ('sub', 'group' or 'account')."""
+    login.double.assign('Reader', login.double.resource_group_id('rg1'))
+    found = _account(login, arm_target, credential)
+    scopes = {'sub': '/subscriptions/' + login.subscription_id, 'group': login.double.resource_group_id('rg1'),
+              'account': found['batchAccountId']}
+    login.double.assignments = [(scopes[scope], role)]
+    return found
 
 
 def _refused(call, *args, **kwargs):
@@ -92,19 +92,19 @@ def test_account_with_entra_id_passes(modes):
 
 
 @pytest.mark.parametrize('role', ['Azure Batch Data Contributor', 'Contributor', 'Azure Batch Job Submitter'])
-def test_cheap_call_passes_with_a_role_that_reads_pools(login, arm, credential, role):
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    found = _account(login, arm, credential)
-    login.double.assignments = [(found['batchAccountId'], role)]
+def test_cheap_call_passes_with_a_role_that_reads_pools(batch_login, arm_target, credential, role):
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential)
+    batch_login.double.assignments = [(found['batchAccountId'], role)]
     preflight.check_data_plane(found, credential)
-    assert ('batch', 'GET', '/pools') in login.double.requests
+    assert ('batch', 'GET', '/pools') in batch_login.double.requests
 
 
 @pytest.mark.parametrize('role', [None, 'Storage Blob Data Reader'])
-def test_cheap_call_403_names_the_batch_role(login, arm, credential, role):
-    login.double.assign('Reader', login.double.resource_group_id('rg1'))
-    found = _account(login, arm, credential)
-    login.double.assignments = [(found['batchAccountId'], role)] if role else []
+def test_cheap_call_403_names_the_batch_role(batch_login, arm_target, credential, role):
+    batch_login.double.assign('Reader', batch_login.double.resource_group_id('rg1'))
+    found = _account(batch_login, arm_target, credential)
+    batch_login.double.assignments = [(found['batchAccountId'], role)] if role else []
     refusal = _refused(preflight.check_data_plane, found, credential)
     assert refusal.code == 'BatchRoleMissing'
     assert ("Batch account 'acct' refused az's login (AuthorizationFailure): it needs the role Azure Batch Data "
@@ -112,30 +112,30 @@ def test_cheap_call_403_names_the_batch_role(login, arm, credential, role):
             '--assignee <your user or principal> --scope {}'.format(found['batchAccountId'])) == refusal.reason
 
 
-def test_cheap_call_401_says_log_in_again(login, arm, credential):
-    login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + login.subscription_id)
-    found = _account(login, arm, credential)
+def test_cheap_call_401_says_log_in_again(batch_login, arm_target, credential):
+    batch_login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential)
     credential.get_token('https://batch.core.windows.net//.default')
-    login.double.revoke_tokens()  # the credential's cached token is no longer accepted (as after its expiry)
+    batch_login.double.revoke_tokens()  # the credential's cached token is no longer accepted (as after its expiry)
     refusal = _refused(preflight.check_data_plane, found, credential)
     assert refusal.code == 'BatchLoginRefused'
     assert "Batch account 'acct' did not accept az's token (AuthenticationFailed). Log in again with 'az login'" \
         in refusal.reason
 
 
-def test_cheap_call_without_az_login(login, arm, credential, tmp_path):
+def test_cheap_call_without_az_login(batch_login, arm_target, credential, tmp_path):
     """az has no login in its config dir (a user who never ran az login): the token request itself fails."""
-    login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + login.subscription_id)
-    found = _account(login, arm, credential)
+    batch_login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential)
     (tmp_path / 'empty-config').mkdir()
-    logged_out = type(credential)(AzRunner(str(tmp_path / 'empty-config'), env=login.env))
+    logged_out = type(credential)(AzRunner(str(tmp_path / 'empty-config'), env=batch_login.env))
     refusal = _refused(preflight.check_data_plane, found, logged_out)
     assert refusal.code == 'AzLoginMissing'
     assert refusal.reason.startswith("az's login gave no token for Azure Batch: az account get-access-token failed")
     assert refusal.reason.endswith("Log in with 'az login'.")
 
 
-def test_unreachable_endpoint(login, arm, credential):
+def test_unreachable_endpoint(batch_login, arm_target, credential):
     import socket
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(('127.0.0.1', 0))
@@ -156,13 +156,9 @@ def test_unreachable_endpoint(login, arm, credential):
     ('Azure Batch Job Submitter', 'group', 'Microsoft.Batch/batchAccounts/pools/write, '
                                            'Microsoft.Batch/batchAccounts/pools/delete'),
 ])
-def test_a_reading_role_is_refused_before_the_first_cluster(login, arm, credential, role, scope, missing):
-    login.double.assign('Reader', login.double.resource_group_id('rg1'))
-    found = _account(login, arm, credential)
-    scopes = {'sub': '/subscriptions/' + login.subscription_id, 'group': login.double.resource_group_id('rg1'),
-              'account': found['batchAccountId']}
-    login.double.assignments = [(scopes[scope], role)]
-    permissions = preflight.list_permissions(found['batchAccountId'], credential, arm)
+def test_a_reading_role_is_refused_before_the_first_cluster(batch_login, arm_target, credential, role, scope, missing):
+    found = _account_with_only(batch_login, arm_target, credential, role, scope)
+    permissions = preflight.list_permissions(found['batchAccountId'], credential, arm_target)
     preflight.check_data_plane(found, credential)  # the cheap call alone would let it start
     refusal = _refused(preflight.check_batch_data_role, found, permissions)
     assert refusal.code == 'BatchRoleMissing'
@@ -173,23 +169,19 @@ def test_a_reading_role_is_refused_before_the_first_cluster(login, arm, credenti
 
 @pytest.mark.parametrize('role, scope', [('Azure Batch Data Contributor', 'account'), ('Contributor', 'group'),
                                          ('Owner', 'sub')])
-def test_local_start_passes_with_a_role_that_runs_work(login, arm, credential, role, scope):
-    login.double.assign('Reader', login.double.resource_group_id('rg1'))
-    found = _account(login, arm, credential)
-    scopes = {'sub': '/subscriptions/' + login.subscription_id, 'group': login.double.resource_group_id('rg1'),
-              'account': found['batchAccountId']}
-    login.double.assignments = [(scopes[scope], role)]
+def test_local_start_passes_with_a_role_that_runs_work(batch_login, arm_target, credential, role, scope):
+    found = _account_with_only(batch_login, arm_target, credential, role, scope)
     preflight.check_local_start(found, credential, preflight.list_permissions(found['batchAccountId'], credential,
-                                                                             arm))
+                                                                             arm_target))
 
 
-def test_local_start_checks_entra_id_before_calling(login, arm, credential):
-    login.double.assign('Owner', '/subscriptions/' + login.subscription_id)
-    found = _account(login, arm, credential, allowedAuthenticationModes=['SharedKey'])
-    login.double.requests.clear()
+def test_local_start_checks_entra_id_before_calling(batch_login, arm_target, credential):
+    batch_login.double.assign('Owner', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential, allowedAuthenticationModes=['SharedKey'])
+    batch_login.double.requests.clear()
     refusal = _refused(preflight.check_local_start, found, credential)
     assert refusal.code == 'EntraIdNotAllowed'
-    assert not [r for r in login.double.requests if r[0] == 'batch']
+    assert not [r for r in batch_login.double.requests if r[0] == 'batch']
 
 
 def test_effective_permissions_honour_not_actions():
@@ -228,14 +220,15 @@ def _check(account, cluster, today=TODAY, **kwargs):
     return preflight.check_cluster(account, cluster, default_vm_skus(), default_supported_images(), today, **kwargs)
 
 
-def test_cluster_plan_through_the_account_lookups(login, arm, credential):
+def test_cluster_plan_through_the_account_lookups(batch_login, arm_target, credential):
     """The whole path as `cluster create` takes it: account, region's sizes and supported images from Azure (the
     double, through az's login and the SDKs), then the checks."""
-    login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + login.subscription_id)
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    found = _account(login, arm, credential, dedicatedCoreQuota=16,
+    batch_login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential, dedicatedCoreQuota=16,
                      dedicatedCoreQuotaPerVMFamily=[{'name': 'standardDSv3Family', 'coreQuota': 8}])
-    plan = preflight.check_cluster(found, _cluster(max_nodes=4), account_mod.list_vm_skus(found, credential, arm),
+    plan = preflight.check_cluster(found, _cluster(max_nodes=4),
+                                   account_mod.list_vm_skus(found, credential, arm_target),
                                    account_mod.list_supported_images(found, credential), TODAY)
     assert plan.sku['name'] == 'Standard_D2s_v3'
     assert plan.priority.kind == 'dedicated'
@@ -298,14 +291,15 @@ def test_low_priority_on_a_batch_service_account_after_its_retirement():
     assert 'Batch retired on 2025-09-30' in refusal.reason
 
 
-def test_spot_on_a_user_subscription_account_uses_the_subscription_quota(login, arm, credential):
-    login.double.assign('Reader', '/subscriptions/' + login.subscription_id)
-    login.double.compute_usages['eastus'] = [
+def test_spot_on_a_user_subscription_account_uses_the_subscription_quota(batch_login, arm_target, credential):
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    batch_login.double.compute_usages['eastus'] = [
         {'name': {'value': 'lowPriorityCores', 'localizedValue': 'Total Regional Spot vCPUs'}, 'currentValue': 0,
          'limit': 4, 'unit': 'Count'}]
-    found = _account(login, arm, credential, poolAllocationMode='UserSubscription', dedicatedCoreQuota=None,
+    found = _account(batch_login, arm_target, credential, poolAllocationMode='UserSubscription',
+                     dedicatedCoreQuota=None,
                      lowPriorityCoreQuota=None, dedicatedCoreQuotaPerVMFamily=None)
-    usages = account_mod.list_compute_usages(found, credential, arm)
+    usages = account_mod.list_compute_usages(found, credential, arm_target)
     plan = _check(found, _cluster(priority='lowpriority', max_nodes=2), compute_usages=usages)
     assert plan.priority.kind == 'spot'
     refusal = _refused(_check, found, _cluster(priority='lowpriority', max_nodes=3), compute_usages=usages)
@@ -365,8 +359,8 @@ def test_gpu_size_quota_of_a_new_account():
 # ---- storage: the service's reads with az's token (rule 4) ----------------------------------------------------
 
 @pytest.fixture
-def storage(login):
-    return preflight.storage_account_id(login.subscription_id, 'data-rg', 'outputs')
+def storage(batch_login):
+    return preflight.storage_account_id(batch_login.subscription_id, 'data-rg', 'outputs')
 
 
 @pytest.mark.parametrize('role, scope, kind, missing, assign', [
@@ -382,13 +376,15 @@ def storage(login):
     ('Storage File Data Privileged Reader', 'sub', 'blob',
      'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read', 'Storage Blob Data Reader'),
 ])
-def test_storage_without_the_data_role_names_it(login, arm, credential, storage, role, scope, kind, missing,
+def test_storage_without_the_data_role_names_it(batch_login, arm_target, credential, storage, role, scope, kind,
+                                                missing,
                                                 assign):
-    scopes = {'sub': '/subscriptions/' + login.subscription_id, 'group': login.double.resource_group_id('data-rg'),
+    scopes = {'sub': '/subscriptions/' + batch_login.subscription_id,
+              'group': batch_login.double.resource_group_id('data-rg'),
               'storage': storage}
     if role:
-        login.double.assign(role, scopes[scope])
-    permissions = preflight.list_permissions(storage, credential, arm)
+        batch_login.double.assign(role, scopes[scope])
+    permissions = preflight.list_permissions(storage, credential, arm_target)
     refusal = _refused(preflight.check_storage_data_role, storage, [kind], permissions)
     assert refusal.code == 'StorageRoleMissing'
     assert "The service reads job outputs from storage account 'outputs' with az's login, which lacks {} there" \
@@ -402,7 +398,7 @@ def test_storage_without_the_data_role_names_it(login, arm, credential, storage,
     (['Storage File Data Privileged Contributor', 'Storage Blob Data Contributor'], ['file', 'blob']),
     (['Storage Blob Data Reader'], ['blob']),
 ])
-def test_storage_with_the_data_role_passes(login, arm, credential, storage, roles, kinds):
+def test_storage_with_the_data_role_passes(batch_login, arm_target, credential, storage, roles, kinds):
     for role in roles:
-        login.double.assign(role, login.double.resource_group_id('data-rg'))
-    preflight.check_storage_data_role(storage, kinds, preflight.list_permissions(storage, credential, arm))
+        batch_login.double.assign(role, batch_login.double.resource_group_id('data-rg'))
+    preflight.check_storage_data_role(storage, kinds, preflight.list_permissions(storage, credential, arm_target))

@@ -92,7 +92,8 @@ def check_entra_id(account):
 
 def check_data_plane(account, credential, client=None):
     """One cheap data-plane call (one pool id) with az's token: Refusal naming the cause on 401/403 or no answer."""
-    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError  # pylint: disable=import-outside-toplevel
+    # pylint: disable=import-outside-toplevel
+    from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ServiceRequestError
     if client is None:
         from .account import batch_client  # pylint: disable=import-outside-toplevel
         client = batch_client(account, credential)

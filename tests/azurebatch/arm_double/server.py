@@ -28,6 +28,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.azurebatch.arm_double import roles
 from tests.azurebatch.arm_double.tls import TestCA
+from tests.loopback_http import ScriptedHandler
 
 ARM_AUDIENCE = 'https://management.core.windows.net/'
 BATCH_AUDIENCE = 'https://batch.core.windows.net/'
@@ -185,26 +186,16 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         self._servers = []
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
+class _Handler(ScriptedHandler):
     server_name_for_log = ''
 
     @property
     def double(self):
         return self.server.double
 
-    def log_message(self, *args):
-        pass
-
     def send_json(self, status, body, headers=None):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header('Content-Type', 'application/json; charset=utf-8')
-        self.send_header('Content-Length', str(len(data)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
+        self.reply(status, json.dumps(body).encode(),
+                   dict({'Content-Type': 'application/json; charset=utf-8'}, **(headers or {})))
 
     def do_GET(self):  # pylint: disable=invalid-name
         url = urlsplit(self.path)
