@@ -400,13 +400,14 @@ class BatchAccount:
 
     # ---- pools ------------------------------------------------------------------------------------------------
     def pending(self, pool_id):
+        """($ActiveTasks, $RunningTasks) of the pool's jobs now; a multi-instance task counts its instances."""
         active = running = 0
         for job in self.jobs.values():
             if job.pool_id != pool_id or job.state not in ('active', 'terminating'):
                 continue
             for task in job.tasks.values():
-                active += task.state == 'active'
-                running += task.state in ('running', 'preparing')
+                active += task.instance_count if task.state == 'active' else 0
+                running += task.instance_count if task.state in ('running', 'preparing') else 0
         return active, running
 
     def _sample(self, pool, clock):

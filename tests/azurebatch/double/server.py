@@ -84,6 +84,11 @@ class Faults:
         Retry-After of `retry_after` seconds, without being applied."""
         self._add('throttle', count, method, path, status=status, retry_after=retry_after)
 
+    def answer(self, status, body, count=1, method=None, path=None):
+        """The next `count` matching requests are applied, and answered `status` with `body` instead of the real
+        answer (a test of the contract check itself: Prism must refuse an answer the spec does not allow)."""
+        self._add('answer', count, method, path, status=status, body=body)
+
     def time_out_after_apply(self, count=1, method='POST', path=None, seconds=3.0, drop=False):
         """The next `count` matching requests are applied, then answered only after `seconds` (the client's read
         timeout fires first) or never (`drop`: the connection closes without an answer)."""
@@ -240,6 +245,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._error(BatchError(500, 'InternalError', 'The Batch double failed: {!r}'.format(error)))
             return
         record.status = status
+        if fault and fault['kind'] == 'answer':
+            status, answer, headers = fault['status'], fault['body'], {}
         if fault and fault['kind'] == 'timeout':
             if fault['drop']:
                 self.close_connection = True
@@ -247,6 +254,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return
             time.sleep(fault['seconds'])
         self._send(status, answer, headers)
+
+
+class SwitchedUpstream:
+    """A plain-HTTP loopback listener that answers each request with whichever double `current` is then (Prism
+    keeps its connections to the upstream alive, so a session-wide Prism reaches each test's double through it)."""
+
+    def __init__(self):
+        self.current = None
+        outer = self
+        handler = type('SwitchedHandler', (_Handler,), {'double': property(lambda _self: outer.current)})
+        self._server = _Server(('127.0.0.1', 0), handler)
+        self.url = 'http://127.0.0.1:{}'.format(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={'poll_interval': 0.1},
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
 
 
 class BatchDouble:
@@ -265,7 +291,7 @@ class BatchDouble:
         self.requests = []
         self.tokens = {}  # token -> expiry (time.time())
         self.faults = Faults(self.account)
-        self.token = self.issue_token(24 * 3600)
+        self._token = self.issue_token(24 * 3600)
         handler = type('Handler', (_Handler,), {'double': self})
         self._tls = _Server(('127.0.0.1', 0), handler)
         self._tls.socket = self.ca.server_context().wrap_socket(self._tls.socket, server_side=True)
@@ -289,6 +315,15 @@ class BatchDouble:
         self.account.base_url = value
 
     # ---- authentication -------------------------------------------------------------------------------------
+    @property
+    def token(self):
+        """A valid bearer token (a new one once expire_tokens() expired the last: what a refreshed login gives)."""
+        with self.lock:
+            valid = self.tokens.get(self._token, 0) > time.time()
+        if not valid:
+            self._token = self.issue_token(24 * 3600)
+        return self._token
+
     def issue_token(self, lifetime=3600):
         token = 'batch-double-token-{}'.format(uuid.uuid4().hex)
         with self.lock:
