@@ -12,7 +12,8 @@ import urllib.error
 import urllib.request
 
 import pytest
-from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError, ServiceResponseError
+from azure.core.exceptions import (HttpResponseError, ResourceExistsError, ResourceNotFoundError, ServiceRequestError,
+                                   ServiceResponseError)
 
 IMAGE = {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
                             'version': 'latest'}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}
@@ -369,6 +370,6 @@ def test_the_double_alone_serves_https_with_its_own_ca(batch_double):
     client = batch_double.client()
     client.create_pool(pool('p'))
     assert client.get_pool('p').id == 'p'
-    with pytest.raises(ServiceResponseError):  # an untrusted certificate is refused: the CA bundle is needed
+    with pytest.raises(ServiceRequestError):  # an untrusted certificate is refused: the CA bundle is needed
         batch_double.client(connection_verify=True, retry_total=0).get_pool('p')
     assert os.path.exists(batch_double.ca_file)
