@@ -23,6 +23,12 @@ Use:
         subprocess.run(..., env={**os.environ, **login.env})   # a service process that uses az's login
         credential = login.credential()                   # an azure-core TokenCredential: `az account get-access-token`
         login.use_in_this_process(monkeypatch)            # os.environ as a process started by that user has it
+
+    With the lifecycle double of the Batch data plane (tests/azurebatch/conftest.py's batch_double/batch_prism) as
+    the accounts' data plane, az's own Batch tokens accepted there:
+        login.double.serve_batch_with(batch_prism); login.trust(batch_prism.ca_file)
+        login.double.add_batch_account('acct')          # accountEndpoint: the double's (Prism's) endpoint
+    Fixtures `batch_login` (the login in this process's environment) and `arm_target` (account.ArmTarget) too.
 """
 import json
 import os
@@ -71,8 +77,12 @@ class OfflineLogin:
     def __init__(self, double, config_dir, cwd=None):
         self.double = double
         self.config_dir = config_dir
+        # One CA bundle file for every double the login's processes talk to (trust() adds to it).
+        self.ca_bundle = os.path.join(config_dir, 'test-ca-bundle.pem')
+        self._trusted = []
+        self.trust(double.ca.ca_file)
         self.env = {'IDENTITY_ENDPOINT': double.identity_endpoint, 'IDENTITY_HEADER': IDENTITY_HEADER,
-                    'REQUESTS_CA_BUNDLE': double.ca.ca_file}
+                    'REQUESTS_CA_BUNDLE': self.ca_bundle}
         self.az = AzRunner(config_dir, env=self.env, cwd=cwd)
         self.cloud_name = CLOUD_NAME
         self.arm_endpoint = double.arm_endpoint
@@ -94,6 +104,18 @@ class OfflineLogin:
                                                                   result.stderr[-2000:]))
         self.login_requests = list(self.double.requests)  # what `az login --identity` asked of the doubles
         return self
+
+    def trust(self, ca_file):
+        """Add ``ca_file`` (another double's test CA, e.g. batch_double.ca_file) to the bundle REQUESTS_CA_BUNDLE
+        names, for every az run and process started from now on."""
+        if ca_file not in self._trusted:
+            self._trusted.append(ca_file)
+        pems = []
+        for path in self._trusted:
+            with open(path, encoding='ascii') as f:
+                pems.append(f.read().strip() + '\n')
+        with open(self.ca_bundle, 'w', encoding='ascii') as f:
+            f.write(''.join(pems))
 
     def process_env(self, base=None):
         """A full environment for a child process (e.g. the local service) that uses this login."""
@@ -138,7 +160,10 @@ def arm_double(_module_arm_double):
 def az_offline_login(arm_double, _module_offline_login):
     """The real az, logged in with `az login --identity` to a custom cloud served by ``arm_double``: an
     OfflineLogin (``.az``, ``.env``, ``.process_env()``, ``.use_in_this_process()``, ``.credential()``,
-    ``.double``, ids). One login per test module (its config dir), the double reset for each test."""
+    ``.trust()``, ``.double``, ids). One login per test module (its config dir), the double reset for each test
+    (and the CA bundle back to the ARM double's CA)."""
+    _module_offline_login._trusted = []
+    _module_offline_login.trust(arm_double.ca.ca_file)
     return _module_offline_login
 
 

@@ -27,7 +27,7 @@ import uuid
 from urllib.parse import parse_qs, urlsplit
 
 from tests.azurebatch.arm_double import roles
-from tests.azurebatch.arm_double.tls import TestCA
+from tests.azurebatch.tls_ca import TestCA
 from tests.loopback_http import ScriptedHandler
 
 ARM_AUDIENCE = 'https://management.core.windows.net/'
@@ -102,6 +102,7 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         self.assignments = []
         self.token_lifetime_s = 3600
         self.requests = []
+        self.batch_double = None     # serve_batch_with(): the Batch data plane of the accounts, instead of ours
 
     # ----- state helpers for tests -----
     def resource_group_id(self, resource_group):
@@ -111,7 +112,8 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         """A Batch account (BatchService mode, Entra ID allowed, a new account's quotas); ``properties`` override."""
         account_id = '{}/providers/Microsoft.Batch/batchAccounts/{}'.format(self.resource_group_id(resource_group),
                                                                           name)
-        props = {'accountEndpoint': self.batch_endpoint.split('://', 1)[1], 'provisioningState': 'Succeeded',
+        data_plane = self.batch_double.endpoint if self.batch_double is not None else self.batch_endpoint
+        props = {'accountEndpoint': data_plane.split('://', 1)[1], 'provisioningState': 'Succeeded',
                  'poolAllocationMode': 'BatchService', 'publicNetworkAccess': 'Enabled',
                  'allowedAuthenticationModes': ['SharedKey', 'AAD', 'TaskAuthenticationToken'],
                  'dedicatedCoreQuota': 0, 'lowPriorityCoreQuota': 0,
@@ -128,6 +130,13 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         """Give the logged-in principal ``role`` (a name in roles.ROLES) at ``scope`` (an ARM id)."""
         assert role in roles.ROLES, role
         self.assignments.append((scope, role))
+
+    def serve_batch_with(self, batch_double):
+        """Make ``batch_double`` (tests/azurebatch/double: the lifecycle double, or batch_prism in front of it) the
+        Batch data plane of the accounts added from now on: their accountEndpoint is its public endpoint, and every
+        token the identity endpoint issues for the Batch audience is one it accepts (what Entra ID's signature
+        gives the real service). Trust its CA too: OfflineLogin.trust(batch_double.ca_file)."""
+        self.batch_double = batch_double
 
     def revoke_tokens(self):
         """Every token issued so far is refused from now on (a 401 at the next call, like an expired token)."""
@@ -150,6 +159,10 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
                           _b64(json.dumps(claims).encode()), _b64(secrets.token_bytes(64))])
         with self._lock:
             self._tokens[token] = claims
+        linked = self.batch_double
+        if linked is not None and resource.rstrip('/') == BATCH_AUDIENCE.rstrip('/'):
+            with linked.lock:
+                linked.tokens[token] = claims['exp']
         return token, claims
 
     def token_claims(self, authorization, audience):
