@@ -402,3 +402,96 @@ def test_storage_with_the_data_role_passes(batch_login, arm_target, credential, 
     for role in roles:
         batch_login.double.assign(role, batch_login.double.resource_group_id('data-rg'))
     preflight.check_storage_data_role(storage, kinds, preflight.list_permissions(storage, credential, arm_target))
+
+
+# ---- cluster create with what the account holds ---------------------------------------------------------------
+
+def _pool(size, dedicated=0, low=0, target_dedicated=None):
+    return {'id': 'p-' + size, 'vmSize': size, 'currentDedicatedNodes': dedicated, 'currentLowPriorityNodes': low,
+            'targetDedicatedNodes': dedicated if target_dedicated is None else target_dedicated,
+            'targetLowPriorityNodes': low}
+
+
+@pytest.mark.parametrize('pools, expected', [
+    ([], {'family': 0, 'dedicated': 0, 'lowPriority': 0}),
+    ([_pool('Standard_D2s_v3', 2), _pool('standard_d4s_v3', 1)], {'family': 8, 'dedicated': 8, 'lowPriority': 0}),
+    # growing to its target: the target counts; another family counts in the total only; preemptible apart
+    ([_pool('Standard_D2s_v3', 0, target_dedicated=3), _pool('Standard_NC4as_T4_v3', 1, low=2)],
+     {'family': 6, 'dedicated': 10, 'lowPriority': 8}),
+    ([_pool('Standard_Retired_X', 5)], {'family': 0, 'dedicated': 0, 'lowPriority': 0}),
+])
+def test_cores_in_use(pools, expected):
+    assert preflight.cores_in_use(pools, default_vm_skus(), 'standardDSv3Family') == expected
+
+
+def test_check_cluster_create_fetches_once_and_counts_other_pools(batch_login, arm_target, credential):
+    batch_login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
+    batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential, dedicatedCoreQuota=16,
+                     dedicatedCoreQuotaPerVMFamily=[{'name': 'standardDSv3Family', 'coreQuota': 8}])
+    facts = preflight.AccountFacts(found, credential, credential, arm_target)
+    plan = preflight.check_cluster_create(facts, _cluster(max_nodes=2), pools=[_pool('Standard_D2s_v3', 2)],
+                                          today=TODAY)
+    assert plan.sku['name'] == 'Standard_D2s_v3'
+    refusal = _refused(preflight.check_cluster_create, facts, _cluster(max_nodes=3),
+                       pools=[_pool('Standard_D2s_v3', 2)], today=TODAY)
+    assert "The cluster needs 6 dedicated vCPUs (3 nodes of Standard_D2s_v3 x 2 vCPUs) but the quota " \
+        "'standardDSv3Family dedicated vCPUs (Batch account)' leaves 4 (limit 8, in use 4)" in refusal.reason
+    seen = batch_login.double.requests
+    assert len([r for r in seen if r[2].endswith('/virtualMachineSkus')]) == 1
+    assert len([r for r in seen if r[2] == '/supportedimages']) == 1
+    assert not [r for r in seen if r[2].endswith('/usages')]  # a BatchService account's quota is its own
+
+
+def test_check_cluster_create_on_a_user_subscription_account(batch_login, arm_target, credential):
+    batch_login.double.assign('Owner', '/subscriptions/' + batch_login.subscription_id)
+    batch_login.double.compute_usages['eastus'] = [
+        {'name': {'value': 'cores', 'localizedValue': 'Total Regional vCPUs'}, 'currentValue': 0, 'limit': 100},
+        {'name': {'value': 'standardDSv3Family', 'localizedValue': 'DSv3'}, 'currentValue': 0, 'limit': 0}]
+    found = _account(batch_login, arm_target, credential, poolAllocationMode='UserSubscription',
+                     dedicatedCoreQuota=None, dedicatedCoreQuotaPerVMFamily=None)
+    facts = preflight.AccountFacts(found, credential, credential, arm_target)
+    refusal = _refused(preflight.check_cluster_create, facts, _cluster(max_nodes=1), today=TODAY)
+    assert "'standardDSv3Family vCPUs (subscription)' leaves 0 (limit 0, in use 0)" in refusal.reason
+    assert 'Subscriptions > Usage + quotas' in refusal.reason
+    batch_login.double.compute_usages['eastus'][1]['limit'] = 8  # quota raised: read afresh at the next check
+    assert preflight.check_cluster_create(facts, _cluster(max_nodes=4), today=TODAY).priority.kind == 'dedicated'
+
+
+# ---- storage a cluster mounts -------------------------------------------------------------------------------
+
+def _mounting(files=(), blobs=()):
+    return {'nodeSetup': {'mountVolumes': {
+        'azureFileShares': [{'accountName': a, 'azureFileUrl': 'https://{}.file.core.windows.net/s'.format(a),
+                             'relativeMountPath': 'afs', 'credentials': {'accountKey': 'k'}} for a in files],
+        'azureBlobFileSystems': [{'accountName': a, 'containerName': 'c', 'relativeMountPath': 'bfs',
+                                  'credentials': {'accountKey': 'k'}} for a in blobs]}}}
+
+
+def test_cluster_storage_kinds():
+    assert preflight.cluster_storage(_mounting(files=['a', 'b'], blobs=['a'])) == {'a': {'file', 'blob'},
+                                                                                    'b': {'file'}}
+    assert preflight.cluster_storage({'vmSize': 'x'}) == {}
+
+
+def test_cluster_storage_roles_through_arm(batch_login, arm_target, credential):
+    double = batch_login.double
+    outputs = double.add_storage_account('outputs', 'data-rg')
+    data = double.add_storage_account('data', 'other-rg')
+    double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
+    double.assign('Storage File Data Privileged Reader', outputs)
+    preflight.check_cluster_storage(_mounting(files=['outputs']), credential, arm_target)
+    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
+                       arm_target)
+    assert refusal.code == 'StorageRoleMissing'
+    assert "storage account 'data'" in refusal.reason
+    assert "Assign the role Storage Blob Data Reader: az role assignment create --role 'Storage Blob Data Reader' " \
+        '--assignee <your user or principal> --scope {}'.format(data) in refusal.reason
+
+
+def test_cluster_storage_not_visible(batch_login, arm_target, credential):
+    batch_login.double.add_storage_account('elsewhere', 'data-rg')  # no role: ARM does not list it
+    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['elsewhere']), credential, arm_target)
+    assert refusal.code == 'StorageAccountNotFound'
+    assert refusal.reason.startswith("Storage account 'elsewhere' is not in subscription {} (or az's login may not "
+                                     'see it)'.format(batch_login.subscription_id))

@@ -198,6 +198,27 @@ def _gpus(sku):
     return 0
 
 
+def cores_in_use(pools, vm_skus, family):
+    """quota.quota_lines's ``in_use`` from the account's pools (data-plane pool JSON: vmSize and the current and
+    target node counts): the cores they hold or are growing to, for ``family`` and in all. A pool of a size not in
+    ``vm_skus`` (one Batch no longer lists) counts nothing: it cannot grow either."""
+    from .vm_sizes import vcpus  # pylint: disable=import-outside-toplevel
+    by_name = {str(s.get('name', '')).lower(): s for s in vm_skus or []}
+    used = {'family': 0, 'dedicated': 0, 'lowPriority': 0}
+    for pool in pools or []:
+        sku = by_name.get(str(pool.get('vmSize', '')).lower())
+        if sku is None:
+            continue
+        cores = vcpus(sku)
+        dedicated = max(int(pool.get('currentDedicatedNodes') or 0), int(pool.get('targetDedicatedNodes') or 0))
+        low = max(int(pool.get('currentLowPriorityNodes') or 0), int(pool.get('targetLowPriorityNodes') or 0))
+        used['dedicated'] += cores * dedicated
+        used['lowPriority'] += cores * low
+        if str(sku.get('familyName', '')).lower() == str(family or '').lower():
+            used['family'] += cores * dedicated
+    return used
+
+
 def check_cluster(account, cluster_props, vm_skus, supported_images, today=None, in_use=None,
                   compute_usages=None):
     """The ClusterPlan of a Batch AI cluster (its create properties) on ``account`` (account.find_account's dict),
@@ -215,11 +236,99 @@ def check_cluster(account, cluster_props, vm_skus, supported_images, today=None,
     return ClusterPlan(sku, node_priority, image, warnings + list(image.warnings))
 
 
+class AccountFacts:
+    """What the cluster checks read of an account, fetched when first needed: the region's VM sizes and the
+    supported images once per service run (they change with Azure releases, not between clusters), the
+    subscription's compute usages (UserSubscription accounts) afresh at each check. ``arm_credential``: az's login
+    for ARM; ``batch_credential``: for the Batch data plane (auth.py's); ``arm``: account.ArmTarget."""
+
+    def __init__(self, account, arm_credential=None, batch_credential=None, arm=None):
+        self.account = account
+        self._arm_credential, self._batch_credential, self._arm = arm_credential, batch_credential, arm
+        self._vm_skus = self._images = None
+
+    @property
+    def arm(self):
+        if self._arm is None:
+            from .account import az_arm_target  # pylint: disable=import-outside-toplevel
+            self._arm = az_arm_target()
+        return self._arm
+
+    @property
+    def vm_skus(self):
+        if self._vm_skus is None:
+            from .account import list_vm_skus  # pylint: disable=import-outside-toplevel
+            self._vm_skus = list_vm_skus(self.account, self._arm_credential, self.arm)
+        return self._vm_skus
+
+    @property
+    def supported_images(self):
+        if self._images is None:
+            from .account import list_supported_images  # pylint: disable=import-outside-toplevel
+            self._images = list_supported_images(self.account, self._batch_credential)
+        return self._images
+
+    def compute_usages(self):
+        """The subscription's usages in the region for a UserSubscription account, else None (not needed)."""
+        from .priority import USER_SUBSCRIPTION, allocation_mode  # pylint: disable=import-outside-toplevel
+        if allocation_mode(self.account) != USER_SUBSCRIPTION:
+            return None
+        from .account import list_compute_usages  # pylint: disable=import-outside-toplevel
+        return list_compute_usages(self.account, self._arm_credential, self.arm)
+
+
+def check_cluster_create(facts, cluster_props, pools=None, today=None):
+    """check_cluster with what ``facts`` (AccountFacts) fetches; ``pools``: the account's pools as the data plane
+    lists them (their cores count against the quota)."""
+    from .vm_sizes import check_vm_size  # pylint: disable=import-outside-toplevel
+    today = today or datetime.datetime.now(datetime.timezone.utc).date()
+    sku = check_vm_size(cluster_props.get('vmSize'), facts.vm_skus, today)
+    return check_cluster(facts.account, cluster_props, facts.vm_skus, facts.supported_images, today,
+                         cores_in_use(pools, facts.vm_skus, sku.get('familyName')), facts.compute_usages())
+
+
 # ---- storage (issue 31 rule 4) ---------------------------------------------------------------------------------
+
+STORAGE_API_VERSION = '2023-05-01'
+
 
 def storage_account_id(subscription_id, resource_group, name):
     return '/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Storage/storageAccounts/{}'.format(
         subscription_id, resource_group, name)
+
+
+def find_storage_account_id(name, credential, arm):
+    """The ARM id of storage account ``name`` in az's subscription (names are global: one at most); Refusal when
+    az's login cannot see it."""
+    from .account import arm_get_all  # pylint: disable=import-outside-toplevel
+    found = [a['id'] for a in arm_get_all(
+        '/subscriptions/{}/providers/Microsoft.Storage/storageAccounts'.format(arm.subscription_id),
+        STORAGE_API_VERSION, credential, arm, 'Listing the storage accounts of subscription {}'.format(
+            arm.subscription_id)) if str(a.get('name', '')).lower() == name.lower()]
+    if not found:
+        raise Refusal("Storage account '{}' is not in subscription {} (or az's login may not see it): the service "
+                      "reads job outputs there with az's login. Use a storage account of this subscription, or "
+                      "choose the subscription that has it (az account set -s ...).".format(
+                          name, arm.subscription_id), code='StorageAccountNotFound')
+    return found[0]
+
+
+def cluster_storage(cluster_props):
+    """{storage account name: set of kinds ('file', 'blob')} a cluster's mountVolumes put job outputs on."""
+    volumes = (cluster_props.get('nodeSetup') or {}).get('mountVolumes') or {}
+    kinds = {}
+    for key, kind in (('azureFileShares', 'file'), ('azureBlobFileSystems', 'blob')):
+        for volume in volumes.get(key) or []:
+            if volume.get('accountName'):
+                kinds.setdefault(volume['accountName'], set()).add(kind)
+    return kinds
+
+
+def check_cluster_storage(cluster_props, credential, arm):
+    """check_storage_data_role for every storage account a cluster mounts (ARM: find it, read the permissions)."""
+    for name, kinds in sorted(cluster_storage(cluster_props).items()):
+        storage_id = find_storage_account_id(name, credential, arm)
+        check_storage_data_role(storage_id, sorted(kinds), list_permissions(storage_id, credential, arm))
 
 
 def check_storage_data_role(storage_id, kinds, permissions):

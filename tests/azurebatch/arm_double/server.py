@@ -102,6 +102,7 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         self.assignments = []
         self.token_lifetime_s = 3600
         self.requests = []
+        self.storage_accounts = []   # Microsoft.Storage storageAccounts JSON (add_storage_account)
         self.batch_double = None     # serve_batch_with(): the Batch data plane of the accounts, instead of ours
 
     # ----- state helpers for tests -----
@@ -125,6 +126,15 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         self.accounts[account_id] = {'id': account_id, 'name': name, 'type': 'Microsoft.Batch/batchAccounts',
                                      'location': location, 'properties': props, 'tags': {}}
         return account_id
+
+    def add_storage_account(self, name, resource_group='data-rg', location='eastus'):
+        """A storage account (StorageV2) listed in the subscription; returns its id."""
+        storage_id = '{}/providers/Microsoft.Storage/storageAccounts/{}'.format(
+            self.resource_group_id(resource_group), name)
+        self.storage_accounts.append({'id': storage_id, 'name': name, 'type': 'Microsoft.Storage/storageAccounts',
+                                      'location': location, 'kind': 'StorageV2', 'sku': {'name': 'Standard_LRS'},
+                                      'properties': {'provisioningState': 'Succeeded'}})
+        return storage_id
 
     def assign(self, role, scope):
         """Give the logged-in principal ``role`` (a name in roles.ROLES) at ``scope`` (an ARM id)."""
@@ -279,6 +289,11 @@ class _ArmHandler(_Handler):
         if match:
             skus = double.vm_skus.get(match['loc'], default_vm_skus())
             self.send_json(200, {'value': skus})
+            return
+        match = re.fullmatch(_SUB + r'/providers/microsoft\.storage/storageaccounts', lower)
+        if match:  # only what the principal may read (ARM filters lists by the caller's read access)
+            self.send_json(200, {'value': [a for a in double.storage_accounts
+                                           if double.allowed('Microsoft.Storage/storageAccounts/read', a['id'])]})
             return
         match = re.fullmatch(_SUB + r'/providers/microsoft\.compute/locations/(?P<loc>[^/]+)/usages', lower)
         if match:
