@@ -180,3 +180,64 @@ def test_rest_json_of_both_sdk_model_kinds():
                                               'imageReference': {'publisher': 'canonical'},
                                               'verificationType': 'verified'})
     assert account_mod.rest_json(image)['imageReference'] == {'publisher': 'canonical'}
+
+
+def test_the_doubles_supported_images_conform_to_the_batch_spec():
+    """The stand-in's `supportedimages` entries are ImageInformation of the Batch spec in the repository (strict:
+    no invented or misspelt field), so what account.py and images.py are tested on has the real shape."""
+    import json
+    import os
+    from jsonschema import Draft4Validator
+    from tests.azurebatch.arm_double.server import default_supported_images
+    from tests.fixtures_az import SPECS_DIR
+    from tests.spec_conformance import _strict
+    with open(os.path.join(SPECS_DIR, 'batch-2024-02-01.19.0', 'BatchService.json'), encoding='utf-8') as f:
+        spec = json.load(f)
+    definitions = spec['definitions']
+    spec['definitions'] = {name: _strict(schema, definitions) for name, schema in definitions.items()}
+    validator = Draft4Validator(dict(spec, **{'$ref': '#/definitions/AccountListSupportedImagesResult'}))
+    assert not [e.message for e in validator.iter_errors({'value': default_supported_images()})]
+    broken = dict(default_supported_images()[0], nodeAgentSkuId='batch.node.ubuntu 22.04')  # misspelt field
+    assert [e.message for e in validator.iter_errors({'value': [broken]})]
+
+
+def _unknown_fields(model_class, body, models):
+    """Fields of ``body`` that the SDK's model (generated from the ARM spec az's SDK speaks) does not have,
+    recursively through nested models and lists of them."""
+    fields = {}
+    for attribute in model_class._attribute_map.values():  # pylint: disable=protected-access
+        fields[attribute['key'].replace('\\.', '.')] = attribute['type']
+    unknown = []
+    flat = {}
+    for key, value in body.items():
+        if key == 'properties' and isinstance(value, dict):
+            flat.update({'properties.' + k: v for k, v in value.items()})
+        else:
+            flat[key] = value
+    for key, value in flat.items():
+        kind = fields.get(key)
+        if kind is None:
+            unknown.append(key)
+            continue
+        nested = getattr(models, kind.strip('[]'), None)
+        for item in (value if isinstance(value, list) else [value]):
+            if nested is not None and isinstance(item, dict) and hasattr(nested, '_attribute_map'):
+                unknown += ['{}.{}'.format(key, k) for k in _unknown_fields(nested, item, models)]
+    return unknown
+
+
+def test_the_arm_doubles_answers_have_the_sdks_fields(arm_double):
+    """The ARM double's accounts, SKUs and usages use only fields of the models azure-mgmt-batch and
+    azure-mgmt-compute were generated with (from the ARM specs of the API versions they speak)."""
+    from azure.mgmt.batch import models as batch_models
+    from azure.mgmt.compute import models as compute_models
+    from tests.azurebatch.arm_double.server import default_vm_skus
+    arm_double.add_batch_account('acct')
+    for account in arm_double.accounts.values():
+        assert _unknown_fields(batch_models.BatchAccount, account, batch_models) == []
+    for sku in default_vm_skus():
+        assert _unknown_fields(batch_models.SupportedSku, sku, batch_models) == []
+    usage = {'name': {'value': 'cores', 'localizedValue': 'Total Regional vCPUs'}, 'currentValue': 0, 'limit': 10,
+             'unit': 'Count'}
+    assert _unknown_fields(compute_models.Usage, usage, compute_models) == []
+    assert _unknown_fields(batch_models.SupportedSku, {'name': 'x', 'familyname': 'y'}, batch_models) == ['familyname']
