@@ -47,9 +47,9 @@ class AzCliTokenCredential:
     has az's login can: `az account get-access-token --scope`. Test helper; the scheduler's own credential is
     azurebatch/auth.py."""
 
-    def __init__(self, runner):
+    def __init__(self, runner, tokens=None):
         self._runner = runner
-        self._tokens = {}  # scopes -> AccessToken, kept until 5 minutes before it expires
+        self._tokens = {} if tokens is None else tokens  # scopes -> AccessToken, kept until 5 minutes before expiry
         self.calls = 0
 
     def get_token(self, *scopes, **kwargs):  # pylint: disable=unused-argument
@@ -80,6 +80,7 @@ class OfflineLogin:
         # One CA bundle file for every double the login's processes talk to (trust() adds to it).
         self.ca_bundle = os.path.join(config_dir, 'test-ca-bundle.pem')
         self._trusted = []
+        self._tokens = {}
         self.trust(double.ca.ca_file)
         self.env = {'IDENTITY_ENDPOINT': double.identity_endpoint, 'IDENTITY_HEADER': IDENTITY_HEADER,
                     'REQUESTS_CA_BUNDLE': self.ca_bundle}
@@ -131,7 +132,15 @@ class OfflineLogin:
             monkeypatch.setenv(name, value)
 
     def credential(self):
-        return AzCliTokenCredential(self.az)
+        """An AzCliTokenCredential sharing this login's token cache (one az run per scope while tokens last)."""
+        return AzCliTokenCredential(self.az, self._tokens)
+
+    def forget_refused_tokens(self):
+        """Drop cached tokens the double no longer accepts (revoke_tokens), so the next test asks az again."""
+        for scopes, token in list(self._tokens.items()):
+            audience = scopes[0][:-len('.default')] if scopes and scopes[0].endswith('.default') else ''
+            if not self.double.token_claims('Bearer ' + token.token, audience):
+                del self._tokens[scopes]
 
 
 @pytest.fixture(scope='module')
@@ -164,6 +173,7 @@ def az_offline_login(arm_double, _module_offline_login):
     (and the CA bundle back to the ARM double's CA)."""
     _module_offline_login._trusted = []
     _module_offline_login.trust(arm_double.ca.ca_file)
+    _module_offline_login.forget_refused_tokens()
     return _module_offline_login
 
 

@@ -57,7 +57,7 @@ def test_mgmt_sdk_through_az_credential(az_offline_login, monkeypatch):
     account_id = double.add_batch_account('acct', resource_group='rg1', location='westeurope')
     double.assign('Reader', double.resource_group_id('rg1'))
     az_offline_login.use_in_this_process(monkeypatch)
-    credential = az_offline_login.credential()
+    credential = AzCliTokenCredential(az_offline_login.az)  # its own token cache: the one az run is counted
     client = BatchManagementClient(credential, az_offline_login.subscription_id,
                                    base_url=az_offline_login.arm_endpoint,
                                    credential_scopes=[az_offline_login.arm_audience + '.default'])

@@ -141,7 +141,8 @@ def test_unreachable_endpoint(batch_login, arm_target, credential):
         sock.bind(('127.0.0.1', 0))
         port = sock.getsockname()[1]
     account = {'batchAccount': 'acct', 'batchEndpoint': 'https://127.0.0.1:{}'.format(port)}
-    refusal = _refused(preflight.check_data_plane, account, credential)
+    client = account_mod.batch_client(account, credential, retry_total=0)  # the SDK's retries only add time here
+    refusal = _refused(preflight.check_data_plane, account, credential, client)
     assert refusal.code == 'BatchUnavailable'
     assert refusal.reason.startswith("Batch account 'acct' at https://127.0.0.1:{} could not be reached".format(port))
 

@@ -227,10 +227,11 @@ def list_compute_usages(account, credential=None, arm=None):
             arm.subscription_id, account['batchLocation'])) from None
 
 
-def batch_client(account, credential):
-    """The SDK's BatchClient for the account's data plane with a Batch-audience credential (az's login)."""
+def batch_client(account, credential, **options):
+    """The SDK's BatchClient for the account's data plane with a Batch-audience credential (az's login);
+    ``options``: azure-core client options (retry_total...)."""
     from azure.batch import BatchClient  # pylint: disable=import-outside-toplevel
-    return BatchClient(account['batchEndpoint'], credential)
+    return BatchClient(account['batchEndpoint'], credential, **options)
 
 
 def list_supported_images(account, credential, client=None):

@@ -145,8 +145,13 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
         """Make ``batch_double`` (tests/azurebatch/double: the lifecycle double, or batch_prism in front of it) the
         Batch data plane of the accounts added from now on: their accountEndpoint is its public endpoint, and every
         token the identity endpoint issues for the Batch audience is one it accepts (what Entra ID's signature
-        gives the real service). Trust its CA too: OfflineLogin.trust(batch_double.ca_file)."""
+        gives the real service), those issued before included. Trust its CA too: OfflineLogin.trust(its ca_file)."""
         self.batch_double = batch_double
+        with self._lock:
+            issued = [(token, claims['exp']) for token, claims in self._tokens.items()
+                      if claims['aud'].rstrip('/') == BATCH_AUDIENCE.rstrip('/')]
+        with batch_double.lock:
+            batch_double.tokens.update(issued)
 
     def revoke_tokens(self):
         """Every token issued so far is refused from now on (a 401 at the next call, like an expired token)."""
