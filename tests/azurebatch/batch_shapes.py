@@ -24,7 +24,7 @@ API_VERSION = '2024-02-01.19.0'
 SPEC_FILE = os.path.join(SPECS_DIR, 'batch-' + API_VERSION, 'BatchService.json')
 # swagger definition -> the SDK model generated from it
 SDK_MODELS = {'PoolAddParameter': 'BatchPoolCreateContent', 'TaskAddParameter': 'BatchTaskCreateContent',
-              'TaskAddCollectionParameter': 'BatchTaskGroup'}
+              'TaskAddCollectionParameter': 'BatchTaskGroup', 'JobAddParameter': 'BatchJobCreateContent'}
 
 
 def source():

@@ -107,7 +107,7 @@ def output_files(container_url, task_id):
              'uploadOptions': {'uploadCondition': 'taskcompletion'}} for stream in ('stdout', 'stderr')]
 
 
-def launch_spec(job_body, toolkit, cluster_props, props):
+def launch_spec(job_body, toolkit, cluster_props, props, gpus=None):
     """What node_wrapper.py needs (AZ_BATCHAI_SWEEP_TASK): launch settings and variable names, never a value of a
     variable or secret."""
     public = job_body['properties']
@@ -116,10 +116,12 @@ def launch_spec(job_body, toolkit, cluster_props, props):
     settings.setdefault('nodeCount', 1)
     names = [e['name'] for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or []]
     return {'name': job_body['name'], 'toolkit': toolkit, 'props': settings, 'variables': names,
-            'mounts': job_mounts(props, cluster_props), 'gpus': gpus_per_node(cluster_props.get('vmSize'))}
+            'mounts': job_mounts(props, cluster_props),
+            'gpus': gpus_per_node(cluster_props.get('vmSize')) if gpus is None else int(gpus)}
 
 
-def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None):
+def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None,
+              gpus=None):
     """The Batch task add JSON of a Batch AI job.
 
     :param job_body: the job as the service stores it (name, jobOutputDirectoryPathSegment, launch settings).
@@ -128,9 +130,11 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
     :param output_container_url: a blob container URL Batch may write to (a SAS URL): Batch's own stdout/stderr of
         the task are uploaded there; None: no outputFiles.
     :param payload: node_wrapper.payload() (bytes), built once by the caller for all its tasks.
+    :param gpus: GPUs of one node (vm_sizes.gpus of the cluster's offered size: AZ_BATCHAI_NUM_GPUS); None: from
+        the VM size's name as the other schedulers count them (gpus.py: Batch AI's N-series).
     """
     payload = node_wrapper.payload() if payload is None else payload
-    spec = launch_spec(job_body, toolkit, cluster_props, props)
+    spec = launch_spec(job_body, toolkit, cluster_props, props, gpus)
     environment = [{'name': node_wrapper.PAYLOAD_VARIABLE, 'value': base64.b64encode(payload).decode('ascii')},
                    {'name': node_wrapper.TASK_VARIABLE,
                     'value': json.dumps(spec, sort_keys=True, separators=(',', ':'))}]
