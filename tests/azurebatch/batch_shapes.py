@@ -24,7 +24,10 @@ API_VERSION = '2024-02-01.19.0'
 SPEC_FILE = os.path.join(SPECS_DIR, 'batch-' + API_VERSION, 'BatchService.json')
 # swagger definition -> the SDK model generated from it
 SDK_MODELS = {'PoolAddParameter': 'BatchPoolCreateContent', 'TaskAddParameter': 'BatchTaskCreateContent',
-              'TaskAddCollectionParameter': 'BatchTaskGroup', 'JobAddParameter': 'BatchJobCreateContent'}
+              'TaskAddCollectionParameter': 'BatchTaskGroup', 'JobAddParameter': 'BatchJobCreateContent',
+              # answers the mapping reads
+              'CloudTask': 'BatchTask', 'CloudPool': 'BatchPool', 'ComputeNode': 'BatchNode',
+              'ImageInformation': 'BatchSupportedImage'}
 
 
 def source():
@@ -108,8 +111,8 @@ def _validator(definition):
 
 
 def validate(definition, body):
-    """Raise AssertionError listing every violation of `body` against a data-plane definition
-    ('PoolAddParameter', 'TaskAddParameter', 'TaskAddCollectionParameter')."""
+    """Raise AssertionError listing every violation of `body` against a data-plane definition (a key of
+    SDK_MODELS: the bodies the mapping writes, and the answers it reads)."""
     errors = sorted(_validator(definition).iter_errors(body), key=lambda e: list(e.absolute_path))
     if errors:
         raise AssertionError('{} does not conform to {} ({}):\n{}'.format(
