@@ -1,7 +1,6 @@
 """node_wrapper.py run for real, as a Batch node runs a task: the task's own command line under bash, with the
 environment Batch gives it (its environmentSettings and Batch's AZ_BATCH_* variables, in folders laid out like a
 node's). Only Batch's node agent is stood in for (it does not exist here): the variables and folders it provides."""
-import json
 import os
 import shutil
 import subprocess
@@ -145,7 +144,8 @@ def test_mpi_over_several_nodes_forwards_the_job_environment():
     assert ' -x ' not in launcher.mpirun_line('python train.py', 4, '/wd/hostfile')
 
 
-def test_the_payload_is_deterministic_and_carries_no_azure_cli_import():
+def test_the_payload_is_small_deterministic_and_carries_no_azure_cli_import():
+    import base64
     import io
     import zipfile
     payload = node_wrapper.payload()
@@ -153,4 +153,8 @@ def test_the_payload_is_deterministic_and_carries_no_azure_cli_import():
     with zipfile.ZipFile(io.BytesIO(payload)) as archive:
         assert archive.read('azext_batchai_sweep/__init__.py') == b''
         assert '__main__.py' in archive.namelist()
-    assert json.loads(json.dumps(node_wrapper.PAYLOAD_MODULES))
+        launcher_source = archive.read('azext_batchai_sweep/localservice/launcher.py').decode()
+    assert '# ----' not in launcher_source and 'How Batch AI launched' not in launcher_source
+    compile(launcher_source, 'launcher.py', 'exec')
+    # Every task carries it: 60 tasks with theirs must fit one task collection add (1 MB).
+    assert len(base64.b64encode(payload)) * 60 < tasks.MAX_ADD_BYTES
