@@ -206,3 +206,15 @@ def test_the_start_task_runs_the_setup_command_with_batch_ai_paths_and_keeps_its
     out = mounts / 'afs' / 'setup logs' / 'sub' / 'rg' / 'c1' / 'tvm-1'
     assert (out / 'stdout.txt').read_text() == "root={} var=it's\n".format(mounts)
     assert (out / 'stderr.txt').read_text() == 'oops\n'
+
+
+def test_the_body_check_itself_rejects_misspelt_and_mistyped_fields():
+    good = pools.pool_body('p1', cluster(), BATCH_SERVICE, IMAGE, False, TODAY)
+    validate('PoolAddParameter', good)
+    for bad, where in ((dict(good, enableAutoscale=True), 'enableAutoscale'),
+                       (dict(good, taskSlotsPerNode='1'), 'taskSlotsPerNode'),
+                       (dict(good, virtualMachineConfiguration=dict(good['virtualMachineConfiguration'],
+                                                                    containerConfiguration={'type': 'docker'})),
+                        'containerConfiguration/type')):
+        with pytest.raises(AssertionError, match=where):
+            validate('PoolAddParameter', bad)
