@@ -156,7 +156,7 @@ def mount_volumes():
 
 
 def test_mounts_setup_task_users_and_subnet_map_to_the_pool():
-    setup = {'commandLine': 'echo hi', 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs', 'runElevated': True,
+    setup = {'commandLine': 'echo hi', 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
              'environmentVariables': [{'name': 'A', 'value': '1'}], 'secrets': [{'name': 'S', 'value': 'x'}]}
     subnet = '/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/default'
     props = cluster(nodeSetup={'mountVolumes': mount_volumes(), 'setupTask': setup}, subnet={'id': subnet},
@@ -169,6 +169,7 @@ def test_mounts_setup_task_users_and_subnet_map_to_the_pool():
     assert 'dir_mode=0755' in files['azureFileShareConfiguration']['mountOptions']
     assert blobs['azureBlobFileSystemConfiguration']['blobfuseOptions'] == '-o ro'
     assert body['startTask']['waitForSuccess'] is True
+    assert body['startTask']['userIdentity'] == {'autoUser': {'scope': 'pool', 'elevationLevel': 'admin'}}
     assert body['startTask']['environmentSettings'] == [{'name': 'A', 'value': '1'}, {'name': 'S', 'value': 'x'}]
     assert body['userAccounts'] == [{'name': 'me', 'password': 'pw', 'elevationLevel': 'admin'}]
     assert body['networkConfiguration'] == {'subnetId': subnet}

@@ -182,10 +182,9 @@ def start_task(setup_task):
     script = ('export AZ_BATCHAI_MOUNT_ROOT="$AZ_BATCH_NODE_MOUNTS_DIR"; out={}/"$AZ_BATCH_NODE_ID"; '
               'mkdir -p "$out" || exit 1; bash -c {} >>"$out/stdout.txt" 2>>"$out/stderr.txt"').format(
                   out, shlex.quote(setup_task['commandLine']))
+    # Batch AI ran the setup task "in a bash subshell as a root": the pool's admin auto-user.
     task = {'commandLine': '/bin/bash -c {}'.format(shlex.quote(script)), 'waitForSuccess': True,
-            'maxTaskRetryCount': 1,
-            'userIdentity': POOL_ADMIN if setup_task.get('runElevated', True) else
-            {'autoUser': {'scope': 'pool', 'elevationLevel': 'nonadmin'}}}
+            'maxTaskRetryCount': 1, 'userIdentity': POOL_ADMIN}
     environment = _environment(setup_task.get('environmentVariables')) + _environment(setup_task.get('secrets'))
     if environment:
         task['environmentSettings'] = environment
