@@ -25,7 +25,8 @@ def job(toolkit='customToolkitSettings', settings=None, **props):
 
 
 def test_a_single_node_job_is_one_task_running_the_wrapper_with_its_variables_and_secrets():
-    props = {'environmentVariables': [{'name': 'LR', 'value': '0.1'}], 'secrets': [{'name': 'TOKEN', 'value': 'S3CRET-v'}],
+    props = {'environmentVariables': [{'name': 'LR', 'value': '0.1'}],
+             'secrets': [{'name': 'TOKEN', 'value': 'S3CRET-v'}],
              'constraints': {'maxWallClockTime': 'PT2H'}}
     body = tasks.task_body('j1-abc', job(), 'customToolkitSettings', CLUSTER, props, payload=PAYLOAD, gpus=1)
     validate('TaskAddParameter', body)

@@ -3,20 +3,24 @@
 `pool_body` maps the cluster's create properties as received (keys and password still in them: the body goes to
 Batch only, never to disk or a log):
 
-| Batch AI cluster | Batch pool |
-| --- | --- |
-| `vmSize` | `vmSize` (checked by vm_sizes.py first) |
-| `vmPriority` | dedicated or Spot/low-priority targets by the account's allocation mode (priority.py) |
-| `scaleSettings.manual.targetNodeCount` | a fixed size: `enableAutoScale: false`, the target of the priority |
-| `scaleSettings.autoScale` (min, max, initial) | `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR), `autoScaleEvaluationInterval` PT5M |
-| `virtualMachineConfiguration.imageReference` | `virtualMachineConfiguration` from images.choose_image (image and node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one (jobs' `containerSettings`) |
-| `nodeSetup.mountVolumes.azureFileShares` | `mountConfiguration[].azureFileShareConfiguration` (the account key: Batch needs it on every node) |
-| `nodeSetup.mountVolumes.azureBlobFileSystems` | `mountConfiguration[].azureBlobFileSystemConfiguration` (the account key) |
-| `nodeSetup.setupTask` | `startTask` (waits for success; its output under its stdOutErrPathPrefix, one folder per node) |
-| `userAccountSettings` (name, password) | `userAccounts` (an admin user); an SSH public key has no pool field (left out, said by `pool_notes`) |
-| `subnet.id` | `networkConfiguration.subnetId` |
-| (may run jobs of several nodes) | `enableInterNodeCommunication` |
-| (Batch AI ran one job per node) | `taskSlotsPerNode: 1`, `taskSchedulingPolicy.nodeFillType: spread` |
+Batch AI cluster -> Batch pool:
+- `vmSize` -> `vmSize` (checked by vm_sizes.py first);
+- `vmPriority` -> dedicated or Spot/low-priority targets by the account's allocation mode (priority.py);
+- `scaleSettings.manual.targetNodeCount` -> a fixed size: `enableAutoScale: false`, the target of the priority;
+- `scaleSettings.autoScale` (min, max, initial) -> `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR),
+  `autoScaleEvaluationInterval` PT5M;
+- `virtualMachineConfiguration.imageReference` -> `virtualMachineConfiguration` from images.choose_image (image and
+  node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one
+  (for jobs' `containerSettings`);
+- `nodeSetup.mountVolumes.azureFileShares` / `azureBlobFileSystems` -> `mountConfiguration[]`
+  `azureFileShareConfiguration` / `azureBlobFileSystemConfiguration`, with the account key (Batch needs it on
+  every node);
+- `nodeSetup.setupTask` -> `startTask` (waits for success; output under its stdOutErrPathPrefix, a folder a node);
+- `userAccountSettings` (name, password) -> `userAccounts` (an admin user); an SSH public key has no pool field
+  (left out, said by `pool_notes`);
+- `subnet.id` -> `networkConfiguration.subnetId`;
+- (may run jobs of several nodes) -> `enableInterNodeCommunication`;
+- (Batch AI ran one job per node) -> `taskSlotsPerNode: 1`, `taskSchedulingPolicy.nodeFillType: spread`.
 
 Refused (Refusal, at cluster create): KeyVault secret references for storage keys, file servers and unmanaged file
 systems, a blob container without an account key.
@@ -37,10 +41,12 @@ CONTAINER_CAPABILITY = 'dockercompatible'
 # sets up between a pool's nodes for MPI multi-instance tasks, both need it).
 POOL_ADMIN = {'autoUser': {'scope': 'pool', 'elevationLevel': 'admin'}}
 
-AUTOSCALE_GRAMMAR = r"""The autoscale formula, always exactly these six statements (one per line, in this order):
+AUTOSCALE_GRAMMAR = r"""The autoscale formula, always exactly these six statements (one per line, in this order; the
+second is one line in the formula):
 
     $samples = $PendingTasks.GetSamplePercent(TimeInterval_Minute * 5);
-    $tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) : max($PendingTasks.GetSample(TimeInterval_Minute * 5));
+    $tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) :
+             max($PendingTasks.GetSample(TimeInterval_Minute * 5));
     $nodes = $samples < 70 ? max(INITIAL, $tasks) : $tasks;
     TARGET = min(MAX, max(MIN, $nodes));
     OTHER = 0;
@@ -67,10 +73,20 @@ _FORMULA = (
     '{other} = 0;\n'
     '$NodeDeallocationOption = taskcompletion;'
 )
-_FORMULA_RE = re.compile(
-    re.escape(_FORMULA).replace(r'\{window\}', str(EVALUATION_MINUTES)).replace(r'\{percent\}', str(SAMPLE_PERCENT))
-    .replace(r'\{initial\}', r'(?P<initial>\d+)').replace(r'\{target\}', r'(?P<target>\$\w+)')
-    .replace(r'\{max\}', r'(?P<max>\d+)').replace(r'\{min\}', r'(?P<min>\d+)').replace(r'\{other\}', r'(?P<other>\$\w+)'))
+_NUMBERS = {'initial': r'(?P<initial>\d+)', 'min': r'(?P<min>\d+)', 'max': r'(?P<max>\d+)',
+            'target': r'(?P<target>\$\w+)', 'other': r'(?P<other>\$\w+)'}
+
+
+def _formula_pattern():
+    """The formula's text with its five parameters as named groups."""
+    text = _FORMULA.format(window=EVALUATION_MINUTES, percent=SAMPLE_PERCENT, **{k: '@{}@'.format(k) for k in _NUMBERS})
+    pattern = re.escape(text)
+    for name, group in _NUMBERS.items():
+        pattern = pattern.replace('@{}@'.format(name), group)
+    return re.compile(pattern)
+
+
+_FORMULA_RE = _formula_pattern()
 
 
 def autoscale_formula(min_nodes, max_nodes, initial_nodes, low_priority):

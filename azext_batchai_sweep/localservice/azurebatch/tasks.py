@@ -1,17 +1,24 @@
 """A Batch AI job as a Batch task add body (data plane 2024-02-01.19.0 `TaskAddParameter`, REST JSON), and the
 chunks of a task collection add.
 
-| Batch AI job | Batch task |
-| --- | --- |
-| the toolkit's command, jobPreparation, stdouterr/output dirs | `commandLine`: node_wrapper.py (`task`; `run` + `multiInstanceSettings.coordinationCommandLine` `prepare` on several nodes) |
-| Batch AI's AZ_BATCHAI_* variables | set by the wrapper on the node from Batch's AZ_BATCH_* (docs/job-environment.md) |
-| `environmentVariables`, `secrets` | `environmentSettings` (readable, like every task setting, by whoever may read the Batch job's tasks) |
-| `nodeCount` > 1 | `multiInstanceSettings.numberOfInstances` (pool with inter-node communication, one slot per node) |
-| `constraints.maxWallClockTime` | `constraints.maxWallClockTime` (Batch AI's 150-day default when absent), `maxTaskRetryCount` 0 |
-| `containerSettings.imageSourceRegistry` (+ `shmSize`) | `containerSettings` (`imageName`, `registry`, `--shm-size`), on a pool with a container configuration |
-| `mountVolumes` (job level) | links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage (Batch mounts at pool creation only) |
-| `schedulingPriority` | none: Batch tasks have no priority; tasks run in submission order |
-| (stdout/stderr of the task itself) | `outputFiles`: Batch's own stdout.txt/stderr.txt uploaded at task completion, so a failure before the wrapper or the mount works stays readable (issue 31 rule 3) |
+Batch AI job -> Batch task:
+- the toolkit's command, jobPreparation, stdouterr and output directories -> `commandLine`: node_wrapper.py `task`
+  (several nodes: `run`, with `multiInstanceSettings.coordinationCommandLine` `prepare`);
+- Batch AI's AZ_BATCHAI_* variables -> set by the wrapper on the node from Batch's AZ_BATCH_* ones
+  (docs/job-environment.md);
+- `environmentVariables`, `secrets` -> `environmentSettings` (readable, like every task setting, by whoever may read
+  the Batch job's tasks);
+- `nodeCount` > 1 -> `multiInstanceSettings.numberOfInstances` (a pool with inter-node communication, one slot per
+  node);
+- `constraints.maxWallClockTime` -> `constraints.maxWallClockTime` (Batch AI's 150 days when absent),
+  `maxTaskRetryCount` 0;
+- `containerSettings.imageSourceRegistry` (+ `shmSize`) -> `containerSettings` (`imageName`, `registry`,
+  `--shm-size`), on a pool with a container configuration;
+- `mountVolumes` (job level) -> links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage
+  (Batch mounts at pool creation only);
+- `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
+- (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion, so a
+  failure before the wrapper or the mount works stays readable (issue 31 rule 3).
 
 `check_job` refuses at submit what the cluster's pool cannot run, with the reason.
 """
