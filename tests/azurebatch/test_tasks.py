@@ -10,7 +10,7 @@ from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
 from tests.azurebatch.batch_shapes import validate
 
 FILE_URL = 'https://acct.file.core.windows.net/share'
-CLUSTER = {'vmSize': 'Standard_NC24ads_A100_v4',
+CLUSTER = {'vmSize': 'Standard_NC24ads_A100_v4', 'scaleSettings': {'autoScale': {'maximumNodeCount': 4}},
            'nodeSetup': {'mountVolumes': {'azureFileShares': [{'accountName': 'acct', 'azureFileUrl': FILE_URL,
                                                                'relativeMountPath': 'afs'}]}}}
 PAYLOAD = node_wrapper.payload()
@@ -93,6 +93,12 @@ def test_what_the_pool_cannot_run_is_refused_at_submit():
         tasks.check_job({'nodeCount': 2}, 'customMpiSettings', CLUSTER, multi_node=False, containers=True)
     assert refused.value.code == 'MultiNodeUnsupported'
     tasks.check_job({'nodeCount': 2}, 'customMpiSettings', CLUSTER, multi_node=True, containers=False)
+    with pytest.raises(Refusal, match='at most 4 nodes') as refused:
+        tasks.check_job({'nodeCount': 5}, 'customMpiSettings', CLUSTER, multi_node=True, containers=False)
+    assert refused.value.code == 'NodeCountTooLarge'
+    # a manual cluster may be resized later, as on Batch AI: its job waits
+    manual = dict(CLUSTER, scaleSettings={'manual': {'targetNodeCount': 0}})
+    tasks.check_job({'nodeCount': 2}, 'customMpiSettings', manual, multi_node=True, containers=False)
     with pytest.raises(Refusal, match='container configuration'):
         tasks.check_job({'containerSettings': {'imageSourceRegistry': {'image': 'x'}}}, 'customToolkitSettings',
                         CLUSTER, multi_node=True, containers=False)

@@ -29,7 +29,7 @@ from ..gpus import gpus_per_node
 from ..resources import format_duration, job_wall_clock
 from . import node_wrapper
 from .errors import Refusal
-from .pools import POOL_ADMIN
+from .pools import POOL_ADMIN, max_nodes
 
 # Batch's limits on one task collection add: 100 tasks, and the request body (its JSON) under 1 MB.
 MAX_TASKS_PER_ADD = 100
@@ -73,9 +73,16 @@ def job_mounts(props, cluster_props):
 
 
 def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint: disable=unused-argument
-    """Refusal for a job the cluster's pool cannot run. `multi_node`: the pool has inter-node communication and
-    one slot per node; `containers`: it has a container configuration."""
+    """Refusal for a job the cluster's pool cannot run (never left queued for ever). `cluster_props`: its scale
+    settings and mounts; `multi_node`: the pool has inter-node communication and one slot per node; `containers`:
+    it has a container configuration."""
     nodes = int(props.get('nodeCount') or 1)
+    auto = (cluster_props.get('scaleSettings') or {}).get('autoScale')
+    if auto is not None and nodes > max_nodes(cluster_props):
+        # (A manual cluster may be resized later, as on Batch AI: its jobs wait for that.)
+        raise Refusal('nodeCount {}: the cluster scales to at most {} nodes, so the job would wait for ever; raise '
+                      'its maximum (az batchai cluster auto-scale --max) or give a smaller nodeCount.'.format(
+                          nodes, max_nodes(cluster_props)), code='NodeCountTooLarge')
     if nodes > 1 and not multi_node:
         raise Refusal('nodeCount {}: the cluster\'s pool was created without inter-node communication, which Batch '
                       'fixes at pool creation, so it runs jobs of one node only. Create a cluster that can run '
