@@ -14,7 +14,7 @@ import os
 from jsonschema import Draft4Validator
 
 from tests.fixtures_az import SPECS_DIR
-from tests.spec_conformance import _strict
+from tests.spec_conformance import _strict, check
 
 API_VERSION = '2024-02-01.19.0'
 SPEC_FILE = os.path.join(SPECS_DIR, 'batch-' + API_VERSION, 'BatchService.json')
@@ -39,8 +39,4 @@ def _validator(definition):
 
 def validate(definition, body):
     """Raise AssertionError listing every violation of `body` against a data-plane swagger definition."""
-    errors = sorted(_validator(definition).iter_errors(body), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise AssertionError('{} does not conform to {}:\n{}'.format(
-            json.dumps(body)[:2000], definition,
-            '\n'.join('  at {}: {}'.format('/'.join(map(str, e.absolute_path)), e.message) for e in errors)))
+    check(_validator(definition), definition, body)
