@@ -25,6 +25,7 @@
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -32,6 +33,9 @@ from tests.azurebatch.double import BatchDouble
 from tests.azurebatch.double.server import SwitchedUpstream
 from tests.azurebatch.prism import PrismProxy, Relay, derived_spec
 from tests.azurebatch.tls_ca import TestCA
+
+
+LOG_SETTLE_SECONDS = 0.3
 
 
 @pytest.fixture
@@ -82,6 +86,7 @@ class BatchPrism:
         return self.double.client(**kwargs)
 
     def take_violations(self):
+        time.sleep(LOG_SETTLE_SECONDS)  # Prism writes its log asynchronously, after it answered
         found = self.proxy.violations()
         self.proxy.mark()
         return found

@@ -4,6 +4,7 @@
 raises model.BatchError. The caller holds the account's lock.
 """
 import datetime
+import mimetypes
 import os
 import urllib.parse
 from dataclasses import dataclass, field
@@ -322,11 +323,6 @@ def _new_task(account, job, body):
                          'The specified job is not active (state: {}).'.format(job.state))
     if body['id'] in job.tasks:
         raise BatchError(409, 'TaskExists', 'The specified task already exists.')
-    instances = (body.get('multiInstanceSettings') or {}).get('numberOfInstances')
-    pool = account.pools.get(job.pool_id)
-    if instances and int(instances) > 1 and pool is not None and not pool.body.get('enableInterNodeCommunication'):
-        raise BatchError(409, 'InvalidPropertyValue', 'A multi-instance task needs a pool with inter-node '
-                         'communication enabled.', [('PropertyName', 'multiInstanceSettings')])
     task = Task(job, body)
     job.tasks[task.id] = task
     return task
@@ -362,7 +358,7 @@ def task_add_collection(account, req):
                 result['error']['values'] = [{'key': k, 'value': v} for k, v in error.values]
             results.append(result)
             continue
-        results.append({'status': 'success', 'taskId': task.id, 'eTag': task.etag,
+        results.append({'status': 'Success' if account.quirks else 'success', 'taskId': task.id, 'eTag': task.etag,
                         'lastModified': iso(task.modified), 'location': location})
     return 200, {'value': results}, {}
 
@@ -442,9 +438,14 @@ def _file_headers(account, req, path):
     modified = datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc)
     url = '{}/jobs/{}/tasks/{}/files/{}'.format(account.base_url, req.params['jobId'], req.params['taskId'],
                                                 req.params['filePath'])
-    return {'ocp-creation-time': rfc1123(modified), 'ocp-batch-file-isdirectory': 'false',
-            'ocp-batch-file-url': urllib.parse.quote(url, safe=':/'), 'ocp-batch-file-mode': '0o100644',
-            'Last-Modified': rfc1123(modified), 'Content-Type': 'application/octet-stream',
+    # The whole URL percent-encoded, as the real service sends it (recorded/file_download.json). The real service
+    # also says 'False' and text/plain for a text file, which the spec refuses (a boolean header; octet-stream or
+    # JSON): the double says so only with account.quirks (Prism would refuse it), else 'false' and octet-stream.
+    quirks = account.quirks
+    return {'ocp-creation-time': rfc1123(modified), 'ocp-batch-file-isdirectory': 'False' if quirks else 'false',
+            'ocp-batch-file-url': urllib.parse.quote(url, safe=''), 'ocp-batch-file-mode': '0o100644',
+            'Last-Modified': rfc1123(modified),
+            'Content-Type': (mimetypes.guess_type(path)[0] if quirks else None) or 'application/octet-stream',
             'ETag': '0x8DC{:013X}'.format(int(stat.st_mtime * 1000) + stat.st_size)}
 
 

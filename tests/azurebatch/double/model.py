@@ -341,6 +341,9 @@ class BatchAccount:
         self.uploads = []  # (containerUrl without query, blob name, local file) of every outputFiles upload
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
+        # True: answer as the recorded real service does where it breaks the spec ('Success' for an added task,
+        # 'False' and text/plain for a task file); Prism refuses those answers, so only direct tests set it.
+        self.quirks = False
         self.resize_faults = []  # [{'pool', 'code', 'message', 'allowed', 'dedicated'}]
         self._addresses = itertools.count(1)
         self._node_ids = itertools.count(1)
@@ -640,6 +643,8 @@ class BatchAccount:
                 if task.state != 'active':
                     continue
                 needed, slots = task.instance_count, int(task.body.get('requiredSlots') or 1)
+                if needed > 1 and not pool.body.get('enableInterNodeCommunication'):
+                    continue  # Batch accepts the task (recorded) but cannot run it here: it stays active
                 if needed > 1:
                     slots = pool.slots  # a multi-instance subtask takes its whole node
                 free = [n for n in sorted(pool.nodes.values(), key=lambda n: n.id)
