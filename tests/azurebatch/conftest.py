@@ -22,6 +22,7 @@
   with; `.double` is the BatchDouble, `.proxy` the PrismProxy; `.take_violations()` returns (and clears) what
   Prism reported. At teardown it fails the test if Prism reported any violation that was not taken.
 """
+import contextlib
 import os
 import shutil
 import tempfile
@@ -38,16 +39,23 @@ from tests.azurebatch.tls_ca import TestCA
 LOG_SETTLE_SECONDS = 0.3
 
 
+@contextlib.contextmanager
+def _in_scratch(prefix, make):
+    """Yield make(directory) for a new scratch directory; close it and remove the directory afterwards."""
+    directory = tempfile.mkdtemp(prefix=prefix)
+    thing = make(directory)
+    try:
+        yield thing
+    finally:
+        thing.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture
 def batch_double():
-    directory = tempfile.mkdtemp(prefix='batch-double-')
-    double = BatchDouble(directory)
-    try:
+    with _in_scratch('batch-double-', BatchDouble) as double:
         yield double
-    finally:
-        double.close()
         errors = [e for e in double.account.events if e[0] == 'double-error']
-        shutil.rmtree(directory, ignore_errors=True)
         assert not errors, 'the Batch double failed: {}'.format(errors)
 
 
@@ -94,13 +102,8 @@ class BatchPrism:
 
 @pytest.fixture(scope='session')
 def _batch_prism_chain():
-    directory = tempfile.mkdtemp(prefix='batch-prism-')
-    chain = _PrismChain(directory)
-    try:
+    with _in_scratch('batch-prism-', _PrismChain) as chain:
         yield chain
-    finally:
-        chain.close()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

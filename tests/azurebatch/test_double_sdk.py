@@ -376,3 +376,52 @@ def test_the_double_alone_serves_https_with_its_own_ca(batch_double):
     with pytest.raises(ServiceRequestError):  # an untrusted certificate is refused: the CA bundle is needed
         batch_double.client(connection_verify=True, retry_total=0).get_pool('p')
     assert os.path.exists(batch_double.ca_file)
+
+
+def test_start_task_failure_shows_on_the_node(batch_prism):
+    """Issue 31 rule 1: a failed start task is visible (node state, startTaskInfo) and takes no tasks."""
+    client = batch_prism.client()
+    client.create_pool(pool('p', targetDedicatedNodes=1, startTask={
+        'commandLine': shell('echo setting up; exit 4'), 'waitForSuccess': True}))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    client.create_task('job', {'id': 't', 'commandLine': '/bin/true'})
+    batch_prism.account.wait(lambda: all(n.state == 'starttaskfailed'
+                                         for n in batch_prism.account.pools['p'].nodes.values()))
+    node = next(iter(client.list_nodes('p')))
+    assert node.start_task_info.exit_code == 4 and node.start_task_info.failure_info.code == 'FailureExitCode'
+    assert client.get_task('job', 't').state == 'active'
+
+
+def test_mounts_are_shared_by_the_nodes_of_a_pool(batch_prism):
+    """A pool's Azure Files mount is one directory for every node (as one share is), under
+    AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>; the start task sees it too."""
+    client, account = batch_prism.client(), batch_prism.account
+    mount = {'azureFileShareConfiguration': {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
+                                             'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
+    client.create_pool(pool('p', targetDedicatedNodes=2, mountConfiguration=[mount], startTask={
+        'commandLine': shell('echo $AZ_BATCH_NODE_ID >> $AZ_BATCH_NODE_MOUNTS_DIR/afs/started'),
+        'waitForSuccess': True}))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    account.wait(lambda: [n.state for n in account.pools['p'].nodes.values()] == ['idle', 'idle'])
+    share, relative = account.mount_source(mount)
+    assert relative == 'afs'
+    with open(os.path.join(share, 'started'), encoding='utf-8') as f:
+        assert sorted(f.read().split()) == sorted(account.pools['p'].nodes)
+    answered = client.get_pool('p').as_dict()  # Batch never answers a secret back
+    assert answered['mountConfiguration'][0]['azureFileShareConfiguration']['relativeMountPath'] == 'afs'
+    assert 'not-a-real-key' not in json.dumps(answered)
+
+
+def test_node_removal_with_requeue_requeues_the_running_task(batch_prism):
+    client, account = batch_prism.client(), batch_prism.account
+    client.create_pool(pool('p', targetDedicatedNodes=1))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    client.create_task('job', {'id': 't', 'commandLine': '/bin/sleep 30'})
+    wait_task(batch_prism, 'job', 't', 'running')
+    node_id = client.get_task('job', 't').node_info.node_id
+    client.remove_nodes('p', {'nodeList': [node_id], 'nodeDeallocationOption': 'requeue'})
+    account.wait(lambda: not account.pools['p'].nodes)
+    task = client.get_task('job', 't')
+    assert task.state == 'active' and task.execution_info.requeue_count == 1
+    client.delete_pool('p')
+    account.wait(lambda: 'p' not in account.pools)

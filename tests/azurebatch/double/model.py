@@ -86,9 +86,11 @@ def not_found(kind, what):
 
 
 class Entity:
-    """What every Batch resource answers: url, eTag, lastModified, creationTime, state and its transitions."""
+    """A Batch resource made from its add request's `body`: its id, and what every resource answers (url, eTag,
+    lastModified, creationTime, state and its transitions)."""
 
-    def __init__(self, state):
+    def __init__(self, body, state='active'):
+        self.id, self.body = body['id'], body
         self.created = now()
         self.state = state
         self.state_time = self.created
@@ -163,9 +165,7 @@ class Node:
 
 class Pool(Entity):
     def __init__(self, body):
-        super().__init__('active')
-        self.id = body['id']
-        self.body = body
+        super().__init__(body)
         self.slots = int(body.get('taskSlotsPerNode') or 1)
         self.alloc_state = 'steady'
         self.alloc_time = self.created
@@ -193,7 +193,7 @@ class Pool(Entity):
         return sum(1 for n in self.nodes.values() if n.dedicated == dedicated and n.leaving is None)
 
     def json(self, base):
-        out = dict(self.body)
+        out = _without_secrets(self.body)
         out.update(self.common('{}/pools/{}'.format(base, self.id)))
         out.update(allocationState=self.alloc_state, allocationStateTransitionTime=iso(self.alloc_time),
                    resizeTimeout=self.body.get('resizeTimeout', 'PT15M'), taskSlotsPerNode=self.slots,
@@ -216,11 +216,20 @@ class Pool(Entity):
         return out
 
 
+SECRETS = ('accountKey', 'sasKey', 'password')  # never answered back (a recorded pool's user has no password)
+
+
+def _without_secrets(value):
+    if isinstance(value, dict):
+        return {k: _without_secrets(v) for k, v in value.items() if k not in SECRETS}
+    if isinstance(value, list):
+        return [_without_secrets(v) for v in value]
+    return value
+
+
 class Job(Entity):
     def __init__(self, body):
-        super().__init__('active')
-        self.id = body['id']
-        self.body = body
+        super().__init__(body)
         self.tasks = {}
         self.terminate_reason = None
         self.ended = None
@@ -253,8 +262,8 @@ class Job(Entity):
 
 class Task(Entity):
     def __init__(self, job, body):
-        super().__init__('active')
-        self.job, self.id, self.body = job, body['id'], body
+        super().__init__(body)
+        self.job = job
         self.instances = []  # [{'node', 'process', 'phase', 'exit', 'dir', 'started', 'ended'}] of this attempt
         self.retries = 0
         self.requeues = 0
