@@ -171,6 +171,11 @@ def test_recorded_file_reads_replayed(batch_prism, tmp_path):
     added = batch_prism.double.client().create_task_collection('xplatJobForTaskTests', [
         {'id': 'quirk', 'commandLine': '/bin/true'}])
     assert [r.status for r in added.value] == ['Success']
+    batch_prism.double.client().create_pool({'id': 'users', 'vmSize': 'small', 'virtualMachineConfiguration': {
+        'imageReference': {}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}, 'userAccounts': [
+        {'name': 'cliTestUser', 'password': 'not-a-real-password', 'elevationLevel': 'admin'}]})
+    users = batch_prism.double.client().get_pool('users').as_dict()['userAccounts']
+    assert users == [{'name': 'cliTestUser', 'elevationLevel': 'admin'}]  # as recorded: no password back
     with pytest.raises(HttpResponseError) as refused:
         client.get_task_file('xplatJobForTaskTests', 'xplatTask1', 'stdout.txt', retry_total=0)
     assert refused.value.status_code == 500

@@ -135,7 +135,7 @@ def _check_formula(account, pool, text):
 def pool_get(account, req):
     """Pool_Get: GET /pools/{poolId} -> 200 CloudPool."""
     pool = _pool(account, req.params['poolId'])
-    return 200, odata.select(pool.json(account.base_url), req.query.get('$select')), {
+    return 200, odata.select(pool.json(account.base_url, account.quirks), req.query.get('$select')), {
         'ETag': pool.etag, 'Last-Modified': rfc1123(pool.modified)}
 
 
@@ -146,7 +146,7 @@ def pool_exists(account, req):
 
 def pool_list(account, req):
     """Pool_List: GET /pools -> 200 CloudPoolListResult."""
-    items = [p.json(account.base_url) for p in sorted(account.pools.values(), key=lambda p: p.id)]
+    items = [p.json(account.base_url, account.quirks) for p in sorted(account.pools.values(), key=lambda p: p.id)]
     return _page(account, req, items, POOL_FILTER, '/pools')
 
 

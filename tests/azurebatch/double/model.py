@@ -163,6 +163,13 @@ class Node:
         return out
 
 
+def _without_passwords(body):
+    out = dict(body)
+    if out.get('userAccounts'):
+        out['userAccounts'] = [{k: v for k, v in user.items() if k != 'password'} for user in out['userAccounts']]
+    return out
+
+
 class Pool(Entity):
     def __init__(self, body):
         super().__init__(body)
@@ -192,8 +199,10 @@ class Pool(Entity):
     def current(self, dedicated):
         return sum(1 for n in self.nodes.values() if n.dedicated == dedicated and n.leaving is None)
 
-    def json(self, base):
-        out = _without_secrets(self.body)
+    def json(self, base, quirks=False):
+        # The real service answers a pool's user accounts without their password (recorded), which the spec
+        # requires: only with quirks. Mount keys are answered as given (nothing recorded says otherwise).
+        out = _without_passwords(self.body) if quirks else dict(self.body)
         out.update(self.common('{}/pools/{}'.format(base, self.id)))
         out.update(allocationState=self.alloc_state, allocationStateTransitionTime=iso(self.alloc_time),
                    resizeTimeout=self.body.get('resizeTimeout', 'PT15M'), taskSlotsPerNode=self.slots,
@@ -214,17 +223,6 @@ class Pool(Entity):
         if self.resize_errors:
             out['resizeErrors'] = self.resize_errors
         return out
-
-
-SECRETS = ('accountKey', 'sasKey', 'password')  # never answered back (a recorded pool's user has no password)
-
-
-def _without_secrets(value):
-    if isinstance(value, dict):
-        return {k: _without_secrets(v) for k, v in value.items() if k not in SECRETS}
-    if isinstance(value, list):
-        return [_without_secrets(v) for v in value]
-    return value
 
 
 class Job(Entity):
@@ -351,7 +349,8 @@ class BatchAccount:
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
         # True: answer as the recorded real service does where it breaks the spec ('Success' for an added task,
-        # 'False' and text/plain for a task file); Prism refuses those answers, so only direct tests set it.
+        # 'False' and text/plain for a task file, a pool's users without password); Prism refuses those answers,
+        # so only direct tests set it.
         self.quirks = False
         self.resize_faults = []  # [{'pool', 'code', 'message', 'allowed', 'dedicated'}]
         self._addresses = itertools.count(1)
