@@ -86,6 +86,20 @@ def test_pools_nodes_and_autoscale_operations(batch_prism):
     assert gone.value.error.code == 'PoolNotFound'
 
 
+def test_account_supported_images_and_node_counts(batch_prism):
+    client = batch_prism.client()
+    images = list(client.list_supported_images(filter="verificationType eq 'verified'"))
+    assert {i.node_agent_sku_id for i in images} >= {'batch.node.ubuntu 22.04', 'batch.node.ubuntu 20.04'}
+    assert any(i.batch_support_end_of_life for i in images) and any(not i.batch_support_end_of_life for i in images)
+    batch_prism.account.supported_images = [images[0].as_dict()]  # a test chooses what the account offers
+    assert len(list(client.list_supported_images())) == 1
+    client.create_pool(pool('p', targetDedicatedNodes=1, targetLowPriorityNodes=1))
+    batch_prism.account.wait(lambda: all(n.state == 'idle' for n in batch_prism.account.pools['p'].nodes.values())
+                             and len(batch_prism.account.pools['p'].nodes) == 2)
+    counts = list(client.list_pool_node_counts())
+    assert [(c.pool_id, c.dedicated.idle, c.dedicated.total, c.low_priority.idle) for c in counts] == [('p', 1, 1, 1)]
+
+
 def test_autoscale_pending_tasks_to_nodes_idle_to_zero_taskcompletion(batch_prism):
     """The scheduler's formula shape on the double's Batch clock: k pending tasks -> k nodes (capped at max), none
     -> 0 nodes, and scale-in waits for the running task (taskcompletion) instead of killing it."""

@@ -20,6 +20,9 @@ TASK_FILTER = {'id', 'state', 'stateTransitionTime', 'creationTime', 'previousSt
 POOL_FILTER = {'id', 'state', 'allocationState', 'creationTime', 'stateTransitionTime', 'vmSize'}
 JOB_FILTER = {'id', 'state', 'creationTime', 'stateTransitionTime', 'executionInfo/poolId', 'poolInfo/poolId'}
 NODE_FILTER = {'id', 'state', 'isDedicated'}
+IMAGE_FILTER = {'verificationType', 'osType', 'nodeAgentSKUId'}
+NODE_COUNT_STATES = ('creating', 'idle', 'offline', 'preempted', 'rebooting', 'reimaging', 'running', 'starting',
+                     'startTaskFailed', 'leavingPool', 'unknown', 'unusable', 'waitingForStartTask', 'upgradingOS')
 
 
 @dataclass
@@ -238,6 +241,30 @@ def node_get(account, req):
     if node is None:
         raise not_found('Node', 'node')
     return 200, odata.select(node.json(account.base_url), req.query.get('$select')), {}
+
+
+# ---- account --------------------------------------------------------------------------------------------------
+def supported_images(account, req):
+    """Account_ListSupportedImages: GET /supportedimages -> 200 AccountListSupportedImagesResult."""
+    return _page(account, req, [dict(i) for i in account.supported_images], IMAGE_FILTER, '/supportedimages')
+
+
+def pool_node_counts(account, req):
+    """Account_ListPoolNodeCounts: GET /nodecounts -> 200 PoolNodeCountsListResult (node states per pool)."""
+    items = []
+    for pool in sorted(account.pools.values(), key=lambda p: p.id):
+        counts = {}
+        for kind, dedicated in (('dedicated', True), ('lowPriority', False)):
+            tally = {state: 0 for state in NODE_COUNT_STATES}
+            for node in pool.nodes.values():
+                if node.dedicated == dedicated:
+                    state = next(s for s in NODE_COUNT_STATES + ('unknown',)
+                                 if s.lower() == node.state.lower() or s == 'unknown')
+                    tally[state] += 1
+            tally['total'] = sum(tally.values())
+            counts[kind] = tally
+        items.append({'poolId': pool.id, **counts})
+    return _page(account, req, items, {'poolId'}, '/nodecounts')
 
 
 # ---- jobs -----------------------------------------------------------------------------------------------------

@@ -31,6 +31,28 @@ DEFAULT_BATCH_SPEED = 600.0  # Batch-clock seconds per real second: a 5-minute e
 KILL_GRACE_SECONDS = 1.0
 
 
+# What Account_ListSupportedImages answers unless a test sets account.supported_images: the shape the real service
+# lists (imageReference, nodeAgentSKUId, osType, verificationType, capabilities, batchSupportEndOfLife), with an
+# Ubuntu past its Batch end of life, one near it and one current, so that image choice has something to refuse.
+SUPPORTED_IMAGES = [
+    {'imageReference': {'publisher': 'canonical', 'offer': 'ubuntuserver', 'sku': '18.04-lts', 'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 18.04', 'osType': 'linux',
+     'batchSupportEndOfLife': '2024-05-31T00:00:00Z'},
+    {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-focal', 'sku': '20_04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
+     'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+    {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux',
+     'capabilities': []},
+    {'imageReference': {'publisher': 'microsoft-azure-batch', 'offer': 'ubuntu-server-container', 'sku': '20-04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
+     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'], 'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+]
+
+
 class BatchError(Exception):
     """A Batch REST error answer: HTTP `status`, BatchError `code`, `message`, `values` [(key, value)]."""
 
@@ -348,6 +370,7 @@ class BatchAccount:
         self.uploads = []  # (containerUrl without query, blob name, local file) of every outputFiles upload
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
+        self.supported_images = [dict(image) for image in SUPPORTED_IMAGES]  # Account_ListSupportedImages answers
         # True: answer as the recorded real service does where it breaks the spec ('Success' for an added task,
         # 'False' and text/plain for a task file, a pool's users without password); Prism refuses those answers,
         # so only direct tests set it.
