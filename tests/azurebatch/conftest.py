@@ -11,9 +11,15 @@
     `clear_resize_errors()`, `active_job_quota(n)`, `pool_quota(n)`, `answer(status, body, ...)`),
     `.expire_tokens()` (every token issued so far answers 401 from now on),
     `.account` (model.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=)`,
-    `remove_node(node, option)`, `node_of(job_id, task_id)`, `mount_source(mount)`, `uploads`, `events`,
-    `wait(predicate, timeout)`, `tick()`; hold `account.lock` to read state), `.requests` (every request:
-    method, path, query, body, status) and `.count(method, path_regex)`.
+    `remove_node(node, option)`, `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing
+    for a mounted share), `uploads` (outputFiles uploaded), `events`, `supported_images` (what
+    /supportedimages lists; settable), `quirks` (True: answer the real service's recorded off-spec spellings,
+    e.g. 'Success'; direct use only, Prism refuses them), `wait(predicate, timeout)`, `tick()`; hold
+    `account.lock` to read state), `.requests` (every request: method, path, query, body, status) and
+    `.count(method, path_regex)`.
+  The Batch clock runs fast (DEFAULT_BATCH_SPEED 600: a 5-minute autoscale interval lasts 0.5 s, a 30 s metric
+  sample 0.05 s); BatchDouble(directory, speed=..., node_start_seconds=..., preemption_recovery_seconds=...)
+  changes it.
   At teardown it fails the test if the double itself raised (a bug in the double, recorded as 'double-error').
 - `batch_prism` (per test; Prism itself runs once per session): the same double behind Prism
   (`prism proxy <spec> ... --errors`), validating every request and answer against
@@ -22,9 +28,11 @@
   with; `.double` is the BatchDouble, `.proxy` the PrismProxy; `.take_violations()` returns (and clears) what
   Prism reported. At teardown it fails the test if Prism reported any violation that was not taken.
 """
+import contextlib
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -34,16 +42,26 @@ from tests.azurebatch.prism import PrismProxy, Relay, derived_spec
 from tests.azurebatch.tls_ca import TestCA
 
 
+LOG_SETTLE_SECONDS = 0.3
+
+
+@contextlib.contextmanager
+def _in_scratch(prefix, make):
+    """Yield make(directory) for a new scratch directory; close it and remove the directory afterwards."""
+    directory = tempfile.mkdtemp(prefix=prefix)
+    thing = make(directory)
+    try:
+        yield thing
+    finally:
+        thing.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 @pytest.fixture
 def batch_double():
-    directory = tempfile.mkdtemp(prefix='batch-double-')
-    double = BatchDouble(directory)
-    try:
+    with _in_scratch('batch-double-', BatchDouble) as double:
         yield double
-    finally:
-        double.close()
         errors = [e for e in double.account.events if e[0] == 'double-error']
-        shutil.rmtree(directory, ignore_errors=True)
         assert not errors, 'the Batch double failed: {}'.format(errors)
 
 
@@ -82,6 +100,7 @@ class BatchPrism:
         return self.double.client(**kwargs)
 
     def take_violations(self):
+        time.sleep(LOG_SETTLE_SECONDS)  # Prism writes its log asynchronously, after it answered
         found = self.proxy.violations()
         self.proxy.mark()
         return found
@@ -89,13 +108,8 @@ class BatchPrism:
 
 @pytest.fixture(scope='session')
 def _batch_prism_chain():
-    directory = tempfile.mkdtemp(prefix='batch-prism-')
-    chain = _PrismChain(directory)
-    try:
+    with _in_scratch('batch-prism-', _PrismChain) as chain:
         yield chain
-    finally:
-        chain.close()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

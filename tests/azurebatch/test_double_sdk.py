@@ -86,6 +86,20 @@ def test_pools_nodes_and_autoscale_operations(batch_prism):
     assert gone.value.error.code == 'PoolNotFound'
 
 
+def test_account_supported_images_and_node_counts(batch_prism):
+    client = batch_prism.client()
+    images = list(client.list_supported_images(filter="verificationType eq 'verified'"))
+    assert {i.node_agent_sku_id for i in images} >= {'batch.node.ubuntu 22.04', 'batch.node.ubuntu 20.04'}
+    assert any(i.batch_support_end_of_life for i in images) and any(not i.batch_support_end_of_life for i in images)
+    batch_prism.account.supported_images = [images[0].as_dict()]  # a test chooses what the account offers
+    assert len(list(client.list_supported_images())) == 1
+    client.create_pool(pool('p', targetDedicatedNodes=1, targetLowPriorityNodes=1))
+    batch_prism.account.wait(lambda: all(n.state == 'idle' for n in batch_prism.account.pools['p'].nodes.values())
+                             and len(batch_prism.account.pools['p'].nodes) == 2)
+    counts = list(client.list_pool_node_counts())
+    assert [(c.pool_id, c.dedicated.idle, c.dedicated.total, c.low_priority.idle) for c in counts] == [('p', 1, 1, 1)]
+
+
 def test_autoscale_pending_tasks_to_nodes_idle_to_zero_taskcompletion(batch_prism):
     """The scheduler's formula shape on the double's Batch clock: k pending tasks -> k nodes (capped at max), none
     -> 0 nodes, and scale-in waits for the running task (taskcompletion) instead of killing it."""
@@ -188,7 +202,7 @@ def test_task_files_with_ocp_range(batch_prism):
     assert names['stdout.txt'].properties.content_length == 10 and names['wd'].is_directory
     assert set(f.name for f in client.list_task_files('job', 't')) == {'stdout.txt', 'stderr.txt', 'wd'}
     props = client.get_task_file_properties('job', 't', 'stdout.txt').headers
-    assert props['ocp-batch-file-isdirectory'] == 'false' and props['ocp-batch-file-url'].endswith('/stdout.txt')
+    assert props['ocp-batch-file-isdirectory'] == 'false' and props['ocp-batch-file-url'].endswith('%2Fstdout.txt')
     # Prism answers a HEAD with Content-Length 0 whatever the upstream said; the double itself sends the size.
     direct = batch_prism.double.client().get_task_file_properties('job', 't', 'stdout.txt').headers
     assert direct['Content-Length'] == '10'
@@ -235,14 +249,17 @@ def test_multi_instance_task_on_two_nodes(batch_prism):
     assert subtasks[0].state == 'completed' and subtasks[0].exit_code == 0
 
 
-def test_multi_instance_task_needs_inter_node_communication(batch_prism):
+def test_multi_instance_task_without_inter_node_communication_waits(batch_prism):
+    """Batch accepts the task (as recorded, tests/azurebatch/recorded/task_create.json) but a pool without
+    inter-node communication cannot run it: the double leaves it active."""
     client = batch_prism.client()
     client.create_pool(pool('plain', targetDedicatedNodes=2))
     client.create_job({'id': 'job', 'poolInfo': {'poolId': 'plain'}})
-    with pytest.raises(HttpResponseError) as refused:
-        client.create_task('job', {'id': 'mi', 'commandLine': '/bin/true', 'multiInstanceSettings': {
-            'numberOfInstances': 2, 'coordinationCommandLine': '/bin/true'}})
-    assert refused.value.status_code == 409
+    client.create_task('job', {'id': 'mi', 'commandLine': '/bin/true', 'multiInstanceSettings': {
+        'numberOfInstances': 2, 'coordinationCommandLine': '/bin/true'}})
+    batch_prism.account.wait(lambda: len(batch_prism.account.pools['plain'].nodes) == 2)
+    time.sleep(0.2)
+    assert client.get_task('job', 'mi').state == 'active'
 
 
 def test_preemption_requeues_the_task_and_it_restarts_clean(batch_prism):
@@ -373,3 +390,51 @@ def test_the_double_alone_serves_https_with_its_own_ca(batch_double):
     with pytest.raises(ServiceRequestError):  # an untrusted certificate is refused: the CA bundle is needed
         batch_double.client(connection_verify=True, retry_total=0).get_pool('p')
     assert os.path.exists(batch_double.ca_file)
+
+
+def test_start_task_failure_shows_on_the_node(batch_prism):
+    """Issue 31 rule 1: a failed start task is visible (node state, startTaskInfo) and takes no tasks."""
+    client = batch_prism.client()
+    client.create_pool(pool('p', targetDedicatedNodes=1, startTask={
+        'commandLine': shell('echo setting up; exit 4'), 'waitForSuccess': True}))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    client.create_task('job', {'id': 't', 'commandLine': '/bin/true'})
+    batch_prism.account.wait(lambda: all(n.state == 'starttaskfailed'
+                                         for n in batch_prism.account.pools['p'].nodes.values()))
+    node = next(iter(client.list_nodes('p')))
+    assert node.start_task_info.exit_code == 4 and node.start_task_info.failure_info.code == 'FailureExitCode'
+    assert client.get_task('job', 't').state == 'active'
+
+
+def test_mounts_are_shared_by_the_nodes_of_a_pool(batch_prism):
+    """A pool's Azure Files mount is one directory for every node (as one share is), under
+    AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>; the start task sees it too."""
+    client, account = batch_prism.client(), batch_prism.account
+    mount = {'azureFileShareConfiguration': {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
+                                             'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
+    client.create_pool(pool('p', targetDedicatedNodes=2, mountConfiguration=[mount], startTask={
+        'commandLine': shell('echo $AZ_BATCH_NODE_ID >> $AZ_BATCH_NODE_MOUNTS_DIR/afs/started'),
+        'waitForSuccess': True}))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    account.wait(lambda: [n.state for n in account.pools['p'].nodes.values()] == ['idle', 'idle'])
+    share, relative = account.mount_source(mount)
+    assert relative == 'afs'
+    with open(os.path.join(share, 'started'), encoding='utf-8') as f:
+        assert sorted(f.read().split()) == sorted(account.pools['p'].nodes)
+    answered = client.get_pool('p').as_dict()
+    assert answered['mountConfiguration'][0]['azureFileShareConfiguration']['relativeMountPath'] == 'afs'
+
+
+def test_node_removal_with_requeue_requeues_the_running_task(batch_prism):
+    client, account = batch_prism.client(), batch_prism.account
+    client.create_pool(pool('p', targetDedicatedNodes=1))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    client.create_task('job', {'id': 't', 'commandLine': '/bin/sleep 30'})
+    wait_task(batch_prism, 'job', 't', 'running')
+    node_id = client.get_task('job', 't').node_info.node_id
+    client.remove_nodes('p', {'nodeList': [node_id], 'nodeDeallocationOption': 'requeue'})
+    account.wait(lambda: not account.pools['p'].nodes)
+    task = client.get_task('job', 't')
+    assert task.state == 'active' and task.execution_info.requeue_count == 1
+    client.delete_pool('p')
+    account.wait(lambda: 'p' not in account.pools)

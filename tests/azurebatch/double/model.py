@@ -31,6 +31,28 @@ DEFAULT_BATCH_SPEED = 600.0  # Batch-clock seconds per real second: a 5-minute e
 KILL_GRACE_SECONDS = 1.0
 
 
+# What Account_ListSupportedImages answers unless a test sets account.supported_images: the shape the real service
+# lists (imageReference, nodeAgentSKUId, osType, verificationType, capabilities, batchSupportEndOfLife), with an
+# Ubuntu past its Batch end of life, one near it and one current, so that image choice has something to refuse.
+SUPPORTED_IMAGES = [
+    {'imageReference': {'publisher': 'canonical', 'offer': 'ubuntuserver', 'sku': '18.04-lts', 'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 18.04', 'osType': 'linux',
+     'batchSupportEndOfLife': '2024-05-31T00:00:00Z'},
+    {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-focal', 'sku': '20_04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
+     'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+    {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux',
+     'capabilities': []},
+    {'imageReference': {'publisher': 'microsoft-azure-batch', 'offer': 'ubuntu-server-container', 'sku': '20-04-lts',
+                        'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
+     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'], 'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+]
+
+
 class BatchError(Exception):
     """A Batch REST error answer: HTTP `status`, BatchError `code`, `message`, `values` [(key, value)]."""
 
@@ -86,9 +108,11 @@ def not_found(kind, what):
 
 
 class Entity:
-    """What every Batch resource answers: url, eTag, lastModified, creationTime, state and its transitions."""
+    """A Batch resource made from its add request's `body`: its id, and what every resource answers (url, eTag,
+    lastModified, creationTime, state and its transitions)."""
 
-    def __init__(self, state):
+    def __init__(self, body, state='active'):
+        self.id, self.body = body['id'], body
         self.created = now()
         self.state = state
         self.state_time = self.created
@@ -161,11 +185,16 @@ class Node:
         return out
 
 
+def _without_passwords(body):
+    out = dict(body)
+    if out.get('userAccounts'):
+        out['userAccounts'] = [{k: v for k, v in user.items() if k != 'password'} for user in out['userAccounts']]
+    return out
+
+
 class Pool(Entity):
     def __init__(self, body):
-        super().__init__('active')
-        self.id = body['id']
-        self.body = body
+        super().__init__(body)
         self.slots = int(body.get('taskSlotsPerNode') or 1)
         self.alloc_state = 'steady'
         self.alloc_time = self.created
@@ -192,8 +221,10 @@ class Pool(Entity):
     def current(self, dedicated):
         return sum(1 for n in self.nodes.values() if n.dedicated == dedicated and n.leaving is None)
 
-    def json(self, base):
-        out = dict(self.body)
+    def json(self, base, quirks=False):
+        # The real service answers a pool's user accounts without their password (recorded), which the spec
+        # requires: only with quirks. Mount keys are answered as given (nothing recorded says otherwise).
+        out = _without_passwords(self.body) if quirks else dict(self.body)
         out.update(self.common('{}/pools/{}'.format(base, self.id)))
         out.update(allocationState=self.alloc_state, allocationStateTransitionTime=iso(self.alloc_time),
                    resizeTimeout=self.body.get('resizeTimeout', 'PT15M'), taskSlotsPerNode=self.slots,
@@ -218,9 +249,7 @@ class Pool(Entity):
 
 class Job(Entity):
     def __init__(self, body):
-        super().__init__('active')
-        self.id = body['id']
-        self.body = body
+        super().__init__(body)
         self.tasks = {}
         self.terminate_reason = None
         self.ended = None
@@ -253,8 +282,8 @@ class Job(Entity):
 
 class Task(Entity):
     def __init__(self, job, body):
-        super().__init__('active')
-        self.job, self.id, self.body = job, body['id'], body
+        super().__init__(body)
+        self.job = job
         self.instances = []  # [{'node', 'process', 'phase', 'exit', 'dir', 'started', 'ended'}] of this attempt
         self.retries = 0
         self.requeues = 0
@@ -341,6 +370,11 @@ class BatchAccount:
         self.uploads = []  # (containerUrl without query, blob name, local file) of every outputFiles upload
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
+        self.supported_images = [dict(image) for image in SUPPORTED_IMAGES]  # Account_ListSupportedImages answers
+        # True: answer as the recorded real service does where it breaks the spec ('Success' for an added task,
+        # 'False' and text/plain for a task file, a pool's users without password); Prism refuses those answers,
+        # so only direct tests set it.
+        self.quirks = False
         self.resize_faults = []  # [{'pool', 'code', 'message', 'allowed', 'dedicated'}]
         self._addresses = itertools.count(1)
         self._node_ids = itertools.count(1)
@@ -640,6 +674,8 @@ class BatchAccount:
                 if task.state != 'active':
                     continue
                 needed, slots = task.instance_count, int(task.body.get('requiredSlots') or 1)
+                if needed > 1 and not pool.body.get('enableInterNodeCommunication'):
+                    continue  # Batch accepts the task (recorded) but cannot run it here: it stays active
                 if needed > 1:
                     slots = pool.slots  # a multi-instance subtask takes its whole node
                 free = [n for n in sorted(pool.nodes.values(), key=lambda n: n.id)

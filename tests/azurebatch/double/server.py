@@ -39,6 +39,7 @@ ROUTES = [(method, re.compile('^' + re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', path)
               ('POST', '/pools/{poolId}/evaluateautoscale', api.pool_evaluate_autoscale),
               ('POST', '/pools/{poolId}/removenodes', api.pool_remove_nodes),
               ('GET', '/pools/{poolId}/nodes', api.node_list), ('GET', '/pools/{poolId}/nodes/{nodeId}', api.node_get),
+              ('GET', '/supportedimages', api.supported_images), ('GET', '/nodecounts', api.pool_node_counts),
               ('POST', '/jobs', api.job_add), ('GET', '/jobs', api.job_list), ('GET', '/jobs/{jobId}', api.job_get),
               ('DELETE', '/jobs/{jobId}', api.job_delete), ('POST', '/jobs/{jobId}/terminate', api.job_terminate),
               ('GET', '/jobs/{jobId}/taskcounts', api.job_task_counts),
