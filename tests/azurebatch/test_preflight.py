@@ -496,3 +496,32 @@ def test_cluster_storage_not_visible(batch_login, arm_target, credential):
     assert refusal.code == 'StorageAccountNotFound'
     assert refusal.reason.startswith("Storage account 'elsewhere' is not in subscription {} (or az's login may not "
                                      'see it)'.format(batch_login.subscription_id))
+
+
+@pytest.mark.parametrize('quota, pools, jobs, words', [
+    ({'poolQuota': 2}, 2, None, "holds 2 pools of its quota of 2 (poolQuota)"),
+    ({'poolQuota': 100, 'activeJobAndJobScheduleQuota': 100}, 3, 100,
+     'holds 100 active jobs and job schedules of its quota of 100 (activeJobAndJobScheduleQuota)'),
+    ({'poolQuota': 0}, 0, 0, 'holds 0 pools of its quota of 0 (poolQuota)'),
+])
+def test_pool_or_job_quota_full(quota, pools, jobs, words):
+    refusal = _refused(preflight.check_pool_and_job_quota, dict(quota, batchAccount='acct'), pools, jobs)
+    assert refusal.code == 'QuotaExceeded'
+    assert "Batch account 'acct' " + words + ': a cluster needs one more.' in refusal.reason
+
+
+@pytest.mark.parametrize('quota, pools, jobs', [({'poolQuota': 3}, 2, None), ({}, 500, 500),
+                                                ({'poolQuota': 100, 'activeJobAndJobScheduleQuota': 300}, 99, 299)])
+def test_pool_and_job_quota_with_room(quota, pools, jobs):
+    preflight.check_pool_and_job_quota(quota, pools, jobs)
+
+
+def test_check_cluster_create_counts_pools_against_the_pool_quota(batch_login, arm_target, credential):
+    batch_login.double.assign('Owner', '/subscriptions/' + batch_login.subscription_id)
+    found = _account(batch_login, arm_target, credential, poolQuota=1, dedicatedCoreQuota=100,
+                     dedicatedCoreQuotaPerVMFamily=[{'name': 'standardDSv3Family', 'coreQuota': 100}])
+    facts = preflight.AccountFacts(found, credential, credential, arm_target)
+    assert preflight.check_cluster_create(facts, _cluster(max_nodes=1), pools=[], today=TODAY)
+    refusal = _refused(preflight.check_cluster_create, facts, _cluster(max_nodes=1),
+                       pools=[_pool('Standard_D2s_v3', 0)], today=TODAY)
+    assert 'holds 1 pools of its quota of 1 (poolQuota)' in refusal.reason

@@ -277,11 +277,28 @@ class AccountFacts:
         return list_compute_usages(self.account, self._arm_credential, self.arm)
 
 
-def check_cluster_create(facts, cluster_props, pools=None, today=None):
+def check_pool_and_job_quota(account, pool_count, active_jobs=None):
+    """Refusal when the account cannot hold one more pool (poolQuota) or one more active job
+    (activeJobAndJobScheduleQuota): each cluster is one pool and one Batch job, and a refused add would leave the
+    cluster without nodes. ``active_jobs``: None when not counted."""
+    checks = [('poolQuota', pool_count, 'pools'), ('activeJobAndJobScheduleQuota', active_jobs,
+                                                   'active jobs and job schedules')]
+    for key, count, what in checks:
+        quota = account.get(key)
+        if quota is not None and count is not None and int(count) >= int(quota):
+            raise Refusal("Batch account '{}' holds {} {} of its quota of {} ({}): a cluster needs one more. "
+                          'Delete a cluster (or other pools and jobs of the account), or request more in the Azure '
+                          'portal (Batch account > Quotas > Request quota increase).'.format(
+                              account.get('batchAccount'), count, what, quota, key), code='QuotaExceeded')
+
+
+def check_cluster_create(facts, cluster_props, pools=None, today=None, active_jobs=None):
     """check_cluster with what ``facts`` (AccountFacts) fetches; ``pools``: the account's pools as the data plane
-    lists them (their cores count against the quota)."""
+    lists them (their cores count against the quota, their number against poolQuota); ``active_jobs``: the
+    account's active jobs and job schedules (None: not counted)."""
     from .vm_sizes import check_vm_size  # pylint: disable=import-outside-toplevel
     today = today or datetime.datetime.now(datetime.timezone.utc).date()
+    check_pool_and_job_quota(facts.account, len(pools or []), active_jobs)
     sku = check_vm_size(cluster_props.get('vmSize'), facts.vm_skus, today)
     return check_cluster(facts.account, cluster_props, facts.vm_skus, facts.supported_images, today,
                          cores_in_use(pools, facts.vm_skus, sku.get('familyName')), facts.compute_usages())
