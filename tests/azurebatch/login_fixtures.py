@@ -82,8 +82,10 @@ class OfflineLogin:
         self._trusted = []
         self._tokens = {}
         self.trust(double.ca.ca_file)
+        # Empty ACC_CLOUD/AZUREPS_HOST_ENVIRONMENT: run inside Cloud Shell, az and msal would otherwise take
+        # Cloud Shell's own login path (msal's authority discovery, then a fixed localhost:50342) instead.
         self.env = {'IDENTITY_ENDPOINT': double.identity_endpoint, 'IDENTITY_HEADER': IDENTITY_HEADER,
-                    'REQUESTS_CA_BUNDLE': self.ca_bundle}
+                    'REQUESTS_CA_BUNDLE': self.ca_bundle, 'ACC_CLOUD': '', 'AZUREPS_HOST_ENVIRONMENT': ''}
         self.az = AzRunner(config_dir, env=self.env, cwd=cwd)
         self.cloud_name = CLOUD_NAME
         self.arm_endpoint = double.arm_endpoint
