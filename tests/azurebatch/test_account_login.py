@@ -119,3 +119,15 @@ def test_the_double_refuses_tokens_it_did_not_issue(az_offline_login, monkeypatc
     with pytest.raises(ClientAuthenticationError) as raised:
         client.batch_account.get('rg1', 'acct')
     assert 'InvalidAuthenticationToken' in str(raised.value)
+
+
+def test_login_works_when_the_tests_run_in_cloud_shell(arm_double, tmp_path, monkeypatch):
+    """Cloud Shell sets ACC_CLOUD and AZUREPS_HOST_ENVIRONMENT; az would then take Cloud Shell's own login path
+    (msal's authority discovery over the network): the login's environment empties them."""
+    monkeypatch.setenv('ACC_CLOUD', 'PROD')
+    monkeypatch.setenv('AZUREPS_HOST_ENVIRONMENT', 'cloud-shell/1.0')
+    (tmp_path / 'cfg').mkdir()
+    login = OfflineLogin(arm_double, str(tmp_path / 'cfg')).login()
+    shown = login.az('account', 'show')
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.json()['user']['assignedIdentityInfo'] == 'MSI'
