@@ -241,3 +241,15 @@ def test_the_arm_doubles_answers_have_the_sdks_fields(arm_double):
              'unit': 'Count'}
     assert _unknown_fields(compute_models.Usage, usage, compute_models) == []
     assert _unknown_fields(batch_models.SupportedSku, {'name': 'x', 'familyname': 'y'}, batch_models) == ['familyname']
+
+
+def test_importing_account_and_preflight_loads_no_sdk():
+    """`--scheduler processes` never pays for the SDKs: they are imported by the functions that call Azure."""
+    import subprocess
+    import sys
+    code = ('import sys; import azext_batchai_sweep.localservice.scheduler; before = set(sys.modules); '
+            'from azext_batchai_sweep.localservice.azurebatch import account, preflight; '
+            'print("\\n".join(m for m in set(sys.modules) - before if m.split(".")[0] in '
+            '("azure", "msrest", "knack", "requests", "msal")))')
+    loaded = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == []
