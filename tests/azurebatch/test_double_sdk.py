@@ -411,8 +411,9 @@ def test_mounts_are_shared_by_the_nodes_of_a_pool(batch_prism):
     """A pool's Azure Files mount is one directory for every node (as one share is), under
     AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>; the start task sees it too."""
     client, account = batch_prism.client(), batch_prism.account
-    mount = {'azureFileShareConfiguration': {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
-                                             'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
+    mount = {'azureFileShareConfiguration': {
+        'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
+        'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
     client.create_pool(pool('p', targetDedicatedNodes=2, mountConfiguration=[mount], startTask={
         'commandLine': shell('echo $AZ_BATCH_NODE_ID >> $AZ_BATCH_NODE_MOUNTS_DIR/afs/started'),
         'waitForSuccess': True}))

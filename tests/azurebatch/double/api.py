@@ -537,8 +537,8 @@ def file_list(account, req):
                     'url': '{}/jobs/{}/tasks/{}/files/{}'.format(account.base_url, task.job.id, task.id, relative),
                     'properties': {'creationTime': modified, 'lastModified': modified,
                                    'contentLength': 0 if os.path.isdir(full) else stat.st_size,
-                                   'contentType': 'application/octet-stream', 'fileMode': '0o40755' if os.path.isdir(full)
-                                   else '0o100644'}}
+                                   'contentType': 'application/octet-stream',
+                                   'fileMode': '0o40755' if os.path.isdir(full) else '0o100644'}}
             items.append(item)
         if not recursive:
             dirs[:] = []

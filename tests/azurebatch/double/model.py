@@ -32,8 +32,9 @@ KILL_GRACE_SECONDS = 1.0
 
 
 # What Account_ListSupportedImages answers unless a test sets account.supported_images: the shape the real service
-# lists (imageReference, nodeAgentSKUId, osType, verificationType, capabilities, batchSupportEndOfLife), with an
-# Ubuntu past its Batch end of life, one near it and one current, so that image choice has something to refuse.
+# lists (imageReference, nodeAgentSKUId, osType, verificationType, capabilities, batchSupportEndOfLife): images with
+# an end-of-life date (18.04, 20.04 and a 20.04 container image) and a current one without, so that image choice
+# has something to refuse; a test sets account.supported_images for other cases (an end of life near today).
 SUPPORTED_IMAGES = [
     {'imageReference': {'publisher': 'canonical', 'offer': 'ubuntuserver', 'sku': '18.04-lts', 'version': 'latest'},
      'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 18.04', 'osType': 'linux',
@@ -49,7 +50,8 @@ SUPPORTED_IMAGES = [
     {'imageReference': {'publisher': 'microsoft-azure-batch', 'offer': 'ubuntu-server-container', 'sku': '20-04-lts',
                         'version': 'latest'},
      'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
-     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'], 'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'],
+     'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
 ]
 
 
@@ -653,8 +655,8 @@ class BatchAccount:
         out = open(os.path.join(task_dir, 'stdout.txt'), 'ab')  # pylint: disable=consider-using-with
         err = open(os.path.join(task_dir, 'stderr.txt'), 'ab')  # pylint: disable=consider-using-with
         try:
-            process = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=out, stderr=err,  # pylint: disable=consider-using-with
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
+            process = subprocess.Popen(  # pylint: disable=consider-using-with
+                argv, cwd=cwd, env=full_env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True)
         except OSError as error:
             return None, {'category': 'usererror', 'code': 'CommandProgramNotFound',
                           'message': 'The specified command program is not found: {}'.format(error.strerror)}
