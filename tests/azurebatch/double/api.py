@@ -118,7 +118,6 @@ def pool_add(account, req):
         if body.get('targetDedicatedNodes') is not None or body.get('targetLowPriorityNodes') is not None:
             raise BatchError(400, 'InvalidPropertyValue', 'targetDedicatedNodes and targetLowPriorityNodes must '
                              'not be set when enableAutoScale is true.', [('PropertyName', 'targetDedicatedNodes')])
-        account.run_formula(Pool(dict(body, enableAutoScale=False)), body['autoScaleFormula'])
     for mount in body.get('mountConfiguration') or []:
         account.mount_source(mount)
     pool = Pool(body)
