@@ -10,7 +10,7 @@
     method, path, seconds, drop)`, `resize_error(code, message, pool_id, nodes_allowed, dedicated)`,
     `clear_resize_errors()`, `active_job_quota(n)`, `pool_quota(n)`, `answer(status, body, ...)`),
     `.expire_tokens()` (every token issued so far answers 401 from now on),
-    `.account` (model.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=)`,
+    `.account` (account.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=)`,
     `remove_node(node, option)`, `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing
     for a mounted share), `uploads` (outputFiles uploaded), `events`, `supported_images` (what
     /supportedimages lists; settable), `quirks` (True: answer the real service's recorded off-spec spellings,

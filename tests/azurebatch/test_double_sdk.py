@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from azure.batch.models import CreateTasksError
 from azure.core.exceptions import (HttpResponseError, ResourceExistsError, ResourceNotFoundError, ServiceRequestError,
                                    ServiceResponseError)
 
@@ -410,8 +411,9 @@ def test_mounts_are_shared_by_the_nodes_of_a_pool(batch_prism):
     """A pool's Azure Files mount is one directory for every node (as one share is), under
     AZ_BATCH_NODE_MOUNTS_DIR/<relativeMountPath>; the start task sees it too."""
     client, account = batch_prism.client(), batch_prism.account
-    mount = {'azureFileShareConfiguration': {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
-                                             'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
+    mount = {'azureFileShareConfiguration': {
+        'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/share',
+        'accountKey': 'not-a-real-key', 'relativeMountPath': 'afs'}}
     client.create_pool(pool('p', targetDedicatedNodes=2, mountConfiguration=[mount], startTask={
         'commandLine': shell('echo $AZ_BATCH_NODE_ID >> $AZ_BATCH_NODE_MOUNTS_DIR/afs/started'),
         'waitForSuccess': True}))
@@ -438,3 +440,18 @@ def test_node_removal_with_requeue_requeues_the_running_task(batch_prism):
     assert task.state == 'active' and task.execution_info.requeue_count == 1
     client.delete_pool('p')
     account.wait(lambda: 'p' not in account.pools)
+
+
+def test_fault_dropped_connection_after_apply(batch_double):
+    """The other timed-out add: the connection closes without an answer (direct, as Prism would turn it into its
+    own error); azure-core does not retry a POST that may have been applied, the caller must look."""
+    client = batch_double.client()
+    client.create_pool(pool('p'))
+    client.create_job({'id': 'job', 'poolInfo': {'poolId': 'p'}})
+    batch_double.faults.time_out_after_apply(path='^/jobs/job/addtaskcollection$', drop=True)
+    with pytest.raises(CreateTasksError) as lost:  # the SDK's collection helper wraps the transport error
+        client.create_task_collection('job', [{'id': 't', 'commandLine': '/bin/true'}])
+    assert 'Remote end closed connection without response' in str(lost.value)
+    assert batch_double.count('POST', '/addtaskcollection$') == 1
+    result = client.create_task_collection('job', [{'id': 't', 'commandLine': '/bin/true'}])
+    assert [r.error.code for r in result.value] == ['TaskExists']  # applied the first time

@@ -69,7 +69,8 @@ def test_evaluation_details():
     ('TargetDedicatedNodes = 1;', 'InvalidAutoScaleFormula'),
     ('$TargetDedicatedNodes = 1 +;', 'InvalidAutoScaleFormula'),
     ('$TargetDedicatedNodes = $Nothing;', 'AutoScaleFormulaEvaluationError'),
-    ('$TargetDedicatedNodes = max($PendingTasks.GetSample(TimeInterval_Minute * 5));', 'AutoScaleFormulaEvaluationError'),
+    ('$TargetDedicatedNodes = max($PendingTasks.GetSample(TimeInterval_Minute * 5));',
+     'AutoScaleFormulaEvaluationError'),
     ('$NodeDeallocationOption = 2;', 'InvalidAutoScaleFormula'),
 ])
 def test_formula_errors(formula, code):

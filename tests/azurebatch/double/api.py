@@ -1,7 +1,7 @@
 """The Batch data-plane operations the double answers (TEST CODE ONLY), one function per REST operation of the
-2024-02-01.19.0 spec (operationId in each docstring). Each takes the account (model.BatchAccount), the request
+2024-02-01.19.0 spec (operationId in each docstring). Each takes the account (account.BatchAccount), the request
 (`Request`: path parameters, query, JSON body, headers) and returns (status, body or None, extra headers), or
-raises model.BatchError. The caller holds the account's lock.
+raises entities.BatchError. The caller holds the account's lock.
 """
 import datetime
 import mimetypes
@@ -10,7 +10,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from tests.azurebatch.double import odata
-from tests.azurebatch.double.model import BatchError, Job, Pool, Task, duration_seconds, iso, not_found, rfc1123
+from tests.azurebatch.double.entities import (BatchError, Job, Pool, Task, duration_seconds, iso, not_found,
+                                                rfc1123)
 
 MAX_TASKS_PER_COLLECTION = 100
 MAX_COLLECTION_BYTES = 1024 * 1024  # Batch refuses a larger addtaskcollection body (RequestBodyTooLarge)
@@ -118,7 +119,6 @@ def pool_add(account, req):
         if body.get('targetDedicatedNodes') is not None or body.get('targetLowPriorityNodes') is not None:
             raise BatchError(400, 'InvalidPropertyValue', 'targetDedicatedNodes and targetLowPriorityNodes must '
                              'not be set when enableAutoScale is true.', [('PropertyName', 'targetDedicatedNodes')])
-        account.run_formula(Pool(dict(body, enableAutoScale=False)), body['autoScaleFormula'])
     for mount in body.get('mountConfiguration') or []:
         account.mount_source(mount)
     pool = Pool(body)
@@ -537,8 +537,8 @@ def file_list(account, req):
                     'url': '{}/jobs/{}/tasks/{}/files/{}'.format(account.base_url, task.job.id, task.id, relative),
                     'properties': {'creationTime': modified, 'lastModified': modified,
                                    'contentLength': 0 if os.path.isdir(full) else stat.st_size,
-                                   'contentType': 'application/octet-stream', 'fileMode': '0o40755' if os.path.isdir(full)
-                                   else '0o100644'}}
+                                   'contentType': 'application/octet-stream',
+                                   'fileMode': '0o40755' if os.path.isdir(full) else '0o100644'}}
             items.append(item)
         if not recursive:
             dirs[:] = []

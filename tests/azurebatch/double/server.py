@@ -9,7 +9,7 @@ talks to (the double's HTTPS endpoint, or the relay's in front of Prism: `public
 
 Faults (`BatchDouble.faults`, a Faults): 429/503 with Retry-After, a timed-out request that was applied, token
 expiry (401), pool resize errors with quota codes, the active-job and pool quotas; `preempt()` and node removal
-are on the account (model.py). Every request is recorded in `requests` (method, path, query, body).
+are on the account (account.py). Every request is recorded in `requests` (method, path, query, body).
 """
 import http.server
 import json
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from azure.core.credentials import AccessToken
 
 from tests.azurebatch.double import api
-from tests.azurebatch.double.model import API_VERSION, BatchAccount, BatchError, now, rfc1123
+from tests.azurebatch.double.account import BatchAccount
+from tests.azurebatch.double.entities import API_VERSION, BatchError, now, rfc1123
 from tests.azurebatch.tls_ca import TestCA
 
 ROUTES = [(method, re.compile('^' + re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', path) + '$'), handler)
@@ -278,7 +279,7 @@ class SwitchedUpstream:
 
 class BatchDouble:
     """The Batch data-plane double (TEST CODE ONLY). `endpoint` (HTTPS, trust `ca_file`), `upstream` (plain HTTP
-    for Prism), `account` (model.BatchAccount: pools, jobs, preempt(), remove_node(), wait()), `faults`,
+    for Prism), `account` (account.BatchAccount: pools, jobs, preempt(), remove_node(), wait()), `faults`,
     `requests`, `credential()` (a TokenCredential), `token` (a valid token for raw HTTP), `close()`."""
 
     def __init__(self, directory, account_name='testaccount', **account_options):
