@@ -151,7 +151,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     document = _read_document(path)
     _refuse_credentials(document, path)
     _validate(document, 'sweep.schema.json', path)
-    resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
+    resolved_sampling = resolve_sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
     seed_origin = _choose_seed(resolved_sampling, document['parameters'], recorded_seed)
     specs = [_spec(entry, index, resolved_sampling, path, file_storage)
              for index, entry in enumerate(document['parameters'])]
@@ -303,7 +303,8 @@ def _validate(document, schema_name, source, locate=None, explain=None):
     raise error
 
 
-def _sampling(written, sampling, count, seed, path):
+def resolve_sampling(written, sampling=None, count=None, seed=None, path=None):
+    """A sampling section as written -> as resolved (defaults filled, --sampling/--count/--seed applied)."""
     kind = sampling or written['type']
     resolved = {'type': kind, 'count': None, 'seed': seed if seed is not None else written.get('seed')}
     if kind == 'random':

@@ -6,14 +6,15 @@ A source is an earlier sweep of the same experiment (its name) or a file of its 
 resource). An entry ending in ``.json`` or holding a path separator is a file (relative to the sweep file's folder,
 as ``job:`` is); any other is a sweep name.
 
-A job is inherited when it ran to the end (succeeded) with a finite value of the objective and each parameter of this
-sweep has a value in it that this sweep's parameter can take: a number within a numeric parameter's range (on its
+A job is inherited when it ran to the end (succeeded) or was stopped early (terminated: in a sweep only its rules
+terminate jobs) with a finite value of the objective, and each parameter of this sweep has a value in it that this sweep's parameter can take: a number within a numeric parameter's range (on its
 grid for INTEGER or a step), one of a discrete parameter's values. What does not match is said, once per source and
 reason, and skipped: a parameter this sweep has and the job has not (the job is skipped), a value of the wrong type
 or out of range (the job is skipped), a parameter the job has and this sweep has not (ignored: the job still
 teaches where the rest match), a source measured by another metric (the source is skipped). Nothing is run again:
 the inherited jobs are no jobs of this sweep; they are results the sampler learns from (Trials with negative indices,
-older than the sweep's own jobs), and in a finite space their configurations are never suggested again.
+older than the sweep's own jobs) that teach as the sweep's own do (a stopped job with its last value, or under a
+multi-fidelity model its values at the rungs it crossed), and in a finite space their configurations are never suggested again.
 
 Everything here is a function of the sources' contents: a resumed run inherits the same jobs in the same order.
 """
@@ -29,6 +30,8 @@ from .trial import Report, Trial
 # the value of a job that ran to the end.
 UNKNOWN_STEP = 0.0
 REPORT_KIND = 'batchai-sweep-report'
+# The states of a job that taught something: it ran to the end, or a rule stopped it (terminated) after reports.
+TAUGHT = ('succeeded', 'terminated')
 
 
 def is_file_source(entry):
@@ -166,8 +169,8 @@ def inherit(sources, specs, metric=None, resource_name=None):
             if resource_name is not None and resource_name in params:
                 value = params.pop(resource_name)
                 resource = float(value) if _finite(value) and resource is None else resource
-            if record.state != 'succeeded' or not record.reports or not _finite(record.reports[-1][1]):
-                skipped['did not run to the end with a value of the objective'] += 1
+            if record.state not in TAUGHT or not record.reports or not _finite(record.reports[-1][1]):
+                skipped['failed or reported no value of the objective'] += 1
                 continue
             for name in params:
                 if name not in names:
@@ -178,9 +181,10 @@ def inherit(sources, specs, metric=None, resource_name=None):
                 skipped[why] += 1
                 continue
             values = {dim.name: params[dim.name] for dim in dims}
-            found.append(Trial(name=record.name, index=0, params=values, state='succeeded',
+            found.append(Trial(name=record.name, index=0, params=values, state=record.state,
                                reports=tuple(Report(step=float(s), value=float(v)) for s, v in record.reports),
-                               resource=resource, extra={'source': source}))
+                               resource=resource, stopped_early=record.state == 'terminated',
+                               extra={'source': source}))
             taken += 1
         notes.extend('{} job(s) {}: skipped'.format(n, why) for why, n in sorted(skipped.items()))
         notes.extend('parameter {} ({} job(s)) is not one of this sweep\'s: ignored'.format(name, n)

@@ -124,8 +124,10 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         return view
 
 
-def pending_suggestion(params, trials):
-    """A suggestion made earlier in the same batch, as a pending job after `trials` (the next suggestions' constant
-    liar)."""
+def pending_suggestion(suggestion, trials):
+    """A suggestion made earlier in the same batch, as the pending job it becomes after `trials` (what the next
+    suggestions of the batch see, as a resumed run sees the job on the service)."""
     index = max((t.index for t in trials), default=-1) + 1
-    return Trial(name=_SUGGESTED, index=index, params=dict(params), state='queued')
+    return Trial(name=_SUGGESTED, index=index, params=dict(suggestion.params), state='queued',
+                 resource=suggestion.resource, parent=suggestion.parent, bracket=suggestion.bracket,
+                 rung=suggestion.rung, slot=suggestion.slot)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from ...spec.naming import canonical_json
 from ...spec.sweep import redraw_limit
+from ..result import ran_to_end
 from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
 from ..trial import Sampler, Suggestion
 from .bohb import pending_suggestion
@@ -71,11 +72,13 @@ class HyperbandSampler(Sampler):
 
     def budget_values(self, trial):
         """{resource: value} a finished job taught (BOHB's results): its last value at its resource; a job with no
-        resource (inherited from a sweep without one) ran to the end, at maxResource."""
+        resource (inherited from a sweep without one) at maxResource when it ran to the end, else nowhere."""
         value = trial.objective()
         if value is None:
             return {}
-        return {trial.resource if trial.resource is not None else self.max_resource: value}
+        if trial.resource is not None:
+            return {trial.resource: value}
+        return {self.max_resource: value} if ran_to_end(trial) else {}
 
     def configuration(self, bracket, slot):
         """The parameters of a bracket's slot: the bracket's own seeded stream of draws, no set drawn twice while
@@ -163,7 +166,7 @@ class HyperbandSampler(Sampler):
                 if params is None:
                     params = self.configuration(suggestion.bracket, suggestion.slot)
                 suggestion = replace(suggestion, params=params, note='{}; {}'.format(suggestion.note, choice.why))
-                seen.append(pending_suggestion(params, seen))
+            seen.append(pending_suggestion(suggestion, seen))
             out.append(suggestion)
         return out
 

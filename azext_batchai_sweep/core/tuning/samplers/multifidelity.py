@@ -60,7 +60,7 @@ class MultiFidelityTPESampler(Sampler):
                     break
                 params = drawn[0].params
             out.append(Suggestion(params=params, note='bayesian (multi-fidelity): ' + choice.why))
-            seen.append(pending_suggestion(params, seen))
+            seen.append(pending_suggestion(out[-1], seen))
         return out
 
     def exhausted(self, trials):
