@@ -132,6 +132,8 @@ class Inheritance:
 
 def _mismatch(dim, value):
     """Why a value does not fit this sweep's parameter (None when it does)."""
+    if dim.kind != CATEGORICAL and dim.integer and _finite(value) and not float(value).is_integer():
+        return 'has a value of {} that is not an integer (the parameter is INTEGER here)'.format(dim.name)
     if dim.to_internal(value) is not None:
         return None
     if dim.kind == CATEGORICAL:
