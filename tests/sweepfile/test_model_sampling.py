@@ -45,10 +45,13 @@ def test_hyperband_with_the_bayesian_sampler(tmp_path):
     definition = load(tmp_path, sampling=dict(BOHB, startupJobs=6, randomFraction=0.2))
     model = make_sampler(definition, 'max').model
     assert (model.min_points, model.random_fraction) == (6, 0.2)
+    definition = load(tmp_path, sampling=dict(BOHB, iterations=3))
+    assert definition.sampling['iterations'] == 3 and len(make_sampler(definition, 'max').brackets) == 3 * 3
     # today's Hyperband, written as before or with sampler: random, is unchanged: no model, nothing added
     for sampling in (dict(BOHB, sampler='random'), {k: v for k, v in BOHB.items() if k != 'sampler'}):
         definition = load(tmp_path, sampling=sampling)
         assert make_sampler(definition, 'max').model is None and 'randomFraction' not in definition.sampling
+        assert 'iterations' not in definition.sampling and len(make_sampler(definition, 'max').brackets) == 3
 
 
 def test_bayesian_multi_fidelity_under_asha(tmp_path):
@@ -69,6 +72,7 @@ def test_bayesian_multi_fidelity_under_asha(tmp_path):
     ({'sampling': dict(BOHB, randomFraction=1.5)}, 'sampling', 'randomFraction'),
     ({'sampling': dict(BOHB, startupJobs=0)}, 'sampling', 'startupJobs'),
     ({'sampling': dict(BOHB, warmStart=[])}, 'sampling', 'warmStart'),
+    ({'sampling': dict(BOHB, iterations=0)}, 'sampling', 'iterations'),
     ({'sampling': dict(BOHB, warmStart=[''])}, 'sampling', 'warmStart'),
     ({'sampling': dict(BOHB, sampler='random', randomFraction=0.5)}, 'sampling.randomFraction',
      'expected randomFraction only with a multi-fidelity model'),

@@ -224,7 +224,8 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
     if resource:
         from .samplers.hyperband import HyperbandSampler
         decisions = HyperbandSampler([], goal, sampling['minResource'], sampling['maxResource'],
-                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource).explain(seen)
+                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource,
+                                     iterations=sampling.get('iterations', 1)).explain(seen)
     decisions.update(stops)
     rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
     seconds = round(sum(_seconds(job) for job in jobs), 3)
