@@ -551,7 +551,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def outline(self):
         """What the report says of the run beside its figures: the sampling settings, the jobs a warm start
         inherited, and why the run ended (once it has)."""
-        outline = {'sampling': dict(self.definition.sampling), 'limits': dict(self.definition.limits)}
+        # the limits the run held (the command's options over the file's)
+        outline = {'sampling': dict(self.definition.sampling), 'limits': self.limits.as_dict()}
         if self.inheritance is not None:
             outline['warmStart'] = self.inheritance.summary()
         if self.end is not None:
