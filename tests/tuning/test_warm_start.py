@@ -138,3 +138,21 @@ def test_a_warm_started_run_resumed_from_its_jobs_decides_the_same():
     cold, _, _ = simulate(sweep_controller(specs, {'type': 'bayesian', 'count': 12, 'seed': 4, 'startupJobs': 5},
                                            limits=Limits(max_concurrent_jobs=3)), curve)
     assert max(t.last for t in whole) > max(t.last for t in cold)
+
+
+def test_a_large_export_is_read_and_odd_rows_do_not_break_it(tmp_path):
+    """An export is larger than a sweep file may be (1 MiB): 8,000 metrics rows; a report's job whose reports are not
+    a list keeps its objective."""
+    from azext_batchai_sweep.core.tuning.warmstart import read_results_file
+    import json
+    rows = [{'name': 'job-{:05d}'.format(k), 'state': 'succeeded', 'parameters': dict(GOOD, LR=10 ** (-1 - k % 3)),
+             'metric': k / 8000, 'metricName': 'acc', 'error': None} for k in range(8000)]
+    path = tmp_path / 'big.json'
+    path.write_text(json.dumps(rows))
+    assert path.stat().st_size > 1024 * 1024
+    records = read_results_file(str(path), 'sampling.warmStart[0]')
+    assert len(records) == 8000 and len(inherit([('big', records)], SPECS, metric='acc').trials) == 8000
+    report = {'kind': 'batchai-sweep-report', 'objective': {'metric': 'acc'},
+              'jobs': [{'name': 'odd', 'state': 'succeeded', 'parameters': GOOD, 'objective': 0.4, 'reports': 7}]}
+    (odd,) = records_from_document(report, 'r.json', 'sampling.warmStart[0]')
+    assert odd.reports == ((0.0, 0.4),)
