@@ -9,6 +9,7 @@ from tests.report.synthetic import synthetic_record
 
 OUTLINE = {
     'sampling': {'type': 'hyperband', 'sampler': 'bayesian', 'startupJobs': None, 'randomFraction': 1 / 3,
+                 'iterations': 2,
                  'resource': 'EPOCHS', 'minResource': 1, 'maxResource': 27, 'eta': 3, 'seed': 7,
                  'warmStart': ['lr-a', 'runs/<b>.json']},
     'limits': {'noImprovementJobs': 3, 'maxConcurrentJobs': 2},
@@ -31,7 +32,8 @@ def test_the_run_card_says_why_it_ended_and_how_it_sampled():
     card = re.search(r'<div class="card"><h3>Run</h3>(.*?)</div></div>', html).group(1)
     assert '<div class="big ended">plateau</div>' in card
     assert 'limits.noImprovementJobs jobs in a row ran to the end without a better best' in card
-    assert 'hyperband: sampler bayesian, randomFraction 0.3333, eta 3, minResource 1, maxResource 27, seed 7' in card
+    assert 'hyperband: sampler bayesian, randomFraction 0.3333, iterations 2, eta 3, minResource 1, maxResource 27, ' \
+        'seed 7' in card
     assert 'limits: noImprovementJobs 3, maxConcurrentJobs 2' in card
     assert 'warm start: 2 job(s) inherited from lr-a (2), runs/&lt;b&gt;.json (0)' in card
     stop_at = dict(OUTLINE, ended=END_STOP_AT, endedBecause=END_REASONS[END_STOP_AT], limits={'stopAt': 0.9})
