@@ -15,7 +15,6 @@ Large sweeps stay readable (and the file small) by drawing a sample, never by dr
 """
 import bisect
 import datetime
-import json
 import math
 import random
 
@@ -23,6 +22,7 @@ from ..floats import clamped, lerp
 from ..service.status import summarize_rows
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
+from .importance import category_text as _text, report_importance
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SCHEDULER_JOB_ID,
                     EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
@@ -52,10 +52,6 @@ def _flat(parameters):
 
 def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _text(value):
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
 def _axis(name, values, info):
@@ -423,6 +419,7 @@ def report_data(record: SweepRecord, figures=None) -> dict:
             'decided': any(job['decision'] for job in jobs),
         },
         'parameters': axes,
+        'importance': report_importance(jobs, axes, objective),  # what mattered, per objective (importance.py)
         'plots': {
             'learningCurves': _learning_curves(jobs, best, objective),
             'parallelCoordinates': {'drawn': sampled_lines, 'jobs': len(objective_values)},
