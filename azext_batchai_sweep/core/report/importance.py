@@ -26,7 +26,6 @@ two additions of ours:
 The jobs' parameter space is the report's axes (data.py): ``{name, kind: linear|log|categorical, min, max}`` or
 ``{..., categories}``, optionally ``integer`` (whole-number values) and ``step`` (a grid's step).
 """
-import json
 import math
 import random
 import statistics
@@ -35,6 +34,7 @@ from itertools import compress
 from operator import itemgetter
 
 from ..tuning.samplers._normal import log_mass
+from .axes import category_text, flat_values, is_number, parameter_axes
 
 METHOD = 'ped-anova'
 MIN_JOBS = 10            # fewer finished jobs with a value: no estimate ("too few jobs")
@@ -48,15 +48,6 @@ RESAMPLED_JOBS = 200000  # ... and at most this many jobs drawn in all, above MI
 INTERVALS = 20           # the interval: from the first to the last of 20 quantiles, 5% to 95%
 _FLOOR = 1e-12           # Optuna adds it to both densities before the divergence
 _MIN_SIGMA = 0.5 / 1.64  # Optuna's bandwidth floor, in grid steps: 90% of a kernel within its own cell's reach
-
-
-def category_text(value):
-    """A categorical value as the report's axes name it: a string as it is, anything else as its JSON."""
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Grid:
@@ -86,7 +77,7 @@ class _Grid:
         """The grid cell of a job's value, or None when the value is not one of this parameter's."""
         if self.categorical:
             return self.index.get(category_text(value)) if value is not None else None
-        if not _is_number(value) or (self.log and value <= 0):
+        if not is_number(value) or (self.log and value <= 0):
             return None
         if self.size == 1:
             return 0
@@ -217,7 +208,7 @@ def importance(jobs, params_space, objective_values, goal='max', *, quantile=Non
     :returns: {method, goal, jobs, targetQuantile, resamples, tooFewJobs, message, parameters: [{name, importance,
         low, high}]}.
     """
-    pairs = [(values, value) for values, value in zip(jobs, objective_values) if _is_number(value)]
+    pairs = [(values, value) for values, value in zip(jobs, objective_values) if is_number(value)]
     result = {'method': METHOD, 'goal': goal, 'jobs': len(pairs), 'targetQuantile': None, 'resamples': 0,
               'tooFewJobs': False, 'message': None, 'parameters': []}
     grids = [_Grid(axis) for axis in params_space]
@@ -274,13 +265,26 @@ def report_importance(job_rows, axes, objective):
     objective has one; the values of further objectives, where a sweep has them, are added here as more entries."""
     jobs = [row['values'] for row in job_rows]
     values = [counted_value(row['state'], row['objective'], row['stoppedEarly']) for row in job_rows]
-    return importance_per_objective(jobs, [dict(axis, integer=_whole(job_rows, axis)) for axis in axes],
-                                    [(objective.label, objective.goal, values)])
+    return importance_per_objective(jobs, with_integers(axes, jobs), [(objective.label, objective.goal, values)])
 
 
-def _whole(job_rows, axis):
-    """True when every value of a numeric axis is an integer (an INTEGER parameter: Optuna's integer grid)."""
-    if axis['kind'] == 'categorical':
-        return False
-    present = [row['values'].get(axis['name']) for row in job_rows]
-    return all(isinstance(v, int) and not isinstance(v, bool) for v in present if v is not None)
+def metrics_importance(rows, goal, metric, infos=(), stopped=()):
+    """`metrics --importance`: the importance from the rows of core/outputs/metrics.get_metrics (each job's value as
+    --reduce made it), on the axes the report draws (the plan's scales in `infos`, where known).
+
+    :param stopped: the names of the jobs a `sweep run` decision stopped early (they count with their value).
+    """
+    jobs = [flat_values(row.get('parameters')) for row in rows]
+    values = [counted_value(row['state'], row['metric'], row['name'] in stopped) for row in rows]
+    axes = with_integers(parameter_axes(jobs, infos), jobs)
+    return importance_per_objective(jobs, axes, [(metric or 'metric', goal, values)])
+
+
+def with_integers(axes, jobs):
+    """The axes, each numeric one marked ``integer`` when every job's value of it is a whole number (an INTEGER
+    parameter: Optuna's integer grid)."""
+    def whole(axis):
+        present = [values.get(axis['name']) for values in jobs]
+        return axis['kind'] != 'categorical' and all(isinstance(v, int) and not isinstance(v, bool)
+                                                     for v in present if v is not None)
+    return [dict(axis, integer=whole(axis)) for axis in axes]
