@@ -190,6 +190,8 @@ def sweep_resubmit_table_format(result):
 
 
 def sweep_metrics_table_format(result):
+    if isinstance(result, dict) and 'importance' in result:
+        return _importance_rows(result['importance'])
     rows = []
     for job, parameters in zip(result, _aligned_parameters(result)):
         row = OrderedDict()
@@ -197,6 +199,25 @@ def sweep_metrics_table_format(result):
         row['State'] = _text(job['state'])
         row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
         rows.append(_with_parameters(row, parameters))
+    return rows
+
+
+def _importance_rows(entries):
+    """metrics --importance: a row per parameter, the most important first: its share and 90% interval (and the
+    objective, when a sweep has several)."""
+    from .core.report.importance_chart import percent
+    rows = []
+    for entry in entries:
+        for parameter in entry['parameters']:
+            row = OrderedDict()
+            if len(entries) > 1:
+                row['Objective'] = _text(entry['objective'])
+            row['Parameter'] = parameter['name']
+            row['Importance'] = percent(parameter['importance'])
+            row['Low'] = percent(parameter['low'])
+            row['High'] = percent(parameter['high'])
+            row['Jobs'] = entry['jobs']
+            rows.append(row)
     return rows
 
 

@@ -301,7 +301,7 @@ examples:
 
 helps['batchai sweep metrics'] = """
 type: command
-short-summary: Read a metric from each job's output and rank the jobs of a sweep.
+short-summary: Read a metric from each job's output and rank the jobs of a sweep, or its parameters by importance.
 long-summary: >
     Each job's file (stdout.txt by default) is searched line by line, with --regex (a group named "value", or the
     first group, is the number) or for NAME=VALUE lines with --metric NAME. The values found in one file become one
@@ -328,7 +328,21 @@ parameters:
   - name: --csv
     type: string
     short-summary: Also write the rows to this CSV file.
+  - name: --importance
+    type: bool
+    short-summary: How much each parameter mattered for the metric, the most important first, instead of the jobs.
+    long-summary: >
+        PED-ANOVA (Watanabe et al. 2023; Optuna's default importance evaluator): for each parameter, how differently
+        the values of the best jobs (the best 10%, and at least 5 jobs) are spread from those of all jobs. Shares sum
+        to 100%; low and high are a 90% interval over 200 resamples of the jobs (wide when few jobs finished). It
+        counts the jobs that ran to the end and those a `sweep run` decision stopped early, each with its value;
+        below 10 such jobs there is no estimate, and the command says so. Each parameter is judged on its own:
+        an effect that shows only in a combination of parameters is not seen. The report shows the same as a chart.
 examples:
+  - name: Which parameters mattered for the sweep file's objective (as `sweep run` or `create` kept it).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --importance -o table
+  - name: Which parameters mattered for the lowest loss each job printed, as JSON.
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric loss --reduce min --goal min --importance -o json
   - name: The 5 jobs with the highest accuracy, logged as "accuracy=0.93".
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric accuracy --goal max --top 5 -o table
   - name: The lowest loss each job printed (lines like "loss 0.25"), found by a regular expression, also written to a CSV file.

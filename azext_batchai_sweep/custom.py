@@ -594,7 +594,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
 
 def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_name, regex=None, metric=None,
                   reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
-                  parallel=DEFAULT_PARALLEL):
+                  parallel=DEFAULT_PARALLEL, importance=False):
     from .core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
@@ -632,9 +632,11 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         missing = sum(1 for row in rows if row['metric'] is None)
         if missing:  # of every job of the sweep, not of the --top shown
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
-    figures = _run_view(cmd, client, identity)[1]
+    run_rows, figures = _run_view(cmd, client, identity)
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         _say_figures(identity, figures)
+    if importance:
+        return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
@@ -645,6 +647,23 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
     return rows
+
+
+def _metrics_importance(identity, rows, goal, metric, run_rows):
+    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
+    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
+    from ._planning import default_plan_header
+    from .core.report.collect import plan_details
+    from .core.report.importance import metrics_importance
+    header = default_plan_header(identity)
+    infos = plan_details(header)[1] if header else ()
+    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
+    entries = metrics_importance(rows, goal, metric, infos=infos, stopped=stopped)
+    for entry in entries:
+        if entry['tooFewJobs']:
+            logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
+                           entry['message'])
+    return {'sweep': identity.name, 'importance': entries}
 
 
 def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
