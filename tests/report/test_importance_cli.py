@@ -4,18 +4,16 @@ The sweep: a seeded random search of 24 jobs over a log-scale learning rate, a n
 whose score depends on the learning rate alone (the units and the optimizer do nothing): the learning rate must
 come first. Made once per module: the tests only read it.
 """
-import json
 import os
-import uuid
 
 import pytest
 
 from azext_batchai_sweep.core.report.importance import importance
-from tests.fixtures_az import service_az
+from tests.report.conftest import submit_and_wait
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-JOBS = 24
+JOBS = 24  # the sweep file's count
 TRAIN = '''
 import math, sys
 lr, units, opt = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -25,7 +23,7 @@ if opt == 'adam':
     print('adam_score=%.6f' % score)
 '''
 SWEEP_FILE = '''jobNamePrefix: imp
-sampling: {{type: random, count: {count}, seed: 11}}
+sampling: {{type: random, count: 24, seed: 11}}
 objective: {{metric: score, goal: max}}
 parameters:
   - {{name: LR, type: numeric, dataType: REAL, start: 1e-4, end: 1.0, numValues: 5, scale: LOG}}
@@ -46,20 +44,9 @@ class Swept:
 @pytest.fixture(scope='module')
 def swept(local_service, tmp_path_factory):
     directory = str(tmp_path_factory.mktemp('importance'))
-    az = service_az(local_service, directory)
-    train = os.path.join(directory, 'train.py')
-    with open(train, 'w', encoding='utf-8') as out:
-        out.write(TRAIN)
-    job = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/logs',
-           'customToolkitSettings': {'commandLine': 'python3 {} {{{{LR}}}} {{{{UNITS}}}} {{{{OPT}}}}'.format(train)}}
-    with open(os.path.join(directory, 'sweep.yaml'), 'w', encoding='utf-8') as out:
-        out.write(SWEEP_FILE.format(count=JOBS, job=json.dumps(job)))
-    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'imp-' + uuid.uuid4().hex[:8],
-            '-n', 'imp']
-    submitted = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster)
-    assert submitted.exit_code == 0, submitted.stderr
-    waited = az('batchai', 'sweep', 'status', *args, '--wait', '--interval', '0.3', '-o', 'json')
-    assert waited.json()['counts']['succeeded'] == JOBS, waited.stdout
+    az, args, status = submit_and_wait(local_service, directory, TRAIN, SWEEP_FILE,
+                                       'imp-', 'imp', ['LR', 'UNITS', 'OPT'])
+    assert status['counts']['succeeded'] == JOBS, status
     return Swept(az, directory, args)
 
 
