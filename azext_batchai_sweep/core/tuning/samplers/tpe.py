@@ -159,6 +159,14 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def _budget_left(self, total):
         return math.inf if self.count is None else self.count - total
 
+    def score(self, trial):
+        """What the model learns of a finished job (its objective as a float), or None when it taught nothing; the
+        multi-objective sampler (motpe.py) scores a job by its objectives and constraints instead."""
+        value = trial.objective()
+        if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+        return None
+
     def _params(self, point):
         return {dim.name: dim.to_value(x) for dim, x in zip(self.dims, point)}
 
@@ -281,7 +289,7 @@ class _History:
     def __init__(self, sampler, trials):
         self.dims = sampler.dims
         self.finite = sampler.size is not None
-        self.scored = []    # (index, objective, point) of the jobs that taught something
+        self.scored = []    # (index, sampler.score(trial), point) of the jobs that taught something
         self.pending = []   # (index, point) of queued/running jobs
         self.tried = set()  # keys of every configuration a job has had (finite spaces only)
         self.total = len(trials)
@@ -294,9 +302,9 @@ class _History:
             if trial.pending:
                 self.pending.append((trial.index, point))
                 continue
-            value = trial.objective()
-            if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
-                self.scored.append((trial.index, float(value), point))
+            value = sampler.score(trial)
+            if value is not None:
+                self.scored.append((trial.index, value, point))
 
     def _point(self, params):
         point = []
