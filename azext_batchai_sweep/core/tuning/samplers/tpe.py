@@ -137,7 +137,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
     def suggest(self, trials, count):
-        history = _History(self, sorted(trials, key=lambda t: t.index))
+        history = self._make_history(trials)
         suggestions = []
         for _ in range(max(0, min(count, self._budget_left(history.total)))):
             point = self._next(history)
@@ -152,12 +152,15 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             return True
         if self.size is None:
             return False
-        return len(_History(self, trials).tried) >= self.size
+        return len(self._make_history(trials).tried) >= self.size
 
     # -- internals -----------------------------------------------------------------------------------------------
 
     def _budget_left(self, total):
         return math.inf if self.count is None else self.count - total
+
+    def _make_history(self, trials):
+        return _History(self, sorted(trials, key=lambda t: t.index))
 
     def score(self, trial):
         """What the model learns of a finished job (its objective as a float), or None when it taught nothing; the
@@ -199,7 +202,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def models(self, trials):
         """The (dimension indices, l, g) Parzen estimators a suggestion after ``trials`` compares (for tests and
         diagnostics; the dimension indices are those of ``self.dims``)."""
-        return self._models(_History(self, sorted(trials, key=lambda t: t.index)))
+        return self._models(self._make_history(trials))
 
     def _models(self, history):
         good, good_ranks, bad = self._split(history)
