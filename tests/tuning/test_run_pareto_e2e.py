@@ -115,3 +115,20 @@ def test_report_draws_the_front_and_greys_the_infeasible(ran, local_service):
     rows = [part.split('"')[0] for part in section.split('<tr class="')[1:]]
     assert rows == ['front', 'front', 'ranked', 'ranked', 'infeasible', 'infeasible']
     assert json.loads(json.dumps(made.json()))['summary']['figures']['pareto']['front']
+
+
+def test_a_bad_constraint_is_refused_before_any_request(ran, local_service, batchai_client):
+    az, directory, _, _ = ran
+    path = os.path.join(directory, 'bad.yaml')
+    with open(_sweep(directory), encoding='utf-8') as f:
+        text = f.read().replace('{metric: memory_gb, max: 7}', '{metric: memory_gb, max: 7, min: 9}')
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write(text)
+    experiment = 'pareto-bad'
+    bad = az(*run_args(local_service, experiment, 'bad', path))
+    assert bad.exit_code == 6, bad.stderr  # bad input
+    assert 'constraints[0].min' in bad.stderr and 'no larger than max' in bad.stderr
+    assert 'Traceback' not in bad.stderr
+    from azure.core.exceptions import ResourceNotFoundError
+    with pytest.raises(ResourceNotFoundError):  # not even the experiment was created
+        batchai_client.experiments.get(local_service.resource_group, local_service.workspace, experiment)
