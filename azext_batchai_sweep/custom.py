@@ -611,7 +611,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     with core_errors():
         client = _client(cmd)
     run_view = _RunView(cmd, client, identity)
-    if not regex and not metric:
+    if not regex and not metric and not csv:
         front = _pareto_front(cmd, identity, top, run_view)
         if front is not None:
             return front
