@@ -10,12 +10,20 @@ from .objectives import CONSTRAINTS, OBJECTIVES
 from .settings import RUN_ONLY
 
 
-def _check_metric(name, path, field):
+def _check_metrics(entries, key, path, hint):
+    """Each entry's metric: a name MetricExtractor takes, not named by an earlier entry of the section."""
     from ..outputs.metrics import MetricExtractor  # not at import: planning a sweep needs no HTTP stack
-    try:
-        MetricExtractor(metric_name=name)
-    except SpecError as ex:
-        raise SpecError(ex.message, source=path, path=field) from None
+    seen = []
+    for index, entry in enumerate(entries):
+        field = '{}[{}].metric'.format(key, index)
+        if entry['metric'] in seen:
+            raise SpecError('expected a metric not named by another entry of {} ({!r} is {}[{}]){}'.format(
+                key, entry['metric'], key, seen.index(entry['metric']), hint), source=path, path=field)
+        seen.append(entry['metric'])
+        try:
+            MetricExtractor(metric_name=entry['metric'])
+        except SpecError as ex:
+            raise SpecError(ex.message, source=path, path=field) from None
 
 
 def check_objectives(document, path, adaptive):
@@ -38,28 +46,16 @@ def check_objectives(document, path, adaptive):
         if document.get('objective') is not None:
             raise SpecError('expected either objective (one metric) or objectives (two or more), not both',
                             source=path, path=OBJECTIVES)
-        seen = []
-        for index, entry in enumerate(objectives):
-            field = '{}[{}].metric'.format(OBJECTIVES, index)
-            if entry['metric'] in seen:
-                raise SpecError('expected a metric not named by another objective ({!r} is objectives[{}])'.format(
-                    entry['metric'], seen.index(entry['metric'])), source=path, path=field)
-            seen.append(entry['metric'])
-            _check_metric(entry['metric'], path, field)
+        _check_metrics(objectives, OBJECTIVES, path, '')
         spec[OBJECTIVES] = [{'metric': o['metric'], 'goal': o['goal']} for o in objectives]
         document['objective'] = dict(spec[OBJECTIVES][0])
     if constraints is not None:
         if document.get('objective') is None:
             raise SpecError('expected an objective or objectives: constraints decide which jobs may be the best',
                             source=path, path=CONSTRAINTS)
-        seen = []
+        _check_metrics(constraints, CONSTRAINTS, path, ': give both min and max in one')
         for index, entry in enumerate(constraints):
             where = '{}[{}]'.format(CONSTRAINTS, index)
-            if entry['metric'] in seen:
-                raise SpecError('expected a metric not named by another constraint (give both min and max in '
-                                'one)', source=path, path=where + '.metric')
-            seen.append(entry['metric'])
-            _check_metric(entry['metric'], path, where + '.metric')
             if 'min' in entry and 'max' in entry and entry['min'] > entry['max']:
                 raise SpecError('expected a min no larger than max ({:g}): no value could be feasible'.format(
                     entry['max']), source=path, path=where + '.min')

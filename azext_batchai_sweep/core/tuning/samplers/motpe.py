@@ -17,7 +17,9 @@ TPESampler with several objectives and a ``constraints_func``:
    the least infeasible while none are.
 
 The good group's size is 10% of the jobs that taught something (Optuna's ``default_gamma_multiobjective``,
-uncapped) with several objectives, tpe.default_gamma (capped at 25) with one objective and constraints.
+uncapped) with several objectives, tpe.default_gamma (capped at 25) with one objective and constraints. With several
+objectives each parameter has its own pair of estimators (``multivariate=False``, Optuna's default there), with one
+objective and constraints one joint model (TPE's default).
 """
 import math
 
@@ -83,9 +85,11 @@ class MOTPESampler(TPESampler):
     """
 
     def __init__(self, specs, objectives, **kwargs):
-        kwargs.setdefault('gamma', gamma_multiobjective if objectives.several else None)
-        if kwargs['gamma'] is None:
-            del kwargs['gamma']
+        if objectives.several:
+            kwargs.setdefault('gamma', gamma_multiobjective)
+            # One model per parameter, as Optuna does by default with several objectives: on the benchmarks'
+            # problems a joint model lost 5-15% of hypervolume (docs/benchmarks.md).
+            kwargs.setdefault('multivariate', False)
         super().__init__(specs, goal=objectives.goals[0], **kwargs)
         self.objectives = objectives
 
