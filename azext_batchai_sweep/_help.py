@@ -148,6 +148,12 @@ long-summary: |
     objective: how to read the value a job is judged by, from its output; every report is an intermediate value. metric: NAME (printed as NAME=VALUE, Katib's format) or regex: with a group "value" (and optionally "step"); goal: max or min; step: the NAME=VALUE key of the same line that is the step (epoch); file (default stdout.txt) and outputDirectoryId (default stdouterr); strict: true stops the sweep when the jobs' output shows the metric is not reported (as --strict).
     Example: objective: {metric: val_accuracy, goal: max, step: epoch}
 
+    objectives (instead of objective): two or more {metric, goal}, each printed as NAME=VALUE in stdout.txt. The result is the Pareto front (the jobs no other job beats in every objective): run and metrics print it (table and -o json), status marks each job (Pareto: front, its dominance rank, or infeasible) and the report draws it. The first objective is the one that decides where one number must: its reports are the intermediate values earlyTermination, Hyperband and ASHA judge by, and the one stopAt, noImprovementJobs and the best job use; every other objective is its metric's last value. Bayesian sampling becomes MOTPE (good jobs by Pareto rank and hypervolume).
+    Example: objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, goal: min}]
+
+    constraints: [{metric, max and/or min}]: a job whose metric's last value lies outside a bound, or that never prints it, is infeasible: never the best, never on the front; bayesian sampling learns to avoid such jobs (feasible jobs first, then the least infeasible). With objective or objectives.
+    Example: constraints: [{metric: memory_gb, max: 12}, {metric: val_loss, max: 0.5}]
+
     limits: maxTotalJobs (jobs in all, promotions included), maxConcurrentJobs (queued or running at once), timeoutMinutes (after the first job: running jobs terminated, the sweep ends), jobTimeoutMinutes (each job's maxWallClockTime), stopOnExit (true: a run that ends early stops the sweep's jobs, as --stop-on-exit), stopAt (end the sweep, its running jobs terminated, once the best objective reaches this value: ended stopAt) and noImprovementJobs (end it once this many jobs in a row ran to the end without a better best: ended plateau). Minutes may be fractions.
     Example: limits: {maxTotalJobs: 30, maxConcurrentJobs: 4, timeoutMinutes: 120, jobTimeoutMinutes: 20, stopOnExit: true}
     Example: limits: {maxTotalJobs: 50, stopAt: 0.95, noImprovementJobs: 10}
@@ -223,7 +229,9 @@ long-summary: >
     service: no plan file is needed. With the sweep's plan (--plan-file, or `<name>.plan.jsonl` here), planned jobs
     missing on the service are listed in state "missing", and the service's jobs the plan lacks are named
     (notInPlan). Stopped jobs show as "terminated". Without a terminal, --wait prints a progress line on stderr
-    every few checks (at most every 30 seconds).
+    every few checks (at most every 30 seconds). A sweep "az batchai sweep run" ran with several objectives or with
+    constraints marks each job (column Pareto; -o json: tuning.onFront, paretoRank, objectives and infeasible, the
+    constraints it broke): "front" on the Pareto front, its dominance rank, or "infeasible".
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --state
@@ -307,7 +315,10 @@ long-summary: >
     first group, is the number) or for NAME=VALUE lines with --metric NAME. The values found in one file become one
     number with --reduce: with "last" (the default) the file is read from its end until a line holds the metric, so
     a long log is not downloaded whole; the other reductions stream the whole file. A job without the file or the
-    metric shows an empty metric.
+    metric shows an empty metric. For a sweep "az batchai sweep run" ran with several objectives (the sweep file's
+    objectives), without --metric, --regex and --csv it prints the Pareto front instead: the jobs no other
+    feasible job beats in every objective, with each objective's value, rank 0 (-o json: name, rank, values,
+    parameters); --top keeps the first N.
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --regex
@@ -349,6 +360,8 @@ examples:
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss (\\S+)" --reduce min --goal min --csv lr.csv
   - name: Read the metric from a file of an output directory.
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "score (\\d+)" --output-directory-id MODEL --file logs/metrics.txt
+  - name: The Pareto front of a sweep run with objectives (accuracy against latency, say).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -o table
 """
 
 helps['batchai sweep delete'] = """

@@ -221,6 +221,7 @@ def _run_outcome(cmd, result, definition, identity, spec):
     from .core.tuning.result import describe
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
+    _say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
     if result['ended'] == END_UNREPORTED:
@@ -423,6 +424,14 @@ def _add_run_decisions(rows, identity, result, run_view):
 def _say_figures(identity, figures):
     from .core.tuning.result import describe_figures
     logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
+    _say_front(identity, figures)
+
+
+def _say_front(identity, figures):
+    """The Pareto front's line, for a sweep with several objectives or constraints."""
+    if figures.get('pareto'):
+        from .core.tuning.front import describe_front
+        logger.warning('Sweep %s: %s', identity.name, describe_front(figures['pareto']))
 
 
 class _RunView:
@@ -599,7 +608,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
-    if not regex and not metric:
+    with core_errors():
+        client = _client(cmd)
+    run_view = _RunView(cmd, client, identity)
+    if not regex and not metric and not csv:
+        front = _pareto_front(cmd, identity, top, run_view)
+        if front is not None:
+            return front
         objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
@@ -608,7 +623,6 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             output_directory_id = objective['outputDirectoryId']
     with core_errors():
         extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
-        client = _client(cmd)
         with Progress(cmd, 'Reading metrics') as progress:
             rows = get_metrics(client, resource_group, workspace_name, experiment_name, extractor,
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
@@ -632,7 +646,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         missing = sum(1 for row in rows if row['metric'] is None)
         if missing:  # of every job of the sweep, not of the --top shown
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
-    run_rows, figures = _run_view(cmd, client, identity)
+    run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         _say_figures(identity, figures)
     if importance:
@@ -664,6 +678,24 @@ def _metrics_importance(identity, rows, goal, metric, run_rows):
             logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
                            entry['message'])
     return {'sweep': identity.name, 'importance': entries}
+
+
+def _pareto_front(cmd, identity, top, run_view):
+    """A `sweep run` with several objectives: its Pareto front (core/tuning/front.py), else None."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                            identity.name)
+    with core_errors():
+        journal = Journal(path).data if os.path.exists(path) else {}
+    if journal.get('objective') is not None and 'objectives' not in (journal.get('figures') or {}).get('pareto', {}):
+        return None  # this machine ran it with one objective: no front to show, and no need to list the jobs
+    figures = run_view.get()[1]
+    pareto = (figures or {}).get('pareto') or {}
+    if len(pareto.get('objectives') or ()) < 2:
+        return None
+    _say_figures(identity, figures)
+    return pareto['front'][:top] if top else pareto['front']
 
 
 def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):

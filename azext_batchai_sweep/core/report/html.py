@@ -10,6 +10,7 @@ import json
 
 from . import plots
 from .importance_chart import importance_bars, percent as importance_percent
+from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
 TABLE_PAGE = 100
@@ -354,6 +355,7 @@ def render_html(data):
                             'from these jobs\' values (Dodge et al., 2019).'
                      if data['plots']['bestSoFar'].get('expectedRandom') else ''),
                  'No job has run to the end with a value yet.'),
+        pareto_section(data),  # several objectives or constraints only (core/report/pareto.py)
         _table(data),
     ]
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -362,7 +364,7 @@ def render_html(data):
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="generator" content="az batchai sweep report">'
             '<title>Sweep {title} report</title><style>{css}</style></head><body><main>{body}</main>'
-            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS,
+            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS + pareto_css(data),
                                                                 body=''.join(sections), script=SCRIPT)
 
 

@@ -34,6 +34,7 @@ from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
 from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian
 from ..tuning.settings import check_tuning, wall_clock
+from ..tuning.objectives_settings import check_objectives
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar objective: the file's objective section (how to read the metric; core/tuning), or None.
     :ivar limits: the file's limits section (a dict, maybe empty).
     :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
+    :ivar objective_set: the file's objectives and constraints ({'objectives': [...], 'constraints': [...]}, either
+        absent; core/tuning/objectives.py), or None; with objectives, ``objective`` is the first of them.
     :ivar resource_spec: for hyperband sampling, a spec standing for the resource placeholder (its possible values),
         so that the template renders with it; else None.
     """
@@ -94,6 +97,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     limits: dict = field(default_factory=dict)
     early_termination: dict = None
     resource_spec: object = None
+    objective_set: dict = None
 
     @property
     def template_digest(self):
@@ -157,6 +161,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                             path='parameters[{}].name'.format(index))
     for index, spec in enumerate(specs):
         _check_values(spec, index, resolved_sampling['type'], path)
+    objective_set = check_objectives(document, path, adaptive)
     objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive)
     resource_spec = _resource_spec(resolved_sampling, names, path)
 
@@ -180,7 +185,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
                            unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
-                           early_termination=early_termination, resource_spec=resource_spec)
+                           early_termination=early_termination, resource_spec=resource_spec,
+                           objective_set=objective_set)
 
 
 def _load_yaml(text, what, path):

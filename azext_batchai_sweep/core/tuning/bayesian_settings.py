@@ -33,8 +33,15 @@ def check_bayesian(sampling, objective, limits, path):
 
 
 def make_tpe_sampler(definition, goal):
-    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers)."""
-    from .samplers.tpe import TPESampler
+    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): MOTPE (samplers/motpe.py) with
+    several objectives or constraints, else TPE."""
     sampling = definition.sampling
+    if definition.objective_set:
+        from .objectives import Objectives
+        from .samplers.motpe import MOTPESampler
+        return MOTPESampler(definition.parameters, Objectives.from_spec(definition.objective_set,
+                                                                        definition.objective),
+                            seed=sampling['seed'], count=sampling['count'], startup_jobs=sampling['startupJobs'])
+    from .samplers.tpe import TPESampler
     return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=sampling['count'],
                       startup_jobs=sampling['startupJobs'])
