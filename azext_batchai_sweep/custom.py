@@ -613,8 +613,8 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     run_view = _RunView(cmd, client, identity)
     if not regex and not metric and not csv:
         front = _pareto_front(cmd, identity, top, run_view)
-        if front is not None:
-            return front
+        if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
+            return _front_importance(identity, run_view.get()[1]['pareto']) if importance else front
         objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
@@ -663,21 +663,35 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     return rows
 
 
-def _metrics_importance(identity, rows, goal, metric, run_rows):
-    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
-    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
+def _front_importance(identity, pareto):
+    """metrics --importance on a `sweep run` with several objectives: the importance for each of them."""
+    from .core.report.importance import front_importance
+    return _said_importance(identity, front_importance(pareto, infos=_plan_infos(identity)))
+
+
+def _plan_infos(identity):
+    """The parameters' types and scales from the sweep's plan here (`<name>.plan.jsonl`), else none."""
     from ._planning import default_plan_header
     from .core.report.collect import plan_details
-    from .core.report.importance import metrics_importance
     header = default_plan_header(identity)
-    infos = plan_details(header)[1] if header else ()
-    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
-    entries = metrics_importance(rows, goal, metric, infos=infos, stopped=stopped)
+    return plan_details(header)[1] if header else ()
+
+
+def _said_importance(identity, entries):
     for entry in entries:
         if entry['tooFewJobs']:
             logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
                            entry['message'])
     return {'sweep': identity.name, 'importance': entries}
+
+
+def _metrics_importance(identity, rows, goal, metric, run_rows):
+    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
+    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
+    from .core.report.importance import metrics_importance
+    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
+    return _said_importance(identity, metrics_importance(rows, goal, metric, infos=_plan_infos(identity),
+                                                         stopped=stopped))
 
 
 def _pareto_front(cmd, identity, top, run_view):

@@ -104,3 +104,62 @@ def test_bad_arguments_fail_before_any_request(swept, args, message):
     assert result.exit_code == 6, result.stderr  # bad input (docs/pipelines.md)
     assert message in result.stderr and 'Traceback' not in result.stderr
     assert not os.path.exists(os.path.join(swept.directory, 'x.csv'))
+
+
+# A `sweep run` with two objectives: accuracy set by A alone, latency by B alone, C does nothing.
+TWO_OBJECTIVES = '''import sys
+a, b = float(sys.argv[1]), float(sys.argv[2])
+print('epoch=1 val_accuracy=%.6f latency_ms=%.6f' % (1 - (a - 0.7) ** 2, 10 + 50 * b))
+'''
+
+
+TWO_OBJECTIVES_SWEEP = """jobNamePrefix: impmo
+sampling: {{type: random, count: 16, seed: 3}}
+objectives: [{{metric: val_accuracy, goal: max}}, {{metric: latency_ms, goal: min}}]
+limits: {{maxConcurrentJobs: 4}}
+parameters:
+  - {{name: A, type: numeric, dataType: REAL, start: 0, end: 1, numValues: 3, scale: LINEAR}}
+  - {{name: B, type: numeric, dataType: REAL, start: 0, end: 1, numValues: 3, scale: LINEAR}}
+  - {{name: C, type: numeric, dataType: REAL, start: 0, end: 1, numValues: 3, scale: LINEAR}}
+job:
+  nodeCount: 1
+  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs
+  customToolkitSettings: {{commandLine: "{python} {script} {{{{A}}}} {{{{B}}}}"}}
+"""
+
+
+@pytest.fixture(scope='module')
+def ran_two_objectives(local_service, tmp_path_factory):
+    import sys
+    from tests.tuning.run_helpers import run_args, service_setup
+    az, directory, experiment = service_setup(local_service, tmp_path_factory, 'imp-mo')
+    script, spec = os.path.join(directory, 'job.py'), os.path.join(directory, 'sweep.yaml')
+    for path, text in ((script, TWO_OBJECTIVES), (spec, TWO_OBJECTIVES_SWEEP.format(python=sys.executable,
+                                                                                    script=script))):
+        with open(path, 'w', encoding='utf-8') as out:
+            out.write(text)
+    run = az(*run_args(local_service, experiment, 'impmo', spec))
+    assert run.exit_code == 0, run.stderr
+    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', experiment, '-n', 'impmo']
+    return Swept(az, directory, args)
+
+
+def test_several_objectives_get_the_importance_of_each_in_metrics_and_the_report(ran_two_objectives):
+    swept = ran_two_objectives
+    result = swept.metrics('--importance', '-o', 'json')
+    assert result.exit_code == 0, result.stderr
+    entries = result.json()['importance']
+    assert [(e['objective'], e['goal'], e['jobs']) for e in entries] == [('val_accuracy', 'max', 16),
+                                                                       ('latency_ms', 'min', 16)]
+    assert [e['parameters'][0]['name'] for e in entries] == ['A', 'B']
+    table = swept.metrics('--importance', '-o', 'table')
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ['Objective', 'Parameter', 'Importance', 'Low', 'High', 'Jobs']
+    assert [line.split()[:2] for line in lines[2:]][::3] == [['val_accuracy', 'A'], ['latency_ms', 'B']]
+    report = swept.az('batchai', 'sweep', 'report', *swept.args, '-f', os.path.join(swept.directory, 'r.html'),
+                      '--query', 'importance', '-o', 'json')
+    assert report.exit_code == 0, report.stderr
+    assert report.json() == entries  # the same jobs and values: the same numbers
+    with open(os.path.join(swept.directory, 'r.html'), encoding='utf-8') as f:
+        html = f.read()
+    assert html.count('<svg class="plot importance"') == 2 and '<h3>latency_ms</h3>' in html

@@ -67,3 +67,23 @@ def test_a_sweep_without_parameters_says_so():
     data = report_data(sweep_record('s', Objective(metric='m'), trials))
     assert data['importance'][0]['parameters'] == []
     assert 'No importance for m: the sweep has no parameters.' in render_html(data)
+
+
+def test_a_run_with_several_objectives_gets_a_chart_per_objective():
+    from azext_batchai_sweep.core.report.importance import front_importance
+    import random
+    rng = random.Random(4)
+    entries = []
+    for i in range(30):
+        params = {'A': rng.random(), 'B': rng.random(), 'OPT': rng.choice(['x', 'y'])}
+        entries.append({'name': 'j{}'.format(i), 'rank': 0, 'parameters': params,
+                        'values': {'acc': -(params['A'] - 0.3) ** 2, 'ms': params['B']}})
+    pareto = {'objectives': [{'metric': 'acc', 'goal': 'max'}, {'metric': 'ms', 'goal': 'min'}],
+              'ranked': entries[:25], 'infeasible': entries[25:28] + [dict(entries[28], values=None)]}
+    found = front_importance(pareto)
+    assert [(e['objective'], e['goal'], e['jobs'], e['parameters'][0]['name']) for e in found] == [
+        ('acc', 'max', 28, 'A'), ('ms', 'min', 28, 'B')]  # the infeasible jobs with values count
+    data = report_data(synthetic_record(30, epochs=5, seed=2), figures=None)
+    data['importance'] = found
+    html = render_html(data)
+    assert len(chart(html)) == 2 and '<h3>acc</h3>' in html and '<h3>ms</h3>' in html

@@ -359,7 +359,8 @@ def report_data(record: SweepRecord, figures=None) -> dict:
             'decided': any(job['decision'] for job in jobs),
         },
         'parameters': axes,
-        'importance': report_importance(jobs, axes, objective),  # what mattered, per objective (importance.py)
+        # What mattered, per objective (importance.py); a run's several objectives from its Pareto figures.
+        'importance': report_importance(jobs, axes, objective, (figures or {}).get('pareto')),
         'plots': {
             'learningCurves': _learning_curves(jobs, best, objective),
             'parallelCoordinates': {'drawn': sampled_lines, 'jobs': len(objective_values)},

@@ -260,12 +260,28 @@ def importance_per_objective(jobs, params_space, objectives, **options):
             for name, goal, values in objectives]
 
 
-def report_importance(job_rows, axes, objective):
-    """The report's importance (data.py's job rows and parameter axes): one entry per objective. A sweep with one
-    objective has one; the values of further objectives, where a sweep has them, are added here as more entries."""
+def report_importance(job_rows, axes, objective, pareto=None):
+    """The report's importance (data.py's job rows and parameter axes): one entry per objective, from the Pareto
+    figures of a `sweep run` with several objectives (`pareto`, core/tuning/front.py), else from the jobs' rows."""
+    if len((pareto or {}).get('objectives') or ()) > 1:
+        return front_importance(pareto, axes)
     jobs = [row['values'] for row in job_rows]
     values = [counted_value(row['state'], row['objective'], row['stoppedEarly']) for row in job_rows]
     return importance_per_objective(jobs, with_integers(axes, jobs), [(objective.label, objective.goal, values)])
+
+
+def front_importance(pareto, axes=None, infos=()):
+    """One entry per objective of a sweep with several (`sweep run`'s figures' ``pareto``): the jobs that count for
+    its front (ran to the end, at Hyperband's largest resource), feasible or not, each with its value of the objective.
+
+    :param axes: the parameters' axes (the report's); None: from these jobs' values and the plan's `infos`.
+    """
+    entries = list(pareto.get('ranked') or ()) + [e for e in pareto.get('infeasible') or () if e.get('values')]
+    jobs = [flat_values(entry['parameters']) for entry in entries]
+    axes = with_integers(parameter_axes(jobs, infos) if axes is None else axes, jobs)
+    return importance_per_objective(jobs, axes, [
+        (spec['metric'], spec['goal'], [entry['values'].get(spec['metric']) for entry in entries])
+        for spec in pareto['objectives']])
 
 
 def metrics_importance(rows, goal, metric, infos=(), stopped=()):
