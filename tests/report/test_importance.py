@@ -118,7 +118,7 @@ def test_the_uncertainty_shrinks_with_more_jobs():
         widths.append(x['high'] - x['low'])
         dominant.append(result['parameters'][0]['name'])
     assert widths[0] > widths[1] > widths[2], widths
-    assert widths[2] < 0.35 and dominant[-1] == 'X'
+    assert widths[2] < 0.1 and dominant == ['X'] * 3  # 15 jobs: 0.44 to 0.98; 240 jobs: 0.94 to 0.995
 
 
 def test_few_jobs_widen_the_best_group_to_five_and_below_ten_there_is_no_estimate():
