@@ -154,3 +154,28 @@ def test_deterministic_and_odd_values_are_outside_the_parameter():
     assert next(row for row in single['parameters'] if row['name'] == 'K')['importance'] == 0.0
     none = importance(jobs, [], values, 'max')
     assert none['parameters'] == [] and none['message'] == 'the sweep has no parameters' and not none['tooFewJobs']
+
+
+HOSTILE_FLOATS = [1e308, -1e308, 5e-324, -5e-324, 0.0, 1.0, 2.0 ** 53, -3.5]
+
+
+def test_hostile_values_never_raise():
+    """Values are whatever jobs print and the service holds (an objective of 1e308, a parameter from -1e308 to
+    1e308, an integer of 400 digits): no error, shares that sum to 1, intervals in order."""
+    from hypothesis import given, settings, strategies as st
+    values = st.one_of(st.sampled_from(HOSTILE_FLOATS), st.floats(allow_nan=False, allow_infinity=False))
+    numbers = st.one_of(values, st.sampled_from([10 ** 400, -(10 ** 400), 3]))
+
+    @settings(max_examples=60, deadline=None, derandomize=True)
+    @given(st.lists(st.tuples(numbers, values, st.sampled_from(['a', 'b', None]), values), min_size=10, max_size=30),
+           st.booleans())
+    def check(rows, integer):
+        jobs = [{'X': x, 'L': abs(y) or 1.0, 'C': c} for x, y, c, _ in rows]
+        finite = [j['X'] for j in jobs if isinstance(j['X'], float)] or [0.0]
+        axes = [{'name': 'X', 'kind': 'linear', 'min': min(finite), 'max': max(finite), 'integer': integer},
+                {'name': 'L', 'kind': 'log', 'min': min(j['L'] for j in jobs), 'max': max(j['L'] for j in jobs)},
+                {'name': 'C', 'kind': 'categorical', 'categories': ['a', 'b']}]
+        result = importance(jobs, axes, [v for *_, v in rows], 'max', bootstrap=5)
+        assert sum(row['importance'] for row in result['parameters']) == pytest.approx(1.0)
+        assert all(row['low'] <= row['high'] for row in result['parameters'])
+    check()

@@ -33,6 +33,7 @@ from collections import Counter
 from itertools import compress
 from operator import itemgetter
 
+from ..floats import fraction
 from ..tuning.samplers._normal import log_mass
 from .axes import category_text, flat_values, is_number, parameter_axes
 
@@ -50,6 +51,14 @@ _FLOOR = 1e-12           # Optuna adds it to both densities before the divergenc
 _MIN_SIGMA = 0.5 / 1.64  # Optuna's bandwidth floor, in grid steps: 90% of a kernel within its own cell's reach
 
 
+def _float(number):
+    """A parameter's number as a float, or None for an integer beyond any float (10**400 is a valid JSON number)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return None
+
+
 class _Grid:
     """One parameter's values as cells of a grid (Optuna's discretisation), and the Parzen estimate over it."""
 
@@ -60,10 +69,16 @@ class _Grid:
             self.index = {category: i for i, category in enumerate(axis['categories'])}
             self.size = len(self.index)
             return
-        low, high = axis['min'], axis['max']
+        low, high = _float(axis['min']), _float(axis['max'])
         self.log = axis['kind'] == 'log'
         step = 1 if axis.get('integer') and axis.get('step') is None else axis.get('step')
-        if self.log and step is not None:  # integers on a log scale: one cell per doubling, as Optuna
+        if low is None or high is None:  # an integer beyond any float: no grid of it
+            self.low = self.high = 0.0
+            self.size, self.cell = 1, 0.0
+            return
+        if step is not None and not math.isfinite((high - low) / step):
+            steps = GRID_STEPS  # a range of -1e308 to 1e308 (the values are whatever the sweep gave): no grid of it
+        elif self.log and step is not None:  # integers on a log scale: one cell per doubling, as Optuna
             steps = min(math.ceil(math.log(high - low + 1) / math.log(2)) + 1, GRID_STEPS)
         elif step is not None:
             steps = min(round((high - low) / step) + 1, GRID_STEPS)
@@ -77,13 +92,16 @@ class _Grid:
         """The grid cell of a job's value, or None when the value is not one of this parameter's."""
         if self.categorical:
             return self.index.get(category_text(value)) if value is not None else None
-        if not is_number(value) or (self.log and value <= 0):
+        value = _float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if value is None or not math.isfinite(value) or (self.log and value <= 0):
             return None
         if self.size == 1:
             return 0
-        position = (math.log(value) if self.log else value) - self.low
+        point = math.log(value) if self.log else value
+        cells = (point - self.low) / self.cell if math.isfinite(self.cell) and math.isfinite(point - self.low) \
+            else fraction(point, self.low, self.high) * (self.size - 1)  # a range too wide to subtract in
         # Optuna's rounding: a value midway between two cells goes to the lower one.
-        return min(max(math.ceil(position / self.cell - 0.5), 0), self.size - 1)
+        return min(max(math.ceil(cells - 0.5), 0), self.size - 1)
 
     def density(self, counts):
         """The Parzen estimate's probability of each cell, from the number of jobs in each cell."""
