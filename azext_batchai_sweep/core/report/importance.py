@@ -11,7 +11,9 @@ Why PED-ANOVA over fANOVA on a random forest: it is exact for what it measures i
 no randomness in the estimate), it costs two 50-point density evaluations per parameter (so a bootstrap of it is
 affordable in pure Python), it reads mixed spaces (linear, log, integer, categorical) as TPE does, and it is what
 Optuna computes by default, so its numbers are checkable: tests/report/test_importance.py compares them with Optuna
-5.0's evaluator on the same jobs (equal to 1e-9) and the ranking with the known truth of synthetic functions.
+5.0's evaluator on the same jobs (equal to 1e-9) and the ranking with the known truth of synthetic functions;
+bench/importance.py puts it beside Optuna's fANOVA (as often right from 100 jobs; fANOVA is better with 20-30 jobs
+and a categorical parameter, at the cost of a forest az does not ship: docs/benchmarks.md).
 
 This follows Optuna's formulation step by step (its defaults: a 50-step grid per numeric parameter, Scott's rule
 bandwidths with a floor, a prior kernel of weight 1, ties at the quantile's cut kept, ``evaluate_on_local``), with
@@ -23,7 +25,8 @@ two additions of ours:
 - few jobs: below MIN_JOBS finished jobs with a value there is no estimate (``tooFewJobs``); above it the target
   quantile is at least MIN_TOP jobs (Optuna's 10% needs 50 jobs for that; its own docs ask for at least 5).
 
-The jobs' parameter space is the report's axes (data.py): ``{name, kind: linear|log|categorical, min, max}`` or
+Here, in report/, because it explains finished results and steers nothing. The parameter space is the axes the
+report draws (axes.py): ``{name, kind: linear|log|categorical, min, max}`` or
 ``{..., categories}``, optionally ``integer`` (whole-number values) and ``step`` (a grid's step).
 """
 import math
