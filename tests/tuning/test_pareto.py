@@ -148,3 +148,17 @@ def test_extra_metrics_are_read_from_the_log_lines():
     reader.feed(b'epoch=1 acc=0.5 lat=20 mem=3\nepoch=2 acc=0.6 lat=25\nlat=nan mem=4 mem_peak=9\n', final=True)
     assert [r.value for r in reader.reports] == [0.5, 0.6]
     assert reader.metrics == {'lat': 25.0, 'mem': 4.0}  # the last finite value of each, not mem_peak's
+
+
+def test_hostile_values_never_break_the_split_or_the_front():
+    """A job's output is untrusted: values at the float range's ends make volumes inf - inf; the sampler still
+    suggests, the front still forms, the figures stay JSON-finite."""
+    import json
+    trials = [_trial(i, i / 15, acc=v, lat=w, mem=1) for i, (v, w) in enumerate(
+        [(1e308, -1e308), (-1e308, 1e308), (1e308, 1e308), (-1e308, -1e308), (5e-324, 0.0)] * 3)]
+    sampler = MOTPESampler(SPECS, TWO, seed=0, startup_jobs=5)
+    assert len(sampler.suggest(trials, 2)) == 2
+    figures = front_figures(trials, trials, TWO)
+    assert {e['name'] for e in figures['front']} == {'j0', 'j5', 'j10'}  # (1e308 acc, -1e308 latency)
+    json.dumps(figures, allow_nan=False)
+    assert hypervolume([(1e308, -1e308), (-1e308, 1e308)], (1.7e308, 1.7e308)) == math.inf

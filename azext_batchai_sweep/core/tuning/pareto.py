@@ -100,10 +100,15 @@ def hypervolume(points, reference):
     return _wfg(nondominated(inside), reference)
 
 
+def _number(value):
+    """A volume, or 0 where values near the float range's end made it inf - inf (a job's output is untrusted)."""
+    return value if value == value else 0.0
+
+
 def contributions(points, reference):
     """Each point's exclusive hypervolume: what the set loses without it (0 for a dominated or repeated point)."""
     whole = hypervolume(points, reference)
-    return [whole - hypervolume(points[:i] + points[i + 1:], reference) for i in range(len(points))]
+    return [_number(whole - hypervolume(points[:i] + points[i + 1:], reference)) for i in range(len(points))]
 
 
 def greedy_hypervolume_subset(points, size, reference):
@@ -113,13 +118,13 @@ def greedy_hypervolume_subset(points, size, reference):
     left = list(range(len(points)))
     base = 0.0
     while left and len(chosen) < size:
-        gains = [(hypervolume(chosen_points + [points[i]], reference) - base, -i) for i in left]
+        gains = [(_number(hypervolume(chosen_points + [points[i]], reference) - base), -i) for i in left]
         gain, negative = max(gains)
         index = -negative
         chosen.append(index)
         chosen_points.append(points[index])
         left.remove(index)
-        base += gain
+        base = hypervolume(chosen_points, reference)
     return chosen
 
 
