@@ -162,3 +162,37 @@ def test_hostile_values_never_break_the_split_or_the_front():
     assert {e['name'] for e in figures['front']} == {'j0', 'j5', 'j10'}  # (1e308 acc, -1e308 latency)
     json.dumps(figures, allow_nan=False)
     assert hypervolume([(1e308, -1e308), (-1e308, 1e308)], (1.7e308, 1.7e308)) == math.inf
+
+
+def test_large_fronts_in_many_objectives_are_cut_by_box_volume_in_time():
+    import time
+    rng = random.Random(4)
+    points = []
+    for _ in range(80):  # 80 points on a 4-objective sphere: all on the front
+        v = [abs(rng.gauss(0, 1)) for _ in range(4)]
+        points.append(tuple(x / math.sqrt(sum(y * y for y in v)) for x in v))
+    start = time.perf_counter()
+    chosen = pareto_select(points, 10)
+    assert time.perf_counter() - start < 1.0
+    reference = tuple(1.1 * max(p[k] for p in points) for k in range(4))
+    volumes = [math.prod(r - x for x, r in zip(p, reference)) for p in points]
+    assert chosen == sorted(range(80), key=lambda k: (-volumes[k], k))[:10]
+    # a small front in 4 objectives is still cut exactly, by hypervolume
+    assert pareto_select(points[:12], 4) == greedy_hypervolume_subset(
+        points[:12], 4, tuple(1.1 * max(p[k] for p in points[:12]) for k in range(4)))
+
+
+@pytest.mark.parametrize('objectives', [2, 3, 4])
+def test_lazy_greedy_subset_is_the_plain_greedy(objectives):
+    for seed in range(4):
+        rng = random.Random(seed)
+        points = [tuple(rng.random() for _ in range(objectives)) for _ in range(14)]
+        reference = (1.1,) * objectives
+        plain, chosen = [], []
+        for _ in range(6):
+            base = hypervolume(chosen, reference)
+            best = max((i for i in range(14) if i not in plain),
+                       key=lambda i: (hypervolume(chosen + [points[i]], reference) - base, -i))
+            plain.append(best)
+            chosen.append(points[best])
+        assert greedy_hypervolume_subset(points, 6, reference) == plain
