@@ -196,3 +196,30 @@ def test_lazy_greedy_subset_is_the_plain_greedy(objectives):
             plain.append(best)
             chosen.append(points[best])
         assert greedy_hypervolume_subset(points, 6, reference) == plain
+
+
+def test_jobs_stopped_early_come_after_complete_ones_and_before_infeasible_ones():
+    """Optuna's order: complete feasible jobs by Pareto rank, then pruned ones by their last value, then infeasible
+    ones by violation. 30 jobs: gamma = 3 good; 26 of them infeasible (memory 9)."""
+    trials = [_trial(i, i / 40, acc=0.1, lat=90, mem=9) for i in range(26)]
+    trials += [_trial(26, 0.70, acc=0.9, lat=10, mem=None, state='terminated', stopped=True),  # stopped, no lat yet
+               _trial(27, 0.75, acc=0.5, lat=None, mem=None, state='terminated', stopped=True),
+               _trial(28, 0.80, acc=0.99, lat=1, mem=8),  # infeasible
+               _trial(29, 0.85, acc=0.3, lat=50, mem=2)]  # the one complete feasible job
+    sampler = MOTPESampler(SPECS, TWO, seed=0, startup_jobs=5)
+    good, ranks, _ = sampler._split(sampler._make_history(trials))  # pylint: disable=protected-access
+    by_rank = [point for _, point in sorted(zip(ranks, good))]
+    assert by_rank == [(0.85,), (0.70,), (0.75,)]  # complete, then stopped by their accuracy; no infeasible one
+    trials[29] = _trial(29, 0.85, acc=0.3, lat=50, mem=7.5)  # now infeasible too: the least infeasible fills in
+    good, ranks, _ = sampler._split(sampler._make_history(trials))  # pylint: disable=protected-access
+    assert [point for _, point in sorted(zip(ranks, good))] == [(0.70,), (0.75,), (0.85,)]
+
+
+def test_hyperband_front_counts_the_largest_resource_only():
+    from azext_batchai_sweep.core.tuning.result import sweep_figures
+    from dataclasses import replace
+    low = [replace(_trial(i, i / 10, acc=0.9, lat=1, mem=1), resource=1) for i in range(2)]
+    top = [replace(_trial(2, 0.5, acc=0.5, lat=5, mem=1), resource=9)]
+    figures = sweep_figures(low + top, {}, 'max', objectives=TWO)
+    assert [e['name'] for e in figures['pareto']['front']] == ['j2'] and figures['best']['name'] == 'j2'
+    assert 'pareto' not in sweep_figures(low + top, {}, 'max')  # a sweep without objectives: as before
