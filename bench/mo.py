@@ -4,7 +4,8 @@ Usage: python bench/mo.py [--seeds 10] [--seed-offset 1000] [--evals 50,100] [--
                          [--constrained-seeds 20] [--constrained-evals 40]
 
 Multi-objective: for each problem and seed, one search of max(--evals) sequential evaluations per method, its
-hypervolume measured after each of --evals (Optuna's own hypervolume, optuna._hypervolume.compute_hypervolume, as
+hypervolume measured after each of --evals (median [first quartile, third quartile] over the seeds; p: the two-sided
+Mann-Whitney U test of ours against the better peer, bench/tpe.py's) (Optuna's own hypervolume, optuna._hypervolume.compute_hypervolume, as
 the reference implementation; a test/benchmark-only dependency):
 
 - *ours*: core/tuning/samplers/motpe.py with its defaults, through its Sampler interface;
@@ -152,8 +153,9 @@ def hypervolume(values, reference):
 
 
 def mo_table(args):
-    print('| problem | jobs | ' + ' | '.join(METHODS) + ' | ours / best peer |')
-    print('|---|---|' + '---|' * (len(METHODS) + 1))
+    from bench.tpe import mann_whitney_p, quartiles
+    print('| problem | jobs | ' + ' | '.join(METHODS) + ' | ours / best peer | p (ours vs best peer) |')
+    print('|---|---|' + '---|' * (len(METHODS) + 2))
     rows = []
     for name in args.problems:
         func, n, reference = PROBLEMS[name]
@@ -169,12 +171,15 @@ def mo_table(args):
                     volumes[(method, e)].append(hypervolume(values[:e], reference))
         for e in args.evals:
             medians = {method: statistics.median(volumes[(method, e)]) for method in METHODS}
-            peer = max(medians['optuna TPE'], medians['NSGA-II'])
-            cells = ' | '.join('{:.4g}'.format(medians[method]) for method in METHODS)
-            print('| {} | {} | {} | {:.3f}x |'.format(name, e, cells, medians['ours'] / peer if peer else math.inf),
-                  flush=True)
+            best_peer = max(('optuna TPE', 'NSGA-II'), key=medians.get)
+            peer = medians[best_peer]
+            cells = ' | '.join('{:.4g} [{:.4g}, {:.4g}]'.format(medians[method], *quartiles(volumes[(method, e)])[::2])
+                               for method in METHODS)
+            print('| {} | {} | {} | {:.3f}x | {:.2f} |'.format(
+                name, e, cells, medians['ours'] / peer if peer else math.inf,
+                mann_whitney_p(volumes[('ours', e)], volumes[(best_peer, e)])), flush=True)
             rows.append((name, e, medians))
-        print('|  | seconds ({} seeds, {} jobs) | {} |  |'.format(
+        print('|  | seconds ({} seeds, {} jobs) | {} |  |  |'.format(
             args.seeds, max(args.evals), ' | '.join('{:.1f}'.format(seconds[m]) for m in METHODS)), flush=True)
     return rows
 

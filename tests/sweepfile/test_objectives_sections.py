@@ -74,3 +74,14 @@ def test_objectives_errors_name_the_field(tmp_path, sections, path, words):
 def test_create_and_submit_point_to_run(tmp_path, sections, path):
     ex = error(tmp_path, adaptive=False, **sections)
     assert ex.path == path and 'az batchai sweep run' in ex.message
+
+
+def test_run_says_which_rules_judge_by_the_first_objective(tmp_path):
+    from azext_batchai_sweep.core.tuning.objectives_settings import first_objective_note
+    bandit = {'policy': 'bandit', 'slackFactor': 0.1}
+    definition = load(tmp_path, objectives=TWO, earlyTermination=bandit, limits={'stopAt': 0.9})
+    assert first_objective_note(definition) == (
+        'earlyTermination (bandit), limits.stopAt judge(s) by the first objective alone, val_accuracy (max); '
+        'latency_ms count(s) for the Pareto front only')
+    assert first_objective_note(load(tmp_path, objectives=TWO)) is None  # no rule compares by one number
+    assert first_objective_note(load(tmp_path, objective=OBJECTIVE, earlyTermination=bandit)) is None

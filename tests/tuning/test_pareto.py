@@ -148,3 +148,78 @@ def test_extra_metrics_are_read_from_the_log_lines():
     reader.feed(b'epoch=1 acc=0.5 lat=20 mem=3\nepoch=2 acc=0.6 lat=25\nlat=nan mem=4 mem_peak=9\n', final=True)
     assert [r.value for r in reader.reports] == [0.5, 0.6]
     assert reader.metrics == {'lat': 25.0, 'mem': 4.0}  # the last finite value of each, not mem_peak's
+
+
+def test_hostile_values_never_break_the_split_or_the_front():
+    """A job's output is untrusted: values at the float range's ends make volumes inf - inf; the sampler still
+    suggests, the front still forms, the figures stay JSON-finite."""
+    import json
+    trials = [_trial(i, i / 15, acc=v, lat=w, mem=1) for i, (v, w) in enumerate(
+        [(1e308, -1e308), (-1e308, 1e308), (1e308, 1e308), (-1e308, -1e308), (5e-324, 0.0)] * 3)]
+    sampler = MOTPESampler(SPECS, TWO, seed=0, startup_jobs=5)
+    assert len(sampler.suggest(trials, 2)) == 2
+    figures = front_figures(trials, trials, TWO)
+    assert {e['name'] for e in figures['front']} == {'j0', 'j5', 'j10'}  # (1e308 acc, -1e308 latency)
+    json.dumps(figures, allow_nan=False)
+    assert hypervolume([(1e308, -1e308), (-1e308, 1e308)], (1.7e308, 1.7e308)) == math.inf
+
+
+def test_large_fronts_in_many_objectives_are_cut_by_box_volume_in_time():
+    import time
+    rng = random.Random(4)
+    points = []
+    for _ in range(80):  # 80 points on a 4-objective sphere: all on the front
+        v = [abs(rng.gauss(0, 1)) for _ in range(4)]
+        points.append(tuple(x / math.sqrt(sum(y * y for y in v)) for x in v))
+    start = time.perf_counter()
+    chosen = pareto_select(points, 10)
+    assert time.perf_counter() - start < 1.0
+    reference = tuple(1.1 * max(p[k] for p in points) for k in range(4))
+    volumes = [math.prod(r - x for x, r in zip(p, reference)) for p in points]
+    assert chosen == sorted(range(80), key=lambda k: (-volumes[k], k))[:10]
+    # a small front in 4 objectives is still cut exactly, by hypervolume
+    assert pareto_select(points[:12], 4) == greedy_hypervolume_subset(
+        points[:12], 4, tuple(1.1 * max(p[k] for p in points[:12]) for k in range(4)))
+
+
+@pytest.mark.parametrize('objectives', [2, 3, 4])
+def test_lazy_greedy_subset_is_the_plain_greedy(objectives):
+    for seed in range(4):
+        rng = random.Random(seed)
+        points = [tuple(rng.random() for _ in range(objectives)) for _ in range(14)]
+        reference = (1.1,) * objectives
+        plain, chosen = [], []
+        for _ in range(6):
+            base = hypervolume(chosen, reference)
+            best = max((i for i in range(14) if i not in plain),
+                       key=lambda i: (hypervolume(chosen + [points[i]], reference) - base, -i))
+            plain.append(best)
+            chosen.append(points[best])
+        assert greedy_hypervolume_subset(points, 6, reference) == plain
+
+
+def test_jobs_stopped_early_come_after_complete_ones_and_before_infeasible_ones():
+    """Optuna's order: complete feasible jobs by Pareto rank, then pruned ones by their last value, then infeasible
+    ones by violation. 30 jobs: gamma = 3 good; 26 of them infeasible (memory 9)."""
+    trials = [_trial(i, i / 40, acc=0.1, lat=90, mem=9) for i in range(26)]
+    trials += [_trial(26, 0.70, acc=0.9, lat=10, mem=None, state='terminated', stopped=True),  # stopped, no lat yet
+               _trial(27, 0.75, acc=0.5, lat=None, mem=None, state='terminated', stopped=True),
+               _trial(28, 0.80, acc=0.99, lat=1, mem=8),  # infeasible
+               _trial(29, 0.85, acc=0.3, lat=50, mem=2)]  # the one complete feasible job
+    sampler = MOTPESampler(SPECS, TWO, seed=0, startup_jobs=5)
+    good, ranks, _ = sampler._split(sampler._make_history(trials))  # pylint: disable=protected-access
+    by_rank = [point for _, point in sorted(zip(ranks, good))]
+    assert by_rank == [(0.85,), (0.70,), (0.75,)]  # complete, then stopped by their accuracy; no infeasible one
+    trials[29] = _trial(29, 0.85, acc=0.3, lat=50, mem=7.5)  # now infeasible too: the least infeasible fills in
+    good, ranks, _ = sampler._split(sampler._make_history(trials))  # pylint: disable=protected-access
+    assert [point for _, point in sorted(zip(ranks, good))] == [(0.70,), (0.75,), (0.85,)]
+
+
+def test_hyperband_front_counts_the_largest_resource_only():
+    from azext_batchai_sweep.core.tuning.result import sweep_figures
+    from dataclasses import replace
+    low = [replace(_trial(i, i / 10, acc=0.9, lat=1, mem=1), resource=1) for i in range(2)]
+    top = [replace(_trial(2, 0.5, acc=0.5, lat=5, mem=1), resource=9)]
+    figures = sweep_figures(low + top, {}, 'max', objectives=TWO)
+    assert [e['name'] for e in figures['pareto']['front']] == ['j2'] and figures['best']['name'] == 'j2'
+    assert 'pareto' not in sweep_figures(low + top, {}, 'max')  # a sweep without objectives: as before

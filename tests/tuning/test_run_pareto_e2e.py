@@ -78,6 +78,7 @@ def test_metrics_prints_the_front_as_table_and_json(ran, local_service):
     header = table.stdout.splitlines()[0]
     assert 'val_accuracy' in header and 'latency_ms' in header and 'Rank' in header
     assert len(table.stdout.strip().splitlines()) == 2 + 2  # header, rule, two jobs
+    assert max(len(line) for line in table.stdout.splitlines()) <= 100
     # an explicit --metric is the plain metrics of every job, as before
     plain = az('batchai', 'sweep', 'metrics', *target(local_service, experiment, 'pareto'), '--metric',
                'latency_ms', '--goal', 'min', '-o', 'json')
@@ -97,6 +98,7 @@ def test_status_marks_the_front_and_the_infeasible(ran, local_service):
     assert table.exit_code == 0, table.stderr
     assert 'Pareto' in table.stdout.splitlines()[0]
     assert table.stdout.count('front') == 2 and table.stdout.count('infeasible') == 2
+    assert max(len(line) for line in table.stdout.splitlines()) <= 100
 
 
 def test_report_draws_the_front_and_greys_the_infeasible(ran, local_service):
@@ -132,3 +134,15 @@ def test_a_bad_constraint_is_refused_before_any_request(ran, local_service, batc
     from azure.core.exceptions import ResourceNotFoundError
     with pytest.raises(ResourceNotFoundError):  # not even the experiment was created
         batchai_client.experiments.get(local_service.resource_group, local_service.workspace, experiment)
+
+
+def test_run_again_resumes_with_the_same_front_as_a_table(ran, local_service):
+    az, directory, experiment, first = ran
+    again = az(*[a for a in run_args(local_service, experiment, 'pareto', _sweep(directory)) if a != 'json'][:-1],
+               '-o', 'table')
+    assert again.exit_code == 0, again.stderr
+    lines = again.stdout.splitlines()
+    assert 'Rank' in lines[0] and 'val_accuracy' in lines[0] and 'latency_ms' in lines[0]
+    names = sorted(e['name'] for e in first.json()['pareto']['front'])
+    assert sorted(line.split()[0] for line in lines[2:]) == names
+    assert max(len(line) for line in lines) <= 100

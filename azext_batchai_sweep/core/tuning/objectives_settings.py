@@ -61,3 +61,23 @@ def check_objectives(document, path, adaptive):
                     entry['max']), source=path, path=where + '.min')
         spec[CONSTRAINTS] = [{k: entry[k] for k in ('metric', 'max', 'min') if k in entry} for entry in constraints]
     return spec
+
+
+def first_objective_note(definition):
+    """What `run` says before it starts when one number must decide in a sweep with several objectives: which rules
+    judge by the first objective alone (None when no rule compares jobs by one number)."""
+    spec = definition.objective_set or {}
+    objectives = spec.get(OBJECTIVES) or []
+    if len(objectives) < 2:
+        return None
+    rules = []
+    if definition.early_termination:
+        rules.append('earlyTermination ({})'.format(definition.early_termination['policy']))
+    if definition.sampling.get('type') == 'hyperband':
+        rules.append('Hyperband')
+    rules += ['limits.' + key for key in ('stopAt', 'noImprovementJobs') if key in (definition.limits or {})]
+    if not rules:
+        return None
+    first = objectives[0]
+    return '{} judge(s) by the first objective alone, {} ({}); {} count(s) for the Pareto front only'.format(
+        ', '.join(rules), first['metric'], first['goal'], ', '.join(o['metric'] for o in objectives[1:]))

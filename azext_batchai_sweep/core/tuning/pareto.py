@@ -84,11 +84,9 @@ def _wfg(points, reference):
     ordered = sorted(points, key=lambda p: p[-1], reverse=True)
     total = 0.0
     for k, point in enumerate(ordered):
-        box = 1.0
-        for x, r in zip(point, reference):
-            box *= r - x
+        own = box(point, reference)
         limited = nondominated([tuple(max(a, b) for a, b in zip(point, q)) for q in ordered[k + 1:]])
-        total += box - _wfg(limited, reference)
+        total += own - _wfg(limited, reference)
     return total
 
 
@@ -100,26 +98,55 @@ def hypervolume(points, reference):
     return _wfg(nondominated(inside), reference)
 
 
+def _number(value):
+    """A volume, or 0 where values near the float range's end made it inf - inf (a job's output is untrusted)."""
+    return value if value == value else 0.0
+
+
+def box(point, reference):
+    """The hypervolume of one point alone."""
+    volume = 1.0
+    for x, r in zip(point, reference):
+        volume *= max(0.0, r - x)
+    return volume
+
+
+def exclusive(point, others, reference):
+    """The hypervolume ``point`` adds to ``others``: its box less the part the others cover (WFG's step: the others
+    limited to the box, whose volume is usually far cheaper than the two whole sets')."""
+    if not all(x < r for x, r in zip(point, reference)):
+        return 0.0
+    limited = [tuple(max(a, b) for a, b in zip(point, q)) for q in others]
+    return _number(box(point, reference) - hypervolume(limited, reference))
+
+
 def contributions(points, reference):
     """Each point's exclusive hypervolume: what the set loses without it (0 for a dominated or repeated point)."""
-    whole = hypervolume(points, reference)
-    return [whole - hypervolume(points[:i] + points[i + 1:], reference) for i in range(len(points))]
+    return [exclusive(p, points[:i] + points[i + 1:], reference) for i, p in enumerate(points)]
 
 
 def greedy_hypervolume_subset(points, size, reference):
     """Indices of ``size`` of the points, chosen one at a time by the largest hypervolume they add to the ones chosen
-    before (ties: the earlier index), in the order chosen."""
+    before (ties: the earlier index), in the order chosen.
+
+    Lazy greedy (as Optuna's HSSP for 3+ objectives): what a point adds only shrinks as points are chosen, so each
+    candidate keeps the last gain computed as a bound and only the one with the largest bound is computed again;
+    it is chosen once its fresh gain is still the largest. The same choice as computing every gain every time."""
+    import heapq
     chosen, chosen_points = [], []
-    left = list(range(len(points)))
-    base = 0.0
-    while left and len(chosen) < size:
-        gains = [(hypervolume(chosen_points + [points[i]], reference) - base, -i) for i in left]
-        gain, negative = max(gains)
-        index = -negative
-        chosen.append(index)
-        chosen_points.append(points[index])
-        left.remove(index)
-        base += gain
+    heap = [(-box(p, reference), i) for i, p in enumerate(points)]
+    heapq.heapify(heap)
+    fresh = {}  # index -> the number of points chosen when its bound was computed
+    while heap and len(chosen) < size:
+        bound, index = heapq.heappop(heap)
+        if fresh.get(index) == len(chosen):
+            chosen.append(index)
+            chosen_points.append(points[index])
+            continue
+        gain = exclusive(points[index], chosen_points, reference)
+        fresh[index] = len(chosen)
+        heapq.heappush(heap, (-gain, index))
+        del bound
     return chosen
 
 

@@ -11,6 +11,8 @@ TPESampler with several objectives and a ``constraints_func``:
    Optuna's reference point: each objective's worst value of that front, 10% further out); within a front that fits
    whole, points are ordered by their exclusive hypervolume contribution (largest first), so l leans on the points
    that hold the front up (MOTPE's contribution weighting, folded into tpe.py's rank weights);
+   past 40 points in a front to order (60 to cut) with 3 objectives or more, each point's box volume (its
+   hypervolume alone) ranks it instead, so that a suggestion stays fast in pure Python;
 2. then jobs stopped early (or missing a later objective) by their first objective (Optuna's pruned trials);
 3. then infeasible jobs by their total violation, smallest first (Optuna's ``_split_infeasible_trials``): the
    feasible-first split that makes l avoid the infeasible region while feasible jobs are known, and steer towards
@@ -24,11 +26,23 @@ objective and constraints one joint model (TPE's default).
 import math
 
 from ..objectives import Objectives
-from ..pareto import contributions, greedy_hypervolume_subset, nondominated_ranks, reference_point
+from ..pareto import box, contributions, greedy_hypervolume_subset, nondominated_ranks, reference_point
 from .tpe import TPESampler
 
 # A job's standing in the split, best first.
 _COMPLETE, _PARTIAL, _INFEASIBLE = 0, 1, 2
+
+
+# Exact hypervolume work grows fast with the objectives: past these sizes of a front (with 3 objectives or more) its
+# order and its cut use each point's box volume (its hypervolume alone, Optuna's first bound) instead, so that one
+# suggestion stays under a second or so in pure Python (a front of 40 points in 5 objectives: 0.5 s exact).
+_EXACT_ORDER_POINTS = 40
+_EXACT_CUT_POINTS = 60
+
+
+def _by_box(points, reference):
+    """Indices by box volume, largest first (ties: the earlier index)."""
+    return sorted(range(len(points)), key=lambda k: (-box(points[k], reference), k))
 
 
 def gamma_multiobjective(n):
@@ -49,7 +63,11 @@ def pareto_order(losses):
             order.extend(sorted(members, key=lambda i: (losses[i], i)))
             continue
         points = [losses[i] for i in members]
-        gains = contributions(points, reference_point(points))
+        reference = reference_point(points)
+        if len(points[0]) > 2 and len(points) > _EXACT_ORDER_POINTS:
+            order.extend(members[k] for k in _by_box(points, reference))
+            continue
+        gains = contributions(points, reference)
         order.extend(i for _, i in sorted(zip((-g for g in gains), members)))
     return order
 
@@ -70,6 +88,8 @@ def pareto_select(losses, size):
         points = [losses[i] for i in members]
         if len(points[0]) == 1:
             picked = sorted(range(len(points)), key=lambda k: (points[k], k))[:size - len(chosen)]
+        elif len(points[0]) > 2 and len(points) > _EXACT_CUT_POINTS:
+            picked = _by_box(points, reference_point(points))[:size - len(chosen)]
         else:
             picked = greedy_hypervolume_subset(points, size - len(chosen), reference_point(points))
         chosen.extend(members[k] for k in picked)
