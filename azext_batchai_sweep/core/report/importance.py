@@ -29,6 +29,7 @@ Here, in report/, because it explains finished results and steers nothing. The p
 report draws (axes.py): ``{name, kind: linear|log|categorical, min, max}`` or
 ``{..., categories}``, optionally ``integer`` (whole-number values) and ``step`` (a grid's step).
 """
+import functools
 import math
 import random
 import statistics
@@ -37,7 +38,7 @@ from itertools import compress
 from operator import itemgetter
 
 from ..floats import fraction
-from ..tuning.samplers._normal import log_mass
+from ..tuning.samplers._normal import log_mass, lower_tail
 from .axes import category_text, flat_values, is_number, parameter_axes
 
 METHOD = 'ped-anova'
@@ -147,20 +148,32 @@ def _numeric_density(counts):
     weights = [counts[i] for i in observed]
     sigma = _scott_sigma(observed, weights)
     total = sum(weights) + PRIOR_WEIGHT
-    # Kernels share sigma and sit on whole cells: a cell's mass depends on its offset from the centre only.
-    mass = {offset: math.exp(log_mass((offset - 0.5) / sigma, (offset + 0.5) / sigma))
-            for offset in range(-size + 1, size)}
-    density = [0.0] * size
+    # Kernels share sigma and sit on whole cells: a cell's mass depends on its offset from the centre only, so the
+    # kernel on cell c has mass[size - 1 - c + i] on cell i (offsets -(size - 1) to size - 1).
+    mass = _offset_masses(sigma, size)
+    prior_share = PRIOR_WEIGHT / total
+    density = [prior_share * p for p in _prior(size)]
     for centre, weight in zip(observed, weights):
         share = weight / total / math.exp(log_mass((-0.5 - centre) / sigma, (size - 0.5 - centre) / sigma))
-        for i in range(size):
-            density[i] += share * mass[i - centre]
-    middle, wide = (size - 1) / 2.0, float(size)
-    prior_norm = math.exp(log_mass((-0.5 - middle) / wide, (size - 0.5 - middle) / wide))
-    for i in range(size):
-        density[i] += PRIOR_WEIGHT / total * math.exp(log_mass((i - 0.5 - middle) / wide,
-                                                                (i + 0.5 - middle) / wide)) / prior_norm
+        density = [d + share * m for d, m in zip(density, mass[size - 1 - centre:2 * size - 1 - centre])]
     return density
+
+
+def _offset_masses(sigma, size):
+    """A kernel's mass on the cell at each offset from its centre, -(size - 1) to size - 1: symmetric, so computed
+    for the offsets from 0 (the centre's cell straddles the mean, the others lie in the upper tail)."""
+    half = [1.0 - 2.0 * lower_tail(-0.5 / sigma)]
+    half += [lower_tail(-(offset - 0.5) / sigma) - lower_tail(-(offset + 0.5) / sigma) for offset in range(1, size)]
+    return half[:0:-1] + half
+
+
+@functools.lru_cache(maxsize=64)
+def _prior(size):
+    """The prior kernel's mass on each cell: a normal centred on the grid with the grid's width, truncated to it."""
+    middle, wide = (size - 1) / 2.0, float(size)
+    norm = math.exp(log_mass((-0.5 - middle) / wide, (size - 0.5 - middle) / wide))
+    return tuple(math.exp(log_mass((i - 0.5 - middle) / wide, (i + 0.5 - middle) / wide)) / norm
+                 for i in range(size))
 
 
 def _pearson_divergence(top, local):
