@@ -445,8 +445,9 @@ long-summary: >
     from the network: a summary (objective and goal, counts by state, the best job with its parameters, compute used
     and saved by early termination, when the sweep ran), learning curves (the objective against the step, one line
     per job, stopped, failed and best jobs marked, the decision taken about a job on hover), parallel coordinates
-    coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
-    far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
+    coloured by the objective (LOG parameters on log axes), the objective against each parameter, what mattered (each
+    parameter's importance for the objective, for each objective of a sweep with several, with a 90% interval: as
+    "metrics --importance" prints it), the best value so far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
     jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
     For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
     and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
