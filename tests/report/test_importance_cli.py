@@ -58,7 +58,7 @@ def test_json_ranks_the_parameter_that_matters_first_with_the_numbers_of_the_cor
     entry, = answer['importance']
     assert answer['sweep'] == 'imp' and entry['objective'] == 'score' and entry['goal'] == 'max'
     assert entry['jobs'] == JOBS and entry['method'] == 'ped-anova' and not entry['tooFewJobs']
-    assert entry['targetQuantile'] == pytest.approx(5 / JOBS) and entry['resamples'] == 200
+    assert entry['targetQuantile'] == pytest.approx(5 / JOBS) and entry['topJobs'] == 5 and entry['resamples'] == 200
     assert [row['name'] for row in entry['parameters']][0] == 'LR'
     assert entry['parameters'][0]['importance'] > 0.5
     assert sum(row['importance'] for row in entry['parameters']) == pytest.approx(1.0)

@@ -1,4 +1,5 @@
 """The report's "What mattered" section: the importance in the report's data (-o json) and its bar chart."""
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -48,7 +49,9 @@ def test_the_chart_draws_every_parameter_top_first_with_its_interval():
         assert whisker is not None and title.startswith('{}: '.format(name)) and '90% interval' in title
     assert entry['parameters'][0]['name'] == 'LEARNING_RATE'  # the synthetic sweep's ceiling is most its lr's
     assert '<section id="importance"><h2>What mattered</h2>' in html
-    assert 'best 10% of the 57 jobs' not in html and 'the 90% interval over 200 resamples' in html
+    assert 'reaching the best {} of the {} jobs with a value of val_accuracy'.format(
+        entry['topJobs'], entry['jobs']) in html and 'the 90% interval over 200 resamples' in html
+    assert entry['topJobs'] == math.ceil(entry['targetQuantile'] * entry['jobs'])  # no ties in these values
 
 
 def test_too_few_jobs_say_so_instead_of_a_chart():

@@ -9,7 +9,7 @@ import datetime
 import json
 
 from . import plots
-from .importance_chart import importance_bars, percent as importance_percent
+from .importance_chart import importance_bars
 from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
@@ -384,8 +384,8 @@ def _importance_section(data):
                    '(PED-ANOVA: how differently the best jobs\' values of it are spread from all jobs\'), the '
                    'most important at the top; the whisker is the 90% interval over {} resamples of the jobs: '
                    'wide when few jobs finished. Each parameter on its own: an effect that only shows in a '
-                   'combination of parameters is not seen.'.format(
-                       importance_percent(entry['targetQuantile']), entry['jobs'], label, entry['resamples']))
+                   'combination of parameters is not seen.'.format(entry['topJobs'], entry['jobs'], label,
+                                                                      entry['resamples']))
         figures.append('{}<figure>{}<figcaption>{}</figcaption></figure>'.format(heading, svg, esc(caption)))
     if not figures:
         return ''

@@ -239,11 +239,12 @@ def importance(jobs, params_space, objective_values, goal='max', *, quantile=Non
     :param quantile: the best jobs' share (default: target_quantile of the jobs' number).
     :param bootstrap: how many resamples give the interval (0: none).
     :param normalise: shares summing to 1 (False: PED-ANOVA's raw divergences, for comparing with Optuna's raw).
-    :returns: {method, goal, jobs, targetQuantile, resamples, tooFewJobs, message, parameters: [{name, importance,
-        low, high}]}.
+    :returns: {method, goal, jobs, targetQuantile, topJobs (the best group's size, ties at its cut included),
+        resamples, tooFewJobs, message, parameters: [{name, importance, low, high}]}.
     """
     pairs = [(values, value) for values, value in zip(jobs, objective_values) if is_number(value)]
-    result = {'method': METHOD, 'goal': goal, 'jobs': len(pairs), 'targetQuantile': None, 'resamples': 0,
+    result = {'method': METHOD, 'goal': goal, 'jobs': len(pairs), 'targetQuantile': None, 'topJobs': None,
+              'resamples': 0,
               'tooFewJobs': False, 'message': None, 'parameters': []}
     grids = [_Grid(axis) for axis in params_space]
     if len(pairs) < MIN_JOBS or not grids:
@@ -271,7 +272,8 @@ def importance(jobs, params_space, objective_values, goal='max', *, quantile=Non
         rows.append({'name': grid.name, 'importance': point[p],
                      'low': cuts[0] if cuts else None, 'high': cuts[-1] if cuts else None})
     rows.sort(key=lambda row: -row['importance'])  # stable: equal importances keep the sweep's order
-    result.update(targetQuantile=quantile, resamples=len(draws), parameters=rows)
+    result.update(targetQuantile=quantile, topJobs=sum(_top_mask(losses, quantile)), resamples=len(draws),
+                  parameters=rows)
     return result
 
 

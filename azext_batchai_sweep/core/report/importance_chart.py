@@ -31,12 +31,11 @@ def importance_bars(entry):
              for value in x.ticks(5) if value > 0]
     parts.append(_axis_x(x, bottom, left, right, 'share of the importance (PED-ANOVA, the bars sum to 100%)',
                          ticks=x.ticks(5), tick_labels=percent))
-    jobs, quantile = entry['jobs'], entry['targetQuantile']
     for i, row in enumerate(rows):
         y = top + i * ROW
-        title = '{}: {} of the importance for {}; 90% interval {} to {} ({} jobs, best {} as the top group)'.format(
+        title = '{}: {} of the importance for {}; 90% interval {} to {} (the best {} of {} jobs)'.format(
             row['name'], percent(row['importance']), entry.get('objective') or 'the objective', percent(row['low']),
-            percent(row['high']), jobs, percent(quantile))
+            percent(row['high']), entry['topJobs'], entry['jobs'])
         parts.append('<g class="importance-row" data-parameter="{}"><title>{}</title>'.format(esc(row['name']),
                                                                                             esc(title)))
         parts.append('<text x="{}" y="{}" text-anchor="end">{}</text>'.format(c(left - 8), c(y + ROW / 2 + 4),
