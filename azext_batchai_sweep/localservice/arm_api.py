@@ -134,13 +134,10 @@ class ArmApi:
     # ---- helpers shared by the routes ------------------------------------------------------------------------
 
     def cluster_view(self, body):
-        """A cluster body with its live node state counts (slots in use by running jobs)."""
+        """A cluster body with its live state, as its scheduler knows it (node state counts; for a Batch pool also
+        its node count, allocation state and errors)."""
         key = resource_key(*self._key_parts(body['id']))
-        used = self._runner.used_slots(key)
-        total = body['properties'].get('currentNodeCount', 0)
-        body['properties']['nodeStateCounts'] = {
-            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
-            'unusableNodeCount': 0, 'leavingNodeCount': 0}
+        self._runner.cluster_view(key, body['properties'])
         return body
 
     @staticmethod
@@ -176,12 +173,23 @@ class ArmApi:
         if kind == 'cluster':
             running = [r['key'] for r in self._store.in_states(('running', 'terminating', 'queued'))
                        if r['cluster'] == key]
+        # The clusters going with it (itself, or those of a workspace) release what backs them once their jobs end.
+        clusters = [r['key'] for r in self._store.in_states(('deleting',), kind='cluster')
+                    if r['key'] == key or r['key'].startswith(key + '/')]
 
         def finish():
             for job in running:
                 if not self._runner.kill(job, 'cluster' if kind == 'cluster' else 'deleted'):
                     self._runner.fail_queued(job, 'cluster')
             self._runner.wait_for(running, DELETE_WAIT_SECONDS)
+            for cluster in clusters:
+                row = self._store.get(cluster)
+                if row is not None:
+                    try:
+                        self._runner.delete_cluster(cluster, json.loads(row['body']))
+                    except Exception:  # pylint: disable=broad-except
+                        # The record goes anyway (as Batch AI's delete did); the scheduler logged what is left.
+                        logger.exception('releasing what backs cluster %s failed', cluster)
             self._store.delete_tree(key)
             self.note_ended('delete', key)
             logger.info('deleted %s', key)
@@ -491,7 +499,15 @@ class _Request:
         self._get(ws_key, 'workspace', workspace)
         params = self._params()
         body = cluster_body(self.sub, rg, workspace, name, params, utcnow())
+        existing = self.store.get(key)
+        if existing is None:
+            self.runner.check_cluster(key, body)  # what this scheduler cannot make: 400 now, nothing stored
         if self.store.insert(key, 'cluster', ws_key, body, spec=params):
+            try:
+                self.runner.create_cluster(key, body, params)
+            except BaseException:
+                self.store.delete(key)
+                raise
             self.runner.wake()
             return self._accepted('create', key)
         return self._same_or_conflict(key, params, 'cluster', name)

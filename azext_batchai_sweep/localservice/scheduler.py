@@ -6,7 +6,14 @@ the service calls `recover()` once at start (re-attach). Each implementation rec
 outcome in the store itself. Two exist:
 
 - `runner.Runner` (`--scheduler processes`, the default): jobs are process groups on this machine;
-- `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel).
+- `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel);
+- `azurebatch.scheduler.AzureBatchScheduler` (`--scheduler azure-batch`): jobs are Azure Batch tasks, clusters are
+  Batch pools.
+
+A scheduler whose clusters have resources of their own (Azure Batch's pools) also gets the cluster hooks
+(`check_cluster`, `create_cluster`, `resize_cluster`, `delete_cluster`, `cluster_view`); the others keep their
+defaults (a cluster is the service's own nodes: nothing to make, its node counts from the jobs it runs), so the
+ARM layer calls every scheduler the same way.
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
 under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
@@ -95,6 +102,36 @@ class Scheduler(abc.ABC):
     @abc.abstractmethod
     def locked(self):
         """A lock under which no job changes between queued and running (for atomic bulk changes)."""
+
+    # ---- cluster hooks: no-ops for schedulers whose clusters are the service's own nodes -----------------------
+
+    # Whether the service makes its default cluster ('local', --slots nodes) at start: not where a cluster must be
+    # made somewhere first (a Batch pool).
+    has_default_cluster = True
+
+    def check_cluster(self, key, body):
+        """Refuse (raise an ArmError 400) a cluster create this scheduler cannot make; called before it is stored.
+        `body`: the cluster resource as it will be stored (resources.cluster_body)."""
+
+    def create_cluster(self, key, body, spec):
+        """Make the backing resources of a cluster just stored (`spec`: the create request, with its secrets); an
+        ArmError refuses the create (the ARM layer then removes the stored cluster)."""
+
+    def resize_cluster(self, key, body, scale_settings):
+        """Apply new scale settings to a cluster's backing resources."""
+
+    def delete_cluster(self, key, body):
+        """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""
+
+    def cluster_view(self, key, props):
+        """Update a cluster's properties as answered with its live state: node state counts (here: nodes held by
+        running jobs, the rest idle); a scheduler with real nodes also sets currentNodeCount, allocationState and
+        errors."""
+        used = self.used_slots(key)
+        total = props.get('currentNodeCount', 0)
+        props['nodeStateCounts'] = {
+            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
+            'unusableNodeCount': 0, 'leavingNodeCount': 0}
 
     # Not abstract: only a scheduler that can hold a job's end in memory (the processes runner, while the disk is
     # full) overrides these two; the ARM layer asks every scheduler.

@@ -1,0 +1,67 @@
+"""The Azure Batch scheduler of a service start, checked before the service serves anything.
+
+`connect(store, data_dir, options)`: options are `__main__`'s flags (batch_account, resource_group, pool_prefix,
+poll_seconds). Tests construct the same scheduler with their own parts instead of the lookups (account_info: the
+account as found; credential; api; mapping): no user-facing option exists for them.
+"""
+import logging
+import re
+
+from .auth import AzLoginCredential, LoginError
+from .client import BatchApi, BatchCallError
+from .scheduler import AzureBatchScheduler
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POOL_PREFIX = 'batchai'
+POOL_PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]{0,19}')
+# The data-plane role that lets az's login add pools, jobs and tasks (Batch's built-in roles).
+DATA_ROLE = 'Azure Batch Data Contributor (or Contributor) on the Batch account'
+
+
+def check_pool_prefix(prefix):
+    """ValueError unless `prefix` can start every pool and job id (letters, digits, '-', '_'; at most 20)."""
+    if not POOL_PREFIX_RE.fullmatch(prefix or ''):
+        raise ValueError("--pool-prefix '{}' must be 1 to 20 letters, digits, '-' or '_', starting with a letter "
+                         'or digit'.format(prefix))
+
+
+def find_account(name, resource_group):
+    """The Batch account as the scheduler shows it: batchAccount, batchResourceGroup, batchEndpoint (https URL),
+    poolAllocationMode... found with azure-mgmt-batch and az's login (azurebatch/account.py)."""
+    try:
+        from . import account  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise RuntimeError('this build cannot look up Batch accounts yet (azurebatch/account.py is missing)') from None
+    return account.find_account(name, resource_group)
+
+
+def connect(store, data_dir, options):
+    """An AzureBatchScheduler whose account answers a data-plane call with az's token; RuntimeError says why not."""
+    # azure-core logs every request and answer at INFO: the service log would hold one entry per poll.
+    logging.getLogger('azure').setLevel(max(logging.WARNING, logging.getLogger('azure').level))
+    prefix = options.get('pool_prefix') or DEFAULT_POOL_PREFIX
+    check_pool_prefix(prefix)
+    try:
+        account = options.get('account_info') or find_account(options['batch_account'],
+                                                               options.get('resource_group'))
+    except LoginError as ex:
+        raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
+    credential = options.get('credential') or AzLoginCredential()
+    api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
+    extra = {'poll_seconds': options['poll_seconds']} if options.get('poll_seconds') else {}
+    scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
+                                    pool_prefix=prefix, **extra)
+    try:
+        api.list_pools(prefix)  # one cheap data-plane call: the login, the endpoint and the role work
+    except LoginError as ex:
+        raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
+    except BatchCallError as ex:
+        if ex.status in (401, 403):
+            raise RuntimeError('Azure Batch account {} refused az\'s login ({}): assign {}'.format(
+                account.get('batchAccount'), ex.code, DATA_ROLE)) from None
+        raise RuntimeError('Azure Batch account {} did not answer: {}'.format(account.get('batchAccount'),
+                                                                              ex)) from None
+    logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),
+                account.get('batchEndpoint'), prefix)
+    return scheduler

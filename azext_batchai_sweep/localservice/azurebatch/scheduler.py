@@ -1,0 +1,499 @@
+"""The Azure Batch scheduler: Batch AI clusters are Batch pools, Batch AI jobs are Batch tasks.
+
+One Batch job per cluster (Batch accounts allow only 100-300 active jobs; a cluster is what holds nodes), created
+with the cluster's pool and deleted with it. Each Batch AI job is one task of it, whose id is a function of the
+job (names.task_id): the id is stored (`sched_id` = '<batch job>/<task>') before the task is added, so a service
+killed at any point finds its tasks again at its next start, and an add repeated after a crash (or a timed-out add
+that Batch applied) answers TaskExists, which counts as success when the task is the same (client.py): a task is
+never created twice.
+
+One background thread: it adds the store's queued jobs (Batch AI order: priority, then submission) in chunks of a
+collection add, then polls: one list call per Batch job per pass, filtered to the tasks whose state changed since
+the previous poll (`$filter=stateTransitionTime ge ...`, `$select` of the fields read), whatever the number of tasks.
+A task back in `active` after running (its low-priority/spot node was preempted and Batch requeued it) is shown
+queued again, and its requeues are counted (in the log, and in `local status`).
+
+Outputs: while a task runs, and once more before its end is recorded, the files it wrote in its task directory
+(Batch's stdout.txt/stderr.txt, the output directories) are mirrored into the job's folders of the data dir with
+Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
+--tail`, metrics and the report read them through the service's API exactly as on the other schedulers.
+
+Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
+"""
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import ArmError, bad_request
+from ..layout import JobLayout
+from ..resources import iso, utcnow
+from ..scheduler import HeldJobsScheduler, ending, error
+from ..store import resource_key
+from .client import MAX_TASKS_PER_ADD, BatchCallError
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 5.0
+FILES_SECONDS = 5.0  # a running task's files are mirrored at most this often
+POOLS_SECONDS = 15.0  # the pools' node counts and allocation states are read at most this often
+SUBMIT_BATCH = 500  # queued jobs taken from the store per pass (added in chunks of at most 100)
+# A poll asks for the tasks changed since the previous poll began, less this margin (the clocks of this machine
+# and of Batch differ; a task seen twice costs nothing).
+CLOCK_MARGIN_SECONDS = 120
+
+
+@dataclass
+class _Task:
+    """A job handed to Batch (its task added, or about to be) whose end is not recorded yet."""
+    batch_job: str
+    task_id: str
+    cluster: str
+    nodes: int
+    layout: object = None  # layout.JobLayout: where its outputs are mirrored
+    running: bool = False
+    confirmed: bool = False  # Batch has answered with it (an add, or a list)
+    reason: str = None
+    requeues: int = 0
+    offsets: dict = field(default_factory=dict)  # task file -> bytes already mirrored
+    files_at: float = 0.0
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class AzureBatchScheduler(HeldJobsScheduler):
+    """`api`: client.BatchApi; `account`: what `local status` shows of the Batch account (name, resourceGroup,
+    endpoint, poolAllocationMode...); `mapping`: the Batch AI <-> Batch mapping (mapping.AbMapMapping by default)."""
+
+    name = 'azure-batch'
+    has_default_cluster = False
+
+    def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai',
+                 poll_seconds=POLL_SECONDS):
+        super().__init__(store, data_dir)
+        self.api = api
+        self.account = dict(account or {})
+        if mapping is None:
+            from .mapping import AbMapMapping  # pylint: disable=import-outside-toplevel
+            mapping = AbMapMapping()
+        self.mapping = mapping
+        self.pool_prefix = pool_prefix
+        self.loop_seconds = poll_seconds
+        self.poll_count = 0
+        self.requeues = 0
+        self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
+        self._jobs_made = set()  # Batch jobs known to exist
+        self._pools = {}  # cluster key -> the pool's JSON as last listed
+        self._pools_at = 0.0
+
+    # ---- identities ------------------------------------------------------------------------------------------
+
+    def _ids(self, cluster_key):
+        """(pool id, Batch job id) of a cluster (its key: sub/rg/workspace/clusters/name)."""
+        _, _, workspace, _, cluster = cluster_key.split('/')
+        return (self.mapping.pool_id(self.pool_prefix, workspace, cluster),
+                self.mapping.batch_job_id(self.pool_prefix, workspace, cluster))
+
+    def describe(self):
+        info = {'scheduler': self.name, 'poolPrefix': self.pool_prefix}
+        for key in ('batchAccount', 'batchEndpoint', 'batchResourceGroup', 'poolAllocationMode'):
+            if self.account.get(key) is not None:
+                info[key] = self.account[key]
+        return info
+
+    # ---- cluster hooks ---------------------------------------------------------------------------------------
+
+    def check_cluster(self, key, body):
+        problem = self.mapping.check_pool(body, self.account)
+        if problem:
+            raise bad_request('InvalidClusterForAzureBatch', problem)
+
+    def create_cluster(self, key, body, spec):
+        pool_id, job_id = self._ids(key)
+        try:
+            pool = self.mapping.pool_body(pool_id, body, spec, self.account)
+            self.api.create_pool(pool)
+            self.api.create_job(self.mapping.job_body(job_id, pool_id))
+        except BatchCallError as ex:
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the pool of cluster {}: {}'.format(body['name'], ex)) from None
+        self._jobs_made.add(job_id)
+        self._pools_at = 0.0  # read the new pool at the next pass
+        logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
+
+    def delete_cluster(self, key, body):
+        pool_id, job_id = self._ids(key)
+        self.api.delete_job(job_id)  # its tasks go with it
+        self.api.delete_pool(pool_id)
+        self._jobs_made.discard(job_id)
+        with self._lock:
+            self._pools.pop(key, None)
+        logger.info('deleted Batch pool %s and Batch job %s of cluster %s', pool_id, job_id, key)
+
+    def cluster_view(self, key, props):
+        used = self.used_slots(key)
+        with self._lock:
+            pool = self._pools.get(key)
+        if pool is None:  # not listed yet (or gone): the stored body, no node
+            props.update(currentNodeCount=0, allocationState=props.get('allocationState', 'steady'))
+            total = 0
+        else:
+            total = int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0)
+            props['currentNodeCount'] = total
+            props['allocationState'] = 'resizing' if pool.get('allocationState') == 'resizing' else 'steady'
+            errors = [{'code': e.get('code'), 'message': e.get('message')} for e in pool.get('resizeErrors') or []]
+            if errors:
+                props['errors'] = errors
+        props['nodeStateCounts'] = {
+            'idleNodeCount': max(0, total - used), 'runningNodeCount': min(used, total), 'preparingNodeCount': 0,
+            'unusableNodeCount': 0, 'leavingNodeCount': 0}
+
+    def pools(self):
+        """[{cluster, pool, nodes, allocationState}] of the pools this service made, as last listed."""
+        with self._lock:
+            pools = dict(self._pools)
+        return [{'cluster': key, 'pool': pool.get('id'),
+                 'nodes': int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0),
+                 'allocationState': pool.get('allocationState')} for key, pool in sorted(pools.items())]
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def recover(self):
+        """Re-attach to the tasks added before an unclean exit (they ran on, and may have ended)."""
+        for row in self._store.in_states(('queued', 'running', 'terminating', 'deleting')):
+            if not row['sched_id']:
+                continue  # never handed to Batch: it is added at the first pass
+            batch_job, task_id = row['sched_id'].split('/', 1)
+            if row['state'] == 'deleting':
+                self._call_quietly(self.api.delete_task, batch_job, task_id)
+                continue
+            full = self._store.get(row['key'])
+            task = _Task(batch_job=batch_job, task_id=task_id, cluster=row['cluster'], nodes=full['node_count'],
+                         layout=JobLayout(self._data_dir, json.loads(full['body']), row['cluster']),
+                         running=row['state'] in ('running', 'terminating'),
+                         reason='terminated' if row['state'] == 'terminating' else None)
+            self._held[row['key']] = task
+            logger.info('re-attached job %s to Batch task %s/%s (%s)', row['key'], batch_job, task_id, row['state'])
+        for row in self._store.in_states(('deleting',), kind=None):
+            self._store.delete_tree(row['key'])
+
+    def stop(self, timeout=10.0):
+        """Stop adding and polling. Batch tasks run on: the next start re-attaches to them."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        logger.info('Batch calls made: %s; %d polls, %d requeues', ', '.join(
+            '{} {}'.format(k, v) for k, v in sorted(self.api.calls.items())), self.poll_count, self.requeues)
+
+    # ---- queries and control from the API ---------------------------------------------------------------------
+
+    def used_slots(self, cluster):
+        with self._lock:
+            return sum(t.nodes for t in self._held.values() if t.cluster == cluster and t.running)
+
+    def kill(self, key, reason, state=None):
+        with self._lock:
+            task = self._held.get(key)
+            if task is None:
+                return False
+            if task.reason is None:
+                task.reason = reason
+            if state:
+                self._record_state(key, state)
+        if reason == 'deleted':
+            # Its record goes: the task goes too (deleting a running task ends it), and nothing is left to follow.
+            self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
+            self._forget(key, task)
+        else:
+            self._call_quietly(self.api.terminate_task, task.batch_job, task.task_id)
+        self._wake.set()
+        return True
+
+    def fail_queued(self, key, reason):
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return False
+            task = self._held.pop(key, None)
+            self._record_end(key, 'failed', None, [error(reason)])
+        if task is not None:  # added, not running yet: it must never start
+            self._call_quietly(self.api.delete_task if reason == 'cluster' else self.api.terminate_task,
+                               task.batch_job, task.task_id)
+            task.done.set()
+        return True
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    def _pass(self):
+        self._submit_queued()
+        self._poll()
+        self._mirror_running()
+        if time.monotonic() - self._pools_at >= POOLS_SECONDS:
+            self._pools_at = time.monotonic()
+            self._read_pools()
+
+    def _submit_queued(self):
+        rows = self._store.unsubmitted(SUBMIT_BATCH)
+        by_job = {}
+        for row in rows:
+            if self._stopping:
+                return
+            ready = self._ready(row['key'])
+            if ready is not None:
+                by_job.setdefault(ready[0].batch_job, []).append(ready)
+        for batch_job, ready in by_job.items():
+            self._ensure_job(batch_job, ready[0][0].cluster)
+            for chunk in self.mapping.chunks([body for _, body, _ in ready], MAX_TASKS_PER_ADD):
+                ids = {body['id'] for body in chunk}
+                self._add(batch_job, [r for r in ready if r[1]['id'] in ids])
+
+    def _ready(self, key):
+        """(task, task body, job key) of a queued job, its id stored; None when it is gone or failed here."""
+        row = self._store.get(key)
+        if row is None or row['state'] != 'queued' or row['sched_id']:
+            return None
+        spec = json.loads(row['spec'])
+        try:
+            cluster_row = self._store.get(row['cluster'])
+            cluster_body = json.loads(cluster_row['body'])
+            toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
+            _, batch_job = self._ids(row['cluster'])
+            task_id = self.mapping.task_id(key)
+            body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout)
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.exception('job %s could not be made a Batch task', key)
+            self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
+            return None
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return None
+            # Stored before the add: a service killed from here on finds the task by this id, and never adds twice.
+            self._store.update(key, sched_id='{}/{}'.format(batch_job, task_id))
+            task = _Task(batch_job=batch_job, task_id=task_id, cluster=row['cluster'], nodes=row['node_count'],
+                         layout=layout)
+            self._held[key] = task
+        return task, body, key
+
+    def _ensure_job(self, batch_job, cluster_key):
+        if batch_job in self._jobs_made:
+            return
+        pool_id, _ = self._ids(cluster_key)
+        self._call_quietly(self.api.create_job, self.mapping.job_body(batch_job, pool_id))
+        self._jobs_made.add(batch_job)
+
+    def _add(self, batch_job, ready):
+        try:
+            results = self.api.add_tasks(batch_job, [body for _, body, _ in ready])
+        except BatchCallError as ex:
+            # Nothing is known of this add: each task stays followed, unconfirmed; the next full poll adds again
+            # those Batch does not have.
+            logger.warning('adding %d tasks to Batch job %s failed: %s', len(ready), batch_job, ex)
+            self._since.pop(batch_job, None)
+            return
+        for task, _, key in ready:
+            outcome = results.get(task.task_id)
+            if outcome is None and task.task_id in results:
+                task.confirmed = True
+                continue
+            code, message = outcome or ('TaskAddFailed', 'Batch did not answer for the task.')
+            with self._lock:
+                if self._held.get(key) is task:
+                    del self._held[key]
+                    self._record_end(key, 'failed', None, [{'code': 'AzureBatchTaskAddFailed', 'message': (
+                        'Azure Batch refused the task: {}{}'.format(code, ': ' + message if message else ''))}])
+            task.done.set()
+        self._wake.set()
+
+    def _poll(self):
+        with self._lock:
+            held = dict(self._held)
+        by_job = {}
+        for key, task in held.items():
+            by_job.setdefault(task.batch_job, {})[task.task_id] = (key, task)
+        for batch_job, tasks in by_job.items():
+            since = self._since.get(batch_job)
+            started = time.time()
+            try:
+                listed = self.api.list_tasks(batch_job, since)
+            except BatchCallError as ex:
+                logger.warning('polling Batch job %s failed: %s', batch_job, ex)
+                continue
+            self.poll_count += 1
+            seen = set()
+            for answer in listed:
+                entry = tasks.get(answer.get('id'))
+                if entry is not None:
+                    seen.add(answer['id'])
+                    self._update(entry[0], entry[1], answer)
+            if since is None:  # a full list: what it lacks, Batch does not have
+                self._missing([tasks[t] for t in tasks if t not in seen])
+            self._since[batch_job] = iso(_utc(started - CLOCK_MARGIN_SECONDS))
+
+    def _missing(self, entries):
+        """Tasks a full list does not show: added again when Batch never got them (a crash between storing the id
+        and the add), failed when they ran (deleted at Batch by someone else)."""
+        again = {}
+        for key, task in entries:
+            if task.running or task.confirmed:
+                with self._lock:
+                    if self._held.get(key) is not task:
+                        continue
+                    del self._held[key]
+                    self._record_end(key, 'failed', None, [{'code': 'AzureBatchTaskLost', 'message': (
+                        'The Batch task {}/{} is gone (deleted at Batch, not through the service).'.format(
+                            task.batch_job, task.task_id))}])
+                task.done.set()
+                continue
+            row = self._store.get(key)
+            if row is None:
+                continue
+            spec = json.loads(row['spec'])
+            cluster_body = json.loads(self._store.get(row['cluster'])['body'])
+            toolkit = _toolkit(spec)
+            body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
+                                          task.layout)
+            again.setdefault(task.batch_job, []).append((task, body, key))
+        for batch_job, ready in again.items():
+            self._ensure_job(batch_job, ready[0][0].cluster)
+            self._add(batch_job, ready)
+
+    def _update(self, key, task, answer):
+        task.confirmed = True
+        state, exit_code, errors = self.mapping.task_outcome(answer)
+        requeues = int((answer.get('executionInfo') or {}).get('requeueCount') or 0)
+        if requeues > task.requeues:
+            self.requeues += requeues - task.requeues
+            logger.info('job %s: Batch requeued task %s (its node was preempted; %d requeue(s))', key,
+                        task.task_id, requeues)
+            task.requeues = requeues
+            task.offsets = {}  # the new attempt starts with clean outputs: mirror it from the start
+        if state == 'queued':
+            if task.running:  # back in the queue (preempted): shown queued again
+                with self._lock:
+                    if self._held.get(key) is task and task.reason is None:
+                        task.running = False
+                        self._record_state(key, 'queued')
+            return
+        if state == 'running':
+            if not task.running:
+                with self._lock:
+                    row = self._store.get(key)
+                    if self._held.get(key) is task and row is not None and row['state'] == 'queued':
+                        task.running = True
+                        self._record_state(key, 'running', started=True)
+            return
+        self._finish(key, task, state, exit_code, errors)
+
+    def _finish(self, key, task, state, exit_code, errors):
+        self._mirror(task, final=True)  # every byte of its outputs is here before its end is answered
+        with self._lock:
+            if self._held.get(key) is not task:
+                return
+            del self._held[key]
+            if task.reason is not None and task.reason != 'deleted':
+                state, errors = 'failed', [error(task.reason)]
+            if task.reason != 'deleted':
+                self._record_end(key, state, exit_code, errors)
+        task.done.set()
+        self._wake.set()
+
+    # ---- outputs ---------------------------------------------------------------------------------------------
+
+    def _mirror_running(self):
+        now = time.monotonic()
+        with self._lock:
+            running = [t for t in self._held.values() if t.running and now - t.files_at >= FILES_SECONDS]
+        for task in running:
+            if self._stopping:
+                return
+            task.files_at = now
+            self._mirror(task)
+
+    def _mirror(self, task, final=False):  # pylint: disable=unused-argument
+        """Copy what is new of the task's files into its job's folders (appending only the bytes not read yet)."""
+        if task.layout is None:
+            return
+        try:
+            files = self.api.list_task_files(task.batch_job, task.task_id)
+            for remote, size in sorted(files.items()):
+                local = self.mapping.local_path(remote, task.layout)
+                if local is None:
+                    continue
+                start = task.offsets.get(remote, 0)
+                if size < start:  # a new attempt rewrote it: start again
+                    start = 0
+                if size == start and os.path.exists(local):
+                    continue
+                data = self.api.read_task_file(task.batch_job, task.task_id, remote, start, size)
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                with open(local, 'r+b' if start and os.path.exists(local) else 'wb') as f:
+                    f.seek(start)
+                    f.write(data)
+                    f.truncate()
+                task.offsets[remote] = start + len(data)
+        except (BatchCallError, OSError) as ex:
+            logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
+
+    def _read_pools(self):
+        try:
+            listed = self.api.list_pools(self.pool_prefix)
+        except BatchCallError as ex:
+            logger.warning('listing the Batch pools failed: %s', ex)
+            return
+        by_id = {p.get('id'): p for p in listed}
+        clusters = [r['key'] for r in self._store.in_states(('deleting',), kind='cluster')]
+        pools = {}
+        for key in self._cluster_keys():
+            pool = by_id.get(self._ids(key)[0])
+            if pool is not None and key not in clusters:
+                pools[key] = pool
+        with self._lock:
+            self._pools = pools
+
+    def _cluster_keys(self):
+        """Keys of every cluster of the store (a cluster is a pool of this service)."""
+        keys = []
+        for _, text in self._store.page_by_prefix('cluster', '', 0, 1000000):
+            parts = [p for p in json.loads(text)['id'].split('/') if p]
+            keys.append(resource_key(parts[1], parts[3], parts[7], 'clusters', parts[9]))
+        return keys
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def _forget(self, key, task):
+        with self._lock:
+            if self._held.get(key) is task:
+                del self._held[key]
+        task.done.set()
+
+    def _call_quietly(self, fn, *args):
+        try:
+            fn(*args)
+        except BatchCallError as ex:
+            logger.warning('%s', ex)
+
+    def _fail_unsubmitted(self, key, code, message):
+        with self._lock:
+            row = self._store.get(key)
+            if row is not None and row['state'] == 'queued':
+                self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+
+    def _record_end(self, key, state, exit_code, errors):
+        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
+                           state=state, pgid=None)
+        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
+                    ', ' + errors[0]['code'] if errors else '')
+
+
+def _toolkit(spec):
+    from ..resources import TOOLKITS  # pylint: disable=import-outside-toplevel
+    return next(k for k in TOOLKITS if spec.get(k) is not None)
+
+
+def _utc(seconds):
+    import datetime  # pylint: disable=import-outside-toplevel
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+
