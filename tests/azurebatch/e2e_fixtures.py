@@ -1,0 +1,84 @@
+"""The local service on the Azure Batch scheduler for end-to-end tests, with the test stand-ins (TEST CODE):
+the stand-in Batch data plane (standin_double.py, loopback HTTPS with its own CA) and the stand-in mapping
+(standin_mapping.py), until the lifecycle double (tests/azurebatch/double/), the mapping modules and the offline
+login are merged; then these fixtures use them instead.
+
+The service runs in the test's own process (its scheduler is built with the stand-ins by construction: no
+user-facing option exists for them), and the real `az` talks to it over HTTP as a user's does.
+"""
+import os
+import time
+from dataclasses import dataclass
+
+import pytest
+
+from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.server import LocalService
+from tests.azurebatch.standin_double import BatchDouble
+from tests.azurebatch.standin_mapping import StandInMapping
+from tests.fixtures_az import AzRunner
+
+
+@dataclass
+class BatchService:
+    double: BatchDouble
+    service: LocalService
+    info: dict
+    az: AzRunner
+    directory: str
+
+    @property
+    def scheduler(self):
+        return self.service.runner
+
+    def group(self):
+        return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
+
+    def restart(self):
+        """Stop the service (its tasks run on at Batch) and start a new one on the same data dir: re-attach."""
+        self.service.shutdown()
+        self.service = start(self.double, self.service.data_dir)
+        self.info = self.service.info()
+        self.az.env.update(_target(self.info))
+
+
+def start(double, data_dir, poll_seconds=0.2):
+    service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
+        'account_info': {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
+                         'poolAllocationMode': 'BatchService'},
+        'credential': AzLoginCredential(source=lambda: (double.token, time.time() + 3600)),
+        'mapping': StandInMapping(), 'poll_seconds': poll_seconds})
+    service.start()
+    return service
+
+
+def _target(info):
+    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': info['endpoint'], 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': info['tokenFile']}
+
+
+@pytest.fixture
+def batch_service(tmp_path, monkeypatch):
+    double = BatchDouble(str(tmp_path / 'batch'))
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.cert_file)  # the stand-in's own CA (no network, no real cert)
+    service = start(double, str(tmp_path / 'data'))
+    config = tmp_path / 'azure-config'
+    config.mkdir()
+    info = service.info()
+    env = dict(_target(info), AZURE_CORE_ONLY_SHOW_ERRORS='false')
+    handle = BatchService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path))
+    try:
+        yield handle
+    finally:
+        handle.service.shutdown()
+        double.close()
+
+
+def write_sweep(directory, name, command, values, **job):
+    import json
+    body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
+            'customToolkitSettings': {'commandLine': command}, **job}
+    path = os.path.join(directory, name)
+    with open(path, 'w', encoding='utf-8') as f:
+        f.write('jobNamePrefix: ab\nparameters:\n  - {{name: X, type: discrete, values: {}}}\njob: {}\n'.format(
+            json.dumps(values), json.dumps(body)))
+    return path

@@ -1,0 +1,89 @@
+"""A sweep end to end through the real az on the Azure Batch scheduler: a Batch AI cluster becomes a Batch pool,
+the sweep's jobs Batch tasks; states, outputs and metrics come back through the service's API; terminate and
+cluster delete reach Batch. The Batch data plane and the mapping are test stand-ins (e2e_fixtures.py says why)."""
+import json
+import time
+
+import pytest
+
+from tests.azurebatch.e2e_fixtures import batch_service, write_sweep  # pylint: disable=unused-import
+
+pytestmark = [pytest.mark.az, pytest.mark.service]
+
+
+def _cluster(svc, name, size='Standard_D2s_v3', nodes=2):
+    return svc.az('batchai', 'cluster', 'create', '-n', name, *svc.group(), '-s', size, '-t', str(nodes),
+                  '-u', 'batchai', '-p', 'not-used-0A!', '-o', 'json')
+
+
+def _wait(condition, timeout=30, what=''):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service):  # pylint: disable=redefined-outer-name
+    svc = batch_service
+    refused = _cluster(svc, 'old', size='Standard_NC6')
+    assert refused.exit_code != 0 and 'retired the VM size Standard_NC6' in refused.stderr, refused.stderr
+    assert not svc.double.pools
+
+    created = _cluster(svc, 'c1')
+    assert created.exit_code == 0, created.stderr
+    assert list(svc.double.pools) == ['batchai-local-c1']
+    assert svc.double.pools['batchai-local-c1']['vmSize'] == 'Standard_D2s_v3'
+
+    write_sweep(svc.directory, 'sweep.yaml', 'echo epoch=1 loss={{X}}; echo x{{X}} > $AZ_BATCHAI_OUTPUT_OUT/f.txt',
+                [3, 1, 2], outputDirectories=[{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/out'}])
+    target = [*svc.group(), '-e', 'ab', '-n', 'lr']
+    submitted = svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'sweep.yaml', '-c', 'c1', '-o', 'json')
+    assert submitted.exit_code == 0 and submitted.json()['submitted'] == 3, submitted.stderr
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
+    assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 3, waited.stdout + waited.stderr
+    ranked = svc.az('batchai', 'sweep', 'metrics', *target, '--metric', 'loss', '--goal', 'min', '-o', 'json')
+    assert ranked.exit_code == 0, ranked.stderr
+    rows = ranked.json()
+    rows = rows.get('jobs', rows) if isinstance(rows, dict) else rows
+    assert [row['metric'] for row in rows] == [1, 2, 3]
+
+    # Three tasks in one Batch job, each added once (by collection adds: the jobs queued by the time of a pass go
+    # in one), followed by list calls only (never a GET per task).
+    assert len(svc.double.tasks) == 3 and {job for job, _ in svc.double.tasks} == {'batchai-local-c1-jobs'}
+    assert 1 <= svc.double.count('POST', '/jobs/batchai-local-c1-jobs/addtaskcollection') <= 3
+    per_task = [p for m, p in svc.double.requests if m == 'GET' and p.count('/') == 4 and '/tasks/' in p]
+    assert per_task == []
+    assert svc.scheduler.api.calls['list_tasks'] == svc.scheduler.poll_count
+
+    # Outputs read through the task file API are served by the service's own API (job file list/stream).
+    job = sorted(j['name'] for j in svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json())[0]
+    listed = svc.az('batchai', 'job', 'file', 'list', *svc.group(), '-e', 'ab', '-j', job, '-d', 'OUT', '-o', 'json')
+    assert listed.exit_code == 0 and [f['name'] for f in listed.json()] == ['f.txt'], listed.stderr
+    streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', 'ab', '-j', job, '-f', 'stdout.txt')
+    assert streamed.exit_code == 0 and 'epoch=1 loss=' in streamed.stdout, streamed.stderr
+
+    shown = svc.az('batchai', 'cluster', 'show', '-n', 'c1', *svc.group(), '-o', 'json')
+    assert shown.exit_code == 0 and shown.json()['currentNodeCount'] == 2, shown.stdout
+
+    deleted = svc.az('batchai', 'cluster', 'delete', '-n', 'c1', *svc.group(), '-y')
+    assert deleted.exit_code == 0, deleted.stderr
+    _wait(lambda: not svc.double.pools and not svc.double.jobs, what='the pool and the Batch job are deleted')
+
+
+def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefined-outer-name
+    svc = batch_service
+    assert _cluster(svc, 'c2', nodes=1).exit_code == 0
+    write_sweep(svc.directory, 'hang.yaml', 'echo started {{X}}; sleep 300', [1])
+    target = [*svc.group(), '-e', 'ab', '-n', 'hang']
+    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'hang.yaml', '-c', 'c2').exit_code == 0
+    _wait(lambda: any(t.state == 'running' for t in svc.double.tasks.values()), what='the task runs')
+    stopped = svc.az('batchai', 'sweep', 'stop', *target, '--yes', '-o', 'json')
+    assert stopped.exit_code == 0, stopped.stderr
+    (task,) = svc.double.tasks.values()
+    _wait(lambda: task.state == 'completed', what='the Batch task is terminated')
+    assert task.terminated and svc.double.count('POST', '/jobs/batchai-local-c2-jobs/tasks/') == 1
+    (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json()
+    assert job['executionState'] == 'failed' and job['executionInfo']['errors'][0]['code'] == 'JobTerminated'
+    streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', 'ab', '-j', job['name'], '-f',
+                      'stdout.txt')
+    assert streamed.exit_code == 0 and 'started 1' in streamed.stdout, streamed.stderr
