@@ -73,6 +73,39 @@ def batch_service(tmp_path, monkeypatch):
         double.close()
 
 
+@dataclass
+class StandInAz:
+    """The real az, whose `local start --scheduler azure-batch` spawns the real service (a process of its own),
+    given the stand-ins by standin_site/sitecustomize.py (TEST CODE: account lookup, token, mapping)."""
+    double: BatchDouble
+    az: AzRunner
+    directory: str
+    data_dir: str
+
+
+@pytest.fixture
+def standin_az(tmp_path):
+    import json
+    from tests.fixtures_az import REPO_ROOT
+    double = BatchDouble(str(tmp_path / 'batch'))
+    settings = tmp_path / 'standins.json'
+    settings.write_text(json.dumps({
+        'endpoint': double.endpoint, 'token': double.token, 'ca': double.cert_file, 'repo': REPO_ROOT,
+        'account': {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
+                    'poolAllocationMode': 'UserSubscription'}}))
+    config = tmp_path / 'azure-config'
+    config.mkdir()
+    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'standin_site')
+    env = {'BATCHAI_TEST_STANDINS': str(settings), 'PYTHONPATH': site}
+    handle = StandInAz(double, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path),
+                       str(tmp_path / 'data'))
+    try:
+        yield handle
+    finally:
+        handle.az('batchai', 'sweep', 'local', 'stop', '--data-dir', handle.data_dir)
+        double.close()
+
+
 def write_sweep(directory, name, command, values, **job):
     import json
     body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
