@@ -501,7 +501,7 @@ class _Request:
         body = cluster_body(self.sub, rg, workspace, name, params, utcnow())
         existing = self.store.get(key)
         if existing is None:
-            self.runner.check_cluster(key, body)  # what this scheduler cannot make: 400 now, nothing stored
+            self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
         if self.store.insert(key, 'cluster', ws_key, body, spec=params):
             try:
                 self.runner.create_cluster(key, body, params)

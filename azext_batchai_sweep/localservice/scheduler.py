@@ -109,9 +109,9 @@ class Scheduler(abc.ABC):
     # made somewhere first (a Batch pool).
     has_default_cluster = True
 
-    def check_cluster(self, key, body):
+    def check_cluster(self, key, body, spec):
         """Refuse (raise an ArmError 400) a cluster create this scheduler cannot make; called before it is stored.
-        `body`: the cluster resource as it will be stored (resources.cluster_body)."""
+        `body`: the cluster resource as it will be stored (resources.cluster_body); `spec`: the create request."""
 
     def create_cluster(self, key, body, spec):
         """Make the backing resources of a cluster just stored (`spec`: the create request, with its secrets); an

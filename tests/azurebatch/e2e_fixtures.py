@@ -1,10 +1,13 @@
-"""The local service on the Azure Batch scheduler for end-to-end tests, with the test stand-ins (TEST CODE):
-the stand-in Batch data plane (standin_double.py, loopback HTTPS with its own CA) and the stand-in mapping
-(standin_mapping.py), until the lifecycle double (tests/azurebatch/double/), the mapping modules and the offline
-login are merged; then these fixtures use them instead.
+"""The local service on the Azure Batch scheduler for end-to-end tests, with the real mapping modules and node
+wrapper, and test stand-ins (TEST CODE) for what needs Azure: the stand-in Batch data plane (standin_double.py,
+loopback HTTPS with its own CA; tasks run as local processes), the Batch account as found, and a token source,
+until the lifecycle double (tests/azurebatch/double/), the account lookup and the offline login are merged; then
+these fixtures use them instead.
 
-The service runs in the test's own process (its scheduler is built with the stand-ins by construction: no
-user-facing option exists for them), and the real `az` talks to it over HTTP as a user's does.
+`batch_service`: the service runs in the test's own process (its scheduler is built with the stand-ins by
+construction: no user-facing option exists for them), and the real `az` talks to it over HTTP as a user's does.
+`standin_az`: the real `az batchai sweep local start --scheduler azure-batch` spawns the real service, given the
+same stand-ins by standin_site/sitecustomize.py.
 """
 import os
 import time
@@ -15,7 +18,6 @@ import pytest
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.server import LocalService
 from tests.azurebatch.standin_double import BatchDouble
-from tests.azurebatch.standin_mapping import StandInMapping
 from tests.fixtures_az import AzRunner
 
 
@@ -47,7 +49,7 @@ def start(double, data_dir, poll_seconds=0.2):
         'account_info': {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
                          'poolAllocationMode': 'BatchService'},
         'credential': AzLoginCredential(source=lambda: (double.token, time.time() + 3600)),
-        'mapping': StandInMapping(), 'poll_seconds': poll_seconds})
+        'poll_seconds': poll_seconds})
     service.start()
     return service
 

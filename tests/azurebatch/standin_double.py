@@ -1,6 +1,10 @@
 """TEST CODE ONLY: a minimal stand-in for the Azure Batch data plane, until the lifecycle double of
 tests/azurebatch/double/ (with Prism and the spec) is merged; the end-to-end tests then move to it.
 
+Supported images: one current Ubuntu (`SUPPORTED_IMAGES`). Autoscale pools start with no node; `autoscale(pool)`
+is one evaluation of the pool's formula (tests/azurebatch/autoscale_eval.py reads it as Batch does) over the
+pending tasks, as Batch runs it every evaluation interval; a node with a running task stays (taskcompletion).
+
 There is no Azure Batch emulator; this is the smallest HTTPS server (loopback, its own test CA) that answers the
 calls the scheduler makes through the real SDK (`azure.batch.BatchClient`), with the shapes of the REST spec:
 pools (nodes = slots: targetDedicatedNodes, or an autoscale pool's node count set by the test), jobs, task
@@ -25,6 +29,10 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 
+SUPPORTED_IMAGES = [{'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux', 'verificationType': 'verified',
+                     'capabilities': [], 'batchSupportEndOfLife': '2027-04-30T00:00:00Z',
+                     'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                        'sku': '22_04-lts', 'version': 'latest'}}]
 _FILTER_SINCE = re.compile(r"stateTransitionTime ge datetime'([^']+)'")
 _FILTER_PREFIX = re.compile(r"startswith\(id,'([^']*)'\)")
 
@@ -161,6 +169,26 @@ class BatchDouble:
             shutil.rmtree(task.directory, ignore_errors=True)  # the node's files go with it
             task.set_state('active')
 
+    def autoscale(self, pool_id):
+        """One evaluation of an autoscale pool's formula, as Batch makes every evaluation interval: its node count
+        becomes the formula's target (never below the nodes running tasks: taskcompletion)."""
+        from tests.azurebatch.autoscale_eval import evaluate
+        with self.lock:
+            pool = self.pools[pool_id]
+            jobs = [j for j, body in self.jobs.items() if body['poolInfo']['poolId'] == pool_id]
+            pending = sum(t.nodes for (j, _), t in self.tasks.items() if j in jobs and t.state in ('active', 'running'))
+            running = sum(t.nodes for (j, _), t in self.tasks.items() if j in jobs and t.state == 'running')
+            result = evaluate(pool['autoScaleFormula'], [(0, pending)])
+            for target, current in (('$TargetDedicatedNodes', 'currentDedicatedNodes'),
+                                    ('$TargetLowPriorityNodes', 'currentLowPriorityNodes')):
+                if target in result:
+                    pool[current] = int(result[target])
+            if pool['currentDedicatedNodes'] + pool['currentLowPriorityNodes'] < running:
+                pool['currentDedicatedNodes'] = running - pool['currentLowPriorityNodes']
+            pool['autoScaleRun'] = {'timestamp': _iso(_now()), 'results': '$TargetDedicatedNodes={}'.format(
+                pool['currentDedicatedNodes'])}
+            return pool['currentDedicatedNodes'] + pool['currentLowPriorityNodes']
+
     def task(self, task_id):
         with self.lock:
             return next(t for (_, tid), t in self.tasks.items() if tid == task_id)
@@ -197,9 +225,13 @@ class BatchDouble:
         os.makedirs(wd, exist_ok=True)
         env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'), 'HOME': task.directory,
                'AZ_BATCH_TASK_DIR': task.directory, 'AZ_BATCH_TASK_WORKING_DIR': wd,
-               'AZ_BATCH_JOB_ID': task.job_id, 'AZ_BATCH_TASK_ID': task.body['id'],
-               'AZ_BATCH_NODE_ID': 'node', 'AZ_BATCH_HOST_LIST': '127.0.0.1',
-               'AZ_BATCH_MASTER_NODE': '127.0.0.1:6000'}
+               'AZ_BATCH_JOB_ID': task.job_id, 'AZ_BATCH_TASK_ID': task.body['id'], 'AZ_BATCH_NODE_ID': 'node'}
+        if task.body.get('multiInstanceSettings'):
+            # A multi-instance task: all its "nodes" are this machine (its primary runs here; the stand-in runs no
+            # coordination command on the others).
+            env.update({'AZ_BATCH_HOST_LIST': ','.join(['127.0.0.1'] * task.nodes),
+                        'AZ_BATCH_MASTER_NODE': '127.0.0.1:6000', 'AZ_BATCH_IS_CURRENT_NODE_MASTER': 'true',
+                        'AZ_BATCH_TASK_SHARED_DIR': task.directory})
         env.update({s['name']: s.get('value', '') for s in task.body.get('environmentSettings') or []})
         with open(os.path.join(task.directory, 'stdout.txt'), 'wb') as out, \
                 open(os.path.join(task.directory, 'stderr.txt'), 'wb') as err:
@@ -249,14 +281,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if parts == ['pools'] and method == 'POST':
             if body['id'] in svc.pools:
                 return self._error(409, 'PoolExists', 'The specified pool already exists.')
-            nodes = body.get('targetDedicatedNodes') or 0
             svc.pools[body['id']] = dict(body, state='active', allocationState='steady',
-                                         currentDedicatedNodes=nodes, currentLowPriorityNodes=0)
+                                         currentDedicatedNodes=int(body.get('targetDedicatedNodes') or 0),
+                                         currentLowPriorityNodes=int(body.get('targetLowPriorityNodes') or 0))
             return self._reply(201)
         if parts == ['pools'] and method == 'GET':
             prefix = _FILTER_PREFIX.search(query.get('$filter', ''))
             pools = [p for i, p in svc.pools.items() if not prefix or i.startswith(prefix.group(1))]
             return self._reply(200, {'value': [_select(p, query) for p in pools]})
+        if parts == ['supportedimages']:
+            return self._reply(200, {'value': SUPPORTED_IMAGES})
+        if len(parts) == 3 and parts[0] == 'pools' and parts[2] == 'nodes':
+            pool = svc.pools.get(parts[1])
+            if pool is None:
+                return self._error(404, 'PoolNotFound', 'The specified pool does not exist.')
+            count = pool['currentDedicatedNodes'] + pool['currentLowPriorityNodes']
+            busy = sum(t.nodes for (j, _), t in svc.tasks.items() if t.state == 'running'
+                       and svc.jobs[j]['poolInfo']['poolId'] == parts[1])
+            return self._reply(200, {'value': [_select({'id': 'tvmps_{}'.format(i), 'state': 'running' if i < busy
+                                                        else 'idle'}, query) for i in range(count)]})
         if len(parts) == 2 and parts[0] == 'pools':
             pool = svc.pools.get(parts[1])
             if pool is None:

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
 from tests.azurebatch.e2e_fixtures import standin_az, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -48,12 +49,13 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     info = started.json()
     assert (info['scheduler'], info['batchAccount'], info['poolAllocationMode']) == (
         'azure-batch', 'testacct', 'UserSubscription')
-    assert info['cluster'] is None and 'is a Batch pool named lab-<workspace>-<cluster>' in started.stderr
+    assert info['cluster'] is None and 'is a Batch pool named lab-<workspace>-<cluster>-<hash>' in started.stderr
     group = ['-g', info['resourceGroup'], '-w', info['workspace']]
     created = az('batchai', 'cluster', 'create', '-n', 'c1', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u',
                  'batchai', '-p', 'not-used-0A!')
     assert created.exit_code == 0, created.stderr
-    assert list(double.pools) == ['lab-local-c1']
+    assert list(double.pools) == [pool_id('lab', 'local', 'c1')]
+    adds_path = '/jobs/{}/addtaskcollection'.format(batch_job_id('lab', 'local', 'c1'))
 
     gate = os.path.join(standin_az.directory, 'gate')
     write_sweep(standin_az.directory, 'sweep.yaml',
@@ -75,13 +77,13 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     with open(gate, 'w', encoding='utf-8'):
         pass
     _wait(lambda: all(t.state == 'completed' for t in double.tasks.values()), what='the tasks end meanwhile')
-    adds = double.count('POST', '/jobs/lab-local-c1-jobs/addtaskcollection')
+    adds = double.count('POST', adds_path)
 
     again = az(*start)
     assert again.exit_code == 0, again.stderr
     waited = az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 2, waited.stdout + waited.stderr
-    assert len(double.tasks) == 2 and double.count('POST', '/jobs/lab-local-c1-jobs/addtaskcollection') == adds
+    assert len(double.tasks) == 2 and double.count('POST', adds_path) == adds
     ranked = az('batchai', 'sweep', 'metrics', *target, '--metric', 'loss', '--goal', 'min', '-o', 'json').json()
     rows = ranked.get('jobs', ranked) if isinstance(ranked, dict) else ranked
     assert [row['metric'] for row in rows] == [1, 2]

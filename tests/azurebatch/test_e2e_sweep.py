@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
 from tests.azurebatch.e2e_fixtures import batch_service, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -26,13 +27,14 @@ def _wait(condition, timeout=30, what=''):
 def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service):  # pylint: disable=redefined-outer-name
     svc = batch_service
     refused = _cluster(svc, 'old', size='Standard_NC6')
-    assert refused.exit_code != 0 and 'retired the VM size Standard_NC6' in refused.stderr, refused.stderr
+    assert refused.exit_code != 0 and "vmSize 'Standard_NC6' was retired by Azure" in refused.stderr, refused.stderr
     assert not svc.double.pools
 
     created = _cluster(svc, 'c1')
     assert created.exit_code == 0, created.stderr
-    assert list(svc.double.pools) == ['batchai-local-c1']
-    assert svc.double.pools['batchai-local-c1']['vmSize'] == 'Standard_D2s_v3'
+    pool, job = pool_id('batchai', 'local', 'c1'), batch_job_id('batchai', 'local', 'c1')
+    assert list(svc.double.pools) == [pool]
+    assert svc.double.pools[pool]['vmSize'] == 'Standard_D2s_v3'
 
     write_sweep(svc.directory, 'sweep.yaml', 'echo epoch=1 loss={{X}}; echo x{{X}} > $AZ_BATCHAI_OUTPUT_OUT/f.txt',
                 [3, 1, 2], outputDirectories=[{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/out'}])
@@ -49,8 +51,8 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
 
     # Three tasks in one Batch job, each added once (by collection adds: the jobs queued by the time of a pass go
     # in one), followed by list calls only (never a GET per task).
-    assert len(svc.double.tasks) == 3 and {job for job, _ in svc.double.tasks} == {'batchai-local-c1-jobs'}
-    assert 1 <= svc.double.count('POST', '/jobs/batchai-local-c1-jobs/addtaskcollection') <= 3
+    assert len(svc.double.tasks) == 3 and {j for j, _ in svc.double.tasks} == {job}
+    assert 1 <= svc.double.count('POST', '/jobs/{}/addtaskcollection'.format(job)) <= 3
     per_task = [p for m, p in svc.double.requests if m == 'GET' and p.count('/') == 4 and '/tasks/' in p]
     assert per_task == []
     assert svc.scheduler.api.calls['list_tasks'] == svc.scheduler.poll_count
@@ -81,7 +83,8 @@ def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefi
     assert stopped.exit_code == 0, stopped.stderr
     (task,) = svc.double.tasks.values()
     _wait(lambda: task.state == 'completed', what='the Batch task is terminated')
-    assert task.terminated and svc.double.count('POST', '/jobs/batchai-local-c2-jobs/tasks/') == 1
+    assert task.terminated and svc.double.count('POST', '/jobs/{}/tasks/'.format(
+        batch_job_id('batchai', 'local', 'c2'))) == 1
     (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json()
     assert job['executionState'] == 'failed' and job['executionInfo']['errors'][0]['code'] == 'JobTerminated'
     streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', 'ab', '-j', job['name'], '-f',

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 MAX_TASKS_PER_ADD = 100
 # The fields of a task one poll reads: its state and what decides its outcome; nothing else (environment, command
 # line) travels back.
-POLL_SELECT = ['id', 'state', 'stateTransitionTime', 'previousState', 'executionInfo', 'nodeInfo']
+POLL_SELECT = ['id', 'state', 'stateTransitionTime', 'previousState', 'executionInfo', 'nodeInfo', 'constraints']
 
 
 class BatchCallError(Exception):
@@ -162,9 +162,20 @@ class BatchApi:
     def list_pools(self, prefix):
         """The pools whose id starts with `prefix` (id, state, allocationState, node counts)."""
         select = ['id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
-                  'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors']
+                  'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale',
+                  'autoScaleRun', 'autoScaleEvaluationInterval']
         return self._call('list_pools', lambda: [_plain(p) for p in self.client.list_pools(
             filter="startswith(id,'{}')".format(prefix.replace("'", "''")), select=select, **NO_SDK_RETRY)])
+
+    def list_nodes(self, pool_id):
+        """The nodes of a pool (id, state, start task's outcome)."""
+        return self._call('list_nodes', lambda: [_plain(n) for n in self.client.list_nodes(
+            pool_id, select=['id', 'state', 'startTaskInfo'], **NO_SDK_RETRY)], ok_status=(404,)) or []
+
+    def list_supported_images(self):
+        """The account's supported images (imageReference, nodeAgentSKUId, capabilities, end of life)."""
+        return self._call('list_supported_images', lambda: [_plain(i) for i in self.client.list_supported_images(
+            **NO_SDK_RETRY)])
 
     def create_job(self, body):
         """Add a Batch job; True when added, False when it existed already."""

@@ -53,7 +53,11 @@ def connect(store, data_dir, options):
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, **extra)
     try:
-        api.list_pools(prefix)  # one cheap data-plane call: the login, the endpoint and the role work
+        # One cheap data-plane call (the login, the endpoint and the role work), whose answer the pools need: the
+        # account's supported images, where every pool's image and node agent come from.
+        images = api.list_supported_images()
+        if hasattr(scheduler.mapping, 'supported_images'):
+            scheduler.mapping.supported_images = images
     except LoginError as ex:
         raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
     except BatchCallError as ex:

@@ -104,10 +104,15 @@ class AzureBatchScheduler(HeldJobsScheduler):
 
     # ---- cluster hooks ---------------------------------------------------------------------------------------
 
-    def check_cluster(self, key, body):
-        problem = self.mapping.check_pool(body, self.account)
+    def check_cluster(self, key, body, spec):
+        problem = self.mapping.check_pool(body, self.account, spec)
         if problem:
-            raise bad_request('InvalidClusterForAzureBatch', problem)
+            raise bad_request('UnsupportedOnAzureBatch', problem)
+
+    def check_job(self, props, toolkit, cluster_body):
+        problem = self.mapping.check_job(props, toolkit, cluster_body)
+        if problem:
+            raise bad_request('UnsupportedOnAzureBatch', problem)
 
     def create_cluster(self, key, body, spec):
         pool_id, job_id = self._ids(key)
@@ -132,22 +137,20 @@ class AzureBatchScheduler(HeldJobsScheduler):
         logger.info('deleted Batch pool %s and Batch job %s of cluster %s', pool_id, job_id, key)
 
     def cluster_view(self, key, props):
-        used = self.used_slots(key)
+        """The pool's state as last read (every POOLS_SECONDS): node count and states, allocation state, resize
+        and start-task errors."""
         with self._lock:
-            pool = self._pools.get(key)
-        if pool is None:  # not listed yet (or gone): the stored body, no node
-            props.update(currentNodeCount=0, allocationState=props.get('allocationState', 'steady'))
-            total = 0
-        else:
-            total = int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0)
-            props['currentNodeCount'] = total
-            props['allocationState'] = 'resizing' if pool.get('allocationState') == 'resizing' else 'steady'
-            errors = [{'code': e.get('code'), 'message': e.get('message')} for e in pool.get('resizeErrors') or []]
-            if errors:
-                props['errors'] = errors
-        props['nodeStateCounts'] = {
-            'idleNodeCount': max(0, total - used), 'runningNodeCount': min(used, total), 'preparingNodeCount': 0,
-            'unusableNodeCount': 0, 'leavingNodeCount': 0}
+            pool, nodes = self._pools.get(key, (None, []))
+        if pool is None:  # not read yet (or gone): no node
+            props.update(currentNodeCount=0, nodeStateCounts={
+                'idleNodeCount': 0, 'runningNodeCount': 0, 'preparingNodeCount': 0, 'unusableNodeCount': 0,
+                'leavingNodeCount': 0})
+            return
+        state = self.mapping.cluster_state(pool, nodes)
+        errors = state.pop('errors', None)
+        props.update(state)
+        if errors:
+            props['errors'] = errors
 
     def pools(self):
         """[{cluster, pool, nodes, allocationState}] of the pools this service made, as last listed."""
@@ -155,7 +158,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
             pools = dict(self._pools)
         return [{'cluster': key, 'pool': pool.get('id'),
                  'nodes': int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0),
-                 'allocationState': pool.get('allocationState')} for key, pool in sorted(pools.items())]
+                 'allocationState': pool.get('allocationState')} for key, (pool, _) in sorted(pools.items())]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -245,9 +248,26 @@ class AzureBatchScheduler(HeldJobsScheduler):
                 by_job.setdefault(ready[0].batch_job, []).append(ready)
         for batch_job, ready in by_job.items():
             self._ensure_job(batch_job, ready[0][0].cluster)
-            for chunk in self.mapping.chunks([body for _, body, _ in ready], MAX_TASKS_PER_ADD):
-                ids = {body['id'] for body in chunk}
-                self._add(batch_job, [r for r in ready if r[1]['id'] in ids])
+            for chunk in self._chunks(ready):
+                self._add(batch_job, chunk)
+
+    def _chunks(self, ready):
+        """The ready tasks in the mapping's chunks for collection adds; a task too large for any add fails its job
+        (with the mapping's reason), the others go on."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            by_id = {body['id']: (task, body, key) for task, body, key in ready}
+            return [[by_id[body['id']] for body in chunk]
+                    for chunk in self.mapping.chunks([body for _, body, _ in ready], MAX_TASKS_PER_ADD)]
+        except Refusal:
+            if len(ready) == 1:
+                task, body, key = ready[0]
+                try:
+                    list(self.mapping.chunks([body], MAX_TASKS_PER_ADD))
+                except Refusal as ex:
+                    self._fail_held(key, task, 'UnsupportedOnAzureBatch', ex.reason)
+                    return []
+            return [chunk for one in ready for chunk in self._chunks([one])]
 
     def _ready(self, key):
         """(task, task body, job key) of a queued job, its id stored; None when it is gone or failed here."""
@@ -260,7 +280,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
             cluster_body = json.loads(cluster_row['body'])
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             _, batch_job = self._ids(row['cluster'])
-            task_id = self.mapping.task_id(key)
+            task_id = self.mapping.task_id(key, layout.uid)
             body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout)
         except Exception as ex:  # pylint: disable=broad-except
             logger.exception('job %s could not be made a Batch task', key)
@@ -299,13 +319,16 @@ class AzureBatchScheduler(HeldJobsScheduler):
                 task.confirmed = True
                 continue
             code, message = outcome or ('TaskAddFailed', 'Batch did not answer for the task.')
-            with self._lock:
-                if self._held.get(key) is task:
-                    del self._held[key]
-                    self._record_end(key, 'failed', None, [{'code': 'AzureBatchTaskAddFailed', 'message': (
-                        'Azure Batch refused the task: {}{}'.format(code, ': ' + message if message else ''))}])
-            task.done.set()
+            self._fail_held(key, task, 'AzureBatchTaskAddFailed', 'Azure Batch refused the task: {}{}'.format(
+                code, ': ' + message if message else ''))
         self._wake.set()
+
+    def _fail_held(self, key, task, code, message):
+        with self._lock:
+            if self._held.get(key) is task:
+                del self._held[key]
+                self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+        task.done.set()
 
     def _poll(self):
         with self._lock:
@@ -363,6 +386,13 @@ class AzureBatchScheduler(HeldJobsScheduler):
     def _update(self, key, task, answer):
         task.confirmed = True
         state, exit_code, errors = self.mapping.task_outcome(answer)
+        if state not in ('queued', 'running'):
+            # Its outputs are all read before its end is recorded; the wrapper's record of which step ended it too.
+            files = self._mirror(task)
+            exit_file = self.mapping.exit_file()
+            if exit_file and exit_file in files:
+                text = self.api.read_task_file(task.batch_job, task.task_id, exit_file, 0, files[exit_file])
+                state, exit_code, errors = self.mapping.task_outcome(answer, text.decode('ascii', 'replace'))
         requeues = int((answer.get('executionInfo') or {}).get('requeueCount') or 0)
         if requeues > task.requeues:
             self.requeues += requeues - task.requeues
@@ -388,7 +418,6 @@ class AzureBatchScheduler(HeldJobsScheduler):
         self._finish(key, task, state, exit_code, errors)
 
     def _finish(self, key, task, state, exit_code, errors):
-        self._mirror(task, final=True)  # every byte of its outputs is here before its end is answered
         with self._lock:
             if self._held.get(key) is not task:
                 return
@@ -412,10 +441,12 @@ class AzureBatchScheduler(HeldJobsScheduler):
             task.files_at = now
             self._mirror(task)
 
-    def _mirror(self, task, final=False):  # pylint: disable=unused-argument
-        """Copy what is new of the task's files into its job's folders (appending only the bytes not read yet)."""
+    def _mirror(self, task):
+        """Copy what is new of the task's files into its job's folders (reading only the bytes not read yet);
+        {task file: size} as listed."""
+        files = {}
         if task.layout is None:
-            return
+            return files
         try:
             files = self.api.list_task_files(task.batch_job, task.task_id)
             for remote, size in sorted(files.items()):
@@ -436,6 +467,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
                 task.offsets[remote] = start + len(data)
         except (BatchCallError, OSError) as ex:
             logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
+        return files
 
     def _read_pools(self):
         try:
@@ -449,7 +481,13 @@ class AzureBatchScheduler(HeldJobsScheduler):
         for key in self._cluster_keys():
             pool = by_id.get(self._ids(key)[0])
             if pool is not None and key not in clusters:
-                pools[key] = pool
+                try:  # one list per pool: the node states and start-task failures of its nodes
+                    nodes = self.api.list_nodes(pool['id']) if pool.get('currentDedicatedNodes') or pool.get(
+                        'currentLowPriorityNodes') else []
+                except BatchCallError as ex:
+                    logger.warning('listing the nodes of pool %s failed: %s', pool['id'], ex)
+                    nodes = []
+                pools[key] = (pool, nodes)
         with self._lock:
             self._pools = pools
 

@@ -1,7 +1,7 @@
 """TEST CODE ONLY: gives the local service that the real `az batchai sweep local start --scheduler azure-batch`
-spawns the test stand-ins instead of what needs Azure, while the offline login (ab-account's fixture) and the
-mapping modules are not merged yet: the Batch account as found (endpoint of the stand-in data plane), a token
-source, the stand-in mapping and the stand-in's CA. Nothing else of the service or of az changes.
+spawns the test stand-ins instead of what needs Azure, while the account lookup and the offline login
+(ab-account's) are not merged yet: the Batch account as found (endpoint of the stand-in data plane), a token source
+and the stand-in's CA. Nothing else of the service or of az changes.
 
 Active only where BATCHAI_TEST_STANDINS names a JSON file ({"endpoint", "token", "ca", "account", "repo"}) and
 this folder is on PYTHONPATH (tests/azurebatch/e2e_fixtures.py sets both for the az runs of a test).
@@ -42,7 +42,6 @@ def _patch(module, path):
     with open(path, encoding='utf-8') as f:
         settings = json.load(f)
     sys.path.insert(0, settings['repo'])
-    from tests.azurebatch.standin_mapping import StandInMapping
     from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
     from azext_batchai_sweep.localservice.azurebatch.client import BatchApi
     original = module.connect
@@ -52,7 +51,7 @@ def _patch(module, path):
             raise RuntimeError("Batch account '{}' was not found".format(options.get('batch_account')))
         credential = AzLoginCredential(source=lambda: (settings['token'], time.time() + 3600))
         return original(store, data_dir, dict(
-            options, account_info=settings['account'], credential=credential, mapping=StandInMapping(),
+            options, account_info=settings['account'], credential=credential,
             api=BatchApi(settings['endpoint'], credential, connection_verify=settings['ca']),
             poll_seconds=options.get('poll_seconds') or 0.2))
     module.connect = connect
