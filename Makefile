@@ -62,7 +62,8 @@ $(TEST_STAMP): $(AZ_STAMP) requirements-test.txt
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@
 
-# Azurite (the Blob emulator) is pinned in package-lock.json and installed into ./node_modules.
+# Azurite (the Blob emulator) and Prism (the validating proxy of the Azure Batch tests) are pinned in package-lock.json
+# and installed into ./node_modules.
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
