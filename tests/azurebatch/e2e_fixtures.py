@@ -1,8 +1,9 @@
-"""The local service on the Azure Batch scheduler for end-to-end tests, with the real mapping modules and node
-wrapper, and test stand-ins (TEST CODE) for what needs Azure: the stand-in Batch data plane (standin_double.py,
-loopback HTTPS with its own CA; tasks run as local processes), the Batch account as found, and a token source,
-until the lifecycle double (tests/azurebatch/double/), the account lookup and the offline login are merged; then
-these fixtures use them instead.
+"""The local service on the Azure Batch scheduler for end-to-end tests: the real mapping modules and node
+wrapper, against the lifecycle double of the Batch data plane (tests/azurebatch/double/, TEST CODE: loopback HTTPS
+with its own CA, tasks as local processes, nodes as slots, autoscale on a fast Batch clock). What needs Azure
+itself is given by construction (TEST CODE): the Batch account as found (its endpoint: the double's; its supported
+images: SUPPORTED_IMAGES) and a token source (the double's tokens), until the account lookup and the offline login
+(ab-account) are wired in.
 
 `batch_service`: the service runs in the test's own process (its scheduler is built with the stand-ins by
 construction: no user-facing option exists for them), and the real `az` talks to it over HTTP as a user's does.
@@ -17,8 +18,26 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.server import LocalService
-from tests.azurebatch.standin_double import BatchDouble
+from tests.azurebatch.double import BatchDouble
 from tests.fixtures_az import AzRunner
+
+
+# The account's supported images as the data plane lists them (one current Ubuntu).
+SUPPORTED_IMAGES = [{'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux', 'verificationType': 'verified',
+                     'capabilities': [], 'batchSupportEndOfLife': '2027-04-30T00:00:00Z',
+                     'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                        'sku': '22_04-lts', 'version': 'latest'}}]
+
+
+def account_info(double, mode='BatchService'):
+    return {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
+            'poolAllocationMode': mode, 'supportedImages': SUPPORTED_IMAGES}
+
+
+def tasks(double):
+    """Every task of the double's account."""
+    with double.account.lock:
+        return [t for job in double.account.jobs.values() for t in job.tasks.values()]
 
 
 @dataclass
@@ -46,9 +65,8 @@ class BatchService:
 
 def start(double, data_dir, poll_seconds=0.2):
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
-        'account_info': {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
-                         'poolAllocationMode': 'BatchService'},
-        'credential': AzLoginCredential(source=lambda: (double.token, time.time() + 3600)),
+        'account_info': account_info(double),
+        'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
         'poll_seconds': poll_seconds})
     service.start()
     return service
@@ -61,7 +79,7 @@ def _target(info):
 @pytest.fixture
 def batch_service(tmp_path, monkeypatch):
     double = BatchDouble(str(tmp_path / 'batch'))
-    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.cert_file)  # the stand-in's own CA (no network, no real cert)
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # the double's own test CA (no network, no real cert)
     service = start(double, str(tmp_path / 'data'))
     config = tmp_path / 'azure-config'
     config.mkdir()
@@ -78,7 +96,7 @@ def batch_service(tmp_path, monkeypatch):
 @dataclass
 class StandInAz:
     """The real az, whose `local start --scheduler azure-batch` spawns the real service (a process of its own),
-    given the stand-ins by standin_site/sitecustomize.py (TEST CODE: account lookup, token, mapping)."""
+    given the account as found and a token source by standin_site/sitecustomize.py (TEST CODE)."""
     double: BatchDouble
     az: AzRunner
     directory: str
@@ -92,9 +110,8 @@ def standin_az(tmp_path):
     double = BatchDouble(str(tmp_path / 'batch'))
     settings = tmp_path / 'standins.json'
     settings.write_text(json.dumps({
-        'endpoint': double.endpoint, 'token': double.token, 'ca': double.cert_file, 'repo': REPO_ROOT,
-        'account': {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
-                    'poolAllocationMode': 'UserSubscription'}}))
+        'endpoint': double.endpoint, 'token': double.token, 'ca': double.ca_file, 'repo': REPO_ROOT,
+        'account': account_info(double, 'UserSubscription')}))
     config = tmp_path / 'azure-config'
     config.mkdir()
     site = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'standin_site')

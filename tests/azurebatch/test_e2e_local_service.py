@@ -10,7 +10,7 @@ import time
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from tests.azurebatch.e2e_fixtures import standin_az, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import standin_az, tasks, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -54,15 +54,15 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     created = az('batchai', 'cluster', 'create', '-n', 'c1', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u',
                  'batchai', '-p', 'not-used-0A!')
     assert created.exit_code == 0, created.stderr
-    assert list(double.pools) == [pool_id('lab', 'local', 'c1')]
-    adds_path = '/jobs/{}/addtaskcollection'.format(batch_job_id('lab', 'local', 'c1'))
+    assert list(double.account.pools) == [pool_id('lab', 'local', 'c1')]
+    adds_path = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('lab', 'local', 'c1'))
 
     gate = os.path.join(standin_az.directory, 'gate')
     write_sweep(standin_az.directory, 'sweep.yaml',
                 'echo epoch=1 loss={{X}}; while [ ! -e ' + gate + ' ]; do sleep 0.1; done; echo done {{X}}', [2, 1])
     target = [*group, '-e', 'ab', '-n', 'kill']
     assert az('batchai', 'sweep', 'submit', *target, '--spec', 'sweep.yaml', '-c', 'c1').exit_code == 0
-    _wait(lambda: len(double.tasks) == 2 and all(t.state == 'running' for t in double.tasks.values()),
+    _wait(lambda: len(tasks(double)) == 2 and all(t.state == 'running' for t in tasks(double)),
           what='both tasks run')
 
     status = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'json')
@@ -76,14 +76,14 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
           open('/proc/{}/stat'.format(info['pid'])).read().split(')')[1].split()[0] == 'Z', what='killed')
     with open(gate, 'w', encoding='utf-8'):
         pass
-    _wait(lambda: all(t.state == 'completed' for t in double.tasks.values()), what='the tasks end meanwhile')
+    _wait(lambda: all(t.state == 'completed' for t in tasks(double)), what='the tasks end meanwhile')
     adds = double.count('POST', adds_path)
 
     again = az(*start)
     assert again.exit_code == 0, again.stderr
     waited = az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 2, waited.stdout + waited.stderr
-    assert len(double.tasks) == 2 and double.count('POST', adds_path) == adds
+    assert len(tasks(double)) == 2 and double.count('POST', adds_path) == adds
     ranked = az('batchai', 'sweep', 'metrics', *target, '--metric', 'loss', '--goal', 'min', '-o', 'json').json()
     rows = ranked.get('jobs', ranked) if isinstance(ranked, dict) else ranked
     assert [row['metric'] for row in rows] == [1, 2]

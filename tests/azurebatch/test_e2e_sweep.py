@@ -7,7 +7,7 @@ import time
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from tests.azurebatch.e2e_fixtures import batch_service, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import batch_service, tasks, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -28,13 +28,13 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
     svc = batch_service
     refused = _cluster(svc, 'old', size='Standard_NC6')
     assert refused.exit_code != 0 and "vmSize 'Standard_NC6' was retired by Azure" in refused.stderr, refused.stderr
-    assert not svc.double.pools
+    assert not svc.double.account.pools
 
     created = _cluster(svc, 'c1')
     assert created.exit_code == 0, created.stderr
     pool, job = pool_id('batchai', 'local', 'c1'), batch_job_id('batchai', 'local', 'c1')
-    assert list(svc.double.pools) == [pool]
-    assert svc.double.pools[pool]['vmSize'] == 'Standard_D2s_v3'
+    assert list(svc.double.account.pools) == [pool]
+    assert svc.double.account.pools[pool].body['vmSize'] == 'Standard_D2s_v3'
 
     write_sweep(svc.directory, 'sweep.yaml', 'echo epoch=1 loss={{X}}; echo x{{X}} > $AZ_BATCHAI_OUTPUT_OUT/f.txt',
                 [3, 1, 2], outputDirectories=[{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/out'}])
@@ -51,10 +51,9 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
 
     # Three tasks in one Batch job, each added once (by collection adds: the jobs queued by the time of a pass go
     # in one), followed by list calls only (never a GET per task).
-    assert len(svc.double.tasks) == 3 and {j for j, _ in svc.double.tasks} == {job}
-    assert 1 <= svc.double.count('POST', '/jobs/{}/addtaskcollection'.format(job)) <= 3
-    per_task = [p for m, p in svc.double.requests if m == 'GET' and p.count('/') == 4 and '/tasks/' in p]
-    assert per_task == []
+    assert len(tasks(svc.double)) == 3 and list(svc.double.account.jobs) == [job]
+    assert 1 <= svc.double.count('POST', '^/jobs/{}/addtaskcollection$'.format(job)) <= 3
+    assert svc.double.count('GET', r'^/jobs/[^/]+/tasks/[^/]+$') == 0
     assert svc.scheduler.api.calls['list_tasks'] == svc.scheduler.poll_count
 
     # Outputs read through the task file API are served by the service's own API (job file list/stream).
@@ -69,7 +68,8 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
 
     deleted = svc.az('batchai', 'cluster', 'delete', '-n', 'c1', *svc.group(), '-y')
     assert deleted.exit_code == 0, deleted.stderr
-    _wait(lambda: not svc.double.pools and not svc.double.jobs, what='the pool and the Batch job are deleted')
+    svc.double.account.wait(lambda: not svc.double.account.jobs and all(
+        p.state == 'deleting' for p in svc.double.account.pools.values()), timeout=30)
 
 
 def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefined-outer-name
@@ -78,12 +78,12 @@ def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefi
     write_sweep(svc.directory, 'hang.yaml', 'echo started {{X}}; sleep 300', [1])
     target = [*svc.group(), '-e', 'ab', '-n', 'hang']
     assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'hang.yaml', '-c', 'c2').exit_code == 0
-    _wait(lambda: any(t.state == 'running' for t in svc.double.tasks.values()), what='the task runs')
+    _wait(lambda: any(t.state == 'running' for t in tasks(svc.double)), what='the task runs')
     stopped = svc.az('batchai', 'sweep', 'stop', *target, '--yes', '-o', 'json')
     assert stopped.exit_code == 0, stopped.stderr
-    (task,) = svc.double.tasks.values()
+    (task,) = tasks(svc.double)
     _wait(lambda: task.state == 'completed', what='the Batch task is terminated')
-    assert task.terminated and svc.double.count('POST', '/jobs/{}/tasks/'.format(
+    assert svc.double.count('POST', '^/jobs/{}/tasks/[^/]+/terminate$'.format(
         batch_job_id('batchai', 'local', 'c2'))) == 1
     (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json()
     assert job['executionState'] == 'failed' and job['executionInfo']['errors'][0]['code'] == 'JobTerminated'

@@ -53,9 +53,12 @@ def connect(store, data_dir, options):
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, **extra)
     try:
-        # One cheap data-plane call (the login, the endpoint and the role work), whose answer the pools need: the
-        # account's supported images, where every pool's image and node agent come from.
-        images = api.list_supported_images()
+        api.list_pools(prefix)  # one cheap data-plane call: the login, the endpoint and the role work
+        # The account's supported images, where every pool's image and node agent come from (the account lookup
+        # may have them already).
+        images = account.get('supportedImages')
+        if images is None:
+            images = api.list_supported_images()
         if hasattr(scheduler.mapping, 'supported_images'):
             scheduler.mapping.supported_images = images
     except LoginError as ex:

@@ -1,7 +1,7 @@
 """TEST CODE ONLY: gives the local service that the real `az batchai sweep local start --scheduler azure-batch`
 spawns the test stand-ins instead of what needs Azure, while the account lookup and the offline login
-(ab-account's) are not merged yet: the Batch account as found (endpoint of the stand-in data plane), a token source
-and the stand-in's CA. Nothing else of the service or of az changes.
+(ab-account's) are not wired in yet: the Batch account as found (endpoint of the lifecycle double), a token source
+and the double's CA. Nothing else of the service or of az changes.
 
 Active only where BATCHAI_TEST_STANDINS names a JSON file ({"endpoint", "token", "ca", "account", "repo"}) and
 this folder is on PYTHONPATH (tests/azurebatch/e2e_fixtures.py sets both for the az runs of a test).
