@@ -49,7 +49,7 @@ def connect(store, data_dir, options):
         raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
     credential = options.get('credential') or AzLoginCredential()
     api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
-    extra = {'poll_seconds': options['poll_seconds']} if options.get('poll_seconds') else {}
+    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds') if options.get(name)}
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, **extra)
     try:

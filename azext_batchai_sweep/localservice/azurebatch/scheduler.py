@@ -70,7 +70,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
     has_default_cluster = False
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai',
-                 poll_seconds=POLL_SECONDS):
+                 poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS):
         super().__init__(store, data_dir)
         self.api = api
         self.account = dict(account or {})
@@ -80,6 +80,8 @@ class AzureBatchScheduler(HeldJobsScheduler):
         self.mapping = mapping
         self.pool_prefix = pool_prefix
         self.loop_seconds = poll_seconds
+        self.pools_seconds = pools_seconds
+        self.files_seconds = files_seconds
         self.poll_count = 0
         self.requeues = 0
         self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
@@ -233,7 +235,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
         self._submit_queued()
         self._poll()
         self._mirror_running()
-        if time.monotonic() - self._pools_at >= POOLS_SECONDS:
+        if time.monotonic() - self._pools_at >= self.pools_seconds:
             self._pools_at = time.monotonic()
             self._read_pools()
 
@@ -399,7 +401,9 @@ class AzureBatchScheduler(HeldJobsScheduler):
             logger.info('job %s: Batch requeued task %s (its node was preempted; %d requeue(s))', key,
                         task.task_id, requeues)
             task.requeues = requeues
-            task.offsets = {}  # the new attempt starts with clean outputs: mirror it from the start
+            # The new attempt starts from scratch (the wrapper cleans its outputs on the node): so do its copies.
+            task.offsets = {}
+            _empty_local_outputs(task.layout)
         if state == 'queued':
             if task.running:  # back in the queue (preempted): shown queued again
                 with self._lock:
@@ -434,7 +438,7 @@ class AzureBatchScheduler(HeldJobsScheduler):
     def _mirror_running(self):
         now = time.monotonic()
         with self._lock:
-            running = [t for t in self._held.values() if t.running and now - t.files_at >= FILES_SECONDS]
+            running = [t for t in self._held.values() if t.running and now - t.files_at >= self.files_seconds]
         for task in running:
             if self._stopping:
                 return
@@ -524,6 +528,23 @@ class AzureBatchScheduler(HeldJobsScheduler):
                            state=state, pgid=None)
         logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
                     ', ' + errors[0]['code'] if errors else '')
+
+
+def _empty_local_outputs(layout):
+    """Empty the job's stdouterr and output directories in the data dir (a requeued attempt's outputs replace the
+    last attempt's, never add to them)."""
+    import shutil  # pylint: disable=import-outside-toplevel
+    if layout is None:
+        return
+    for path in [layout.stdouterr_dir, *layout.outputs.values()]:
+        if not os.path.isdir(path):
+            continue
+        for entry in os.listdir(path):
+            target = os.path.join(path, entry)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                os.unlink(target)
 
 
 def _toolkit(spec):
