@@ -96,30 +96,24 @@ class _Parser:
             return yes if condition else no
         return condition
 
-    def comparison(self):
-        left = self.additive()
-        ops = {'<': lambda a, b: a < b, '>': lambda a, b: a > b, '<=': lambda a, b: a <= b,
-               '>=': lambda a, b: a >= b, '==': lambda a, b: a == b, '!=': lambda a, b: a != b}
-        while self.peek()[1] in ops:
-            op = self.take()[1]
-            left = 1.0 if ops[op](left, self.additive()) else 0.0
+    def _left_to_right(self, operand, operators):
+        left = operand()
+        while self.peek()[1] in operators:
+            op = operators[self.take()[1]]
+            left = op(left, operand())
         return left
+
+    def comparison(self):
+        truth = {'<': lambda a, b: a < b, '>': lambda a, b: a > b, '<=': lambda a, b: a <= b,
+                 '>=': lambda a, b: a >= b, '==': lambda a, b: a == b, '!=': lambda a, b: a != b}
+        return self._left_to_right(self.additive, {k: (lambda f: lambda a, b: 1.0 if f(a, b) else 0.0)(f)
+                                                   for k, f in truth.items()})
 
     def additive(self):
-        left = self.term()
-        while self.peek()[1] in ('+', '-'):
-            op = self.take()[1]
-            right = self.term()
-            left = left + right if op == '+' else left - right
-        return left
+        return self._left_to_right(self.term, {'+': lambda a, b: a + b, '-': lambda a, b: a - b})
 
     def term(self):
-        left = self.unary()
-        while self.peek()[1] in ('*', '/'):
-            op = self.take()[1]
-            right = self.unary()
-            left = left * right if op == '*' else left / right
-        return left
+        return self._left_to_right(self.unary, {'*': lambda a, b: a * b, '/': lambda a, b: a / b})
 
     def unary(self):
         if self.peek()[1] == '-':

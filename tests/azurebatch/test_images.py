@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from azext_batchai_sweep.localservice.azurebatch import images
 from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from tests.azurebatch.batch_shapes import validate
 
 TODAY = datetime.date(2026, 11, 26)
 
@@ -29,6 +30,11 @@ HPC = image('microsoft-dsvm', 'ubuntu-hpc', '2204', 'batch.node.ubuntu 22.04', d
 WINDOWS = image('microsoftwindowsserver', 'windowsserver', '2022-datacenter', 'batch.node.windows amd64',
                 os_type='windows')
 SUPPORTED = [JAMMY, NOBLE, FOCAL, HPC, WINDOWS]
+
+
+def test_the_supported_images_here_have_batch_shape():
+    for entry in SUPPORTED:
+        validate('ImageInformation', entry)
 
 
 def test_batch_ai_default_image_becomes_a_current_ubuntu_with_the_listed_node_agent():

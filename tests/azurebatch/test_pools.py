@@ -35,7 +35,7 @@ counts = st.integers(min_value=0, max_value=50)
 @st.composite
 def scale(draw):
     low, high = sorted([draw(counts), draw(st.integers(min_value=1, max_value=50))])
-    return low, high, draw(counts), draw(st.booleans()), draw(st.integers(min_value=1, max_value=8))
+    return low, high, draw(counts), draw(st.booleans())
 
 
 def full_window(values):
@@ -46,8 +46,8 @@ def full_window(values):
 @settings(max_examples=150, deadline=None)
 @given(scale(), st.lists(st.integers(min_value=0, max_value=200), min_size=1, max_size=10))
 def test_pending_work_gets_one_to_max_nodes_and_nodes_leave_at_task_completion(params, window):
-    low, high, initial, low_priority, per_task = params
-    formula = pools.autoscale_formula(low, high, initial, low_priority, per_task)
+    low, high, initial, low_priority = params
+    formula = pools.autoscale_formula(low, high, initial, low_priority)
     result = evaluate(formula, full_window(window))
     target, other = ('$TargetLowPriorityNodes', '$TargetDedicatedNodes') if low_priority else \
         ('$TargetDedicatedNodes', '$TargetLowPriorityNodes')
@@ -56,36 +56,36 @@ def test_pending_work_gets_one_to_max_nodes_and_nodes_leave_at_task_completion(p
     assert low <= result[target] <= high
     if window[-1] > 0:
         assert result[target] >= 1
-        assert result[target] >= min(high, window[-1] * per_task)  # each pending task gets its nodes, up to max
+        assert result[target] >= min(high, window[-1])  # each pending task (instance) gets a node, up to max
 
 
 @settings(max_examples=100, deadline=None)
 @given(scale())
 def test_an_idle_pool_drains_to_its_minimum_zero_by_default(params):
-    low, high, initial, low_priority, per_task = params
+    low, high, initial, low_priority = params
     target = '$TargetLowPriorityNodes' if low_priority else '$TargetDedicatedNodes'
     idle = full_window([0] * 10)
-    assert evaluate(pools.autoscale_formula(0, high, initial, low_priority, per_task), idle)[target] == 0
-    assert evaluate(pools.autoscale_formula(low, high, initial, low_priority, per_task), idle)[target] == low
+    assert evaluate(pools.autoscale_formula(0, high, initial, low_priority), idle)[target] == 0
+    assert evaluate(pools.autoscale_formula(low, high, initial, low_priority), idle)[target] == low
 
 
 @settings(max_examples=100, deadline=None)
 @given(scale(), st.integers(min_value=0, max_value=5))
 def test_a_new_pool_starts_at_its_initial_count(params, pending):
-    low, high, initial, low_priority, per_task = params
+    low, high, initial, low_priority = params
     target = '$TargetLowPriorityNodes' if low_priority else '$TargetDedicatedNodes'
     new = Samples([(0, pending)], percent=10.0)  # too few samples yet: the last one counts
-    expected = min(high, max(low, initial, pending * per_task))
-    assert evaluate(pools.autoscale_formula(low, high, initial, low_priority, per_task), new)[target] == expected
+    expected = min(high, max(low, initial, pending))
+    assert evaluate(pools.autoscale_formula(low, high, initial, low_priority), new)[target] == expected
 
 
 @settings(max_examples=100, deadline=None)
 @given(scale())
 def test_the_formula_has_one_shape_that_reads_back(params):
-    low, high, initial, low_priority, per_task = params
-    formula = pools.autoscale_formula(low, high, initial, low_priority, per_task)
+    low, high, initial, low_priority = params
+    formula = pools.autoscale_formula(low, high, initial, low_priority)
     assert pools.autoscale_parameters(formula) == {
-        'min': low, 'max': high, 'initial': min(initial, high), 'per_task': per_task,
+        'min': low, 'max': high, 'initial': min(initial, high),
         'target': '$TargetLowPriorityNodes' if low_priority else '$TargetDedicatedNodes',
         'other': '$TargetDedicatedNodes' if low_priority else '$TargetLowPriorityNodes'}
     assert len(formula) < 8000 and formula.count(';') <= 100  # Batch's limits on a formula
@@ -133,9 +133,9 @@ def test_multi_node_clusters_get_inter_node_communication_one_slot_per_node_and_
     multi = pools.pool_body('p1', cluster(), BATCH_SERVICE, IMAGE, multi_node=True, today=TODAY)
     assert single['enableInterNodeCommunication'] is False and multi['enableInterNodeCommunication'] is True
     assert single['taskSlotsPerNode'] == multi['taskSlotsPerNode'] == 1
-    assert pools.autoscale_parameters(multi['autoScaleFormula'])['per_task'] == 4
-    # One pending 4-node task: the formula gives it all 4 nodes, not 1.
-    assert evaluate(multi['autoScaleFormula'], full_window([1] * 10))['$TargetDedicatedNodes'] == 4
+    # One pending 3-node task counts its 3 instances in $PendingTasks (Batch's rule): it gets 3 nodes, not 1 or 4.
+    assert evaluate(multi['autoScaleFormula'], full_window([3] * 10))['$TargetDedicatedNodes'] == 3
+    assert evaluate(single['autoScaleFormula'], full_window([1] * 10))['$TargetDedicatedNodes'] == 1
 
 
 def test_the_image_and_node_agent_come_from_the_choice_with_containers_where_the_image_has_docker():
@@ -156,7 +156,7 @@ def mount_volumes():
 
 
 def test_mounts_setup_task_users_and_subnet_map_to_the_pool():
-    setup = {'commandLine': 'echo hi', 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs', 'runElevated': True,
+    setup = {'commandLine': 'echo hi', 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
              'environmentVariables': [{'name': 'A', 'value': '1'}], 'secrets': [{'name': 'S', 'value': 'x'}]}
     subnet = '/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/default'
     props = cluster(nodeSetup={'mountVolumes': mount_volumes(), 'setupTask': setup}, subnet={'id': subnet},
@@ -169,6 +169,7 @@ def test_mounts_setup_task_users_and_subnet_map_to_the_pool():
     assert 'dir_mode=0755' in files['azureFileShareConfiguration']['mountOptions']
     assert blobs['azureBlobFileSystemConfiguration']['blobfuseOptions'] == '-o ro'
     assert body['startTask']['waitForSuccess'] is True
+    assert body['startTask']['userIdentity'] == {'autoUser': {'scope': 'pool', 'elevationLevel': 'admin'}}
     assert body['startTask']['environmentSettings'] == [{'name': 'A', 'value': '1'}, {'name': 'S', 'value': 'x'}]
     assert body['userAccounts'] == [{'name': 'me', 'password': 'pw', 'elevationLevel': 'admin'}]
     assert body['networkConfiguration'] == {'subnetId': subnet}
@@ -190,7 +191,7 @@ def test_what_batch_cannot_mount_is_refused_with_the_reason(volumes, match):
 
 
 def test_the_start_task_runs_the_setup_command_with_batch_ai_paths_and_keeps_its_output(tmp_path):
-    """The start task's command line, run by bash as Batch's node agent would (with Batch's variables)."""
+    """The start task's command line run as on a node (Batch's variables; only the node agent is stood in for)."""
     mounts = tmp_path / 'fsmounts'
     (mounts / 'afs').mkdir(parents=True)
     setup = {'commandLine': 'echo "root=$AZ_BATCHAI_MOUNT_ROOT var=$A"; echo oops >&2',
@@ -199,10 +200,20 @@ def test_the_start_task_runs_the_setup_command_with_batch_ai_paths_and_keeps_its
     task = pools.start_task(setup)
     env = {'PATH': os.environ['PATH'], 'AZ_BATCH_NODE_MOUNTS_DIR': str(mounts), 'AZ_BATCH_NODE_ID': 'tvm-1'}
     env.update({e['name']: e['value'] for e in task['environmentSettings']})
-    argv = ['/bin/bash', '-c', task['commandLine'][len('/bin/bash -c '):]]
-    argv[2] = subprocess.run(['bash', '-c', 'printf %s ' + argv[2]], capture_output=True, text=True,
-                             check=True).stdout  # the node agent's word splitting of the quoted script
-    subprocess.run(argv, env=env, check=True, cwd=tmp_path)
+    # bash reads the command line as Batch's node agent does (words, quotes), then runs it
+    subprocess.run(['bash', '-c', task['commandLine']], env=env, check=True, cwd=tmp_path)
     out = mounts / 'afs' / 'setup logs' / 'sub' / 'rg' / 'c1' / 'tvm-1'
     assert (out / 'stdout.txt').read_text() == "root={} var=it's\n".format(mounts)
     assert (out / 'stderr.txt').read_text() == 'oops\n'
+
+
+def test_the_body_check_itself_rejects_misspelt_and_mistyped_fields():
+    good = pools.pool_body('p1', cluster(), BATCH_SERVICE, IMAGE, False, TODAY)
+    validate('PoolAddParameter', good)
+    for bad, where in ((dict(good, enableAutoscale=True), 'enableAutoscale'),
+                       (dict(good, taskSlotsPerNode='1'), 'taskSlotsPerNode'),
+                       (dict(good, virtualMachineConfiguration=dict(good['virtualMachineConfiguration'],
+                                                                    containerConfiguration={'type': 'docker'})),
+                        'containerConfiguration/type')):
+        with pytest.raises(AssertionError, match=where):
+            validate('PoolAddParameter', bad)

@@ -47,7 +47,8 @@ def test_a_size_past_its_batch_end_of_life_is_refused():
     assert vm_sizes.check_vm_size('Standard_X1', offered, datetime.date(2025, 12, 1))
 
 
-def test_vcpus_come_from_the_capabilities():
+def test_vcpus_and_gpus_come_from_the_capabilities():
     assert vm_sizes.vcpus(OFFERED[1]) == 8
+    assert vm_sizes.gpus(OFFERED[1]) == 1 and vm_sizes.gpus({'name': 'x'}) == 0
     with pytest.raises(Refusal):
         vm_sizes.vcpus({'name': 'x', 'capabilities': []})

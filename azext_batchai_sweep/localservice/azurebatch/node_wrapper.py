@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tokenize
 import zipfile
 
 from .. import launcher
@@ -52,6 +53,21 @@ _MAIN = 'import sys\nfrom {}.localservice.azurebatch.node_wrapper import main\ns
 
 # ---- the payload (built by the service) ----------------------------------------------------------------------
 
+def without_comments(source):
+    """Python source with its comments dropped and its docstrings emptied (the code and line numbers unchanged):
+    every task carries the payload, and a task collection add must stay under 1 MB."""
+    tokens, previous = [], tokenize.NEWLINE
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            continue
+        if token.type == tokenize.STRING and previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            token = token._replace(string='""')  # a string standing alone as a statement: a docstring
+        if token.type != tokenize.NL:
+            previous = token.type
+        tokens.append(token)
+    return tokenize.untokenize(tokens)
+
+
 def payload():
     """The zip app of the wrapper, bytes; deterministic (fixed dates and order), so a task body written again after
     a restart is byte-identical and Batch's TaskExists for it counts as success."""
@@ -60,8 +76,8 @@ def payload():
     for package in ('', 'localservice/', 'localservice/azurebatch/'):
         files[PACKAGE + '/' + package + '__init__.py'] = b''
     for module in PAYLOAD_MODULES:
-        with open(os.path.join(root, module), 'rb') as f:
-            files[PACKAGE + '/' + module] = f.read()
+        with open(os.path.join(root, module), encoding='utf-8') as f:
+            files[PACKAGE + '/' + module] = without_comments(f.read()).encode('utf-8')
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, 'w', zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name in sorted(files):

@@ -3,20 +3,24 @@
 `pool_body` maps the cluster's create properties as received (keys and password still in them: the body goes to
 Batch only, never to disk or a log):
 
-| Batch AI cluster | Batch pool |
-| --- | --- |
-| `vmSize` | `vmSize` (checked by vm_sizes.py first) |
-| `vmPriority` | dedicated or Spot/low-priority targets by the account's allocation mode (priority.py) |
-| `scaleSettings.manual.targetNodeCount` | a fixed size: `enableAutoScale: false`, the target of the priority |
-| `scaleSettings.autoScale` (min, max, initial) | `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR), `autoScaleEvaluationInterval` PT5M |
-| `virtualMachineConfiguration.imageReference` | `virtualMachineConfiguration` from images.choose_image (image and node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one (jobs' `containerSettings`) |
-| `nodeSetup.mountVolumes.azureFileShares` | `mountConfiguration[].azureFileShareConfiguration` (the account key: Batch needs it on every node) |
-| `nodeSetup.mountVolumes.azureBlobFileSystems` | `mountConfiguration[].azureBlobFileSystemConfiguration` (the account key) |
-| `nodeSetup.setupTask` | `startTask` (waits for success; its output under its stdOutErrPathPrefix, one folder per node) |
-| `userAccountSettings` (name, password) | `userAccounts` (an admin user); an SSH public key has no pool field (left out, said by `pool_notes`) |
-| `subnet.id` | `networkConfiguration.subnetId` |
-| (may run jobs of several nodes) | `enableInterNodeCommunication` |
-| (Batch AI ran one job per node) | `taskSlotsPerNode: 1`, `taskSchedulingPolicy.nodeFillType: spread` |
+Batch AI cluster -> Batch pool:
+- `vmSize` -> `vmSize` (checked by vm_sizes.py first);
+- `vmPriority` -> dedicated or Spot/low-priority targets by the account's allocation mode (priority.py);
+- `scaleSettings.manual.targetNodeCount` -> a fixed size: `enableAutoScale: false`, the target of the priority;
+- `scaleSettings.autoScale` (min, max, initial) -> `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR),
+  `autoScaleEvaluationInterval` PT5M;
+- `virtualMachineConfiguration.imageReference` -> `virtualMachineConfiguration` from images.choose_image (image and
+  node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one
+  (for jobs' `containerSettings`);
+- `nodeSetup.mountVolumes.azureFileShares` / `azureBlobFileSystems` -> `mountConfiguration[]`
+  `azureFileShareConfiguration` / `azureBlobFileSystemConfiguration`, with the account key (Batch needs it on
+  every node);
+- `nodeSetup.setupTask` -> `startTask` (waits for success; output under its stdOutErrPathPrefix, a folder a node);
+- `userAccountSettings` (name, password) -> `userAccounts` (an admin user); an SSH public key has no pool field
+  (left out, said by `pool_notes`);
+- `subnet.id` -> `networkConfiguration.subnetId`;
+- (may run jobs of several nodes) -> `enableInterNodeCommunication`;
+- (Batch AI ran one job per node) -> `taskSlotsPerNode: 1`, `taskSchedulingPolicy.nodeFillType: spread`.
 
 Refused (Refusal, at cluster create): KeyVault secret references for storage keys, file servers and unmanaged file
 systems, a blob container without an account key.
@@ -37,46 +41,57 @@ CONTAINER_CAPABILITY = 'dockercompatible'
 # sets up between a pool's nodes for MPI multi-instance tasks, both need it).
 POOL_ADMIN = {'autoUser': {'scope': 'pool', 'elevationLevel': 'admin'}}
 
-AUTOSCALE_GRAMMAR = r"""The autoscale formula, always exactly these six statements (one per line, in this order):
+AUTOSCALE_GRAMMAR = r"""The autoscale formula, always exactly these six statements (one per line, in this order; the
+second is one line in the formula):
 
     $samples = $PendingTasks.GetSamplePercent(TimeInterval_Minute * 5);
-    $tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) : max($PendingTasks.GetSample(TimeInterval_Minute * 5));
-    $nodes = $samples < 70 ? max(INITIAL, $tasks * PER_TASK) : $tasks * PER_TASK;
+    $tasks = $samples < 70 ? max(0, $PendingTasks.GetSample(1)) :
+             max($PendingTasks.GetSample(TimeInterval_Minute * 5));
+    $nodes = $samples < 70 ? max(INITIAL, $tasks) : $tasks;
     TARGET = min(MAX, max(MIN, $nodes));
     OTHER = 0;
     $NodeDeallocationOption = taskcompletion;
 
-where INITIAL, PER_TASK, MIN and MAX are non-negative integer literals (the cluster's initialNodeCount, the nodes one
-pending task may need, minimumNodeCount, maximumNodeCount) and TARGET/OTHER are $TargetDedicatedNodes and
-$TargetLowPriorityNodes (or the reverse, for Spot/low-priority). Semantics (Batch's): $PendingTasks is the pool's
-job's active + running tasks, sampled by Batch; GetSamplePercent(window) is the percentage of the window's samples
-available; GetSample(1) the last sample; GetSample(window) the samples of the window (max of it: the largest).
-Hence: no pending task in the window -> MIN nodes (0 unless the user asked for a minimum); k >= 1 pending tasks ->
-between 1 and MAX nodes (k x PER_TASK, capped); a new pool (too few samples) starts at INITIAL; and nodes leave only
-once their task completed (taskcompletion): scale-in never kills a running task. `autoscale_parameters` reads the
-four numbers and the target back from a formula of this shape.
+where INITIAL, MIN and MAX are non-negative integer literals (the cluster's initialNodeCount <= MAX,
+minimumNodeCount, maximumNodeCount) and TARGET/OTHER are $TargetDedicatedNodes and $TargetLowPriorityNodes (or the
+reverse, for Spot/low-priority). Semantics (Batch's, batch-automatic-scaling.md): $PendingTasks is $ActiveTasks +
+$RunningTasks of the pool's jobs, sampled every 30 s, where an active multi-instance task counts its number of
+instances (so a pending 4-node job asks for 4 nodes); GetSamplePercent(window) is the percentage of the window's
+samples available; GetSample(1) the last sample; GetSample(window) the samples of the window (max of it: the
+largest). Hence: no pending task in the window -> MIN nodes (0 unless the user asked for a minimum); k >= 1 pending
+task instances -> min(k, MAX) nodes, at least 1; a new pool (too few samples) starts at max(INITIAL, last sample);
+and nodes leave only once their task completed (taskcompletion): scale-in never kills a running task.
+`autoscale_parameters` reads the three numbers and the targets back from a formula of this shape.
 """
 
 _FORMULA = (
     '$samples = $PendingTasks.GetSamplePercent(TimeInterval_Minute * {window});\n'
     '$tasks = $samples < {percent} ? max(0, $PendingTasks.GetSample(1)) : '
     'max($PendingTasks.GetSample(TimeInterval_Minute * {window}));\n'
-    '$nodes = $samples < {percent} ? max({initial}, $tasks * {per_task}) : $tasks * {per_task};\n'
+    '$nodes = $samples < {percent} ? max({initial}, $tasks) : $tasks;\n'
     '{target} = min({max}, max({min}, $nodes));\n'
     '{other} = 0;\n'
     '$NodeDeallocationOption = taskcompletion;'
 )
-_FORMULA_RE = re.compile(
-    re.escape(_FORMULA).replace(r'\{window\}', str(EVALUATION_MINUTES)).replace(r'\{percent\}', str(SAMPLE_PERCENT))
-    .replace(r'\{initial\}', r'(?P<initial>\d+)').replace(r'\{per_task\}', r'(?P<per_task>\d+)', 1)
-    .replace(r'\{per_task\}', r'(?P=per_task)').replace(r'\{target\}', r'(?P<target>\$\w+)')
-    .replace(r'\{max\}', r'(?P<max>\d+)').replace(r'\{min\}', r'(?P<min>\d+)').replace(r'\{other\}', r'(?P<other>\$\w+)'))
+_NUMBERS = {'initial': r'(?P<initial>\d+)', 'min': r'(?P<min>\d+)', 'max': r'(?P<max>\d+)',
+            'target': r'(?P<target>\$\w+)', 'other': r'(?P<other>\$\w+)'}
 
 
-def autoscale_formula(min_nodes, max_nodes, initial_nodes, low_priority, per_task=1):
-    """The pool's autoscale formula (AUTOSCALE_GRAMMAR). `low_priority`: the targets are Spot/low-priority nodes;
-    `per_task`: the nodes one pending task may need (a pool for multi-node jobs: its largest nodeCount)."""
-    counts = [int(min_nodes), int(max_nodes), int(initial_nodes), int(per_task)]
+def _formula_pattern():
+    """The formula's text with its five parameters as named groups."""
+    text = _FORMULA.format(window=EVALUATION_MINUTES, percent=SAMPLE_PERCENT, **{k: '@{}@'.format(k) for k in _NUMBERS})
+    pattern = re.escape(text)
+    for name, group in _NUMBERS.items():
+        pattern = pattern.replace('@{}@'.format(name), group)
+    return re.compile(pattern)
+
+
+_FORMULA_RE = _formula_pattern()
+
+
+def autoscale_formula(min_nodes, max_nodes, initial_nodes, low_priority):
+    """The pool's autoscale formula (AUTOSCALE_GRAMMAR). `low_priority`: the targets are Spot/low-priority nodes."""
+    counts = [int(min_nodes), int(max_nodes), int(initial_nodes)]
     if any(c < 0 for c in counts) or counts[0] > counts[1]:
         raise Refusal('scaleSettings.autoScale needs 0 <= minimumNodeCount ({}) <= maximumNodeCount ({}) and a '
                       'non-negative initialNodeCount ({}).'.format(min_nodes, max_nodes, initial_nodes),
@@ -85,11 +100,11 @@ def autoscale_formula(min_nodes, max_nodes, initial_nodes, low_priority, per_tas
     if low_priority:
         target, other = other, target
     return _FORMULA.format(window=EVALUATION_MINUTES, percent=SAMPLE_PERCENT, min=counts[0], max=counts[1],
-                           initial=min(counts[2], counts[1]), per_task=max(1, counts[3]), target=target, other=other)
+                           initial=min(counts[2], counts[1]), target=target, other=other)
 
 
 def autoscale_parameters(formula):
-    """{'min', 'max', 'initial', 'per_task': int, 'target', 'other': variable} of a formula autoscale_formula wrote;
+    """{'min', 'max', 'initial': int, 'target', 'other': variable} of a formula autoscale_formula wrote;
     None for any other text."""
     match = _FORMULA_RE.fullmatch(formula or '')
     if not match:
@@ -183,10 +198,9 @@ def start_task(setup_task):
     script = ('export AZ_BATCHAI_MOUNT_ROOT="$AZ_BATCH_NODE_MOUNTS_DIR"; out={}/"$AZ_BATCH_NODE_ID"; '
               'mkdir -p "$out" || exit 1; bash -c {} >>"$out/stdout.txt" 2>>"$out/stderr.txt"').format(
                   out, shlex.quote(setup_task['commandLine']))
+    # Batch AI ran the setup task "in a bash subshell as a root": the pool's admin auto-user.
     task = {'commandLine': '/bin/bash -c {}'.format(shlex.quote(script)), 'waitForSuccess': True,
-            'maxTaskRetryCount': 1,
-            'userIdentity': POOL_ADMIN if setup_task.get('runElevated', True) else
-            {'autoUser': {'scope': 'pool', 'elevationLevel': 'nonadmin'}}}
+            'maxTaskRetryCount': 1, 'userIdentity': POOL_ADMIN}
     environment = _environment(setup_task.get('environmentVariables')) + _environment(setup_task.get('secrets'))
     if environment:
         task['environmentSettings'] = environment
@@ -215,7 +229,7 @@ def pool_notes(cluster_props):
     return notes
 
 
-def scale_settings(cluster_props, priority, per_task=1):
+def scale_settings(cluster_props, priority):
     """The pool's scale fields for Batch AI's scaleSettings, with nodes of `priority` (a NodePriority)."""
     scale = cluster_props.get('scaleSettings') or {}
     if scale.get('manual'):
@@ -223,7 +237,7 @@ def scale_settings(cluster_props, priority, per_task=1):
                 priority.target_property: int(scale['manual'].get('targetNodeCount') or 0)}
     auto = scale.get('autoScale') or {}
     formula = autoscale_formula(auto.get('minimumNodeCount') or 0, auto.get('maximumNodeCount') or 0,
-                                auto.get('initialNodeCount') or 0, priority.preemptible, per_task)
+                                auto.get('initialNodeCount') or 0, priority.preemptible)
     return {'enableAutoScale': True, 'autoScaleFormula': formula,
             'autoScaleEvaluationInterval': EVALUATION_INTERVAL}
 
@@ -242,8 +256,8 @@ def pool_body(pool_id, cluster_props, account, image, multi_node, today=None):
     :param cluster_props: the cluster's create properties as received (with storage keys and the admin password).
     :param account: the Batch account's ARM properties (`poolAllocationMode`).
     :param image: images.ChosenImage for the cluster's image.
-    :param multi_node: the cluster may run jobs of several nodes: inter-node communication on (fixed at creation),
-        and the autoscale formula gives a pending task all `max_nodes` nodes it may need.
+    :param multi_node: the cluster may run jobs of several nodes: inter-node communication on (fixed at creation).
+        (The autoscale formula needs nothing more: a pending multi-instance task counts its instances.)
     :param today: the date priorities are judged on (low-priority's retirement); default today (UTC).
     """
     check_cluster(cluster_props)
@@ -255,7 +269,7 @@ def pool_body(pool_id, cluster_props, account, image, multi_node, today=None):
     body = {'id': pool_id, 'vmSize': cluster_props['vmSize'], 'virtualMachineConfiguration': vm,
             'enableInterNodeCommunication': bool(multi_node), 'taskSlotsPerNode': 1,
             'taskSchedulingPolicy': {'nodeFillType': 'spread'}}
-    body.update(scale_settings(cluster_props, priority, max_nodes(cluster_props) if multi_node else 1))
+    body.update(scale_settings(cluster_props, priority))
     node_setup = cluster_props.get('nodeSetup') or {}
     mounts = mount_configuration(node_setup.get('mountVolumes'))
     if mounts:

@@ -7,10 +7,12 @@ for ever. So `cluster create` is refused unless
 
 where the quota depends on the account's pool allocation mode and the nodes' priority:
 
-| mode | dedicated | spot / low-priority |
-| --- | --- | --- |
-| BatchService | the family's `dedicatedCoreQuotaPerVMFamily` entry (0 when absent) when `dedicatedCoreQuotaPerVMFamilyEnforced`, and always the account's `dedicatedCoreQuota` | `lowPriorityCoreQuota` |
-| UserSubscription | the subscription's compute quota in the region: the family's usage (`name.value` = the size's `familyName`) and `cores` (total regional vCPUs) | `lowPriorityCores` (total regional Spot vCPUs) |
+- BatchService account, dedicated nodes: the family's `dedicatedCoreQuotaPerVMFamily` entry (0 when absent) when
+  `dedicatedCoreQuotaPerVMFamilyEnforced`, and always the account's `dedicatedCoreQuota`;
+- BatchService account, Spot/low-priority nodes: `lowPriorityCoreQuota`;
+- UserSubscription account, dedicated nodes: the subscription's compute quota in the region, the family's usage
+  (`name.value` = the size's `familyName`) and `cores` (total regional vCPUs);
+- UserSubscription account, Spot nodes: `lowPriorityCores` (total regional Spot vCPUs).
 
 A UserSubscription account's quota comes from Microsoft.Compute usages (`compute_usages`: `name.value`, `limit`,
 `currentValue`, which already count what is in use); without them it cannot be checked here, which is said, not

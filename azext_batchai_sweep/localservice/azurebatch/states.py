@@ -1,16 +1,16 @@
 """Batch's task, node and pool states as Batch AI's job and cluster states (REST JSON of the data plane
 2024-02-01.19.0: CloudTask, ComputeNode, CloudPool).
 
-| Batch task | Batch AI job |
-| --- | --- |
-| `active` | `queued` (also after a preempted node's task was requeued: `executionInfo.requeueCount` counts it) |
-| `preparing`, `running` | `running` |
-| `completed`, `result: success` | `succeeded`, exit code 0 |
-| `completed`, stopped by the service (terminate, delete...) | `failed` with the service's reason (`scheduler.REASONS`) |
-| `completed`, ran past `constraints.maxWallClockTime` | `failed`, `MaxWallClockTimeExceeded` |
-| `completed`, the wrapper recorded `prep N` | `failed`, `JobPreparationFailed` |
-| `completed`, non-zero exit code (`FailureExitCode`) | `failed`, `NonZeroExitCode` |
-| `completed`, any other `failureInfo` (container image pull, resource files...) | `failed`, Batch's code and message |
+Batch task -> Batch AI job:
+- `active` -> `queued` (also after a preempted node's task was requeued: `executionInfo.requeueCount` counts it);
+- `preparing`, `running` -> `running`;
+- `completed` with `result: success` -> `succeeded`, exit code 0;
+- `completed`, stopped by the service (terminate, delete...) -> `failed` with the service's reason (REASONS);
+- `completed`, ran past `constraints.maxWallClockTime` -> `failed`, `MaxWallClockTimeExceeded`;
+- `completed`, the wrapper recorded `prep N` -> `failed`, `JobPreparationFailed`;
+- `completed`, non-zero exit code (`FailureExitCode`) -> `failed`, `NonZeroExitCode`;
+- `completed`, any other `failureInfo` (container image pull, resource files...) -> `failed`, Batch's code and
+  message.
 
 Pools: `resizeErrors` and the autoscale run's error become the cluster's `errors` (with the fix for a quota code);
 nodes' states become `nodeStateCounts`; a start task that failed on a node is an error of the cluster.

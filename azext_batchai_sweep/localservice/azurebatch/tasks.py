@@ -1,17 +1,24 @@
 """A Batch AI job as a Batch task add body (data plane 2024-02-01.19.0 `TaskAddParameter`, REST JSON), and the
 chunks of a task collection add.
 
-| Batch AI job | Batch task |
-| --- | --- |
-| the toolkit's command, jobPreparation, stdouterr/output dirs | `commandLine`: node_wrapper.py (`task`; `run` + `multiInstanceSettings.coordinationCommandLine` `prepare` on several nodes) |
-| Batch AI's AZ_BATCHAI_* variables | set by the wrapper on the node from Batch's AZ_BATCH_* (docs/job-environment.md) |
-| `environmentVariables`, `secrets` | `environmentSettings` (readable, like every task setting, by whoever may read the Batch job's tasks) |
-| `nodeCount` > 1 | `multiInstanceSettings.numberOfInstances` (pool with inter-node communication, one slot per node) |
-| `constraints.maxWallClockTime` | `constraints.maxWallClockTime` (Batch AI's 150-day default when absent), `maxTaskRetryCount` 0 |
-| `containerSettings.imageSourceRegistry` (+ `shmSize`) | `containerSettings` (`imageName`, `registry`, `--shm-size`), on a pool with a container configuration |
-| `mountVolumes` (job level) | links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage (Batch mounts at pool creation only) |
-| `schedulingPriority` | none: Batch tasks have no priority; tasks run in submission order |
-| (stdout/stderr of the task itself) | `outputFiles`: Batch's own stdout.txt/stderr.txt uploaded at task completion, so a failure before the wrapper or the mount works stays readable (issue 31 rule 3) |
+Batch AI job -> Batch task:
+- the toolkit's command, jobPreparation, stdouterr and output directories -> `commandLine`: node_wrapper.py `task`
+  (several nodes: `run`, with `multiInstanceSettings.coordinationCommandLine` `prepare`);
+- Batch AI's AZ_BATCHAI_* variables -> set by the wrapper on the node from Batch's AZ_BATCH_* ones
+  (docs/job-environment.md);
+- `environmentVariables`, `secrets` -> `environmentSettings` (readable, like every task setting, by whoever may read
+  the Batch job's tasks);
+- `nodeCount` > 1 -> `multiInstanceSettings.numberOfInstances` (a pool with inter-node communication, one slot per
+  node);
+- `constraints.maxWallClockTime` -> `constraints.maxWallClockTime` (Batch AI's 150 days when absent),
+  `maxTaskRetryCount` 0;
+- `containerSettings.imageSourceRegistry` (+ `shmSize`) -> `containerSettings` (`imageName`, `registry`,
+  `--shm-size`), on a pool with a container configuration;
+- `mountVolumes` (job level) -> links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage
+  (Batch mounts at pool creation only);
+- `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
+- (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion, so a
+  failure before the wrapper or the mount works stays readable (issue 31 rule 3).
 
 `check_job` refuses at submit what the cluster's pool cannot run, with the reason.
 """
@@ -22,7 +29,7 @@ from ..gpus import gpus_per_node
 from ..resources import format_duration, job_wall_clock
 from . import node_wrapper
 from .errors import Refusal
-from .pools import POOL_ADMIN
+from .pools import POOL_ADMIN, max_nodes
 
 # Batch's limits on one task collection add: 100 tasks, and the request body (its JSON) under 1 MB.
 MAX_TASKS_PER_ADD = 100
@@ -66,9 +73,16 @@ def job_mounts(props, cluster_props):
 
 
 def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint: disable=unused-argument
-    """Refusal for a job the cluster's pool cannot run. `multi_node`: the pool has inter-node communication and
-    one slot per node; `containers`: it has a container configuration."""
+    """Refusal for a job the cluster's pool cannot run (never left queued for ever). `cluster_props`: its scale
+    settings and mounts; `multi_node`: the pool has inter-node communication and one slot per node; `containers`:
+    it has a container configuration."""
     nodes = int(props.get('nodeCount') or 1)
+    auto = (cluster_props.get('scaleSettings') or {}).get('autoScale')
+    if auto is not None and nodes > max_nodes(cluster_props):
+        # (A manual cluster may be resized later, as on Batch AI: its jobs wait for that.)
+        raise Refusal('nodeCount {}: the cluster scales to at most {} nodes, so the job would wait for ever; raise '
+                      'its maximum (az batchai cluster auto-scale --max) or give a smaller nodeCount.'.format(
+                          nodes, max_nodes(cluster_props)), code='NodeCountTooLarge')
     if nodes > 1 and not multi_node:
         raise Refusal('nodeCount {}: the cluster\'s pool was created without inter-node communication, which Batch '
                       'fixes at pool creation, so it runs jobs of one node only. Create a cluster that can run '
@@ -107,7 +121,7 @@ def output_files(container_url, task_id):
              'uploadOptions': {'uploadCondition': 'taskcompletion'}} for stream in ('stdout', 'stderr')]
 
 
-def launch_spec(job_body, toolkit, cluster_props, props):
+def launch_spec(job_body, toolkit, cluster_props, props, gpus=None):
     """What node_wrapper.py needs (AZ_BATCHAI_SWEEP_TASK): launch settings and variable names, never a value of a
     variable or secret."""
     public = job_body['properties']
@@ -116,10 +130,12 @@ def launch_spec(job_body, toolkit, cluster_props, props):
     settings.setdefault('nodeCount', 1)
     names = [e['name'] for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or []]
     return {'name': job_body['name'], 'toolkit': toolkit, 'props': settings, 'variables': names,
-            'mounts': job_mounts(props, cluster_props), 'gpus': gpus_per_node(cluster_props.get('vmSize'))}
+            'mounts': job_mounts(props, cluster_props),
+            'gpus': gpus_per_node(cluster_props.get('vmSize')) if gpus is None else int(gpus)}
 
 
-def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None):
+def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None,
+              gpus=None):
     """The Batch task add JSON of a Batch AI job.
 
     :param job_body: the job as the service stores it (name, jobOutputDirectoryPathSegment, launch settings).
@@ -128,9 +144,11 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
     :param output_container_url: a blob container URL Batch may write to (a SAS URL): Batch's own stdout/stderr of
         the task are uploaded there; None: no outputFiles.
     :param payload: node_wrapper.payload() (bytes), built once by the caller for all its tasks.
+    :param gpus: GPUs of one node (vm_sizes.gpus of the cluster's offered size: AZ_BATCHAI_NUM_GPUS); None: from
+        the VM size's name as the other schedulers count them (gpus.py: Batch AI's N-series).
     """
     payload = node_wrapper.payload() if payload is None else payload
-    spec = launch_spec(job_body, toolkit, cluster_props, props)
+    spec = launch_spec(job_body, toolkit, cluster_props, props, gpus)
     environment = [{'name': node_wrapper.PAYLOAD_VARIABLE, 'value': base64.b64encode(payload).decode('ascii')},
                    {'name': node_wrapper.TASK_VARIABLE,
                     'value': json.dumps(spec, sort_keys=True, separators=(',', ':'))}]

@@ -70,10 +70,22 @@ def check_vm_size(vm_size, offered, today):
     return sku
 
 
+def _capability(sku, name):
+    for capability in sku.get('capabilities') or []:
+        if str(capability.get('name', '')).lower() == name.lower():
+            return capability.get('value')
+    return None
+
+
+def gpus(sku):
+    """The GPUs of one node of an offered size (its `GPUs` capability; 0 without one)."""
+    return int(_capability(sku, 'GPUs') or 0)
+
+
 def vcpus(sku):
     """The vCPUs of one node of an offered size (its `vCPUs` capability)."""
-    for capability in sku.get('capabilities') or []:
-        if str(capability.get('name', '')).lower() == 'vcpus':
-            return int(capability['value'])
+    value = _capability(sku, 'vCPUs')
+    if value is not None:
+        return int(value)
     raise Refusal("Batch does not say how many vCPUs vmSize '{}' has: cannot check the quota.".format(
         sku.get('name')), code='VmSizeUnknown')

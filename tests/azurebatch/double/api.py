@@ -1,15 +1,17 @@
 """The Batch data-plane operations the double answers (TEST CODE ONLY), one function per REST operation of the
-2024-02-01.19.0 spec (operationId in each docstring). Each takes the account (model.BatchAccount), the request
+2024-02-01.19.0 spec (operationId in each docstring). Each takes the account (account.BatchAccount), the request
 (`Request`: path parameters, query, JSON body, headers) and returns (status, body or None, extra headers), or
-raises model.BatchError. The caller holds the account's lock.
+raises entities.BatchError. The caller holds the account's lock.
 """
 import datetime
+import mimetypes
 import os
 import urllib.parse
 from dataclasses import dataclass, field
 
 from tests.azurebatch.double import odata
-from tests.azurebatch.double.model import BatchError, Job, Pool, Task, duration_seconds, iso, not_found, rfc1123
+from tests.azurebatch.double.entities import (BatchError, Job, Pool, Task, duration_seconds, iso, not_found,
+                                                rfc1123)
 
 MAX_TASKS_PER_COLLECTION = 100
 MAX_COLLECTION_BYTES = 1024 * 1024  # Batch refuses a larger addtaskcollection body (RequestBodyTooLarge)
@@ -19,6 +21,9 @@ TASK_FILTER = {'id', 'state', 'stateTransitionTime', 'creationTime', 'previousSt
 POOL_FILTER = {'id', 'state', 'allocationState', 'creationTime', 'stateTransitionTime', 'vmSize'}
 JOB_FILTER = {'id', 'state', 'creationTime', 'stateTransitionTime', 'executionInfo/poolId', 'poolInfo/poolId'}
 NODE_FILTER = {'id', 'state', 'isDedicated'}
+IMAGE_FILTER = {'verificationType', 'osType', 'nodeAgentSKUId'}
+NODE_COUNT_STATES = ('creating', 'idle', 'offline', 'preempted', 'rebooting', 'reimaging', 'running', 'starting',
+                     'startTaskFailed', 'leavingPool', 'unknown', 'unusable', 'waitingForStartTask', 'upgradingOS')
 
 
 @dataclass
@@ -114,7 +119,6 @@ def pool_add(account, req):
         if body.get('targetDedicatedNodes') is not None or body.get('targetLowPriorityNodes') is not None:
             raise BatchError(400, 'InvalidPropertyValue', 'targetDedicatedNodes and targetLowPriorityNodes must '
                              'not be set when enableAutoScale is true.', [('PropertyName', 'targetDedicatedNodes')])
-        account.run_formula(Pool(dict(body, enableAutoScale=False)), body['autoScaleFormula'])
     for mount in body.get('mountConfiguration') or []:
         account.mount_source(mount)
     pool = Pool(body)
@@ -134,7 +138,7 @@ def _check_formula(account, pool, text):
 def pool_get(account, req):
     """Pool_Get: GET /pools/{poolId} -> 200 CloudPool."""
     pool = _pool(account, req.params['poolId'])
-    return 200, odata.select(pool.json(account.base_url), req.query.get('$select')), {
+    return 200, odata.select(pool.json(account.base_url, account.quirks), req.query.get('$select')), {
         'ETag': pool.etag, 'Last-Modified': rfc1123(pool.modified)}
 
 
@@ -145,7 +149,7 @@ def pool_exists(account, req):
 
 def pool_list(account, req):
     """Pool_List: GET /pools -> 200 CloudPoolListResult."""
-    items = [p.json(account.base_url) for p in sorted(account.pools.values(), key=lambda p: p.id)]
+    items = [p.json(account.base_url, account.quirks) for p in sorted(account.pools.values(), key=lambda p: p.id)]
     return _page(account, req, items, POOL_FILTER, '/pools')
 
 
@@ -239,6 +243,30 @@ def node_get(account, req):
     return 200, odata.select(node.json(account.base_url), req.query.get('$select')), {}
 
 
+# ---- account --------------------------------------------------------------------------------------------------
+def supported_images(account, req):
+    """Account_ListSupportedImages: GET /supportedimages -> 200 AccountListSupportedImagesResult."""
+    return _page(account, req, [dict(i) for i in account.supported_images], IMAGE_FILTER, '/supportedimages')
+
+
+def pool_node_counts(account, req):
+    """Account_ListPoolNodeCounts: GET /nodecounts -> 200 PoolNodeCountsListResult (node states per pool)."""
+    items = []
+    for pool in sorted(account.pools.values(), key=lambda p: p.id):
+        counts = {}
+        for kind, dedicated in (('dedicated', True), ('lowPriority', False)):
+            tally = {state: 0 for state in NODE_COUNT_STATES}
+            for node in pool.nodes.values():
+                if node.dedicated == dedicated:
+                    state = next(s for s in NODE_COUNT_STATES + ('unknown',)
+                                 if s.lower() == node.state.lower() or s == 'unknown')
+                    tally[state] += 1
+            tally['total'] = sum(tally.values())
+            counts[kind] = tally
+        items.append({'poolId': pool.id, **counts})
+    return _page(account, req, items, {'poolId'}, '/nodecounts')
+
+
 # ---- jobs -----------------------------------------------------------------------------------------------------
 def job_add(account, req):
     """Job_Add: POST /jobs -> 201 (ActiveJobAndScheduleQuotaReached past the account's quota)."""
@@ -322,11 +350,6 @@ def _new_task(account, job, body):
                          'The specified job is not active (state: {}).'.format(job.state))
     if body['id'] in job.tasks:
         raise BatchError(409, 'TaskExists', 'The specified task already exists.')
-    instances = (body.get('multiInstanceSettings') or {}).get('numberOfInstances')
-    pool = account.pools.get(job.pool_id)
-    if instances and int(instances) > 1 and pool is not None and not pool.body.get('enableInterNodeCommunication'):
-        raise BatchError(409, 'InvalidPropertyValue', 'A multi-instance task needs a pool with inter-node '
-                         'communication enabled.', [('PropertyName', 'multiInstanceSettings')])
     task = Task(job, body)
     job.tasks[task.id] = task
     return task
@@ -362,7 +385,7 @@ def task_add_collection(account, req):
                 result['error']['values'] = [{'key': k, 'value': v} for k, v in error.values]
             results.append(result)
             continue
-        results.append({'status': 'success', 'taskId': task.id, 'eTag': task.etag,
+        results.append({'status': 'Success' if account.quirks else 'success', 'taskId': task.id, 'eTag': task.etag,
                         'lastModified': iso(task.modified), 'location': location})
     return 200, {'value': results}, {}
 
@@ -442,9 +465,14 @@ def _file_headers(account, req, path):
     modified = datetime.datetime.fromtimestamp(stat.st_mtime, datetime.timezone.utc)
     url = '{}/jobs/{}/tasks/{}/files/{}'.format(account.base_url, req.params['jobId'], req.params['taskId'],
                                                 req.params['filePath'])
-    return {'ocp-creation-time': rfc1123(modified), 'ocp-batch-file-isdirectory': 'false',
-            'ocp-batch-file-url': urllib.parse.quote(url, safe=':/'), 'ocp-batch-file-mode': '0o100644',
-            'Last-Modified': rfc1123(modified), 'Content-Type': 'application/octet-stream',
+    # The whole URL percent-encoded, as the real service sends it (recorded/file_download.json). The real service
+    # also says 'False' and text/plain for a text file, which the spec refuses (a boolean header; octet-stream or
+    # JSON): the double says so only with account.quirks (Prism would refuse it), else 'false' and octet-stream.
+    quirks = account.quirks
+    return {'ocp-creation-time': rfc1123(modified), 'ocp-batch-file-isdirectory': 'False' if quirks else 'false',
+            'ocp-batch-file-url': urllib.parse.quote(url, safe=''), 'ocp-batch-file-mode': '0o100644',
+            'Last-Modified': rfc1123(modified),
+            'Content-Type': (mimetypes.guess_type(path)[0] if quirks else None) or 'application/octet-stream',
             'ETag': '0x8DC{:013X}'.format(int(stat.st_mtime * 1000) + stat.st_size)}
 
 
@@ -509,8 +537,8 @@ def file_list(account, req):
                     'url': '{}/jobs/{}/tasks/{}/files/{}'.format(account.base_url, task.job.id, task.id, relative),
                     'properties': {'creationTime': modified, 'lastModified': modified,
                                    'contentLength': 0 if os.path.isdir(full) else stat.st_size,
-                                   'contentType': 'application/octet-stream', 'fileMode': '0o40755' if os.path.isdir(full)
-                                   else '0o100644'}}
+                                   'contentType': 'application/octet-stream',
+                                   'fileMode': '0o40755' if os.path.isdir(full) else '0o100644'}}
             items.append(item)
         if not recursive:
             dirs[:] = []

@@ -68,19 +68,16 @@ class _Filter:
         return predicate
 
     def _or(self):
-        left = self._and()
-        while self._peek_word() == 'or':
-            self.pos += 1
-            right = self._and()
-            left = (lambda a, b: lambda item: a(item) or b(item))(left, right)
-        return left
+        return self._joined('or', self._and, lambda a, b: lambda item: a(item) or b(item))
 
     def _and(self):
-        left = self._not()
-        while self._peek_word() == 'and':
+        return self._joined('and', self._not, lambda a, b: lambda item: a(item) and b(item))
+
+    def _joined(self, word, operand, combine):
+        left = operand()
+        while self._peek_word() == word:
             self.pos += 1
-            right = self._not()
-            left = (lambda a, b: lambda item: a(item) and b(item))(left, right)
+            left = combine(left, operand())
         return left
 
     def _not(self):

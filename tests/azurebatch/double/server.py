@@ -9,7 +9,7 @@ talks to (the double's HTTPS endpoint, or the relay's in front of Prism: `public
 
 Faults (`BatchDouble.faults`, a Faults): 429/503 with Retry-After, a timed-out request that was applied, token
 expiry (401), pool resize errors with quota codes, the active-job and pool quotas; `preempt()` and node removal
-are on the account (model.py). Every request is recorded in `requests` (method, path, query, body).
+are on the account (account.py). Every request is recorded in `requests` (method, path, query, body).
 """
 import http.server
 import json
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from azure.core.credentials import AccessToken
 
 from tests.azurebatch.double import api
-from tests.azurebatch.double.model import API_VERSION, BatchAccount, BatchError, now, rfc1123
+from tests.azurebatch.double.account import BatchAccount
+from tests.azurebatch.double.entities import API_VERSION, BatchError, now, rfc1123
 from tests.azurebatch.tls_ca import TestCA
 
 ROUTES = [(method, re.compile('^' + re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', path) + '$'), handler)
@@ -39,6 +40,7 @@ ROUTES = [(method, re.compile('^' + re.sub(r'\{(\w+)\}', r'(?P<\1>[^/]+)', path)
               ('POST', '/pools/{poolId}/evaluateautoscale', api.pool_evaluate_autoscale),
               ('POST', '/pools/{poolId}/removenodes', api.pool_remove_nodes),
               ('GET', '/pools/{poolId}/nodes', api.node_list), ('GET', '/pools/{poolId}/nodes/{nodeId}', api.node_get),
+              ('GET', '/supportedimages', api.supported_images), ('GET', '/nodecounts', api.pool_node_counts),
               ('POST', '/jobs', api.job_add), ('GET', '/jobs', api.job_list), ('GET', '/jobs/{jobId}', api.job_get),
               ('DELETE', '/jobs/{jobId}', api.job_delete), ('POST', '/jobs/{jobId}/terminate', api.job_terminate),
               ('GET', '/jobs/{jobId}/taskcounts', api.job_task_counts),
@@ -83,6 +85,11 @@ class Faults:
         """The next `count` matching requests answer `status` (429 TooManyRequests, 503 ServerBusy) with a
         Retry-After of `retry_after` seconds, without being applied."""
         self._add('throttle', count, method, path, status=status, retry_after=retry_after)
+
+    def answer(self, status, body, count=1, method=None, path=None):
+        """The next `count` matching requests are applied, and answered `status` with `body` instead of the real
+        answer (a test of the contract check itself: Prism must refuse an answer the spec does not allow)."""
+        self._add('answer', count, method, path, status=status, body=body)
 
     def time_out_after_apply(self, count=1, method='POST', path=None, seconds=3.0, drop=False):
         """The next `count` matching requests are applied, then answered only after `seconds` (the client's read
@@ -240,6 +247,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._error(BatchError(500, 'InternalError', 'The Batch double failed: {!r}'.format(error)))
             return
         record.status = status
+        if fault and fault['kind'] == 'answer':
+            status, answer, headers = fault['status'], fault['body'], {}
         if fault and fault['kind'] == 'timeout':
             if fault['drop']:
                 self.close_connection = True
@@ -249,9 +258,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self._send(status, answer, headers)
 
 
+class SwitchedUpstream:
+    """A plain-HTTP loopback listener that answers each request with whichever double `current` is then (Prism
+    keeps its connections to the upstream alive, so a session-wide Prism reaches each test's double through it)."""
+
+    def __init__(self):
+        self.current = None
+        outer = self
+        handler = type('SwitchedHandler', (_Handler,), {'double': property(lambda _self: outer.current)})
+        self._server = _Server(('127.0.0.1', 0), handler)
+        self.url = 'http://127.0.0.1:{}'.format(self._server.server_address[1])
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={'poll_interval': 0.1},
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()
+
+
 class BatchDouble:
     """The Batch data-plane double (TEST CODE ONLY). `endpoint` (HTTPS, trust `ca_file`), `upstream` (plain HTTP
-    for Prism), `account` (model.BatchAccount: pools, jobs, preempt(), remove_node(), wait()), `faults`,
+    for Prism), `account` (account.BatchAccount: pools, jobs, preempt(), remove_node(), wait()), `faults`,
     `requests`, `credential()` (a TokenCredential), `token` (a valid token for raw HTTP), `close()`."""
 
     def __init__(self, directory, account_name='testaccount', **account_options):
@@ -265,7 +293,7 @@ class BatchDouble:
         self.requests = []
         self.tokens = {}  # token -> expiry (time.time())
         self.faults = Faults(self.account)
-        self.token = self.issue_token(24 * 3600)
+        self._token = self.issue_token(24 * 3600)
         handler = type('Handler', (_Handler,), {'double': self})
         self._tls = _Server(('127.0.0.1', 0), handler)
         self._tls.socket = self.ca.server_context().wrap_socket(self._tls.socket, server_side=True)
@@ -289,6 +317,15 @@ class BatchDouble:
         self.account.base_url = value
 
     # ---- authentication -------------------------------------------------------------------------------------
+    @property
+    def token(self):
+        """A valid bearer token (a new one once expire_tokens() expired the last: what a refreshed login gives)."""
+        with self.lock:
+            valid = self.tokens.get(self._token, 0) > time.time()
+        if not valid:
+            self._token = self.issue_token(24 * 3600)
+        return self._token
+
     def issue_token(self, lifetime=3600):
         token = 'batch-double-token-{}'.format(uuid.uuid4().hex)
         with self.lock:
