@@ -117,14 +117,17 @@ class BatchApi:
             self.calls[what] = self.calls.get(what, 0) + 1
             return fn()
 
+        rejected = []  # the 401s of this call: the first asks az for a new token and is tried again, once
+
         def on_error(exc):
-            if status_of(exc) == 401 and hasattr(self._credential, 'invalidate'):
-                self._credential.invalidate()  # rejected before its expiry: the next try asks az again
+            if status_of(exc) == 401:
+                rejected.append(exc)
+                if hasattr(self._credential, 'invalidate'):
+                    self._credential.invalidate()  # rejected before its expiry: the next try asks az again
 
         def retryable(exc):
-            return is_retryable(exc) or (status_of(exc) == 401 and self._retried_401 < 1)
+            return is_retryable(exc) or (status_of(exc) == 401 and len(rejected) == 1)
 
-        self._retried_401 = 0  # pylint: disable=attribute-defined-outside-init
         try:
             return call_with_retries(once, settings=self._retry, retryable=retryable, on_error=on_error, what=what)
         except LoginError:

@@ -15,8 +15,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_POOL_PREFIX = 'batchai'
 POOL_PREFIX_RE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_-]{0,19}')
-# The data-plane role that lets az's login add pools, jobs and tasks (Batch's built-in roles).
-DATA_ROLE = 'Azure Batch Data Contributor (or Contributor) on the Batch account'
 
 
 def check_pool_prefix(prefix):
@@ -27,17 +25,18 @@ def check_pool_prefix(prefix):
 
 
 def find_account(name, resource_group):
-    """The Batch account as the scheduler shows it: batchAccount, batchResourceGroup, batchEndpoint (https URL),
-    poolAllocationMode... found with azure-mgmt-batch and az's login (azurebatch/account.py)."""
-    try:
-        from . import account  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        raise RuntimeError('this build cannot look up Batch accounts yet (azurebatch/account.py is missing)') from None
-    return account.find_account(name, resource_group)
+    """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
+    batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch and az's login."""
+    from .account import find_account as lookup  # pylint: disable=import-outside-toplevel
+    return lookup(name, resource_group)
 
 
 def connect(store, data_dir, options):
-    """An AzureBatchScheduler whose account answers a data-plane call with az's token; RuntimeError says why not."""
+    """An AzureBatchScheduler whose account passes `local start`'s checks (preflight.check_local_start: the SDK's API
+    version, Entra ID authentication allowed, one cheap data-plane call with az's token); RuntimeError says why not
+    and what to do."""
+    from . import preflight  # pylint: disable=import-outside-toplevel
+    from .errors import Refusal  # pylint: disable=import-outside-toplevel
     # azure-core logs every request and answer at INFO: the service log would hold one entry per poll.
     logging.getLogger('azure').setLevel(max(logging.WARNING, logging.getLogger('azure').level))
     prefix = options.get('pool_prefix') or DEFAULT_POOL_PREFIX
@@ -45,30 +44,25 @@ def connect(store, data_dir, options):
     try:
         account = options.get('account_info') or find_account(options['batch_account'],
                                                                options.get('resource_group'))
-    except LoginError as ex:
-        raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
-    credential = options.get('credential') or AzLoginCredential()
-    api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
-    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds') if options.get(name)}
-    scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
-                                    pool_prefix=prefix, **extra)
-    try:
-        api.list_pools(prefix)  # one cheap data-plane call: the login, the endpoint and the role work
-        # The account's supported images, where every pool's image and node agent come from (the account lookup
-        # may have them already).
+        credential = options.get('credential') or AzLoginCredential()
+        api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
+        preflight.check_local_start(account, credential, client=api.client)
+        # The account's supported images, where every pool's image and node agent come from.
         images = account.get('supportedImages')
         if images is None:
             images = api.list_supported_images()
-        if hasattr(scheduler.mapping, 'supported_images'):
-            scheduler.mapping.supported_images = images
+    except Refusal as ex:
+        raise RuntimeError(ex.reason) from None
     except LoginError as ex:
         raise RuntimeError('cannot use az\'s login for Azure Batch: {} (run "az login")'.format(ex)) from None
     except BatchCallError as ex:
-        if ex.status in (401, 403):
-            raise RuntimeError('Azure Batch account {} refused az\'s login ({}): assign {}'.format(
-                account.get('batchAccount'), ex.code, DATA_ROLE)) from None
         raise RuntimeError('Azure Batch account {} did not answer: {}'.format(account.get('batchAccount'),
                                                                               ex)) from None
+    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds') if options.get(name)}
+    scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
+                                    pool_prefix=prefix, **extra)
+    if hasattr(scheduler.mapping, 'supported_images'):
+        scheduler.mapping.supported_images = images
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),
                 account.get('batchEndpoint'), prefix)
     return scheduler

@@ -49,6 +49,8 @@ def _patch(module, path):
     def connect(store, data_dir, options):
         if options.get('batch_account') != settings['account']['batchAccount']:
             raise RuntimeError("Batch account '{}' was not found".format(options.get('batch_account')))
+        # (the account lookup itself, through the real az's offline login and the ARM double, is ab-account's
+        # tests/azurebatch/test_account_login.py)
         credential = AzLoginCredential(source=lambda: (settings['token'], time.time() + 3600))
         return original(store, data_dir, dict(
             options, account_info=settings['account'], credential=credential,
