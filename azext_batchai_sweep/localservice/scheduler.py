@@ -223,6 +223,51 @@ class HeldJobsScheduler(Scheduler):  # pylint: disable=abstract-method
             changes['executionInfo'] = {'startTime': now}
         self._store.update(key, lambda body: body['properties'].update(changes), state=state)
 
+class SubmittingScheduler(HeldJobsScheduler):  # pylint: disable=abstract-method
+    """A scheduler that hands jobs to another system (Slurm, Azure Batch) and follows them there: each held object
+    also has `nodes`, `running` and `reason` (why the service stopped it: a REASONS key, or None). The jobs run on
+    when the service stops; the next start re-attaches to them."""
+
+    def used_slots(self, cluster):
+        with self._lock:
+            return sum(j.nodes for j in self._held.values() if j.cluster == cluster and j.running)
+
+    def _stop_loop(self, timeout):
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _mark_killed(self, key, reason, state=None):
+        """The held job of `key` with its reason set (the first one stays) and `state` recorded, or None."""
+        with self._lock:
+            job = self._held.get(key)
+            if job is None:
+                return None
+            if job.reason is None:
+                job.reason = reason
+            if state:
+                self._record_state(key, state)
+        return job
+
+    def _unqueue(self, key, reason):
+        """(False, None) unless the job is queued; else (True, its held job or None), the job recorded failed."""
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return False, None
+            job = self._held.pop(key, None)
+            self._record_end(key, 'failed', None, [error(reason)])
+        return True, job
+
+    def _record_end(self, key, state, exit_code, errors):
+        # A job that succeeded between two polls did run: its start time is its end time.
+        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
+                           state=state, pgid=None)
+        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
+                    ', ' + errors[0]['code'] if errors else '')
+
+
 def ending(state, exit_code, errors, started_if_unknown=False):
     """finish(body): writes a job's end (state, endTime, exitCode, errors) into its body, now.
 

@@ -125,6 +125,14 @@ def standin_az(tmp_path):
         double.close()
 
 
+def wait_until(condition, timeout=30, what=''):
+    """Wait until condition() is true; AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
 def write_sweep(directory, name, command, values, **job):
     import json
     body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',

@@ -2,21 +2,14 @@
 double of the data plane, TEST CODE: tests/azurebatch/double/): a preempted node's task shown queued again, counted,
 its outputs not doubled; a 2-node job as a multi-instance task; an autoscale pool growing for pending work and
 draining to zero."""
-import time
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import pool_id
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import batch_service, tasks, wait_until, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-
-def _wait(condition, timeout=30, what=''):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def _jobs(svc, experiment):
@@ -47,13 +40,13 @@ def test_preempted_task_is_queued_again_counted_and_not_doubled(batch_service): 
                 [1])
     target = [*svc.group(), '-e', 'pre', '-n', 'p']
     assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'p.yaml', '-c', 'spot').exit_code == 0
-    _wait(lambda: [t.state for t in tasks(svc.double)] == ['running'], what='the task runs')
+    wait_until(lambda: [t.state for t in tasks(svc.double)] == ['running'], what='the task runs')
     (name,) = _jobs(svc, 'pre')
-    _wait(lambda: 'attempt' in _stdout(svc, 'pre', name), what='its first output is read')
+    wait_until(lambda: 'attempt' in _stdout(svc, 'pre', name), what='its first output is read')
 
     svc.double.account.preemption_recovery_seconds = 3.0  # the node comes back after a while (a new Spot VM)
     svc.double.account.preempt(task_id=tasks(svc.double)[0].id)
-    _wait(lambda: _jobs(svc, 'pre')[name]['executionState'] == 'queued', what='the job is shown queued again')
+    wait_until(lambda: _jobs(svc, 'pre')[name]['executionState'] == 'queued', what='the job is shown queued again')
     assert svc.scheduler.requeues == 1
     with open(gate, 'w', encoding='utf-8'):
         pass
@@ -97,4 +90,4 @@ def test_autoscale_pool_grows_for_work_and_drains_to_zero(batch_service):  # pyl
         shown = svc.az('batchai', 'cluster', 'show', '-n', 'auto', *svc.group(), '-o', 'json')
         assert shown.exit_code == 0, shown.stderr
         return shown.json()['currentNodeCount']
-    _wait(lambda: nodes() == 0, timeout=60, what='the idle pool drains to zero nodes')
+    wait_until(lambda: nodes() == 0, timeout=60, what='the idle pool drains to zero nodes')

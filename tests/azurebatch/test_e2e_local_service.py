@@ -5,21 +5,14 @@ pools that still hold nodes. The account lookup, login and mapping are test stan
 import json
 import os
 import signal
-import time
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from tests.azurebatch.e2e_fixtures import standin_az, tasks, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import standin_az, tasks, wait_until, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-
-def _wait(condition, timeout=30, what=''):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def test_local_start_refuses_what_azure_batch_cannot_take(standin_az):  # pylint: disable=redefined-outer-name
@@ -62,7 +55,7 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
                 'echo epoch=1 loss={{X}}; while [ ! -e ' + gate + ' ]; do sleep 0.1; done; echo done {{X}}', [2, 1])
     target = [*group, '-e', 'ab', '-n', 'kill']
     assert az('batchai', 'sweep', 'submit', *target, '--spec', 'sweep.yaml', '-c', 'c1').exit_code == 0
-    _wait(lambda: len(tasks(double)) == 2 and all(t.state == 'running' for t in tasks(double)),
+    wait_until(lambda: len(tasks(double)) == 2 and all(t.state == 'running' for t in tasks(double)),
           what='both tasks run')
 
     status = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'json')
@@ -72,11 +65,11 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     assert 'c1=2' in table.stdout and 'testacct' in table.stdout
 
     os.kill(info['pid'], signal.SIGKILL)  # the service dies; its tasks run on at Batch
-    _wait(lambda: not os.path.exists('/proc/{}'.format(info['pid'])) or
+    wait_until(lambda: not os.path.exists('/proc/{}'.format(info['pid'])) or
           open('/proc/{}/stat'.format(info['pid'])).read().split(')')[1].split()[0] == 'Z', what='killed')
     with open(gate, 'w', encoding='utf-8'):
         pass
-    _wait(lambda: all(t.state == 'completed' for t in tasks(double)), what='the tasks end meanwhile')
+    wait_until(lambda: all(t.state == 'completed' for t in tasks(double)), what='the tasks end meanwhile')
     adds = double.count('POST', adds_path)
 
     again = az(*start)

@@ -2,12 +2,11 @@
 the sweep's jobs Batch tasks; states, outputs and metrics come back through the service's API; terminate and
 cluster delete reach Batch. The Batch data plane and the mapping are test stand-ins (e2e_fixtures.py says why)."""
 import json
-import time
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import batch_service, tasks, wait_until, write_sweep  # pylint: disable=unused-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -16,12 +15,6 @@ def _cluster(svc, name, size='Standard_D2s_v3', nodes=2):
     return svc.az('batchai', 'cluster', 'create', '-n', name, *svc.group(), '-s', size, '-t', str(nodes),
                   '-u', 'batchai', '-p', 'not-used-0A!', '-o', 'json')
 
-
-def _wait(condition, timeout=30, what=''):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service):  # pylint: disable=redefined-outer-name
@@ -78,11 +71,11 @@ def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefi
     write_sweep(svc.directory, 'hang.yaml', 'echo started {{X}}; sleep 300', [1])
     target = [*svc.group(), '-e', 'ab', '-n', 'hang']
     assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'hang.yaml', '-c', 'c2').exit_code == 0
-    _wait(lambda: any(t.state == 'running' for t in tasks(svc.double)), what='the task runs')
+    wait_until(lambda: any(t.state == 'running' for t in tasks(svc.double)), what='the task runs')
     stopped = svc.az('batchai', 'sweep', 'stop', *target, '--yes', '-o', 'json')
     assert stopped.exit_code == 0, stopped.stderr
     (task,) = tasks(svc.double)
-    _wait(lambda: task.state == 'completed', what='the Batch task is terminated')
+    wait_until(lambda: task.state == 'completed', what='the Batch task is terminated')
     assert svc.double.count('POST', '^/jobs/{}/tasks/[^/]+/terminate$'.format(
         batch_job_id('batchai', 'local', 'c2'))) == 1
     (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from ..errors import ArmError, bad_request
 from ..layout import JobLayout
 from ..resources import iso, utcnow
-from ..scheduler import HeldJobsScheduler, ending, error
+from ..scheduler import SubmittingScheduler, error
 from ..store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
 
@@ -62,7 +62,7 @@ class _Task:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class AzureBatchScheduler(HeldJobsScheduler):
+class AzureBatchScheduler(SubmittingScheduler):
     """`api`: client.BatchApi; `account`: what `local status` shows of the Batch account (name, resourceGroup,
     endpoint, poolAllocationMode...); `mapping`: the Batch AI <-> Batch mapping (mapping.AbMapMapping by default)."""
 
@@ -185,28 +185,16 @@ class AzureBatchScheduler(HeldJobsScheduler):
 
     def stop(self, timeout=10.0):
         """Stop adding and polling. Batch tasks run on: the next start re-attaches to them."""
-        self._stopping = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._stop_loop(timeout)
         logger.info('Batch calls made: %s; %d polls, %d requeues', ', '.join(
             '{} {}'.format(k, v) for k, v in sorted(self.api.calls.items())), self.poll_count, self.requeues)
 
     # ---- queries and control from the API ---------------------------------------------------------------------
 
-    def used_slots(self, cluster):
-        with self._lock:
-            return sum(t.nodes for t in self._held.values() if t.cluster == cluster and t.running)
-
     def kill(self, key, reason, state=None):
-        with self._lock:
-            task = self._held.get(key)
-            if task is None:
-                return False
-            if task.reason is None:
-                task.reason = reason
-            if state:
-                self._record_state(key, state)
+        task = self._mark_killed(key, reason, state)
+        if task is None:
+            return False
         if reason == 'deleted':
             # Its record goes: the task goes too (deleting a running task ends it), and nothing is left to follow.
             self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
@@ -217,12 +205,9 @@ class AzureBatchScheduler(HeldJobsScheduler):
         return True
 
     def fail_queued(self, key, reason):
-        with self._lock:
-            row = self._store.get(key)
-            if row is None or row['state'] != 'queued':
-                return False
-            task = self._held.pop(key, None)
-            self._record_end(key, 'failed', None, [error(reason)])
+        queued, task = self._unqueue(key, reason)
+        if not queued:
+            return False
         if task is not None:  # added, not running yet: it must never start
             self._call_quietly(self.api.delete_task if reason == 'cluster' else self.api.terminate_task,
                                task.batch_job, task.task_id)
@@ -523,28 +508,16 @@ class AzureBatchScheduler(HeldJobsScheduler):
             if row is not None and row['state'] == 'queued':
                 self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
 
-    def _record_end(self, key, state, exit_code, errors):
-        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
-                           state=state, pgid=None)
-        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
-                    ', ' + errors[0]['code'] if errors else '')
-
 
 def _empty_local_outputs(layout):
     """Empty the job's stdouterr and output directories in the data dir (a requeued attempt's outputs replace the
-    last attempt's, never add to them)."""
+    last attempt's, never add to them). They are this job incarnation's own (its uid is in their path)."""
     import shutil  # pylint: disable=import-outside-toplevel
     if layout is None:
         return
     for path in [layout.stdouterr_dir, *layout.outputs.values()]:
-        if not os.path.isdir(path):
-            continue
-        for entry in os.listdir(path):
-            target = os.path.join(path, entry)
-            if os.path.isdir(target) and not os.path.islink(target):
-                shutil.rmtree(target, ignore_errors=True)
-            else:
-                os.unlink(target)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path, exist_ok=True)
 
 
 def _toolkit(spec):
