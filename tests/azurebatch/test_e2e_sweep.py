@@ -83,3 +83,30 @@ def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefi
     streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', 'ab', '-j', job['name'], '-f',
                       'stdout.txt')
     assert streamed.exit_code == 0 and 'started 1' in streamed.stdout, streamed.stderr
+
+
+def test_sweep_run_with_hyperband_on_batch_tasks(batch_service):  # pylint: disable=redefined-outer-name
+    """`sweep run`'s controller (Hyperband: promotions start new jobs of more epochs) on Batch tasks: it reads each
+    job's reports through the service while the task runs, as on the other schedulers."""
+    import os
+    import sys
+    from tests.tuning.run_helpers import CURVE
+    svc = batch_service
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'hb', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '3', '-u',
+                  'batchai', '-p', 'not-used-0A!').exit_code == 0
+    command = '{} {} {{{{Q}}}} {{{{EPOCHS}}}} 0.05'.format(sys.executable, CURVE)
+    spec = os.path.join(svc.directory, 'hb.yaml')
+    with open(spec, 'w', encoding='utf-8') as f:
+        f.write('\n'.join([
+            'jobNamePrefix: hb', 'objective: {metric: val_accuracy, goal: max, step: epoch}',
+            'sampling: {type: hyperband, resource: EPOCHS, minResource: 1, maxResource: 3, eta: 3, seed: 4}',
+            'limits: {maxConcurrentJobs: 3}', 'parameters:', '  - {name: Q, type: discrete, values: [0.1, 0.5, 0.9]}',
+            'job:', '  nodeCount: 1', '  stdOutErrPathPrefix: $AZ_BATCHAI_JOB_TEMP/logs',
+            '  customToolkitSettings: {{commandLine: "{}"}}'.format(command), '']))
+    run = svc.az('batchai', 'sweep', 'run', *svc.group(), '-e', 'hb', '-n', 'hb', '--spec', spec, '-c', 'hb',
+                 '--poll-interval', '0.3', '-o', 'json')
+    assert run.exit_code == 0, run.stderr
+    result = run.json()
+    assert result['decisions'].get('promoted', 0) >= 1, result['decisions']
+    assert result['best']['parameters'] == {'Q': 0.9} and result['best']['step'] == 3
+    assert len(tasks(svc.double)) == result['jobs']
