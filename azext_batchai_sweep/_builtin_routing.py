@@ -112,7 +112,8 @@ def _prepare(cli_ctx, target, command, cmd, args):
         _refuse(cmd, _not_served(target, command, UNSUPPORTED[command]))
         return
     _fill_local_storage_key(cli_ctx, command, args)
-    _say_what_is_ignored(command, args)
+    if _scheduler_of(cli_ctx) != 'azure-batch':  # on Azure Batch a cluster is a real pool: nothing is ignored
+        _say_what_is_ignored(command, args)
     _route(cli_ctx, cmd, command)
 
 
@@ -333,6 +334,14 @@ def _fill_local_storage_key(cli_ctx, command, args):
         return  # no token file: building the client says so
     args.account_name, args.account_key = account, local_storage_key(data_dir)
     logger.info('Storage account %s: using the local service\'s storage key', account)
+
+
+def _scheduler_of(cli_ctx):
+    """The scheduler of the targeted local service (its service.json), or None when that is not known here."""
+    from ._local_storage import local_data_dir
+    from .localservice import control
+    data_dir = local_data_dir(cli_ctx)
+    return control.status(data_dir).get('scheduler') if data_dir else None
 
 
 def _say_what_is_ignored(command, args):

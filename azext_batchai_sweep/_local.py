@@ -137,8 +137,9 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
                        info.get('partition'), info.get('slurmConf') or "Slurm's default configuration")
     elif info.get('scheduler') == 'azure-batch':
         logger.warning('Jobs run as Azure Batch tasks of account %s (%s, pool allocation mode %s): each cluster you '
-                       'create ("az batchai cluster create ... -w %s") is a Batch pool named %s-<workspace>-<cluster>-<hash>, '
-                       'and its nodes cost money until it scales to zero or is deleted.', info.get('batchAccount'),
+                       'create ("az batchai cluster create ... -w %s") is a Batch pool named '
+                       '%s-<workspace>-<cluster>-<hash>, and its nodes cost money until it scales to zero or is '
+                       'deleted.', info.get('batchAccount'),
                        info.get('batchEndpoint'), info.get('poolAllocationMode'), info['workspace'],
                        info.get('poolPrefix'))
         if os.environ.get(_CLOUD_SHELL_VARIABLE, '').lower().startswith('cloud-shell'):

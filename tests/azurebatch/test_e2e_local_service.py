@@ -47,6 +47,7 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     created = az('batchai', 'cluster', 'create', '-n', 'c1', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u',
                  'batchai', '-p', 'not-used-0A!')
     assert created.exit_code == 0, created.stderr
+    assert 'job slots on this machine' not in created.stderr  # a real pool: its VM size and nodes are used
     assert list(double.account.pools) == [pool_id('lab', 'local', 'c1')]
     adds_path = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('lab', 'local', 'c1'))
 

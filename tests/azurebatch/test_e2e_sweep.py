@@ -1,7 +1,6 @@
 """A sweep end to end through the real az on the Azure Batch scheduler: a Batch AI cluster becomes a Batch pool,
 the sweep's jobs Batch tasks; states, outputs and metrics come back through the service's API; terminate and
 cluster delete reach Batch. The Batch data plane and the mapping are test stand-ins (e2e_fixtures.py says why)."""
-import json
 
 import pytest
 
@@ -17,7 +16,7 @@ def _cluster(svc, name, size='Standard_D2s_v3', nodes=2):
 
 
 
-def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service):  # pylint: disable=redefined-outer-name
+def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service):  # pylint: disable=W0621
     svc = batch_service
     refused = _cluster(svc, 'old', size='Standard_NC6')
     assert refused.exit_code != 0 and "vmSize 'Standard_NC6' was retired by Azure" in refused.stderr, refused.stderr

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ArmError, bad_request
 from ..layout import JobLayout
-from ..resources import iso, utcnow
+from ..resources import iso
 from ..scheduler import SubmittingScheduler, error
 from ..store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
