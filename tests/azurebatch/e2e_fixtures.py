@@ -67,7 +67,7 @@ def start(double, data_dir, poll_seconds=0.2):
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
         'account_info': account_info(double),
         'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
-        'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5})
+        'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5, 'unrunnable_seconds': 2})
     service.start()
     return service
 

@@ -91,3 +91,21 @@ def test_autoscale_pool_grows_for_work_and_drains_to_zero(batch_service):  # pyl
         assert shown.exit_code == 0, shown.stderr
         return shown.json()['currentNodeCount']
     wait_until(lambda: nodes() == 0, timeout=60, what='the idle pool drains to zero nodes')
+
+
+def test_a_job_on_a_pool_that_cannot_grow_fails_with_the_quota_error(batch_service):  # pylint: disable=W0621
+    svc = batch_service
+    svc.double.faults.resize_error(code='AccountCoreQuotaReached', nodes_allowed=0)
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'noquota', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
+                  '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
+    write_sweep(svc.directory, 'q.yaml', 'echo loss={{X}}', [1])
+    target = [*svc.group(), '-e', 'quota', '-n', 'q']
+    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'q.yaml', '-c', 'noquota').exit_code == 0
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
+    assert waited.exit_code == 4 and waited.json()['counts']['failed'] == 1, waited.stdout + waited.stderr
+    (job,) = _jobs(svc, 'quota').values()
+    error = job['executionInfo']['errors'][0]
+    assert error['code'] == 'AccountCoreQuotaReached' and 'quota' in error['message'], error
+    shown = svc.az('batchai', 'cluster', 'show', '-n', 'noquota', *svc.group(), '-o', 'json').json()
+    assert [e['code'] for e in shown['errors']] == ['AccountCoreQuotaReached']
+    assert tasks(svc.double) == []  # its task was removed: it never starts later

@@ -58,7 +58,8 @@ def connect(store, data_dir, options):
     except BatchCallError as ex:
         raise RuntimeError('Azure Batch account {} did not answer: {}'.format(account.get('batchAccount'),
                                                                               ex)) from None
-    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds') if options.get(name)}
+    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds', 'unrunnable_seconds')
+             if options.get(name)}
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):

@@ -129,6 +129,12 @@ class AbMapMapping:
         return 'wd/' + node_wrapper.EXIT_FILE
 
     @staticmethod
+    def cannot_grow(pool):
+        """The error ({code, message}) why a pool cannot get nodes, or None."""
+        from . import states  # pylint: disable=import-outside-toplevel
+        return states.cannot_grow(pool)
+
+    @staticmethod
     def cluster_state(pool, nodes):
         from . import states  # pylint: disable=import-outside-toplevel
         return states.cluster_state(pool, nodes)

@@ -43,6 +43,10 @@ SUBMIT_BATCH = 500  # queued jobs taken from the store per pass (added in chunks
 # A poll asks for the tasks changed since the previous poll began, less this margin (the clocks of this machine
 # and of Batch differ; a task seen twice costs nothing).
 CLOCK_MARGIN_SECONDS = 120
+# How long a job may wait on a pool that cannot grow (a quota or allocation resize error, a failing autoscale
+# formula) before it fails with Batch's error: never queued for ever (issue 31 rule 1), yet long enough for an
+# autoscale evaluation (5 minutes) and a retried allocation.
+UNRUNNABLE_SECONDS = 20 * 60
 
 
 @dataclass
@@ -59,6 +63,7 @@ class _Task:
     requeues: int = 0
     offsets: dict = field(default_factory=dict)  # task file -> bytes already mirrored
     files_at: float = 0.0
+    queued_at: float = field(default_factory=time.monotonic)  # since when it waits for a node (monotonic)
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -70,7 +75,8 @@ class AzureBatchScheduler(SubmittingScheduler):
     has_default_cluster = False
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai',
-                 poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS):
+                 poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
+                 unrunnable_seconds=UNRUNNABLE_SECONDS):
         super().__init__(store, data_dir)
         self.api = api
         self.account = dict(account or {})
@@ -82,6 +88,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.loop_seconds = poll_seconds
         self.pools_seconds = pools_seconds
         self.files_seconds = files_seconds
+        self.unrunnable_seconds = unrunnable_seconds
         self.poll_count = 0
         self.requeues = 0
         self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
@@ -394,6 +401,7 @@ class AzureBatchScheduler(SubmittingScheduler):
                 with self._lock:
                     if self._held.get(key) is task and task.reason is None:
                         task.running = False
+                        task.queued_at = time.monotonic()
                         self._record_state(key, 'queued')
             return
         if state == 'running':
@@ -479,6 +487,24 @@ class AzureBatchScheduler(SubmittingScheduler):
                 pools[key] = (pool, nodes)
         with self._lock:
             self._pools = pools
+        self._fail_unrunnable(pools)
+
+    def _fail_unrunnable(self, pools):
+        """Fail the jobs that waited longer than unrunnable_seconds on a pool that cannot grow, with Batch's error
+        (their tasks are deleted: they must not start later, when nobody expects them)."""
+        now = time.monotonic()
+        for cluster, (pool, _) in pools.items():
+            problem = self.mapping.cannot_grow(pool)
+            if problem is None:
+                continue
+            with self._lock:
+                stuck = [(k, t) for k, t in self._held.items() if t.cluster == cluster and not t.running
+                         and t.reason is None and now - t.queued_at >= self.unrunnable_seconds]
+            for key, task in stuck:
+                self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
+                waited = int(now - task.queued_at)
+                self._fail_held(key, task, problem['code'], '{} The job waited {} s for a node of pool {} and was '
+                                'removed from Batch.'.format(problem['message'].rstrip(), waited, pool.get('id')))
 
     def _cluster_keys(self):
         """Keys of every cluster of the store (a cluster is a pool of this service)."""
