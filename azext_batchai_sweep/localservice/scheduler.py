@@ -118,7 +118,8 @@ class Scheduler(abc.ABC):
         ArmError refuses the create (the ARM layer then removes the stored cluster)."""
 
     def resize_cluster(self, key, body, scale_settings):
-        """Apply new scale settings to a cluster's backing resources."""
+        """Apply new scale settings to a cluster's backing resources (for the cluster update route: Batch AI's
+        resize and auto-scale, which the service does not serve yet)."""
 
     def delete_cluster(self, key, body):
         """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""

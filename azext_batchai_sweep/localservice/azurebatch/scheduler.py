@@ -188,6 +188,12 @@ class AzureBatchScheduler(SubmittingScheduler):
             self._held[row['key']] = task
             logger.info('re-attached job %s to Batch task %s/%s (%s)', row['key'], batch_job, task_id, row['state'])
         for row in self._store.in_states(('deleting',), kind=None):
+            full = self._store.get(row['key'])
+            if full is not None and full['kind'] == 'cluster':  # killed while deleting it: its pool goes now
+                try:
+                    self.delete_cluster(row['key'], json.loads(full['body']))
+                except BatchCallError as ex:
+                    logger.warning('deleting the pool of cluster %s failed: %s', row['key'], ex)
             self._store.delete_tree(row['key'])
 
     def stop(self, timeout=10.0):
