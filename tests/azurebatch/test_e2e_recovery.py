@@ -34,7 +34,7 @@ def test_a_task_stored_but_never_added_is_added_once_at_the_next_start(batch_ser
     assert svc.double.count('POST', '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))) == 1
 
 
-def test_a_cluster_left_deleting_by_a_killed_service_loses_its_pool_at_the_next_start(batch_service):  # noqa: E501
+def test_a_cluster_left_deleting_loses_its_pool_at_the_next_start(batch_service):  # pylint: disable=W0621
     import json
     import os
     from azext_batchai_sweep.localservice.azurebatch.names import pool_id
