@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.azurebatch.preflight import AccountFacts
 from azext_batchai_sweep.localservice.server import LocalService
 from tests.azurebatch.double import BatchDouble
 from tests.fixtures_az import AzRunner
@@ -29,9 +30,31 @@ SUPPORTED_IMAGES = [{'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'lin
                                         'sku': '22_04-lts', 'version': 'latest'}}]
 
 
+# The VM sizes Batch offers in the account's region, as ARM lists them (what the ARM double would answer).
+VM_SKUS = [{'name': 'Standard_D2s_v3', 'familyName': 'standardDSv3Family',
+            'capabilities': [{'name': 'vCPUs', 'value': '2'}, {'name': 'GPUs', 'value': '0'}]}]
+
+
 def account_info(double, mode='BatchService'):
+    """The account as account.find_account describes it: 100 dedicated vCPUs of the D-series v3 family."""
     return {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
-            'poolAllocationMode': mode, 'supportedImages': SUPPORTED_IMAGES}
+            'poolAllocationMode': mode, 'supportedImages': SUPPORTED_IMAGES, 'dedicatedCoreQuota': 100,
+            'lowPriorityCoreQuota': 100, 'dedicatedCoreQuotaPerVMFamilyEnforced': True,
+            'dedicatedCoreQuotaPerVMFamily': [{'name': 'standardDSv3Family', 'coreQuota': 100}], 'poolQuota': 100,
+            'activeJobAndJobScheduleQuota': 300}
+
+
+class GivenFacts(AccountFacts):
+    """TEST CODE: the facts cluster create checks, given (the region's VM sizes, the supported images) instead
+    of fetched from ARM and Batch."""
+
+    @property
+    def vm_skus(self):
+        return VM_SKUS
+
+    @property
+    def supported_images(self):
+        return SUPPORTED_IMAGES
 
 
 def tasks(double):
@@ -64,8 +87,9 @@ class BatchService:
 
 
 def start(double, data_dir, poll_seconds=0.2):
+    account = account_info(double)
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
-        'account_info': account_info(double),
+        'account_info': account, 'facts': GivenFacts(account),
         'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
         'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5, 'unrunnable_seconds': 2})
     service.start()

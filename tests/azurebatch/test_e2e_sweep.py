@@ -22,6 +22,12 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
     assert refused.exit_code != 0 and "vmSize 'Standard_NC6' was retired by Azure" in refused.stderr, refused.stderr
     assert not svc.double.account.pools
 
+    greedy = _cluster(svc, 'big', nodes=60)  # 120 vCPUs: more than the account's 100
+    assert greedy.exit_code != 0 and 'The cluster needs 120 dedicated vCPUs' in greedy.stderr, greedy.stderr
+    unknown = _cluster(svc, 'odd', size='Standard_Z9')
+    assert unknown.exit_code != 0 and "vmSize 'Standard_Z9' is not offered by Azure Batch" in unknown.stderr
+    assert not svc.double.account.pools
+
     created = _cluster(svc, 'c1')
     assert created.exit_code == 0, created.stderr
     pool, job = pool_id('batchai', 'local', 'c1'), batch_job_id('batchai', 'local', 'c1')

@@ -162,13 +162,17 @@ class BatchApi:
         self._call('delete_pool', lambda: self.client.delete_pool(pool_id, **NO_SDK_RETRY),
                    ok_codes=('PoolNotFound', 'PoolBeingDeleted'), ok_status=(404,))
 
-    def list_pools(self, prefix):
-        """The pools whose id starts with `prefix` (id, state, allocationState, node counts)."""
+    def list_pools(self, prefix=None):
+        """The pools (whose id starts with `prefix`; None: all the account's) with their size, node counts,
+        allocation state and resize errors."""
         select = ['id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
                   'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale',
                   'autoScaleRun', 'autoScaleEvaluationInterval']
+        query = {'select': select}
+        if prefix is not None:
+            query['filter'] = "startswith(id,'{}')".format(prefix.replace("'", "''"))
         return self._call('list_pools', lambda: [_plain(p) for p in self.client.list_pools(
-            filter="startswith(id,'{}')".format(prefix.replace("'", "''")), select=select, **NO_SDK_RETRY)])
+            **query, **NO_SDK_RETRY)])
 
     def list_nodes(self, pool_id):
         """The nodes of a pool (id, state, start task's outcome)."""

@@ -60,8 +60,11 @@ def connect(store, data_dir, options):
                                                                               ex)) from None
     extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds', 'unrunnable_seconds')
              if options.get(name)}
+    # What cluster create checks (the region's VM sizes, quotas): fetched with az's login when first needed; tests
+    # give their own facts (or none) with the account.
+    facts = options['facts'] if 'facts' in options else preflight.AccountFacts(account, batch_credential=credential)
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
-                                    pool_prefix=prefix, **extra)
+                                    pool_prefix=prefix, facts=facts, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),

@@ -74,7 +74,7 @@ class AzureBatchScheduler(SubmittingScheduler):
     name = 'azure-batch'
     has_default_cluster = False
 
-    def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai',
+    def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
                  unrunnable_seconds=UNRUNNABLE_SECONDS):
         super().__init__(store, data_dir)
@@ -84,6 +84,8 @@ class AzureBatchScheduler(SubmittingScheduler):
             from .mapping import AbMapMapping  # pylint: disable=import-outside-toplevel
             mapping = AbMapMapping()
         self.mapping = mapping
+        # preflight.AccountFacts: the region's VM sizes and the quotas cluster create checks (None: not checked)
+        self.facts = facts
         self.pool_prefix = pool_prefix
         self.loop_seconds = poll_seconds
         self.pools_seconds = pools_seconds
@@ -114,9 +116,25 @@ class AzureBatchScheduler(SubmittingScheduler):
     # ---- cluster hooks ---------------------------------------------------------------------------------------
 
     def check_cluster(self, key, body, spec):
+        """What Batch cannot make (the mapping's refusals), then issue 31's checks before spending
+        (preflight.check_cluster_create: the VM size offered in the region and current, the priority available, the
+        vCPU quota covering the maximum node count with the account's other pools, the pool and job quotas)."""
         problem = self.mapping.check_pool(body, self.account, spec)
         if problem:
             raise bad_request('UnsupportedOnAzureBatch', problem)
+        if self.facts is None:
+            return
+        from . import preflight  # pylint: disable=import-outside-toplevel
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            plan = preflight.check_cluster_create(self.facts, (spec or {}).get('properties') or body['properties'],
+                                                  pools=self.api.list_pools())
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        except BatchCallError as ex:
+            raise ArmError(503, 'AzureBatchUnavailable', 'Azure Batch did not answer: {}'.format(ex)) from None
+        for warning in plan.warnings:
+            logger.warning('cluster %s: %s', key, warning)
 
     def check_job(self, props, toolkit, cluster_body):
         problem = self.mapping.check_job(props, toolkit, cluster_body)

@@ -53,7 +53,7 @@ def _patch(module, path):
         # tests/azurebatch/test_account_login.py)
         credential = AzLoginCredential(source=lambda: (settings['token'], time.time() + 3600))
         return original(store, data_dir, dict(
-            options, account_info=settings['account'], credential=credential,
+            options, account_info=settings['account'], credential=credential, facts=None,
             api=BatchApi(settings['endpoint'], credential, connection_verify=settings['ca']),
             poll_seconds=options.get('poll_seconds') or 0.2))
     module.connect = connect
