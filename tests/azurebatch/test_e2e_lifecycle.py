@@ -109,3 +109,17 @@ def test_a_job_on_a_pool_that_cannot_grow_fails_with_the_quota_error(batch_servi
     shown = svc.az('batchai', 'cluster', 'show', '-n', 'noquota', *svc.group(), '-o', 'json').json()
     assert [e['code'] for e in shown['errors']] == ['AccountCoreQuotaReached']
     assert tasks(svc.double) == []  # its task was removed: it never starts later
+
+
+def test_a_cluster_whose_batch_job_is_refused_leaves_no_pool(batch_service):  # pylint: disable=W0621
+    svc = batch_service
+    svc.double.faults.active_job_quota(0)  # the account's active-job quota is used up
+    refused = svc.az('batchai', 'cluster', 'create', '-n', 'nojob', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
+                     '-u', 'batchai', '-p', 'not-used-0A!')
+    assert refused.exit_code != 0 and 'ActiveJobAndScheduleQuotaReached' in refused.stderr, refused.stderr
+    assert 'its pool was deleted' in refused.stderr
+    pool = pool_id('batchai', 'local', 'nojob')
+    svc.double.account.wait(lambda: pool not in svc.double.account.pools or
+                            svc.double.account.pools[pool].state == 'deleting')
+    shown = svc.az('batchai', 'cluster', 'show', '-n', 'nojob', *svc.group())
+    assert shown.exit_code == 3, shown.stderr

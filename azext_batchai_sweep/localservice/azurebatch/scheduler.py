@@ -95,7 +95,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.requeues = 0
         self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
         self._jobs_made = set()  # Batch jobs known to exist
-        self._pools = {}  # cluster key -> the pool's JSON as last listed
+        self._pools = {}  # cluster key -> (the pool's JSON, its nodes' JSON) as last read
         self._pools_at = 0.0
 
     # ---- identities ------------------------------------------------------------------------------------------
@@ -142,14 +142,25 @@ class AzureBatchScheduler(SubmittingScheduler):
             raise bad_request('UnsupportedOnAzureBatch', problem)
 
     def create_cluster(self, key, body, spec):
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
         pool_id, job_id = self._ids(key)
         try:
             pool = self.mapping.pool_body(pool_id, body, spec, self.account)
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        try:
             self.api.create_pool(pool)
-            self.api.create_job(self.mapping.job_body(job_id, pool_id))
         except BatchCallError as ex:
             raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
                            'Azure Batch refused the pool of cluster {}: {}'.format(body['name'], ex)) from None
+        try:
+            self.api.create_job(self.mapping.job_body(job_id, pool_id))
+        except BatchCallError as ex:
+            # No cluster is stored without its Batch job: its pool goes too, or it would hold nodes nobody sees.
+            self._call_quietly(self.api.delete_pool, pool_id)
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the Batch job of cluster {} ({}); its pool was deleted.'.format(
+                               body['name'], ex)) from None
         self._jobs_made.add(job_id)
         self._pools_at = 0.0  # read the new pool at the next pass
         logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
@@ -178,14 +189,6 @@ class AzureBatchScheduler(SubmittingScheduler):
         props.update(state)
         if errors:
             props['errors'] = errors
-
-    def pools(self):
-        """[{cluster, pool, nodes, allocationState}] of the pools this service made, as last listed."""
-        with self._lock:
-            pools = dict(self._pools)
-        return [{'cluster': key, 'pool': pool.get('id'),
-                 'nodes': int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0),
-                 'allocationState': pool.get('allocationState')} for key, (pool, _) in sorted(pools.items())]
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
