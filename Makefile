@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
-	bench-service bench-cli bench-tuning bench-tpe bench-report wheel lint clean
+	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-importance bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -74,7 +74,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-report
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-importance bench-report
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -97,6 +97,16 @@ bench-tuning: dev $(TEST_STAMP)
 # Bayesian sampling: our TPE beside Optuna's TPESampler (test-only) and random search, 30 seeds x 60 evaluations.
 bench-tpe: dev $(TEST_STAMP)
 	$(BIN)/python bench/tpe.py
+
+# Several objectives and constraints: our MOTPE beside Optuna's multi-objective TPESampler and NSGA-II (hypervolume on
+# ZDT1-3, DTLZ2), and beside its constrained TPE (best feasible found); Optuna is a test tool. About 15 minutes.
+bench-mo: dev $(TEST_STAMP)
+	$(BIN)/python bench/mo.py
+
+# Parameter importance beside Optuna's PED-ANOVA (and fANOVA where scikit-learn is installed) on functions whose
+# important parameters are known. About a minute.
+bench-importance: dev $(TEST_STAMP)
+	$(BIN)/python bench/importance.py
 
 bench-report: dev $(TEST_STAMP)
 	$(BIN)/python bench/report.py

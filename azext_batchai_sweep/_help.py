@@ -148,6 +148,12 @@ long-summary: |
     objective: how to read the value a job is judged by, from its output; every report is an intermediate value. metric: NAME (printed as NAME=VALUE, Katib's format) or regex: with a group "value" (and optionally "step"); goal: max or min; step: the NAME=VALUE key of the same line that is the step (epoch); file (default stdout.txt) and outputDirectoryId (default stdouterr); strict: true stops the sweep when the jobs' output shows the metric is not reported (as --strict).
     Example: objective: {metric: val_accuracy, goal: max, step: epoch}
 
+    objectives (instead of objective): two or more {metric, goal}, each printed as NAME=VALUE in stdout.txt. The result is the Pareto front (the jobs no other job beats in every objective): run and metrics print it (table and -o json), status marks each job (Pareto: front, its dominance rank, or infeasible) and the report draws it. The first objective is the one that decides where one number must: its reports are the intermediate values earlyTermination, Hyperband and ASHA judge by, and the one stopAt, noImprovementJobs and the best job use; every other objective is its metric's last value. Bayesian sampling becomes MOTPE (good jobs by Pareto rank and hypervolume).
+    Example: objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, goal: min}]
+
+    constraints: [{metric, max and/or min}]: a job whose metric's last value lies outside a bound, or that never prints it, is infeasible: never the best, never on the front; bayesian sampling learns to avoid such jobs (feasible jobs first, then the least infeasible). With objective or objectives.
+    Example: constraints: [{metric: memory_gb, max: 12}, {metric: val_loss, max: 0.5}]
+
     limits: maxTotalJobs (jobs in all, promotions included), maxConcurrentJobs (queued or running at once), timeoutMinutes (after the first job: running jobs terminated, the sweep ends), jobTimeoutMinutes (each job's maxWallClockTime), stopOnExit (true: a run that ends early stops the sweep's jobs, as --stop-on-exit), stopAt (end the sweep, its running jobs terminated, once the best objective reaches this value: ended stopAt) and noImprovementJobs (end it once this many jobs in a row ran to the end without a better best: ended plateau). Minutes may be fractions.
     Example: limits: {maxTotalJobs: 30, maxConcurrentJobs: 4, timeoutMinutes: 120, jobTimeoutMinutes: 20, stopOnExit: true}
     Example: limits: {maxTotalJobs: 50, stopAt: 0.95, noImprovementJobs: 10}
@@ -157,9 +163,14 @@ long-summary: |
     Example: earlyTermination: {policy: asha, minResource: 1, maxResource: 27, eta: 3}
 
     sampling: type grid (every combination), random (count, seed), hyperband (resource: the placeholder given the budget, minResource, maxResource, eta, seed) or bayesian (count, seed, startupJobs: a Tree-structured Parzen Estimator, each new job from the objective of the jobs so far).
+    Hyperband's sampler: random (the default: each bracket's configurations drawn at random) or bayesian (BOHB, Falkner et al. 2018: each new configuration from the TPE fitted on the results at the largest resource that has startupJobs of them, default the number of parameters + 3; randomFraction of them, default 1/3, drawn at random). Hyperband's iterations (default 1) runs all its brackets that many times, each iteration's brackets numbered on (with sampler bayesian, later iterations learn from the earlier ones). Bayesian sampling under earlyTermination asha takes multiFidelity: true for the same rule over ASHA's rungs (a job's value at a rung is the one ASHA judged; startupJobs and randomFraction as for Hyperband).
+    warmStart (bayesian sampling, or hyperband with sampler bayesian): earlier sweeps of the same experiment (their names) or their exported results (a .json file of `az batchai sweep metrics -o json` or `az batchai sweep report -o json`, relative to the sweep file). Their finished jobs teach the sampler where the parameters match (names, types, ranges; what does not match is said on stderr and skipped); nothing is run again, they do not count toward count or maxTotalJobs, and the report lists them, marked inherited.
     Example: sampling: {type: random, count: 20, seed: 7}
     Example: sampling: {type: hyperband, resource: EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7}
     Example: sampling: {type: bayesian, count: 30, seed: 7, startupJobs: 10}
+    Example: sampling: {type: hyperband, sampler: bayesian, randomFraction: 0.2, resource: EPOCHS, minResource: 1, maxResource: 27, seed: 7}
+    Example: sampling: {type: bayesian, multiFidelity: true, count: 40, seed: 7} with earlyTermination: {policy: asha, minResource: 1, maxResource: 27}
+    Example: sampling: {type: bayesian, count: 30, seed: 7, warmStart: [lr-small, exports/lr-2025.json]}
 parameters:
   - name: --spec
     type: string
@@ -205,6 +216,10 @@ examples:
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4
+  - name: Model-based Hyperband (BOHB) warm started from an earlier sweep of the experiment, whose sweep file says sampling {type hyperband, sampler bayesian, warmStart [moons-small], ...}; the report names why it ended and marks the inherited jobs.
+    text: |
+        az batchai sweep run -g batchai-local -w local -e demo -n moons-bohb --spec bohb.yaml -c local --max-concurrent-jobs 4
+        az batchai sweep report -g batchai-local -w local -e demo -n moons-bohb --output-file moons-bohb.html
   - name: Resume an interrupted run (the same arguments), then see each job's decision.
     text: |
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local
@@ -223,7 +238,9 @@ long-summary: >
     service: no plan file is needed. With the sweep's plan (--plan-file, or `<name>.plan.jsonl` here), planned jobs
     missing on the service are listed in state "missing", and the service's jobs the plan lacks are named
     (notInPlan). Stopped jobs show as "terminated". Without a terminal, --wait prints a progress line on stderr
-    every few checks (at most every 30 seconds).
+    every few checks (at most every 30 seconds). A sweep "az batchai sweep run" ran with several objectives or with
+    constraints marks each job (column Pareto; -o json: tuning.onFront, paretoRank, objectives and infeasible, the
+    constraints it broke): "front" on the Pareto front, its dominance rank, or "infeasible".
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --state
@@ -301,13 +318,16 @@ examples:
 
 helps['batchai sweep metrics'] = """
 type: command
-short-summary: Read a metric from each job's output and rank the jobs of a sweep.
+short-summary: Read a metric from each job's output and rank the jobs of a sweep, or its parameters by importance.
 long-summary: >
     Each job's file (stdout.txt by default) is searched line by line, with --regex (a group named "value", or the
     first group, is the number) or for NAME=VALUE lines with --metric NAME. The values found in one file become one
     number with --reduce: with "last" (the default) the file is read from its end until a line holds the metric, so
     a long log is not downloaded whole; the other reductions stream the whole file. A job without the file or the
-    metric shows an empty metric.
+    metric shows an empty metric. For a sweep "az batchai sweep run" ran with several objectives (the sweep file's
+    objectives), without --metric, --regex and --csv it prints the Pareto front instead: the jobs no other
+    feasible job beats in every objective, with each objective's value, rank 0 (-o json: name, rank, values,
+    parameters); --top keeps the first N.
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --regex
@@ -328,13 +348,29 @@ parameters:
   - name: --csv
     type: string
     short-summary: Also write the rows to this CSV file.
+  - name: --importance
+    type: bool
+    short-summary: How much each parameter mattered for the metric, the most important first, instead of the jobs.
+    long-summary: >
+        PED-ANOVA (Watanabe et al. 2023; Optuna's default importance evaluator): for each parameter, how differently
+        the values of the best jobs (the best 10%, and at least 5 jobs) are spread from those of all jobs. Shares sum
+        to 100%; low and high are a 90% interval over 200 resamples of the jobs (wide when few jobs finished). It
+        counts the jobs that ran to the end and those a `sweep run` decision stopped early, each with its value;
+        below 10 such jobs there is no estimate, and the command says so. Each parameter is judged on its own:
+        an effect that shows only in a combination of parameters is not seen. The report shows the same as a chart.
 examples:
+  - name: Which parameters mattered for the sweep file's objective (as `sweep run` or `create` kept it).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --importance -o table
+  - name: Which parameters mattered for the lowest loss each job printed, as JSON.
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric loss --reduce min --goal min --importance -o json
   - name: The 5 jobs with the highest accuracy, logged as "accuracy=0.93".
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric accuracy --goal max --top 5 -o table
   - name: The lowest loss each job printed (lines like "loss 0.25"), found by a regular expression, also written to a CSV file.
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss (\\S+)" --reduce min --goal min --csv lr.csv
   - name: Read the metric from a file of an output directory.
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "score (\\d+)" --output-directory-id MODEL --file logs/metrics.txt
+  - name: The Pareto front of a sweep run with objectives (accuracy against latency, say).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -o table
 """
 
 helps['batchai sweep delete'] = """
@@ -418,8 +454,9 @@ long-summary: >
     from the network: a summary (objective and goal, counts by state, the best job with its parameters, compute used
     and saved by early termination, when the sweep ran), learning curves (the objective against the step, one line
     per job, stopped, failed and best jobs marked, the decision taken about a job on hover), parallel coordinates
-    coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
-    far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
+    coloured by the objective (LOG parameters on log axes), the objective against each parameter, what mattered (each
+    parameter's importance for the objective, for each objective of a sweep with several, with a 90% interval: as
+    "metrics --importance" prints it), the best value so far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
     jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
     For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
     and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots

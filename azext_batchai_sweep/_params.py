@@ -138,6 +138,8 @@ def load_arguments(self, _):
         c.argument('top', type=int, help='Only the first N jobs (with --goal: the N best).')
         c.argument('csv', options_list=['--csv'], completer=FilesCompleter(),
                    help='Also write the rows to this CSV file: name, state, the metric, one column per parameter.')
+        c.argument('importance', options_list=['--importance'], action='store_true',
+                   help='Instead of the jobs: how much each parameter mattered for the metric (PED-ANOVA over the jobs that ran to the end, as Optuna computes it), the most important first, with a 90% bootstrap interval; at least 10 such jobs. Needs a goal (--goal, or the objective\'s).')
 
     with self.argument_context('batchai sweep delete', validator=validate_sweep_delete) as c:
         c.argument('no_wait', options_list=['--no-wait'], action='store_true',

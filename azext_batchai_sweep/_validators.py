@@ -115,6 +115,7 @@ def validate_sweep_metrics(cmd, namespace):
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
                            'number.')
     _at_least(1, top=namespace.top)
+    _validate_importance(namespace)
     if not namespace.regex and not namespace.metric:
         return  # the metric, its goal (for --top) and its file come from the sweep's objective
     if namespace.top is not None and not namespace.goal:
@@ -126,6 +127,22 @@ def validate_sweep_metrics(cmd, namespace):
     except SpecError as ex:
         option = '--regex' if namespace.regex else '--metric'
         raise InvalidArgumentValueError('Invalid {}: {}'.format(option, ex.message)) from None
+
+
+def _validate_importance(namespace):
+    """--importance prints the parameters, not the jobs: the options that shape the job rows do not go with it, and
+    it needs to know which way is better."""
+    if not namespace.importance:
+        return
+    given = [option for option, value in (('--top', namespace.top), ('--csv', namespace.csv)) if value is not None]
+    if given:
+        raise MutuallyExclusiveArgumentError(
+            '--importance prints the parameters\' importance, not the jobs: {} does not go with it'.format(
+                ' and '.join(given)),
+            recommendation='Run metrics without --importance for the jobs\' rows.')
+    if (namespace.regex or namespace.metric) and not namespace.goal:
+        raise RequiredArgumentMissingError(
+            '--importance with --metric or --regex needs --goal max or --goal min: which values are the best')
 
 
 _STEP_KEY = re.compile(r'^[A-Za-z_][\w.-]{0,63}$', re.ASCII)

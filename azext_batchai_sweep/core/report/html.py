@@ -9,6 +9,8 @@ import datetime
 import json
 
 from . import plots
+from .importance_chart import importance_bars
+from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
 TABLE_PAGE = 100
@@ -31,6 +33,7 @@ section { background: #fff; border: 1px solid var(--line); border-radius: 8px; p
 .card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
 .big { font-size: 20px; font-weight: 600; }
 .chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 4px 2px 0; background: #eef0f3; }
+.chip.inherited { background: #efe6f7; }
 .chip.succeeded { background: #e3efe4; } .chip.failed { background: #f6e0e0; } .chip.running { background: #e6eef8; }
 dl { display: grid; grid-template-columns: auto 1fr; gap: 0 10px; margin: 4px 0 0; }
 dt { color: var(--muted); } dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace; }
@@ -66,6 +69,8 @@ line.median { stroke-dasharray: 5 3; }
 line.stairs { stroke: var(--best); }
 .expected { fill: none; stroke: #555; stroke-width: 1.6; stroke-dasharray: 6 4; }
 line.expected { stroke: #555; }
+.importance-bar { fill: #4c78a8; } .importance-interval { stroke: #222; stroke-width: 1.4; fill: none; }
+.importance-value { font-variant-numeric: tabular-nums; }
 .hl { stroke-width: 4 !important; stroke-opacity: 1 !important; fill-opacity: 1 !important; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
@@ -233,6 +238,9 @@ def _summary(data):
     ran += ('<div>still running</div>' if span['stillRunning']
             else '<div>to {}</div>'.format(esc(_when(span['lastEnd']) or '')))
     cards.append(_card('When', ran + '<div class="note">report of {}</div>'.format(esc(_when(data['generatedAt'])))))
+    run = _run_card(data.get('run'))
+    if run:
+        cards.append(run)
     where = ' / '.join(esc(part) for part in (data['resourceGroup'], data['workspace'], data['experiment']) if part)
     return ('<header><h1>Sweep {}</h1><div class="sub">{}</div></header><section id="summary">'
             '<h2>Summary</h2><div class="cards">{}</div></section>'.format(esc(data['sweep']), where, ''.join(cards)))
@@ -242,6 +250,73 @@ def _section(section_id, title, svg, caption, missing):
     body = svg if svg else '<p class="note missing">{}</p>'.format(esc(missing))
     return '<section id="{}"><h2>{}</h2><figure>{}<figcaption>{}</figcaption></figure></section>'.format(
         section_id, esc(title), body, esc(caption) if svg else '')
+
+
+# The sampling settings the run card names (the type is on the Jobs card), in this order.
+RUN_SETTINGS = ('sampler', 'multiFidelity', 'startupJobs', 'randomFraction', 'iterations', 'eta', 'minResource',
+                'maxResource', 'count', 'seed')
+RUN_LIMITS = ('stopAt', 'noImprovementJobs', 'maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
+MAX_INHERITED_ROWS = 200
+
+
+def _run_card(run):
+    """`sweep run`'s outline: why it ended, its sampler's settings and result limits, its warm-start sources."""
+    if not run:
+        return ''
+    parts = []
+    if run.get('ended'):
+        parts.append('<div class="big ended">{}</div><div class="ended-because">{}</div>'.format(
+            esc(run['ended']), esc(run.get('endedBecause') or '')))
+    else:
+        parts.append('<div class="note">not ended yet (or stopped before its end)</div>')
+    sampling = run.get('sampling') or {}
+    settings = ['{} {}'.format(key, _shown(sampling[key])) for key in RUN_SETTINGS if sampling.get(key) is not None]
+    if settings:
+        parts.append('<div class="note run-sampling">{}: {}</div>'.format(esc(sampling.get('type') or 'sampling'),
+                                                                         esc(', '.join(settings))))
+    limits = run.get('limits') or {}
+    shown = ['{} {}'.format(key, fmt(limits[key])) for key in RUN_LIMITS if limits.get(key) is not None]
+    if shown:
+        parts.append('<div class="note run-limits">limits: {}</div>'.format(esc(', '.join(shown))))
+    warm = run.get('warmStart')
+    if warm:
+        parts.append('<div class="note run-warm-start">warm start: {} job(s) inherited from {}</div>'.format(
+            warm['inherited'], esc(', '.join('{} ({})'.format(s['source'], s['inherited']) for s in warm['sources']))))
+    return _card('Run', ''.join(parts))
+
+
+def _shown(value):
+    """A value as a cell shows it: numbers as decisions print them, booleans in YAML's words, the rest as JSON."""
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (int, float)):
+        return fmt(value)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _inherited(data):
+    """The jobs a warm start inherited (not jobs of this sweep: results its sampler learned from), each marked."""
+    warm = (data.get('run') or {}).get('warmStart')
+    if not warm:
+        return ''
+    jobs = warm.get('jobs') or []
+    names = sorted({name for job in jobs for name in job['parameters']})
+    rows = ''.join('<tr class="inherited"><td><span class="chip inherited">inherited</span></td><td>{}</td>'
+                   '<td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>'.format(
+                       esc(job['source']), esc(job['name']), esc(_shown(job['objective'])), esc(_shown(job['resource'])),
+                       ''.join('<td>{}</td>'.format(esc(_shown(job['parameters'].get(name)))) for name in names))
+                   for job in jobs[:MAX_INHERITED_ROWS])
+    notes = ''.join('<li>{}: {}</li>'.format(esc(source['source']), esc(note))
+                    for source in warm['sources'] for note in source.get('notes') or ())
+    more = ' The first {} are listed.'.format(MAX_INHERITED_ROWS) if len(jobs) > MAX_INHERITED_ROWS else ''
+    return ('<section id="inherited"><h2>Inherited jobs (warm start)</h2><p class="note">{} finished job(s) of earlier '
+            'sweeps the sampler learned from; they are not jobs of this sweep and were not run again.{}</p>{}'
+            '<div class="table-wrap"><table id="inherited-table"><thead><tr><th>mark</th><th>from</th><th>job</th>'
+            '<th>objective</th><th>resource</th>{}</tr></thead><tbody>{}</tbody></table></div></section>').format(
+                warm['inherited'], more, '<ul class="note">{}</ul>'.format(notes) if notes else '',
+                ''.join('<th>{}</th>'.format(esc(name)) for name in names), rows)
 
 
 def _table_payload(data):
@@ -344,13 +419,16 @@ def render_html(data):
                  'One dot per job; the dashed line is the median over every job, per category or value bin. {}'
                  .format(_sampled_note(scatter_plot, 'dots')),
                  no_values if data['parameters'] else 'The sweep has no parameters.'),
+        _importance_section(data),
         _section('best-so-far', 'Best so far', best,
                  'The best {} among the jobs that ran to the end, against how many had finished.{}'.format(
                      label, ' The dashed line is what random search is expected to find with as many jobs, drawing '
                             'from these jobs\' values (Dodge et al., 2019).'
                      if data['plots']['bestSoFar'].get('expectedRandom') else ''),
                  'No job has run to the end with a value yet.'),
+        pareto_section(data),  # several objectives or constraints only (core/report/pareto.py)
         _table(data),
+        _inherited(data),
     ]
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
@@ -358,8 +436,32 @@ def render_html(data):
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="generator" content="az batchai sweep report">'
             '<title>Sweep {title} report</title><style>{css}</style></head><body><main>{body}</main>'
-            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS,
+            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS + pareto_css(data),
                                                                 body=''.join(sections), script=SCRIPT)
+
+
+def _importance_section(data):
+    """What mattered: one chart per objective (importance_chart.py), or why there is none."""
+    entries = data.get('importance') or []
+    figures = []
+    for entry in entries:
+        label = entry.get('objective') or 'the objective'
+        heading = '<h3>{}</h3>'.format(esc(label)) if len(entries) > 1 else ''
+        svg = importance_bars(entry)
+        if svg is None:
+            figures.append('{}<p class="note missing">No importance for {}: {}.</p>'.format(
+                heading, esc(label), esc(entry['message'] or 'no parameters')))
+            continue
+        caption = ('How much each parameter mattered for reaching the best {} of the {} jobs with a value of {} '
+                   '(PED-ANOVA: how differently the best jobs\' values of it are spread from all jobs\'), the '
+                   'most important at the top; the whisker is the 90% interval over {} resamples of the jobs: '
+                   'wide when few jobs finished. Each parameter on its own: an effect that only shows in a '
+                   'combination of parameters is not seen.'.format(entry['topJobs'], entry['jobs'], label,
+                                                                      entry['resamples']))
+        figures.append('{}<figure>{}<figcaption>{}</figcaption></figure>'.format(heading, svg, esc(caption)))
+    if not figures:
+        return ''
+    return '<section id="importance"><h2>What mattered</h2>{}</section>'.format(''.join(figures))
 
 
 def _sampled_note(plot, what):

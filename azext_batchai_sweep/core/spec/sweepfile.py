@@ -32,8 +32,9 @@ from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
 from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
-from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian
+from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian, resolve_hyperband_sampler
 from ..tuning.settings import check_tuning, wall_clock
+from ..tuning.objectives_settings import check_objectives
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +80,13 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar objective: the file's objective section (how to read the metric; core/tuning), or None.
     :ivar limits: the file's limits section (a dict, maybe empty).
     :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
+    :ivar objective_set: the file's objectives and constraints ({'objectives': [...], 'constraints': [...]}, either
+        absent; core/tuning/objectives.py), or None; with objectives, ``objective`` is the first of them.
     :ivar resource_spec: for hyperband sampling, a spec standing for the resource placeholder (its possible values),
         so that the template renders with it; else None.
+    :ivar warm_start_files: {sampling.warmStart entry: [warmstart.Record]} of the entries that are results files,
+        read and checked with the file (the sweeps named there are read from the service by `sweep run`).
+    :ivar inherited: the jobs a warm start inherited (core/tuning/warmstart.py), once `sweep run` has matched them.
     """
     source: str
     job_name_prefix: str
@@ -94,6 +100,9 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     limits: dict = field(default_factory=dict)
     early_termination: dict = None
     resource_spec: object = None
+    warm_start_files: dict = field(default_factory=dict)
+    inherited: list = field(default_factory=list)
+    objective_set: dict = None
 
     @property
     def template_digest(self):
@@ -146,7 +155,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     document = _read_document(path)
     _refuse_credentials(document, path)
     _validate(document, 'sweep.schema.json', path)
-    resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
+    resolved_sampling = resolve_sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
     seed_origin = _choose_seed(resolved_sampling, document['parameters'], recorded_seed)
     specs = [_spec(entry, index, resolved_sampling, path, file_storage)
              for index, entry in enumerate(document['parameters'])]
@@ -157,6 +166,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                             path='parameters[{}].name'.format(index))
     for index, spec in enumerate(specs):
         _check_values(spec, index, resolved_sampling['type'], path)
+    objective_set = check_objectives(document, path, adaptive)
     objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive)
     resource_spec = _resource_spec(resolved_sampling, names, path)
 
@@ -180,7 +190,26 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
                            unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
-                           early_termination=early_termination, resource_spec=resource_spec)
+                           early_termination=early_termination, resource_spec=resource_spec,
+                           warm_start_files=_warm_start_files(resolved_sampling, path),
+                           objective_set=objective_set)
+
+
+def _warm_start_files(sampling, path):
+    """The warmStart entries that are results files, read and checked now: a bad one fails before any request."""
+    from ..tuning.warmstart import file_path, is_file_source, read_results_file
+    files = {}
+    for index, entry in enumerate(sampling.get('warmStart') or ()):
+        where = 'sampling.warmStart[{}]'.format(index)
+        if entry in sampling['warmStart'][:index]:
+            raise SpecError('expected each warm-start source once ({} is given twice)'.format(entry), source=path,
+                            path=where)
+        if is_file_source(entry):
+            try:
+                files[entry] = read_results_file(file_path(entry, path), where)
+            except SpecError as ex:
+                raise SpecError(ex.message, source=path, path=where) from None
+    return files
 
 
 def _load_yaml(text, what, path):
@@ -274,7 +303,8 @@ def _validate(document, schema_name, source, locate=None, explain=None):
     raise error
 
 
-def _sampling(written, sampling, count, seed, path):
+def resolve_sampling(written, sampling=None, count=None, seed=None, path=None):
+    """A sampling section as written -> as resolved (defaults filled, --sampling/--count/--seed applied)."""
     kind = sampling or written['type']
     resolved = {'type': kind, 'count': None, 'seed': seed if seed is not None else written.get('seed')}
     if kind == 'random':
@@ -290,6 +320,9 @@ def _sampling(written, sampling, count, seed, path):
     if kind == 'hyperband':
         resolved.update({key: written[key] for key in ('resource', 'minResource', 'maxResource')},
                         eta=written.get('eta', 3))
+        resolve_hyperband_sampler(written, resolved)
+    if written.get('warmStart'):
+        resolved['warmStart'] = list(written['warmStart'])
     return resolved
 
 
