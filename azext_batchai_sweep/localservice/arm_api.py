@@ -494,6 +494,8 @@ class _Request:
     # ---- clusters --------------------------------------------------------------------------------------------
 
     def cluster(self, rg, workspace, name, ws_key, key):
+        if self.method == 'PATCH':
+            return self.cluster_update(rg, workspace, name, key)
         if self.method != 'PUT':
             return self._read_or_delete(key, 'cluster', name)
         self._get(ws_key, 'workspace', workspace)
@@ -511,6 +513,26 @@ class _Request:
             self.runner.wake()
             return self._accepted('create', key)
         return self._same_or_conflict(key, params, 'cluster', name)
+
+    def cluster_update(self, rg, workspace, name, key):
+        """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,
+        applied by the scheduler to what backs the cluster (a scheduler whose clusters keep their nodes refuses)."""
+        row = self._get(key, 'cluster', name)
+        if row['state'] == 'deleting':
+            raise conflict('Conflict', "The cluster '{}' is being deleted.".format(name))
+        update = self._params().get('properties')
+        if not isinstance(update, dict) or set(update) != {'scaleSettings'}:
+            raise bad_request('InvalidRequestContent', 'A cluster update changes properties.scaleSettings only.')
+        spec = json.loads(row['spec'])
+        spec = dict(spec, properties=dict(spec.get('properties') or {}, scaleSettings=update['scaleSettings']))
+        body = cluster_body(self.sub, rg, workspace, name, spec, utcnow())  # validates the new scale settings
+        self.runner.resize_cluster(key, body, update['scaleSettings'])
+
+        def rescale(stored):
+            stored['properties'].update(scaleSettings=body['properties']['scaleSettings'],
+                                        currentNodeCount=body['properties']['currentNodeCount'])
+        self.store.update(key, rescale)
+        return _json_response(200, self.api.public_body(self.store.get(key)))
 
     def _read_or_delete(self, key, kind, name):
         """The answer to any method of a resource but PUT (which each kind handles itself): GET, DELETE or 405."""

@@ -12,8 +12,8 @@ outcome in the store itself. Two exist:
 
 A scheduler whose clusters have resources of their own (Azure Batch's pools) also gets the cluster hooks
 (`check_cluster`, `create_cluster`, `resize_cluster`, `delete_cluster`, `cluster_view`); the others keep their
-defaults (a cluster is the service's own nodes: nothing to make, its node counts from the jobs it runs), so the
-ARM layer calls every scheduler the same way.
+defaults (a cluster is the service's own nodes: nothing to make, its node counts from the jobs it runs, a resize
+refused), so the ARM layer calls every scheduler the same way.
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
 under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 
+from .errors import bad_request
 from .layout import JobLayout
 from .resources import TOOLKITS, iso, utcnow
 
@@ -118,8 +119,10 @@ class Scheduler(abc.ABC):
         ArmError refuses the create (the ARM layer then removes the stored cluster)."""
 
     def resize_cluster(self, key, body, scale_settings):
-        """Apply new scale settings to a cluster's backing resources (for the cluster update route: Batch AI's
-        resize and auto-scale, which the service does not serve yet)."""
+        """Apply new scale settings to a cluster's backing resources (Batch AI's cluster update: resize,
+        auto-scale). Here a cluster is the service's own nodes, whose count is fixed at create: refused."""
+        raise bad_request('ClusterUpdateNotSupported', "The {} scheduler's clusters keep the node count they were "
+                          'created with: delete the cluster and create it again.'.format(self.name))
 
     def delete_cluster(self, key, body):
         """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""

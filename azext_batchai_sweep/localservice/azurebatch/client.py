@@ -155,8 +155,16 @@ class BatchApi:
         self._call('resize_pool', lambda: self.client.resize_pool(pool_id, body, **NO_SDK_RETRY))
 
     def enable_autoscale(self, pool_id, body):
-        self._call('enable_pool_auto_scale',
-                   lambda: self.client.enable_pool_auto_scale(pool_id, body, **NO_SDK_RETRY))
+        """A new autoscale formula (and evaluation interval) on the pool. The SDK's public operation takes them as
+        keywords (its _patch.py); the interval goes as the timedelta it wants."""
+        from ..resources import parse_duration  # pylint: disable=import-outside-toplevel
+        interval = body.get('autoScaleEvaluationInterval')
+        self._call('enable_pool_auto_scale', lambda: self.client.enable_pool_auto_scale(
+            pool_id, auto_scale_formula=body.get('autoScaleFormula'),
+            auto_scale_evaluation_interval=parse_duration(interval) if interval else None, **NO_SDK_RETRY))
+
+    def disable_autoscale(self, pool_id):
+        self._call('disable_pool_auto_scale', lambda: self.client.disable_pool_auto_scale(pool_id, **NO_SDK_RETRY))
 
     def delete_pool(self, pool_id):
         self._call('delete_pool', lambda: self.client.delete_pool(pool_id, **NO_SDK_RETRY),

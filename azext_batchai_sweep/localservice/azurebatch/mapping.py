@@ -70,6 +70,16 @@ class AbMapMapping:
         return pools.pool_body(pool_id, props, account, image, _multi_node(props))
 
     @staticmethod
+    def scale_request(cluster_props, account):
+        """(autoscale?, the body of a pool resize or enable-autoscale request) for new scale settings."""
+        from . import pools, priority  # pylint: disable=import-outside-toplevel
+        node_priority = priority.node_priority(cluster_props.get('vmPriority'), account, _today())
+        fields = pools.scale_settings(cluster_props, node_priority)
+        if fields.pop('enableAutoScale'):
+            return True, fields
+        return False, fields
+
+    @staticmethod
     def job_body(job_id, pool_id):
         from . import tasks  # pylint: disable=import-outside-toplevel
         return tasks.batch_job_body(job_id, pool_id)

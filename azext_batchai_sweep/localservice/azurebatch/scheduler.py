@@ -165,6 +165,30 @@ class AzureBatchScheduler(SubmittingScheduler):
         self._pools_at = 0.0  # read the new pool at the next pass
         logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
 
+    def resize_cluster(self, key, body, scale_settings):
+        """New scale settings on the pool: a manual count (autoscale turned off first when it was on), or a new
+        autoscale formula."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        pool_id, _ = self._ids(key)
+        try:
+            autoscale, request = self.mapping.scale_request(body['properties'], self.account)
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        try:
+            if autoscale:
+                self.api.enable_autoscale(pool_id, request)
+            else:
+                pool = self.api.get_pool(pool_id, select=['id', 'enableAutoScale']) or {}
+                if pool.get('enableAutoScale'):
+                    self.api.disable_autoscale(pool_id)
+                self.api.resize_pool(pool_id, request)
+        except BatchCallError as ex:
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the new scale of pool {}: {}'.format(pool_id, ex)) from None
+        self._pools_at = 0.0  # read it again at the next pass
+        logger.info('cluster %s: pool %s %s', key, pool_id, 'autoscale formula set' if autoscale else
+                    'resized to {}'.format(request))
+
     def delete_cluster(self, key, body):
         pool_id, job_id = self._ids(key)
         self.api.delete_job(job_id)  # its tasks go with it
