@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
 FILES_SECONDS = 5.0  # a running task's files are mirrored at most this often
-POOLS_SECONDS = 15.0  # the pools' node counts and allocation states are read at most this often
+POOLS_SECONDS = 15.0  # the pools' node counts and allocation states are read this often, and after each change
 SUBMIT_BATCH = 500  # queued jobs taken from the store per pass (added in chunks of at most 100)
 # A poll asks for the tasks changed since the previous poll began, less this margin (the clocks of this machine
 # and of Batch differ; a task seen twice costs nothing).
@@ -97,6 +97,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         self._jobs_made = set()  # Batch jobs known to exist
         self._pools = {}  # cluster key -> (the pool's JSON, its nodes' JSON) as last read
         self._pools_at = 0.0
+        self._pools_stale = True  # a pool was made or changed, or a task started or ended: read the pools again
 
     # ---- identities ------------------------------------------------------------------------------------------
 
@@ -162,7 +163,7 @@ class AzureBatchScheduler(SubmittingScheduler):
                            'Azure Batch refused the Batch job of cluster {} ({}); its pool was deleted.'.format(
                                body['name'], ex)) from None
         self._jobs_made.add(job_id)
-        self._pools_at = 0.0  # read the new pool at the next pass
+        self._pools_stale = True  # read the new pool at the next pass
         logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
 
     def resize_cluster(self, key, body, scale_settings):
@@ -185,7 +186,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         except BatchCallError as ex:
             raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
                            'Azure Batch refused the new scale of pool {}: {}'.format(pool_id, ex)) from None
-        self._pools_at = 0.0  # read it again at the next pass
+        self._pools_stale = True  # read it again at the next pass
         logger.info('cluster %s: pool %s %s', key, pool_id, 'autoscale formula set' if autoscale else
                     'resized to {}'.format(request))
 
@@ -199,7 +200,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         logger.info('deleted Batch pool %s and Batch job %s of cluster %s', pool_id, job_id, key)
 
     def cluster_view(self, key, props):
-        """The pool's state as last read (every POOLS_SECONDS): node count and states, allocation state, resize
+        """The pool's state as last read (every POOLS_SECONDS, and after a change): node count and states, allocation state, resize
         and start-task errors."""
         with self._lock:
             pool, nodes = self._pools.get(key, (None, []))
@@ -278,7 +279,8 @@ class AzureBatchScheduler(SubmittingScheduler):
         self._submit_queued()
         self._poll()
         self._mirror_running()
-        if time.monotonic() - self._pools_at >= self.pools_seconds:
+        if self._pools_stale or time.monotonic() - self._pools_at >= self.pools_seconds:
+            self._pools_stale = False
             self._pools_at = time.monotonic()
             self._read_pools()
 
@@ -462,6 +464,7 @@ class AzureBatchScheduler(SubmittingScheduler):
                     if self._held.get(key) is task and row is not None and row['state'] == 'queued':
                         task.running = True
                         self._record_state(key, 'running', started=True)
+                        self._pools_stale = True  # its node is busy now
             return
         self._finish(key, task, state, exit_code, errors)
 
@@ -474,6 +477,7 @@ class AzureBatchScheduler(SubmittingScheduler):
                 state, errors = 'failed', [error(task.reason)]
             if task.reason != 'deleted':
                 self._record_end(key, state, exit_code, errors)
+        self._pools_stale = True  # its node is free now
         task.done.set()
         self._wake.set()
 
