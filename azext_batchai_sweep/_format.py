@@ -287,5 +287,12 @@ def local_service_table_format(result):
     titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',
               'running': 'Running', 'targeted': 'Targeted', 'stopped': 'Stopped', 'workspace': 'Workspace',
               'cluster': 'Cluster', 'resourceGroup': 'Resource Group', 'scheduler': 'Scheduler',
-              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs'}
-    return [OrderedDict((title, _text(result[key])) for key, title in titles.items() if key in result)]
+              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs',
+              'batchAccount': 'Batch Account', 'poolAllocationMode': 'Allocation Mode', 'pools': 'Pools'}
+    return [OrderedDict((title, _pools_cell(result[key]) if key == 'pools' else _text(result[key]))
+                        for key, title in titles.items() if key in result)]
+
+
+def _pools_cell(pools):
+    """The Batch pools of `local status`/`stop` in one cell: 'cluster=nodes' each."""
+    return ', '.join('{}={}'.format(p.get('cluster'), p.get('nodes')) for p in pools or []) or 'none'

@@ -543,8 +543,17 @@ parameters:
     short-summary: Inject failures for testing, e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".
   - name: --scheduler
     type: string
-    short-summary: Where jobs run, "processes" on this machine (default) or "slurm", as Slurm batch jobs.
-    long-summary: With slurm, run it on a machine that can submit to the cluster (a login node); the data directory must be on a filesystem the compute nodes share. docs/slurm.md has the mapping of Batch AI fields.
+    short-summary: Where jobs run, "processes" on this machine (default), "slurm", as Slurm batch jobs, or "azure-batch", as Azure Batch tasks.
+    long-summary: With slurm, run it on a machine that can submit to the cluster (a login node); the data directory must be on a filesystem the compute nodes share. docs/slurm.md has the mapping of Batch AI fields. With azure-batch, each cluster created through the service is a Batch pool of --batch-account and each job a Batch task, with your az login (no key); docs/azure-batch.md has the mapping.
+  - name: --batch-account
+    type: string
+    short-summary: Azure Batch only (required there). The Batch account whose pools run the jobs.
+  - name: --resource-group -g
+    type: string
+    short-summary: Azure Batch only. The resource group of the Batch account; default is found by the account's name.
+  - name: --pool-prefix
+    type: string
+    short-summary: Azure Batch only. Prefix of the pool and Batch job ids the service makes; default is batchai.
   - name: --gpus
     type: string
     short-summary: Processes scheduler only. GPUs handed out, each job its own, as "auto", a count or a list.
@@ -571,6 +580,10 @@ examples:
     text: az batchai sweep local start --scheduler slurm --partition gpu --account myproject
   - name: Run the jobs on this machine, each on its own GPU of the four it has.
     text: az batchai sweep local start --gpus 0,1,2,3
+  - name: Run the jobs as Azure Batch tasks of Batch account mybatch (your az login), on a pool made by cluster create.
+    text: |
+        az batchai sweep local start --scheduler azure-batch --batch-account mybatch -g MyResourceGroup --pool-prefix lab
+        az batchai cluster create -n t4 -g batchai-local -w local -s Standard_NC4as_T4_v3 --min 0 --max 4 -u batchai -k ~/.ssh/id_rsa.pub
   - name: A CI pipeline's own service, config and data, untouched by any other pipeline on the machine.
     text: |
         export AZURE_CONFIG_DIR="$(mktemp -d)"
@@ -589,6 +602,8 @@ parameters:
 examples:
   - name: Show the local service.
     text: az batchai sweep local status -o table
+  - name: On Azure Batch, the pools (clusters) with the nodes each holds now.
+    text: az batchai sweep local status --query "pools[].{cluster:cluster, nodes:nodes}" -o table
 """
 
 helps['batchai sweep local show-connection-string'] = """
@@ -620,7 +635,7 @@ helps['batchai sweep local stop'] = """
 type: command
 short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
 long-summary: >
-    Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm the jobs run on, and the next start re-attaches to them.
+    Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm and Azure Batch the jobs run on, and the next start re-attaches to them; on Azure Batch it lists the pools that still hold nodes (they cost money until they scale to zero or are deleted).
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --data-dir

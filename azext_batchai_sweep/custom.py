@@ -876,10 +876,12 @@ def _output_format(cmd):
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
-                partition=None, account=None, slurm_conf=None, retarget=False):
+                partition=None, account=None, slurm_conf=None, retarget=False, batch_account=None,
+                batch_resource_group=None, pool_prefix=None):
     from ._local import start
     return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults, scheduler=scheduler,
-                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget)
+                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget,
+                 batch_account=batch_account, batch_resource_group=batch_resource_group, pool_prefix=pool_prefix)
 
 
 def local_status(cmd, data_dir=None):
