@@ -361,6 +361,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         from .warmstart import inherit, records_from_trials
         sources = []
         everything = None
+        # A sweep with several objectives or constraints learns from jobs with every metric it judges by.
+        extra = self.objectives.extra_metrics() if self.objectives else ()
         for index, entry in enumerate(self.definition.sampling['warmStart']):
             if entry in self.definition.warm_start_files:
                 sources.append((entry, self.definition.warm_start_files[entry]))
@@ -377,14 +379,16 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                 raise SpecError('expected a sweep of experiment {} or a results file (.json): no job of sweep {} is '
                                 'there'.format(self.target[2], entry), source=self.definition.source, path=where)
             finished = [job for job in jobs if job_state(job) == 'succeeded']
-            follower = LogFollower(self.client, *self.target, self.objective, retry=self.retry, warn=logger.warning)
+            follower = LogFollower(self.client, *self.target, self.objective, retry=self.retry, warn=logger.warning,
+                                   extra_metrics=extra)
             follower.update([(job.name, 'succeeded') for job in finished])
             resource = self.factory_resource_name()
-            trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+            trials = [trial_of(job, follower.reports(job.name), resource, i, follower.metrics(job.name))
+                      for i, job in enumerate(jobs)]
             earlier = objective_from_service(jobs) or {}
             sources.append((entry, records_from_trials(trials, earlier.get('metric'))))
         inheritance = inherit(sources, self.definition.parameters, metric=(self.objective or {}).get('metric'),
-                              resource_name=self.factory_resource_name())
+                              resource_name=self.factory_resource_name(), extra_metrics=extra)
         for line in inheritance.messages():
             self.progress(line)
         return inheritance
