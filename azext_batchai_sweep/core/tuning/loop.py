@@ -358,11 +358,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
         from the service now, before any job is submitted), matched against this sweep's parameters."""
         from ..errors import SpecError
-        from .warmstart import inherit, records_from_trials
+        from .warmstart import extra_metrics_of, inherit_for, records_from_trials
         sources = []
         everything = None
         # A sweep with several objectives or constraints learns from jobs with every metric it judges by.
-        extra = self.objectives.extra_metrics() if self.objectives else ()
+        extra = extra_metrics_of(self.definition)
         for index, entry in enumerate(self.definition.sampling['warmStart']):
             if entry in self.definition.warm_start_files:
                 sources.append((entry, self.definition.warm_start_files[entry]))
@@ -387,8 +387,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                       for i, job in enumerate(jobs)]
             earlier = objective_from_service(jobs) or {}
             sources.append((entry, records_from_trials(trials, earlier.get('metric'))))
-        inheritance = inherit(sources, self.definition.parameters, metric=(self.objective or {}).get('metric'),
-                              resource_name=self.factory_resource_name(), extra_metrics=extra)
+        inheritance = inherit_for(self.definition, sources)
         for line in inheritance.messages():
             self.progress(line)
         return inheritance

@@ -175,6 +175,22 @@ class Inheritance:
                           'resource': t.resource} for t in self.trials]}
 
 
+def extra_metrics_of(definition):
+    """The metrics besides the first objective that a sweep judges jobs by (its other objectives and its constraints'
+    metrics): an inherited job needs a value of each."""
+    from .bayesian_settings import objectives_of
+    objectives = objectives_of(definition)
+    return objectives.extra_metrics() if objectives is not None else ()
+
+
+def inherit_for(definition, sources):
+    """inherit() with a loaded sweep file's parameters, objective(s) and Hyperband resource (what `run` and
+    --plan-only both match against)."""
+    resource = definition.resource_spec.name if definition.resource_spec is not None else None
+    return inherit(sources, definition.parameters, metric=(definition.objective or {}).get('metric'),
+                   resource_name=resource, extra_metrics=extra_metrics_of(definition))
+
+
 def _mismatch(dim, value):
     """Why a value does not fit this sweep's parameter (None when it does)."""
     if dim.kind != CATEGORICAL and dim.integer and _finite(value) and not float(value).is_integer():
