@@ -6,36 +6,15 @@ with the new keys together. Tiny deterministic jobs (data/tradeoff.py: accuracy 
 """
 import json
 import os
-import sys
 
 import pytest
 
-from .run_helpers import run_args, service_setup, target
+from .run_helpers import report_html, run_args, service_setup, target, write_tradeoff_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-TRADEOFF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'tradeoff.py')
 OLD_Q = [0.2, 0.5, 0.8]
 NEW_Q = [0.2, 0.3, 0.5, 0.6, 0.8]
-
-
-def _sweep(directory, name, sections, q_values, epochs=2):
-    command = '{} {} {{{{Q}}}} {{{{K}}}} {} 0.02'.format(sys.executable, TRADEOFF, epochs)
-    text = '\n'.join([
-        'jobNamePrefix: {}'.format(name),
-        *sections,
-        'parameters:',
-        '  - {{name: Q, type: discrete, values: {}}}'.format(q_values),
-        '  - {name: K, type: discrete, values: [1, 2]}',
-        'job:',
-        '  nodeCount: 1',
-        '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs',
-        '  customToolkitSettings: {{commandLine: "{}"}}'.format(command),
-    ])
-    path = os.path.join(directory, name + '.yaml')
-    with open(path, 'w', encoding='utf-8') as f:
-        f.write(text + '\n')
-    return path
 
 
 MULTI = ['objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, goal: min}]',
@@ -45,7 +24,7 @@ MULTI = ['objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, g
 @pytest.fixture(scope='module')
 def ran(local_service, tmp_path_factory):
     az, directory, experiment = service_setup(local_service, tmp_path_factory, 'combo')
-    old = _sweep(directory, 'single', ['objective: {metric: val_accuracy, goal: max}',
+    old = write_tradeoff_sweep(directory, 'single', ['objective: {metric: val_accuracy, goal: max}',
                                        'limits: {maxConcurrentJobs: 3}'], OLD_Q)
     first = az(*run_args(local_service, experiment, 'single', old))
     assert first.exit_code == 0, first.stderr
@@ -53,7 +32,7 @@ def ran(local_service, tmp_path_factory):
     assert exported.exit_code == 0, exported.stderr
     with open(os.path.join(directory, 'single.json'), 'w', encoding='utf-8') as f:
         f.write(exported.stdout)
-    spec = _sweep(directory, 'multi', MULTI + [
+    spec = write_tradeoff_sweep(directory, 'multi', MULTI + [
         'sampling: {type: bayesian, count: 3, seed: 1, startupJobs: 4, warmStart: [single, single.json]}',
         'limits: {maxConcurrentJobs: 1}'], NEW_Q)
     run = az(*run_args(local_service, experiment, 'multi', spec))
@@ -80,11 +59,7 @@ def test_motpe_learns_from_the_earlier_sweep_and_skips_its_single_objective_expo
 
 def test_the_report_shows_every_new_section_at_once(ran, local_service):
     az, directory, experiment, run = ran
-    path = os.path.join(directory, 'multi.html')
-    made = az('batchai', 'sweep', 'report', *target(local_service, experiment, 'multi'), '-f', path, '-o', 'json')
-    assert made.exit_code == 0, made.stderr
-    with open(path, encoding='utf-8') as f:
-        html = f.read()
+    made, html = report_html(az, local_service, experiment, 'multi', directory)
     for section in ('summary', 'pareto', 'importance', 'inherited', 'jobs'):
         assert '<section id="{}"'.format(section) in html, section
     assert '<div class="big ended">exhausted</div>' in html or '<div class="big ended">' in html
@@ -102,7 +77,7 @@ def test_the_report_shows_every_new_section_at_once(ran, local_service):
 @pytest.mark.parametrize('option', ['--plan-only', '--validate-only'])
 def test_plan_only_with_the_new_keys_together(ran, option):
     az, directory, _, _ = ran
-    spec = _sweep(directory, 'plan', MULTI + [
+    spec = write_tradeoff_sweep(directory, 'plan', MULTI + [
         'sampling: {type: hyperband, sampler: bayesian, resource: EPOCHS, minResource: 1, maxResource: 9, seed: 4, '
         'startupJobs: 3, warmStart: [single.json, single]}',
         'limits: {maxConcurrentJobs: 3, stopAt: 0.75, noImprovementJobs: 5}'], NEW_Q, epochs='{{EPOCHS}}')
