@@ -300,14 +300,21 @@ def report_importance(job_rows, axes, objective, pareto=None):
     """The report's importance (data.py's job rows and parameter axes): one entry per objective, from the Pareto
     figures of a `sweep run` with several objectives (`pareto`, core/tuning/front.py), else from the jobs' rows
     (of a Hyperband sweep: those at one resource, at_one_resource)."""
-    resource = resource_parameter(job_rows)
-    axes = [axis for axis in axes if axis['name'] != resource]
     if len((pareto or {}).get('objectives') or ()) > 1:
-        return front_importance(pareto, axes)
+        resource = resource_parameter(job_rows)
+        return front_importance(pareto, [axis for axis in axes if axis['name'] != resource])
     values = [counted_value(row['state'], row['objective'], row['stoppedEarly']) for row in job_rows]
+    return _single_importance(job_rows, values, lambda jobs: axes, objective.label, objective.goal)
+
+
+def _single_importance(job_rows, values, axes_of, name, goal):
+    """The importance for one objective of rows ({values, resource}) with their counted values, at one resource
+    (at_one_resource) and without the resource's placeholder among the axes; axes_of(jobs) gives the axes."""
+    resource = resource_parameter(job_rows)
     job_rows, values, said = at_one_resource(job_rows, values, resource)
     jobs = [row['values'] for row in job_rows]
-    entries = importance_per_objective(jobs, with_integers(axes, jobs), [(objective.label, objective.goal, values)])
+    axes = [axis for axis in with_integers(axes_of(jobs), jobs) if axis['name'] != resource]
+    entries = importance_per_objective(jobs, axes, [(name, goal, values)])
     return [dict(entry, resource=said) for entry in entries] if said else entries
 
 
@@ -366,12 +373,7 @@ def metrics_importance(rows, goal, metric, infos=(), stopped=(), resources=None)
     job_rows = [{'values': flat_values(row.get('parameters')), 'resource': (resources or {}).get(row['name'])}
                 for row in rows]
     values = [counted_value(row['state'], row['metric'], row['name'] in stopped) for row in rows]
-    resource = resource_parameter(job_rows)
-    job_rows, values, said = at_one_resource(job_rows, values, resource)
-    jobs = [row['values'] for row in job_rows]
-    axes = [axis for axis in with_integers(parameter_axes(jobs, infos), jobs) if axis['name'] != resource]
-    entries = importance_per_objective(jobs, axes, [(metric or 'metric', goal, values)])
-    return [dict(entry, resource=said) for entry in entries] if said else entries
+    return _single_importance(job_rows, values, lambda jobs: parameter_axes(jobs, infos), metric or 'metric', goal)
 
 
 def with_integers(axes, jobs):

@@ -28,6 +28,7 @@ from ..service.retry import RetrySettings
 from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
+from .bayesian_settings import objectives_of
 from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
@@ -324,8 +325,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.objective = definition.objective
         self.goal = self.objective['goal'] if self.objective else 'max'
         self.step_label = (self.objective or {}).get('step') or 'report'
-        self.objectives = Objectives.from_spec(definition.objective_set, self.objective) \
-            if definition.objective_set else None
+        self.objectives = objectives_of(definition)
         self.retry = retry or RetrySettings()
         self.journal = Journal(journal_path)
         self.limits = limits or Limits()

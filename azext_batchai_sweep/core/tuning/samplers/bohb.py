@@ -141,8 +141,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
     def _constraints_known(self, trial):
         """True without constraints, or when the job reported every constraint's metric (a job still running at a
         rung may not have yet: its feasibility is unknown, and MOTPE then judges it by what it reported)."""
-        return self.constrained is None or all(
-            (trial.metrics or {}).get(c.metric) is not None for c in self.constrained.constraints)
+        return self.constrained is None or self.constrained.constraints_reported(trial)
 
 
 def pending_suggestion(suggestion, trials):
