@@ -16,6 +16,12 @@ the inherited jobs are no jobs of this sweep; they are results the sampler learn
 older than the sweep's own jobs) that teach as the sweep's own do (a stopped job with its last value, or under a
 multi-fidelity model its values at the rungs it crossed), and in a finite space their configurations are never suggested again.
 
+A sweep with several objectives or constraints needs more of a job than its first objective: a value of each other
+objective and constraint metric (``extra_metrics``), read from an earlier sweep's logs, from a report's Pareto figures
+or from a front's rows; a job without them (an export of a single-objective sweep) is said and skipped, since MOTPE
+could neither rank it on a front nor know it feasible (a job stopped early teaches by its first objective, as the
+sweep's own do).
+
 Everything here is a function of the sources' contents: a resumed run inherits the same jobs in the same order.
 """
 import json
