@@ -36,7 +36,6 @@ STORAGE_RESOURCE = 'https://storage.azure.com/'
 STORAGE_SCOPE = STORAGE_RESOURCE + '.default'
 # The first Files REST version that accepts an Entra ID token (with x-ms-file-request-intent).
 FILES_API_VERSION = '2022-11-02'
-READ_ROLE = 'Storage File Data Privileged Reader'
 MAX_READ_BYTES = 4 * 1024 * 1024  # one ranged GET at most (a large output file is read in several)
 OFFSET_PREFIX = 'share:'  # the keys of a share file's offset among a task's offsets
 
@@ -233,6 +232,8 @@ class ShareMirror:
         self._warned.add(key)
         hint = ''
         if str(ex)[:3] in ('401', '403'):
-            hint = ('; az\'s login needs the role "{}" on storage account {} (az role assignment create --role "{}" '
-                    '--assignee <you> --scope <the storage account\'s id>)').format(READ_ROLE, account, READ_ROLE)
+            from .preflight import STORAGE_READ, _assign_hint  # pylint: disable=import-outside-toplevel
+            role = STORAGE_READ['file'][1]
+            hint = "; az's login needs the role {} on storage account {}: {}".format(
+                role, account, _assign_hint(role, "<the storage account's resource id>"))
         logger.warning('reading share %s of storage account %s failed: %s%s', share, account, ex, hint)
