@@ -45,7 +45,7 @@ class FilesRequest:
 
 class FilesDouble:
     """`endpoint(account)`: the account's Files URL (path-style); `token` (valid for the storage resource);
-    `issue_token()`, `expire_tokens()`; `requests`, `bytes_sent`, `reset_counts()`; `close()`."""
+    `issue_token()`; `requests`, `bytes_sent`, `reset_counts()`; `close()`."""
 
     def __init__(self, storage_root, ca, page_size=5000):
         self.storage_root = storage_root
@@ -71,11 +71,6 @@ class FilesDouble:
         with self.lock:
             self.tokens[token] = time.time() + lifetime
         return token
-
-    def expire_tokens(self):
-        with self.lock:
-            for token in self.tokens:
-                self.tokens[token] = time.time() - 1
 
     @property
     def bytes_sent(self):

@@ -53,16 +53,28 @@ def _cluster(svc, name):
     assert created.exit_code == 0, created.stderr
 
 
-def _sweep(svc, name, command, **job):
-    """A sweep of one job writing its stdout and output OUT on the share, as Batch AI's recipes do."""
+def _submit(svc, experiment, before, after=''):
+    """A cluster mounting the share and a sweep of one job writing its stdout and output OUT there, as Batch AI's
+    recipes do: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job name)."""
+    _cluster(svc, experiment)
+    gate = os.path.join(svc.directory, experiment + '.gate')
+    command = '{}; while [ ! -e {} ]; do sleep 0.1; done; {}'.format(before, gate, after or 'true')
     body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
             'outputDirectories': [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs'}],
-            'customToolkitSettings': {'commandLine': command}, **job}
-    path = os.path.join(svc.directory, name)
-    with open(path, 'w', encoding='utf-8') as f:
+            'customToolkitSettings': {'commandLine': command}}
+    spec = os.path.join(svc.directory, experiment + '.yaml')
+    with open(spec, 'w', encoding='utf-8') as f:
         f.write('jobNamePrefix: sh\nparameters:\n  - {{name: X, type: discrete, values: [7]}}\njob: {}\n'.format(
             json.dumps(body)))
-    return path
+    target = [*svc.group(), '-e', experiment, '-n', experiment]
+    submitted = svc.az('batchai', 'sweep', 'submit', *target, '--spec', spec, '-c', experiment, '-o', 'json')
+    assert submitted.exit_code == 0, submitted.stderr
+    return target, gate, _job(svc, experiment)['name']
+
+
+def _open(gate):
+    with open(gate, 'w', encoding='utf-8'):
+        pass
 
 
 def _job(svc, experiment):
@@ -89,15 +101,8 @@ def _stdout_reads(files):
 
 def test_outputs_on_the_share_are_read_with_range_reads_through_the_api(share_service):
     svc = share_service
-    _cluster(svc, 'c1')
-    gate = os.path.join(svc.directory, 'gate')
-    command = ('echo epoch=1 loss=0.5; echo x{{X}} > $AZ_BATCHAI_OUTPUT_OUT/f.txt; '
-               'while [ ! -e ' + gate + ' ]; do sleep 0.1; done; echo epoch=2 loss=0.25')
-    target = [*svc.group(), '-e', 'ab', '-n', 'lr']
-    spec = _sweep(svc, 'sweep.yaml', command)
-    submitted = svc.az('batchai', 'sweep', 'submit', *target, '--spec', spec, '-c', 'c1', '-o', 'json')
-    assert submitted.exit_code == 0, submitted.stderr
-    name = _job(svc, 'ab')['name']
+    target, gate, name = _submit(svc, 'ab', 'echo epoch=1 loss=0.5; echo x{{X}} > $AZ_BATCHAI_OUTPUT_OUT/f.txt',
+                                 'echo epoch=2 loss=0.25')
     # The job wrote on the share (the Batch double's folder for it), not in the task's directory.
     share_dir = os.path.join(svc.double.account.root, 'storage', STORAGE, 'files', SHARE)
     wait_until(lambda: 'epoch=1' in _text(svc, 'ab', name, 'stdouterr', 'stdout.txt'), what='stdout read')
@@ -116,8 +121,7 @@ def test_outputs_on_the_share_are_read_with_range_reads_through_the_api(share_se
     assert svc.files.file_reads() == [] and svc.files.requests, svc.files.file_reads()
 
     # New lines: the next poll reads only those bytes (a Range from the size already read).
-    with open(gate, 'w', encoding='utf-8'):
-        pass
+    _open(gate)
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
     added = len('epoch=2 loss=0.25\n')
@@ -137,20 +141,12 @@ def test_outputs_on_the_share_are_read_with_range_reads_through_the_api(share_se
 
 def test_a_preempted_attempt_outputs_are_not_doubled(share_service):
     svc = share_service
-    _cluster(svc, 'spot')
-    gate = os.path.join(svc.directory, 'gate')
-    command = ('echo attempt loss={{X}}; echo attempt >> $AZ_BATCHAI_OUTPUT_OUT/log.txt; '
-               'while [ ! -e ' + gate + ' ]; do sleep 0.1; done')
-    target = [*svc.group(), '-e', 'pre', '-n', 'p']
-    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', _sweep(svc, 'p.yaml', command),
-                  '-c', 'spot').exit_code == 0
-    name = _job(svc, 'pre')['name']
+    target, gate, name = _submit(svc, 'pre', 'echo attempt loss={{X}}; echo attempt >> $AZ_BATCHAI_OUTPUT_OUT/log.txt')
     wait_until(lambda: 'attempt' in _text(svc, 'pre', name, 'OUT', 'log.txt'), what='the first attempt is read')
     svc.double.account.preemption_recovery_seconds = 2.0
     svc.double.account.preempt(task_id=tasks(svc.double)[0].id)
     wait_until(lambda: _job(svc, 'pre')['executionState'] == 'queued', what='the job is queued again')
-    with open(gate, 'w', encoding='utf-8'):
-        pass
+    _open(gate)
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
     assert tasks(svc.double)[0].requeues == 1
@@ -163,16 +159,10 @@ def test_outputs_on_the_share_outlive_the_node(share_service):
     nothing left, the share has every byte (issue 31 rule 3: outputs reach persistent storage before the node
     goes), and the restarted service reads them from there."""
     svc = share_service
-    _cluster(svc, 'gone')
-    gate = os.path.join(svc.directory, 'gate')
-    command = 'while [ ! -e ' + gate + ' ]; do sleep 0.1; done; echo done loss=3; echo out > $AZ_BATCHAI_OUTPUT_OUT/o'
-    target = [*svc.group(), '-e', 'g', '-n', 'g']
-    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', _sweep(svc, 'g.yaml', command),
-                  '-c', 'gone').exit_code == 0
+    target, gate, name = _submit(svc, 'gone', 'true', 'echo done loss=3; echo out > $AZ_BATCHAI_OUTPUT_OUT/o')
     wait_until(lambda: [t.state for t in tasks(svc.double)] == ['running'], what='the task runs')
     svc.service.shutdown()
-    with open(gate, 'w', encoding='utf-8'):
-        pass
+    _open(gate)
     svc.double.account.wait(lambda: tasks(svc.double)[0].state == 'completed', timeout=30)
     with svc.double.account.lock:
         (pool,) = svc.double.account.pools.values()
@@ -183,6 +173,5 @@ def test_outputs_on_the_share_outlive_the_node(share_service):
                        'AZURE_BATCHAI_SWEEP_TOKEN_FILE': svc.service.info()['tokenFile']})
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
-    name = _job(svc, 'g')['name']
-    assert 'done loss=3' in _text(svc, 'g', name, 'stdouterr', 'stdout.txt')
-    assert _text(svc, 'g', name, 'OUT', 'o') == 'out\n'
+    assert 'done loss=3' in _text(svc, 'gone', name, 'stdouterr', 'stdout.txt')
+    assert _text(svc, 'gone', name, 'OUT', 'o') == 'out\n'
