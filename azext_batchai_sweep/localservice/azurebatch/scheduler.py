@@ -16,7 +16,9 @@ queued again, and its requeues are counted (in the log, and in `local status`).
 Outputs: while a task runs, and once more before its end is recorded, the files it wrote in its task directory
 (Batch's stdout.txt/stderr.txt, the output directories) are mirrored into the job's folders of the data dir with
 Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
---tail`, metrics and the report read them through the service's API exactly as on the other schedulers.
+--tail`, metrics and the report read them through the service's API exactly as on the other schedulers. The
+directories on the pool's mounted Azure file share (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's recipes) are read from
+the storage itself, the same way (share_reader.py).
 
 Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
 """
