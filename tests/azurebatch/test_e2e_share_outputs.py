@@ -42,14 +42,15 @@ def share_service(tmp_path, monkeypatch):
         double.close()
 
 
-def _cluster(svc, name):
+def _cluster(svc, name, mounts=('afs',), nodes=1):
+    """A cluster mounting the share at each of `mounts` (relativeMountPath), from a cluster file as in Batch AI."""
     config = os.path.join(svc.directory, name + '.json')
     with open(config, 'w', encoding='utf-8') as f:
         json.dump({'properties': {'nodeSetup': {'mountVolumes': {'azureFileShares': [{
             'accountName': STORAGE, 'azureFileUrl': 'https://{}.file.core.windows.net/{}'.format(STORAGE, SHARE),
-            'credentials': {'accountKey': 'bm90LWEta2V5'}, 'relativeMountPath': 'afs'}]}}}}, f)
-    created = svc.az('batchai', 'cluster', 'create', '-n', name, *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
-                     '-u', 'batchai', '-p', 'not-used-0A!', '-f', config)
+            'credentials': {'accountKey': 'bm90LWEta2V5'}, 'relativeMountPath': mount} for mount in mounts]}}}}, f)
+    created = svc.az('batchai', 'cluster', 'create', '-n', name, *svc.group(), '-s', 'Standard_D2s_v3', '-t',
+                     str(nodes), '-u', 'batchai', '-p', 'not-used-0A!', '-f', config)
     assert created.exit_code == 0, created.stderr
 
 
@@ -175,3 +176,20 @@ def test_outputs_on_the_share_outlive_the_node(share_service):
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
     assert 'done loss=3' in _text(svc, 'gone', name, 'stdouterr', 'stdout.txt')
     assert _text(svc, 'gone', name, 'OUT', 'o') == 'out\n'
+
+
+def test_sweep_run_follows_the_job_logs_on_the_share(share_service):
+    """`sweep run`'s controller (Hyperband: it promotes on the epochs a job has reported so far) reads each job's
+    stdout on the share through the service while the task runs."""
+    from tests.tuning.run_helpers import write_sweep
+    svc = share_service
+    _cluster(svc, 'hb', mounts=('logs', 'outputs'), nodes=3)  # where run_helpers' sweeps write (Batch AI's recipes)
+    spec = write_sweep(svc.directory, 'hb', ['sampling: {type: hyperband, resource: EPOCHS, minResource: 1, '
+                                             'maxResource: 3, eta: 3, seed: 4}', 'limits: {maxConcurrentJobs: 3}'],
+                       [0.1, 0.5, 0.9])
+    run = svc.az('batchai', 'sweep', 'run', *svc.group(), '-e', 'hb', '-n', 'hb', '--spec', spec, '-c', 'hb',
+                 '--poll-interval', '0.3', '-o', 'json')
+    assert run.exit_code == 0, run.stderr
+    decisions, best = run.json()['decisions'], run.json()['best']
+    assert (decisions.get('promoted', 0) >= 1, best['parameters'], best['step']) == (True, {'Q': 0.9}, 3), decisions
+    assert any(path.endswith('/stdouterr/stdout.txt') for path, _, _ in svc.files.file_reads())
