@@ -140,3 +140,10 @@ def test_the_files_double_refuses_what_azure_files_refuses(files, drop):
     assert requests.get(url, headers=headers, verify=files.ca_file, timeout=10).status_code == 200
     del headers[drop]
     assert requests.get(url, headers=headers, verify=files.ca_file, timeout=10).status_code in (400, 401)
+
+
+def test_listing_names_azure_files_percent_encodes_are_decoded():
+    import xml.etree.ElementTree as ET
+    from azext_batchai_sweep.localservice.azurebatch.share_reader import _name
+    assert _name(ET.fromstring('<File><Name Encoded="true">a%0Bb.txt</Name></File>')) == 'a\x0bb.txt'
+    assert _name(ET.fromstring('<File><Name>a%20b.txt</Name></File>')) == 'a%20b.txt'

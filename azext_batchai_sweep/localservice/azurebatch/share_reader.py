@@ -25,7 +25,7 @@ import os
 import posixpath
 import threading
 import xml.etree.ElementTree as ET
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from .auth import LoginError
 from .mapping import _NODE_ROOTS
@@ -117,10 +117,12 @@ class FilesClient:
                 if str(ex).startswith('404'):
                     return None
                 raise
+            except ET.ParseError:
+                raise ShareReadError('Azure Files answered a listing that is not XML') from None
             for entry in root.iter('File'):
                 size = entry.findtext('Properties/Content-Length')
-                files[entry.findtext('Name')] = (int(size or 0), entry.findtext('FileId'))
-            directories += [entry.findtext('Name') for entry in root.iter('Directory')]
+                files[_name(entry)] = (int(size or 0), entry.findtext('FileId'))
+            directories += [_name(entry) for entry in root.iter('Directory')]
             marker = root.findtext('NextMarker') or ''
             if not marker:
                 return files, directories
@@ -138,6 +140,13 @@ class FilesClient:
             chunks.append(data)
             start += len(data)
         return b''.join(chunks)
+
+
+def _name(entry):
+    """An entry's name (names XML cannot carry come percent-encoded, with Encoded="true")."""
+    name = entry.find('Name')
+    text = name.text or '' if name is not None else ''
+    return unquote(text) if name is not None and name.get('Encoded') == 'true' else text
 
 
 def _url_path(base, share, path):
@@ -207,8 +216,10 @@ class ShareMirror:
             if listed is None:
                 continue
             files, directories = listed
-            pending += [posixpath.join(relative, d) for d in directories]
+            pending += [posixpath.join(relative, d) for d in directories if d not in ('', '.', '..') and '/' not in d]
             for name, (size, file_id) in sorted(files.items()):
+                if name in ('', '.', '..') or '/' in name or '\\' in name:
+                    continue  # never a name a share holds: nothing outside the job's folder is written
                 remote = posixpath.join(directory, relative, name)
                 local = os.path.join(local_root, *[p for p in posixpath.join(relative, name).split('/') if p])
                 key = '{}{}/{}/{}'.format(OFFSET_PREFIX, base, share, remote)
