@@ -70,6 +70,7 @@ class BatchService:
     info: dict
     az: AzRunner
     directory: str
+    extra: dict = None  # start()'s extra options, used again at restart()
 
     @property
     def scheduler(self):
@@ -81,17 +82,18 @@ class BatchService:
     def restart(self):
         """Stop the service (its tasks run on at Batch) and start a new one on the same data dir: re-attach."""
         self.service.shutdown()
-        self.service = start(self.double, self.service.data_dir)
+        self.service = start(self.double, self.service.data_dir, **(self.extra or {}))
         self.info = self.service.info()
         self.az.env.update(_target(self.info))
 
 
-def start(double, data_dir, poll_seconds=0.2):
+def start(double, data_dir, poll_seconds=0.2, **extra):
+    """`extra`: more of the scheduler's construction options (`shares`: the share reader, share_fixtures.py)."""
     account = account_info(double)
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
         'account_info': account, 'facts': GivenFacts(account),
         'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
-        'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5, 'unrunnable_seconds': 2})
+        'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5, 'unrunnable_seconds': 2, **extra})
     service.start()
     return service
 
@@ -104,17 +106,23 @@ def _target(info):
 def batch_service(tmp_path, monkeypatch):
     double = BatchDouble(str(tmp_path / 'batch'))
     monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # the double's own test CA (no network, no real cert)
-    service = start(double, str(tmp_path / 'data'))
-    config = tmp_path / 'azure-config'
-    config.mkdir()
-    info = service.info()
-    env = dict(_target(info), AZURE_CORE_ONLY_SHOW_ERRORS='false')
-    handle = BatchService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path))
+    handle = serve(double, tmp_path)
     try:
         yield handle
     finally:
         handle.service.shutdown()
         double.close()
+
+
+def serve(double, tmp_path, **extra):
+    """The service on `double` (start's `extra` options) and the real az pointed at it."""
+    service = start(double, str(tmp_path / 'data'), **extra)
+    config = tmp_path / 'azure-config'
+    config.mkdir()
+    info = service.info()
+    env = dict(_target(info), AZURE_CORE_ONLY_SHOW_ERRORS='false')
+    return BatchService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path),
+                        extra)
 
 
 @dataclass
