@@ -769,10 +769,14 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
     decisions, figures = _run_decisions(cmd, client, identity)
+    from ._run import run_journal_path
+    from .core.tuning.loop import run_outline
     with core_errors():
+        outline = run_outline(run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name,
+                                               sweep_name)) if figures is not None else None
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
-                               output_file, plan_header=header, decisions=decisions, figures=figures,
+                               output_file, plan_header=header, decisions=decisions, figures=figures, run=outline,
                                scheduler_ids=_scheduler_job_ids(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:

@@ -33,8 +33,8 @@ def write_file_atomically(path, text):
 
 
 def make_report(client, resource_group, workspace, experiment, sweep_name, objective, output_file, *,
-                plan_header=None, decisions=None, scheduler_ids=None, figures=None, parallel=8, progress=None,
-                retry=None):
+                plan_header=None, decisions=None, scheduler_ids=None, figures=None, run=None, parallel=8,
+                progress=None, retry=None):
     """Read the sweep, write its report to output_file; returns the report's data (None when the sweep has no
     jobs: nothing is written then).
 
@@ -43,6 +43,7 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
     :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
     :param scheduler_ids: {job name, lower case: Slurm job id} on a local Slurm service.
     :param figures: that controller's figures of the sweep (core/tuning/result.sweep_figures), if any.
+    :param run: that controller's outline of the run (core/tuning/loop.run_outline), if any.
     """
     extractor = MetricExtractor(regex=objective.regex, metric_name=objective.metric)
     reader = ReportReader(extractor, step_key=objective.step)
@@ -63,6 +64,6 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
         sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
-    data = report_data(record, figures=figures)
+    data = report_data(record, figures=figures, run=run)
     write_file_atomically(output_file, render_html(data))
     return data

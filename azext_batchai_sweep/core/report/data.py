@@ -382,9 +382,11 @@ def _step_key(record):
     return keys.pop() if len(keys) == 1 else None
 
 
-def report_data(record: SweepRecord, figures=None) -> dict:
+def report_data(record: SweepRecord, figures=None, run=None) -> dict:
     """The report's data (JSON-ready) for a sweep record; `figures`: a `sweep run`'s figures
-    (core/tuning/result.sweep_figures, as `run` and `status` show them), whose compute the summary shows."""
+    (core/tuning/result.sweep_figures, as `run` and `status` show them), whose compute the summary shows; `run`: the
+    run's outline its journal keeps (core/tuning/loop.SweepRun.outline: sampling settings, limits, the jobs a warm
+    start inherited, why it ended), or None."""
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
     jobs = [_job_row(trial, objective) for trial in trials]
@@ -407,6 +409,7 @@ def report_data(record: SweepRecord, figures=None) -> dict:
         'objective': objective.as_dict(),
         'sampling': record.sampling,
         'stepKey': _step_key(record),
+        'run': run,
         'summary': {
             'jobs': len(jobs),
             'finished': sum(1 for job in jobs if job['state'] in FINISHED_STATES),

@@ -31,6 +31,7 @@ section { background: #fff; border: 1px solid var(--line); border-radius: 8px; p
 .card h3 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; color: var(--muted); margin: 0 0 4px; }
 .big { font-size: 20px; font-weight: 600; }
 .chip { display: inline-block; padding: 1px 8px; border-radius: 10px; margin: 2px 4px 2px 0; background: #eef0f3; }
+.chip.inherited { background: #efe6f7; }
 .chip.succeeded { background: #e3efe4; } .chip.failed { background: #f6e0e0; } .chip.running { background: #e6eef8; }
 dl { display: grid; grid-template-columns: auto 1fr; gap: 0 10px; margin: 4px 0 0; }
 dt { color: var(--muted); } dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace; }
@@ -233,6 +234,9 @@ def _summary(data):
     ran += ('<div>still running</div>' if span['stillRunning']
             else '<div>to {}</div>'.format(esc(_when(span['lastEnd']) or '')))
     cards.append(_card('When', ran + '<div class="note">report of {}</div>'.format(esc(_when(data['generatedAt'])))))
+    run = _run_card(data.get('run'))
+    if run:
+        cards.append(run)
     where = ' / '.join(esc(part) for part in (data['resourceGroup'], data['workspace'], data['experiment']) if part)
     return ('<header><h1>Sweep {}</h1><div class="sub">{}</div></header><section id="summary">'
             '<h2>Summary</h2><div class="cards">{}</div></section>'.format(esc(data['sweep']), where, ''.join(cards)))
@@ -242,6 +246,73 @@ def _section(section_id, title, svg, caption, missing):
     body = svg if svg else '<p class="note missing">{}</p>'.format(esc(missing))
     return '<section id="{}"><h2>{}</h2><figure>{}<figcaption>{}</figcaption></figure></section>'.format(
         section_id, esc(title), body, esc(caption) if svg else '')
+
+
+# The sampling settings the run card names (the type is on the Jobs card), in this order.
+RUN_SETTINGS = ('sampler', 'multiFidelity', 'startupJobs', 'randomFraction', 'eta', 'minResource', 'maxResource',
+                'count', 'seed')
+RUN_LIMITS = ('stopAt', 'noImprovementJobs', 'maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
+MAX_INHERITED_ROWS = 200
+
+
+def _run_card(run):
+    """`sweep run`'s outline: why it ended, its sampler's settings and result limits, its warm-start sources."""
+    if not run:
+        return ''
+    parts = []
+    if run.get('ended'):
+        parts.append('<div class="big ended">{}</div><div class="ended-because">{}</div>'.format(
+            esc(run['ended']), esc(run.get('endedBecause') or '')))
+    else:
+        parts.append('<div class="note">not ended yet (or stopped before its end)</div>')
+    sampling = run.get('sampling') or {}
+    settings = ['{} {}'.format(key, _shown(sampling[key])) for key in RUN_SETTINGS if sampling.get(key) is not None]
+    if settings:
+        parts.append('<div class="note run-sampling">{}: {}</div>'.format(esc(sampling.get('type') or 'sampling'),
+                                                                         esc(', '.join(settings))))
+    limits = run.get('limits') or {}
+    shown = ['{} {}'.format(key, fmt(limits[key])) for key in RUN_LIMITS if limits.get(key) is not None]
+    if shown:
+        parts.append('<div class="note run-limits">limits: {}</div>'.format(esc(', '.join(shown))))
+    warm = run.get('warmStart')
+    if warm:
+        parts.append('<div class="note run-warm-start">warm start: {} job(s) inherited from {}</div>'.format(
+            warm['inherited'], esc(', '.join('{} ({})'.format(s['source'], s['inherited']) for s in warm['sources']))))
+    return _card('Run', ''.join(parts))
+
+
+def _shown(value):
+    """A value as a cell shows it: numbers as decisions print them, booleans in YAML's words, the rest as JSON."""
+    if value is None:
+        return ''
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, (int, float)):
+        return fmt(value)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _inherited(data):
+    """The jobs a warm start inherited (not jobs of this sweep: results its sampler learned from), each marked."""
+    warm = (data.get('run') or {}).get('warmStart')
+    if not warm:
+        return ''
+    jobs = warm.get('jobs') or []
+    names = sorted({name for job in jobs for name in job['parameters']})
+    rows = ''.join('<tr class="inherited"><td><span class="chip inherited">inherited</span></td><td>{}</td>'
+                   '<td><code>{}</code></td><td>{}</td><td>{}</td>{}</tr>'.format(
+                       esc(job['source']), esc(job['name']), esc(_shown(job['objective'])), esc(_shown(job['resource'])),
+                       ''.join('<td>{}</td>'.format(esc(_shown(job['parameters'].get(name)))) for name in names))
+                   for job in jobs[:MAX_INHERITED_ROWS])
+    notes = ''.join('<li>{}: {}</li>'.format(esc(source['source']), esc(note))
+                    for source in warm['sources'] for note in source.get('notes') or ())
+    more = ' The first {} are listed.'.format(MAX_INHERITED_ROWS) if len(jobs) > MAX_INHERITED_ROWS else ''
+    return ('<section id="inherited"><h2>Inherited jobs (warm start)</h2><p class="note">{} finished job(s) of earlier '
+            'sweeps the sampler learned from; they are not jobs of this sweep and were not run again.{}</p>{}'
+            '<div class="table-wrap"><table id="inherited-table"><thead><tr><th>mark</th><th>from</th><th>job</th>'
+            '<th>objective</th><th>resource</th>{}</tr></thead><tbody>{}</tbody></table></div></section>').format(
+                warm['inherited'], more, '<ul class="note">{}</ul>'.format(notes) if notes else '',
+                ''.join('<th>{}</th>'.format(esc(name)) for name in names), rows)
 
 
 def _table_payload(data):
@@ -351,6 +422,7 @@ def render_html(data):
                      if data['plots']['bestSoFar'].get('expectedRandom') else ''),
                  'No job has run to the end with a value yet.'),
         _table(data),
+        _inherited(data),
     ]
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '

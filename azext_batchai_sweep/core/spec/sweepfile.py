@@ -32,7 +32,7 @@ from .plan import literal_secrets
 from .schema_validation import SchemaValidator, format_path
 from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
-from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian
+from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian, resolve_hyperband_sampler
 from ..tuning.settings import check_tuning, wall_clock
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,9 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
     :ivar resource_spec: for hyperband sampling, a spec standing for the resource placeholder (its possible values),
         so that the template renders with it; else None.
+    :ivar warm_start_files: {sampling.warmStart entry: [warmstart.Record]} of the entries that are results files,
+        read and checked with the file (the sweeps named there are read from the service by `sweep run`).
+    :ivar inherited: the jobs a warm start inherited (core/tuning/warmstart.py), once `sweep run` has matched them.
     """
     source: str
     job_name_prefix: str
@@ -94,6 +97,8 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     limits: dict = field(default_factory=dict)
     early_termination: dict = None
     resource_spec: object = None
+    warm_start_files: dict = field(default_factory=dict)
+    inherited: list = field(default_factory=list)
 
     @property
     def template_digest(self):
@@ -146,7 +151,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     document = _read_document(path)
     _refuse_credentials(document, path)
     _validate(document, 'sweep.schema.json', path)
-    resolved_sampling = _sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
+    resolved_sampling = resolve_sampling(document.get('sampling') or {'type': 'grid'}, sampling, count, seed, path)
     seed_origin = _choose_seed(resolved_sampling, document['parameters'], recorded_seed)
     specs = [_spec(entry, index, resolved_sampling, path, file_storage)
              for index, entry in enumerate(document['parameters'])]
@@ -180,7 +185,31 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     return SweepDefinition(source=path, job_name_prefix=document.get('jobNamePrefix'), sampling=resolved_sampling,
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
                            unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
-                           early_termination=early_termination, resource_spec=resource_spec)
+                           early_termination=early_termination, resource_spec=resource_spec,
+                           warm_start_files=_warm_start_files(resolved_sampling, path))
+
+
+def _warm_start_files(sampling, path):
+    """The warmStart entries that are results files, read and checked now: a bad one fails before any request."""
+    from ..tuning.warmstart import file_path, is_file_source, records_from_document
+    files = {}
+    for index, entry in enumerate(sampling.get('warmStart') or ()):
+        where = 'sampling.warmStart[{}]'.format(index)
+        if entry in sampling['warmStart'][:index]:
+            raise SpecError('expected each warm-start source once ({} is given twice)'.format(entry), source=path,
+                            path=where)
+        if not is_file_source(entry):
+            continue
+        target = file_path(entry, path)
+        try:
+            document = _read_document(target, 'warm-start results file')
+        except SpecError as ex:
+            raise SpecError('{}: {}'.format(target, ex.message), source=path, path=where) from None
+        try:
+            files[entry] = records_from_document(document, target, where)
+        except SpecError as ex:
+            raise SpecError(ex.message, source=path, path=where) from None
+    return files
 
 
 def _load_yaml(text, what, path):
@@ -274,7 +303,8 @@ def _validate(document, schema_name, source, locate=None, explain=None):
     raise error
 
 
-def _sampling(written, sampling, count, seed, path):
+def resolve_sampling(written, sampling=None, count=None, seed=None, path=None):
+    """A sampling section as written -> as resolved (defaults filled, --sampling/--count/--seed applied)."""
     kind = sampling or written['type']
     resolved = {'type': kind, 'count': None, 'seed': seed if seed is not None else written.get('seed')}
     if kind == 'random':
@@ -290,6 +320,9 @@ def _sampling(written, sampling, count, seed, path):
     if kind == 'hyperband':
         resolved.update({key: written[key] for key in ('resource', 'minResource', 'maxResource')},
                         eta=written.get('eta', 3))
+        resolve_hyperband_sampler(written, resolved)
+    if written.get('warmStart'):
+        resolved['warmStart'] = list(written['warmStart'])
     return resolved
 
 

@@ -1,5 +1,6 @@
-"""The sweep file's ``sampling: {type: bayesian, count, seed, startupJobs}`` (the TPE sampler,
-core/tuning/samplers/tpe.py), resolved and checked with the same SpecErrors as the rest of the file.
+"""The sweep file's ``sampling: {type: bayesian, count, seed, startupJobs, multiFidelity, randomFraction}`` (the TPE
+sampler, core/tuning/samplers/tpe.py; with multiFidelity under ASHA, samplers/multifidelity.py) and Hyperband's
+``sampler: bayesian`` (BOHB, samplers/bohb.py), resolved and checked with the same SpecErrors as the rest of the file.
 
 Kept apart from settings.py (objective, limits, earlyTermination, Hyperband) so that each sampling type's rules
 live beside each other; settings.py and sweepfile.py call the two functions below.
@@ -8,6 +9,7 @@ from ..errors import SpecError
 
 BAYESIAN = 'bayesian'
 DEFAULT_STARTUP_JOBS = 10
+DEFAULT_RANDOM_FRACTION = 1.0 / 3  # BOHB's rho (samplers/bohb.py)
 
 
 def resolve_bayesian(written, count, resolved):
@@ -18,8 +20,46 @@ def resolve_bayesian(written, count, resolved):
     """
     # A random sampling section's count still says how many jobs the user meant to spend.
     resolved['count'] = count if count is not None else written.get('count')
-    resolved['startupJobs'] = written.get('startupJobs', DEFAULT_STARTUP_JOBS)
+    multi = bool(written.get('multiFidelity', False))
+    # Multi-fidelity: startupJobs is the results a rung needs before its model is used; None: BOHB's d + 3.
+    resolved['startupJobs'] = written.get('startupJobs', None if multi else DEFAULT_STARTUP_JOBS)
+    if multi:
+        resolved['multiFidelity'] = True
+        resolved['randomFraction'] = written.get('randomFraction', DEFAULT_RANDOM_FRACTION)
     return resolved
+
+
+def resolve_hyperband_sampler(written, resolved):
+    """Hyperband's sampler (random, or bayesian: BOHB) and the settings of its model."""
+    resolved['sampler'] = written.get('sampler', 'random')
+    if resolved['sampler'] == BAYESIAN:
+        resolved['startupJobs'] = written.get('startupJobs')
+        resolved['randomFraction'] = written.get('randomFraction', DEFAULT_RANDOM_FRACTION)
+    return resolved
+
+
+def model_based(sampling):
+    """True when the sampling learns from the results (the ones warmStart can teach)."""
+    return sampling['type'] == BAYESIAN or sampling.get('sampler') == BAYESIAN
+
+
+def check_model_settings(written, sampling, policy, path):
+    """The model's keys only where a model uses them: each error names the key and what would use it."""
+    kind = sampling['type']
+    if kind == BAYESIAN and sampling.get('multiFidelity') and (policy or {}).get('policy') != 'asha':
+        raise SpecError('expected earlyTermination {policy: asha, ...} with multiFidelity: the model is fitted on '
+                        'the values at ASHA\'s rungs', source=path, path='sampling.multiFidelity')
+    if 'randomFraction' in written and not (kind == BAYESIAN and sampling.get('multiFidelity')
+                                            or sampling.get('sampler') == BAYESIAN):
+        raise SpecError('expected randomFraction only with a multi-fidelity model (hyperband with sampler: '
+                        'bayesian, or bayesian with multiFidelity: true)', source=path, path='sampling.randomFraction')
+    if kind == 'hyperband' and 'startupJobs' in written and sampling.get('sampler') != BAYESIAN:
+        raise SpecError('expected startupJobs only with sampler: bayesian (random Hyperband has no model)',
+                        source=path, path='sampling.startupJobs')
+    if written.get('warmStart') and not model_based(sampling):
+        raise SpecError('expected warmStart only with a sampler that learns from results (type: bayesian, or '
+                        'hyperband with sampler: bayesian); {} sampling would not use them'.format(kind),
+                        source=path, path='sampling.warmStart')
 
 
 def check_bayesian(sampling, objective, limits, path):
@@ -34,7 +74,18 @@ def check_bayesian(sampling, objective, limits, path):
 
 def make_tpe_sampler(definition, goal):
     """The sampler of a bayesian sweep (the factory core/tuning/samplers registers)."""
-    from .samplers.tpe import TPESampler
     sampling = definition.sampling
+    inherited = getattr(definition, 'inherited', ())
+    if sampling.get('multiFidelity'):
+        from .policies.asha import AshaPolicy
+        from .samplers.multifidelity import MultiFidelityTPESampler
+        asha = definition.early_termination
+        rungs = AshaPolicy(goal, asha['minResource'], asha['maxResource'], asha.get('eta', 3)).rungs
+        step = (definition.objective or {}).get('step') or 'step'
+        return MultiFidelityTPESampler(definition.parameters, goal, sampling['seed'], sampling['count'], rungs,
+                                       asha['maxResource'], min_points=sampling['startupJobs'],
+                                       random_fraction=sampling['randomFraction'], resource=step,
+                                       inherited=inherited)
+    from .samplers.tpe import TPESampler
     return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=sampling['count'],
-                      startup_jobs=sampling['startupJobs'])
+                      startup_jobs=sampling['startupJobs'], inherited=inherited)

@@ -253,6 +253,13 @@ def run_view(client, resource_group, workspace, experiment, jobs, journal_path, 
     return view_from_service(client, resource_group, workspace, experiment, jobs, retry=retry, known=known)
 
 
+def run_outline(journal_path):
+    """The outline of the run (SweepRun.outline) its journal keeps, or None."""
+    if not journal_path or not os.path.exists(journal_path):
+        return None
+    return Journal(journal_path).data.get('run')
+
+
 def objective_from_service(jobs):
     """The objective a run's jobs carry, or None."""
     raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVE) for job in jobs) if raw), None)
@@ -295,6 +302,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.retry = retry or RetrySettings()
         self.journal = Journal(journal_path)
         self.limits = limits or Limits()
+        self.progress = progress or (lambda line: None)
+        self.inheritance = None
+        if definition.sampling.get('warmStart'):
+            self.inheritance = self.warm_start()
+            definition.inherited = self.inheritance.trials
         self.controller = Controller(make_sampler(definition, self.goal),
                                      make_policy(definition.early_termination, self.goal, self.step_label),
                                      self.limits, judged=self.journal.data['judged'],
@@ -305,7 +317,6 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.follower = LogFollower(client, resource_group, workspace, experiment, self.objective,
                                         retry=self.retry, parallel=parallel, complete=self.journal.complete,
                                         warn=logger.warning)
-        self.progress = progress or (lambda line: None)
         self.clock = clock
         self.trials, self.jobs, self.end = [], {}, None
         self.submitted = 0
@@ -314,6 +325,45 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
         self.strict = bool(strict or (self.objective or {}).get('strict'))
         self.unreported = None
+
+    def warm_start(self):
+        """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
+        from the service now, before any job is submitted), matched against this sweep's parameters."""
+        from ..errors import SpecError
+        from .warmstart import inherit, records_from_trials
+        sources = []
+        everything = None
+        for index, entry in enumerate(self.definition.sampling['warmStart']):
+            if entry in self.definition.warm_start_files:
+                sources.append((entry, self.definition.warm_start_files[entry]))
+                continue
+            where = 'sampling.warmStart[{}]'.format(index)
+            if entry == self.sweep_name:
+                raise SpecError('expected an earlier sweep, not this one ({}): its own jobs teach it already'.format(
+                    entry), source=self.definition.source, path=where)
+            if everything is None:
+                everything = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
+                              if not being_deleted(job)]
+            jobs = [job for job in everything if sweep_name_of(job) == entry]
+            if not jobs:
+                raise SpecError('expected a sweep of experiment {} or a results file (.json): no job of sweep {} is '
+                                'there'.format(self.target[2], entry), source=self.definition.source, path=where)
+            finished = [job for job in jobs if job_state(job) == 'succeeded']
+            follower = LogFollower(self.client, *self.target, self.objective, retry=self.retry, warn=logger.warning)
+            follower.update([(job.name, 'succeeded') for job in finished])
+            resource = self.factory_resource_name()
+            trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+            earlier = objective_from_service(jobs) or {}
+            sources.append((entry, records_from_trials(trials, earlier.get('metric'))))
+        inheritance = inherit(sources, self.definition.parameters, metric=(self.objective or {}).get('metric'),
+                              resource_name=self.factory_resource_name())
+        for line in inheritance.messages():
+            self.progress(line)
+        return inheritance
+
+    def factory_resource_name(self):
+        spec = self.definition.resource_spec
+        return spec.name if spec is not None else None
 
     def list_jobs(self):
         jobs = [job for job in list_jobs(self.client, *self.target, retry=self.retry)
@@ -494,7 +544,18 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['rows'] = {t.name: tuning_row(t, decisions.get(t.name), self.goal, self.step_label) for t in seen}
         data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds())
         data['objective'] = self.objective
+        data['run'] = self.outline()
         self.journal.save()
+
+    def outline(self):
+        """What the report says of the run beside its figures: the sampling settings, the jobs a warm start
+        inherited, and why the run ended (once it has)."""
+        outline = {'sampling': dict(self.definition.sampling), 'limits': dict(self.definition.limits)}
+        if self.inheritance is not None:
+            outline['warmStart'] = self.inheritance.summary()
+        if self.end is not None:
+            outline['ended'], outline['endedBecause'] = self.end, END_REASONS[self.end]
+        return outline
 
     def _report(self, trials):
         counts = {}
@@ -520,6 +581,9 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
                                self.step_label, job_seconds=self._job_seconds())
         result['sweep'] = self.sweep_name
+        if self.inheritance is not None:
+            summary = self.inheritance.summary()
+            result['warmStart'] = {'sources': summary['sources'], 'inherited': summary['inherited']}
         if self.unreported is not None:
             result['objectiveNotReported'] = self.unreported
         if self.follower is not None:

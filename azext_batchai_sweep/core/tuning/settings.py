@@ -7,7 +7,7 @@ and `limits.jobTimeoutMinutes` (each job's maxWallClockTime), and refuse what on
 import logging
 
 from ..errors import SpecError
-from .bayesian_settings import BAYESIAN, check_bayesian
+from .bayesian_settings import BAYESIAN, check_bayesian, check_model_settings
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ def check_tuning(document, sampling, path, adaptive):
             if key in limits:
                 raise SpecError('expected no {} here: '.format(key) + RUN_ONLY.format('hold a sweep to its limits'),
                                 source=path, path='limits.' + key)
+    check_model_settings(document.get('sampling') or {}, sampling, policy, path)
     if objective is not None:
         _check_objective(objective, path)
     if sampling['type'] == BAYESIAN:

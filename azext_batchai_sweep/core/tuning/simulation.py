@@ -1,10 +1,58 @@
 """The controller on synthetic learning curves, in-process: a virtual cluster where every running job reports one
-step per tick. Used by the unit tests and by bench/tuning.py to measure the compute the policies and Hyperband save
-without a service (the real loop, core/tuning/loop.py, feeds the controller the same Trials from the service).
+step per tick. Used by the unit tests and by bench/ to measure the samplers and policies without a service (the real
+loop, core/tuning/loop.py, feeds the controller the same Trials from the service).
+
+Offline benchmarks build the controller from a sweep file's sections, as `sweep run` does::
+
+    controller = sweep_controller(specs, {'type': 'hyperband', 'sampler': 'bayesian', 'resource': 'EPOCHS',
+                                          'minResource': 1, 'maxResource': 27, 'seed': 3},
+                                  goal='min', limits=Limits(max_concurrent_jobs=4))
+    trials, ticks, end = simulate(controller, curve)
+
+and warm start one from an earlier run's trials with ``warm_start({'task-a': trials_a}, specs)``.
 """
 from dataclasses import replace
+from types import SimpleNamespace
 
+from .controller import Controller, Limits
 from .trial import Report, Trial
+
+
+def sweep_controller(specs, sampling, goal='max', early_termination=None, limits=None, inherited=(),
+                     step_label='step'):
+    """A Controller built as `sweep run` builds it from the sweep file's sections.
+
+    :param specs: the parameter specs (core/spec/params.py objects, e.g. NumParamSpec('LR', 1e-4, 1e-1, 'REAL', 'LOG')).
+    :param sampling: the sampling section as written (type, seed, and each sampler's keys: Hyperband's sampler,
+        startupJobs, randomFraction; bayesian's count, startupJobs, multiFidelity, randomFraction).
+    :param early_termination: the earlyTermination section as written, or None.
+    :param limits: a controller.Limits (maxTotalJobs, maxConcurrentJobs...), or None.
+    :param inherited: warm-start Trials (warm_start()), or ().
+    :raises SpecError: for a section `sweep run` would refuse (the same checks, without a file name).
+    """
+    from ..spec.sweepfile import resolve_sampling
+    from .bayesian_settings import check_model_settings
+    from .policies import make_policy
+    from .samplers import make_sampler
+    written = dict(sampling)
+    resolved = resolve_sampling(written)
+    if resolved['seed'] is None:
+        resolved['seed'] = 0
+    policy = dict(early_termination) if early_termination else None
+    check_model_settings(written, resolved, policy, None)
+    definition = SimpleNamespace(parameters=list(specs), sampling=resolved, early_termination=policy,
+                                 objective={'goal': goal, 'step': step_label}, inherited=list(inherited))
+    return Controller(make_sampler(definition, goal), make_policy(policy, goal, step_label), limits or Limits(),
+                      goal=goal)
+
+
+def warm_start(sources, specs, resource_name=None):
+    """The Trials a warm start inherits from earlier runs' trials ({source name: [Trial]}), matched against `specs`
+    as `sweep run` matches an earlier sweep's jobs (core/tuning/warmstart.py); returns (trials, messages)."""
+    from .warmstart import inherit, records_from_trials
+    inheritance = inherit([(name, records_from_trials(trials, None)) for name, trials in sources.items()], specs,
+                          resource_name=resource_name)
+    return inheritance.trials, inheritance.messages()
 
 
 def simulate(controller, curve, max_ticks=100000, start_delay=0, restarts=None):

@@ -20,8 +20,15 @@ def _random(definition, goal):  # pylint: disable=unused-argument
 
 def _hyperband(definition, goal):
     sampling = definition.sampling
-    return HyperbandSampler(definition.parameters, goal, sampling['minResource'], sampling['maxResource'],
-                            sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'])
+    sampler = HyperbandSampler(definition.parameters, goal, sampling['minResource'], sampling['maxResource'],
+                               sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'])
+    if sampling.get('sampler') == BAYESIAN:  # BOHB: each bracket's new configurations from the TPE (bohb.py)
+        from .bohb import BudgetModel
+        sampler.model = BudgetModel(definition.parameters, goal, sampling['seed'], sampler.budget_values,
+                                    min_points=sampling.get('startupJobs'),
+                                    random_fraction=sampling['randomFraction'], resource=sampling['resource'],
+                                    inherited=getattr(definition, 'inherited', ()))
+    return sampler
 
 
 SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband, BAYESIAN: make_tpe_sampler}

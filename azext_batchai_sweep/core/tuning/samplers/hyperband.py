@@ -7,17 +7,21 @@ finished, the best floor(n_i / eta) (by their last report; ties by position) are
 job with the same parameters, more resource, and its parent (the job it continues) named in its environment.
 
 Everything is a function of the seed and of the finished jobs' results, so a resumed controller promotes exactly
-the configurations an uninterrupted one would. The seed recipe of Batch AI (16 configurations for 1 epoch, the best
+the configurations an uninterrupted one would. With ``sampler: bayesian`` (a :class:`~.bohb.BudgetModel`) the new
+configurations of each bracket come from BOHB's model instead of the seeded random stream (bohb.py): a promotion
+continues its parent's parameters either way. The seed recipe of Batch AI (16 configurations for 1 epoch, the best
 4 for 4, the best 1 for 16) is bracket s=2 of minResource 1, maxResource 16, eta 4.
 """
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...spec.naming import canonical_json
 from ...spec.sweep import redraw_limit
+from ..result import ran_to_end
 from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
 from ..trial import Sampler, Suggestion
+from .bohb import pending_suggestion
 
 
 @dataclass(frozen=True)
@@ -58,10 +62,23 @@ class HyperbandSampler(Sampler):
     :param resource: the name of the resource placeholder (EPOCHS), for the decisions' text.
     """
 
-    def __init__(self, specs, goal, min_resource, max_resource, eta, seed, resource='resource'):
+    # pylint: disable=too-many-arguments
+    def __init__(self, specs, goal, min_resource, max_resource, eta, seed, resource='resource', model=None):
         self.specs, self.goal, self.eta, self.seed, self.resource = specs, goal, eta, seed, resource
+        self.max_resource = max_resource
         self.brackets = hyperband_brackets(min_resource, max_resource, eta)
         self._configurations = {}
+        self.model = model  # a bohb.BudgetModel (sampler: bayesian), or None: random configurations
+
+    def budget_values(self, trial):
+        """{resource: value} a finished job taught (BOHB's results): its last value at its resource; a job with no
+        resource (inherited from a sweep without one) at maxResource when it ran to the end, else nowhere."""
+        value = trial.objective()
+        if value is None:
+            return {}
+        if trial.resource is not None:
+            return {trial.resource: value}
+        return {self.max_resource: value} if ran_to_end(trial) else {}
 
     def configuration(self, bracket, slot):
         """The parameters of a bracket's slot: the bracket's own seeded stream of draws, no set drawn twice while
@@ -126,13 +143,36 @@ class HyperbandSampler(Sampler):
             for slot in expected:
                 if slot in jobs:
                     continue
-                parent = previous[slot].name if previous and slot in previous else None
+                parent = previous[slot] if previous and slot in previous else None
+                if parent is not None and self.model is not None:
+                    params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
+                else:
+                    params = self.configuration(bracket.s, slot) if i > 0 or self.model is None else None
                 wanted.append(((-i, position[bracket.s], slot), Suggestion(
-                    params=self.configuration(bracket.s, slot), resource=rung.resource, parent=parent,
+                    params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
                     note='bracket {}, rung {}, {} {}'.format(bracket.s, i, self.resource, fmt(rung.resource)),
                     bracket=bracket.s, rung=i, slot=slot)))
         wanted.sort(key=lambda item: item[0])
-        return [suggestion for _, suggestion in wanted[:count]]
+        chosen = [suggestion for _, suggestion in wanted[:count]]
+        return self._new_configurations(trials, chosen) if self.model is not None else chosen
+
+    def _new_configurations(self, trials, chosen):
+        """BOHB: each new configuration (rung 0) from the model, in order, each seeing the ones before it in flight."""
+        seen, out = list(trials), []
+        for suggestion in chosen:
+            if suggestion.params is None:
+                key = '{}/{}'.format(suggestion.bracket, suggestion.slot)
+                params, choice = self.model.suggest(seen, key)
+                if params is None:
+                    params = self.configuration(suggestion.bracket, suggestion.slot)
+                suggestion = replace(suggestion, params=params, note='{}; {}'.format(suggestion.note, choice.why))
+            seen.append(pending_suggestion(suggestion, seen))
+            out.append(suggestion)
+        return out
+
+    def model_choice(self, trials, bracket, slot):
+        """The bohb.ModelChoice of a new configuration of (bracket, slot) after `trials` (None without a model)."""
+        return None if self.model is None else self.model.choose(trials, '{}/{}'.format(bracket, slot))
 
     def exhausted(self, trials):
         return all(complete for *_, complete in self._walk(trials))

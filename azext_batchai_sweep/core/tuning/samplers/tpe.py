@@ -109,13 +109,16 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         group's size); None counts the good group alone, as Optuna does.
     :param good_rank_power: l's weights fall with rank, the k-th best of m good jobs weighing (m - k) ** power; None
         weighs them alike, as Optuna does.
+    :param inherited: finished jobs of earlier sweeps (warm start, core/tuning/warmstart.py) as Trials with negative
+        indices: the model learns from them as from the oldest jobs, a finite space never suggests their
+        configurations again, and they do not count toward ``count``.
     """
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal='max', seed=0, count=None, startup_jobs=DEFAULT_STARTUP_JOBS,
                  candidates=DEFAULT_CANDIDATES, multivariate=True, constant_liar=True, prior_weight=1.0,
                  gamma=default_gamma, weights=default_weights, good_floor_share=DEFAULT_GOOD_FLOOR_SHARE,
-                 good_rank_power=DEFAULT_GOOD_RANK_POWER):
+                 good_rank_power=DEFAULT_GOOD_RANK_POWER, inherited=()):
         if goal not in ('max', 'min'):
             raise ValueError('goal must be "max" or "min", not {!r}'.format(goal))
         self.dims = dimensions(specs)
@@ -131,15 +134,16 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         self.good_floor_share = good_floor_share
         self.good_rank_power = good_rank_power
         self.size = space_size(self.dims)
+        self.inherited = sorted(inherited, key=lambda t: t.index)
         all_dims = list(range(len(self.dims)))
         self.groups = [all_dims] if multivariate else [[d] for d in all_dims]
 
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
     def suggest(self, trials, count):
-        history = _History(self, sorted(trials, key=lambda t: t.index))
+        history = _History(self, self.inherited + sorted(trials, key=lambda t: t.index))
         suggestions = []
-        for _ in range(max(0, min(count, self._budget_left(history.total)))):
+        for _ in range(max(0, min(count, self._budget_left(len(trials))))):
             point = self._next(history)
             if point is None:
                 break
@@ -152,7 +156,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             return True
         if self.size is None:
             return False
-        return len(_History(self, trials).tried) >= self.size
+        return len(_History(self, self.inherited + list(trials)).tried) >= self.size
 
     # -- internals -----------------------------------------------------------------------------------------------
 
@@ -191,7 +195,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def models(self, trials):
         """The (dimension indices, l, g) Parzen estimators a suggestion after ``trials`` compares (for tests and
         diagnostics; the dimension indices are those of ``self.dims``)."""
-        return self._models(_History(self, sorted(trials, key=lambda t: t.index)))
+        return self._models(_History(self, self.inherited + sorted(trials, key=lambda t: t.index)))
 
     def _models(self, history):
         good, good_ranks, bad = self._split(history)

@@ -1,0 +1,133 @@
+"""BOHB's rule (Falkner, Klein, Hutter, ICML 2018): new configurations of a multi-fidelity sweep from the TPE model
+fitted on the results at the highest resource (budget) that has enough of them.
+
+Falkner et al.'s Algorithm 2 samples each new configuration so:
+
+1. with probability rho (``randomFraction``, the paper's 1/3) a uniform random configuration (exploration: it keeps
+   the search from trusting a model fitted on few points, and gives the theoretical guarantee of Hyperband);
+2. else the budget b is the largest with |D_b| >= N_min + 2 results, N_min = d + 1 (d: the number of parameters),
+   so at least d + 3 results; the model is the KDE pair fitted on D_b alone (results at other budgets are not
+   comparable: a configuration good after 1 epoch may be poor after 81);
+3. no budget has enough results yet: a random configuration.
+
+Ours is that rule with the project's TPE (tpe.py, parzen.py) as the model, unchanged: the results at budget b are
+its observations (a job still running counts at the rungs it has crossed: ASHA judged it there), the configurations
+now being tried at their first rung are its pending jobs (its constant liar,
+so that suggestions made while jobs run spread out), and every other configuration of the sweep counts as tried (a
+finite space gets no configuration twice). The threshold is the paper's d + 3 unless the sweep file sets
+``startupJobs``. Each suggestion's random stream is seeded by the sweep's seed and the suggestion's key (Hyperband:
+bracket and slot; ASHA: the job's position), so a suggestion is a pure function of the seed and the jobs the
+service reports: a resumed controller that sees the same jobs suggests the same configuration.
+
+``BudgetModel`` holds the rule; ``values_at`` functions say what a job taught at which budget: for Hyperband the
+job's last value at its resource, for ASHA its value when it crossed each rung (the value ASHA judged) and its last
+value when it ran to the end (core/tuning/samplers/multifidelity.py).
+"""
+import math
+import random
+from dataclasses import replace
+
+from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
+from ..decision import fmt
+from ..trial import Report, Trial
+from .tpe import TPESampler
+
+# A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
+_SUGGESTED = '(suggested)'
+
+
+def default_min_points(dimension_count):
+    """Falkner et al.'s threshold: N_min + 2 results at a budget, N_min = d + 1."""
+    return dimension_count + 3
+
+
+class ModelChoice:
+    """Where a new configuration comes from: ``budget`` (None: random) with ``count`` results there, and why."""
+
+    def __init__(self, budget, count, why):
+        self.budget, self.count, self.why = budget, count, why
+
+    def __repr__(self):
+        return 'ModelChoice(budget={!r}, count={!r}, why={!r})'.format(self.budget, self.count, self.why)
+
+
+class BudgetModel:  # pylint: disable=too-many-instance-attributes
+    """BOHB's choice of model and its suggestions, for any sampler whose jobs run at several budgets.
+
+    :param specs: the parameter specs (core/spec/params.py).
+    :param goal: "max" or "min".
+    :param seed: the sweep's seed.
+    :param values_at: values_at(trial) -> {budget: value} (finite values only): what the job taught where.
+    :param min_points: results needed at a budget before its model is used (None: d + 3, the paper's).
+    :param random_fraction: the share of new configurations drawn at random whatever the models (rho).
+    :param resource: the resource's name, for the notes ("epochs").
+    :param inherited: finished jobs of earlier sweeps (warm start, core/tuning/warmstart.py), as Trials with negative
+        indices: results like the sweep's own, older than all of them.
+    """
+
+    # pylint: disable=too-many-arguments
+    def __init__(self, specs, goal, seed, values_at, min_points=None, random_fraction=DEFAULT_RANDOM_FRACTION,
+                 resource='resource', inherited=()):
+        self.specs, self.goal, self.seed, self.values_at = list(specs), goal, seed, values_at
+        self.inherited = list(inherited)
+        self.min_points = default_min_points(len(self.specs)) if min_points is None else int(min_points)
+        self.random_fraction = float(random_fraction)
+        self.resource = resource
+
+    def results(self, trials):
+        """{budget: [(trial, value)]}: every value a job (or an inherited one) taught at each budget."""
+        by_budget = {}
+        for trial in self.inherited + list(trials):
+            for budget, value in self.values_at(trial).items():
+                if isinstance(value, (int, float)) and math.isfinite(value):
+                    by_budget.setdefault(budget, []).append((trial, float(value)))
+        return by_budget
+
+    def choose(self, trials, key):
+        """The ModelChoice of the suggestion `key` (a string) after `trials`."""
+        if self.random_fraction > 0 and random.Random('{}/bohb/{}'.format(self.seed, key)).random() \
+                < self.random_fraction:
+            return ModelChoice(None, 0, 'random (exploration: randomFraction {})'.format(fmt(self.random_fraction)))
+        by_budget = self.results(trials)
+        enough = [budget for budget, results in by_budget.items() if len(results) >= self.min_points]
+        if not enough:
+            most = max((len(results) for results in by_budget.values()), default=0)
+            return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
+                self.resource, self.min_points, most))
+        budget = max(enough)
+        count = len(by_budget[budget])
+        return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
+
+    def suggest(self, trials, key, choice=None):
+        """(params or None, ModelChoice): the model's configuration for the suggestion `key`, None when the choice is
+        random (the caller draws it its own way) or the model finds no untried configuration."""
+        choice = choice or self.choose(trials, key)
+        if choice.budget is None:
+            return None, choice
+        sampler = TPESampler(self.specs, goal=self.goal, seed='{}/bohb/{}'.format(self.seed, key), startup_jobs=0)
+        suggestions = sampler.suggest(self.model_view(self.inherited + list(trials), choice.budget), 1)
+        return (dict(suggestions[0].params) if suggestions else None), choice
+
+    def model_view(self, trials, budget):
+        """The trials as the TPE fitted at `budget` sees them: the results there, the jobs still running at their first
+        rung (pending: the constant liar), every other configuration tried but teaching nothing."""
+        view = []
+        for trial in trials:
+            value = self.values_at(trial).get(budget)
+            if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
+                view.append(replace(trial, state='succeeded', stopped_early=False,
+                                    reports=(Report(step=float(budget), value=float(value)),)))
+            elif trial.pending and trial.parent is None:
+                view.append(trial)
+            else:
+                view.append(replace(trial, state='failed', reports=()))
+        return view
+
+
+def pending_suggestion(suggestion, trials):
+    """A suggestion made earlier in the same batch, as the pending job it becomes after `trials` (what the next
+    suggestions of the batch see, as a resumed run sees the job on the service)."""
+    index = max((t.index for t in trials), default=-1) + 1
+    return Trial(name=_SUGGESTED, index=index, params=dict(suggestion.params), state='queued',
+                 resource=suggestion.resource, parent=suggestion.parent, bracket=suggestion.bracket,
+                 rung=suggestion.rung, slot=suggestion.slot)

@@ -1,0 +1,214 @@
+"""Model-based Hyperband and ASHA (issue 28, item 2): BOHB's choice of budget and model, its suggestions for fixed
+seeds and results, with jobs in flight, and a controller resumed from the jobs alone deciding the same."""
+import random as stdlib_random
+import statistics
+from dataclasses import replace
+
+import pytest
+
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.tuning.controller import Limits
+from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, default_min_points
+from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
+from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+SPECS = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR'), NumParamSpec('Y', 0.0, 1.0, 'REAL', 'LINEAR')]
+BOHB = {'type': 'hyperband', 'sampler': 'bayesian', 'resource': 'EPOCHS', 'minResource': 1, 'maxResource': 27,
+        'seed': 5}
+
+
+def curve(params):
+    """Poor configurations look good early (a low-budget optimum at X=0.2), the best at the end is at X=0.8."""
+    final = 1 - (params['X'] - 0.8) ** 2 - (params['Y'] - 0.3) ** 2
+    early = 1 - (params['X'] - 0.2) ** 2
+    return [early + (final - early) * min(1.0, step / 9) for step in range(1, 28)]
+
+
+def done(index, resource, value, x=0.5, y=0.5, state='succeeded'):
+    return Trial(name='j{}'.format(index), index=index, params={'X': x, 'Y': y}, state=state, resource=resource,
+                 reports=(Report(step=float(resource), value=value),) if state == 'succeeded' else ())
+
+
+def results(resource, count, start=0, best_x=0.5, spread=0.3, seed=0):
+    """`count` finished jobs at `resource`, the closer X to best_x the better."""
+    rng = stdlib_random.Random('{}/{}'.format(resource, seed))
+    out = []
+    for k in range(count):
+        x, y = rng.random(), rng.random()
+        out.append(done(start + k, resource, 1 - abs(x - best_x) / spread, x, y))
+    return out
+
+
+def model(**kwargs):
+    sampler = HyperbandSampler(SPECS, 'max', 1, 27, 3, seed=5)
+    return BudgetModel(SPECS, 'max', 5, sampler.budget_values, random_fraction=kwargs.pop('random_fraction', 0.0),
+                       resource='epochs', **kwargs)
+
+
+def test_the_model_is_the_highest_budget_with_d_plus_3_results():
+    assert default_min_points(len(SPECS)) == 5  # Falkner et al.: N_min + 2, N_min = d + 1
+    m = model()
+    trials = results(1, 9) + results(3, 5, start=9) + results(9, 4, start=14)
+    choice = m.choose(trials, 'k')
+    assert (choice.budget, choice.count) == (3, 5)
+    assert choice.why == 'TPE on the 5 results at epochs 3'
+    # a job still running at 9 and a failed one are no results there
+    trials += [done(18, 9, None, state='running'), done(19, 9, None, state='failed')]
+    assert m.choose(trials, 'k').budget == 3
+    trials += [done(20, 9, 0.5)]
+    assert (m.choose(trials, 'k').budget, m.choose(trials, 'k').count) == (9, 5)
+    # too few anywhere: random, and said
+    early = m.choose(results(1, 4), 'k')
+    assert early.budget is None and early.why == 'random (no epochs has 5 results yet; most: 4)'
+    # startupJobs moves the threshold
+    assert model(min_points=3).choose(results(1, 9) + results(9, 3, start=9), 'k').budget == 9
+
+
+def test_the_random_fraction_is_a_seeded_share_of_the_suggestions():
+    trials = results(3, 8)
+    keys = ['{}/{}'.format(b, s) for b in range(4) for s in range(50)]
+    for fraction, low, high in ((0.0, 0, 0), (1 / 3, 0.25, 0.42), (1.0, 1, 1)):
+        m = model(random_fraction=fraction)
+        random_share = sum(m.choose(trials, key).budget is None for key in keys) / len(keys)
+        assert low <= random_share <= high, fraction
+        assert [m.choose(trials, key).budget for key in keys] == [m.choose(trials, key).budget for key in keys]
+    assert model(random_fraction=1.0).choose(trials, 'k').why == 'random (exploration: randomFraction 1)'
+
+
+def test_suggestions_follow_the_highest_budget_and_ignore_the_lower_ones():
+    """Results at epochs 1 say X=0.1 is best, at epochs 9 (fewer, but enough) X=0.9: the model follows epochs 9."""
+    m = model()
+    trials = results(1, 20, best_x=0.1) + results(9, 8, start=20, best_x=0.9)
+    xs = [m.suggest(trials, str(k))[0]['X'] for k in range(40)]
+    assert statistics.median(xs) > 0.7
+    # other values at epochs 1 change nothing: the model is fitted at epochs 9 alone
+    other = results(1, 20, best_x=0.5, seed=1) + results(9, 8, start=20, best_x=0.9)
+    assert [m.suggest(other, str(k))[0] for k in range(5)] == [m.suggest(trials, str(k))[0] for k in range(5)]
+    # the same seed and results: the same suggestions; another key: another draw
+    again = model()
+    assert [again.suggest(trials, str(k))[0] for k in range(5)] == [m.suggest(trials, str(k))[0] for k in range(5)]
+    assert m.suggest(trials, '0')[0] != m.suggest(trials, '1')[0]
+
+
+def test_bohb_suggestions_for_a_fixed_seed():
+    """The first configurations a model-based Hyperband run submits for seed 5 (a regression pin: any change of the
+    rule, the model or the streams moves them)."""
+    trials, _, end = simulate(sweep_controller(SPECS, BOHB, limits=Limits(max_concurrent_jobs=3)), curve)
+    assert end == 'exhausted'
+    new = [t for t in trials if t.rung == 0]
+    assert len(new) == 27 + 12 + 6 + 4
+    # until a budget has d + 3 results: Li et al.'s random draws, exactly (3 jobs in flight: the 5th result comes
+    # after the 7th submission at the earliest)
+    random_hb = HyperbandSampler(SPECS, 'max', 1, 27, 3, seed=5)
+    assert [t.params for t in new[:7]] == [random_hb.configuration(3, s) for s in range(7)]
+    assert [t.params for t in new if t.bracket == 3] != [random_hb.configuration(3, s) for s in range(27)]
+    pinned = [(t.bracket, t.slot, round(t.params['X'], 4), round(t.params['Y'], 4)) for t in new if t.bracket == 0]
+    assert pinned == PINNED_BRACKET_0
+    best = max((t for t in trials if t.state == 'succeeded' and t.resource == 27), key=lambda t: t.last)
+    assert best.last > 0.95
+
+
+# Bracket 0's configurations (from the results at epochs 9, the last bracket to start), seed 5, 3 jobs at a time.
+PINNED_BRACKET_0 = [(0, 0, 0.4842, 0.0286), (0, 1, 0.9466, 0.1375), (0, 2, 0.9324, 0.4873), (0, 3, 0.0996, 0.7606)]
+
+
+def smooth(params):
+    """Ranks kept at every budget: what a low budget teaches holds at the full one."""
+    final = 1 - (params['X'] - 0.8) ** 2 - (params['Y'] - 0.3) ** 2
+    return [final * (1 - 0.5 ** step) for step in range(1, 28)]
+
+
+def test_the_model_finds_a_better_best_than_random_hyperband():
+    """Seeds 0-9, 4 jobs at a time: the best at the full budget, BOHB against random Hyperband (the same brackets and
+    promotions; the first bracket's configurations are the same)."""
+    found = {}
+    for seed in range(10):
+        for sampler in ('random', 'bayesian'):
+            sampling = dict(BOHB, sampler=sampler, seed=seed)
+            trials, _, _ = simulate(sweep_controller(SPECS, sampling, limits=Limits(max_concurrent_jobs=4)), smooth)
+            found[seed, sampler] = max(t.last for t in trials if t.state == 'succeeded' and t.resource == 27)
+    assert sum(found[seed, 'bayesian'] >= found[seed, 'random'] for seed in range(10)) == 10
+    assert sum(found[seed, 'bayesian'] > found[seed, 'random'] for seed in range(10)) >= 7
+
+
+def test_promotions_continue_the_model_configuration_and_in_flight_jobs_spread_a_batch():
+    sampler = HyperbandSampler(SPECS, 'max', 1, 9, 3, seed=2)
+    sampler.model = BudgetModel(SPECS, 'max', 2, sampler.budget_values, random_fraction=0.0)
+    first = sampler.suggest([], 9)  # bracket 2's 9 configurations, no result yet: random
+    trials = [Trial(name='a{}'.format(i), index=i, params=s.params, state='succeeded', resource=s.resource,
+                    bracket=s.bracket, rung=s.rung, slot=s.slot,
+                    reports=(Report(step=1.0, value=curve(s.params)[0]),)) for i, s in enumerate(first)]
+    batch = sampler.suggest(trials, 6)
+    promotions = [s for s in batch if s.rung == 1]
+    assert promotions and all(s.params == next(t.params for t in trials if t.name == s.parent) for s in promotions)
+    new = [s for s in batch if s.rung == 0]
+    assert new and all('TPE on the 9 results at resource 1' in s.note for s in new)
+    # a batch is the one-by-one suggestions with the earlier ones in flight (what a resumed run sees)
+    one = sampler.suggest(trials, len(promotions) + 1)[-1]
+    assert one == new[0]
+    pending = trials + [Trial(name='p{}'.format(k), index=len(trials) + k, params=s.params, state='queued',
+                              resource=s.resource, bracket=s.bracket, rung=s.rung, slot=s.slot,
+                              parent=s.parent) for k, s in enumerate(batch[:len(promotions) + 1])]
+    assert sampler.suggest(pending, 1)[0] == batch[len(promotions) + 1]
+    assert len({tuple(sorted(s.params.items())) for s in new}) == len(new)
+
+
+@pytest.mark.parametrize('sampling, policy', [
+    (BOHB, None),
+    ({'type': 'bayesian', 'multiFidelity': True, 'count': 30, 'seed': 4},
+     {'policy': 'asha', 'minResource': 1, 'maxResource': 27, 'eta': 3}),
+])
+def test_a_resumed_controller_decides_the_same(sampling, policy):
+    running = []
+
+    def factory():
+        """A new controller that knows the jobs and what the journal keeps (the reports judged, the decisions)."""
+        controller = sweep_controller(SPECS, sampling, early_termination=policy,
+                                      limits=Limits(max_concurrent_jobs=4), step_label='epoch')
+        if running:
+            controller.judged, controller.decisions = dict(running[-1].judged), dict(running[-1].decisions)
+        running.append(controller)
+        return controller
+    whole, _, end = simulate(sweep_controller(SPECS, sampling, early_termination=policy,
+                                              limits=Limits(max_concurrent_jobs=4), step_label='epoch'), curve)
+    ticks = stdlib_random.Random(3).sample(range(1, 80), 6)
+    resumed, _, end_resumed = simulate(factory(), curve, restarts={tick: factory for tick in ticks})
+    assert end == end_resumed
+    assert [(t.params, t.state, t.resource, t.reports) for t in whole] == \
+        [(t.params, t.state, t.resource, t.reports) for t in resumed]
+
+
+def test_asha_model_values_at_rungs_and_its_choice():
+    sampler = MultiFidelityTPESampler(SPECS, 'max', 1, None, rungs=[1, 3, 9], max_resource=27, random_fraction=0.0,
+                                      resource='epoch')
+    job = Trial(name='a', index=0, params={'X': 0.1, 'Y': 0.2}, state='running',
+                reports=tuple(Report(step=float(s), value=s / 10) for s in (1, 2, 4, 5)))
+    # the value ASHA judged at each rung crossed: the first report at or past the rung's step
+    assert sampler.budget_values(job) == {1: 0.1, 3: 0.4}
+    assert sampler.budget_values(replace(job, state='succeeded')) == {1: 0.1, 3: 0.4, 27: 0.5}
+    stopped = replace(job, state='terminated', stopped_early=True)
+    assert sampler.budget_values(stopped) == {1: 0.1, 3: 0.4}
+    # running jobs count at the rungs they crossed: 5 at rung 3 (d + 3) make it the model
+    trials = [replace(job, name='r{}'.format(k), index=k, params={'X': k / 10, 'Y': 0.5}) for k in range(5)]
+    choice = sampler.model.choose(trials, '5')
+    assert (choice.budget, choice.count, choice.why) == (3, 5, 'TPE on the 5 results at epoch 3')
+    suggestion = sampler.suggest(trials, 1)[0]
+    assert suggestion.note == 'bayesian (multi-fidelity): TPE on the 5 results at epoch 3'
+
+
+def test_asha_with_the_model_stops_where_bayesian_sampling_would():
+    controller = sweep_controller(SPECS, {'type': 'bayesian', 'multiFidelity': True, 'count': 12, 'seed': 1},
+                                  early_termination={'policy': 'asha', 'minResource': 1, 'maxResource': 27},
+                                  limits=Limits(max_concurrent_jobs=3), step_label='epoch')
+    trials, _, end = simulate(controller, curve)
+    assert end == 'exhausted' and len(trials) == 12
+    assert any(t.state == 'terminated' for t in trials)
+    # a finite space is never suggested the same configuration twice
+    finite = [DiscreteParamSpec(parameterName='C', values=list(range(6)))]
+    controller = sweep_controller(finite, {'type': 'bayesian', 'multiFidelity': True, 'count': 20, 'seed': 1},
+                                  early_termination={'policy': 'asha', 'minResource': 1, 'maxResource': 9},
+                                  limits=Limits(max_concurrent_jobs=2), step_label='epoch')
+    trials, _, end = simulate(controller, lambda p: [p['C'] * s / 9 for s in range(1, 10)])
+    assert end == 'exhausted' and sorted(t.params['C'] for t in trials) == list(range(6))
