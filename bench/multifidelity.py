@@ -14,9 +14,13 @@ Tasks have a resource of R = 81 steps (epochs) and a known optimum at the full r
 
 Methods, each given the same budget of job-steps (one step: one epoch of one job):
 
-- *hyperband* (ours): HyperbandSampler (eta 3, minResource 1, maxResource R) in the pure controller on the virtual
-  cluster of core/tuning/simulation.py, 8 jobs at once, a promotion resuming from its parent (checkpoints); once a
-  Hyperband iteration is over, the next one is a new sweep with the next seed (as a user would run it);
+- *bohb* (ours): ``sampling: {type: hyperband, sampler: bayesian}`` (eta 3, minResource 1, maxResource R): each
+  bracket's new configurations from the TPE fitted at the highest resource with enough results (BOHB's rule), built
+  by simulation.sweep_controller as `sweep run` builds it and run by the pure controller on the virtual cluster of
+  core/tuning/simulation.py, 8 jobs at once, a promotion resuming from its parent (checkpoints). A sweep is one
+  Hyperband iteration: the next iteration is a new sweep with the next seed, warm started from the earlier ones;
+- *hyperband* (ours): the same with ``sampler: random`` (today's Hyperband), no warm start (nothing to learn);
+- *asha-tpe* (ours, on request): ``sampling: {type: bayesian, multiFidelity: true}`` under ASHA (min 1, max R);
 - *optuna*: Optuna's TPESampler + HyperbandPruner (min 1, max R, reduction 3), its defaults otherwise, one trial after
   another, each trial reporting every step until pruned;
 - *dehb*: DEHB (differential evolution + Hyperband, eta 3, fidelities 1..R, one worker); a DEHB evaluation at a
@@ -43,9 +47,8 @@ sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
 from azext_batchai_sweep.core.spec.params import NumParamSpec  # noqa: E402
-from azext_batchai_sweep.core.tuning.controller import Controller, Limits  # noqa: E402
-from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler  # noqa: E402
-from azext_batchai_sweep.core.tuning.simulation import simulate  # noqa: E402
+from azext_batchai_sweep.core.tuning.controller import Limits  # noqa: E402
+from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller, warm_start  # noqa: E402
 from bench.tpe import quartiles  # noqa: E402
 
 RESOURCE = 81
@@ -159,16 +162,46 @@ def regret_at_budgets(meter, budgets):
 
 # -- methods ---------------------------------------------------------------------------------------------------------
 
-def run_hyperband(task, seed, meter, sampler_factory=None):
-    """Our Hyperband, one sweep per Hyperband iteration until the budget is spent."""
-    factory = sampler_factory or (lambda iteration: HyperbandSampler(task.specs, 'min', 1, RESOURCE, ETA,
-                                                                     seed * 1000 + iteration))
+def _hyperband_sweeps(task, seed, meter, sampler, warm):
+    """Hyperband sweeps built as `sweep run` builds them (sampling: {type: hyperband, sampler: ...}), one per
+    Hyperband iteration, until the budget is spent; with ``warm``, each sweep warm starts from the earlier ones'
+    jobs (sampling.warmStart), as a user running iteration after iteration would."""
+    earlier = {}
     for iteration in range(10000):
-        controller = Controller(factory(iteration), None, Limits(max_concurrent_jobs=8))
+        sampling = {'type': 'hyperband', 'sampler': sampler, 'resource': 'EPOCHS', 'minResource': 1,
+                    'maxResource': RESOURCE, 'eta': ETA, 'seed': seed * 1000 + iteration}
+        inherited = warm_start(earlier, task.specs, resource_name='EPOCHS')[0] if warm and earlier else ()
+        controller = sweep_controller(task.specs, sampling, goal='min', limits=Limits(max_concurrent_jobs=8),
+                                      inherited=inherited)
         try:
-            simulate(controller, meter.metered_curve)
+            trials, _, _ = simulate(controller, meter.metered_curve)
         except BudgetSpent:
             return
+        earlier['iteration%d' % iteration] = trials
+
+
+def run_hyperband(task, seed, meter):
+    """Our Hyperband (random configurations)."""
+    _hyperband_sweeps(task, seed, meter, 'random', warm=False)
+
+
+def run_bohb(task, seed, meter):
+    """Our Hyperband with sampler: bayesian (BOHB's rule with our TPE), each iteration warm started from the
+    earlier ones."""
+    _hyperband_sweeps(task, seed, meter, 'bayesian', warm=True)
+
+
+def run_asha_tpe(task, seed, meter):
+    """Our bayesian sampling with multiFidelity under ASHA (min 1, max R, eta 3), 8 jobs at once, asynchronous: it
+    never ends by itself, the budget ends it."""
+    sampling = {'type': 'bayesian', 'multiFidelity': True, 'count': 100000, 'seed': seed}
+    asha = {'policy': 'asha', 'minResource': 1, 'maxResource': RESOURCE, 'eta': ETA}
+    controller = sweep_controller(task.specs, sampling, goal='min', early_termination=asha,
+                                  limits=Limits(max_concurrent_jobs=8))
+    try:
+        simulate(controller, meter.metered_curve, max_ticks=10 ** 7)
+    except BudgetSpent:
+        return
 
 
 def run_optuna(task, seed, meter):
@@ -228,7 +261,10 @@ def run_random(task, seed, meter):
         return
 
 
-METHODS = {'hyperband': run_hyperband, 'optuna': run_optuna, 'dehb': run_dehb, 'random': run_random}
+METHODS = {'bohb': run_bohb, 'hyperband': run_hyperband, 'asha-tpe': run_asha_tpe, 'optuna': run_optuna,
+           'dehb': run_dehb, 'random': run_random}
+# The issue's comparison: the first method against each of the others.
+DEFAULT_METHODS = ('bohb', 'hyperband', 'optuna', 'dehb', 'random')
 
 
 # -- the table -------------------------------------------------------------------------------------------------------
@@ -251,7 +287,7 @@ def main():
     parser.add_argument('--seed-offset', type=int, default=0)
     parser.add_argument('--budgets', default='10,30,100', type=lambda s: sorted(float(x) for x in s.split(',')))
     parser.add_argument('--tasks', default=','.join(TASKS), type=lambda s: s.split(','))
-    parser.add_argument('--methods', default=','.join(METHODS), type=lambda s: s.split(','))
+    parser.add_argument('--methods', default=','.join(DEFAULT_METHODS), type=lambda s: s.split(','))
     args = parser.parse_args()
     import optuna
     began = time.time()
