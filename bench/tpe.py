@@ -132,19 +132,23 @@ FUNCTIONS = {
 # -- searches ------------------------------------------------------------------------------------------------------
 
 def run_ours(func, specs, seed, evals, in_flight, **options):
+    return [trial.reports[-1].value for trial in ours_trials(func, specs, seed, evals, in_flight, **options)]
+
+
+def ours_trials(func, specs, seed, evals, in_flight, **options):
+    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py)."""
     sampler = TPESampler(specs, goal='min', seed=seed, **options)
-    trials, queue, values = [], [], []
-    while len(values) < evals:
+    trials, queue, finished = [], [], []
+    while len(finished) < evals:
         while len(queue) < in_flight and len(trials) < evals:
             suggestion = sampler.suggest(trials, 1)[0]
             trial = Trial(name='j%d' % len(trials), index=len(trials), params=suggestion.params, state='running')
             trials.append(trial)
             queue.append(trial)
         trial = queue.pop(0)
-        value = func(trial.params)
-        trial.state, trial.reports = 'succeeded', (Report(1, value),)
-        values.append(value)
-    return values
+        trial.state, trial.reports = 'succeeded', (Report(1, func(trial.params)),)
+        finished.append(trial)
+    return finished
 
 
 def _optuna_params(trial, specs):
