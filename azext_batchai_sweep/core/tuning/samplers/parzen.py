@@ -30,13 +30,11 @@ _NEG_INF = -math.inf
 class _Numeric:
     """The kernels of one continuous or stepped dimension."""
 
-    def __init__(self, dim, points, magic_clip, consider_endpoints, clip_count, step_floor=None):
+    def __init__(self, dim, points, magic_clip, consider_endpoints, clip_count):
         low, high = dim.low, dim.high
         span = high - low
         sigmas = _adaptive_bandwidths(points, low, high, consider_endpoints)
         minsigma = span / min(100.0, clip_count + 2.0) if magic_clip else 1e-12
-        if step_floor is not None and dim.kind == STEPPED and not dim.log:
-            minsigma = max(minsigma, step_floor * dim.step)
         sigmas = [min(max(s, minsigma), span) for s in sigmas]
         self.mus = list(points) + [0.5 * (low + high)]
         self.sigmas = sigmas + [span]
@@ -134,7 +132,7 @@ class ParzenEstimator:
     """
 
     def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False,
-                 clip_count=None, step_floor=None):
+                 clip_count=None):
         self.dims = dims
         columns = list(zip(*points)) if points else [()] * len(dims)
         if points:
@@ -152,7 +150,7 @@ class ParzenEstimator:
         self.kernels = [
             _Categorical(dim, column, prior_weight) if dim.kind == CATEGORICAL
             else _Numeric(dim, column, magic_clip, consider_endpoints,
-                          len(points) if clip_count is None else max(clip_count, len(points)), step_floor)
+                          len(points) if clip_count is None else max(clip_count, len(points)))
             for dim, column in zip(dims, columns)]
 
     def sample(self, rng, size):

@@ -118,7 +118,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def __init__(self, specs, goal='max', seed=0, count=None, startup_jobs=DEFAULT_STARTUP_JOBS,
                  candidates=DEFAULT_CANDIDATES, multivariate=True, constant_liar=True, prior_weight=1.0,
                  gamma=default_gamma, weights=default_weights, good_floor_share=DEFAULT_GOOD_FLOOR_SHARE,
-                 good_rank_power=DEFAULT_GOOD_RANK_POWER, inherited=(), good_step_floor=None):
+                 good_rank_power=DEFAULT_GOOD_RANK_POWER, inherited=()):
         if goal not in ('max', 'min'):
             raise ValueError('goal must be "max" or "min", not {!r}'.format(goal))
         self.dims = dimensions(specs)
@@ -133,7 +133,6 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         self.weights = weights
         self.good_floor_share = good_floor_share
         self.good_rank_power = good_rank_power
-        self.good_step_floor = good_step_floor
         self.size = space_size(self.dims)
         self.inherited = sorted(inherited, key=lambda t: t.index)
         all_dims = list(range(len(self.dims)))
@@ -209,7 +208,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         for group in self.groups:
             dims = [self.dims[d] for d in group]
             below = ParzenEstimator(dims, [_project(p, group) for p in good], good_weights,
-                                    self.prior_weight, clip_count=clip_count, step_floor=self.good_step_floor)
+                                    self.prior_weight, clip_count=clip_count)
             above = ParzenEstimator(dims, [_project(p, group) for p in bad], self.weights(len(bad)),
                                     self.prior_weight)
             models.append((group, below, above))
