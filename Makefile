@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
-	bench-service bench-cli bench-tuning bench-tpe bench-hpo bench-mf bench-report wheel lint clean
+	bench-service bench-cli bench-tuning bench-tpe bench-hpo bench-mf bench-warmstart bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -73,7 +73,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-hpo bench-mf bench-report
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-hpo bench-mf bench-warmstart bench-report
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -115,6 +115,10 @@ bench-hpo: $(BENCH_STAMP)
 # formulas: our Hyperband beside Optuna's TPE + HyperbandPruner, DEHB and random search.
 bench-mf: $(BENCH_STAMP)
 	nice -n 10 $(BENCH_VENV)/bin/python bench/multifidelity.py $(BENCH_ARGS)
+
+# Warm start (sampling.warmStart) from a related dataset's sweep against cold, on the tables.
+bench-warmstart: $(BENCH_STAMP)
+	nice -n 10 $(BENCH_VENV)/bin/python bench/warmstart.py $(BENCH_ARGS)
 
 bench-report: dev $(TEST_STAMP)
 	$(BIN)/python bench/report.py
