@@ -27,9 +27,11 @@ Methods, each given the same budget of job-steps (one step: one epoch of one job
   fidelity trains from scratch, as DEHB assumes, and costs that many steps;
 - *random*: random search, each configuration trained to R.
 
-The figure: at a budget of B full-training equivalents (B * R job-steps), the regret of the incumbent, the best
-configuration trained to the full resource within those steps (its value at R minus the optimum); median [q1, q3]
-over the seeds, and each peer's median over ours. Run it under `nice -n 10`.
+The figure: at a budget of B full-training equivalents (B * R job-steps), the regret of the incumbent, the
+configuration the sweep would hand over then: the best observed at the largest resource reached within those steps
+(HpBandSter's and DEHB's rule; before any job has run to R, the best at the highest rung so far). Its regret is its
+value at R minus the optimum (measured, not charged); median [q1, q3] over the seeds, and ours over each peer's
+median. Run it under `nice -n 10`.
 """
 import argparse
 import math
@@ -120,17 +122,17 @@ class BudgetSpent(Exception):
 
 
 class Meter:
-    """Counts job-steps; records (steps spent, value at R) each time a configuration is trained to R."""
+    """Counts job-steps; records (steps spent, resource reached, value observed there, parameters) at each
+    evaluation: every step of a job that reports per step, the end of a DEHB evaluation."""
 
     def __init__(self, task, budget_steps):
         self.task, self.budget, self.steps, self.trace = task, budget_steps, 0, []
 
-    def spend(self, steps, params=None, full=False):
+    def spend(self, steps, params, resource):
         if self.steps + steps > self.budget:
             raise BudgetSpent()
         self.steps += steps
-        if full:
-            self.trace.append((self.steps, self.task.at(params, RESOURCE)))
+        self.trace.append((self.steps, resource, self.task.at(params, resource), params))
 
     def metered_curve(self, params):
         """The curve as simulate() reads it: each value read is one job-step spent."""
@@ -147,16 +149,27 @@ class _MeteredCurve:
         return RESOURCE
 
     def __getitem__(self, index):
-        self._meter.spend(1, self._params, full=index == RESOURCE - 1)
+        self._meter.spend(1, self._params, index + 1)
         return self._meter.task.at(self._params, index + 1)
 
 
+def incumbent(meter, budget):
+    """The configuration a sweep would hand over after ``budget`` full trainings: the best observed at the largest
+    resource reached within those steps (HpBandSter's and DEHB's rule), or None before the first step."""
+    seen = [entry for entry in meter.trace if entry[0] <= budget * RESOURCE]
+    if not seen:
+        return None
+    top = max(resource for _, resource, _, _ in seen)
+    return min((entry for entry in seen if entry[1] == top), key=lambda entry: (entry[2], entry[0]))[3]
+
+
 def regret_at_budgets(meter, budgets):
-    """The incumbent's regret at each budget (full-training equivalents); inf before anything was trained to R."""
+    """The incumbent's regret at each budget (full-training equivalents): its value at R minus the optimum, whatever
+    resource it was judged at; inf before the first step."""
     regrets = []
     for budget in budgets:
-        values = [value for steps, value in meter.trace if steps <= budget * RESOURCE]
-        regrets.append(min(values) - meter.task.optimum if values else math.inf)
+        params = incumbent(meter, budget)
+        regrets.append(math.inf if params is None else meter.task.at(params, RESOURCE) - meter.task.optimum)
     return regrets
 
 
@@ -216,7 +229,7 @@ def run_optuna(task, seed, meter):
             trial = study.ask()
             params = {spec.name: trial.suggest_float(spec.name, spec.start, spec.end) for spec in task.specs}
             for step in range(1, RESOURCE + 1):
-                meter.spend(1, params, full=step == RESOURCE)
+                meter.spend(1, params, step)
                 value = task.at(params, step)
                 trial.report(value, step)
                 if step < RESOURCE and trial.should_prune():
@@ -238,7 +251,7 @@ def run_dehb(task, seed, meter):
     def evaluate(config, fidelity, **_):
         params = dict(config)
         steps = int(round(fidelity))
-        meter.spend(steps, params, full=steps == RESOURCE)
+        meter.spend(steps, params, steps)
         return {'fitness': task.at(params, steps), 'cost': steps}
 
     with tempfile.TemporaryDirectory() as folder:
@@ -256,7 +269,7 @@ def run_random(task, seed, meter):
     try:
         while True:
             params = {spec.name: spec.sample(rng) for spec in task.specs}
-            meter.spend(RESOURCE, params, full=True)
+            meter.spend(RESOURCE, params, RESOURCE)
     except BudgetSpent:
         return
 
