@@ -90,9 +90,11 @@ def summary(rows):
     for _, count, to_optuna, _, _ in rows:
         pooled.setdefault(count, []).append(to_optuna)
     for count, ratios in sorted(pooled.items()):
-        finite = [r for r in ratios if math.isfinite(r)]
-        print('At {} jobs: geometric mean of ours / optuna over the tasks {:.2f}x (median {:.2f}x).'.format(
-            count, math.exp(statistics.fmean(math.log(max(r, 1e-9)) for r in finite)), statistics.median(ratios)))
+        # A 0x or an infinite ratio (one median 0) has no place in a geometric mean: counted apart.
+        finite = [r for r in ratios if 0 < r < math.inf]
+        print('At {} jobs: median of ours / optuna over the tasks {:.2f}x; geometric mean {:.2f}x over the {} tasks '
+              'where both medians are above 0.'.format(count, statistics.median(ratios), math.exp(statistics.fmean(
+                  math.log(r) for r in finite)) if finite else math.nan, len(finite)))
 
 
 def blocks(per_task, size, checkpoints):
