@@ -157,9 +157,14 @@ long-summary: |
     Example: earlyTermination: {policy: asha, minResource: 1, maxResource: 27, eta: 3}
 
     sampling: type grid (every combination), random (count, seed), hyperband (resource: the placeholder given the budget, minResource, maxResource, eta, seed) or bayesian (count, seed, startupJobs: a Tree-structured Parzen Estimator, each new job from the objective of the jobs so far).
+    Hyperband's sampler: random (the default: each bracket's configurations drawn at random) or bayesian (BOHB, Falkner et al. 2018: each new configuration from the TPE fitted on the results at the largest resource that has startupJobs of them, default the number of parameters + 3; randomFraction of them, default 1/3, drawn at random). Hyperband's iterations (default 1) runs all its brackets that many times, each iteration's brackets numbered on (with sampler bayesian, later iterations learn from the earlier ones). Bayesian sampling under earlyTermination asha takes multiFidelity: true for the same rule over ASHA's rungs (a job's value at a rung is the one ASHA judged; startupJobs and randomFraction as for Hyperband).
+    warmStart (bayesian sampling, or hyperband with sampler bayesian): earlier sweeps of the same experiment (their names) or their exported results (a .json file of `az batchai sweep metrics -o json` or `az batchai sweep report -o json`, relative to the sweep file). Their finished jobs teach the sampler where the parameters match (names, types, ranges; what does not match is said on stderr and skipped); nothing is run again, they do not count toward count or maxTotalJobs, and the report lists them, marked inherited.
     Example: sampling: {type: random, count: 20, seed: 7}
     Example: sampling: {type: hyperband, resource: EPOCHS, minResource: 1, maxResource: 27, eta: 3, seed: 7}
     Example: sampling: {type: bayesian, count: 30, seed: 7, startupJobs: 10}
+    Example: sampling: {type: hyperband, sampler: bayesian, randomFraction: 0.2, resource: EPOCHS, minResource: 1, maxResource: 27, seed: 7}
+    Example: sampling: {type: bayesian, multiFidelity: true, count: 40, seed: 7} with earlyTermination: {policy: asha, minResource: 1, maxResource: 27}
+    Example: sampling: {type: bayesian, count: 30, seed: 7, warmStart: [lr-small, exports/lr-2025.json]}
 parameters:
   - name: --spec
     type: string
@@ -205,6 +210,10 @@ examples:
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4
+  - name: Model-based Hyperband (BOHB) warm started from an earlier sweep of the experiment, whose sweep file says sampling {type hyperband, sampler bayesian, warmStart [moons-small], ...}; the report names why it ended and marks the inherited jobs.
+    text: |
+        az batchai sweep run -g batchai-local -w local -e demo -n moons-bohb --spec bohb.yaml -c local --max-concurrent-jobs 4
+        az batchai sweep report -g batchai-local -w local -e demo -n moons-bohb --output-file moons-bohb.html
   - name: Resume an interrupted run (the same arguments), then see each job's decision.
     text: |
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local

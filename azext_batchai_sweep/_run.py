@@ -248,6 +248,7 @@ def plan_run(definition, identity, limits):
     bounds = [bound for bound in (limits.max_concurrent_jobs, limits.max_total_jobs) if bound]
     count = min(bounds + [FIRST_JOBS])
     factory = JobFactory(definition, identity.name)
+    warm_start = _plan_warm_start(definition)
     first = [{'name': factory.name(s), 'parameters': factory.values(s), 'note': s.note}
              for s in make_sampler(definition, goal).suggest([], count)]
     if definition.seed_origin == 'drawn':
@@ -263,12 +264,29 @@ def plan_run(definition, identity, limits):
         'valid': True,
         'sampling': definition.sampling,
         'objective': definition.objective,
-        'limits': {key: value for key, value in (
-            ('maxTotalJobs', limits.max_total_jobs), ('maxConcurrentJobs', limits.max_concurrent_jobs),
-            ('timeoutMinutes', limits.timeout_minutes), ('jobTimeoutMinutes', limits.job_timeout_minutes),
-            ('stopAt', limits.stop_at), ('noImprovementJobs', limits.no_improvement_jobs))
-            if value is not None},
+        'limits': limits.as_dict(),
         'earlyTermination': definition.early_termination,
         'parameters': [spec.name for spec in definition.parameters],
         'firstJobs': first,
+        **({'warmStart': warm_start} if warm_start else {}),
     }
+
+
+def _plan_warm_start(definition):
+    """--plan-only's warm start: the results files (read with the sweep file) inherited as `run` inherits them; the
+    sweeps named are read from the service by `run` alone. Their sources summary, or None without warmStart."""
+    entries = definition.sampling.get('warmStart')
+    if not entries:
+        return None
+    from .core.tuning.warmstart import inherit
+    files = definition.warm_start_files
+    inheritance = inherit([(entry, files[entry]) for entry in entries if entry in files], definition.parameters,
+                          metric=(definition.objective or {}).get('metric'),
+                          resource_name=definition.resource_spec.name if definition.resource_spec else None)
+    definition.inherited = inheritance.trials
+    for line in inheritance.messages():
+        logger.warning(line)
+    for entry in entries:
+        if entry not in files:
+            logger.warning('warmStart %s: a sweep, read from the service by `run` (not by --plan-only)', entry)
+    return inheritance.sources

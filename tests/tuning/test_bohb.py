@@ -212,3 +212,35 @@ def test_asha_with_the_model_stops_where_bayesian_sampling_would():
                                   limits=Limits(max_concurrent_jobs=2), step_label='epoch')
     trials, _, end = simulate(controller, lambda p: [p['C'] * s / 9 for s in range(1, 10)])
     assert end == 'exhausted' and sorted(t.params['C'] for t in trials) == list(range(6))
+
+
+def test_iterations_repeat_every_bracket_under_new_numbers():
+    """sampling.iterations: Li et al.'s outer loop; the first iteration is today's Hyperband, the next ones run every
+    bracket again with brackets numbered on, their own configurations, and BOHB's model from all results so far."""
+    once, _, _ = simulate(sweep_controller(SPECS, dict(BOHB, sampler='random')), smooth)
+    sampling = dict(BOHB, sampler='random', iterations=2)
+    twice, _, end = simulate(sweep_controller(SPECS, sampling, limits=Limits(max_concurrent_jobs=4)), smooth)
+    assert end == 'exhausted' and len(twice) == 2 * len(once)
+    assert sorted({t.bracket for t in twice}) == list(range(8))
+    first = sorted((t.bracket, t.rung, t.slot, t.params['X']) for t in twice if t.bracket < 4)
+    assert first == sorted((t.bracket, t.rung, t.slot, t.params['X']) for t in once)
+    again = {t.params['X'] for t in twice if t.bracket == 7 and t.rung == 0}
+    assert len(again) == 27 and not again & {t.params['X'] for t in once}
+    # promotions and decisions in the second iteration as in the first: 27 -> 9 -> 3 -> 1
+    assert [sum(t.bracket == 7 and t.rung == i for t in twice) for i in range(4)] == [27, 9, 3, 1]
+    sampler = sweep_controller(SPECS, sampling).sampler
+    explained = sampler.explain(twice)
+    assert sum(d.numbers['bracket'] == 7 for d in explained.values()) == 27 + 9 + 3
+    # with the model and one job at a time, the second iteration's first bracket learns from the whole first one
+    controller = sweep_controller(SPECS, dict(BOHB, iterations=2, randomFraction=0),
+                                  limits=Limits(max_concurrent_jobs=1))
+    notes = []
+    spy = controller.sampler.suggest
+
+    def suggest(trials, count):
+        out = spy(trials, count)
+        notes.extend(s.note for s in out if s.bracket == 7 and s.rung == 0)
+        return out
+    controller.sampler.suggest = suggest
+    simulate(controller, smooth)
+    assert notes and all('TPE on the' in note and 'EPOCHS 27' in note for note in notes)

@@ -49,6 +49,28 @@ def test_plan_only_checks_the_file_and_lists_the_first_jobs_without_a_service(az
     assert table.exit_code == 0 and plan['firstJobs'][0]['name'] in table.stdout
 
 
+def test_plan_only_warm_starts_from_files_and_names_the_sweeps_run_reads(az, tmp_path):
+    """A discrete Q: the inherited configurations are never among the first jobs (nothing is run again), and the
+    model is used from the first job (startupJobs met by the inherited ones)."""
+    import json
+    rows = [{'name': 'old-{}'.format(q), 'state': 'succeeded', 'parameters': {'Q': q}, 'metric': q,
+             'metricName': 'val_accuracy'} for q in (0.1, 0.2, 0.3, 0.9)] + [
+        {'name': 'odd', 'state': 'succeeded', 'parameters': {'Q': 0.25}, 'metric': 0.2, 'metricName': 'val_accuracy'}]
+    (tmp_path / 'old.json').write_text(json.dumps(rows))
+    spec = write_sweep(str(tmp_path), 'warm', ['sampling: {type: bayesian, count: 4, seed: 3, startupJobs: 3, '
+                                               'warmStart: [old.json, lr-a]}', 'limits: {maxConcurrentJobs: 2}'],
+                       [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], epochs=2)
+    result = offline_run(az, spec, '--plan-only')
+    assert result.exit_code == 0, result.stderr
+    plan = result.json()
+    assert plan['warmStart'] == [{'source': 'old.json', 'inherited': 4, 'skipped': 1, 'notes': [
+        "1 job(s) has a value of Q that is not one of this sweep's values: skipped"]}]
+    assert 'warmStart lr-a: a sweep, read from the service by `run` (not by --plan-only)' in result.stderr
+    firsts = [job['parameters']['Q'] for job in plan['firstJobs']]
+    assert len(firsts) == 2 and not set(firsts) & {0.1, 0.2, 0.3, 0.9}
+    assert all(job['note'].startswith('bayesian: TPE over 4 jobs') for job in plan['firstJobs'])
+
+
 def test_plan_only_refuses_an_invalid_file_naming_the_key(az, tmp_path):
     spec = write_sweep(str(tmp_path), 'bad', ['earlyTermination: {policy: bandit, delayEvaluation: 2}'], [0.1, 0.2])
     result = offline_run(az, spec, '--plan-only')

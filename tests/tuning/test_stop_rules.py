@@ -2,18 +2,21 @@
 results, each with its own reason, its running jobs terminated as a timeout does; the rule is a pure function of what
 the service reports, so a resumed run ends where an uninterrupted one would. Unit cases on controller.results_end
 and the controller, the sweep file's checks, and two runs through the real az."""
+import os
+
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
-from azext_batchai_sweep.core.tuning.controller import END_PLATEAU, END_STOP_AT, Controller, Limits, results_end
+from azext_batchai_sweep.core.tuning.controller import (END_PLATEAU, END_REASONS, END_STOP_AT, Controller, Limits,
+                                                         results_end)
 from azext_batchai_sweep.core.tuning.decision import TIMEOUT
 from azext_batchai_sweep.core.tuning.loop import job_state
 from azext_batchai_sweep.core.tuning.samplers.grid import GridSampler
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
 
 from .helpers import trial
-from .run_helpers import Watcher, run_args, service_setup, write_sweep
+from .run_helpers import Watcher, run_args, service_setup, target, write_sweep
 
 
 def finished(values, goal_state='succeeded'):
@@ -130,6 +133,7 @@ def test_run_ends_at_stop_at_and_terminates_the_job_still_running(setup, local_s
     result = run.json()
     assert result['ended'] == END_STOP_AT, result
     assert 'reached limits.stopAt' in run.stderr
+    assert_report_says(az, local_service, experiment, 'stopat', directory, END_STOP_AT, 'stopAt 0.8')
     jobs = watcher.jobs()
     assert len(jobs) == 2  # the other two were never submitted
     assert sorted(job_state(job) for job in jobs) in (['succeeded', 'terminated'], ['succeeded', 'terminating'])
@@ -147,3 +151,16 @@ def test_run_ends_on_a_plateau(setup, local_service, batchai_client):
     result = run.json()
     assert result['ended'] == END_PLATEAU and result['best']['objective'] == pytest.approx(0.9 * 0.75), result
     assert len(watcher.jobs()) == 3
+    assert_report_says(az, local_service, experiment, 'plateau', directory, END_PLATEAU, 'noImprovementJobs 2')
+
+
+def assert_report_says(az, service, experiment, sweep, directory, ended, limit):
+    """The report's Run card names why the run ended, with the run's sentence, and the limit that ended it."""
+    html_file = os.path.join(directory, sweep + '.html')
+    report = az('batchai', 'sweep', 'report', *target(service, experiment, sweep), '--output-file', html_file,
+                '--query', 'run', '-o', 'json')
+    assert report.exit_code == 0, report.stderr
+    assert (report.json()['ended'], report.json()['endedBecause']) == (ended, END_REASONS[ended])
+    with open(html_file, encoding='utf-8') as f:
+        html = f.read()
+    assert '<div class="big ended">{}</div>'.format(ended) in html and 'limits: ' + limit in html

@@ -249,8 +249,8 @@ def _section(section_id, title, svg, caption, missing):
 
 
 # The sampling settings the run card names (the type is on the Jobs card), in this order.
-RUN_SETTINGS = ('sampler', 'multiFidelity', 'startupJobs', 'randomFraction', 'eta', 'minResource', 'maxResource',
-                'count', 'seed')
+RUN_SETTINGS = ('sampler', 'multiFidelity', 'startupJobs', 'randomFraction', 'iterations', 'eta', 'minResource',
+                'maxResource', 'count', 'seed')
 RUN_LIMITS = ('stopAt', 'noImprovementJobs', 'maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes')
 MAX_INHERITED_ROWS = 200
 

@@ -191,24 +191,18 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
 
 def _warm_start_files(sampling, path):
     """The warmStart entries that are results files, read and checked now: a bad one fails before any request."""
-    from ..tuning.warmstart import file_path, is_file_source, records_from_document
+    from ..tuning.warmstart import file_path, is_file_source, read_results_file
     files = {}
     for index, entry in enumerate(sampling.get('warmStart') or ()):
         where = 'sampling.warmStart[{}]'.format(index)
         if entry in sampling['warmStart'][:index]:
             raise SpecError('expected each warm-start source once ({} is given twice)'.format(entry), source=path,
                             path=where)
-        if not is_file_source(entry):
-            continue
-        target = file_path(entry, path)
-        try:
-            document = _read_document(target, 'warm-start results file')
-        except SpecError as ex:
-            raise SpecError('{}: {}'.format(target, ex.message), source=path, path=where) from None
-        try:
-            files[entry] = records_from_document(document, target, where)
-        except SpecError as ex:
-            raise SpecError(ex.message, source=path, path=where) from None
+        if is_file_source(entry):
+            try:
+                files[entry] = read_results_file(file_path(entry, path), where)
+            except SpecError as ex:
+                raise SpecError(ex.message, source=path, path=where) from None
     return files
 
 

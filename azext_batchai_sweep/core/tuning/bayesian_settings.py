@@ -30,9 +30,11 @@ def resolve_bayesian(written, count, resolved):
 
 
 def resolve_hyperband_sampler(written, resolved):
-    """Hyperband's sampler (random, or bayesian: BOHB) and the settings of its model."""
-    resolved['sampler'] = written.get('sampler', 'random')
-    if resolved['sampler'] == BAYESIAN:
+    """Hyperband's sampler (random, or bayesian: BOHB), the settings of its model, and its iterations."""
+    if written.get('iterations', 1) != 1:  # (1, the default, adds nothing: a sweep's jobs carry what it had)
+        resolved['iterations'] = written['iterations']
+    if written.get('sampler') == BAYESIAN:  # (random, the default, adds nothing: a sweep's jobs carry what it had)
+        resolved['sampler'] = BAYESIAN
         resolved['startupJobs'] = written.get('startupJobs')
         resolved['randomFraction'] = written.get('randomFraction', DEFAULT_RANDOM_FRACTION)
     return resolved

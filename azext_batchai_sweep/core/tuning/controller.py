@@ -52,6 +52,13 @@ class Limits:
     stop_at: Optional[float] = None           # end once the best objective reaches it
     no_improvement_jobs: Optional[int] = None  # end once this many jobs in a row ran to the end without a better best
 
+    def as_dict(self):
+        """The limits set, under the sweep file's names (for --plan-only and the report)."""
+        named = (('maxTotalJobs', self.max_total_jobs), ('maxConcurrentJobs', self.max_concurrent_jobs),
+                 ('timeoutMinutes', self.timeout_minutes), ('jobTimeoutMinutes', self.job_timeout_minutes),
+                 ('stopAt', self.stop_at), ('noImprovementJobs', self.no_improvement_jobs))
+        return {key: value for key, value in named if value is not None}
+
 
 @dataclass
 class Actions:

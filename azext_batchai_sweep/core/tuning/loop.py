@@ -224,7 +224,8 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
     if resource:
         from .samplers.hyperband import HyperbandSampler
         decisions = HyperbandSampler([], goal, sampling['minResource'], sampling['maxResource'],
-                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource).explain(seen)
+                                     sampling.get('eta', 3), sampling.get('seed'), resource=resource,
+                                     iterations=sampling.get('iterations', 1)).explain(seen)
     decisions.update(stops)
     rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
     seconds = round(sum(_seconds(job) for job in jobs), 3)
@@ -550,7 +551,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def outline(self):
         """What the report says of the run beside its figures: the sampling settings, the jobs a warm start
         inherited, and why the run ended (once it has)."""
-        outline = {'sampling': dict(self.definition.sampling), 'limits': dict(self.definition.limits)}
+        # the limits the run held (the command's options over the file's)
+        outline = {'sampling': dict(self.definition.sampling), 'limits': self.limits.as_dict()}
         if self.inheritance is not None:
             outline['warmStart'] = self.inheritance.summary()
         if self.end is not None:

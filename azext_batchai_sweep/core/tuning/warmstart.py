@@ -18,6 +18,7 @@ multi-fidelity model its values at the rungs it crossed), and in a finite space 
 
 Everything here is a function of the sources' contents: a resumed run inherits the same jobs in the same order.
 """
+import json
 import math
 import os
 from collections import Counter
@@ -30,6 +31,8 @@ from .trial import Report, Trial
 # the value of a job that ran to the end.
 UNKNOWN_STEP = 0.0
 REPORT_KIND = 'batchai-sweep-report'
+# An exported results file may be far larger than a sweep file (every job, every report): JSON only, up to this size.
+MAX_RESULTS_BYTES = 256 * 1024 * 1024
 # The states of a job that taught something: it ran to the end, or a rule stopped it (terminated) after reports.
 TAUGHT = ('succeeded', 'terminated')
 
@@ -50,6 +53,24 @@ class Record:  # pylint: disable=too-few-public-methods
     def __init__(self, name, state, parameters, reports, resource=None, metric=None):
         self.name, self.state, self.parameters = name, state, dict(parameters or {})
         self.reports, self.resource, self.metric = tuple(reports), resource, metric
+
+
+def read_results_file(path, where):
+    """The records of an exported results file (JSON), or a SpecError naming the file and what was expected."""
+    try:
+        if os.path.getsize(path) > MAX_RESULTS_BYTES:
+            raise SpecError('{}: expected a results file of at most {} MiB'.format(path, MAX_RESULTS_BYTES >> 20),
+                            path=where)
+        with open(path, encoding='utf-8') as f:
+            document = json.load(f)
+    except OSError as ex:
+        raise SpecError('{}: expected a readable warm-start results file ({})'.format(path, ex.strerror or ex),
+                        path=where) from None
+    except RecursionError:
+        raise SpecError('{}: expected a results file that does not nest so deep'.format(path), path=where) from None
+    except ValueError as ex:  # not JSON, or not UTF-8
+        raise SpecError('{}: expected valid JSON ({})'.format(path, ex), path=where) from None
+    return records_from_document(document, path, where)
 
 
 def records_from_document(document, source, where):
@@ -86,7 +107,7 @@ def records_from_document(document, source, where):
 
 
 def _pairs(items):
-    for item in items or ():
+    for item in items if isinstance(items, list) else ():
         if isinstance(item, (list, tuple)) and len(item) == 2 and _finite(item[0]) and _finite(item[1]):
             yield float(item[0]), float(item[1])
 
@@ -132,6 +153,8 @@ class Inheritance:
 
 def _mismatch(dim, value):
     """Why a value does not fit this sweep's parameter (None when it does)."""
+    if dim.kind != CATEGORICAL and dim.integer and _finite(value) and not float(value).is_integer():
+        return 'has a value of {} that is not an integer (the parameter is INTEGER here)'.format(dim.name)
     if dim.to_internal(value) is not None:
         return None
     if dim.kind == CATEGORICAL:

@@ -21,7 +21,8 @@ def _random(definition, goal):  # pylint: disable=unused-argument
 def _hyperband(definition, goal):
     sampling = definition.sampling
     sampler = HyperbandSampler(definition.parameters, goal, sampling['minResource'], sampling['maxResource'],
-                               sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'])
+                               sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'],
+                               iterations=sampling.get('iterations', 1))
     if sampling.get('sampler') == BAYESIAN:  # BOHB: each bracket's new configurations from the TPE (bohb.py)
         from .bohb import BudgetModel
         sampler.model = BudgetModel(definition.parameters, goal, sampling['seed'], sampler.budget_values,

@@ -34,6 +34,11 @@ class Rung:
 class Bracket:
     s: int
     rungs: tuple
+    number: int = None  # the bracket's number in the sweep (its jobs' BATCHAI_SWEEP_BRACKET): s in the first iteration
+
+    @property
+    def key(self):
+        return self.s if self.number is None else self.number
 
 
 def _resource(value, integral):
@@ -63,10 +68,15 @@ class HyperbandSampler(Sampler):
     """
 
     # pylint: disable=too-many-arguments
-    def __init__(self, specs, goal, min_resource, max_resource, eta, seed, resource='resource', model=None):
+    def __init__(self, specs, goal, min_resource, max_resource, eta, seed, resource='resource', model=None,
+                 iterations=1):
         self.specs, self.goal, self.eta, self.seed, self.resource = specs, goal, eta, seed, resource
         self.max_resource = max_resource
-        self.brackets = hyperband_brackets(min_resource, max_resource, eta)
+        # Li et al.'s outer loop, `iterations` times: iteration k's bracket s is named s + k * (s_max + 1), so the
+        # first iteration's brackets keep their names (s) and every bracket has its own stream and jobs.
+        first = hyperband_brackets(min_resource, max_resource, eta)
+        self.brackets = [Bracket(s=b.s, rungs=b.rungs, number=b.s + k * len(first))
+                         for k in range(max(1, int(iterations))) for b in first]
         self._configurations = {}
         self.model = model  # a bohb.BudgetModel (sampler: bayesian), or None: random configurations
 
@@ -84,7 +94,7 @@ class HyperbandSampler(Sampler):
         """The parameters of a bracket's slot: the bracket's own seeded stream of draws, no set drawn twice while
         the space has others."""
         if bracket not in self._configurations:
-            count = next(b for b in self.brackets if b.s == bracket).rungs[0].count
+            count = next(b for b in self.brackets if b.key == bracket).rungs[0].count
             rng = random.Random('{}/hyperband/{}'.format(self.seed, bracket))
             space = 1
             for spec in self.specs:
@@ -120,7 +130,7 @@ class HyperbandSampler(Sampler):
         for bracket in self.brackets:
             expected = list(range(bracket.rungs[0].count))
             for i, rung in enumerate(bracket.rungs):
-                jobs = by_rung.get((bracket.s, i), {})
+                jobs = by_rung.get((bracket.key, i), {})
                 complete = expected is not None and all(slot in jobs and not jobs[slot].pending
                                                         for slot in expected)
                 yield bracket, i, rung, expected, jobs, complete
@@ -133,13 +143,13 @@ class HyperbandSampler(Sampler):
         if count <= 0:
             return []
         wanted = []
-        position = {b.s: k for k, b in enumerate(self.brackets)}
+        position = {b.key: k for k, b in enumerate(self.brackets)}
         for bracket, i, rung, expected, jobs, _ in self._walk(trials):
             if expected is None:
                 continue
             previous = None
             if i > 0:
-                previous = {t.slot: t for t in trials if t.bracket == bracket.s and t.rung == i - 1}
+                previous = {t.slot: t for t in trials if t.bracket == bracket.key and t.rung == i - 1}
             for slot in expected:
                 if slot in jobs:
                     continue
@@ -147,11 +157,11 @@ class HyperbandSampler(Sampler):
                 if parent is not None and self.model is not None:
                     params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
                 else:
-                    params = self.configuration(bracket.s, slot) if i > 0 or self.model is None else None
-                wanted.append(((-i, position[bracket.s], slot), Suggestion(
+                    params = self.configuration(bracket.key, slot) if i > 0 or self.model is None else None
+                wanted.append(((-i, position[bracket.key], slot), Suggestion(
                     params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
-                    note='bracket {}, rung {}, {} {}'.format(bracket.s, i, self.resource, fmt(rung.resource)),
-                    bracket=bracket.s, rung=i, slot=slot)))
+                    note='bracket {}, rung {}, {} {}'.format(bracket.key, i, self.resource, fmt(rung.resource)),
+                    bracket=bracket.key, rung=i, slot=slot)))
         wanted.sort(key=lambda item: item[0])
         chosen = [suggestion for _, suggestion in wanted[:count]]
         return self._new_configurations(trials, chosen) if self.model is not None else chosen
@@ -186,7 +196,7 @@ class HyperbandSampler(Sampler):
             keep = bracket.rungs[i + 1].count
             cutoff = ranked[keep - 1].last if 0 < keep <= len(ranked) else None
             for rank, t in enumerate(ranked, 1):
-                numbers = {'bracket': bracket.s, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
+                numbers = {'bracket': bracket.key, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
                            'value': t.last, 'cutoff': cutoff}
                 if rank <= keep:
                     text = 'promoted by hyperband to {} {}: rank {}/{} ({}), the best {} go on'.format(
