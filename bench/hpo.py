@@ -29,15 +29,7 @@ sys.path.insert(0, REPO)
 
 # pylint: disable=wrong-import-position
 from bench import tables  # noqa: E402
-from bench.tpe import METHODS, mann_whitney_p, median_ratio_interval, quartiles  # noqa: E402
-
-
-def ratio(first, second):
-    """median(first) / median(second); 1.0 when both are 0 (neither found better than the other)."""
-    top, bottom = statistics.median(first), statistics.median(second)
-    if bottom == 0:
-        return 1.0 if top == 0 else math.inf
-    return top / bottom
+from bench.tpe import METHODS, mann_whitney_p, median_cell, median_ratio, median_ratio_interval  # noqa: E402
 
 
 def run_task(task, seeds, checkpoints, in_flight):
@@ -66,10 +58,9 @@ def print_rows(task, checkpoints, regrets, seconds, in_flight):
     rows = []
     for i, count in enumerate(checkpoints):
         at = {m: [r[i] for r in per_seed] for m, per_seed in regrets.items()}
-        stats = {m: quartiles(r) for m, r in at.items()}
-        to_optuna, to_random = ratio(at['ours'], at['optuna']), ratio(at['ours'], at['random'])
+        to_optuna, to_random = median_ratio(at['ours'], at['optuna']), median_ratio(at['ours'], at['random'])
         low, high = median_ratio_interval(at['ours'], at['optuna'])
-        cells = ['{:.4g} [{:.3g}, {:.3g}]'.format(stats[m][1], stats[m][0], stats[m][2]) for m in METHODS]
+        cells = [median_cell(at[m]) for m in METHODS]
         print('| {} | {} | {} | {} | {:.2f}x | {:.2f}-{:.2f} | {:.2f} | {:.2f}x | {} | {:.0f} / {:.0f} s |'.format(
             task.name, in_flight, count, ' | '.join(cells), to_optuna, low, high,
             mann_whitney_p(at['ours'], at['optuna']), to_random, verdict(to_optuna, to_random),
@@ -104,7 +95,7 @@ def blocks(per_task, size, checkpoints):
     for name, regrets in per_task.items():
         seeds = len(regrets['ours'])
         for i, count in enumerate(checkpoints):
-            ratios = [ratio([r[i] for r in regrets['ours'][s:s + size]], [r[i] for r in regrets['optuna'][s:s + size]])
+            ratios = [median_ratio([r[i] for r in regrets['ours'][s:s + size]], [r[i] for r in regrets['optuna'][s:s + size]])
                       for s in range(0, seeds - size + 1, size)]
             print('| {} | {} | {}/{} | {}/{} | {} |'.format(
                 name, count, sum(r <= 1.0 for r in ratios), len(ratios), sum(r <= 0.9 for r in ratios), len(ratios),

@@ -51,7 +51,7 @@ sys.path.insert(0, REPO)
 from azext_batchai_sweep.core.spec.params import NumParamSpec  # noqa: E402
 from azext_batchai_sweep.core.tuning.controller import Limits  # noqa: E402
 from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller  # noqa: E402
-from bench.tpe import quartiles  # noqa: E402
+from bench.tpe import median_cell, median_ratio  # noqa: E402
 
 RESOURCE = 81
 ETA = 3
@@ -282,18 +282,6 @@ DEFAULT_METHODS = ('bohb', 'hyperband', 'optuna', 'dehb', 'random')
 
 # -- the table -------------------------------------------------------------------------------------------------------
 
-def cell(values):
-    q1, median, q3 = quartiles(values)
-    return '{:.4g} [{:.3g}, {:.3g}]'.format(median, q1, q3)
-
-
-def median_ratio(first, second):
-    top, bottom = statistics.median(first), statistics.median(second)
-    if bottom == 0:
-        return 1.0 if top == 0 else math.inf
-    return top / bottom
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, default=10)
@@ -332,7 +320,7 @@ def main():
             wins.setdefault(budget, []).append((all(r < 1 for r in ratios),
                                                 median_ratio(at[first], [best_peer]) if peers else 1.0))
             print('| {} | {:g} | {} | {} | {} |'.format(
-                name, budget, ' | '.join(cell(at[m]) for m in args.methods),
+                name, budget, ' | '.join(median_cell(at[m]) for m in args.methods),
                 ' | '.join('{:.2f}x'.format(r) for r in ratios), ' / '.join('{:.0f}'.format(seconds[m])
                                                                             for m in args.methods)), flush=True)
     if peers:

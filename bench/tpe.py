@@ -227,6 +227,12 @@ def quartiles(values):
     return q1, median, q3
 
 
+def median_cell(values):
+    """A table cell: 'median [q1, q3]'."""
+    q1, median, q3 = quartiles(values)
+    return '{:.4g} [{:.3g}, {:.3g}]'.format(median, q1, q3)
+
+
 def regret_table(args):
     rows = []
     for name in args.functions:
@@ -257,8 +263,11 @@ def print_row(row):
 
 
 def median_ratio(first, second):
-    bottom = statistics.median(second)
-    return statistics.median(first) / bottom if bottom else math.inf
+    """median(first) / median(second); 1.0 when both are 0 (neither did better: both found an optimum)."""
+    top, bottom = statistics.median(first), statistics.median(second)
+    if bottom == 0:
+        return 1.0 if top == 0 else math.inf
+    return top / bottom
 
 
 def targets_by_block(rows, size, first_seed):

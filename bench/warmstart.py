@@ -23,8 +23,7 @@ sys.path.insert(0, REPO)
 # pylint: disable=wrong-import-position
 from azext_batchai_sweep.core.tuning.simulation import warm_start  # noqa: E402
 from bench import tables  # noqa: E402
-from bench.hpo import ratio  # noqa: E402
-from bench.tpe import median_ratio_interval, ours_trials, quartiles, run_ours  # noqa: E402
+from bench.tpe import median_cell, median_ratio, median_ratio_interval, ours_trials, run_ours  # noqa: E402
 
 # target <- source: each target's nearest relative in its family (the same search space).
 PAIRS = (('hpolib/naval_propulsion', 'hpolib/parkinsons_telemonitoring'),
@@ -72,15 +71,10 @@ def main():
         for i, count in enumerate(args.checkpoints):
             at_warm, at_cold = [r[i] for r in warm], [r[i] for r in cold]
             low, high = median_ratio_interval(at_warm, at_cold)
-            print('| {} <- {} | {} | {:.4g} [{:.3g}, {:.3g}] | {:.4g} [{:.3g}, {:.3g}] | {:.2f}x | {:.2f}-{:.2f} |'.format(
-                target_name, source_name.split('/')[1], count, *_cell(at_warm), *_cell(at_cold),
-                ratio(at_warm, at_cold), low, high), flush=True)
+            print('| {} <- {} | {} | {} | {} | {:.2f}x | {:.2f}-{:.2f} |'.format(
+                target_name, source_name.split('/')[1], count, median_cell(at_warm), median_cell(at_cold),
+                median_ratio(at_warm, at_cold), low, high), flush=True)
     print('\nWall time {:.0f} s.'.format(time.time() - began))
-
-
-def _cell(values):
-    q1, median, q3 = quartiles(values)
-    return median, q1, q3
 
 
 if __name__ == '__main__':
