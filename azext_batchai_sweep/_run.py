@@ -40,6 +40,10 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     from .core.tuning.handoff import handoff_warnings
     for warning in handoff_warnings(definition):
         logger.warning('%s: %s (docs/sweep-run.md, "Where a promoted job finds its checkpoint")', spec, warning)
+    from .core.tuning.objectives_settings import first_objective_note
+    note = first_objective_note(definition)
+    if note:
+        logger.warning('%s: %s (docs/sweep-run.md, "Several objectives and constraints")', spec, note)
     return definition
 
 

@@ -115,6 +115,7 @@ def validate_sweep_metrics(cmd, namespace):
             recommendation='--metric NAME reads NAME=VALUE lines; --regex takes a pattern with a group around the '
                            'number.')
     _at_least(1, top=namespace.top)
+    _validate_importance(namespace)
     if not namespace.regex and not namespace.metric:
         return  # the metric, its goal (for --top) and its file come from the sweep's objective
     if namespace.top is not None and not namespace.goal:
@@ -126,6 +127,22 @@ def validate_sweep_metrics(cmd, namespace):
     except SpecError as ex:
         option = '--regex' if namespace.regex else '--metric'
         raise InvalidArgumentValueError('Invalid {}: {}'.format(option, ex.message)) from None
+
+
+def _validate_importance(namespace):
+    """--importance prints the parameters, not the jobs: the options that shape the job rows do not go with it, and
+    it needs to know which way is better."""
+    if not namespace.importance:
+        return
+    given = [option for option, value in (('--top', namespace.top), ('--csv', namespace.csv)) if value is not None]
+    if given:
+        raise MutuallyExclusiveArgumentError(
+            '--importance prints the parameters\' importance, not the jobs: {} does not go with it'.format(
+                ' and '.join(given)),
+            recommendation='Run metrics without --importance for the jobs\' rows.')
+    if (namespace.regex or namespace.metric) and not namespace.goal:
+        raise RequiredArgumentMissingError(
+            '--importance with --metric or --regex needs --goal max or --goal min: which values are the best')
 
 
 _STEP_KEY = re.compile(r'^[A-Za-z_][\w.-]{0,63}$', re.ASCII)
@@ -176,10 +193,12 @@ def validate_local_start(cmd, namespace):  # pylint: disable=unused-argument
 def _validate_scheduler_options(namespace):
     """The options of one scheduler are refused with the other; --gpus and --slurm-conf are checked here."""
     slurm = getattr(namespace, 'scheduler', 'processes') == 'slurm'
+    batch = getattr(namespace, 'scheduler', 'processes') == 'azure-batch'
     given = [option for option, value in (('--partition', namespace.partition), ('--account', namespace.account),
                                           ('--slurm-conf', namespace.slurm_conf)) if value]
     if given and not slurm:
         raise InvalidArgumentValueError('{} only apply with --scheduler slurm'.format(', '.join(given)))
+    _validate_azure_batch_options(namespace, batch)
     if slurm and namespace.gpus:
         raise InvalidArgumentValueError('--gpus is for the processes scheduler',
                                         recommendation='On Slurm the jobs get GPUs as GRES, from their cluster\'s '
@@ -195,6 +214,32 @@ def _validate_scheduler_options(namespace):
             raise InvalidArgumentValueError(str(ex)) from None
     if namespace.slurm_conf:
         _validate_file(namespace.slurm_conf, '--slurm-conf', 'the Slurm configuration')
+
+
+def _validate_azure_batch_options(namespace, batch):
+    """--batch-account is required with --scheduler azure-batch; its options, --slots and --gpus are refused
+    elsewhere / with it; --pool-prefix must start valid Batch ids."""
+    given = [option for option, value in (('--batch-account', getattr(namespace, 'batch_account', None)),
+                                          ('--resource-group', getattr(namespace, 'batch_resource_group', None)),
+                                          ('--pool-prefix', getattr(namespace, 'pool_prefix', None))) if value]
+    if given and not batch:
+        raise InvalidArgumentValueError('{} only apply with --scheduler azure-batch'.format(', '.join(given)))
+    if not batch:
+        return
+    if not namespace.batch_account:
+        raise InvalidArgumentValueError('--scheduler azure-batch needs --batch-account NAME',
+                                        recommendation='Name the Batch account that runs the jobs: '
+                                                       '"az batch account list -o table" lists yours.')
+    for option, value in (('--slots', namespace.slots), ('--gpus', namespace.gpus)):
+        if value:
+            raise InvalidArgumentValueError('{} is for the processes scheduler: on Azure Batch each cluster is a '
+                                            'pool, with the nodes and GPUs of its VM size'.format(option))
+    if namespace.pool_prefix:
+        from .localservice.azurebatch.connect import check_pool_prefix
+        try:
+            check_pool_prefix(namespace.pool_prefix)
+        except ValueError as ex:
+            raise InvalidArgumentValueError(str(ex)) from None
 
 
 def validate_local_connection_string(cmd, namespace):  # pylint: disable=unused-argument

@@ -221,6 +221,7 @@ def _run_outcome(cmd, result, definition, identity, spec):
     from .core.tuning.result import describe
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
+    _say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
     if result['ended'] == END_UNREPORTED:
@@ -423,6 +424,14 @@ def _add_run_decisions(rows, identity, result, run_view):
 def _say_figures(identity, figures):
     from .core.tuning.result import describe_figures
     logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
+    _say_front(identity, figures)
+
+
+def _say_front(identity, figures):
+    """The Pareto front's line, for a sweep with several objectives or constraints."""
+    if figures.get('pareto'):
+        from .core.tuning.front import describe_front
+        logger.warning('Sweep %s: %s', identity.name, describe_front(figures['pareto']))
 
 
 class _RunView:
@@ -594,12 +603,18 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
 
 def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_name, regex=None, metric=None,
                   reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
-                  parallel=DEFAULT_PARALLEL):
+                  parallel=DEFAULT_PARALLEL, importance=False):
     from .core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
-    if not regex and not metric:
+    with core_errors():
+        client = _client(cmd)
+    run_view = _RunView(cmd, client, identity)
+    if not regex and not metric and not csv:
+        front = _pareto_front(cmd, identity, top, run_view)
+        if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
+            return _front_importance(identity, run_view.get()[1]['pareto']) if importance else front
         objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
@@ -608,7 +623,6 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             output_directory_id = objective['outputDirectoryId']
     with core_errors():
         extractor = MetricExtractor(regex=regex, metric_name=metric, reduce=reduce)
-        client = _client(cmd)
         with Progress(cmd, 'Reading metrics') as progress:
             rows = get_metrics(client, resource_group, workspace_name, experiment_name, extractor,
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
@@ -632,9 +646,11 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         missing = sum(1 for row in rows if row['metric'] is None)
         if missing:  # of every job of the sweep, not of the --top shown
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
-    figures = _run_view(cmd, client, identity)[1]
+    run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         _say_figures(identity, figures)
+    if importance:
+        return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
@@ -645,6 +661,55 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
     return rows
+
+
+def _front_importance(identity, pareto):
+    """metrics --importance on a `sweep run` with several objectives: the importance for each of them."""
+    from .core.report.importance import front_importance
+    return _said_importance(identity, front_importance(pareto, infos=_plan_infos(identity)))
+
+
+def _plan_infos(identity):
+    """The parameters' types and scales from the sweep's plan here (`<name>.plan.jsonl`), else none."""
+    from ._planning import default_plan_header
+    from .core.report.collect import plan_details
+    header = default_plan_header(identity)
+    return plan_details(header)[1] if header else ()
+
+
+def _said_importance(identity, entries):
+    for entry in entries:
+        if entry['tooFewJobs']:
+            logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
+                           entry['message'])
+    return {'sweep': identity.name, 'importance': entries}
+
+
+def _metrics_importance(identity, rows, goal, metric, run_rows):
+    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
+    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
+    from .core.report.importance import metrics_importance
+    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
+    return _said_importance(identity, metrics_importance(rows, goal, metric, infos=_plan_infos(identity),
+                                                         stopped=stopped))
+
+
+def _pareto_front(cmd, identity, top, run_view):
+    """A `sweep run` with several objectives: its Pareto front (core/tuning/front.py), else None."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import Journal
+    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                            identity.name)
+    with core_errors():
+        journal = Journal(path).data if os.path.exists(path) else {}
+    if journal.get('objective') is not None and 'objectives' not in (journal.get('figures') or {}).get('pareto', {}):
+        return None  # this machine ran it with one objective: no front to show, and no need to list the jobs
+    figures = run_view.get()[1]
+    pareto = (figures or {}).get('pareto') or {}
+    if len(pareto.get('objectives') or ()) < 2:
+        return None
+    _say_figures(identity, figures)
+    return pareto['front'][:top] if top else pareto['front']
 
 
 def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
@@ -811,10 +876,12 @@ def _output_format(cmd):
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
-                partition=None, account=None, slurm_conf=None, retarget=False):
+                partition=None, account=None, slurm_conf=None, retarget=False, batch_account=None,
+                batch_resource_group=None, pool_prefix=None):
     from ._local import start
     return start(cmd.cli_ctx, data_dir=data_dir, port=port, slots=slots, faults=faults, scheduler=scheduler,
-                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget)
+                 gpus=gpus, partition=partition, account=account, slurm_conf=slurm_conf, retarget=retarget,
+                 batch_account=batch_account, batch_resource_group=batch_resource_group, pool_prefix=pool_prefix)
 
 
 def local_status(cmd, data_dir=None):

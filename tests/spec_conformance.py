@@ -76,7 +76,12 @@ def _validator(definition):
 
 def validate(definition, body):
     """Raise AssertionError listing every violation of `body` against a swagger definition."""
-    errors = sorted(_validator(definition).iter_errors(body), key=lambda e: list(e.absolute_path))
+    check(_validator(definition), definition, body)
+
+
+def check(validator, definition, body):
+    """Raise AssertionError listing every violation of `body` found by `validator` (of `definition`)."""
+    errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
     if errors:
         raise AssertionError('{} does not conform to {}:\n{}'.format(
             json.dumps(body)[:2000], definition,

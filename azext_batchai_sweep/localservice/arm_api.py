@@ -134,13 +134,10 @@ class ArmApi:
     # ---- helpers shared by the routes ------------------------------------------------------------------------
 
     def cluster_view(self, body):
-        """A cluster body with its live node state counts (slots in use by running jobs)."""
+        """A cluster body with its live state, as its scheduler knows it (node state counts; for a Batch pool also
+        its node count, allocation state and errors)."""
         key = resource_key(*self._key_parts(body['id']))
-        used = self._runner.used_slots(key)
-        total = body['properties'].get('currentNodeCount', 0)
-        body['properties']['nodeStateCounts'] = {
-            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
-            'unusableNodeCount': 0, 'leavingNodeCount': 0}
+        self._runner.cluster_view(key, body['properties'])
         return body
 
     @staticmethod
@@ -176,12 +173,23 @@ class ArmApi:
         if kind == 'cluster':
             running = [r['key'] for r in self._store.in_states(('running', 'terminating', 'queued'))
                        if r['cluster'] == key]
+        # The clusters going with it (itself, or those of a workspace) release what backs them once their jobs end.
+        clusters = [r['key'] for r in self._store.in_states(('deleting',), kind='cluster')
+                    if r['key'] == key or r['key'].startswith(key + '/')]
 
         def finish():
             for job in running:
                 if not self._runner.kill(job, 'cluster' if kind == 'cluster' else 'deleted'):
                     self._runner.fail_queued(job, 'cluster')
             self._runner.wait_for(running, DELETE_WAIT_SECONDS)
+            for cluster in clusters:
+                row = self._store.get(cluster)
+                if row is not None:
+                    try:
+                        self._runner.delete_cluster(cluster, json.loads(row['body']))
+                    except Exception:  # pylint: disable=broad-except
+                        # The record goes anyway (as Batch AI's delete did); the scheduler logged what is left.
+                        logger.exception('releasing what backs cluster %s failed', cluster)
             self._store.delete_tree(key)
             self.note_ended('delete', key)
             logger.info('deleted %s', key)
@@ -486,15 +494,45 @@ class _Request:
     # ---- clusters --------------------------------------------------------------------------------------------
 
     def cluster(self, rg, workspace, name, ws_key, key):
+        if self.method == 'PATCH':
+            return self.cluster_update(rg, workspace, name, key)
         if self.method != 'PUT':
             return self._read_or_delete(key, 'cluster', name)
         self._get(ws_key, 'workspace', workspace)
         params = self._params()
         body = cluster_body(self.sub, rg, workspace, name, params, utcnow())
+        existing = self.store.get(key)
+        if existing is None:
+            self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
         if self.store.insert(key, 'cluster', ws_key, body, spec=params):
+            try:
+                self.runner.create_cluster(key, body, params)
+            except BaseException:
+                self.store.delete(key)
+                raise
             self.runner.wake()
             return self._accepted('create', key)
         return self._same_or_conflict(key, params, 'cluster', name)
+
+    def cluster_update(self, rg, workspace, name, key):
+        """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,
+        applied by the scheduler to what backs the cluster (a scheduler whose clusters keep their nodes refuses)."""
+        row = self._get(key, 'cluster', name)
+        if row['state'] == 'deleting':
+            raise conflict('Conflict', "The cluster '{}' is being deleted.".format(name))
+        update = self._params().get('properties')
+        if not isinstance(update, dict) or set(update) != {'scaleSettings'}:
+            raise bad_request('InvalidRequestContent', 'A cluster update changes properties.scaleSettings only.')
+        spec = json.loads(row['spec'])
+        spec = dict(spec, properties=dict(spec.get('properties') or {}, scaleSettings=update['scaleSettings']))
+        body = cluster_body(self.sub, rg, workspace, name, spec, utcnow())  # validates the new scale settings
+        self.runner.resize_cluster(key, body, update['scaleSettings'])
+
+        def rescale(stored):
+            stored['properties'].update(scaleSettings=body['properties']['scaleSettings'],
+                                        currentNodeCount=body['properties']['currentNodeCount'])
+        self.store.update(key, rescale)
+        return _json_response(200, self.api.public_body(self.store.get(key)))
 
     def _read_or_delete(self, key, kind, name):
         """The answer to any method of a resource but PUT (which each kind handles itself): GET, DELETE or 405."""

@@ -99,13 +99,16 @@ def command_line(props, toolkit, args_key='commandLineArgs'):
     return _python_line(settings, settings.get('commandLineArgs'))
 
 
-def mpirun_line(command, count, host_file):
+def mpirun_line(command, count, host_file, exports=()):
     """Batch AI's launch of an MPI toolkit: mpirun over the host file; each rank's AZ_BATCHAI_TASK_INDEX is its
-    rank. OpenMPI refuses root without --allow-run-as-root (a container's user is often root)."""
+    rank. OpenMPI refuses root without --allow-run-as-root (a container's user is often root). `exports`: names of
+    variables mpirun must pass to the ranks on other nodes (`-x NAME`: where no Slurm carries the environment, as on
+    Azure Batch nodes reached over SSH)."""
     rank = 'export AZ_BATCHAI_TASK_INDEX=${OMPI_COMM_WORLD_RANK:-0}; '
     root = ' --allow-run-as-root' if os.geteuid() == 0 else ''
-    return 'exec mpirun{} --hostfile {} -np {} bash -c {}'.format(root, shlex.quote(host_file), count,
-                                                                  shlex.quote(rank + command))
+    forward = ''.join(' -x {}'.format(shlex.quote(name)) for name in exports)
+    return 'exec mpirun{}{} --hostfile {} -np {} bash -c {}'.format(root, forward, shlex.quote(host_file), count,
+                                                                    shlex.quote(rank + command))
 
 
 # ---- counts --------------------------------------------------------------------------------------------------
@@ -194,9 +197,9 @@ def _spread(count, nodes):
     return [i % nodes for i in range(count)]
 
 
-def plan(props, toolkit, nodes, host_file_path, shared_dir, ports=batchai_ports):
+def plan(props, toolkit, nodes, host_file_path, shared_dir, ports=batchai_ports, mpirun_exports=()):
     """The launch plan of a job (see the module's doc). `nodes`: [Node], the master first; `ports(addresses)`:
-    the TensorFlow port of each process placed on those addresses, in order."""
+    the TensorFlow port of each process placed on those addresses, in order; `mpirun_exports`: see mpirun_line."""
     count = len(nodes)
     per_node = -(-process_count(props, toolkit) // count)
     master = nodes[0]
@@ -220,7 +223,8 @@ def plan(props, toolkit, nodes, host_file_path, shared_dir, ports=batchai_ports)
             if backend:
                 env['AZ_BATCHAI_PYTORCH_BACKEND'] = backend.lower()
     elif uses_mpirun(props, toolkit):
-        line = mpirun_line(command_line(props, toolkit), process_count(props, toolkit), host_file_path)
+        line = mpirun_line(command_line(props, toolkit), process_count(props, toolkit), host_file_path,
+                           mpirun_exports)
         processes = [Process(node=0, role='mpi', index=0, command=line, stdout='stdout.txt', stderr='stderr.txt')]
     else:
         processes = [Process(node=0, role='single', index=0, command=command_line(props, toolkit),

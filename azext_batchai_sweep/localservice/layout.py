@@ -64,6 +64,36 @@ def link_volumes(data_dir, mount_root, volumes):
             os.symlink(target, link)
 
 
+def output_paths(props, roots):
+    """(stdouterr dir, {output id: dir}, {input id: dir}) of a job, as Batch AI placed them: under the expanded
+    stdOutErrPathPrefix / pathPrefix, the job's jobOutputDirectoryPathSegment, then stdouterr / outputs[/pathSuffix].
+    `roots`: AZ_BATCHAI_JOB_MOUNT_ROOT, AZ_BATCHAI_MOUNT_ROOT, AZ_BATCHAI_JOB_TEMP where the job runs (this machine's
+    data dir, or an Azure Batch node's mounts and task folder)."""
+    segment = props['jobOutputDirectoryPathSegment']
+    stdouterr = os.path.join(expand(props['stdOutErrPathPrefix'], roots), segment, 'stdouterr')
+    outputs = {}
+    for entry in props.get('outputDirectories') or []:
+        path = os.path.join(expand(entry['pathPrefix'], roots), segment, 'outputs')
+        if entry.get('pathSuffix'):
+            path = os.path.join(path, entry['pathSuffix'])
+        outputs[entry['id']] = os.path.normpath(path)
+    inputs = {entry['id']: os.path.normpath(expand(entry['path'], roots))
+              for entry in props.get('inputDirectories') or []}
+    return stdouterr, outputs, inputs
+
+
+def job_variables(name, roots, stdouterr_dir, temp_dir, shared_dir, host_file, outputs, inputs):
+    """Batch AI's variables of a job wherever it runs (docs/job-environment.md): the roots, its name, its
+    stdouterr, temp, shared temp and host file, AZ_BATCHAI_OUTPUT_<id> and AZ_BATCHAI_INPUT_<id>."""
+    variables = dict(roots)
+    variables.update({'AZ_BATCHAI_JOB_NAME': name, 'AZ_BATCHAI_STDOUTERR_DIR': stdouterr_dir,
+                      'AZ_BATCHAI_JOB_TEMP_DIR': temp_dir, 'AZ_BATCHAI_SHARED_JOB_TEMP': shared_dir,
+                      'AZ_BATCHAI_MPI_HOST_FILE': host_file})
+    variables.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in outputs.items()})
+    variables.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in inputs.items()})
+    return variables
+
+
 def job_dir(data_dir, uid):
     """The service's own folder of one job incarnation (mounts, temp, scheduler files), named by its uid (marker)."""
     return os.path.join(data_dir, 'jobs', uid)
@@ -92,15 +122,7 @@ class JobLayout:
         self.mount_root = cluster_mount_root(data_dir, cluster_key)
         roots = {'AZ_BATCHAI_JOB_MOUNT_ROOT': self.job_mount_root, 'AZ_BATCHAI_MOUNT_ROOT': self.mount_root,
                  'AZ_BATCHAI_JOB_TEMP': self.temp_dir}
-        self.stdouterr_dir = os.path.join(expand(props['stdOutErrPathPrefix'], roots), self.segment, 'stdouterr')
-        self.outputs = {}
-        for entry in props.get('outputDirectories') or []:
-            path = os.path.join(expand(entry['pathPrefix'], roots), self.segment, 'outputs')
-            if entry.get('pathSuffix'):
-                path = os.path.join(path, entry['pathSuffix'])
-            self.outputs[entry['id']] = os.path.normpath(path)
-        self.inputs = {entry['id']: os.path.normpath(expand(entry['path'], roots))
-                       for entry in props.get('inputDirectories') or []}
+        self.stdouterr_dir, self.outputs, self.inputs = output_paths(props, roots)
         self.roots = roots
 
     def directory(self, directory_id):
@@ -131,13 +153,9 @@ class JobLayout:
 
     def batchai_variables(self):
         """The Batch AI variables of this job incarnation (and the service's marker)."""
-        variables = dict(self.roots)
-        variables.update({'AZ_BATCHAI_JOB_NAME': self.name, 'AZ_BATCHAI_STDOUTERR_DIR': self.stdouterr_dir,
-                          'AZ_BATCHAI_JOB_TEMP_DIR': os.path.dirname(self.job_dir),
-                          'AZ_BATCHAI_SHARED_JOB_TEMP': self.shared_dir, 'AZ_BATCHAI_MPI_HOST_FILE': self.host_file,
-                          MARKER_VARIABLE: self.uid})
-        variables.update({'AZ_BATCHAI_OUTPUT_' + k: v for k, v in self.outputs.items()})
-        variables.update({'AZ_BATCHAI_INPUT_' + k: v for k, v in self.inputs.items()})
+        variables = job_variables(self.name, self.roots, self.stdouterr_dir, os.path.dirname(self.job_dir),
+                                  self.shared_dir, self.host_file, self.outputs, self.inputs)
+        variables[MARKER_VARIABLE] = self.uid
         return variables
 
     def environment(self, spec_props):

@@ -6,7 +6,14 @@ the service calls `recover()` once at start (re-attach). Each implementation rec
 outcome in the store itself. Two exist:
 
 - `runner.Runner` (`--scheduler processes`, the default): jobs are process groups on this machine;
-- `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel).
+- `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel);
+- `azurebatch.scheduler.AzureBatchScheduler` (`--scheduler azure-batch`): jobs are Azure Batch tasks, clusters are
+  Batch pools.
+
+A scheduler whose clusters have resources of their own (Azure Batch's pools) also gets the cluster hooks
+(`check_cluster`, `create_cluster`, `resize_cluster`, `delete_cluster`, `cluster_view`); the others keep their
+defaults (a cluster is the service's own nodes: nothing to make, its node counts from the jobs it runs, a resize
+refused), so the ARM layer calls every scheduler the same way.
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
 under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
@@ -18,6 +25,7 @@ import logging
 import threading
 import time
 
+from .errors import bad_request
 from .layout import JobLayout
 from .resources import TOOLKITS, iso, utcnow
 
@@ -95,6 +103,39 @@ class Scheduler(abc.ABC):
     @abc.abstractmethod
     def locked(self):
         """A lock under which no job changes between queued and running (for atomic bulk changes)."""
+
+    # ---- cluster hooks: no-ops for schedulers whose clusters are the service's own nodes -----------------------
+
+    # Whether the service makes its default cluster ('local', --slots nodes) at start: not where a cluster must be
+    # made somewhere first (a Batch pool).
+    has_default_cluster = True
+
+    def check_cluster(self, key, body, spec):
+        """Refuse (raise an ArmError 400) a cluster create this scheduler cannot make; called before it is stored.
+        `body`: the cluster resource as it will be stored (resources.cluster_body); `spec`: the create request."""
+
+    def create_cluster(self, key, body, spec):
+        """Make the backing resources of a cluster just stored (`spec`: the create request, with its secrets); an
+        ArmError refuses the create (the ARM layer then removes the stored cluster)."""
+
+    def resize_cluster(self, key, body, scale_settings):
+        """Apply new scale settings to a cluster's backing resources (Batch AI's cluster update: resize,
+        auto-scale). Here a cluster is the service's own nodes, whose count is fixed at create: refused."""
+        raise bad_request('ClusterUpdateNotSupported', "The {} scheduler's clusters keep the node count they were "
+                          'created with: delete the cluster and create it again.'.format(self.name))
+
+    def delete_cluster(self, key, body):
+        """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""
+
+    def cluster_view(self, key, props):
+        """Update a cluster's properties as answered with its live state: node state counts (here: nodes held by
+        running jobs, the rest idle); a scheduler with real nodes also sets currentNodeCount, allocationState and
+        errors."""
+        used = self.used_slots(key)
+        total = props.get('currentNodeCount', 0)
+        props['nodeStateCounts'] = {
+            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
+            'unusableNodeCount': 0, 'leavingNodeCount': 0}
 
     # Not abstract: only a scheduler that can hold a job's end in memory (the processes runner, while the disk is
     # full) overrides these two; the ARM layer asks every scheduler.
@@ -185,6 +226,51 @@ class HeldJobsScheduler(Scheduler):  # pylint: disable=abstract-method
         if started:
             changes['executionInfo'] = {'startTime': now}
         self._store.update(key, lambda body: body['properties'].update(changes), state=state)
+
+class SubmittingScheduler(HeldJobsScheduler):  # pylint: disable=abstract-method
+    """A scheduler that hands jobs to another system (Slurm, Azure Batch) and follows them there: each held object
+    also has `nodes`, `running` and `reason` (why the service stopped it: a REASONS key, or None). The jobs run on
+    when the service stops; the next start re-attaches to them."""
+
+    def used_slots(self, cluster):
+        with self._lock:
+            return sum(j.nodes for j in self._held.values() if j.cluster == cluster and j.running)
+
+    def _stop_loop(self, timeout):
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _mark_killed(self, key, reason, state=None):
+        """The held job of `key` with its reason set (the first one stays) and `state` recorded, or None."""
+        with self._lock:
+            job = self._held.get(key)
+            if job is None:
+                return None
+            if job.reason is None:
+                job.reason = reason
+            if state:
+                self._record_state(key, state)
+        return job
+
+    def _unqueue(self, key, reason):
+        """(False, None) unless the job is queued; else (True, its held job or None), the job recorded failed."""
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return False, None
+            job = self._held.pop(key, None)
+            self._record_end(key, 'failed', None, [error(reason)])
+        return True, job
+
+    def _record_end(self, key, state, exit_code, errors):
+        # A job that succeeded between two polls did run: its start time is its end time.
+        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
+                           state=state, pgid=None)
+        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
+                    ', ' + errors[0]['code'] if errors else '')
+
 
 def ending(state, exit_code, errors, started_if_unknown=False):
     """finish(body): writes a job's end (state, endTime, exitCode, errors) into its body, now.

@@ -232,7 +232,7 @@ class LocalService:
     """One running service on a data dir (exclusive: a second one on the same dir refuses to start)."""
 
     def __init__(self, data_dir, host='127.0.0.1', port=0, files_port=0, slots=None, faults=None,
-                 allow_remote=False, scheduler='processes', gpus=None, slurm=None):
+                 allow_remote=False, scheduler='processes', gpus=None, slurm=None, azure_batch=None):
         if not is_loopback(host) and not allow_remote:
             raise ValueError("refusing to listen on non-loopback address '{}' without --allow-remote".format(host))
         self.data_dir = os.path.abspath(data_dir)
@@ -242,6 +242,8 @@ class LocalService:
         self.scheduler_name = scheduler
         self.gpus = gpus  # processes scheduler: device indexes (None: GPUs not managed)
         self.slurm = dict(slurm or {})  # Slurm scheduler: conf, partition, account, poll_seconds
+        # Azure Batch scheduler: batch_account, resource_group, pool_prefix, poll_seconds (azurebatch/connect.py)
+        self.azure_batch = dict(azure_batch or {})
         self.secrets = None
         self.store = self.runner = self.api = self.files_api = None
         self._servers = []
@@ -290,6 +292,15 @@ class LocalService:
                                    'service with --scheduler slurm to follow them (or use another data dir)'.format(
                                        len(on_slurm)))
             return Runner(self.store, self.data_dir, gpus=self.gpus)
+        if self.scheduler_name == 'azure-batch':
+            on_elsewhere = [r for r in self.store.in_states(('queued', 'running', 'terminating'))
+                            if r['sched_id'] and '/' not in r['sched_id']]
+            if on_elsewhere:
+                raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
+                                   'service with --scheduler slurm to follow them (or use another data dir)'.format(
+                                       len(on_elsewhere)))
+            from .azurebatch.connect import connect  # pylint: disable=import-outside-toplevel
+            return connect(self.store, self.data_dir, self.azure_batch)
         if self.scheduler_name != 'slurm':
             raise ValueError("unknown scheduler '{}'".format(self.scheduler_name))
         cli = SlurmCli(self.slurm.get('conf'), self.slurm.get('partition'), self.slurm.get('account'))
@@ -314,7 +325,8 @@ class LocalService:
             'filesEndpoint': 'http://' + self._host_port(self._servers[1]),
             'pid': os.getpid(), 'tokenFile': self.secrets.token_file, 'dataDir': self.data_dir,
             'subscriptionId': DEFAULT_SUBSCRIPTION, 'resourceGroup': DEFAULT_RESOURCE_GROUP,
-            'workspace': DEFAULT_WORKSPACE, 'cluster': DEFAULT_CLUSTER, **self.runner.describe(),
+            'workspace': DEFAULT_WORKSPACE,
+            'cluster': DEFAULT_CLUSTER if self.runner.has_default_cluster else None, **self.runner.describe(),
         }
 
     def _create_defaults(self):
@@ -325,6 +337,8 @@ class LocalService:
         params = {'location': DEFAULT_LOCATION}
         self.store.insert(ws_key, 'workspace', resource_key(sub, rg),
                           workspace_body(sub, rg, DEFAULT_WORKSPACE, params, now), spec=params)
+        if not self.runner.has_default_cluster:  # its clusters are made through the API (Batch pools)
+            return
         cluster_params = {'properties': {
             'vmSize': 'LOCAL', 'userAccountSettings': {'adminUserName': os.environ.get('USER') or 'batchai'},
             'scaleSettings': {'manual': {'targetNodeCount': self.slots}}}}

@@ -58,24 +58,31 @@ class ReportedSweep:
         return self.az('batchai', 'sweep', command, *self.args, *args, **kwargs)
 
 
-@pytest.fixture(scope='session')
-def reported_sweep(local_service, tmp_path_factory):
-    directory = str(tmp_path_factory.mktemp('report'))
+def submit_and_wait(local_service, directory, train, sweep_file, prefix, name, parameters):
+    """Write train.py and the sweep file (its job: `python3 train.py {{P1}} {{P2}}...`), submit the sweep on the
+    local service and wait for its jobs; returns (az runner, the sweep's -g/-w/-e/-n, status -o json)."""
     az = service_az(local_service, directory)
-    train = os.path.join(directory, 'train.py')
-    with open(train, 'w', encoding='utf-8') as out:
-        out.write(TRAIN)
+    script = os.path.join(directory, 'train.py')
+    with open(script, 'w', encoding='utf-8') as out:
+        out.write(train)
+    command = 'python3 {} {}'.format(script, ' '.join('{{{{{}}}}}'.format(p) for p in parameters))
     job = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/logs',
-           'customToolkitSettings': {'commandLine': 'python3 {} {{{{LEARNING_RATE}}}} {{{{UNITS}}}} {{{{OPT}}}}'
-                                     .format(train)}}
+           'customToolkitSettings': {'commandLine': command}}
     with open(os.path.join(directory, 'sweep.yaml'), 'w', encoding='utf-8') as out:
-        out.write(SWEEP_FILE.format(job=json.dumps(job)))
-    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'report-' + uuid.uuid4().hex[:8],
-            '-n', SWEEP]
+        out.write(sweep_file.format(job=json.dumps(job)))
+    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', prefix + uuid.uuid4().hex[:8],
+            '-n', name]
     submitted = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster)
     assert submitted.exit_code == 0, submitted.stderr
     waited = az('batchai', 'sweep', 'status', *args, '--wait', '--interval', '0.3', '-o', 'json')
-    status = waited.json()
+    return az, args, waited.json()
+
+
+@pytest.fixture(scope='session')
+def reported_sweep(local_service, tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp('report'))
+    az, args, status = submit_and_wait(local_service, directory, TRAIN, SWEEP_FILE, 'report-', SWEEP,
+                                       ['LEARNING_RATE', 'UNITS', 'OPT'])
     assert status['counts']['failed'] >= 1 and status['counts']['succeeded'] >= 6, status['counts']
     report_file = os.path.join(directory, 'curves.html')
     reported = az('batchai', 'sweep', 'report', *args, '--metric', 'val_accuracy', '--output-file', report_file,

@@ -131,7 +131,7 @@ def test_html_draws_one_element_per_job_and_axis():
     record = synthetic_record(40, epochs=12, seed=5)
     data = report_data(record)
     html = render_html(data)
-    curves, pc, scatter, best = svgs(html)
+    curves, pc, scatter, _, best = svgs(html)  # the fourth: what mattered (test_importance_report.py)
     names = {t.name for t in record.trials if len(t.reports) >= 2}
     drawn = by_class(curves, 'polyline', 'curve')
     assert sorted(el.get('data-job') for el in drawn) == sorted(names)
@@ -160,7 +160,7 @@ def test_hostile_values_stay_text():
 def test_ten_thousand_jobs_draw_a_bounded_sample():
     data = report_data(synthetic_record(10000, epochs=30, seed=1))
     html = render_html(data)
-    curves, pc, scatter, _ = svgs(html)
+    curves, pc, scatter, _, _ = svgs(html)
     plot = data['plots']['learningCurves']
     assert len(by_class(curves, 'polyline', 'curve')) == len(plot['drawn']) == report_data_module.MAX_CURVES
     assert data['summary']['best']['name'] in plot['drawn'] and plot['band'] and by_class(curves, 'polygon', 'band')

@@ -15,7 +15,6 @@ Large sweeps stay readable (and the file small) by drawing a sample, never by dr
 """
 import bisect
 import datetime
-import json
 import math
 import random
 
@@ -23,6 +22,8 @@ from ..floats import clamped, lerp
 from ..service.status import summarize_rows
 from ..tuning.result import best_trial
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
+from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
+from .importance import report_importance
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SCHEDULER_JOB_ID,
                     EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
@@ -31,75 +32,10 @@ MAX_CURVES = 200
 MAX_LINES = 1000
 MAX_POINTS = 2000
 MAX_CATEGORIES = 40          # a categorical axis with more categories shows every n-th label
-LOG_RATIO = 100.0            # without a plan, a positive numeric parameter spanning this ratio gets a log axis
 EXPECTED_CURVE_POINTS = 200  # random search's expected curve is evaluated at this many job counts at most
 # Decisions that end a configuration before the largest step: a policy's stop, and Hyperband's "not promoted" (its
 # successive halving stops the configuration at this rung). The report marks both "stopped early".
 STOPPING_ACTIONS = ('stopped', 'not promoted')
-
-
-def _flat(parameters):
-    """Parameter values as one level: a dict parameter's keys become NAME.KEY, as in the tables."""
-    flat = {}
-    for name, value in (parameters or {}).items():
-        if isinstance(value, dict):
-            for key, item in value.items():
-                flat['{}.{}'.format(name, key)] = item
-        else:
-            flat[name] = value
-    return flat
-
-
-def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _text(value):
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
-def _axis(name, values, info):
-    """One parameter's axis: {name, kind: log|linear|categorical, min, max} or {..., categories}."""
-    present = [v for v in values if v is not None]
-    if present and all(_is_number(v) for v in present):
-        low, high = min(present), max(present)
-        scale = (info.scale or '').upper() if info is not None else ''
-        if low > 0 and (scale == 'LOG' or (not scale and high / low >= LOG_RATIO)):
-            return {'name': name, 'kind': 'log', 'min': low, 'max': high}
-        return {'name': name, 'kind': 'linear', 'min': low, 'max': high}
-    categories = sorted({_text(v) for v in present}, key=lambda t: (not _looks_numeric(t), _number_or(t), t))
-    return {'name': name, 'kind': 'categorical', 'categories': categories}
-
-
-def _looks_numeric(text):
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
-
-
-def _number_or(text):
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0
-
-
-def _parameter_axes(jobs, record):
-    # The plan's order where there is one (the sweep file's), then any other in first-seen order.
-    names = {}
-    for info in record.parameters:
-        for job in jobs:
-            for name in job['values']:
-                if name == info.name or name.startswith(info.name + '.'):
-                    names.setdefault(name, None)
-    for job in jobs:
-        for name in job['values']:
-            names.setdefault(name, None)
-    infos = {info.name: info for info in record.parameters}
-    return [_axis(name, [job['values'].get(name) for job in jobs], infos.get(name.split('.', 1)[0]))
-            for name in names]
 
 
 def _mark(job, best_name):
@@ -393,7 +329,7 @@ def report_data(record: SweepRecord, figures=None, run=None) -> dict:
     best = _best(trials, jobs, objective)
     for job in jobs:
         job['mark'] = _mark(job, best and best['name'])
-    axes = _parameter_axes(jobs, record)
+    axes = parameter_axes([job['values'] for job in jobs], record.parameters)
     objective_values = [job['objective'] for job in jobs if job['objective'] is not None]
     best_so_far = _best_so_far(jobs, objective)
     sampled_lines = _sampled_for(jobs, MAX_LINES, best, objective)
@@ -426,6 +362,8 @@ def report_data(record: SweepRecord, figures=None, run=None) -> dict:
             'decided': any(job['decision'] for job in jobs),
         },
         'parameters': axes,
+        # What mattered, per objective (importance.py); a run's several objectives from its Pareto figures.
+        'importance': report_importance(jobs, axes, objective, (figures or {}).get('pareto')),
         'plots': {
             'learningCurves': _learning_curves(jobs, best, objective),
             'parallelCoordinates': {'drawn': sampled_lines, 'jobs': len(objective_values)},

@@ -9,6 +9,8 @@ import datetime
 import json
 
 from . import plots
+from .importance_chart import importance_bars
+from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
 TABLE_PAGE = 100
@@ -67,6 +69,8 @@ line.median { stroke-dasharray: 5 3; }
 line.stairs { stroke: var(--best); }
 .expected { fill: none; stroke: #555; stroke-width: 1.6; stroke-dasharray: 6 4; }
 line.expected { stroke: #555; }
+.importance-bar { fill: #4c78a8; } .importance-interval { stroke: #222; stroke-width: 1.4; fill: none; }
+.importance-value { font-variant-numeric: tabular-nums; }
 .hl { stroke-width: 4 !important; stroke-opacity: 1 !important; fill-opacity: 1 !important; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line); white-space: nowrap; }
@@ -415,12 +419,14 @@ def render_html(data):
                  'One dot per job; the dashed line is the median over every job, per category or value bin. {}'
                  .format(_sampled_note(scatter_plot, 'dots')),
                  no_values if data['parameters'] else 'The sweep has no parameters.'),
+        _importance_section(data),
         _section('best-so-far', 'Best so far', best,
                  'The best {} among the jobs that ran to the end, against how many had finished.{}'.format(
                      label, ' The dashed line is what random search is expected to find with as many jobs, drawing '
                             'from these jobs\' values (Dodge et al., 2019).'
                      if data['plots']['bestSoFar'].get('expectedRandom') else ''),
                  'No job has run to the end with a value yet.'),
+        pareto_section(data),  # several objectives or constraints only (core/report/pareto.py)
         _table(data),
         _inherited(data),
     ]
@@ -430,8 +436,32 @@ def render_html(data):
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="generator" content="az batchai sweep report">'
             '<title>Sweep {title} report</title><style>{css}</style></head><body><main>{body}</main>'
-            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS,
+            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS + pareto_css(data),
                                                                 body=''.join(sections), script=SCRIPT)
+
+
+def _importance_section(data):
+    """What mattered: one chart per objective (importance_chart.py), or why there is none."""
+    entries = data.get('importance') or []
+    figures = []
+    for entry in entries:
+        label = entry.get('objective') or 'the objective'
+        heading = '<h3>{}</h3>'.format(esc(label)) if len(entries) > 1 else ''
+        svg = importance_bars(entry)
+        if svg is None:
+            figures.append('{}<p class="note missing">No importance for {}: {}.</p>'.format(
+                heading, esc(label), esc(entry['message'] or 'no parameters')))
+            continue
+        caption = ('How much each parameter mattered for reaching the best {} of the {} jobs with a value of {} '
+                   '(PED-ANOVA: how differently the best jobs\' values of it are spread from all jobs\'), the '
+                   'most important at the top; the whisker is the 90% interval over {} resamples of the jobs: '
+                   'wide when few jobs finished. Each parameter on its own: an effect that only shows in a '
+                   'combination of parameters is not seen.'.format(entry['topJobs'], entry['jobs'], label,
+                                                                      entry['resamples']))
+        figures.append('{}<figure>{}<figcaption>{}</figcaption></figure>'.format(heading, svg, esc(caption)))
+    if not figures:
+        return ''
+    return '<section id="importance"><h2>What mattered</h2>{}</section>'.format(''.join(figures))
 
 
 def _sampled_note(plot, what):

@@ -34,6 +34,7 @@ from .substitution import PLACEHOLDER_PATTERN, CompiledTemplate
 from .sweep import ParameterSweep
 from ..tuning.bayesian_settings import BAYESIAN, resolve_bayesian, resolve_hyperband_sampler
 from ..tuning.settings import check_tuning, wall_clock
+from ..tuning.objectives_settings import check_objectives
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +80,8 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     :ivar objective: the file's objective section (how to read the metric; core/tuning), or None.
     :ivar limits: the file's limits section (a dict, maybe empty).
     :ivar early_termination: the file's earlyTermination section, or None (only `sweep run` accepts one).
+    :ivar objective_set: the file's objectives and constraints ({'objectives': [...], 'constraints': [...]}, either
+        absent; core/tuning/objectives.py), or None; with objectives, ``objective`` is the first of them.
     :ivar resource_spec: for hyperband sampling, a spec standing for the resource placeholder (its possible values),
         so that the template renders with it; else None.
     :ivar warm_start_files: {sampling.warmStart entry: [warmstart.Record]} of the entries that are results files,
@@ -99,6 +102,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     resource_spec: object = None
     warm_start_files: dict = field(default_factory=dict)
     inherited: list = field(default_factory=list)
+    objective_set: dict = None
 
     @property
     def template_digest(self):
@@ -162,6 +166,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                             path='parameters[{}].name'.format(index))
     for index, spec in enumerate(specs):
         _check_values(spec, index, resolved_sampling['type'], path)
+    objective_set = check_objectives(document, path, adaptive)
     objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive)
     resource_spec = _resource_spec(resolved_sampling, names, path)
 
@@ -186,7 +191,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                            parameters=specs, parameter_summaries=document['parameters'], template=template,
                            unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
                            early_termination=early_termination, resource_spec=resource_spec,
-                           warm_start_files=_warm_start_files(resolved_sampling, path))
+                           warm_start_files=_warm_start_files(resolved_sampling, path),
+                           objective_set=objective_set)
 
 
 def _warm_start_files(sampling, path):

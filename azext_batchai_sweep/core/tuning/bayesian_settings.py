@@ -75,9 +75,17 @@ def check_bayesian(sampling, objective, limits, path):
 
 
 def make_tpe_sampler(definition, goal):
-    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers)."""
+    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): MOTPE (samplers/motpe.py) with
+    several objectives or constraints, the multi-fidelity TPE under ASHA (samplers/multifidelity.py), else TPE."""
     sampling = definition.sampling
     inherited = getattr(definition, 'inherited', ())
+    if definition.objective_set:
+        from .objectives import Objectives
+        from .samplers.motpe import MOTPESampler
+        return MOTPESampler(definition.parameters, Objectives.from_spec(definition.objective_set,
+                                                                        definition.objective),
+                            seed=sampling['seed'], count=sampling['count'], startup_jobs=sampling['startupJobs'],
+                            inherited=inherited)
     if sampling.get('multiFidelity'):
         from .policies.asha import AshaPolicy
         from .samplers.multifidelity import MultiFidelityTPESampler

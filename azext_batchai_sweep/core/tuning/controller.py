@@ -76,8 +76,9 @@ class Controller:
     :ivar decisions: {job name: the Decision that terminated it}.
     """
 
-    def __init__(self, sampler, policy=None, limits=None, judged=None, decisions=None, goal=None):
+    def __init__(self, sampler, policy=None, limits=None, judged=None, decisions=None, goal=None, objectives=None):
         self.sampler, self.policy, self.limits = sampler, policy, limits or Limits()
+        self.objectives = objectives  # constraints: an infeasible job never counts for the result limits
         self.goal = goal or getattr(sampler, 'goal', None) or 'max'
         self.judged = dict(judged or {})
         self.decisions = dict(decisions or {})
@@ -97,7 +98,7 @@ class Controller:
             self._end_now(pending, actions, END_TIMEOUT, 'terminated by the sweep\'s timeoutMinutes ({:g} minutes)'
                           .format(limits.timeout_minutes), {'timeoutMinutes': limits.timeout_minutes})
             return actions
-        good_enough = results_end(trials, limits, self.goal)
+        good_enough = results_end(trials, limits, self.goal, self.objectives)
         if good_enough is not None:
             end, text, numbers = good_enough
             self._end_now(pending, actions, end, 'terminated: ' + text, numbers)
@@ -188,14 +189,16 @@ def as_seen(trials, stops):
     return seen
 
 
-def results_end(trials, limits, goal):
+def results_end(trials, limits, goal, objectives=None):
     """(end reason, text, numbers) when the jobs that ran to the end make the sweep good enough, else None: the best
     objective reached limits.stopAt, or limits.noImprovementJobs jobs in a row (in submission order) ran to the end
     without a better best than the jobs before them. A pure function of what the service reports, so a resumed run
-    ends where an uninterrupted one would."""
+    ends where an uninterrupted one would. With constraints (objectives), an infeasible job counts as none."""
     if limits.stop_at is None and limits.no_improvement_jobs is None:
         return None
     from .result import best_trial, ran_to_end
+    if objectives is not None and objectives.constraints:
+        trials = [t for t in trials if not ran_to_end(t) or objectives.feasible(t)]
     better = (lambda a, b: a > b) if goal == 'max' else (lambda a, b: a < b)
     if limits.stop_at is not None:
         best = best_trial(trials, goal)

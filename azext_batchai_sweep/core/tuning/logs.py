@@ -22,21 +22,25 @@ LINK_RENEW_SECONDS = 45 * 60
 class LogFollower:
     """The reports of every job of a sweep, read incrementally.
 
-    :param complete: {job name: (offset, reports)} of logs already read to their end (the run's journal), which
-        are never read again.
+    :param complete: {job name: (offset, reports[, metrics])} of logs already read to their end (the run's journal),
+        which are never read again; with ``extra_metrics``, an entry without its metrics is read again.
+    :param extra_metrics: the other metrics of a sweep with several objectives or constraints (ReportParser).
     """
 
     def __init__(self, client, resource_group, workspace, experiment, objective, *, retry=None, parallel=8,
-                 complete=None, clock=time.monotonic, warn=None):
+                 complete=None, clock=time.monotonic, warn=None, extra_metrics=()):
         self.client, self.target = client, (resource_group, workspace, experiment)
         self.file = objective.get('file') or 'stdout.txt'
         self.directory = objective.get('outputDirectoryId') or 'stdouterr'
-        self.parser = ReportParser(objective)
+        self.parser = ReportParser(objective, extra_metrics)
         self.retry, self.parallel, self.clock, self.warn = retry, parallel, clock, warn
         self.readers = {}
         self.complete = set()
-        for name, (offset, reports) in (complete or {}).items():
-            self.readers[name] = LogReader(self.parser, offset, reports)
+        for name, entry in (complete or {}).items():
+            offset, reports, metrics = (tuple(entry) + (None,))[:3]
+            if extra_metrics and metrics is None:
+                continue  # read by a run without these metrics: read again
+            self.readers[name] = LogReader(self.parser, offset, reports, metrics)
             self.complete.add(name)
         self._links = {}
         self._lock = threading.Lock()
@@ -52,6 +56,11 @@ class LogFollower:
     def reports(self, name):
         reader = self.readers.get(name)
         return tuple(reader.reports) if reader else ()
+
+    def metrics(self, name):
+        """{extra metric: its last value} of the job's log so far."""
+        reader = self.readers.get(name)
+        return dict(reader.metrics) if reader else {}
 
     def update(self, jobs):
         """Read what is new in the logs of `jobs` ((name, state) pairs): running ones, and finished ones once."""

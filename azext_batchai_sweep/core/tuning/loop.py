@@ -31,6 +31,7 @@ from ..spec.substitution import CompiledTemplate
 from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
+from .objectives import Objectives
 from .reports import objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
@@ -49,6 +50,8 @@ ENV_PARENT_OUTPUT = 'BATCHAI_SWEEP_PARENT_OUTPUT_'
 # The run's objective and rules, in every job: `status` and `metrics` read them from the service without the journal.
 ENV_OBJECTIVE = 'BATCHAI_SWEEP_OBJECTIVE'
 ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
+# A sweep's objectives and constraints (core/tuning/objectives.py), in every job of a run that has them (only then).
+ENV_OBJECTIVES = 'BATCHAI_SWEEP_OBJECTIVES'
 JOURNAL_VERSION = 1
 
 
@@ -69,8 +72,8 @@ def _int(text):
     return int(text) if text not in (None, '') else None
 
 
-def trial_of(job, reports, resource_name=None, position=0):
-    """A Trial from a listed job and the reports read from its log."""
+def trial_of(job, reports, resource_name=None, position=0, metrics=None):
+    """A Trial from a listed job and the reports (and extra metrics) read from its log."""
     env = env_of(job)
     params = parameters_of(job)
     if resource_name:
@@ -79,7 +82,7 @@ def trial_of(job, reports, resource_name=None, position=0):
     return Trial(name=job.name, index=index if index is not None else 1_000_000 + position, params=params,
                  state=job_state(job), reports=tuple(reports), resource=_number(env.get(ENV_RESOURCE)),
                  parent=env.get(ENV_PARENT) or None, bracket=_int(env.get(ENV_BRACKET)),
-                 rung=_int(env.get(ENV_RUNG)), slot=_int(env.get(ENV_SLOT)))
+                 rung=_int(env.get(ENV_RUNG)), slot=_int(env.get(ENV_SLOT)), metrics=dict(metrics or {}))
 
 
 def output_paths(job):
@@ -116,6 +119,8 @@ class JobFactory:
         self.constant = {}
         if definition.objective:
             self.constant[ENV_OBJECTIVE] = canonical_json(definition.objective)
+        if definition.objective_set:
+            self.constant[ENV_OBJECTIVES] = canonical_json(definition.objective_set)
         tuning = {'sampling': dict(definition.sampling)}
         if definition.early_termination:
             tuning['earlyTermination'] = definition.early_termination
@@ -182,7 +187,7 @@ class Journal:
 
     @property
     def complete(self):
-        return {name: (entry['offset'], [Report(step=s, value=v) for s, v in entry['reports']])
+        return {name: (entry['offset'], [Report(step=s, value=v) for s, v in entry['reports']], entry.get('metrics'))
                 for name, entry in self.data['complete'].items()}
 
     def save(self):
@@ -208,10 +213,13 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
     tuning = json.loads(next((env[ENV_TUNING] for env in envs if env.get(ENV_TUNING)), '{}'))
     sampling = tuning.get('sampling') or {}
     goal, step_label = objective['goal'], objective.get('step') or 'report'
-    follower = LogFollower(client, resource_group, workspace, experiment, objective, retry=retry)
+    objectives = objectives_from_service(jobs, objective)
+    follower = LogFollower(client, resource_group, workspace, experiment, objective, retry=retry,
+                           extra_metrics=objectives.extra_metrics() if objectives else ())
     follower.update([(job.name, job_state(job)) for job in jobs])
     resource = sampling.get('resource') if sampling.get('type') == 'hyperband' else None
-    trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+    trials = [trial_of(job, follower.reports(job.name), resource, i, follower.metrics(job.name))
+              for i, job in enumerate(jobs)]
     rule = (tuning.get('earlyTermination') or {}).get('policy') or 'the run'
     stops = {name: d for name, d in (known or {}).items() if d.kind in (STOPPED, TIMEOUT)}
     for t in trials:
@@ -227,9 +235,19 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
                                      sampling.get('eta', 3), sampling.get('seed'), resource=resource,
                                      iterations=sampling.get('iterations', 1)).explain(seen)
     decisions.update(stops)
-    rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+    rows = tuning_rows(seen, decisions, goal, step_label, objectives)
     seconds = round(sum(_seconds(job) for job in jobs), 3)
-    return rows, sweep_figures(seen, decisions, goal, step_label, job_seconds=seconds)
+    return rows, sweep_figures(seen, decisions, goal, step_label, job_seconds=seconds, objectives=objectives)
+
+
+def tuning_rows(seen, decisions, goal, step_label, objectives):
+    """{job name: tuning_row}, with the Pareto marks (core/tuning/front.py) of a sweep with objectives/constraints."""
+    rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+    if objectives is not None:
+        from .front import front_rows
+        for name, marks in front_rows(seen, objectives).items():
+            rows[name].update(marks)
+    return rows
 
 
 def attempt_of(job):
@@ -267,6 +285,12 @@ def objective_from_service(jobs):
     return json.loads(raw) if raw else None
 
 
+def objectives_from_service(jobs, objective):
+    """The objectives and constraints a run's jobs carry (an objectives.Objectives), or None for a run without."""
+    raw = next((raw for raw in (env_of(job).get(ENV_OBJECTIVES) for job in jobs) if raw), None)
+    return Objectives.from_spec(json.loads(raw), objective) if raw else None
+
+
 # ---- the loop ----------------------------------------------------------------------------------------------------
 
 def _created(job):
@@ -300,6 +324,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.objective = definition.objective
         self.goal = self.objective['goal'] if self.objective else 'max'
         self.step_label = (self.objective or {}).get('step') or 'report'
+        self.objectives = Objectives.from_spec(definition.objective_set, self.objective) \
+            if definition.objective_set else None
         self.retry = retry or RetrySettings()
         self.journal = Journal(journal_path)
         self.limits = limits or Limits()
@@ -311,13 +337,14 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.controller = Controller(make_sampler(definition, self.goal),
                                      make_policy(definition.early_termination, self.goal, self.step_label),
                                      self.limits, judged=self.journal.data['judged'],
-                                     decisions=self.journal.decisions, goal=self.goal)
+                                     decisions=self.journal.decisions, goal=self.goal, objectives=self.objectives)
         self.factory = JobFactory(definition, sweep_name, prepare_body)
         self.follower = None
         if self.objective:
             self.follower = LogFollower(client, resource_group, workspace, experiment, self.objective,
                                         retry=self.retry, parallel=parallel, complete=self.journal.complete,
-                                        warn=logger.warning)
+                                        warn=logger.warning,
+                                        extra_metrics=self.objectives.extra_metrics() if self.objectives else ())
         self.clock = clock
         self.trials, self.jobs, self.end = [], {}, None
         self.submitted = 0
@@ -382,7 +409,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         trials = []
         for position, job in enumerate(sorted(jobs, key=lambda j: (_created(j) or 0, j.name))):
             reports = self.follower.reports(job.name) if self.follower else ()
-            trial = trial_of(job, reports, self.factory.resource_name, position)
+            metrics = self.follower.metrics(job.name) if self.follower else None
+            trial = trial_of(job, reports, self.factory.resource_name, position, metrics)
             if self.follower is not None and not trial.pending and job.name not in self.follower.complete:
                 # Finished, but its log was not read to the end (a failed read): the rules wait for it.
                 trial = replace(trial, state='terminating')
@@ -537,13 +565,13 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['judged'] = dict(self.controller.judged)
         data['decisions'] = {name: d.as_dict() for name, d in self.controller.decisions.items()}
         if self.follower is not None:
-            data['complete'] = {name: {'offset': self.follower.readers[name].offset,
-                                       'reports': [[r.step, r.value] for r in self.follower.readers[name].reports]}
+            data['complete'] = {name: self._complete_entry(self.follower.readers[name])
                                 for name in self.follower.complete if name in self.follower.readers}
         decisions = self.decisions(trials)
         seen = self.controller.as_seen_by_policies(trials)
-        data['rows'] = {t.name: tuning_row(t, decisions.get(t.name), self.goal, self.step_label) for t in seen}
-        data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds())
+        data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives)
+        data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds(),
+                                        objectives=self.objectives)
         data['objective'] = self.objective
         data['run'] = self.outline()
         self.journal.save()
@@ -558,6 +586,12 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if self.end is not None:
             outline['ended'], outline['endedBecause'] = self.end, END_REASONS[self.end]
         return outline
+
+    def _complete_entry(self, reader):
+        entry = {'offset': reader.offset, 'reports': [[r.step, r.value] for r in reader.reports]}
+        if self.objectives is not None:
+            entry['metrics'] = dict(reader.metrics)
+        return entry
 
     def _report(self, trials):
         counts = {}
@@ -581,7 +615,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                   and t.state in ('queued', 'running') else t
                   for t in self.controller.as_seen_by_policies(self.trials)]
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
-                               self.step_label, job_seconds=self._job_seconds())
+                               self.step_label, job_seconds=self._job_seconds(), objectives=self.objectives)
         result['sweep'] = self.sweep_name
         if self.inheritance is not None:
             summary = self.inheritance.summary()

@@ -12,9 +12,14 @@ from .trial import Report
 
 
 class ReportParser:
-    """Turns whole lines of a log into Reports; ``count`` is how many reports it has made (the default step)."""
+    """Turns whole lines of a log into Reports; ``count`` is how many reports it has made (the default step).
 
-    def __init__(self, objective):
+    :param extra_metrics: names of the other metrics a sweep with several objectives or constraints reads from the
+        same log (core/tuning/objectives.py): each line's NAME=VALUE of them, the last one kept (metrics_of).
+    """
+
+    def __init__(self, objective, extra_metrics=()):
+        self.extra = [(name, re.compile(katib_pattern(name))) for name in extra_metrics]
         if objective.get('regex'):
             self.pattern = re.compile(objective['regex'])
             self.group = 'value' if 'value' in self.pattern.groupindex else 1
@@ -32,6 +37,16 @@ class ReportParser:
             return None
         found = self.step_pattern.search(line)
         return as_metric(found.group(self.step_group)) if found is not None else None
+
+    def metrics_of(self, line):
+        """[(name, value), ...] of the extra metrics on a line."""
+        found = []
+        for name, pattern in self.extra:
+            match = pattern.search(line)
+            value = as_metric(match.group('value')) if match is not None else None
+            if value is not None:
+                found.append((name, value))
+        return found
 
     def parse_line(self, line, count):
         """The Report of one line (text), or None."""
@@ -53,8 +68,9 @@ class ReportParser:
 class LogReader:
     """The reports of one growing log, fed its new bytes as they come; a line cut at the end waits for the rest."""
 
-    def __init__(self, parser, offset=0, reports=()):
+    def __init__(self, parser, offset=0, reports=(), metrics=None):
         self.parser = parser
+        self.metrics = dict(metrics or {})  # {extra metric: its last value}
         self.offset = offset     # bytes of the log consumed, partial line included
         self.partial = b''
         self.reports = list(reports)
@@ -72,6 +88,8 @@ class LogReader:
             return
         for line in whole.decode('utf-8', errors='replace').splitlines():
             self.lines += 1
+            if self.parser.extra:
+                self.metrics.update(self.parser.metrics_of(line))
             report = self.parser.parse_line(line, len(self.reports))
             if report is not None:
                 self.reports.append(report)

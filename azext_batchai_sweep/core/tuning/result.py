@@ -10,14 +10,23 @@ def ran_to_end(trial):
     return trial.state == 'succeeded' and not trial.stopped_early
 
 
-def best_trial(trials, goal):
-    """The best job among those that ran to the end, at the largest resource (Hyperband); None without one."""
+def final_trials(trials):
+    """The jobs that ran to the end with a value, at the largest resource (Hyperband): the candidates for best."""
     finished = [t for t in trials if ran_to_end(t) and t.last is not None]
-    if not finished:
-        return None
     top = max((t.resource for t in finished if t.resource is not None), default=None)
     if top is not None:
         finished = [t for t in finished if t.resource == top]
+    return finished
+
+
+def best_trial(trials, goal, objectives=None):
+    """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py); None
+    without one."""
+    finished = final_trials(trials)
+    if objectives is not None and objectives.constraints:
+        finished = [t for t in finished if objectives.feasible(t)]
+    if not finished:
+        return None
     sign = -1 if goal == 'max' else 1
     return min(finished, key=lambda t: (sign * t.last, t.index))
 
@@ -61,21 +70,23 @@ def tuning_row(trial, decision, goal, step_label):
     return row
 
 
-def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None):
+def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, objectives=None):
     """A sweep's figures, the one answer `run`, `status`, `metrics` and `report` show: the best job, counts by state
     and by decision, compute used and saved.
 
     :param trials: every job of the sweep as the rules see it (controller.as_seen: a stopped job's reports up to its
         decision's step, stopped_early set), each job's latest attempt only.
     :param decisions: {job name: Decision}: the controller's stops and the sampler's own (Hyperband's promotions).
+    :param objectives: a sweep's objectives and constraints (core/tuning/objectives.py), or None: the best is a
+        feasible job (by the first objective), and the figures add the Pareto front (core/tuning/front.py).
     """
-    best = best_trial(trials, goal)
+    best = best_trial(trials, goal, objectives)
     used, full = job_steps(trials)
     by_decision = Counter()
     for t in trials:
         decision = decisions.get(t.name)
         by_decision[decision.kind if decision else (CONTINUED if ran_to_end(t) else t.state)] += 1
-    return {
+    figures = {
         'goal': goal,
         'best': None if best is None else {
             'name': best.name, 'objective': best.last, 'step': _plain(best.reports[-1].step), 'resource': best.resource,
@@ -87,12 +98,16 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None):
                     'savedPercent': round(100 * (full - used) / full, 1) if full else 0.0,
                     'stepLabel': step_label, 'jobSeconds': job_seconds},
     }
+    if objectives is not None:
+        from .front import front_figures
+        figures['pareto'] = front_figures(final_trials(trials), trials, objectives)
+    return figures
 
 
-def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None):
+def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None, objectives=None):
     """The result of `sweep run`: why it ended, and the sweep's figures (sweep_figures)."""
     return dict({'ended': end, 'endedBecause': end_text},
-                **sweep_figures(trials, decisions, goal, step_label, job_seconds))
+                **sweep_figures(trials, decisions, goal, step_label, job_seconds, objectives))
 
 
 def describe_figures(figures, goal=None):

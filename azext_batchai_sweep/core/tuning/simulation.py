@@ -41,7 +41,8 @@ def sweep_controller(specs, sampling, goal='max', early_termination=None, limits
     policy = dict(early_termination) if early_termination else None
     check_model_settings(written, resolved, policy, None)
     definition = SimpleNamespace(parameters=list(specs), sampling=resolved, early_termination=policy,
-                                 objective={'goal': goal, 'step': step_label}, inherited=list(inherited))
+                                 objective={'goal': goal, 'step': step_label}, inherited=list(inherited),
+                                 objective_set=None)
     return Controller(make_sampler(definition, goal), make_policy(policy, goal, step_label), limits or Limits(),
                       goal=goal)
 

@@ -37,6 +37,8 @@ class Trial:  # pylint: disable=too-many-instance-attributes
     :ivar bracket: Hyperband: the bracket (its s, Li et al.), else None.
     :ivar rung: Hyperband: the rung within the bracket (0 for a new configuration), else None.
     :ivar slot: Hyperband: the configuration's position in its bracket (a promotion keeps its parent's), else None.
+    :ivar metrics: {metric name: its last value in the job's log} for the metrics a sweep with several objectives or
+        with constraints reads besides its first objective (core/tuning/objectives.py), else {}.
     """
     name: str
     index: int
@@ -50,6 +52,7 @@ class Trial:  # pylint: disable=too-many-instance-attributes
     bracket: Optional[int] = None
     rung: Optional[int] = None
     slot: Optional[int] = None
+    metrics: dict = field(default_factory=dict)
 
     @property
     def pending(self):

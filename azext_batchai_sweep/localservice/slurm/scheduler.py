@@ -29,7 +29,7 @@ from ..jobenv import base_environment
 from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
-from ..scheduler import HeldJobsScheduler, ending, error
+from ..scheduler import SubmittingScheduler, error
 from . import mapping
 from .commands import SlurmCli, SlurmError
 
@@ -91,7 +91,7 @@ def _groups(ready, max_array_size=None):
     return groups
 
 
-class SlurmScheduler(HeldJobsScheduler):
+class SlurmScheduler(SubmittingScheduler):
     name = 'slurm'
 
     def __init__(self, store, data_dir, cli=None, poll_seconds=POLL_SECONDS):
@@ -182,40 +182,25 @@ class SlurmScheduler(HeldJobsScheduler):
 
     def stop(self, timeout=10.0):
         """Stop submitting and polling. Slurm jobs run on: the next start re-attaches to them."""
-        self._stopping = True
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._stop_loop(timeout)
         spent = ', '.join('{} {} in {:.2f} s'.format(name, calls, seconds)
                           for name, (calls, seconds) in sorted(self.cli.calls.items()))
         logger.info('Slurm commands run: %s; %d polls', spent, self.poll_count)
 
     # ---- queries and control from the API ---------------------------------------------------------------------
 
-    def used_slots(self, cluster):
-        with self._lock:
-            return sum(j.nodes for j in self._held.values() if j.cluster == cluster and j.running)
-
     def kill(self, key, reason, state=None):
-        with self._lock:
-            job = self._held.get(key)
-            if job is None:
-                return False
-            if job.reason is None:
-                job.reason = reason
-            if state:
-                self._record_state(key, state)
+        job = self._mark_killed(key, reason, state)
+        if job is None:
+            return False
         self.cli.cancel([job.slurm_id])
         self._wake.set()
         return True
 
     def fail_queued(self, key, reason):
-        with self._lock:
-            row = self._store.get(key)
-            if row is None or row['state'] != 'queued':
-                return False
-            job = self._held.pop(key, None)
-            self._record_end(key, 'failed', None, [error(reason)])
+        queued, job = self._unqueue(key, reason)
+        if not queued:
+            return False
         if job is not None:  # pending in Slurm: it must never start
             self.cli.cancel([job.slurm_id])
             job.done.set()
@@ -488,13 +473,6 @@ class SlurmScheduler(HeldJobsScheduler):
                 self._record_end(key, state, exit_code, errors)
         job.done.set()
         self._wake.set()
-
-    def _record_end(self, key, state, exit_code, errors):
-        # A job that succeeded between two polls did run: its start time is its end time.
-        self._store.update(key, ending(state, exit_code, errors, started_if_unknown=state == 'succeeded'),
-                           state=state, pgid=None)
-        logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
-                    ', ' + errors[0]['code'] if errors else '')
 
 
 def _timestamp(text):

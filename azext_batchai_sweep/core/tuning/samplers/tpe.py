@@ -141,7 +141,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
     def suggest(self, trials, count):
-        history = _History(self, self.inherited + sorted(trials, key=lambda t: t.index))
+        history = self._make_history(trials)
         suggestions = []
         for _ in range(max(0, min(count, self._budget_left(len(trials))))):
             point = self._next(history)
@@ -156,12 +156,24 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             return True
         if self.size is None:
             return False
-        return len(_History(self, self.inherited + list(trials)).tried) >= self.size
+        return len(self._make_history(trials).tried) >= self.size
 
     # -- internals -----------------------------------------------------------------------------------------------
 
     def _budget_left(self, total):
         return math.inf if self.count is None else self.count - total
+
+    def _make_history(self, trials):
+        # Inherited jobs (warm start) come first: their indexes are negative.
+        return _History(self, self.inherited + sorted(trials, key=lambda t: t.index))
+
+    def score(self, trial):
+        """What the model learns of a finished job (its objective as a float), or None when it taught nothing; the
+        multi-objective sampler (motpe.py) scores a job by its objectives and constraints instead."""
+        value = trial.objective()
+        if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+        return None
 
     def _params(self, point):
         return {dim.name: dim.to_value(x) for dim, x in zip(self.dims, point)}
@@ -195,7 +207,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def models(self, trials):
         """The (dimension indices, l, g) Parzen estimators a suggestion after ``trials`` compares (for tests and
         diagnostics; the dimension indices are those of ``self.dims``)."""
-        return self._models(_History(self, self.inherited + sorted(trials, key=lambda t: t.index)))
+        return self._models(self._make_history(trials))
 
     def _models(self, history):
         good, good_ranks, bad = self._split(history)
@@ -285,7 +297,7 @@ class _History:
     def __init__(self, sampler, trials):
         self.dims = sampler.dims
         self.finite = sampler.size is not None
-        self.scored = []    # (index, objective, point) of the jobs that taught something
+        self.scored = []    # (index, sampler.score(trial), point) of the jobs that taught something
         self.pending = []   # (index, point) of queued/running jobs
         self.tried = set()  # keys of every configuration a job has had (finite spaces only)
         self.total = len(trials)
@@ -298,9 +310,9 @@ class _History:
             if trial.pending:
                 self.pending.append((trial.index, point))
                 continue
-            value = trial.objective()
-            if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
-                self.scored.append((trial.index, float(value), point))
+            value = sampler.score(trial)
+            if value is not None:
+                self.scored.append((trial.index, value, point))
 
     def _point(self, params):
         point = []

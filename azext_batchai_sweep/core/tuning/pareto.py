@@ -1,0 +1,157 @@
+"""Pareto dominance and hypervolume in pure Python, on points to minimise (tuples of floats, one per objective).
+
+A caller turns a goal "max" into minimisation by negating the values (objectives.py). These functions are what the
+multi-objective TPE (samplers/motpe.py), the Pareto front of `run`/`metrics`/`status` and the report compute with;
+tests/tuning/test_pareto.py checks the hypervolume against Optuna's own.
+
+- :func:`nondominated_ranks`: Deb's fast non-dominated sort (O(M N^2)), rank 0 the front;
+- :func:`hypervolume`: exact; 2 objectives by one sweep over the points sorted on the first objective, 3 and more
+  by WFG (While, Bradstreet and Barone 2012): the hypervolume is the sum of each point's exclusive hypervolume, the
+  part no later point covers, computed on the later points "limited" by it. Exact and fast for the fronts of a
+  sweep (tens of points); exponential in the worst case, as every exact algorithm is in the number of objectives.
+- :func:`greedy_hypervolume_subset`: the hypervolume subset selection MOTPE breaks a front's ties with (Optuna's
+  ``_solve_hssp``): repeatedly the point that adds the most hypervolume to those chosen.
+"""
+
+
+def dominates(a, b):
+    """True when a is no worse than b in every objective and better in one (minimisation)."""
+    better = False
+    for x, y in zip(a, b):
+        if x > y:
+            return False
+        if x < y:
+            better = True
+    return better
+
+
+def nondominated_ranks(points):
+    """The non-domination rank of each point (0: no point dominates it; 1: only rank-0 points do; ...)."""
+    n = len(points)
+    dominated_by = [0] * n          # how many points dominate i
+    dominating = [[] for _ in range(n)]  # the points i dominates
+    for i in range(n):
+        for j in range(i + 1, n):
+            if dominates(points[i], points[j]):
+                dominating[i].append(j)
+                dominated_by[j] += 1
+            elif dominates(points[j], points[i]):
+                dominating[j].append(i)
+                dominated_by[i] += 1
+    ranks = [0] * n
+    front = [i for i in range(n) if dominated_by[i] == 0]
+    rank = 0
+    while front:
+        following = []
+        for i in front:
+            ranks[i] = rank
+            for j in dominating[i]:
+                dominated_by[j] -= 1
+                if dominated_by[j] == 0:
+                    following.append(j)
+        front, rank = following, rank + 1
+    return ranks
+
+
+def nondominated(points):
+    """The points no other point dominates, each once (duplicates collapse), in their first order."""
+    unique = list(dict.fromkeys(tuple(p) for p in points))
+    return [p for p in unique if not any(dominates(q, p) for q in unique)]
+
+
+def _hv2d(points, reference):
+    """Exact 2-objective hypervolume of points that all dominate the reference."""
+    area, best_y = 0.0, reference[1]
+    for x, y in sorted(points):
+        if y < best_y:
+            area += (reference[0] - x) * (best_y - y)
+            best_y = y
+    return area
+
+
+def _wfg(points, reference):
+    """WFG's recursion on non-dominated points that all dominate the reference."""
+    if not points:
+        return 0.0
+    if len(reference) == 2:
+        return _hv2d(points, reference)
+    if len(points) == 1:
+        volume = 1.0
+        for x, r in zip(points[0], reference):
+            volume *= r - x
+        return volume
+    # Sorted worst-first on the last objective: the limited sets stay small (WFG's own order).
+    ordered = sorted(points, key=lambda p: p[-1], reverse=True)
+    total = 0.0
+    for k, point in enumerate(ordered):
+        own = box(point, reference)
+        limited = nondominated([tuple(max(a, b) for a, b in zip(point, q)) for q in ordered[k + 1:]])
+        total += own - _wfg(limited, reference)
+    return total
+
+
+def hypervolume(points, reference):
+    """The volume dominated by ``points`` and bounded by ``reference`` (minimisation); points that do not
+    strictly dominate the reference in every objective add nothing."""
+    reference = tuple(float(r) for r in reference)
+    inside = [tuple(float(x) for x in p) for p in points if all(x < r for x, r in zip(p, reference))]
+    return _wfg(nondominated(inside), reference)
+
+
+def _number(value):
+    """A volume, or 0 where values near the float range's end made it inf - inf (a job's output is untrusted)."""
+    return value if value == value else 0.0
+
+
+def box(point, reference):
+    """The hypervolume of one point alone."""
+    volume = 1.0
+    for x, r in zip(point, reference):
+        volume *= max(0.0, r - x)
+    return volume
+
+
+def exclusive(point, others, reference):
+    """The hypervolume ``point`` adds to ``others``: its box less the part the others cover (WFG's step: the others
+    limited to the box, whose volume is usually far cheaper than the two whole sets')."""
+    if not all(x < r for x, r in zip(point, reference)):
+        return 0.0
+    limited = [tuple(max(a, b) for a, b in zip(point, q)) for q in others]
+    return _number(box(point, reference) - hypervolume(limited, reference))
+
+
+def contributions(points, reference):
+    """Each point's exclusive hypervolume: what the set loses without it (0 for a dominated or repeated point)."""
+    return [exclusive(p, points[:i] + points[i + 1:], reference) for i, p in enumerate(points)]
+
+
+def greedy_hypervolume_subset(points, size, reference):
+    """Indices of ``size`` of the points, chosen one at a time by the largest hypervolume they add to the ones chosen
+    before (ties: the earlier index), in the order chosen.
+
+    Lazy greedy (as Optuna's HSSP for 3+ objectives): what a point adds only shrinks as points are chosen, so each
+    candidate keeps the last gain computed as a bound and only the one with the largest bound is computed again;
+    it is chosen once its fresh gain is still the largest. The same choice as computing every gain every time."""
+    import heapq
+    chosen, chosen_points = [], []
+    heap = [(-box(p, reference), i) for i, p in enumerate(points)]
+    heapq.heapify(heap)
+    fresh = {}  # index -> the number of points chosen when its bound was computed
+    while heap and len(chosen) < size:
+        bound, index = heapq.heappop(heap)
+        if fresh.get(index) == len(chosen):
+            chosen.append(index)
+            chosen_points.append(points[index])
+            continue
+        gain = exclusive(points[index], chosen_points, reference)
+        fresh[index] = len(chosen)
+        heapq.heappush(heap, (-gain, index))
+        del bound
+    return chosen
+
+
+def reference_point(points):
+    """Optuna's reference for a set of points: each objective's worst value, moved 10% further out (a worst value of
+    0 becomes a tiny positive number), so that the worst points still count."""
+    worst = [max(column) for column in zip(*points)]
+    return tuple(max(1.1 * w, 0.9 * w) or 1e-12 for w in worst)

@@ -1,0 +1,287 @@
+"""The Azure Batch data-plane calls of the scheduler, through the SDK's `azure.batch.BatchClient` (imported lazily:
+`--scheduler processes` never loads it), with the project's retry rules.
+
+Bodies go out and answers come back as Batch REST JSON (camelCase dicts, as in the spec): the mapping modules build
+and read them, independent of the SDK's model classes and version.
+
+Retries (core/service/retry.py's rules, the SDK's own retry policy off): throttling and server errors (429, 500,
+503...) and lost connections are retried with exponential backoff and full jitter, or after the answer's
+Retry-After plus a little jitter (so that many services throttled at once do not come back at once). Adds are
+idempotent by construction: task ids are deterministic, so a retried add whose first try was applied answers
+TaskExists, which counts as success when the task there has the same command line (the same job); PoolExists and
+JobExists likewise for the cluster's pool and job. Deletes of what is gone already count as done.
+"""
+import logging
+import random
+
+from .auth import LoginError
+from ...core.service.retry import NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, status_of
+
+logger = logging.getLogger(__name__)
+
+# Batch's task collection add takes at most this many tasks per request (and a request of at most 1 MB).
+MAX_TASKS_PER_ADD = 100
+# The fields of a task one poll reads: its state and what decides its outcome; nothing else (environment, command
+# line) travels back.
+POLL_SELECT = ['id', 'state', 'stateTransitionTime', 'previousState', 'executionInfo', 'nodeInfo', 'constraints']
+
+
+class BatchCallError(Exception):
+    """A data-plane call failed for good: `status` (None: no answer), Batch's error `code` and message."""
+
+    def __init__(self, what, status, code, message):
+        super().__init__('{} failed: {}{}'.format(what, code or 'HTTP {}'.format(status), ': ' + message
+                                                  if message else ''))
+        self.status, self.code, self.message = status, code, message
+
+
+class _JitteredRetryAfter(RetrySettings):
+    """The project's backoff, with jitter added to a server's Retry-After (up to a quarter of it, at most 5 s)."""
+
+    def backoff(self, attempt, exc=None):
+        delay = super().backoff(attempt, exc)
+        if exc is not None and _retry_after_given(exc):
+            delay += self.random() * min(5.0, delay * 0.25)
+        return delay
+
+
+def _retry_after_given(exc):
+    headers = getattr(getattr(exc, 'response', None), 'headers', None) or {}
+    return any(headers.get(name) for name in ('Retry-After', 'retry-after-ms', 'x-ms-retry-after-ms'))
+
+
+def error_code(exc):
+    """(Batch error code, message) of a failed call, from its JSON answer ({"code", "message": {"value"}})."""
+    model = getattr(exc, 'model', None)
+    code = getattr(model, 'code', None)
+    message = getattr(model, 'message', None)
+    if code is None:
+        response = getattr(exc, 'response', None)
+        try:
+            answer = response.json() if response is not None else None
+        except Exception:  # pylint: disable=broad-except
+            answer = None
+        if isinstance(answer, dict):
+            code, message = answer.get('code'), answer.get('message')
+    if isinstance(message, dict):
+        message = message.get('value')
+    elif message is not None and not isinstance(message, str):
+        message = getattr(message, 'value', None) or str(message)
+    return code, message
+
+
+def _add_collection(client, job_id, body):
+    """One `addtaskcollection` request, as the REST API defines it.
+
+    The SDK's public create_task_collection (its _patch.py) takes a list, chunks it itself, counts every TaskExists
+    as success whatever the task there is, and retries server errors without bound; the scheduler needs each
+    request's own answer, so it calls the generated operation beneath it (the public one where that is missing).
+    """
+    try:
+        from azure.batch._operations._operations import (  # pylint: disable=import-outside-toplevel
+            BatchClientOperationsMixin as Generated)
+    except ImportError:  # another SDK layout: the public operation, which also takes the REST JSON tasks
+        return client.create_task_collection(job_id, body['value'], **NO_SDK_RETRY)
+    return Generated.create_task_collection(client, job_id, body, **NO_SDK_RETRY)
+
+
+def _plain(value):
+    """An SDK model (a MutableMapping of REST names) as plain JSON; dicts and lists as they are."""
+    if hasattr(value, 'as_dict'):
+        return value.as_dict()
+    return value
+
+
+class BatchApi:
+    """The calls the scheduler makes, each retried by the rules above; errors raised as BatchCallError."""
+
+    def __init__(self, endpoint, credential, retry=None, client=None, **client_options):
+        self.endpoint = endpoint
+        self._credential = credential
+        self._retry = retry or _JitteredRetryAfter(max_retries=8, base_delay=0.5, max_delay=20.0,
+                                                    random=random.random)
+        self._client = client
+        self._client_options = client_options
+        self.calls = {}  # operation -> requests sent (retries included): what `local status` and tests count
+
+    @property
+    def client(self):
+        if self._client is None:
+            from azure.batch import BatchClient  # pylint: disable=import-outside-toplevel
+            self._client = BatchClient(self.endpoint, self._credential, **self._client_options)
+        return self._client
+
+    def _call(self, what, fn, ok_codes=(), ok_status=()):
+        """fn() with retries; an error whose code is in `ok_codes` (or status in `ok_status`) answers None."""
+        def once():
+            self.calls[what] = self.calls.get(what, 0) + 1
+            return fn()
+
+        rejected = []  # the 401s of this call: the first asks az for a new token and is tried again, once
+
+        def on_error(exc):
+            if status_of(exc) == 401:
+                rejected.append(exc)
+                if hasattr(self._credential, 'invalidate'):
+                    self._credential.invalidate()  # rejected before its expiry: the next try asks az again
+
+        def retryable(exc):
+            return is_retryable(exc) or (status_of(exc) == 401 and len(rejected) == 1)
+
+        try:
+            return call_with_retries(once, settings=self._retry, retryable=retryable, on_error=on_error, what=what)
+        except LoginError:
+            raise  # az's own words say what to do (az login)
+        except Exception as exc:  # pylint: disable=broad-except
+            status = status_of(exc)
+            code, message = error_code(exc)
+            if code in ok_codes or status in ok_status:
+                return None
+            raise BatchCallError(what, status, code or type(exc).__name__, message) from None
+
+    # ---- pools and jobs ----------------------------------------------------------------------------------------
+
+    def create_pool(self, body):
+        """Add a pool; True when added, False when it existed already (a repeated create)."""
+        return self._call('create_pool', lambda: self.client.create_pool(body, **NO_SDK_RETRY) or True,
+                          ok_codes=('PoolExists',)) is not None
+
+    def get_pool(self, pool_id, select=None):
+        """The pool's JSON, or None when there is none."""
+        return _plain(self._call('get_pool', lambda: self.client.get_pool(pool_id, select=select, **NO_SDK_RETRY),
+                                 ok_status=(404,)))
+
+    def resize_pool(self, pool_id, body):
+        self._call('resize_pool', lambda: self.client.resize_pool(pool_id, body, **NO_SDK_RETRY))
+
+    def enable_autoscale(self, pool_id, body):
+        """A new autoscale formula (and evaluation interval) on the pool. The SDK's public operation takes them as
+        keywords (its _patch.py); the interval goes as the timedelta it wants."""
+        from ..resources import parse_duration  # pylint: disable=import-outside-toplevel
+        interval = body.get('autoScaleEvaluationInterval')
+        self._call('enable_pool_auto_scale', lambda: self.client.enable_pool_auto_scale(
+            pool_id, auto_scale_formula=body.get('autoScaleFormula'),
+            auto_scale_evaluation_interval=parse_duration(interval) if interval else None, **NO_SDK_RETRY))
+
+    def disable_autoscale(self, pool_id):
+        self._call('disable_pool_auto_scale', lambda: self.client.disable_pool_auto_scale(pool_id, **NO_SDK_RETRY))
+
+    def delete_pool(self, pool_id):
+        self._call('delete_pool', lambda: self.client.delete_pool(pool_id, **NO_SDK_RETRY),
+                   ok_codes=('PoolNotFound', 'PoolBeingDeleted'), ok_status=(404,))
+
+    def list_pools(self, prefix=None):
+        """The pools (whose id starts with `prefix`; None: all the account's) with their size, node counts,
+        allocation state and resize errors."""
+        select = ['id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
+                  'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale',
+                  'autoScaleRun', 'autoScaleEvaluationInterval']
+        query = {'select': select}
+        if prefix is not None:
+            query['filter'] = "startswith(id,'{}')".format(prefix.replace("'", "''"))
+        return self._call('list_pools', lambda: [_plain(p) for p in self.client.list_pools(
+            **query, **NO_SDK_RETRY)])
+
+    def list_nodes(self, pool_id):
+        """The nodes of a pool (id, state, start task's outcome)."""
+        return self._call('list_nodes', lambda: [_plain(n) for n in self.client.list_nodes(
+            pool_id, select=['id', 'state', 'startTaskInfo'], **NO_SDK_RETRY)], ok_status=(404,)) or []
+
+    def list_supported_images(self):
+        """The account's supported images (imageReference, nodeAgentSKUId, capabilities, end of life)."""
+        return self._call('list_supported_images', lambda: [_plain(i) for i in self.client.list_supported_images(
+            **NO_SDK_RETRY)])
+
+    def create_job(self, body):
+        """Add a Batch job; True when added, False when it existed already."""
+        return self._call('create_job', lambda: self.client.create_job(body, **NO_SDK_RETRY) or True,
+                          ok_codes=('JobExists',)) is not None
+
+    def delete_job(self, job_id):
+        self._call('delete_job', lambda: self.client.delete_job(job_id, **NO_SDK_RETRY),
+                   ok_codes=('JobNotFound', 'JobBeingDeleted'), ok_status=(404,))
+
+    # ---- tasks ------------------------------------------------------------------------------------------------
+
+    def add_tasks(self, job_id, bodies):
+        """Add tasks in one collection add (at most MAX_TASKS_PER_ADD, already chunked by size); {task id: None
+        when added (or there already with the same command line), else (code, message)}. A task the add reports
+        failed with a server error is tried again, alone, by the same rules."""
+        results = {}
+        pending = list(bodies)
+        for _ in range(self._retry.max_retries + 1):
+            if not pending:
+                break
+            answer = _plain(self._call('add_task_collection', lambda: _add_collection(
+                self.client, job_id, {'value': pending})))
+            by_id = {body['id']: body for body in pending}
+            again = []
+            for item in (answer or {}).get('value') or []:
+                task_id = item.get('taskId')
+                error = item.get('error') or {}
+                code = error.get('code')
+                message = error.get('message')
+                if isinstance(message, dict):
+                    message = message.get('value')
+                if item.get('status') == 'success':
+                    results[task_id] = None
+                elif code == 'TaskExists' and task_id in by_id:
+                    results[task_id] = self._same_task(job_id, by_id[task_id])
+                elif item.get('status') == 'servererror' and task_id in by_id:
+                    again.append(by_id[task_id])
+                else:
+                    results[task_id] = (code or 'TaskAddFailed', message or '')
+            for body in pending:  # not answered at all: tried again
+                if body['id'] not in results and body not in again:
+                    again.append(body)
+            pending = again
+        for body in pending:
+            results[body['id']] = ('TaskAddFailed', 'Batch kept answering a server error to the task add.')
+        return results
+
+    def _same_task(self, job_id, body):
+        """A TaskExists answer: None when the task there is the one we add (a retried or re-sent add: success),
+        else (code, message)."""
+        there = _plain(self._call('get_task', lambda: self.client.get_task(
+            job_id, body['id'], select=['id', 'commandLine'], **NO_SDK_RETRY)))
+        if there and there.get('commandLine') == body.get('commandLine'):
+            return None
+        return ('TaskExists', 'Batch job {} already has a different task {}.'.format(job_id, body['id']))
+
+    def list_tasks(self, job_id, since=None):
+        """One list call (all pages) for the tasks of a Batch job: those whose state changed at or after `since` (an
+        ISO time; None: all), with only the fields a poll reads."""
+        query = {'select': POLL_SELECT}
+        if since:
+            query['filter'] = "stateTransitionTime ge datetime'{}'".format(since)
+        return self._call('list_tasks', lambda: [_plain(t) for t in self.client.list_tasks(
+            job_id, **query, **NO_SDK_RETRY)], ok_codes=('JobNotFound',)) or []
+
+    def terminate_task(self, job_id, task_id):
+        self._call('terminate_task', lambda: self.client.terminate_task(job_id, task_id, **NO_SDK_RETRY),
+                   ok_codes=('TaskNotFound', 'JobNotFound', 'TaskCompleted'), ok_status=(404,))
+
+    def delete_task(self, job_id, task_id):
+        self._call('delete_task', lambda: self.client.delete_task(job_id, task_id, **NO_SDK_RETRY),
+                   ok_codes=('TaskNotFound', 'JobNotFound'), ok_status=(404,))
+
+    # ---- task files ------------------------------------------------------------------------------------------
+
+    def list_task_files(self, job_id, task_id):
+        """{path relative to the task directory: size} of the task's files (recursive); {} when it has none yet
+        (not started, or its node is gone)."""
+        files = self._call('list_task_files', lambda: [_plain(f) for f in self.client.list_task_files(
+            job_id, task_id, recursive=True, **NO_SDK_RETRY)],
+            ok_codes=('TaskNotFound', 'JobNotFound', 'NodeNotFound', 'TaskFilesUnavailable', 'OperationTimedOut',
+                      'NodeNotReady'), ok_status=(404, 409)) or []
+        return {f['name']: int((f.get('properties') or {}).get('contentLength') or 0)
+                for f in files if not f.get('isDirectory')}
+
+    def read_task_file(self, job_id, task_id, path, start, end):
+        """Bytes start..end-1 of a task file (`ocp-range`: only what the service has not read yet)."""
+        if end <= start:
+            return b''
+        data = self._call('get_task_file', lambda: b''.join(self.client.get_task_file(
+            job_id, task_id, path, ocp_range='bytes={}-{}'.format(start, end - 1), **NO_SDK_RETRY)),
+            ok_codes=('FileNotFound', 'TaskNotFound', 'NodeNotFound'), ok_status=(404,))
+        return data or b''

@@ -1,0 +1,164 @@
+"""The Batch AI <-> Azure Batch mapping as the scheduler uses it: one object, so that the scheduler depends on
+these few calls only (and its tests can hand it a mapping of their own).
+
+`AbMapMapping` calls the pure mapping modules beside it (names, pools, images, priority, vm_sizes, tasks, states,
+node_wrapper), lazily: they are imported at first use. What it needs of the account beyond its ARM properties (the
+supported images, for the pool's image and node agent) is set on it once at start (connect.py).
+"""
+import datetime
+import os
+
+# Where a task's files are, as the node wrapper places them (node_wrapper.node_roots), relative to the task
+# directory the task file API serves: the working directory is `wd`; the pool's mounts are outside it.
+_TASK = '/@task'
+_NODE_ROOTS = {'AZ_BATCHAI_JOB_TEMP': _TASK + '/wd', 'AZ_BATCHAI_JOB_MOUNT_ROOT': _TASK + '/wd/mounts',
+               'AZ_BATCHAI_MOUNT_ROOT': '/@node/fsmounts'}
+# Batch's own stdout/stderr of the task (the wrapper's, and whatever failed before it ran), served beside the job's.
+BATCH_STREAMS = {'stdout.txt': 'batch-stdout.txt', 'stderr.txt': 'batch-stderr.txt'}
+
+
+def _today():
+    return datetime.datetime.now(datetime.timezone.utc).date()
+
+
+class AbMapMapping:
+    """What the scheduler asks of the mapping (each method names the module that answers)."""
+
+    def __init__(self):
+        self.supported_images = []  # the account's `supportedimages` (data plane), set at start
+        self._payload = None
+
+    # ---- names.py: deterministic Batch ids ---------------------------------------------------------------------
+
+    @staticmethod
+    def pool_id(prefix, workspace, cluster):
+        from . import names  # pylint: disable=import-outside-toplevel
+        return names.pool_id(prefix, workspace, cluster)
+
+    @staticmethod
+    def batch_job_id(prefix, workspace, cluster):
+        from . import names  # pylint: disable=import-outside-toplevel
+        return names.batch_job_id(prefix, workspace, cluster)
+
+    @staticmethod
+    def task_id(job_key, incarnation=''):
+        from . import names  # pylint: disable=import-outside-toplevel
+        return names.task_id(job_key, incarnation)
+
+    # ---- pools.py, images.py, vm_sizes.py: a cluster as a pool --------------------------------------------------
+
+    def check_pool(self, cluster_body, account, spec=None):
+        """None when Batch can make the cluster's pool, else the reason (errors.Refusal's)."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            self.pool_body('check', cluster_body, spec or {'properties': cluster_body['properties']}, account)
+        except Refusal as ex:
+            return ex.reason
+        return None
+
+    def pool_body(self, pool_id, cluster_body, spec, account):
+        """The pool add JSON of a cluster (its create request `spec`, which holds the keys and password)."""
+        from ..gpus import gpus_per_node  # pylint: disable=import-outside-toplevel
+        from . import images, pools, vm_sizes  # pylint: disable=import-outside-toplevel
+        props = (spec or {}).get('properties') or cluster_body['properties']
+        retired = vm_sizes.retirement(props.get('vmSize'))
+        if retired and _today() >= retired[0]:
+            # The size's own refusal (naming the successor) comes before the offered sizes are looked at.
+            vm_sizes.check_vm_size(props['vmSize'], [], _today())
+        image = images.choose_image((props.get('virtualMachineConfiguration') or {}).get('imageReference'),
+                                    self.supported_images, _today(), gpu=gpus_per_node(props.get('vmSize')) > 0)
+        return pools.pool_body(pool_id, props, account, image, _multi_node(props))
+
+    @staticmethod
+    def scale_request(cluster_props, account):
+        """(autoscale?, the body of a pool resize or enable-autoscale request) for new scale settings."""
+        from . import pools, priority  # pylint: disable=import-outside-toplevel
+        node_priority = priority.node_priority(cluster_props.get('vmPriority'), account, _today())
+        fields = pools.scale_settings(cluster_props, node_priority)
+        if fields.pop('enableAutoScale'):
+            return True, fields
+        return False, fields
+
+    @staticmethod
+    def job_body(job_id, pool_id):
+        from . import tasks  # pylint: disable=import-outside-toplevel
+        return tasks.batch_job_body(job_id, pool_id)
+
+    # ---- tasks.py: a Batch AI job as a task ---------------------------------------------------------------------
+
+    @staticmethod
+    def check_job(props, toolkit, cluster_body):
+        """None when the cluster's pool can run the job, else the reason."""
+        from . import tasks  # pylint: disable=import-outside-toplevel
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        cluster_props = cluster_body['properties']
+        try:
+            tasks.check_job(props, toolkit, cluster_props, _multi_node(cluster_props), containers=True)
+        except Refusal as ex:
+            return ex.reason
+        return None
+
+    def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout):  # pylint: disable=unused-argument
+        from . import node_wrapper, tasks  # pylint: disable=import-outside-toplevel
+        if self._payload is None:
+            self._payload = node_wrapper.payload()
+        return tasks.task_body(task_id, job_body, toolkit, cluster_body['properties'], spec, payload=self._payload)
+
+    @staticmethod
+    def chunks(bodies, max_count):
+        from . import tasks  # pylint: disable=import-outside-toplevel
+        return tasks.chunks(bodies, max_count=max_count)
+
+    @staticmethod
+    def local_path(remote, layout):
+        """Where the task file `remote` (relative to the task directory) goes in the job's folders of the data
+        dir, or None: the job's stdouterr and output directories when the wrapper wrote them in the task's
+        working directory, and Batch's own stdout/stderr of the task (as batch-stdout.txt / batch-stderr.txt)."""
+        from ..layout import output_paths  # pylint: disable=import-outside-toplevel
+        if remote in BATCH_STREAMS:
+            return os.path.join(layout.stdouterr_dir, BATCH_STREAMS[remote])
+        stdouterr, outputs, _ = output_paths(layout.props, _NODE_ROOTS)
+        remote_path = _TASK + '/' + remote
+        for node_dir, local_dir in [(stdouterr, layout.stdouterr_dir),
+                                    *[(outputs[k], layout.outputs[k]) for k in outputs if k in layout.outputs]]:
+            if remote_path.startswith(node_dir + '/'):
+                return os.path.join(local_dir, remote_path[len(node_dir) + 1:])
+        return None
+
+    # ---- states.py: a task's state as a Batch AI execution state ----------------------------------------------
+
+    @staticmethod
+    def task_outcome(task, exit_text=None):
+        from . import states  # pylint: disable=import-outside-toplevel
+        return states.outcome(task, exit_record=_exit_record(exit_text))
+
+    @staticmethod
+    def exit_file():
+        """The task file (relative to the task directory) where the wrapper records how the job ended."""
+        from . import node_wrapper  # pylint: disable=import-outside-toplevel
+        return 'wd/' + node_wrapper.EXIT_FILE
+
+    @staticmethod
+    def cannot_grow(pool):
+        """The error ({code, message}) why a pool cannot get nodes, or None."""
+        from . import states  # pylint: disable=import-outside-toplevel
+        return states.cannot_grow(pool)
+
+    @staticmethod
+    def cluster_state(pool, nodes):
+        from . import states  # pylint: disable=import-outside-toplevel
+        return states.cluster_state(pool, nodes)
+
+
+def _exit_record(text):
+    try:
+        step, code = (text or '').split()
+        return step, int(code)
+    except ValueError:
+        return None
+
+
+def _multi_node(cluster_props):
+    """A cluster of more than one node may run multi-node jobs: its pool needs inter-node communication."""
+    from .pools import max_nodes  # pylint: disable=import-outside-toplevel
+    return max_nodes(cluster_props) > 1

@@ -1,0 +1,612 @@
+"""The Azure Batch scheduler: Batch AI clusters are Batch pools, Batch AI jobs are Batch tasks.
+
+One Batch job per cluster (Batch accounts allow only 100-300 active jobs; a cluster is what holds nodes), created
+with the cluster's pool and deleted with it. Each Batch AI job is one task of it, whose id is a function of the
+job (names.task_id): the id is stored (`sched_id` = '<batch job>/<task>') before the task is added, so a service
+killed at any point finds its tasks again at its next start, and an add repeated after a crash (or a timed-out add
+that Batch applied) answers TaskExists, which counts as success when the task is the same (client.py): a task is
+never created twice.
+
+One background thread: it adds the store's queued jobs (Batch AI order: priority, then submission) in chunks of a
+collection add, then polls: one list call per Batch job per pass, filtered to the tasks whose state changed since
+the previous poll (`$filter=stateTransitionTime ge ...`, `$select` of the fields read), whatever the number of tasks.
+A task back in `active` after running (its low-priority/spot node was preempted and Batch requeued it) is shown
+queued again, and its requeues are counted (in the log, and in `local status`).
+
+Outputs: while a task runs, and once more before its end is recorded, the files it wrote in its task directory
+(Batch's stdout.txt/stderr.txt, the output directories) are mirrored into the job's folders of the data dir with
+Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
+--tail`, metrics and the report read them through the service's API exactly as on the other schedulers.
+
+Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
+"""
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import ArmError, bad_request
+from ..layout import JobLayout
+from ..resources import iso
+from ..scheduler import SubmittingScheduler, error
+from ..store import resource_key
+from .client import MAX_TASKS_PER_ADD, BatchCallError
+
+logger = logging.getLogger(__name__)
+
+POLL_SECONDS = 5.0
+FILES_SECONDS = 5.0  # a running task's files are mirrored at most this often
+POOLS_SECONDS = 15.0  # the pools' node counts and allocation states are read this often, and after each change
+SUBMIT_BATCH = 500  # queued jobs taken from the store per pass (added in chunks of at most 100)
+# A poll asks for the tasks changed since the previous poll began, less this margin (the clocks of this machine
+# and of Batch differ; a task seen twice costs nothing).
+CLOCK_MARGIN_SECONDS = 120
+# How long a job may wait on a pool that cannot grow (a quota or allocation resize error, a failing autoscale
+# formula) before it fails with Batch's error: never queued for ever (issue 31 rule 1), yet long enough for an
+# autoscale evaluation (5 minutes) and a retried allocation.
+UNRUNNABLE_SECONDS = 20 * 60
+
+
+@dataclass
+class _Task:
+    """A job handed to Batch (its task added, or about to be) whose end is not recorded yet."""
+    batch_job: str
+    task_id: str
+    cluster: str
+    nodes: int
+    layout: object = None  # layout.JobLayout: where its outputs are mirrored
+    running: bool = False
+    confirmed: bool = False  # Batch has answered with it (an add, or a list)
+    reason: str = None
+    requeues: int = 0
+    offsets: dict = field(default_factory=dict)  # task file -> bytes already mirrored
+    files_at: float = 0.0
+    queued_at: float = field(default_factory=time.monotonic)  # since when it waits for a node (monotonic)
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+class AzureBatchScheduler(SubmittingScheduler):
+    """`api`: client.BatchApi; `account`: what `local status` shows of the Batch account (name, resourceGroup,
+    endpoint, poolAllocationMode...); `mapping`: the Batch AI <-> Batch mapping (mapping.AbMapMapping by default)."""
+
+    name = 'azure-batch'
+    has_default_cluster = False
+
+    def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
+                 poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
+                 unrunnable_seconds=UNRUNNABLE_SECONDS):
+        super().__init__(store, data_dir)
+        self.api = api
+        self.account = dict(account or {})
+        if mapping is None:
+            from .mapping import AbMapMapping  # pylint: disable=import-outside-toplevel
+            mapping = AbMapMapping()
+        self.mapping = mapping
+        # preflight.AccountFacts: the region's VM sizes and the quotas cluster create checks (None: not checked)
+        self.facts = facts
+        self.pool_prefix = pool_prefix
+        self.loop_seconds = poll_seconds
+        self.pools_seconds = pools_seconds
+        self.files_seconds = files_seconds
+        self.unrunnable_seconds = unrunnable_seconds
+        self.poll_count = 0
+        self.requeues = 0
+        self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
+        self._jobs_made = set()  # Batch jobs known to exist
+        self._pools = {}  # cluster key -> (the pool's JSON, its nodes' JSON) as last read
+        self._pools_at = 0.0
+        self._pools_stale = True  # a pool was made or changed, or a task started or ended: read the pools again
+
+    # ---- identities ------------------------------------------------------------------------------------------
+
+    def _ids(self, cluster_key):
+        """(pool id, Batch job id) of a cluster (its key: sub/rg/workspace/clusters/name)."""
+        _, _, workspace, _, cluster = cluster_key.split('/')
+        return (self.mapping.pool_id(self.pool_prefix, workspace, cluster),
+                self.mapping.batch_job_id(self.pool_prefix, workspace, cluster))
+
+    def describe(self):
+        info = {'scheduler': self.name, 'poolPrefix': self.pool_prefix}
+        for key in ('batchAccount', 'batchEndpoint', 'batchResourceGroup', 'poolAllocationMode'):
+            if self.account.get(key) is not None:
+                info[key] = self.account[key]
+        return info
+
+    # ---- cluster hooks ---------------------------------------------------------------------------------------
+
+    def check_cluster(self, key, body, spec):
+        """What Batch cannot make (the mapping's refusals), then issue 31's checks before spending
+        (preflight.check_cluster_create: the VM size offered in the region and current, the priority available, the
+        vCPU quota covering the maximum node count with the account's other pools, the pool and job quotas)."""
+        problem = self.mapping.check_pool(body, self.account, spec)
+        if problem:
+            raise bad_request('UnsupportedOnAzureBatch', problem)
+        if self.facts is None:
+            return
+        from . import preflight  # pylint: disable=import-outside-toplevel
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            plan = preflight.check_cluster_create(self.facts, (spec or {}).get('properties') or body['properties'],
+                                                  pools=self.api.list_pools())
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        except BatchCallError as ex:
+            raise ArmError(503, 'AzureBatchUnavailable', 'Azure Batch did not answer: {}'.format(ex)) from None
+        for warning in plan.warnings:
+            logger.warning('cluster %s: %s', key, warning)
+
+    def check_job(self, props, toolkit, cluster_body):
+        problem = self.mapping.check_job(props, toolkit, cluster_body)
+        if problem:
+            raise bad_request('UnsupportedOnAzureBatch', problem)
+
+    def create_cluster(self, key, body, spec):
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        pool_id, job_id = self._ids(key)
+        try:
+            pool = self.mapping.pool_body(pool_id, body, spec, self.account)
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        try:
+            self.api.create_pool(pool)
+        except BatchCallError as ex:
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the pool of cluster {}: {}'.format(body['name'], ex)) from None
+        try:
+            self.api.create_job(self.mapping.job_body(job_id, pool_id))
+        except BatchCallError as ex:
+            # No cluster is stored without its Batch job: its pool goes too, or it would hold nodes nobody sees.
+            self._call_quietly(self.api.delete_pool, pool_id)
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the Batch job of cluster {} ({}); its pool was deleted.'.format(
+                               body['name'], ex)) from None
+        self._jobs_made.add(job_id)
+        self._pools_stale = True  # read the new pool at the next pass
+        logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
+
+    def resize_cluster(self, key, body, scale_settings):
+        """New scale settings on the pool: a manual count (autoscale turned off first when it was on), or a new
+        autoscale formula."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        pool_id, _ = self._ids(key)
+        try:
+            autoscale, request = self.mapping.scale_request(body['properties'], self.account)
+        except Refusal as ex:
+            raise bad_request(ex.code, ex.reason) from None
+        try:
+            if autoscale:
+                self.api.enable_autoscale(pool_id, request)
+            else:
+                pool = self.api.get_pool(pool_id, select=['id', 'enableAutoScale']) or {}
+                if pool.get('enableAutoScale'):
+                    self.api.disable_autoscale(pool_id)
+                self.api.resize_pool(pool_id, request)
+        except BatchCallError as ex:
+            raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
+                           'Azure Batch refused the new scale of pool {}: {}'.format(pool_id, ex)) from None
+        self._pools_stale = True  # read it again at the next pass
+        logger.info('cluster %s: pool %s %s', key, pool_id, 'autoscale formula set' if autoscale else
+                    'resized to {}'.format(request))
+
+    def delete_cluster(self, key, body):
+        pool_id, job_id = self._ids(key)
+        self.api.delete_job(job_id)  # its tasks go with it
+        self.api.delete_pool(pool_id)
+        self._jobs_made.discard(job_id)
+        with self._lock:
+            self._pools.pop(key, None)
+        logger.info('deleted Batch pool %s and Batch job %s of cluster %s', pool_id, job_id, key)
+
+    def cluster_view(self, key, props):
+        """The pool's state as last read (every POOLS_SECONDS, and after a change): node count and states, allocation state, resize
+        and start-task errors."""
+        with self._lock:
+            pool, nodes = self._pools.get(key, (None, []))
+        if pool is None:  # not read yet (or gone): no node
+            props.update(currentNodeCount=0, nodeStateCounts={
+                'idleNodeCount': 0, 'runningNodeCount': 0, 'preparingNodeCount': 0, 'unusableNodeCount': 0,
+                'leavingNodeCount': 0})
+            return
+        state = self.mapping.cluster_state(pool, nodes)
+        errors = state.pop('errors', None)
+        props.update(state)
+        if errors:
+            props['errors'] = errors
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    def recover(self):
+        """Re-attach to the tasks added before an unclean exit (they ran on, and may have ended)."""
+        for row in self._store.in_states(('queued', 'running', 'terminating', 'deleting')):
+            if not row['sched_id']:
+                continue  # never handed to Batch: it is added at the first pass
+            batch_job, task_id = row['sched_id'].split('/', 1)
+            if row['state'] == 'deleting':
+                self._call_quietly(self.api.delete_task, batch_job, task_id)
+                continue
+            full = self._store.get(row['key'])
+            task = _Task(batch_job=batch_job, task_id=task_id, cluster=row['cluster'], nodes=full['node_count'],
+                         layout=JobLayout(self._data_dir, json.loads(full['body']), row['cluster']),
+                         running=row['state'] in ('running', 'terminating'),
+                         reason='terminated' if row['state'] == 'terminating' else None)
+            self._held[row['key']] = task
+            logger.info('re-attached job %s to Batch task %s/%s (%s)', row['key'], batch_job, task_id, row['state'])
+        for row in self._store.in_states(('deleting',), kind=None):
+            full = self._store.get(row['key'])
+            if full is not None and full['kind'] == 'cluster':  # killed while deleting it: its pool goes now
+                try:
+                    self.delete_cluster(row['key'], json.loads(full['body']))
+                except BatchCallError as ex:
+                    logger.warning('deleting the pool of cluster %s failed: %s', row['key'], ex)
+            self._store.delete_tree(row['key'])
+
+    def stop(self, timeout=10.0):
+        """Stop adding and polling. Batch tasks run on: the next start re-attaches to them."""
+        self._stop_loop(timeout)
+        logger.info('Batch calls made: %s; %d polls, %d requeues', ', '.join(
+            '{} {}'.format(k, v) for k, v in sorted(self.api.calls.items())), self.poll_count, self.requeues)
+
+    # ---- queries and control from the API ---------------------------------------------------------------------
+
+    def kill(self, key, reason, state=None):
+        task = self._mark_killed(key, reason, state)
+        if task is None:
+            return False
+        if reason == 'deleted':
+            # Its record goes: the task goes too (deleting a running task ends it), and nothing is left to follow.
+            self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
+            self._forget(key, task)
+        else:
+            self._call_quietly(self.api.terminate_task, task.batch_job, task.task_id)
+        self._wake.set()
+        return True
+
+    def fail_queued(self, key, reason):
+        queued, task = self._unqueue(key, reason)
+        if not queued:
+            return False
+        if task is not None:  # added, not running yet: it must never start
+            self._call_quietly(self.api.delete_task if reason == 'cluster' else self.api.terminate_task,
+                               task.batch_job, task.task_id)
+            task.done.set()
+        return True
+
+    # ---- the loop --------------------------------------------------------------------------------------------
+
+    def _pass(self):
+        self._submit_queued()
+        self._poll()
+        self._mirror_running()
+        if self._pools_stale or time.monotonic() - self._pools_at >= self.pools_seconds:
+            self._pools_stale = False
+            self._pools_at = time.monotonic()
+            self._read_pools()
+
+    def _submit_queued(self):
+        rows = self._store.unsubmitted(SUBMIT_BATCH)
+        by_job = {}
+        for row in rows:
+            if self._stopping:
+                return
+            ready = self._ready(row['key'])
+            if ready is not None:
+                by_job.setdefault(ready[0].batch_job, []).append(ready)
+        for batch_job, ready in by_job.items():
+            self._ensure_job(batch_job, ready[0][0].cluster)
+            for chunk in self._chunks(ready):
+                self._add(batch_job, chunk)
+
+    def _chunks(self, ready):
+        """The ready tasks in the mapping's chunks for collection adds; a task too large for any add fails its job
+        (with the mapping's reason), the others go on."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            by_id = {body['id']: (task, body, key) for task, body, key in ready}
+            return [[by_id[body['id']] for body in chunk]
+                    for chunk in self.mapping.chunks([body for _, body, _ in ready], MAX_TASKS_PER_ADD)]
+        except Refusal:
+            if len(ready) == 1:
+                task, body, key = ready[0]
+                try:
+                    list(self.mapping.chunks([body], MAX_TASKS_PER_ADD))
+                except Refusal as ex:
+                    self._fail_held(key, task, 'UnsupportedOnAzureBatch', ex.reason)
+                    return []
+            return [chunk for one in ready for chunk in self._chunks([one])]
+
+    def _ready(self, key):
+        """(task, task body, job key) of a queued job, its id stored; None when it is gone or failed here."""
+        row = self._store.get(key)
+        if row is None or row['state'] != 'queued' or row['sched_id']:
+            return None
+        spec = json.loads(row['spec'])
+        try:
+            cluster_row = self._store.get(row['cluster'])
+            cluster_body = json.loads(cluster_row['body'])
+            toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
+            _, batch_job = self._ids(row['cluster'])
+            task_id = self.mapping.task_id(key, layout.uid)
+            body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout)
+        except Exception as ex:  # pylint: disable=broad-except
+            logger.exception('job %s could not be made a Batch task', key)
+            self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
+            return None
+        with self._lock:
+            row = self._store.get(key)
+            if row is None or row['state'] != 'queued':
+                return None
+            # Stored before the add: a service killed from here on finds the task by this id, and never adds twice.
+            self._store.update(key, sched_id='{}/{}'.format(batch_job, task_id))
+            task = _Task(batch_job=batch_job, task_id=task_id, cluster=row['cluster'], nodes=row['node_count'],
+                         layout=layout)
+            self._held[key] = task
+        return task, body, key
+
+    def _ensure_job(self, batch_job, cluster_key):
+        if batch_job in self._jobs_made:
+            return
+        pool_id, _ = self._ids(cluster_key)
+        self._call_quietly(self.api.create_job, self.mapping.job_body(batch_job, pool_id))
+        self._jobs_made.add(batch_job)
+
+    def _add(self, batch_job, ready):
+        try:
+            results = self.api.add_tasks(batch_job, [body for _, body, _ in ready])
+        except BatchCallError as ex:
+            # Nothing is known of this add: each task stays followed, unconfirmed; the next full poll adds again
+            # those Batch does not have.
+            logger.warning('adding %d tasks to Batch job %s failed: %s', len(ready), batch_job, ex)
+            self._since.pop(batch_job, None)
+            return
+        for task, _, key in ready:
+            outcome = results.get(task.task_id)
+            if outcome is None and task.task_id in results:
+                task.confirmed = True
+                continue
+            code, message = outcome or ('TaskAddFailed', 'Batch did not answer for the task.')
+            self._fail_held(key, task, 'AzureBatchTaskAddFailed', 'Azure Batch refused the task: {}{}'.format(
+                code, ': ' + message if message else ''))
+        self._wake.set()
+
+    def _fail_held(self, key, task, code, message):
+        with self._lock:
+            if self._held.get(key) is task:
+                del self._held[key]
+                self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+        task.done.set()
+
+    def _poll(self):
+        with self._lock:
+            held = dict(self._held)
+        by_job = {}
+        for key, task in held.items():
+            by_job.setdefault(task.batch_job, {})[task.task_id] = (key, task)
+        for batch_job, tasks in by_job.items():
+            since = self._since.get(batch_job)
+            started = time.time()
+            try:
+                listed = self.api.list_tasks(batch_job, since)
+            except BatchCallError as ex:
+                logger.warning('polling Batch job %s failed: %s', batch_job, ex)
+                continue
+            self.poll_count += 1
+            seen = set()
+            for answer in listed:
+                entry = tasks.get(answer.get('id'))
+                if entry is not None:
+                    seen.add(answer['id'])
+                    self._update(entry[0], entry[1], answer)
+            if since is None:  # a full list: what it lacks, Batch does not have
+                self._missing([tasks[t] for t in tasks if t not in seen])
+            self._since[batch_job] = iso(_utc(started - CLOCK_MARGIN_SECONDS))
+
+    def _missing(self, entries):
+        """Tasks a full list does not show: added again when Batch never got them (a crash between storing the id
+        and the add), failed when they ran (deleted at Batch by someone else)."""
+        again = {}
+        for key, task in entries:
+            if task.running or task.confirmed:
+                with self._lock:
+                    if self._held.get(key) is not task:
+                        continue
+                    del self._held[key]
+                    self._record_end(key, 'failed', None, [{'code': 'AzureBatchTaskLost', 'message': (
+                        'The Batch task {}/{} is gone (deleted at Batch, not through the service).'.format(
+                            task.batch_job, task.task_id))}])
+                task.done.set()
+                continue
+            row = self._store.get(key)
+            if row is None:
+                continue
+            spec = json.loads(row['spec'])
+            cluster_body = json.loads(self._store.get(row['cluster'])['body'])
+            toolkit = _toolkit(spec)
+            body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
+                                          task.layout)
+            again.setdefault(task.batch_job, []).append((task, body, key))
+        for batch_job, ready in again.items():
+            self._ensure_job(batch_job, ready[0][0].cluster)
+            self._add(batch_job, ready)
+
+    def _update(self, key, task, answer):
+        task.confirmed = True
+        state, exit_code, errors = self.mapping.task_outcome(answer)
+        if state not in ('queued', 'running'):
+            # Its outputs are all read before its end is recorded; the wrapper's record of which step ended it too.
+            files = self._mirror(task)
+            exit_file = self.mapping.exit_file()
+            if exit_file and exit_file in files:
+                text = self.api.read_task_file(task.batch_job, task.task_id, exit_file, 0, files[exit_file])
+                state, exit_code, errors = self.mapping.task_outcome(answer, text.decode('ascii', 'replace'))
+        requeues = int((answer.get('executionInfo') or {}).get('requeueCount') or 0)
+        if requeues > task.requeues:
+            self.requeues += requeues - task.requeues
+            logger.info('job %s: Batch requeued task %s (its node was preempted; %d requeue(s))', key,
+                        task.task_id, requeues)
+            task.requeues = requeues
+            # The new attempt starts from scratch (the wrapper cleans its outputs on the node): so do its copies.
+            task.offsets = {}
+            _empty_local_outputs(task.layout)
+        if state == 'queued':
+            if task.running:  # back in the queue (preempted): shown queued again
+                with self._lock:
+                    if self._held.get(key) is task and task.reason is None:
+                        task.running = False
+                        task.queued_at = time.monotonic()
+                        self._record_state(key, 'queued')
+            return
+        if state == 'running':
+            if not task.running:
+                with self._lock:
+                    row = self._store.get(key)
+                    if self._held.get(key) is task and row is not None and row['state'] == 'queued':
+                        task.running = True
+                        self._record_state(key, 'running', started=True)
+                        self._pools_stale = True  # its node is busy now
+            return
+        self._finish(key, task, state, exit_code, errors)
+
+    def _finish(self, key, task, state, exit_code, errors):
+        with self._lock:
+            if self._held.get(key) is not task:
+                return
+            del self._held[key]
+            if task.reason is not None and task.reason != 'deleted':
+                state, errors = 'failed', [error(task.reason)]
+            if task.reason != 'deleted':
+                self._record_end(key, state, exit_code, errors)
+        self._pools_stale = True  # its node is free now
+        task.done.set()
+        self._wake.set()
+
+    # ---- outputs ---------------------------------------------------------------------------------------------
+
+    def _mirror_running(self):
+        now = time.monotonic()
+        with self._lock:
+            running = [t for t in self._held.values() if t.running and now - t.files_at >= self.files_seconds]
+        for task in running:
+            if self._stopping:
+                return
+            task.files_at = now
+            self._mirror(task)
+
+    def _mirror(self, task):
+        """Copy what is new of the task's files into its job's folders (reading only the bytes not read yet);
+        {task file: size} as listed."""
+        files = {}
+        if task.layout is None:
+            return files
+        try:
+            files = self.api.list_task_files(task.batch_job, task.task_id)
+            for remote, size in sorted(files.items()):
+                local = self.mapping.local_path(remote, task.layout)
+                if local is None:
+                    continue
+                start = task.offsets.get(remote, 0)
+                if size < start:  # a new attempt rewrote it: start again
+                    start = 0
+                if size == start and os.path.exists(local):
+                    continue
+                data = self.api.read_task_file(task.batch_job, task.task_id, remote, start, size)
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                with open(local, 'r+b' if start and os.path.exists(local) else 'wb') as f:
+                    f.seek(start)
+                    f.write(data)
+                    f.truncate()
+                task.offsets[remote] = start + len(data)
+        except (BatchCallError, OSError) as ex:
+            logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
+        return files
+
+    def _read_pools(self):
+        try:
+            listed = self.api.list_pools(self.pool_prefix)
+        except BatchCallError as ex:
+            logger.warning('listing the Batch pools failed: %s', ex)
+            return
+        by_id = {p.get('id'): p for p in listed}
+        clusters = [r['key'] for r in self._store.in_states(('deleting',), kind='cluster')]
+        pools = {}
+        for key in self._cluster_keys():
+            pool = by_id.get(self._ids(key)[0])
+            if pool is not None and key not in clusters:
+                try:  # one list per pool: the node states and start-task failures of its nodes
+                    nodes = self.api.list_nodes(pool['id']) if pool.get('currentDedicatedNodes') or pool.get(
+                        'currentLowPriorityNodes') else []
+                except BatchCallError as ex:
+                    logger.warning('listing the nodes of pool %s failed: %s', pool['id'], ex)
+                    nodes = []
+                pools[key] = (pool, nodes)
+        with self._lock:
+            self._pools = pools
+        self._fail_unrunnable(pools)
+
+    def _fail_unrunnable(self, pools):
+        """Fail the jobs that waited longer than unrunnable_seconds on a pool that cannot grow, with Batch's error
+        (their tasks are deleted: they must not start later, when nobody expects them)."""
+        now = time.monotonic()
+        for cluster, (pool, _) in pools.items():
+            problem = self.mapping.cannot_grow(pool)
+            if problem is None:
+                continue
+            with self._lock:
+                stuck = [(k, t) for k, t in self._held.items() if t.cluster == cluster and not t.running
+                         and t.reason is None and now - t.queued_at >= self.unrunnable_seconds]
+            for key, task in stuck:
+                self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
+                waited = int(now - task.queued_at)
+                self._fail_held(key, task, problem['code'], '{} The job waited {} s for a node of pool {} and was '
+                                'removed from Batch.'.format(problem['message'].rstrip(), waited, pool.get('id')))
+
+    def _cluster_keys(self):
+        """Keys of every cluster of the store (a cluster is a pool of this service)."""
+        keys = []
+        for _, text in self._store.page_by_prefix('cluster', '', 0, 1000000):
+            parts = [p for p in json.loads(text)['id'].split('/') if p]
+            keys.append(resource_key(parts[1], parts[3], parts[7], 'clusters', parts[9]))
+        return keys
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+
+    def _forget(self, key, task):
+        with self._lock:
+            if self._held.get(key) is task:
+                del self._held[key]
+        task.done.set()
+
+    def _call_quietly(self, fn, *args):
+        try:
+            fn(*args)
+        except BatchCallError as ex:
+            logger.warning('%s', ex)
+
+    def _fail_unsubmitted(self, key, code, message):
+        with self._lock:
+            row = self._store.get(key)
+            if row is not None and row['state'] == 'queued':
+                self._record_end(key, 'failed', None, [{'code': code, 'message': message}])
+
+
+def _empty_local_outputs(layout):
+    """Empty the job's stdouterr and output directories in the data dir (a requeued attempt's outputs replace the
+    last attempt's, never add to them). They are this job incarnation's own (its uid is in their path)."""
+    import shutil  # pylint: disable=import-outside-toplevel
+    if layout is None:
+        return
+    for path in [layout.stdouterr_dir, *layout.outputs.values()]:
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path, exist_ok=True)
+
+
+def _toolkit(spec):
+    from ..resources import TOOLKITS  # pylint: disable=import-outside-toplevel
+    return next(k for k in TOOLKITS if spec.get(k) is not None)
+
+
+def _utc(seconds):
+    import datetime  # pylint: disable=import-outside-toplevel
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+

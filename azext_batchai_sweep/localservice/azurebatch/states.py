@@ -1,0 +1,155 @@
+"""Batch's task, node and pool states as Batch AI's job and cluster states (REST JSON of the data plane
+2024-02-01.19.0: CloudTask, ComputeNode, CloudPool).
+
+Batch task -> Batch AI job:
+- `active` -> `queued` (also after a preempted node's task was requeued: `executionInfo.requeueCount` counts it);
+- `preparing`, `running` -> `running`;
+- `completed` with `result: success` -> `succeeded`, exit code 0;
+- `completed`, stopped by the service (terminate, delete...) -> `failed` with the service's reason (REASONS);
+- `completed`, ran past `constraints.maxWallClockTime` -> `failed`, `MaxWallClockTimeExceeded`;
+- `completed`, the wrapper recorded `prep N` -> `failed`, `JobPreparationFailed`;
+- `completed`, non-zero exit code (`FailureExitCode`) -> `failed`, `NonZeroExitCode`;
+- `completed`, any other `failureInfo` (container image pull, resource files...) -> `failed`, Batch's code and
+  message.
+
+Pools: `resizeErrors` and the autoscale run's error become the cluster's `errors` (with the fix for a quota code);
+nodes' states become `nodeStateCounts`; a start task that failed on a node is an error of the cluster.
+"""
+import datetime
+
+from ..resources import parse_duration
+from ..scheduler import REASONS
+
+QUEUED = {'active'}
+RUNNING = {'preparing', 'running'}
+NODE_COUNTS = {
+    'idle': 'idleNodeCount', 'running': 'runningNodeCount',
+    'creating': 'preparingNodeCount', 'starting': 'preparingNodeCount', 'waitingforstarttask': 'preparingNodeCount',
+    'rebooting': 'preparingNodeCount', 'reimaging': 'preparingNodeCount', 'upgradingos': 'preparingNodeCount',
+    'unusable': 'unusableNodeCount', 'starttaskfailed': 'unusableNodeCount', 'offline': 'unusableNodeCount',
+    'unknown': 'unusableNodeCount',
+    'leavingpool': 'leavingNodeCount', 'preempted': 'leavingNodeCount',
+}
+QUOTA_CODES = {
+    'AccountCoreQuotaReached': 'the Batch account\'s dedicated vCPU quota',
+    'AccountLowPriorityCoreQuotaReached': 'the Batch account\'s Spot/low-priority vCPU quota',
+    'AccountVMSeriesCoreQuotaReached': 'the Batch account\'s vCPU quota for this VM family',
+    'AccountSpotCoreQuotaReached': 'the Batch account\'s Spot vCPU quota',
+}
+QUOTA_FIX = ' Request more (Batch account > Quotas > Request quota increase) or lower the cluster\'s node count.'
+
+
+def _time(text):
+    if not text:
+        return None
+    return datetime.datetime.fromisoformat(str(text).replace('Z', '+00:00'))
+
+
+def _error(code, message):
+    return {'code': code, 'message': message}
+
+
+def attempts(task):
+    """{'requeues': preemptions and other requeues by Batch, 'retries': Batch's retries} of a task."""
+    info = task.get('executionInfo') or {}
+    return {'requeues': int(info.get('requeueCount') or 0), 'retries': int(info.get('retryCount') or 0)}
+
+
+def _timed_out(task):
+    info = task.get('executionInfo') or {}
+    limit = (task.get('constraints') or {}).get('maxWallClockTime')
+    start, end = _time(info.get('startTime')), _time(info.get('endTime'))
+    if not (limit and start and end):
+        return False
+    return end - start >= parse_duration(limit)
+
+
+def outcome(task, reason=None, exit_record=None):
+    """(executionState, exit code or None, errors) of a Batch task as a Batch AI job.
+
+    `reason`: why the service itself stopped the task (a scheduler.REASONS key) or None; `exit_record`: the
+    wrapper's ('prep'|'main', code) when the caller read it (node_wrapper.EXIT_FILE), else None.
+    """
+    state = task.get('state')
+    if state in QUEUED:
+        return 'queued', None, []
+    if state in RUNNING:
+        return 'running', None, []
+    info = task.get('executionInfo') or {}
+    code = info.get('exitCode')
+    failure = info.get('failureInfo') or {}
+    if reason:
+        return 'failed', code, [_error(*REASONS[reason])]
+    if info.get('result') == 'success' or (code == 0 and not failure):
+        return 'succeeded', 0, []
+    if _timed_out(task) or 'wallclock' in str(failure.get('code', '')).lower():
+        return 'failed', code, [_error(*REASONS['wallclock'])]
+    if exit_record and exit_record[0] == 'prep':
+        return 'failed', exit_record[1], [_error('JobPreparationFailed', 'jobPreparation.commandLine exited with '
+                                                                           '{}.'.format(exit_record[1]))]
+    if code not in (None, 0) and failure.get('code') in (None, 'FailureExitCode'):
+        return 'failed', code, [_error('NonZeroExitCode', 'The job exited with code {}.'.format(code))]
+    message = failure.get('message') or 'The Batch task failed.'
+    details = ', '.join('{}={}'.format(d.get('name'), d.get('value')) for d in failure.get('details') or [])
+    return 'failed', code, [_error(failure.get('code') or 'BatchTaskFailed',
+                                   message + (' ({})'.format(details) if details else ''))]
+
+
+def _pool_error(error):
+    code = error.get('code') or 'ResizeError'
+    message = error.get('message') or code
+    if code in QUOTA_CODES:
+        message = '{} ({} is used up).{}'.format(message.rstrip('.'), QUOTA_CODES[code], QUOTA_FIX)
+    result = _error(code, message)
+    values = [{'name': v.get('name'), 'value': v.get('value')} for v in error.get('values') or []]
+    if values:
+        result['details'] = values
+    return result
+
+
+def cluster_errors(pool, nodes=()):
+    """Batch AI cluster errors of a pool: its resize errors, its autoscale run's error, and the start-task
+    failures of its nodes (one per failure code)."""
+    errors = [_pool_error(e) for e in pool.get('resizeErrors') or []]
+    autoscale_error = (pool.get('autoScaleRun') or {}).get('error')
+    if autoscale_error:
+        errors.append(_pool_error(autoscale_error))
+    seen = set()
+    for node in nodes or []:
+        failure = ((node.get('startTaskInfo') or {}).get('failureInfo')) or {}
+        if node.get('state') == 'starttaskfailed' or failure:
+            code = failure.get('code') or 'StartTaskFailed'
+            if code not in seen:
+                seen.add(code)
+                errors.append(_error('SetupTaskFailed', 'nodeSetup.setupTask failed on node {} ({}: {}); its output '
+                                     'is in the setup task\'s stdOutErrPathPrefix.'.format(
+                                         node.get('id'), code, failure.get('message') or 'exit code {}'.format(
+                                             (node.get('startTaskInfo') or {}).get('exitCode')))))
+    return errors
+
+
+def cluster_state(pool, nodes=()):
+    """The Batch AI cluster properties that come from Batch: allocationState, currentNodeCount, nodeStateCounts,
+    errors."""
+    counts = {name: 0 for name in sorted(set(NODE_COUNTS.values()))}
+    for node in nodes or []:
+        counts[NODE_COUNTS.get(node.get('state'), 'unusableNodeCount')] += 1
+    current = int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0)
+    return {'allocationState': 'steady' if pool.get('allocationState') == 'steady' else 'resizing',
+            'currentNodeCount': current, 'nodeStateCounts': counts, 'errors': cluster_errors(pool, nodes)}
+
+
+def cannot_grow(pool):
+    """The error why a pool cannot get nodes (a quota or allocation resize error, or its autoscale formula
+    failing), or None: a job queued on it longer than the service's bounded wait fails with it."""
+    errors = cluster_errors(pool)
+    return errors[0] if errors else None
+
+
+def next_evaluation(pool):
+    """When Batch next evaluates the pool's autoscale formula (its last run + the interval), or None."""
+    last = _time((pool.get('autoScaleRun') or {}).get('timestamp'))
+    interval = pool.get('autoScaleEvaluationInterval')
+    if not (pool.get('enableAutoScale') and last and interval):
+        return None
+    return last + parse_duration(interval)

@@ -1,0 +1,203 @@
+"""A Batch AI job as a Batch task add body (data plane 2024-02-01.19.0 `TaskAddParameter`, REST JSON), and the
+chunks of a task collection add.
+
+Batch AI job -> Batch task:
+- the toolkit's command, jobPreparation, stdouterr and output directories -> `commandLine`: node_wrapper.py `task`
+  (several nodes: `run`, with `multiInstanceSettings.coordinationCommandLine` `prepare`);
+- Batch AI's AZ_BATCHAI_* variables -> set by the wrapper on the node from Batch's AZ_BATCH_* ones
+  (docs/job-environment.md);
+- `environmentVariables`, `secrets` -> `environmentSettings` (readable, like every task setting, by whoever may read
+  the Batch job's tasks);
+- `nodeCount` > 1 -> `multiInstanceSettings.numberOfInstances` (a pool with inter-node communication, one slot per
+  node);
+- `constraints.maxWallClockTime` -> `constraints.maxWallClockTime` (Batch AI's 150 days when absent),
+  `maxTaskRetryCount` 0;
+- `containerSettings.imageSourceRegistry` (+ `shmSize`) -> `containerSettings` (`imageName`, `registry`,
+  `--shm-size`), on a pool with a container configuration;
+- `mountVolumes` (job level) -> links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage
+  (Batch mounts at pool creation only);
+- `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
+- (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion, so a
+  failure before the wrapper or the mount works stays readable (issue 31 rule 3).
+
+`check_job` refuses at submit what the cluster's pool cannot run, with the reason.
+"""
+import base64
+import json
+
+from ..gpus import gpus_per_node
+from ..resources import format_duration, job_wall_clock
+from . import node_wrapper
+from .errors import Refusal
+from .pools import POOL_ADMIN, max_nodes
+
+# Batch's limits on one task collection add: 100 tasks, and the request body (its JSON) under 1 MB.
+MAX_TASKS_PER_ADD = 100
+MAX_ADD_BYTES = 1000 * 1000
+LAUNCH_KEYS = ('nodeCount', 'jobPreparation', 'stdOutErrPathPrefix', 'outputDirectories', 'inputDirectories',
+               'jobOutputDirectoryPathSegment')
+
+
+def _storage(ref):
+    """What a mount volume reference points at, comparable between job and cluster."""
+    if 'containerName' in ref:
+        return ('blob', ref['accountName'].lower(), ref['containerName'])
+    return ('file', ref['accountName'].lower(), ref['azureFileUrl'].rstrip('/').lower())
+
+
+def job_mounts(props, cluster_props):
+    """{job relativeMountPath: cluster relativeMountPath} for the job's mountVolumes: each must be storage the
+    cluster mounts (Batch mounts at pool creation only), else Refusal."""
+    cluster = {}
+    cluster_volumes = ((cluster_props.get('nodeSetup') or {}).get('mountVolumes')) or {}
+    for kind in ('azureFileShares', 'azureBlobFileSystems'):
+        for ref in cluster_volumes.get(kind) or []:
+            cluster.setdefault(_storage(ref), ref['relativeMountPath'].strip('/'))
+    mounts = {}
+    volumes = props.get('mountVolumes') or {}
+    for kind in ('fileServers', 'unmanagedFileSystems'):
+        if volumes.get(kind):
+            raise Refusal('mountVolumes.{}: Azure Batch mounts only Azure file shares and blob containers, and only '
+                          'those of the cluster.'.format(kind), code='UnsupportedMountVolume')
+    for kind in ('azureFileShares', 'azureBlobFileSystems'):
+        for ref in volumes.get(kind) or []:
+            target = cluster.get(_storage(ref))
+            if target is None:
+                raise Refusal("mountVolumes.{} '{}': Azure Batch mounts storage only when a pool is created; mount "
+                              "the same storage in the cluster's nodeSetup.mountVolumes (it is then also at "
+                              '$AZ_BATCHAI_JOB_MOUNT_ROOT/{} for this job).'.format(
+                                  kind, ref['relativeMountPath'], ref['relativeMountPath']),
+                              code='UnsupportedMountVolume')
+            mounts[ref['relativeMountPath'].strip('/')] = target
+    return mounts
+
+
+def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint: disable=unused-argument
+    """Refusal for a job the cluster's pool cannot run (never left queued for ever). `cluster_props`: its scale
+    settings and mounts; `multi_node`: the pool has inter-node communication and one slot per node; `containers`:
+    it has a container configuration."""
+    nodes = int(props.get('nodeCount') or 1)
+    auto = (cluster_props.get('scaleSettings') or {}).get('autoScale')
+    if auto is not None and nodes > max_nodes(cluster_props):
+        # (A manual cluster may be resized later, as on Batch AI: its jobs wait for that.)
+        raise Refusal('nodeCount {}: the cluster scales to at most {} nodes, so the job would wait for ever; raise '
+                      'its maximum (az batchai cluster auto-scale --max) or give a smaller nodeCount.'.format(
+                          nodes, max_nodes(cluster_props)), code='NodeCountTooLarge')
+    if nodes > 1 and not multi_node:
+        raise Refusal('nodeCount {}: the cluster\'s pool was created without inter-node communication, which Batch '
+                      'fixes at pool creation, so it runs jobs of one node only. Create a cluster that can run '
+                      'multi-node jobs for this job.'.format(nodes), code='MultiNodeUnsupported')
+    if props.get('containerSettings') and not containers:
+        raise Refusal('containerSettings: the cluster\'s pool has no container configuration (its image is not '
+                      'Docker-compatible); create the cluster with an image that is, or run the job without a '
+                      'container.', code='ContainersUnsupported')
+    registry = ((props.get('containerSettings') or {}).get('imageSourceRegistry') or {})
+    if ((registry.get('credentials') or {}).get('passwordSecretReference')):
+        raise Refusal('containerSettings.imageSourceRegistry.credentials.passwordSecretReference: a KeyVault '
+                      'reference cannot be given to Azure Batch; give the password.',
+                      code='UnsupportedSecretReference')
+    job_mounts(props, cluster_props)
+
+
+def container_settings(settings):
+    """Batch's task containerSettings for Batch AI's."""
+    registry = settings.get('imageSourceRegistry') or {}
+    result = {'imageName': registry['image'], 'workingDirectory': 'taskWorkingDirectory'}
+    credentials = registry.get('credentials') or {}
+    if registry.get('serverUrl') or credentials.get('username'):
+        result['registry'] = {k: v for k, v in (('registryServer', registry.get('serverUrl')),
+                                                 ('username', credentials.get('username')),
+                                                 ('password', credentials.get('password'))) if v}
+    if settings.get('shmSize'):
+        result['containerRunOptions'] = '--shm-size {}'.format(settings['shmSize'])
+    return result
+
+
+def output_files(container_url, task_id):
+    """Batch's own stdout.txt and stderr.txt of the task (the task's folder, one up from its working directory)
+    uploaded to <container>/<task id>/ when the task completes, whatever its result."""
+    return [{'filePattern': '../{}.txt'.format(stream),
+             'destination': {'container': {'containerUrl': container_url, 'path': '{}/{}.txt'.format(task_id, stream)}},
+             'uploadOptions': {'uploadCondition': 'taskcompletion'}} for stream in ('stdout', 'stderr')]
+
+
+def launch_spec(job_body, toolkit, cluster_props, props, gpus=None):
+    """What node_wrapper.py needs (AZ_BATCHAI_SWEEP_TASK): launch settings and variable names, never a value of a
+    variable or secret."""
+    public = job_body['properties']
+    settings = {k: public[k] for k in LAUNCH_KEYS if public.get(k) is not None}
+    settings[toolkit] = public[toolkit]
+    settings.setdefault('nodeCount', 1)
+    names = [e['name'] for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or []]
+    return {'name': job_body['name'], 'toolkit': toolkit, 'props': settings, 'variables': names,
+            'mounts': job_mounts(props, cluster_props),
+            'gpus': gpus_per_node(cluster_props.get('vmSize')) if gpus is None else int(gpus)}
+
+
+def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None,
+              gpus=None):
+    """The Batch task add JSON of a Batch AI job.
+
+    :param job_body: the job as the service stores it (name, jobOutputDirectoryPathSegment, launch settings).
+    :param cluster_props: the cluster's properties (vmSize, nodeSetup.mountVolumes).
+    :param props: the job's create properties as received (environmentVariables and secrets with their values).
+    :param output_container_url: a blob container URL Batch may write to (a SAS URL): Batch's own stdout/stderr of
+        the task are uploaded there; None: no outputFiles.
+    :param payload: node_wrapper.payload() (bytes), built once by the caller for all its tasks.
+    :param gpus: GPUs of one node (vm_sizes.gpus of the cluster's offered size: AZ_BATCHAI_NUM_GPUS); None: from
+        the VM size's name as the other schedulers count them (gpus.py: Batch AI's N-series).
+    """
+    payload = node_wrapper.payload() if payload is None else payload
+    spec = launch_spec(job_body, toolkit, cluster_props, props, gpus)
+    environment = [{'name': node_wrapper.PAYLOAD_VARIABLE, 'value': base64.b64encode(payload).decode('ascii')},
+                   {'name': node_wrapper.TASK_VARIABLE,
+                    'value': json.dumps(spec, sort_keys=True, separators=(',', ':'))}]
+    environment += [{'name': e['name'], 'value': e.get('value') or ''}
+                    for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or []]
+    nodes = int(spec['props']['nodeCount'])
+    body = {'id': task_id, 'displayName': job_body['name'][:1024],
+            'commandLine': node_wrapper.command_line('run' if nodes > 1 else 'task'),
+            'environmentSettings': environment,
+            'constraints': {'maxWallClockTime': format_duration(job_wall_clock(props)), 'maxTaskRetryCount': 0},
+            'userIdentity': POOL_ADMIN, 'requiredSlots': 1}
+    if nodes > 1:
+        body['multiInstanceSettings'] = {'numberOfInstances': nodes,
+                                         'coordinationCommandLine': node_wrapper.command_line('prepare')}
+    if props.get('containerSettings'):
+        body['containerSettings'] = container_settings(props['containerSettings'])
+    if output_container_url:
+        body['outputFiles'] = output_files(output_container_url, task_id)
+    return body
+
+
+def batch_job_body(batch_job_id, pool_id):
+    """The Batch job add JSON of a cluster's one Batch job: tasks run on its pool; the job stays active when its
+    tasks complete (more come), and is terminated and deleted with the cluster."""
+    return {'id': batch_job_id, 'poolInfo': {'poolId': pool_id}, 'onAllTasksComplete': 'noaction',
+            'usesTaskDependencies': False}
+
+
+def _size(body):
+    return len(json.dumps(body, separators=(',', ':')).encode('utf-8'))
+
+
+def chunks(task_bodies, max_count=MAX_TASKS_PER_ADD, max_bytes=MAX_ADD_BYTES):
+    """The task bodies as lists for task collection adds, in order: at most `max_count` each, and each list's
+    request body ({"value": [...]}) at most `max_bytes`. A single task too large for any request is a Refusal."""
+    envelope = _size({'value': []})
+    current, size = [], envelope
+    for body in task_bodies:
+        own = _size(body)
+        if envelope + own > max_bytes:
+            raise Refusal('Job task {} is {} bytes, more than a Batch request may carry ({}): its environment '
+                          'variables or secrets are too large.'.format(body.get('displayName') or body['id'], own,
+                                                                       max_bytes), code='RequestTooLarge')
+        added = own + (1 if current else 0)  # the comma between two items
+        if current and (len(current) >= max_count or size + added > max_bytes):
+            yield current
+            current, size = [], envelope
+            added = own
+        current.append(body)
+        size += added
+    if current:
+        yield current

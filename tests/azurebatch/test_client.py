@@ -1,0 +1,99 @@
+"""client.BatchApi against the lifecycle double of the Batch data plane (TEST CODE: tests/azurebatch/double/),
+through the real SDK: 429/503 retried after Retry-After (plus jitter), an add whose answer was lost counted once
+(TaskExists for the same task is success, for another task a failure), a token rejected at expiry asked again,
+and one list call per poll whatever the number of tasks."""
+import time
+
+import pytest
+
+from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
+from tests.azurebatch.double import BatchDouble
+
+
+@pytest.fixture
+def double(tmp_path):
+    made = BatchDouble(str(tmp_path / 'batch'))
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _api(double, sleeps, source=None, **options):
+    credential = AzLoginCredential(source=source or (lambda: (double.issue_token(), time.time() + 3600)))
+    retry = _JitteredRetryAfter(max_retries=4, base_delay=0.01, max_delay=0.05, sleep=sleeps.append,
+                                random=lambda: 0.5)
+    return BatchApi(double.endpoint, credential, retry=retry, connection_verify=double.ca_file, **options)
+
+
+def _pool_and_job(api):
+    api.create_pool({'id': 'p', 'vmSize': 'Standard_D2s_v3', 'targetDedicatedNodes': 0,
+                     'virtualMachineConfiguration': {
+                         'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                            'sku': '22_04-lts', 'version': 'latest'},
+                         'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}})
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+
+
+def _task(task_id, command='/bin/true'):
+    return {'id': task_id, 'commandLine': command}
+
+
+def test_throttling_is_retried_after_retry_after_with_jitter(double):  # pylint: disable=redefined-outer-name
+    sleeps = []
+    api = _api(double, sleeps)
+    _pool_and_job(api)
+    double.faults.throttle(count=2, retry_after=7, status=429, method='POST', path='addtaskcollection')
+    assert api.add_tasks('j', [_task('a')]) == {'a': None}
+    assert sleeps == [7 + 0.5 * 1.75, 7 + 0.5 * 1.75]  # Retry-After, plus up to a quarter of it as jitter
+    assert api.calls['add_task_collection'] == 3
+    double.faults.throttle(count=1, retry_after=2, status=503, method='GET', path='/jobs/j/tasks')
+    assert [t['id'] for t in api.list_tasks('j')] == ['a']
+    assert sleeps[-1] == 2 + 0.5 * 0.5
+
+
+def test_an_add_whose_answer_was_lost_is_counted_once(double):  # pylint: disable=redefined-outer-name
+    sleeps = []
+    api = _api(double, sleeps, connection_timeout=2, read_timeout=1)
+    _pool_and_job(api)
+    double.faults.time_out_after_apply(count=1, method='POST', path='addtaskcollection', seconds=3.0)
+    assert api.add_tasks('j', [_task('a')]) == {'a': None}  # the retry's TaskExists for the same task: success
+    with double.account.lock:
+        assert list(double.account.jobs['j'].tasks) == ['a']
+    refused = api.add_tasks('j', [_task('a', '/bin/false'), _task('b')])  # another task of the same id
+    assert refused['b'] is None and refused['a'][0] == 'TaskExists'
+
+
+def test_a_token_rejected_at_expiry_is_asked_again(double):  # pylint: disable=redefined-outer-name
+    sleeps = []
+    asked = []
+
+    def source():
+        asked.append(1)
+        return double.issue_token(), time.time() + 3600
+    api = _api(double, sleeps, source=source)
+    _pool_and_job(api)
+    assert len(asked) == 1
+    double.expire_tokens()  # Batch rejects the token before the expiry the login gave (revoked, clock skew)
+    assert api.list_tasks('j') == []
+    assert len(asked) == 2
+
+
+def test_errors_name_batch_code_and_never_the_token(double):  # pylint: disable=redefined-outer-name
+    api = _api(double, [])
+    with pytest.raises(BatchCallError) as raised:
+        api.add_tasks('no-such-job', [_task('a')])
+    assert raised.value.code == 'JobNotFound' and 'JobNotFound' in str(raised.value)
+    assert 'batch-double-token' not in str(raised.value) + repr(api._credential)  # pylint: disable=protected-access
+
+
+def test_one_list_call_per_poll_whatever_the_number_of_tasks(double):  # pylint: disable=redefined-outer-name
+    api = _api(double, [])
+    _pool_and_job(api)
+    assert set(api.add_tasks('j', [_task('t{}'.format(i)) for i in range(100)]).values()) == {None}
+    before = double.count('GET', '^/jobs/j/tasks')
+    listed = api.list_tasks('j', since='2000-01-01T00:00:00.000Z')
+    assert len(listed) == 100 and double.count('GET', '^/jobs/j/tasks') == before + 1
+    (request,) = [r for r in double.requests if r.method == 'GET' and r.path == '/jobs/j/tasks'][-1:]
+    assert 'stateTransitionTime ge' in request.query.get('$filter', '') and request.query.get('$select')

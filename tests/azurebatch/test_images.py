@@ -1,0 +1,125 @@
+"""images.py: image and node agent chosen from the supported-image list only (property tests)."""
+import datetime
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from azext_batchai_sweep.localservice.azurebatch import images
+from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from tests.azurebatch.batch_shapes import validate
+
+TODAY = datetime.date(2026, 11, 26)
+
+
+def image(publisher, offer, sku, agent, end=None, verified=True, os_type='linux', capabilities=()):
+    entry = {'nodeAgentSKUId': agent, 'osType': os_type,
+             'imageReference': {'publisher': publisher, 'offer': offer, 'sku': sku, 'version': 'latest'},
+             'verificationType': 'verified' if verified else 'unverified', 'capabilities': list(capabilities)}
+    if end:
+        entry['batchSupportEndOfLife'] = end.isoformat() + 'T00:00:00Z'
+    return entry
+
+
+JAMMY = image('canonical', '0001-com-ubuntu-server-jammy', '22_04-lts', 'batch.node.ubuntu 22.04',
+              datetime.date(2027, 4, 30))
+NOBLE = image('canonical', 'ubuntu-24_04-lts', 'server', 'batch.node.ubuntu 24.04', datetime.date(2029, 4, 30))
+FOCAL = image('canonical', '0001-com-ubuntu-server-focal', '20_04-lts', 'batch.node.ubuntu 20.04',
+              datetime.date(2025, 4, 23))
+HPC = image('microsoft-dsvm', 'ubuntu-hpc', '2204', 'batch.node.ubuntu 22.04', datetime.date(2027, 4, 30),
+            capabilities=['DockerCompatible', 'NvidiaTeslaDriverInstalled'])
+WINDOWS = image('microsoftwindowsserver', 'windowsserver', '2022-datacenter', 'batch.node.windows amd64',
+                os_type='windows')
+SUPPORTED = [JAMMY, NOBLE, FOCAL, HPC, WINDOWS]
+
+
+def test_the_supported_images_here_have_batch_shape():
+    for entry in SUPPORTED:
+        validate('ImageInformation', entry)
+
+
+def test_batch_ai_default_image_becomes_a_current_ubuntu_with_the_listed_node_agent():
+    default = {'publisher': 'microsoft-dsvm', 'offer': 'amlcompute', 'sku': 'runtime-gen1-ubuntu18',
+               'version': 'latest'}
+    for ref in (None, default):
+        chosen = images.choose_image(ref, SUPPORTED, TODAY)
+        assert chosen.image_reference['offer'] == 'ubuntu-24_04-lts'  # the latest end of life
+        assert chosen.node_agent_sku_id == 'batch.node.ubuntu 24.04'
+    gpu = images.choose_image(None, SUPPORTED, TODAY, gpu=True)
+    assert gpu.image_reference['offer'] == 'ubuntu-hpc' and 'DockerCompatible' in gpu.capabilities
+
+
+def test_a_given_image_is_matched_in_the_list_and_keeps_its_version():
+    chosen = images.choose_image({'publisher': 'Canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                  'sku': '22_04-LTS', 'version': '22.04.202401010'}, SUPPORTED, TODAY)
+    assert chosen.node_agent_sku_id == 'batch.node.ubuntu 22.04'
+    assert chosen.image_reference['version'] == '22.04.202401010' and chosen.warnings == []
+
+
+def test_an_end_of_life_image_is_refused_and_a_near_one_warned():
+    with pytest.raises(Refusal, match='end of life on 2025-04-23') as refused:
+        images.choose_image(FOCAL['imageReference'], SUPPORTED, TODAY)
+    assert refused.value.code == 'ImageEndOfLife'
+    near = images.choose_image(JAMMY['imageReference'], SUPPORTED, datetime.date(2027, 3, 1))
+    assert near.warnings and '2027-04-30' in near.warnings[0]
+
+
+def test_an_image_batch_does_not_support_or_a_custom_image_is_refused():
+    with pytest.raises(Refusal, match='not supported') as refused:
+        images.choose_image({'publisher': 'canonical', 'offer': 'ubuntuserver', 'sku': '16.04-lts'}, SUPPORTED,
+                            TODAY)
+    assert '0001-com-ubuntu-server-jammy' in refused.value.reason
+    with pytest.raises(Refusal, match='custom image'):
+        images.choose_image({'virtualMachineImageId': '/subscriptions/s/images/i'}, SUPPORTED, TODAY)
+    with pytest.raises(Refusal, match='no current Ubuntu'):
+        images.choose_image(None, [FOCAL, WINDOWS], TODAY)
+
+
+days = st.integers(min_value=-800, max_value=2000)
+
+
+@st.composite
+def supported_lists(draw):
+    entries = []
+    for i in range(draw(st.integers(min_value=0, max_value=8))):
+        publisher, offer = draw(st.sampled_from([('canonical', 'ubuntu-24_04-lts'), ('canonical', 'jammy-ubuntu'),
+                                                 ('microsoft-dsvm', 'ubuntu-hpc'), ('openlogic', 'centos'),
+                                                 ('microsoft-azure-batch', 'ubuntu-server-container')]))
+        end = draw(st.one_of(st.none(), days.map(lambda d: TODAY + datetime.timedelta(days=d))))
+        entries.append(image(publisher, offer, 'sku{}'.format(i), 'agent-{}'.format(i), end,
+                             verified=draw(st.booleans()), os_type=draw(st.sampled_from(['linux', 'windows']))))
+    return entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(supported_lists(), st.booleans())
+def test_the_default_choice_is_always_a_current_linux_entry_of_the_list_with_its_own_node_agent(supported, gpu):
+    try:
+        chosen = images.choose_image(None, supported, TODAY, gpu=gpu)
+    except Refusal:
+        assert not any(e['osType'] == 'linux' and 'ubuntu' in e['imageReference']['offer'] and (
+            'batchSupportEndOfLife' not in e or e['batchSupportEndOfLife'][:10] > TODAY.isoformat())
+            for e in supported)
+        return
+    entry = next(e for e in supported if e['nodeAgentSKUId'] == chosen.node_agent_sku_id)
+    assert {k: entry['imageReference'][k] for k in ('publisher', 'offer', 'sku')} == \
+        {k: chosen.image_reference[k] for k in ('publisher', 'offer', 'sku')}
+    assert entry['osType'] == 'linux'
+    assert 'batchSupportEndOfLife' not in entry or entry['batchSupportEndOfLife'][:10] > TODAY.isoformat()
+
+
+@settings(max_examples=300, deadline=None)
+@given(supported_lists(), st.integers(min_value=0, max_value=7))
+def test_a_given_image_is_taken_only_from_the_list_and_never_past_end_of_life(supported, pick):
+    if not supported:
+        return
+    wanted = supported[pick % len(supported)]
+    try:
+        chosen = images.choose_image(wanted['imageReference'], supported, TODAY)
+    except Refusal as refused:
+        assert wanted['osType'] == 'windows' or wanted['batchSupportEndOfLife'][:10] <= TODAY.isoformat()
+        assert refused.code in ('ImageEndOfLife', 'UnsupportedImage')
+        return
+    assert chosen.node_agent_sku_id == wanted['nodeAgentSKUId']
+    end = wanted.get('batchSupportEndOfLife')
+    near = end is not None and datetime.date.fromisoformat(end[:10]) - TODAY <= images.NEAR_END_OF_LIFE
+    assert bool(chosen.warnings) == near

@@ -1,0 +1,87 @@
+"""states.py: Batch task, node and pool states as Batch AI's job and cluster states."""
+import datetime
+
+import pytest
+
+from azext_batchai_sweep.localservice.azurebatch import states
+from tests.azurebatch.batch_shapes import validate
+
+
+def task(state, **info):
+    """A task as Batch answers it (checked against the definition: the mapping reads Batch's own names)."""
+    body = {'id': 't1', 'state': state, 'constraints': {'maxWallClockTime': 'PT1H'}}
+    if info:
+        body['executionInfo'] = dict({'retryCount': 0, 'requeueCount': 0}, **info)
+    validate('CloudTask', body)
+    return body
+
+
+@pytest.mark.parametrize('state, expected', [('active', 'queued'), ('preparing', 'running'), ('running', 'running')])
+def test_live_tasks(state, expected):
+    assert states.outcome(task(state)) == (expected, None, [])
+
+
+def test_a_requeued_task_is_queued_again_and_counted():
+    requeued = task('active', requeueCount=2, retryCount=0, lastRequeueTime='2026-11-26T10:00:00Z')
+    assert states.outcome(requeued)[0] == 'queued'
+    assert states.attempts(requeued) == {'requeues': 2, 'retries': 0}
+
+
+def test_success_and_non_zero_exit():
+    assert states.outcome(task('completed', result='success', exitCode=0)) == ('succeeded', 0, [])
+    failed = task('completed', result='failure', exitCode=3, startTime='2026-11-26T10:00:00Z',
+                  endTime='2026-11-26T10:01:00Z',
+                  failureInfo={'category': 'usererror', 'code': 'FailureExitCode', 'message': 'exit code 3'})
+    assert states.outcome(failed) == ('failed', 3, [{'code': 'NonZeroExitCode',
+                                                     'message': 'The job exited with code 3.'}])
+    assert states.outcome(failed, exit_record=('prep', 3))[2][0]['code'] == 'JobPreparationFailed'
+
+
+def test_the_wall_clock_and_the_service_own_reasons():
+    timed_out = task('completed', result='failure', exitCode=-1, startTime='2026-11-26T10:00:00Z',
+                     endTime='2026-11-26T11:00:01Z', failureInfo={'category': 'usererror', 'code': 'TaskEnded'})
+    assert states.outcome(timed_out)[2][0]['code'] == 'MaxWallClockTimeExceeded'
+    terminated = task('completed', result='failure', exitCode=137, startTime='2026-11-26T10:00:00Z',
+                      endTime='2026-11-26T10:00:05Z', failureInfo={'category': 'usererror', 'code': 'TaskEnded'})
+    assert states.outcome(terminated, reason='terminated')[2][0]['code'] == 'JobTerminated'
+
+
+def test_other_batch_failures_keep_batch_code_and_details():
+    pulled = task('completed', result='failure', failureInfo={
+        'category': 'usererror', 'code': 'ContainerImagePullFailed', 'message': 'pull failed',
+        'details': [{'name': 'Image', 'value': 'x:1'}]})
+    assert states.outcome(pulled) == ('failed', None, [{'code': 'ContainerImagePullFailed',
+                                                        'message': 'pull failed (Image=x:1)'}])
+
+
+def test_pool_resize_errors_autoscale_errors_and_start_task_failures_are_cluster_errors():
+    pool = {'allocationState': 'resizing', 'currentDedicatedNodes': 1, 'currentLowPriorityNodes': 1,
+            'resizeErrors': [{'code': 'AccountVMSeriesCoreQuotaReached', 'message': 'Quota reached.',
+                              'values': [{'name': 'Family', 'value': 'standardNCFamily'}]}],
+            'autoScaleRun': {'timestamp': '2026-11-26T10:00:00Z', 'error': {'code': 'InvalidFormula',
+                                                                             'message': 'bad'}}}
+    nodes = [{'id': 'n1', 'state': 'starttaskfailed', 'startTaskInfo': {
+        'state': 'completed', 'startTime': '2026-11-26T10:00:00Z', 'retryCount': 1, 'exitCode': 1,
+        'failureInfo': {'category': 'usererror', 'code': 'FailureExitCode', 'message': 'exit 1'}}},
+        {'id': 'n2', 'state': 'idle'},
+        {'id': 'n3', 'state': 'preempted'}, {'id': 'n4', 'state': 'waitingforstarttask'}]
+    validate('CloudPool', pool)
+    for node in nodes:
+        validate('ComputeNode', node)
+    state = states.cluster_state(pool, nodes)
+    assert state['allocationState'] == 'resizing' and state['currentNodeCount'] == 2
+    assert state['nodeStateCounts'] == {'idleNodeCount': 1, 'leavingNodeCount': 1, 'preparingNodeCount': 1,
+                                        'runningNodeCount': 0, 'unusableNodeCount': 1}
+    codes = [e['code'] for e in state['errors']]
+    assert codes == ['AccountVMSeriesCoreQuotaReached', 'InvalidFormula', 'SetupTaskFailed']
+    assert 'quota increase' in state['errors'][0]['message']
+    assert state['errors'][0]['details'] == [{'name': 'Family', 'value': 'standardNCFamily'}]
+    assert states.cannot_grow(pool)['code'] == 'AccountVMSeriesCoreQuotaReached'
+    assert states.cannot_grow({'allocationState': 'steady'}) is None
+
+
+def test_next_autoscale_evaluation():
+    pool = {'enableAutoScale': True, 'autoScaleEvaluationInterval': 'PT5M',
+            'autoScaleRun': {'timestamp': '2026-11-26T10:00:00Z'}}
+    assert states.next_evaluation(pool) == datetime.datetime(2026, 11, 26, 10, 5, tzinfo=datetime.timezone.utc)
+    assert states.next_evaluation({'enableAutoScale': False}) is None

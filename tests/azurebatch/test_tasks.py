@@ -1,0 +1,153 @@
+"""tasks.py: task bodies against the Batch definitions, what a pool cannot run refused, and chunked task adds
+(property tests)."""
+import json
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from azext_batchai_sweep.localservice.azurebatch import node_wrapper, tasks
+from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from tests.azurebatch.batch_shapes import validate
+
+FILE_URL = 'https://acct.file.core.windows.net/share'
+CLUSTER = {'vmSize': 'Standard_NC24ads_A100_v4', 'scaleSettings': {'autoScale': {'maximumNodeCount': 4}},
+           'nodeSetup': {'mountVolumes': {'azureFileShares': [{'accountName': 'acct', 'azureFileUrl': FILE_URL,
+                                                               'relativeMountPath': 'afs'}]}}}
+PAYLOAD = node_wrapper.payload()
+
+
+def job(toolkit='customToolkitSettings', settings=None, **props):
+    public = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
+              'jobOutputDirectoryPathSegment': 'sub/rg/ws/exp/j1/0a1b', toolkit: settings or {'commandLine': 'true'},
+              'outputDirectories': [{'id': 'MODEL', 'pathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs'}]}
+    public.update(props)
+    return {'name': 'j1', 'properties': public}
+
+
+def test_a_single_node_job_is_one_task_running_the_wrapper_with_its_variables_and_secrets():
+    props = {'environmentVariables': [{'name': 'LR', 'value': '0.1'}],
+             'secrets': [{'name': 'TOKEN', 'value': 'S3CRET-v'}],
+             'constraints': {'maxWallClockTime': 'PT2H'}}
+    body = tasks.task_body('j1-abc', job(), 'customToolkitSettings', CLUSTER, props, payload=PAYLOAD, gpus=1)
+    validate('TaskAddParameter', body)
+    env = {e['name']: e['value'] for e in body['environmentSettings']}
+    assert env['LR'] == '0.1' and env['TOKEN'] == 'S3CRET-v'
+    spec = json.loads(env[node_wrapper.TASK_VARIABLE])
+    assert spec['variables'] == ['LR', 'TOKEN'] and 'S3CRET' not in json.dumps(spec)  # names only, never a value
+    assert spec['gpus'] == 1
+    nc6 = dict(CLUSTER, vmSize='Standard_NC12')  # without the offered size's count: Batch AI's N-series table
+    assert json.loads({e['name']: e['value'] for e in tasks.task_body(
+        't', job(), 'customToolkitSettings', nc6, {}, payload=PAYLOAD)['environmentSettings']}[
+            node_wrapper.TASK_VARIABLE])['gpus'] == 2
+    assert body['commandLine'].endswith("wrapper.pyz task'")
+    assert body['constraints'] == {'maxWallClockTime': 'PT2H', 'maxTaskRetryCount': 0}
+    assert 'multiInstanceSettings' not in body and 'outputFiles' not in body
+    assert body['userIdentity'] == {'autoUser': {'scope': 'pool', 'elevationLevel': 'admin'}}
+
+
+def test_without_a_wall_clock_the_task_gets_batch_ai_default():
+    body = tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, {}, payload=PAYLOAD)
+    assert body['constraints']['maxWallClockTime'] == 'P150D'
+
+
+def test_a_multi_node_job_is_a_multi_instance_task_with_preparation_on_every_node():
+    body = tasks.task_body('t', job('horovodSettings', {'pythonScriptFilePath': 'train.py'}, nodeCount=3,
+                                    jobPreparation={'commandLine': 'pip install x'}),
+                           'horovodSettings', CLUSTER, {}, payload=PAYLOAD)
+    validate('TaskAddParameter', body)
+    assert body['multiInstanceSettings']['numberOfInstances'] == 3
+    assert body['multiInstanceSettings']['coordinationCommandLine'].endswith("wrapper.pyz prepare'")
+    assert body['commandLine'].endswith("wrapper.pyz run'")
+
+
+def test_container_settings_and_output_files_map_to_batch():
+    settings_ = {'imageSourceRegistry': {'image': 'myreg.azurecr.io/train:1', 'serverUrl': 'myreg.azurecr.io',
+                                         'credentials': {'username': 'u', 'password': 'p'}}, 'shmSize': '2g'}
+    url = 'https://acct.blob.core.windows.net/logs?sv=x&sig=y'
+    body = tasks.task_body('t1', job(), 'customToolkitSettings', CLUSTER, {'containerSettings': settings_},
+                           output_container_url=url, payload=PAYLOAD)
+    validate('TaskAddParameter', body)
+    assert body['containerSettings'] == {
+        'imageName': 'myreg.azurecr.io/train:1', 'workingDirectory': 'taskWorkingDirectory',
+        'registry': {'registryServer': 'myreg.azurecr.io', 'username': 'u', 'password': 'p'},
+        'containerRunOptions': '--shm-size 2g'}
+    assert [f['filePattern'] for f in body['outputFiles']] == ['../stdout.txt', '../stderr.txt']
+    assert body['outputFiles'][0]['destination']['container']['path'] == 't1/stdout.txt'
+    assert body['outputFiles'][0]['uploadOptions']['uploadCondition'] == 'taskcompletion'
+
+
+def test_the_batch_job_of_a_cluster():
+    body = tasks.batch_job_body('job-1', 'pool-1')
+    validate('JobAddParameter', body)
+    assert body['poolInfo'] == {'poolId': 'pool-1'}
+
+
+def test_the_same_job_gives_a_byte_identical_body_after_a_restart():
+    one = tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, {'secrets': [{'name': 'S', 'value': 'v'}]})
+    two = tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, {'secrets': [{'name': 'S', 'value': 'v'}]})
+    assert json.dumps(one) == json.dumps(two)
+
+
+def test_what_the_pool_cannot_run_is_refused_at_submit():
+    with pytest.raises(Refusal, match='inter-node communication') as refused:
+        tasks.check_job({'nodeCount': 2}, 'customMpiSettings', CLUSTER, multi_node=False, containers=True)
+    assert refused.value.code == 'MultiNodeUnsupported'
+    tasks.check_job({'nodeCount': 2}, 'customMpiSettings', CLUSTER, multi_node=True, containers=False)
+    with pytest.raises(Refusal, match='at most 4 nodes') as refused:
+        tasks.check_job({'nodeCount': 5}, 'customMpiSettings', CLUSTER, multi_node=True, containers=False)
+    assert refused.value.code == 'NodeCountTooLarge'
+    # a manual cluster may be resized later, as on Batch AI: its job waits
+    manual = dict(CLUSTER, scaleSettings={'manual': {'targetNodeCount': 0}})
+    tasks.check_job({'nodeCount': 2}, 'customMpiSettings', manual, multi_node=True, containers=False)
+    with pytest.raises(Refusal, match='container configuration'):
+        tasks.check_job({'containerSettings': {'imageSourceRegistry': {'image': 'x'}}}, 'customToolkitSettings',
+                        CLUSTER, multi_node=True, containers=False)
+    with pytest.raises(Refusal, match='KeyVault'):
+        tasks.check_job({'containerSettings': {'imageSourceRegistry': {
+            'image': 'x', 'credentials': {'username': 'u', 'passwordSecretReference': {'secretUrl': 'k'}}}}},
+            'customToolkitSettings', CLUSTER, multi_node=True, containers=True)
+
+
+def test_job_mount_volumes_are_the_cluster_mounts_of_the_same_storage_or_refused():
+    same = {'mountVolumes': {'azureFileShares': [{'accountName': 'ACCT', 'azureFileUrl': FILE_URL + '/',
+                                                  'relativeMountPath': 'data'}]}}
+    assert tasks.job_mounts(same, CLUSTER) == {'data': 'afs'}
+    other = {'mountVolumes': {'azureBlobFileSystems': [{'accountName': 'acct', 'containerName': 'c',
+                                                        'relativeMountPath': 'bfs'}]}}
+    with pytest.raises(Refusal, match="cluster's nodeSetup.mountVolumes"):
+        tasks.check_job(other, 'customToolkitSettings', CLUSTER, multi_node=False, containers=False)
+
+
+def size(body):
+    return len(json.dumps(body, separators=(',', ':')).encode('utf-8'))
+
+
+bodies = st.lists(st.builds(lambda i, pad: {'id': 't{}'.format(i), 'commandLine': 'x' * pad},
+                            st.integers(min_value=0, max_value=10 ** 6), st.integers(min_value=0, max_value=3000)),
+                  max_size=400)
+
+
+@settings(max_examples=200, deadline=None)
+@given(bodies, st.integers(min_value=1, max_value=120), st.integers(min_value=3100, max_value=60000))
+def test_chunks_keep_order_count_and_request_size_limits(items, max_count, max_bytes):
+    chunks = list(tasks.chunks(items, max_count=max_count, max_bytes=max_bytes))
+    assert [b for chunk in chunks for b in chunk] == items  # every task once, in order
+    for chunk in chunks:
+        assert 1 <= len(chunk) <= max_count
+        assert size({'value': chunk}) <= max_bytes
+    for first, second in zip(chunks, chunks[1:]):  # a chunk ends only when the next task would not fit
+        assert len(first) == max_count or size({'value': first + second[:1]}) > max_bytes
+
+
+def test_chunks_of_real_task_bodies_stay_under_batch_limits():
+    items = [tasks.task_body('t{}'.format(i), job(), 'customToolkitSettings', CLUSTER,
+                             {'environmentVariables': [{'name': 'I', 'value': str(i)}]}, payload=PAYLOAD)
+             for i in range(150)]
+    chunks = list(tasks.chunks(items))
+    assert all(len(c) <= 100 and size({'value': c}) <= tasks.MAX_ADD_BYTES for c in chunks)
+    validate('TaskAddCollectionParameter', {'value': chunks[0]})
+
+
+def test_a_task_too_large_for_any_request_is_refused():
+    with pytest.raises(Refusal, match='too large'):
+        list(tasks.chunks([{'id': 'big', 'commandLine': 'x' * 2000}], max_bytes=1000))
