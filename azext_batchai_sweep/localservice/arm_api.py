@@ -344,7 +344,9 @@ class _Request:
         """GET /local/subscriptions/S/resourceGroups/G/providers/Microsoft.BatchAI/workspaces/W/experiments/E/jobs:
         what Batch AI's job resource has no field for, the local service's own answer (not a Batch AI API, so
         nothing of it goes into Batch AI's resources): each job's id at its scheduler (Slurm's job id, or
-        `<array>_<task>` for a job array's task), {"scheduler": name, "value": [{"name", "schedulerJobId"}]}."""
+        `<array>_<task>` for a job array's task), {"scheduler": name, "value": [{"name", "schedulerJobId"}]}; and the
+        scheduler's notes of a job (Azure Batch: "waiting", why a queued job waits; "requeues", how often Batch
+        requeued its task after a preemption)."""
         if len(segments) != 11 or lower[2] != 'resourcegroups' or lower[4:7] != ['providers', 'microsoft.batchai',
                                                                                    'workspaces'] \
                 or lower[8] != 'experiments' or lower[10] != 'jobs':
@@ -355,8 +357,10 @@ class _Request:
         exp_key = '{}/experiments/{}'.format(resource_key(self.sub, rg, workspace), experiment.lower())
         self._only('GET', lambda: self._get(exp_key, 'experiment', experiment))
         ids = self.store.scheduler_ids(exp_key)
+        notes = self.runner.job_notes(exp_key)
         return _json_response(200, {'scheduler': self.runner.describe().get('scheduler'), 'value': [
-            {'name': name, 'schedulerJobId': ids[name]} for name in sorted(ids)]})
+            dict({'name': name, 'schedulerJobId': ids.get(name)}, **notes.get(name, {}))
+            for name in sorted(set(ids) | set(notes))]})
 
     # ---- generic pieces --------------------------------------------------------------------------------------
 

@@ -139,10 +139,10 @@ class AbMapMapping:
         return 'wd/' + node_wrapper.EXIT_FILE
 
     @staticmethod
-    def cannot_grow(pool):
-        """The error ({code, message}) why a pool cannot get nodes, or None."""
+    def cannot_grow(pool, nodes=()):
+        """The error ({code, message}) why a pool cannot run a job (states.cannot_grow), or None."""
         from . import states  # pylint: disable=import-outside-toplevel
-        return states.cannot_grow(pool)
+        return states.cannot_grow(pool, nodes)
 
     @staticmethod
     def cluster_state(pool, nodes):
