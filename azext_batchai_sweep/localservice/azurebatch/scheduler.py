@@ -131,13 +131,20 @@ class AzureBatchScheduler(SubmittingScheduler):
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
         try:
             plan = preflight.check_cluster_create(self.facts, (spec or {}).get('properties') or body['properties'],
-                                                  pools=self.api.list_pools())
+                                                  pools=self.api.list_pools(), active_jobs=self._active_jobs())
         except Refusal as ex:
             raise bad_request(ex.code, ex.reason) from None
         except BatchCallError as ex:
             raise ArmError(503, 'AzureBatchUnavailable', 'Azure Batch did not answer: {}'.format(ex)) from None
         for warning in plan.warnings:
             logger.warning('cluster %s: %s', key, warning)
+
+    def _active_jobs(self):
+        """The account's active jobs, when its quota is known (each cluster adds one: refused before its pool is
+        made when the quota is used up, rather than by Batch after); None: not counted."""
+        if (self.facts.account or {}).get('activeJobAndJobScheduleQuota') is None:
+            return None
+        return self.api.count_active_jobs()
 
     def check_job(self, props, toolkit, cluster_body):
         problem = self.mapping.check_job(props, toolkit, cluster_body)
