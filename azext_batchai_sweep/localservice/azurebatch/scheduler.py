@@ -73,6 +73,8 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     name = 'azure-batch'
     has_default_cluster = False
+    # storage_roles.StorageRoleCheck (set by connect.py): az's data role on a new cluster's storage; None: unchecked
+    storage_check = None
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
@@ -125,10 +127,15 @@ class AzureBatchScheduler(SubmittingScheduler):
         problem = self.mapping.check_pool(body, self.account, spec)
         if problem:
             raise bad_request('UnsupportedOnAzureBatch', problem)
-        if self.facts is None:
-            return
         from . import preflight  # pylint: disable=import-outside-toplevel
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        if self.storage_check is not None:
+            try:
+                self.storage_check((spec or {}).get('properties') or body['properties'])
+            except Refusal as ex:
+                raise bad_request(ex.code, ex.reason) from None
+        if self.facts is None:
+            return
         try:
             plan = preflight.check_cluster_create(self.facts, (spec or {}).get('properties') or body['properties'],
                                                   pools=self.api.list_pools(), active_jobs=self._active_jobs())
