@@ -43,7 +43,8 @@ def test_a_job_queued_on_an_autoscale_pool_says_when_the_pool_is_evaluated(batch
     assert '1 queued job: waiting for the pool' in table.stderr
     with open(gate, 'w', encoding='utf-8'):
         pass
-    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60', '-o', 'json')
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
+                    '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 2, waited.stdout + waited.stderr
     assert not any(r.get('waiting') for r in waited.json()['jobs'])
 
@@ -62,7 +63,8 @@ def test_a_preempted_jobs_requeues_are_shown_after_its_end(batch_service):  # py
     wait_until(lambda: _status(svc, target).json()['jobs'][0].get('requeues') == 1, what='the requeue is shown')
     with open(gate, 'w', encoding='utf-8'):
         pass
-    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60', '-o', 'json')
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
+                    '-o', 'json')
     assert waited.exit_code == 0, waited.stdout + waited.stderr
     (row,) = waited.json()['jobs']
     assert (row['state'], row['requeues']) == ('succeeded', 1)
@@ -77,7 +79,8 @@ def test_a_job_on_a_pool_whose_nodes_fail_their_start_task_fails_with_its_error(
     write_sweep(svc.directory, 's.yaml', 'echo loss={{X}}', [1])
     target = [*svc.group(), '-e', 'setup', '-n', 's']
     assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 's.yaml', '-c', 'badsetup').exit_code == 0
-    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60', '-o', 'json')
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
+                    '-o', 'json')
     assert waited.exit_code == 4 and waited.json()['counts']['failed'] == 1, waited.stdout + waited.stderr
     jobs = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'setup', '-o', 'json').json()
     error = jobs[0]['executionInfo']['errors'][0]
