@@ -508,7 +508,8 @@ class _Request:
         existing = self.store.get(key)
         if existing is None:
             self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
-        if self.store.insert(key, 'cluster', ws_key, body, spec=params):
+        from .stored_spec import without_credentials  # pylint: disable=import-outside-toplevel
+        if self.store.insert(key, 'cluster', ws_key, body, spec=without_credentials(params)):
             try:
                 self.runner.create_cluster(key, body, params)
             except BaseException:
@@ -516,7 +517,7 @@ class _Request:
                 raise
             self.runner.wake()
             return self._accepted('create', key)
-        return self._same_or_conflict(key, params, 'cluster', name)
+        return self._same_or_conflict(key, without_credentials(params), 'cluster', name)
 
     def cluster_update(self, rg, workspace, name, key):
         """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,

@@ -36,3 +36,25 @@ def test_a_cluster_past_the_active_job_quota_is_refused_before_its_pool(batch_se
     assert 'activeJobAndJobScheduleQuota' in refused.stderr and 'holds 1 active jobs' in refused.stderr, refused.stderr
     assert set(svc.double.account.pools) == pools  # nothing made, nothing spent
     assert svc.az('batchai', 'cluster', 'show', '-n', 'two', *svc.group()).exit_code == 3  # no cluster stored
+
+
+def test_no_storage_key_or_password_is_kept_on_disk(batch_service):  # pylint: disable=W0621
+    """Issue 31 rule 4: the key of a mounted share is sent to Batch only; the service keeps digests of it (and of
+    the admin password) to tell a repeated create from another."""
+    import base64
+    import os
+    svc = batch_service
+    key = base64.b64encode(b'storage-key-that-must-not-be-on-disk-0123456789').decode('ascii')
+    password = 'admin-Passw0rd-never-on-disk'
+    args = ['batchai', 'cluster', 'create', '-n', 'mounted', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
+            'batchai', '-p', password, '--storage-account-name', 'outputs', '--storage-account-key', key,
+            '--afs-name', 'share']
+    created = svc.az(*args)
+    assert created.exit_code == 0, created.stderr
+    (pool,) = [p for p in svc.double.account.pools.values() if p.body.get('mountConfiguration')]
+    assert pool.body['mountConfiguration'][0]['azureFileShareConfiguration']['accountKey'] == key  # sent to Batch
+    for folder, _, names in os.walk(svc.service.data_dir):
+        for name in names:
+            with open(os.path.join(folder, name), 'rb') as f:
+                data = f.read()
+            assert key.encode() not in data and password.encode() not in data, os.path.join(folder, name)
