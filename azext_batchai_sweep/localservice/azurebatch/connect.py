@@ -69,9 +69,9 @@ def connect(store, data_dir, options):
     facts = options['facts'] if 'facts' in options else preflight.AccountFacts(account, batch_credential=credential)
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, facts=facts, **extra)
-    scheduler.storage_check = storage_check
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
+    scheduler.storage_check = storage_check  # az's data role on a new cluster's storage, at cluster create
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),
                 account.get('batchEndpoint'), prefix)
     return scheduler
