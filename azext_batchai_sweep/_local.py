@@ -18,8 +18,6 @@ _FIELDS = ('endpoint', 'filesEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscrip
 # Batch account of the Azure Batch scheduler.
 _OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus', 'batchAccount',
                     'batchResourceGroup', 'batchEndpoint', 'poolAllocationMode', 'poolPrefix')
-# Cloud Shell ends a session after 20 idle minutes, and every process of it (the service too).
-_CLOUD_SHELL_VARIABLE = 'AZUREPS_HOST_ENVIRONMENT'
 
 
 def _report(info):
@@ -142,9 +140,10 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
                        'deleted.', info.get('batchAccount'),
                        info.get('batchEndpoint'), info.get('poolAllocationMode'), info['workspace'],
                        info.get('poolPrefix'))
-        if os.environ.get(_CLOUD_SHELL_VARIABLE, '').lower().startswith('cloud-shell'):
-            logger.warning('Cloud Shell ends this service with the session (after 20 idle minutes): the Batch tasks '
-                           'run on, and "local start" again re-attaches to them and collects what finished.')
+        from ._local_azure_batch import cloud_shell_notes, in_cloud_shell
+        if in_cloud_shell():
+            for note in cloud_shell_notes(data_dir):
+                logger.warning('%s', note)
     elif (info.get('scheduler') or 'processes') != scheduler:
         logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',
                        data_dir, info.get('scheduler') or 'processes')
@@ -165,8 +164,20 @@ def status(cli_ctx, data_dir=None):
     if info['running']:
         _storage_hint(cli_ctx, data_dir, info)
         if info.get('scheduler') == 'azure-batch':
-            result['pools'] = _batch_pools(info)
+            from ._local_azure_batch import merge_next_evaluation
+            result['pools'] = merge_next_evaluation(_batch_pools(info), data_dir)
+    else:
+        _add_last_pools(result, data_dir)
     return result
+
+
+def _add_last_pools(result, data_dir):
+    """A service not running: the pools an Azure Batch service on the data dir last read (they may hold nodes)."""
+    from ._local_azure_batch import pools_when_stopped, warn_stale
+    pools, read_at = pools_when_stopped(data_dir)
+    if pools is not None:
+        result['pools'], result['poolsReadAt'] = pools, read_at
+        warn_stale(pools, read_at)
 
 
 def stop(cli_ctx, data_dir=None):
@@ -187,6 +198,8 @@ def stop(cli_ctx, data_dir=None):
     if not stopped:
         logger.warning('No local Batch AI service was running on %s', data_dir)
     result = {'stopped': stopped, 'dataDir': data_dir}
+    if not before['running']:
+        _add_last_pools(result, data_dir)
     if pools is not None:
         result['pools'] = pools
         holding = _holding_nodes(pools)

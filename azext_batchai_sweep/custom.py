@@ -395,10 +395,19 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 
 
 def _add_scheduler_job_ids(cmd, client, rows, identity):
-    """On a local service whose scheduler has job ids of its own (Slurm): each row's `schedulerJobId`."""
+    """On a local service whose scheduler has job ids of its own (Slurm, Azure Batch): each row's
+    `schedulerJobId`, and the scheduler's notes (Azure Batch: why a queued job waits, its requeues), the waiting
+    ones also said on stderr (the table has no room for them)."""
     if rows:
-        from .core.service.scheduler_ids import add_scheduler_job_ids
-        add_scheduler_job_ids(rows, _scheduler_job_ids(cmd, client, identity))
+        from ._targeting import local_target
+        if not local_target(cmd.cli_ctx):
+            return
+        from .core.service.scheduler_ids import add_scheduler_job_ids, job_ids_of, scheduler_job_view, \
+            waiting_summary
+        view = scheduler_job_view(client, identity.resource_group, identity.workspace, identity.experiment)
+        add_scheduler_job_ids(rows, job_ids_of(view), view)
+        for line in waiting_summary(rows):
+            logger.warning('%s', line)
 
 
 def _scheduler_job_ids(cmd, client, identity):

@@ -344,7 +344,9 @@ class _Request:
         """GET /local/subscriptions/S/resourceGroups/G/providers/Microsoft.BatchAI/workspaces/W/experiments/E/jobs:
         what Batch AI's job resource has no field for, the local service's own answer (not a Batch AI API, so
         nothing of it goes into Batch AI's resources): each job's id at its scheduler (Slurm's job id, or
-        `<array>_<task>` for a job array's task), {"scheduler": name, "value": [{"name", "schedulerJobId"}]}."""
+        `<array>_<task>` for a job array's task), {"scheduler": name, "value": [{"name", "schedulerJobId"}]}; and the
+        scheduler's notes of a job (Azure Batch: "waiting", why a queued job waits; "requeues", how often Batch
+        requeued its task after a preemption)."""
         if len(segments) != 11 or lower[2] != 'resourcegroups' or lower[4:7] != ['providers', 'microsoft.batchai',
                                                                                    'workspaces'] \
                 or lower[8] != 'experiments' or lower[10] != 'jobs':
@@ -355,8 +357,10 @@ class _Request:
         exp_key = '{}/experiments/{}'.format(resource_key(self.sub, rg, workspace), experiment.lower())
         self._only('GET', lambda: self._get(exp_key, 'experiment', experiment))
         ids = self.store.scheduler_ids(exp_key)
+        notes = self.runner.job_notes(exp_key)
         return _json_response(200, {'scheduler': self.runner.describe().get('scheduler'), 'value': [
-            {'name': name, 'schedulerJobId': ids[name]} for name in sorted(ids)]})
+            dict({'name': name, 'schedulerJobId': ids.get(name)}, **notes.get(name, {}))
+            for name in sorted(set(ids) | set(notes))]})
 
     # ---- generic pieces --------------------------------------------------------------------------------------
 
@@ -504,7 +508,8 @@ class _Request:
         existing = self.store.get(key)
         if existing is None:
             self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
-        if self.store.insert(key, 'cluster', ws_key, body, spec=params):
+        from .stored_spec import without_credentials  # pylint: disable=import-outside-toplevel
+        if self.store.insert(key, 'cluster', ws_key, body, spec=without_credentials(params)):
             try:
                 self.runner.create_cluster(key, body, params)
             except BaseException:
@@ -512,7 +517,7 @@ class _Request:
                 raise
             self.runner.wake()
             return self._accepted('create', key)
-        return self._same_or_conflict(key, params, 'cluster', name)
+        return self._same_or_conflict(key, without_credentials(params), 'cluster', name)
 
     def cluster_update(self, rg, workspace, name, key):
         """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,

@@ -137,6 +137,11 @@ class Scheduler(abc.ABC):
             'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
             'unusableNodeCount': 0, 'leavingNodeCount': 0}
 
+    def job_notes(self, parent):  # pylint: disable=unused-argument
+        """{job name: {note: value}} of the jobs under `parent` (an experiment's key) for the local view: what
+        Batch AI's job has no field for (the Azure Batch scheduler: why a queued job waits, its requeues)."""
+        return {}
+
     # Not abstract: only a scheduler that can hold a job's end in memory (the processes runner, while the disk is
     # full) overrides these two; the ARM layer asks every scheduler.
     def view(self, key, body):  # pylint: disable=unused-argument

@@ -5,6 +5,7 @@ and one list call per poll whatever the number of tasks."""
 import time
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
@@ -97,3 +98,33 @@ def test_one_list_call_per_poll_whatever_the_number_of_tasks(double):  # pylint:
     assert len(listed) == 100 and double.count('GET', '^/jobs/j/tasks') == before + 1
     (request,) = [r for r in double.requests if r.method == 'GET' and r.path == '/jobs/j/tasks'][-1:]
     assert 'stateTransitionTime ge' in request.query.get('$filter', '') and request.query.get('$select')
+
+
+class _Answer(Exception):
+    """A failed call's exception as azure-core raises it: its response's headers (no call is made)."""
+
+    def __init__(self, headers):
+        super().__init__('throttled')
+        self.response = type('Response', (), {'headers': headers})()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(min_value=0, max_value=400, allow_nan=False), st.floats(min_value=0, max_value=0.999999),
+       st.integers(min_value=0, max_value=8), st.sampled_from(['Retry-After', 'retry-after-ms']))
+def test_retry_after_is_honoured_with_at_most_a_quarter_more_as_jitter(retry_after, draw, attempt, header):
+    """The delay after a 429/503 is never shorter than Batch asked (capped at the settings' most), and its jitter
+    is at most a quarter of it and at most 5 s, so that throttled services spread out without waiting long."""
+    retry = _JitteredRetryAfter(max_retries=8, base_delay=0.5, max_delay=20.0, random=lambda: draw)
+    value = str(retry_after * 1000) if header == 'retry-after-ms' else str(retry_after)
+    asked = min(float(value) / (1000 if header == 'retry-after-ms' else 1), retry.max_retry_after)
+    delay = retry.backoff(attempt, _Answer({header: value}))
+    assert asked <= delay <= asked + min(5.0, asked * 0.25) + 1e-9
+    assert delay == pytest.approx(asked + draw * min(5.0, asked * 0.25))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(min_value=0, max_value=0.999999), st.integers(min_value=0, max_value=12))
+def test_without_retry_after_the_backoff_is_full_jitter_under_its_cap(draw, attempt):
+    retry = _JitteredRetryAfter(max_retries=8, base_delay=0.5, max_delay=20.0, random=lambda: draw)
+    delay = retry.backoff(attempt, _Answer({}))
+    assert 0 <= delay <= min(20.0, 0.5 * 2 ** attempt)

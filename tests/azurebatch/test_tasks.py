@@ -151,3 +151,38 @@ def test_chunks_of_real_task_bodies_stay_under_batch_limits():
 def test_a_task_too_large_for_any_request_is_refused():
     with pytest.raises(Refusal, match='too large'):
         list(tasks.chunks([{'id': 'big', 'commandLine': 'x' * 2000}], max_bytes=1000))
+
+
+def _props(env_bytes, secret_bytes=0):
+    """A job's create properties with an environment variable and a secret of the given sizes."""
+    props = dict(job()['properties'])
+    props['environmentVariables'] = [{'name': 'BIG', 'value': 'e' * env_bytes}]
+    props['secrets'] = [{'name': 'KEY', 'value': 's' * secret_bytes}]
+    return props
+
+
+def test_a_job_whose_environment_cannot_fit_a_batch_request_is_refused_at_submit():
+    tasks.check_task_size(_props(1000), 'customToolkitSettings', CLUSTER, PAYLOAD)  # a usual job passes
+    with pytest.raises(Refusal, match=r'over the \d+ bytes a Batch request may carry') as refused:
+        tasks.check_task_size(_props(600 * 1000, 500 * 1000), 'customToolkitSettings', CLUSTER, PAYLOAD)
+    assert refused.value.code == 'RequestTooLarge' and 'environmentVariables and secrets' in refused.value.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=4000), st.integers(min_value=0, max_value=4000),
+       st.integers(min_value=1, max_value=64), st.integers(min_value=1, max_value=64))
+def test_what_passes_the_submit_check_fits_at_the_add(env_bytes, secret_bytes, name_length, id_length):
+    """The size check at submit uses the longest name and task id: a job it lets through never fails its add for
+    size, and only jobs within a few hundred bytes of the limit are refused that the add might have taken."""
+    props = _props(env_bytes, secret_bytes)
+    base = len(json.dumps({'value': [tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, _props(0),
+                                                     payload=PAYLOAD)]}, separators=(',', ':')))
+    max_bytes = base + 4000  # the limit falls inside the range of sizes drawn
+    real = tasks.task_body('t' * id_length, dict(job(), name='n' * name_length), 'customToolkitSettings', CLUSTER,
+                           props, payload=PAYLOAD)
+    try:
+        tasks.check_task_size(props, 'customToolkitSettings', CLUSTER, PAYLOAD, max_bytes=max_bytes)
+    except Refusal:
+        assert env_bytes + secret_bytes > 4000 - 400  # refused only near or over the limit
+        return
+    assert list(tasks.chunks([real], max_bytes=max_bytes)) == [[real]]

@@ -14,9 +14,9 @@ logger = logging.getLogger(__name__)
 LOCAL_VIEW = 'local'  # kept in sync with localservice.LOCAL_VIEW (the client imports nothing of the service)
 
 
-def scheduler_job_ids(client, resource_group, workspace, experiment):
-    """{job name (lower case): scheduler job id} of the experiment's jobs a scheduler with ids has taken; {} when
-    the service has no such view (a service of 0.2 or older) or none of them (the processes scheduler)."""
+def scheduler_job_view(client, resource_group, workspace, experiment):
+    """{job name (lower case): the local view's item ({"name", "schedulerJobId", and the scheduler's notes})} of
+    the experiment's jobs; {} when the service has no such view (a service of 0.2 or older)."""
     from azure.core.exceptions import HttpResponseError  # pylint: disable=import-outside-toplevel
     url = '/' + LOCAL_VIEW + jobs_url(client, resource_group, workspace, experiment)
     try:
@@ -24,14 +24,47 @@ def scheduler_job_ids(client, resource_group, workspace, experiment):
     except HttpResponseError as ex:
         logger.debug('no scheduler job ids: %s', ex)
         return {}
-    return {str(item.get('name', '')).lower(): item.get('schedulerJobId') for item in body.get('value') or []
-            if item.get('schedulerJobId')}
+    return {str(item.get('name', '')).lower(): item for item in body.get('value') or [] if isinstance(item, dict)}
 
 
-def add_scheduler_job_ids(rows, ids):
-    """Set `schedulerJobId` on the status rows (dicts with `name`) whose job has one."""
+def job_ids_of(view):
+    """{job name (lower case): scheduler job id} of a scheduler_job_view (only the jobs that have one)."""
+    return {name: item.get('schedulerJobId') for name, item in view.items() if item.get('schedulerJobId')}
+
+
+def scheduler_job_ids(client, resource_group, workspace, experiment):
+    """{job name (lower case): scheduler job id} of the experiment's jobs a scheduler with ids has taken; {} when
+    the service has no such view (a service of 0.2 or older) or none of them (the processes scheduler)."""
+    return job_ids_of(scheduler_job_view(client, resource_group, workspace, experiment))
+
+
+# The scheduler's notes of a job the status rows carry (the Azure Batch scheduler's): why a queued job waits
+# ("waiting for the pool (next evaluation about HH:MM UTC)"), and how often Batch requeued its task (preemption).
+NOTE_KEYS = ('waiting', 'requeues')
+
+
+def add_scheduler_job_ids(rows, ids, view=None):
+    """Set `schedulerJobId` on the status rows (dicts with `name`) whose job has one, and the scheduler's notes
+    (NOTE_KEYS) from `view` (scheduler_job_view) on those it has notes for: a waiting note only while the row is
+    queued, so that a state read after the view never shows an outdated reason."""
+    view = view or {}
     for row in rows:
-        job_id = ids.get(str(row.get('name', '')).lower())
+        name = str(row.get('name', '')).lower()
+        job_id = ids.get(name)
         if job_id:
             row['schedulerJobId'] = job_id
+        item = view.get(name) or {}
+        if item.get('requeues'):
+            row['requeues'] = int(item['requeues'])
+        if item.get('waiting') and row.get('state') == 'queued':
+            row['waiting'] = str(item['waiting'])
     return rows
+
+
+def waiting_summary(rows):
+    """One line per distinct waiting note of the rows ("3 queued jobs: waiting for the pool (...)"), for stderr."""
+    counts = {}
+    for row in rows:
+        if row.get('waiting'):
+            counts[row['waiting']] = counts.get(row['waiting'], 0) + 1
+    return ['{} queued job{}: {}'.format(n, '' if n == 1 else 's', note) for note, n in sorted(counts.items())]

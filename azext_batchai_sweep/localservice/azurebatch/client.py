@@ -285,3 +285,11 @@ class BatchApi:
             job_id, task_id, path, ocp_range='bytes={}-{}'.format(start, end - 1), **NO_SDK_RETRY)),
             ok_codes=('FileNotFound', 'TaskNotFound', 'NodeNotFound'), ok_status=(404,))
         return data or b''
+
+    # ---- quotas ------------------------------------------------------------------------------------------------
+
+    def count_active_jobs(self):
+        """The account's active Batch jobs (of any tool: they all count against activeJobAndJobScheduleQuota),
+        one list call with only their ids."""
+        return len(self._call('list_jobs', lambda: list(self.client.list_jobs(
+            filter="state eq 'active'", select=['id'], **NO_SDK_RETRY))) or [])

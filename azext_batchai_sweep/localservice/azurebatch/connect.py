@@ -51,6 +51,10 @@ def connect(store, data_dir, options):
         images = account.get('supportedImages')
         if images is None:
             images = api.list_supported_images()
+        storage_check = _storage_check(options)
+        if storage_check is not None:
+            from .storage_roles import check_stored_clusters  # pylint: disable=import-outside-toplevel
+            check_stored_clusters(store, storage_check)
     except Refusal as ex:
         raise RuntimeError(ex.reason) from None
     except LoginError as ex:
@@ -73,6 +77,18 @@ def connect(store, data_dir, options):
                                     pool_prefix=prefix, facts=facts, shares=shares, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
+    scheduler.storage_check = storage_check  # az's data role on a new cluster's storage, at cluster create
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),
                 account.get('batchEndpoint'), prefix)
     return scheduler
+
+
+def _storage_check(options):
+    """The check of az's data role on the clusters' storage (storage_roles.StorageRoleCheck): tests that give the
+    account as found give this check too (or None), as they give its facts."""
+    if 'storage_check' in options:
+        return options['storage_check']
+    if options.get('account_info'):
+        return None
+    from .storage_roles import StorageRoleCheck  # pylint: disable=import-outside-toplevel
+    return StorageRoleCheck()

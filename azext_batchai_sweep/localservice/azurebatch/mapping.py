@@ -86,14 +86,16 @@ class AbMapMapping:
 
     # ---- tasks.py: a Batch AI job as a task ---------------------------------------------------------------------
 
-    @staticmethod
-    def check_job(props, toolkit, cluster_body):
-        """None when the cluster's pool can run the job, else the reason."""
-        from . import tasks  # pylint: disable=import-outside-toplevel
+    def check_job(self, props, toolkit, cluster_body):
+        """None when the cluster's pool can run the job and its task fits a Batch request, else the reason."""
+        from . import node_wrapper, tasks  # pylint: disable=import-outside-toplevel
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
         cluster_props = cluster_body['properties']
         try:
             tasks.check_job(props, toolkit, cluster_props, _multi_node(cluster_props), containers=True)
+            if self._payload is None:
+                self._payload = node_wrapper.payload()
+            tasks.check_task_size(props, toolkit, cluster_props, self._payload)
         except Refusal as ex:
             return ex.reason
         return None
@@ -139,10 +141,10 @@ class AbMapMapping:
         return 'wd/' + node_wrapper.EXIT_FILE
 
     @staticmethod
-    def cannot_grow(pool):
-        """The error ({code, message}) why a pool cannot get nodes, or None."""
+    def cannot_grow(pool, nodes=()):
+        """The error ({code, message}) why a pool cannot run a job (states.cannot_grow), or None."""
         from . import states  # pylint: disable=import-outside-toplevel
-        return states.cannot_grow(pool)
+        return states.cannot_grow(pool, nodes)
 
     @staticmethod
     def cluster_state(pool, nodes):

@@ -75,6 +75,8 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     name = 'azure-batch'
     has_default_cluster = False
+    # storage_roles.StorageRoleCheck (set by connect.py): az's data role on a new cluster's storage; None: unchecked
+    storage_check = None
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
@@ -102,6 +104,8 @@ class AzureBatchScheduler(SubmittingScheduler):
         self._pools = {}  # cluster key -> (the pool's JSON, its nodes' JSON) as last read
         self._pools_at = 0.0
         self._pools_stale = True  # a pool was made or changed, or a task started or ended: read the pools again
+        self._requeue_counts = {}  # job key -> Batch's requeues of its task (shown by job_notes, after its end too)
+        self._waiting_logged = {}  # cluster key -> the waiting note last logged for its queued jobs
 
     # ---- identities ------------------------------------------------------------------------------------------
 
@@ -127,19 +131,31 @@ class AzureBatchScheduler(SubmittingScheduler):
         problem = self.mapping.check_pool(body, self.account, spec)
         if problem:
             raise bad_request('UnsupportedOnAzureBatch', problem)
-        if self.facts is None:
-            return
         from . import preflight  # pylint: disable=import-outside-toplevel
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        if self.storage_check is not None:
+            try:
+                self.storage_check((spec or {}).get('properties') or body['properties'])
+            except Refusal as ex:
+                raise bad_request(ex.code, ex.reason) from None
+        if self.facts is None:
+            return
         try:
             plan = preflight.check_cluster_create(self.facts, (spec or {}).get('properties') or body['properties'],
-                                                  pools=self.api.list_pools())
+                                                  pools=self.api.list_pools(), active_jobs=self._active_jobs())
         except Refusal as ex:
             raise bad_request(ex.code, ex.reason) from None
         except BatchCallError as ex:
             raise ArmError(503, 'AzureBatchUnavailable', 'Azure Batch did not answer: {}'.format(ex)) from None
         for warning in plan.warnings:
             logger.warning('cluster %s: %s', key, warning)
+
+    def _active_jobs(self):
+        """The account's active jobs, when its quota is known (each cluster adds one: refused before its pool is
+        made when the quota is used up, rather than by Batch after); None: not counted."""
+        if (self.facts.account or {}).get('activeJobAndJobScheduleQuota') is None:
+            return None
+        return self.api.count_active_jobs()
 
     def check_job(self, props, toolkit, cluster_body):
         problem = self.mapping.check_job(props, toolkit, cluster_body)
@@ -450,6 +466,8 @@ class AzureBatchScheduler(SubmittingScheduler):
             logger.info('job %s: Batch requeued task %s (its node was preempted; %d requeue(s))', key,
                         task.task_id, requeues)
             task.requeues = requeues
+            with self._lock:
+                self._requeue_counts[key] = requeues
             # The new attempt starts from scratch (the wrapper cleans its outputs on the node): so do its copies.
             task.offsets = {}
             _empty_local_outputs(task.layout)
@@ -557,14 +575,15 @@ class AzureBatchScheduler(SubmittingScheduler):
                 pools[key] = (pool, nodes)
         with self._lock:
             self._pools = pools
+        self._watch_pools(pools)
         self._fail_unrunnable(pools)
 
     def _fail_unrunnable(self, pools):
         """Fail the jobs that waited longer than unrunnable_seconds on a pool that cannot grow, with Batch's error
         (their tasks are deleted: they must not start later, when nobody expects them)."""
         now = time.monotonic()
-        for cluster, (pool, _) in pools.items():
-            problem = self.mapping.cannot_grow(pool)
+        for cluster, (pool, nodes) in pools.items():
+            problem = self.mapping.cannot_grow(pool, nodes)
             if problem is None:
                 continue
             with self._lock:
@@ -575,6 +594,43 @@ class AzureBatchScheduler(SubmittingScheduler):
                 waited = int(now - task.queued_at)
                 self._fail_held(key, task, problem['code'], '{} The job waited {} s for a node of pool {} and was '
                                 'removed from Batch.'.format(problem['message'].rstrip(), waited, pool.get('id')))
+
+    def _watch_pools(self, pools):
+        """Record the pools as read in the data dir (`local status`/`local stop` list them when the service is not
+        running), and log once per change why each cluster's queued jobs wait (pool_watch.waiting_note)."""
+        from . import pool_watch  # pylint: disable=import-outside-toplevel
+        try:
+            pool_watch.write_last_pools(self._data_dir, [pool_watch.pool_row(key, pool)
+                                                         for key, (pool, _) in sorted(pools.items())])
+        except OSError as ex:
+            logger.warning('recording the pools in %s failed: %s', self._data_dir, ex)
+        with self._lock:
+            waiting = {t.cluster for t in self._held.values() if not t.running and t.reason is None}
+        for cluster in sorted(waiting):
+            pool, nodes = pools.get(cluster, (None, []))
+            note = pool_watch.waiting_note(pool, nodes)
+            if self._waiting_logged.get(cluster) != note:
+                self._waiting_logged[cluster] = note
+                logger.info('cluster %s: its queued jobs are %s', cluster, note)
+
+    def job_notes(self, parent):
+        """{job name: {'waiting': why it waits (pool_watch.waiting_note), 'requeues': Batch's requeues of its task}}
+        of the jobs under `parent` (an experiment's key) that wait or were requeued: the local view's answer
+        (Batch AI's job has no field for either)."""
+        from . import pool_watch  # pylint: disable=import-outside-toplevel
+        prefix = parent + '/'
+        notes = {}
+        with self._lock:
+            for key, count in self._requeue_counts.items():
+                if key.startswith(prefix) and count:
+                    notes.setdefault(key.rsplit('/', 1)[-1], {})['requeues'] = count
+            waiting = [(k, t.cluster) for k, t in self._held.items()
+                       if k.startswith(prefix) and not t.running and t.reason is None]
+            pools = dict(self._pools)
+        for key, cluster in waiting:
+            pool, nodes = pools.get(cluster, (None, []))
+            notes.setdefault(key.rsplit('/', 1)[-1], {})['waiting'] = pool_watch.waiting_note(pool, nodes)
+        return notes
 
     def _cluster_keys(self):
         """Keys of every cluster of the store (a cluster is a pool of this service)."""

@@ -139,11 +139,18 @@ def cluster_state(pool, nodes=()):
             'currentNodeCount': current, 'nodeStateCounts': counts, 'errors': cluster_errors(pool, nodes)}
 
 
-def cannot_grow(pool):
-    """The error why a pool cannot get nodes (a quota or allocation resize error, or its autoscale formula
-    failing), or None: a job queued on it longer than the service's bounded wait fails with it."""
+def cannot_grow(pool, nodes=()):
+    """The error why a pool cannot run a job (a quota or allocation resize error, its autoscale formula failing,
+    or every node it has failed its start task: Batch keeps such nodes, unusable, and adds no other), or None: a
+    job queued on it longer than the service's bounded wait fails with it."""
     errors = cluster_errors(pool)
-    return errors[0] if errors else None
+    if errors:
+        return errors[0]
+    nodes = list(nodes or [])
+    if nodes and all(n.get('state') == 'starttaskfailed' or ((n.get('startTaskInfo') or {}).get('failureInfo'))
+                     for n in nodes):
+        return cluster_errors({}, nodes)[0]
+    return None
 
 
 def next_evaluation(pool):

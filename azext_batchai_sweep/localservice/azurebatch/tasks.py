@@ -177,6 +177,26 @@ def batch_job_body(batch_job_id, pool_id):
             'usesTaskDependencies': False}
 
 
+# The longest a Batch AI job name and a task id can be: the stand-ins of a size check made before either exists.
+_LONGEST_NAME = 'j' * 64
+_LONGEST_TASK_ID = 't' * 64
+
+
+def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_ADD_BYTES):
+    """Refusal at submit when the job's task body (environment variables, secrets, the wrapper and its launch
+    settings) cannot fit in a Batch request of `max_bytes` even alone: it would fail at every add. The body is
+    built as the add builds it, with the longest job name and task id, so what passes here fits at the add."""
+    job_body = {'name': _LONGEST_NAME, 'properties': dict(props, jobOutputDirectoryPathSegment='0' * 36)}
+    body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props, payload=payload)
+    own, limit = _size(body), max_bytes - _size({'value': []})
+    if own > limit:
+        variables = sum(_size(e) for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or [])
+        raise Refusal('The job\'s Batch task would be {} bytes, over the {} bytes a Batch request may carry (its '
+                      'environmentVariables and secrets take {} bytes of it): pass large values as files (an '
+                      'input directory or a mounted share) instead.'.format(own, limit, variables),
+                      code='RequestTooLarge')
+
+
 def _size(body):
     return len(json.dumps(body, separators=(',', ':')).encode('utf-8'))
 

@@ -1,0 +1,66 @@
+"""pool_watch.py: why a queued job waits (next autoscale evaluation, a pool that cannot grow), and the pools
+recorded in the data dir for `local status`/`stop` when the service is not running; states.cannot_grow with
+nodes whose start task failed."""
+import datetime
+
+from azext_batchai_sweep._local_azure_batch import cloud_shell_notes
+from azext_batchai_sweep.localservice.azurebatch import pool_watch, states
+
+UTC = datetime.timezone.utc
+NOW = datetime.datetime(2026, 11, 26, 10, 1, tzinfo=UTC)
+
+
+def _autoscale(timestamp='2026-11-26T10:00:00Z', interval='PT5M', **extra):
+    return dict({'id': 'p', 'enableAutoScale': True, 'autoScaleEvaluationInterval': interval,
+                 'autoScaleRun': {'timestamp': timestamp}, 'allocationState': 'steady'}, **extra)
+
+
+def test_a_job_on_an_autoscale_pool_waits_for_its_next_evaluation():
+    assert pool_watch.waiting_note(_autoscale(), now=NOW) == 'waiting for the pool (next evaluation about 10:05 UTC)'
+    assert pool_watch.waiting_note(_autoscale(interval='PT15M'), now=NOW) == (
+        'waiting for the pool (next evaluation about 10:15 UTC)')
+    late = datetime.datetime(2026, 11, 26, 10, 7, tzinfo=UTC)  # Batch evaluates late: never a time in the past
+    assert pool_watch.waiting_note(_autoscale(), now=late) == 'waiting for the pool (next evaluation due now)'
+
+
+def test_other_waits_say_why():
+    assert pool_watch.waiting_note({'id': 'p', 'enableAutoScale': False}, now=NOW) == 'waiting for a node of the pool'
+    assert pool_watch.waiting_note(None) == 'waiting for its pool to be read'
+    quota = _autoscale(resizeErrors=[{'code': 'AccountCoreQuotaReached', 'message': 'Quota reached.'}])
+    assert 'cannot grow (AccountCoreQuotaReached)' in pool_watch.waiting_note(quota, now=NOW)
+    failing = _autoscale(autoScaleRun={'timestamp': '2026-11-26T10:00:00Z',
+                                       'error': {'code': 'InvalidFormula', 'message': 'bad'}})
+    assert 'cannot grow (InvalidFormula)' in pool_watch.waiting_note(failing, now=NOW)
+
+
+def test_a_pool_whose_every_node_failed_its_start_task_cannot_run_a_job():
+    failed = {'id': 'n1', 'state': 'starttaskfailed',
+              'startTaskInfo': {'exitCode': 3, 'failureInfo': {'code': 'FailureExitCode', 'message': 'exit 3'}}}
+    idle = {'id': 'n2', 'state': 'idle'}
+    pool = {'id': 'p', 'allocationState': 'steady'}
+    assert states.cannot_grow(pool, [failed])['code'] == 'SetupTaskFailed'
+    assert states.cannot_grow(pool, [failed, dict(failed, id='n3')])['code'] == 'SetupTaskFailed'
+    assert states.cannot_grow(pool, [failed, idle]) is None  # one usable node: the job runs there
+    assert states.cannot_grow(pool, []) is None and states.cannot_grow(pool) is None
+    assert 'cannot grow (SetupTaskFailed)' in pool_watch.waiting_note(pool, [failed])
+
+
+def test_the_pools_record_round_trips_and_a_missing_one_is_none(tmp_path):
+    assert pool_watch.read_last_pools(str(tmp_path)) is None
+    row = pool_watch.pool_row('sub/rg/ws/clusters/c1', _autoscale(currentDedicatedNodes=2,
+                                                                  currentLowPriorityNodes=1), now=NOW)
+    assert row == {'cluster': 'c1', 'workspace': 'ws', 'resourceGroup': 'rg', 'pool': 'p', 'nodes': 3,
+                   'allocationState': 'steady', 'nextEvaluation': 'about 10:05 UTC'}
+    pool_watch.write_last_pools(str(tmp_path), [row], now=NOW)
+    assert pool_watch.read_last_pools(str(tmp_path)) == {'readAt': '2026-11-26T10:01:00Z', 'pools': [row]}
+    (tmp_path / pool_watch.LAST_POOLS).write_text('not json')
+    assert pool_watch.read_last_pools(str(tmp_path)) is None
+
+
+def test_cloud_shell_notes_say_whether_the_data_dir_outlives_the_session(tmp_path, monkeypatch):
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    (tmp_path / 'home').mkdir()
+    inside = cloud_shell_notes(str(tmp_path / 'home' / '.azure' / 'local'))
+    assert 'drain to zero nodes by themselves' in inside[0] and 'under your persisted home' in inside[1]
+    outside = cloud_shell_notes(str(tmp_path / 'elsewhere'))
+    assert 'lost with the session' in outside[1] and 'Give --data-dir under' in outside[1]
