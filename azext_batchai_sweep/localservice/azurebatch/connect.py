@@ -3,8 +3,14 @@
 `connect(store, data_dir, options)`: options are `__main__`'s flags (batch_account, resource_group, pool_prefix,
 poll_seconds). Tests construct the same scheduler with their own parts instead of the lookups (account_info: the
 account as found; credential; api; mapping): no user-facing option exists for them.
+
+The scheduler's timings (seconds between two task polls, pool reads, file mirrors; how long a job may wait on a
+pool that cannot grow) can also come from the environment `local start` runs in: TIMINGS_ENV, e.g.
+`poll=0.2,pools=0.5,files=0.5,unrunnable=2` (the end-to-end tests' Batch double runs a fast clock; an operator
+may poll less often). The defaults are the scheduler's own.
 """
 import logging
+import os
 import re
 
 from .auth import AzLoginCredential, LoginError
@@ -24,6 +30,28 @@ def check_pool_prefix(prefix):
                          'or digit'.format(prefix))
 
 
+TIMINGS_ENV = 'AZURE_BATCHAI_SWEEP_BATCH_TIMINGS'
+TIMING_NAMES = {'poll': 'poll_seconds', 'pools': 'pools_seconds', 'files': 'files_seconds',
+                'unrunnable': 'unrunnable_seconds'}
+
+
+def timings_from_env(environ=None):
+    """The scheduler's timings named in TIMINGS_ENV ({'poll_seconds': 0.2, ...}); ValueError naming what is wrong."""
+    text = (os.environ if environ is None else environ).get(TIMINGS_ENV, '').strip()
+    timings = {}
+    for item in filter(None, (part.strip() for part in text.split(','))):
+        name, _, value = item.partition('=')
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if name.strip() not in TIMING_NAMES or not 0 < seconds <= 3600:
+            raise ValueError("{} '{}': each item is NAME=SECONDS, NAME one of {}, SECONDS above 0 and at most "
+                             "3600".format(TIMINGS_ENV, item, ', '.join(TIMING_NAMES)))
+        timings[TIMING_NAMES[name.strip()]] = seconds
+    return timings
+
+
 def find_account(name, resource_group):
     """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
     batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch and az's login."""
@@ -41,6 +69,7 @@ def connect(store, data_dir, options):
     logging.getLogger('azure').setLevel(max(logging.WARNING, logging.getLogger('azure').level))
     prefix = options.get('pool_prefix') or DEFAULT_POOL_PREFIX
     check_pool_prefix(prefix)
+    extra = timings_from_env()
     try:
         account = options.get('account_info') or find_account(options['batch_account'],
                                                                options.get('resource_group'))
@@ -58,8 +87,7 @@ def connect(store, data_dir, options):
     except BatchCallError as ex:
         raise RuntimeError('Azure Batch account {} did not answer: {}'.format(account.get('batchAccount'),
                                                                               ex)) from None
-    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds', 'unrunnable_seconds')
-             if options.get(name)}
+    extra.update({name: options[name] for name in TIMING_NAMES.values() if options.get(name)})
     # What cluster create checks (the region's VM sizes, quotas): fetched with az's login when first needed; tests
     # give their own facts (or none) with the account.
     facts = options['facts'] if 'facts' in options else preflight.AccountFacts(account, batch_credential=credential)
