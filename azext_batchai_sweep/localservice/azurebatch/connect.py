@@ -52,11 +52,26 @@ def timings_from_env(environ=None):
     return timings
 
 
-def find_account(name, resource_group):
-    """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
-    batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch and az's login."""
-    from .account import find_account as lookup  # pylint: disable=import-outside-toplevel
-    return lookup(name, resource_group)
+class AzureLookup:
+    """What `local start` reads from Azure with az's login, as a user's az reaches it: az's active cloud and
+    subscription (account.az_arm_target, read once), a credential for ARM and one for Batch (auth.py: az's own
+    `account get-access-token`, each refreshed on its own)."""
+
+    def __init__(self):
+        from . import account  # pylint: disable=import-outside-toplevel
+        self.arm = account.az_arm_target()
+        self.arm_credential = account.az_credential(self.arm.audience)
+
+    def find_account(self, name, resource_group):
+        """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
+        batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch."""
+        from .account import find_account as lookup  # pylint: disable=import-outside-toplevel
+        return lookup(name, resource_group, credential=self.arm_credential, arm=self.arm)
+
+    def permissions(self, account):
+        """az's login's permissions on the account (ARM's permissions list): what preflight's role check reads."""
+        from .preflight import list_permissions  # pylint: disable=import-outside-toplevel
+        return list_permissions(account['batchAccountId'], self.arm_credential, self.arm)
 
 
 def connect(store, data_dir, options):
@@ -70,12 +85,17 @@ def connect(store, data_dir, options):
     prefix = options.get('pool_prefix') or DEFAULT_POOL_PREFIX
     check_pool_prefix(prefix)
     extra = timings_from_env()
+    azure = None
     try:
-        account = options.get('account_info') or find_account(options['batch_account'],
-                                                               options.get('resource_group'))
+        account = options.get('account_info')
+        if account is None:
+            azure = AzureLookup()
+            account = azure.find_account(options['batch_account'], options.get('resource_group'))
         credential = options.get('credential') or AzLoginCredential()
         api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
-        preflight.check_local_start(account, credential, client=api.client)
+        # The role check reads ARM: done for an account found there (tests that give the account skip it).
+        permissions = azure.permissions(account) if azure else None
+        preflight.check_local_start(account, credential, permissions=permissions, client=api.client)
         # The account's supported images, where every pool's image and node agent come from.
         images = account.get('supportedImages')
         if images is None:
@@ -90,7 +110,8 @@ def connect(store, data_dir, options):
     extra.update({name: options[name] for name in TIMING_NAMES.values() if options.get(name)})
     # What cluster create checks (the region's VM sizes, quotas): fetched with az's login when first needed; tests
     # give their own facts (or none) with the account.
-    facts = options['facts'] if 'facts' in options else preflight.AccountFacts(account, batch_credential=credential)
+    facts = options['facts'] if 'facts' in options else preflight.AccountFacts(
+        account, arm_credential=azure and azure.arm_credential, batch_credential=credential, arm=azure and azure.arm)
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, facts=facts, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
