@@ -15,7 +15,7 @@ from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=w
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-TOKEN_FROM_AZ = "got a Batch access token from az's login"
+TOKEN_FROM_AZ = "got an access token for https://batch.core.windows.net/ from az's login"
 
 
 def _start(svc, *extra):
