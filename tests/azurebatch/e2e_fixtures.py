@@ -65,6 +65,8 @@ class BatchService:  # pylint: disable=too-many-instance-attributes
         started = self.az('batchai', 'sweep', 'local', 'start', '--data-dir', self.data_dir, '--scheduler',
                           'azure-batch', '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP, *extra, '-o', 'json')
         assert started.exit_code == 0, started.stderr
+        # The account as ARM described it: its data plane is Prism's endpoint (every Batch call is checked there).
+        assert 'scheduling on Azure Batch account {} ({})'.format(ACCOUNT, self.double.endpoint) in self.log()
         self.start_args = list(extra)
         self.info = started.json()
         return started
