@@ -1,8 +1,9 @@
 """The Azure Batch scheduler of a service start, checked before the service serves anything.
 
 `connect(store, data_dir, options)`: options are `__main__`'s flags (batch_account, resource_group, pool_prefix,
-poll_seconds). Tests construct the same scheduler with their own parts instead of the lookups (account_info: the
-account as found; credential; api; mapping): no user-facing option exists for them.
+poll_seconds). The account is found and az's login checked against it (AzureLookup) as for a user; a test of
+single parts may construct the same scheduler with its own parts instead (account_info: the account as found;
+credential; api; facts; mapping): no user-facing option exists for them, and the end-to-end tests give none.
 
 The scheduler's timings (seconds between two task polls, pool reads, file mirrors; how long a job may wait on a
 pool that cannot grow) can also come from the environment `local start` runs in: TIMINGS_ENV, e.g.
