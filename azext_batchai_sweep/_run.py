@@ -282,11 +282,9 @@ def _plan_warm_start(definition):
     entries = definition.sampling.get('warmStart')
     if not entries:
         return None
-    from .core.tuning.warmstart import inherit
+    from .core.tuning.warmstart import inherit_for
     files = definition.warm_start_files
-    inheritance = inherit([(entry, files[entry]) for entry in entries if entry in files], definition.parameters,
-                          metric=(definition.objective or {}).get('metric'),
-                          resource_name=definition.resource_spec.name if definition.resource_spec else None)
+    inheritance = inherit_for(definition, [(entry, files[entry]) for entry in entries if entry in files])
     definition.inherited = inheritance.trials
     for line in inheritance.messages():
         logger.warning(line)

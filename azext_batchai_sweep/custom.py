@@ -682,6 +682,11 @@ def _said_importance(identity, entries):
         if entry['tooFewJobs']:
             logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
                            entry['message'])
+        said = entry.get('resource')
+        if said:  # Hyperband: values at different resources do not compare (core/report/importance.at_one_resource)
+            logger.warning('Sweep %s: importance for %s from the jobs at %s %g only (%d; %d at other %s left out).',
+                           identity.name, entry['objective'], said['name'], said['value'], said['jobs'],
+                           said['leftOut'], said['name'])
     return {'sweep': identity.name, 'importance': entries}
 
 
@@ -690,8 +695,9 @@ def _metrics_importance(identity, rows, goal, metric, run_rows):
     scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
     from .core.report.importance import metrics_importance
     stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
+    resources = {name: (row or {}).get('resource') for name, row in (run_rows or {}).items()}
     return _said_importance(identity, metrics_importance(rows, goal, metric, infos=_plan_infos(identity),
-                                                         stopped=stopped))
+                                                         stopped=stopped, resources=resources))
 
 
 def _pareto_front(cmd, identity, top, run_view):

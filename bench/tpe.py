@@ -132,19 +132,23 @@ FUNCTIONS = {
 # -- searches ------------------------------------------------------------------------------------------------------
 
 def run_ours(func, specs, seed, evals, in_flight, **options):
+    return [trial.reports[-1].value for trial in ours_trials(func, specs, seed, evals, in_flight, **options)]
+
+
+def ours_trials(func, specs, seed, evals, in_flight, **options):
+    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py)."""
     sampler = TPESampler(specs, goal='min', seed=seed, **options)
-    trials, queue, values = [], [], []
-    while len(values) < evals:
+    trials, queue, finished = [], [], []
+    while len(finished) < evals:
         while len(queue) < in_flight and len(trials) < evals:
             suggestion = sampler.suggest(trials, 1)[0]
             trial = Trial(name='j%d' % len(trials), index=len(trials), params=suggestion.params, state='running')
             trials.append(trial)
             queue.append(trial)
         trial = queue.pop(0)
-        value = func(trial.params)
-        trial.state, trial.reports = 'succeeded', (Report(1, value),)
-        values.append(value)
-    return values
+        trial.state, trial.reports = 'succeeded', (Report(1, func(trial.params)),)
+        finished.append(trial)
+    return finished
 
 
 def _optuna_params(trial, specs):
@@ -223,6 +227,12 @@ def quartiles(values):
     return q1, median, q3
 
 
+def median_cell(values):
+    """A table cell: 'median [q1, q3]'."""
+    q1, median, q3 = quartiles(values)
+    return '{:.4g} [{:.3g}, {:.3g}]'.format(median, q1, q3)
+
+
 def regret_table(args):
     rows = []
     for name in args.functions:
@@ -253,8 +263,11 @@ def print_row(row):
 
 
 def median_ratio(first, second):
-    bottom = statistics.median(second)
-    return statistics.median(first) / bottom if bottom else math.inf
+    """median(first) / median(second); 1.0 when both are 0 (neither did better: both found an optimum)."""
+    top, bottom = statistics.median(first), statistics.median(second)
+    if bottom == 0:
+        return 1.0 if top == 0 else math.inf
+    return top / bottom
 
 
 def targets_by_block(rows, size, first_seed):

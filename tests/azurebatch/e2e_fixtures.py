@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.connect import TIMINGS_ENV
+from azext_batchai_sweep.localservice.azurebatch.preflight import AccountFacts
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 from tests.fixtures_az import AzRunner
 
@@ -122,6 +123,87 @@ def batch_service(batch_user):  # pylint: disable=redefined-outer-name
     --batch-account testacct -g batch-rg`."""
     batch_user.start()
     return batch_user
+
+
+# ---- In the test's own process, for tests/azurebatch/test_e2e_share_outputs.py only ----------------------------
+# The one seam left (TEST CODE): that test's share reader must be given the Files double's endpoint instead of
+# `<account>.file.core.windows.net` (which cannot be reached offline), and only construction can give it, so its
+# service runs in the test's process, built with its parts: the account as found (ACCOUNT_AS_FOUND), the facts
+# cluster create checks (GivenFacts), and tokens from the double. Everything else runs the user's path above.
+
+# The account's supported images as the data plane lists them (one current Ubuntu).
+SUPPORTED_IMAGES = [{'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux', 'verificationType': 'verified',
+                     'capabilities': [], 'batchSupportEndOfLife': '2027-04-30T00:00:00Z',
+                     'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                        'sku': '22_04-lts', 'version': 'latest'}}]
+# The VM sizes Batch offers in the account's region, as ARM lists them.
+VM_SKUS = [{'name': 'Standard_D2s_v3', 'familyName': 'standardDSv3Family',
+            'capabilities': [{'name': 'vCPUs', 'value': '2'}, {'name': 'GPUs', 'value': '0'}]}]
+
+
+def account_info(double):
+    """The account as account.find_account describes it, with QUOTAS; its data plane: ``double``."""
+    return {'batchAccount': ACCOUNT, 'batchResourceGroup': RESOURCE_GROUP, 'batchEndpoint': double.endpoint,
+            'poolAllocationMode': 'BatchService', 'supportedImages': SUPPORTED_IMAGES, 'poolQuota': 100,
+            'dedicatedCoreQuotaPerVMFamilyEnforced': True, 'activeJobAndJobScheduleQuota': 300, **QUOTAS}
+
+
+class GivenFacts(AccountFacts):
+    """TEST CODE: the facts cluster create checks, given (the region's VM sizes, the supported images) instead
+    of fetched from ARM and Batch."""
+
+    @property
+    def vm_skus(self):
+        return VM_SKUS
+
+    @property
+    def supported_images(self):
+        return SUPPORTED_IMAGES
+
+
+@dataclass
+class InProcessService:
+    """The service in the test's process (``service``: LocalService; ``scheduler``: its AzureBatchScheduler) and
+    the real az pointed at it over HTTP; ``extra``: start()'s construction options, used again at a restart."""
+    double: object
+    service: object
+    info: dict
+    az: AzRunner
+    directory: str
+    extra: dict = None
+
+    @property
+    def scheduler(self):
+        return self.service.runner
+
+    def group(self):
+        return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
+
+
+def start(double, data_dir, poll_seconds=0.2, **extra):
+    """A LocalService on Azure Batch built with the parts above (``extra``: more construction options, e.g. the
+    share reader `shares`)."""
+    from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+    from azext_batchai_sweep.localservice.server import LocalService
+    account = account_info(double)
+    service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
+        'account_info': account, 'facts': GivenFacts(account),
+        'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
+        'poll_seconds': poll_seconds, 'pools_seconds': 0.5, 'files_seconds': 0.5, 'unrunnable_seconds': 2, **extra})
+    service.start()
+    return service
+
+
+def serve(double, tmp_path, **extra):
+    """start() on ``double`` and the real az (its own config dir) pointed at the service."""
+    service = start(double, str(tmp_path / 'data'), **extra)
+    config = tmp_path / 'azure-config'
+    config.mkdir()
+    info = service.info()
+    env = {'AZURE_BATCHAI_SWEEP_ENDPOINT': info['endpoint'], 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': info['tokenFile'],
+           'AZURE_CORE_ONLY_SHOW_ERRORS': 'false'}
+    return InProcessService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)),
+                            str(tmp_path), extra)
 
 
 def wait_until(condition, timeout=30, what=''):

@@ -8,6 +8,7 @@ from azext_batchai_sweep.core.service.listing import list_jobs, sweep_name_of
 from azext_batchai_sweep.core.tuning.loop import job_state
 
 CURVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'curve.py')
+TRADEOFF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'tradeoff.py')
 
 
 OBJECTIVE = '{metric: val_accuracy, goal: max, step: epoch}'
@@ -16,22 +17,37 @@ OBJECTIVE = '{metric: val_accuracy, goal: max, step: epoch}'
 def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.05, objective=OBJECTIVE):
     """A sweep file over Q (the job's quality: the larger, the better at every epoch) running data/curve.py."""
     command = '{} {} {{{{Q}}}} {} {}'.format(sys.executable, CURVE, epochs, sleep)
-    text = '\n'.join([
-        'jobNamePrefix: {}'.format(name),
-        'objective: ' + objective,
-        *sections,
-        'parameters:',
-        '  - {{name: Q, type: discrete, values: {}}}'.format(list(values)),
-        'job:',
-        '  nodeCount: 1',
-        '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs',
-        '  outputDirectories: [{id: MODEL, pathPrefix: $AZ_BATCHAI_MOUNT_ROOT/outputs}]',
-        '  customToolkitSettings: {{commandLine: "{}"}}'.format(command),
-    ])
+    return _write(directory, name, ['objective: ' + objective, *sections],
+                  ['  - {{name: Q, type: discrete, values: {}}}'.format(list(values))],
+                  ['  outputDirectories: [{id: MODEL, pathPrefix: $AZ_BATCHAI_MOUNT_ROOT/outputs}]'], command)
+
+
+def write_tradeoff_sweep(directory, name, sections, q_values, epochs=2, k_values=(1, 2)):
+    """A sweep file over Q and K running data/tradeoff.py (accuracy Q, latency 100 Q K, memory 10 Q per epoch): the
+    sections name its objective(s) and constraints."""
+    command = '{} {} {{{{Q}}}} {{{{K}}}} {} 0.02'.format(sys.executable, TRADEOFF, epochs)
+    return _write(directory, name, sections, ['  - {{name: Q, type: discrete, values: {}}}'.format(list(q_values)),
+                                             '  - {{name: K, type: discrete, values: {}}}'.format(list(k_values))],
+                  [], command)
+
+
+def _write(directory, name, sections, parameters, job, command):
+    text = '\n'.join(['jobNamePrefix: {}'.format(name), *sections, 'parameters:', *parameters, 'job:',
+                      '  nodeCount: 1', '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs', *job,
+                      '  customToolkitSettings: {{commandLine: "{}"}}'.format(command)])
     path = os.path.join(directory, name + '.yaml')
     with open(path, 'w', encoding='utf-8') as f:
         f.write(text + '\n')
     return path
+
+
+def report_html(az, service, experiment, sweep, directory):
+    """(`report -o json`'s result, the HTML it wrote) of a sweep on the service."""
+    path = os.path.join(directory, sweep + '.html')
+    made = az('batchai', 'sweep', 'report', *target(service, experiment, sweep), '-f', path, '-o', 'json')
+    assert made.exit_code == 0, made.stderr
+    with open(path, encoding='utf-8') as f:
+        return made, f.read()
 
 
 class Watcher:

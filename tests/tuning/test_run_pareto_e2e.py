@@ -7,36 +7,18 @@ all say so, in tables and JSON.
 """
 import json
 import os
-import sys
 
 import pytest
 
-from .run_helpers import run_args, service_setup, target
+from .run_helpers import report_html, run_args, service_setup, target, write_tradeoff_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-TRADEOFF = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'tradeoff.py')
-
-
 def _sweep(directory):
-    command = '{} {} {{{{Q}}}} {{{{K}}}} 2 0.02'.format(sys.executable, TRADEOFF)
-    text = '\n'.join([
-        'jobNamePrefix: pareto',
+    return write_tradeoff_sweep(directory, 'pareto', [
         'objectives: [{metric: val_accuracy, goal: max}, {metric: latency_ms, goal: min}]',
         'constraints: [{metric: memory_gb, max: 7}]',
-        'limits: {maxConcurrentJobs: 3}',
-        'parameters:',
-        '  - {name: Q, type: discrete, values: [0.2, 0.5, 0.8]}',
-        '  - {name: K, type: discrete, values: [1, 2]}',
-        'job:',
-        '  nodeCount: 1',
-        '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs',
-        '  customToolkitSettings: {{commandLine: "{}"}}'.format(command),
-    ])
-    path = os.path.join(directory, 'pareto.yaml')
-    with open(path, 'w', encoding='utf-8') as f:
-        f.write(text + '\n')
-    return path
+        'limits: {maxConcurrentJobs: 3}'], [0.2, 0.5, 0.8])
 
 
 @pytest.fixture(scope='module')
@@ -103,11 +85,7 @@ def test_status_marks_the_front_and_the_infeasible(ran, local_service):
 
 def test_report_draws_the_front_and_greys_the_infeasible(ran, local_service):
     az, directory, experiment, _ = ran
-    path = os.path.join(directory, 'pareto.html')
-    made = az('batchai', 'sweep', 'report', *target(local_service, experiment, 'pareto'), '-f', path, '-o', 'json')
-    assert made.exit_code == 0, made.stderr
-    with open(path, encoding='utf-8') as f:
-        html = f.read()
+    made, html = report_html(az, local_service, experiment, 'pareto', directory)
     section = html[html.index('<section id="pareto">'):]
     section = section[:section.index('</section>')]
     assert section.count('class="dot front"') == 2 and 'class="front-line"' in section

@@ -440,6 +440,15 @@ def render_html(data):
                                                                 body=''.join(sections), script=SCRIPT)
 
 
+def _resource_note(said):
+    """Which of a Hyperband sweep's resources the importance compares jobs at (importance.at_one_resource)."""
+    if not said:
+        return ''
+    return (' Jobs at {} {} only ({} with a value; {} at other {} left out: a value after fewer {} does not rank '
+            'a configuration as one after more does).'.format(said['name'], fmt(said['value']), said['jobs'],
+                                                            said['leftOut'], said['name'], said['name']))
+
+
 def _importance_section(data):
     """What mattered: one chart per objective (importance_chart.py), or why there is none."""
     entries = data.get('importance') or []
@@ -449,8 +458,9 @@ def _importance_section(data):
         heading = '<h3>{}</h3>'.format(esc(label)) if len(entries) > 1 else ''
         svg = importance_bars(entry)
         if svg is None:
-            figures.append('{}<p class="note missing">No importance for {}: {}.</p>'.format(
-                heading, esc(label), esc(entry['message'] or 'no parameters')))
+            figures.append('{}<p class="note missing">No importance for {}: {}.{}</p>'.format(
+                heading, esc(label), esc(entry['message'] or 'no parameters'),
+                esc(_resource_note(entry.get('resource')))))
             continue
         caption = ('How much each parameter mattered for reaching the best {} of the {} jobs with a value of {} '
                    '(PED-ANOVA: how differently the best jobs\' values of it are spread from all jobs\'), the '
@@ -458,6 +468,7 @@ def _importance_section(data):
                    'wide when few jobs finished. Each parameter on its own: an effect that only shows in a '
                    'combination of parameters is not seen.'.format(entry['topJobs'], entry['jobs'], label,
                                                                       entry['resamples']))
+        caption += _resource_note(entry.get('resource'))
         figures.append('{}<figure>{}<figcaption>{}</figcaption></figure>'.format(heading, svg, esc(caption)))
     if not figures:
         return ''

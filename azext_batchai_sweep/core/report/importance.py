@@ -298,12 +298,55 @@ def importance_per_objective(jobs, params_space, objectives, **options):
 
 def report_importance(job_rows, axes, objective, pareto=None):
     """The report's importance (data.py's job rows and parameter axes): one entry per objective, from the Pareto
-    figures of a `sweep run` with several objectives (`pareto`, core/tuning/front.py), else from the jobs' rows."""
+    figures of a `sweep run` with several objectives (`pareto`, core/tuning/front.py), else from the jobs' rows
+    (of a Hyperband sweep: those at one resource, at_one_resource)."""
     if len((pareto or {}).get('objectives') or ()) > 1:
-        return front_importance(pareto, axes)
-    jobs = [row['values'] for row in job_rows]
+        resource = resource_parameter(job_rows)
+        return front_importance(pareto, [axis for axis in axes if axis['name'] != resource])
     values = [counted_value(row['state'], row['objective'], row['stoppedEarly']) for row in job_rows]
-    return importance_per_objective(jobs, with_integers(axes, jobs), [(objective.label, objective.goal, values)])
+    return _single_importance(job_rows, values, lambda jobs: axes, objective.label, objective.goal)
+
+
+def _single_importance(job_rows, values, axes_of, name, goal):
+    """The importance for one objective of rows ({values, resource}) with their counted values, at one resource
+    (at_one_resource) and without the resource's placeholder among the axes; axes_of(jobs) gives the axes."""
+    resource = resource_parameter(job_rows)
+    job_rows, values, said = at_one_resource(job_rows, values, resource)
+    jobs = [row['values'] for row in job_rows]
+    axes = [axis for axis in with_integers(axes_of(jobs), jobs) if axis['name'] != resource]
+    entries = importance_per_objective(jobs, axes, [(name, goal, values)])
+    return [dict(entry, resource=said) for entry in entries] if said else entries
+
+
+def resource_parameter(job_rows):
+    """The name of Hyperband's resource placeholder among the jobs' parameters (EPOCHS: each job's value of it is
+    the resource it ran to), or None: a sweep without a resource. It is no parameter the sweep tuned."""
+    with_resource = [row for row in job_rows if row.get('resource') is not None]
+    if not with_resource:
+        return None
+    names = set(with_resource[0]['values'])
+    for row in with_resource:
+        names = {name for name in names
+                 if is_number(row['values'].get(name)) and _float(row['values'][name]) == row['resource']}
+    return min(names) if names else None
+
+
+def at_one_resource(job_rows, values, resource_name):
+    """(rows, values, said) of the jobs whose values are compared: a Hyperband sweep's jobs ran to several
+    resources (1 epoch, 3, 9...), and a value after 1 epoch does not rank a configuration as one after 9 does, so
+    only the jobs at one resource count, the largest with at least MIN_JOBS values (BOHB's rule for its model,
+    core/tuning/samplers/bohb.py), else the largest; `said` ({name, value, jobs, leftOut}) names it (None: a sweep
+    without a resource, every job counted)."""
+    resources = [row.get('resource') for row in job_rows]
+    counts = Counter(r for r, v in zip(resources, values) if r is not None and is_number(v))
+    if resource_name is None or not counts:
+        return job_rows, values, None
+    enough = [r for r, n in counts.items() if n >= MIN_JOBS]
+    chosen = max(enough) if enough else max(counts)
+    keep = [k for k, r in enumerate(resources) if r == chosen]
+    said = {'name': resource_name, 'value': chosen, 'jobs': counts[chosen],
+            'leftOut': sum(counts.values()) - counts[chosen]}
+    return [job_rows[k] for k in keep], [values[k] for k in keep], said
 
 
 def front_importance(pareto, axes=None, infos=()):
@@ -320,16 +363,17 @@ def front_importance(pareto, axes=None, infos=()):
         for spec in pareto['objectives']])
 
 
-def metrics_importance(rows, goal, metric, infos=(), stopped=()):
+def metrics_importance(rows, goal, metric, infos=(), stopped=(), resources=None):
     """`metrics --importance`: the importance from the rows of core/outputs/metrics.get_metrics (each job's value as
     --reduce made it), on the axes the report draws (the plan's scales in `infos`, where known).
 
     :param stopped: the names of the jobs a `sweep run` decision stopped early (they count with their value).
+    :param resources: {job name: the resource it ran to} of a `sweep run` with Hyperband (at_one_resource), or None.
     """
-    jobs = [flat_values(row.get('parameters')) for row in rows]
+    job_rows = [{'values': flat_values(row.get('parameters')), 'resource': (resources or {}).get(row['name'])}
+                for row in rows]
     values = [counted_value(row['state'], row['metric'], row['name'] in stopped) for row in rows]
-    axes = with_integers(parameter_axes(jobs, infos), jobs)
-    return importance_per_objective(jobs, axes, [(metric or 'metric', goal, values)])
+    return _single_importance(job_rows, values, lambda jobs: parameter_axes(jobs, infos), metric or 'metric', goal)
 
 
 def with_integers(axes, jobs):

@@ -74,18 +74,21 @@ def check_bayesian(sampling, objective, limits, path):
                         'limits.maxTotalJobs)', source=path, path='sampling.count')
 
 
+def objectives_of(definition):
+    """The sweep's objectives.Objectives when it has several objectives or constraints, else None."""
+    if not getattr(definition, 'objective_set', None):
+        return None
+    from .objectives import Objectives
+    return Objectives.from_spec(definition.objective_set, definition.objective)
+
+
 def make_tpe_sampler(definition, goal):
-    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): MOTPE (samplers/motpe.py) with
-    several objectives or constraints, the multi-fidelity TPE under ASHA (samplers/multifidelity.py), else TPE."""
+    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): the multi-fidelity TPE under ASHA
+    (samplers/multifidelity.py; with several objectives fitted on the first at each rung, as BOHB is), MOTPE
+    (samplers/motpe.py) with several objectives or constraints, else TPE."""
     sampling = definition.sampling
     inherited = getattr(definition, 'inherited', ())
-    if definition.objective_set:
-        from .objectives import Objectives
-        from .samplers.motpe import MOTPESampler
-        return MOTPESampler(definition.parameters, Objectives.from_spec(definition.objective_set,
-                                                                        definition.objective),
-                            seed=sampling['seed'], count=sampling['count'], startup_jobs=sampling['startupJobs'],
-                            inherited=inherited)
+    objectives = objectives_of(definition)
     if sampling.get('multiFidelity'):
         from .policies.asha import AshaPolicy
         from .samplers.multifidelity import MultiFidelityTPESampler
@@ -95,7 +98,11 @@ def make_tpe_sampler(definition, goal):
         return MultiFidelityTPESampler(definition.parameters, goal, sampling['seed'], sampling['count'], rungs,
                                        asha['maxResource'], min_points=sampling['startupJobs'],
                                        random_fraction=sampling['randomFraction'], resource=step,
-                                       inherited=inherited)
+                                       inherited=inherited, objectives=objectives)
+    if objectives is not None:
+        from .samplers.motpe import MOTPESampler
+        return MOTPESampler(definition.parameters, objectives, seed=sampling['seed'], count=sampling['count'],
+                            startup_jobs=sampling['startupJobs'], inherited=inherited)
     from .samplers.tpe import TPESampler
     return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=sampling['count'],
                       startup_jobs=sampling['startupJobs'], inherited=inherited)

@@ -28,6 +28,7 @@ from ..service.retry import RetrySettings
 from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
+from .bayesian_settings import objectives_of
 from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
@@ -324,8 +325,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.objective = definition.objective
         self.goal = self.objective['goal'] if self.objective else 'max'
         self.step_label = (self.objective or {}).get('step') or 'report'
-        self.objectives = Objectives.from_spec(definition.objective_set, self.objective) \
-            if definition.objective_set else None
+        self.objectives = objectives_of(definition)
         self.retry = retry or RetrySettings()
         self.journal = Journal(journal_path)
         self.limits = limits or Limits()
@@ -358,9 +358,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
         from the service now, before any job is submitted), matched against this sweep's parameters."""
         from ..errors import SpecError
-        from .warmstart import inherit, records_from_trials
+        from .warmstart import extra_metrics_of, inherit_for, records_from_trials
         sources = []
         everything = None
+        # A sweep with several objectives or constraints learns from jobs with every metric it judges by.
+        extra = extra_metrics_of(self.definition)
         for index, entry in enumerate(self.definition.sampling['warmStart']):
             if entry in self.definition.warm_start_files:
                 sources.append((entry, self.definition.warm_start_files[entry]))
@@ -377,14 +379,15 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                 raise SpecError('expected a sweep of experiment {} or a results file (.json): no job of sweep {} is '
                                 'there'.format(self.target[2], entry), source=self.definition.source, path=where)
             finished = [job for job in jobs if job_state(job) == 'succeeded']
-            follower = LogFollower(self.client, *self.target, self.objective, retry=self.retry, warn=logger.warning)
+            follower = LogFollower(self.client, *self.target, self.objective, retry=self.retry, warn=logger.warning,
+                                   extra_metrics=extra)
             follower.update([(job.name, 'succeeded') for job in finished])
             resource = self.factory_resource_name()
-            trials = [trial_of(job, follower.reports(job.name), resource, i) for i, job in enumerate(jobs)]
+            trials = [trial_of(job, follower.reports(job.name), resource, i, follower.metrics(job.name))
+                      for i, job in enumerate(jobs)]
             earlier = objective_from_service(jobs) or {}
             sources.append((entry, records_from_trials(trials, earlier.get('metric'))))
-        inheritance = inherit(sources, self.definition.parameters, metric=(self.objective or {}).get('metric'),
-                              resource_name=self.factory_resource_name())
+        inheritance = inherit_for(self.definition, sources)
         for line in inheritance.messages():
             self.progress(line)
         return inheritance

@@ -139,6 +139,16 @@ class Objectives:  # pylint: disable=too-many-public-methods
         """The job's total violation (0: feasible)."""
         return sum(c.violation(self._metric(trial, c.metric)) for c in self.constraints)
 
+    def reported_violation(self, trial):
+        """The violation of the constraints whose metrics the job has reported (a job still running, or stopped
+        early, may not have reached the others yet: they are not counted as broken)."""
+        return sum(c.violation(v) for c, v in ((c, self._metric(trial, c.metric)) for c in self.constraints)
+                   if v is not None)
+
+    def constraints_reported(self, trial):
+        """True when the job has a value of every constraint's metric (its feasibility is known)."""
+        return all(self._metric(trial, c.metric) is not None for c in self.constraints)
+
     def feasible(self, trial):
         return not self.failed(trial)
 

@@ -73,8 +73,12 @@ def first_objective_note(definition):
     rules = []
     if definition.early_termination:
         rules.append('earlyTermination ({})'.format(definition.early_termination['policy']))
-    if definition.sampling.get('type') == 'hyperband':
+    sampling = definition.sampling
+    if sampling.get('type') == 'hyperband':
         rules.append('Hyperband')
+    if sampling.get('sampler') == 'bayesian' or sampling.get('multiFidelity'):
+        rules.append('the multi-fidelity model (BOHB: the TPE at each {})'.format(
+            'rung' if sampling.get('multiFidelity') else 'resource'))
     rules += ['limits.' + key for key in ('stopAt', 'noImprovementJobs') if key in (definition.limits or {})]
     if not rules:
         return None

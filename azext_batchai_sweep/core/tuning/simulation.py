@@ -19,7 +19,7 @@ from .trial import Report, Trial
 
 
 def sweep_controller(specs, sampling, goal='max', early_termination=None, limits=None, inherited=(),
-                     step_label='step'):
+                     step_label='step', objective_set=None):
     """A Controller built as `sweep run` builds it from the sweep file's sections.
 
     :param specs: the parameter specs (core/spec/params.py objects, e.g. NumParamSpec('LR', 1e-4, 1e-1, 'REAL', 'LOG')).
@@ -28,10 +28,12 @@ def sweep_controller(specs, sampling, goal='max', early_termination=None, limits
     :param early_termination: the earlyTermination section as written, or None.
     :param limits: a controller.Limits (maxTotalJobs, maxConcurrentJobs...), or None.
     :param inherited: warm-start Trials (warm_start()), or ().
+    :param objective_set: the sweep file's several objectives and/or constraints ({'objectives': [{metric, goal}, ...],
+        'constraints': [...]}) as the jobs carry them, or None (one objective: `goal`).
     :raises SpecError: for a section `sweep run` would refuse (the same checks, without a file name).
     """
     from ..spec.sweepfile import resolve_sampling
-    from .bayesian_settings import check_model_settings
+    from .bayesian_settings import check_model_settings, objectives_of
     from .policies import make_policy
     from .samplers import make_sampler
     written = dict(sampling)
@@ -42,17 +44,17 @@ def sweep_controller(specs, sampling, goal='max', early_termination=None, limits
     check_model_settings(written, resolved, policy, None)
     definition = SimpleNamespace(parameters=list(specs), sampling=resolved, early_termination=policy,
                                  objective={'goal': goal, 'step': step_label}, inherited=list(inherited),
-                                 objective_set=None)
+                                 objective_set=objective_set)
     return Controller(make_sampler(definition, goal), make_policy(policy, goal, step_label), limits or Limits(),
-                      goal=goal)
+                      goal=goal, objectives=objectives_of(definition))
 
 
-def warm_start(sources, specs, resource_name=None):
+def warm_start(sources, specs, resource_name=None, extra_metrics=()):
     """The Trials a warm start inherits from earlier runs' trials ({source name: [Trial]}), matched against `specs`
     as `sweep run` matches an earlier sweep's jobs (core/tuning/warmstart.py); returns (trials, messages)."""
     from .warmstart import inherit, records_from_trials
     inheritance = inherit([(name, records_from_trials(trials, None)) for name, trials in sources.items()], specs,
-                          resource_name=resource_name)
+                          resource_name=resource_name, extra_metrics=extra_metrics)
     return inheritance.trials, inheritance.messages()
 
 

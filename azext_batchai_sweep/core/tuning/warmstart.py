@@ -16,6 +16,12 @@ the inherited jobs are no jobs of this sweep; they are results the sampler learn
 older than the sweep's own jobs) that teach as the sweep's own do (a stopped job with its last value, or under a
 multi-fidelity model its values at the rungs it crossed), and in a finite space their configurations are never suggested again.
 
+A sweep with several objectives or constraints needs more of a job than its first objective: a value of each other
+objective and constraint metric (``extra_metrics``), read from an earlier sweep's logs, from a report's Pareto figures
+or from a front's rows; a job without them (an export of a single-objective sweep) is said and skipped, since MOTPE
+could neither rank it on a front nor know it feasible (a job stopped early teaches by its first objective, as the
+sweep's own do).
+
 Everything here is a function of the sources' contents: a resumed run inherits the same jobs in the same order.
 """
 import json
@@ -48,11 +54,14 @@ def file_path(entry, sweep_file):
 # ---- reading a source into records ---------------------------------------------------------------------------------
 
 class Record:  # pylint: disable=too-few-public-methods
-    """One job of a source: name, state, parameters, reports ((step, value), ...), resource, metric name."""
+    """One job of a source: name, state, parameters, reports ((step, value), ...), resource, metric name, and its
+    other metrics ({name: value}: a sweep's other objectives and constraints, where the source has them)."""
 
-    def __init__(self, name, state, parameters, reports, resource=None, metric=None):
+    # pylint: disable=too-many-arguments
+    def __init__(self, name, state, parameters, reports, resource=None, metric=None, metrics=None):
         self.name, self.state, self.parameters = name, state, dict(parameters or {})
         self.reports, self.resource, self.metric = tuple(reports), resource, metric
+        self.metrics = {k: float(v) for k, v in (metrics or {}).items() if _finite(v)}
 
 
 def read_results_file(path, where):
@@ -84,6 +93,7 @@ def records_from_document(document, source, where):
         rows = document.get('jobs')
         if not isinstance(rows, list):
             raise bad('a report without its jobs')
+        metrics = _front_values(document)
         records = []
         for row in rows:
             if not isinstance(row, dict) or not isinstance(row.get('parameters'), dict):
@@ -92,11 +102,15 @@ def records_from_document(document, source, where):
             if not reports and _finite(row.get('objective')):
                 reports = [(UNKNOWN_STEP, row['objective'])]
             records.append(Record(str(row.get('name')), row.get('state'), row['parameters'], reports,
-                                  _number(row.get('resource')), metric))
+                                  _number(row.get('resource')), metric, metrics.get(row.get('name'))))
         return records
     if isinstance(document, list):
         records = []
         for row in document:
+            if isinstance(row, dict) and isinstance(row.get('values'), dict) and row['values'] \
+                    and isinstance(row.get('parameters'), dict) and 'metric' not in row:
+                records.append(_front_record(row))
+                continue
             if not isinstance(row, dict) or 'metric' not in row or not isinstance(row.get('parameters'), dict):
                 raise bad('a row without its metric or parameters')
             reports = [(UNKNOWN_STEP, row['metric'])] if _finite(row['metric']) else []
@@ -104,6 +118,22 @@ def records_from_document(document, source, where):
                                   row.get('metricName')))
         return records
     raise bad('got a {}'.format(type(document).__name__))
+
+
+def _front_values(document):
+    """{job name: {metric: value}}: every objective's value of the jobs of a report of a sweep with several
+    objectives (its Pareto figures rank every feasible job that ran to the end), else {}."""
+    pareto = ((document.get('summary') or {}).get('figures') or {}).get('pareto') or {}
+    entries = [e for key in ('ranked', 'infeasible') for e in pareto.get(key) or () if isinstance(e, dict)]
+    return {e.get('name'): e['values'] for e in entries if isinstance(e.get('values'), dict)}
+
+
+def _front_record(row):
+    """A row of `metrics -o json` on a sweep with several objectives (a job of its Pareto front: name, rank, values
+    by objective, first objective first, parameters): a job that ran to the end."""
+    first, value = next(iter(row['values'].items()))
+    return Record(str(row.get('name')), 'succeeded', row['parameters'],
+                  [(UNKNOWN_STEP, value)] if _finite(value) else [], None, first, row['values'])
 
 
 def _pairs(items):
@@ -123,7 +153,7 @@ def _number(value):
 def records_from_trials(trials, metric):
     """The records of an earlier sweep read from the service (its jobs as loop.trial_of builds them)."""
     return [Record(t.name, t.state if not t.stopped_early else 'terminated', t.params,
-                   [(r.step, r.value) for r in t.reports], t.resource, metric) for t in trials]
+                   [(r.step, r.value) for r in t.reports], t.resource, metric, t.metrics) for t in trials]
 
 
 # ---- matching ------------------------------------------------------------------------------------------------------
@@ -151,6 +181,22 @@ class Inheritance:
                           'resource': t.resource} for t in self.trials]}
 
 
+def extra_metrics_of(definition):
+    """The metrics besides the first objective that a sweep judges jobs by (its other objectives and its constraints'
+    metrics): an inherited job needs a value of each."""
+    from .bayesian_settings import objectives_of
+    objectives = objectives_of(definition)
+    return objectives.extra_metrics() if objectives is not None else ()
+
+
+def inherit_for(definition, sources):
+    """inherit() with a loaded sweep file's parameters, objective(s) and Hyperband resource (what `run` and
+    --plan-only both match against)."""
+    resource = definition.resource_spec.name if definition.resource_spec is not None else None
+    return inherit(sources, definition.parameters, metric=(definition.objective or {}).get('metric'),
+                   resource_name=resource, extra_metrics=extra_metrics_of(definition))
+
+
 def _mismatch(dim, value):
     """Why a value does not fit this sweep's parameter (None when it does)."""
     if dim.kind != CATEGORICAL and dim.integer and _finite(value) and not float(value).is_integer():
@@ -166,12 +212,15 @@ def _mismatch(dim, value):
     return 'has a value of {} outside this sweep\'s range (or off its grid)'.format(dim.name)
 
 
-def inherit(sources, specs, metric=None, resource_name=None):
+def inherit(sources, specs, metric=None, resource_name=None, extra_metrics=()):
     """Match the records of each source against this sweep's parameters.
 
     :param sources: [(source text, [Record])], in the order of sampling.warmStart.
     :param metric: this sweep's objective metric (None: a regex; any source matches).
     :param resource_name: Hyperband's resource placeholder: a record's value of it is the job's resource.
+    :param extra_metrics: the other objectives and the constraints' metrics of a sweep with several objectives or
+        constraints (objectives.Objectives.extra_metrics): a job without a value of each is skipped (an export of a
+        single-objective sweep has none: MOTPE could neither rank it on the front nor know it feasible).
     """
     inheritance = Inheritance()
     dims = dimensions(specs)
@@ -203,11 +252,17 @@ def inherit(sources, specs, metric=None, resource_name=None):
             if why:
                 skipped[why] += 1
                 continue
+            lacking = [name for name in extra_metrics if name not in record.metrics]
+            # A job stopped early never reached its other objectives: it teaches by the first, as the sweep's own.
+            if lacking and record.state != 'terminated':
+                skipped['has no value of {} (a sweep with one objective does not log it)'.format(
+                    ', '.join(lacking))] += 1
+                continue
             values = {dim.name: params[dim.name] for dim in dims}
             found.append(Trial(name=record.name, index=0, params=values, state=record.state,
                                reports=tuple(Report(step=float(s), value=float(v)) for s, v in record.reports),
                                resource=resource, stopped_early=record.state == 'terminated',
-                               extra={'source': source}))
+                               extra={'source': source}, metrics=dict(record.metrics)))
             taken += 1
         notes.extend('{} job(s) {}: skipped'.format(n, why) for why, n in sorted(skipped.items()))
         notes.extend('parameter {} ({} job(s)) is not one of this sweep\'s: ignored'.format(name, n)

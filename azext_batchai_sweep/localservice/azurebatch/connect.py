@@ -113,8 +113,14 @@ def connect(store, data_dir, options):
     # give their own facts (or none) with the account.
     facts = options['facts'] if 'facts' in options else preflight.AccountFacts(
         account, arm_credential=azure and azure.arm_credential, batch_credential=credential, arm=azure and azure.arm)
+    # The job directories on a pool's Azure file share are read from the storage with az's token (asked when a job
+    # first has one); tests give a reader of their own.
+    shares = options.get('shares')
+    if shares is None:
+        from .share_reader import ShareMirror  # pylint: disable=import-outside-toplevel
+        shares = ShareMirror()
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
-                                    pool_prefix=prefix, facts=facts, **extra)
+                                    pool_prefix=prefix, facts=facts, shares=shares, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),

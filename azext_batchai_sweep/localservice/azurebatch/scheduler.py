@@ -16,7 +16,9 @@ queued again, and its requeues are counted (in the log, and in `local status`).
 Outputs: while a task runs, and once more before its end is recorded, the files it wrote in its task directory
 (Batch's stdout.txt/stderr.txt, the output directories) are mirrored into the job's folders of the data dir with
 Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
---tail`, metrics and the report read them through the service's API exactly as on the other schedulers.
+--tail`, metrics and the report read them through the service's API exactly as on the other schedulers. The
+directories on the pool's mounted Azure file share (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's recipes) are read from
+the storage itself, the same way (share_reader.py).
 
 Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
 """
@@ -76,7 +78,7 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
-                 unrunnable_seconds=UNRUNNABLE_SECONDS):
+                 unrunnable_seconds=UNRUNNABLE_SECONDS, shares=None):
         super().__init__(store, data_dir)
         self.api = api
         self.account = dict(account or {})
@@ -91,6 +93,8 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.pools_seconds = pools_seconds
         self.files_seconds = files_seconds
         self.unrunnable_seconds = unrunnable_seconds
+        # share_reader.ShareMirror: the job directories on the pool's mounted Azure file share (None: not read)
+        self.shares = shares
         self.poll_count = 0
         self.requeues = 0
         self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
@@ -499,6 +503,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         files = {}
         if task.layout is None:
             return files
+        self._mirror_shares(task)
         try:
             files = self.api.list_task_files(task.batch_job, task.task_id)
             for remote, size in sorted(files.items()):
@@ -520,6 +525,16 @@ class AzureBatchScheduler(SubmittingScheduler):
         except (BatchCallError, OSError) as ex:
             logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
         return files
+
+    def _mirror_shares(self, task):
+        """Copy what is new of the job's directories on the pool's mounted Azure file share (share_reader.py):
+        read from the storage, so they stay readable when the node is gone."""
+        if self.shares is None:
+            return
+        row = self._store.get(task.cluster)
+        folders = self.shares.folders(task.layout, json.loads(row['body']) if row is not None else None)
+        if folders:
+            self.shares.mirror(folders, task.layout, task.offsets)
 
     def _read_pools(self):
         try:

@@ -7,7 +7,7 @@ Its sampling type goes into core/spec/schemas/sweep.schema.json's `sampling.oneO
 from .grid import GridSampler
 from .hyperband import HyperbandSampler, hyperband_brackets
 from .random_search import RandomSampler
-from ..bayesian_settings import BAYESIAN, make_tpe_sampler
+from ..bayesian_settings import BAYESIAN, make_tpe_sampler, objectives_of
 
 
 def _grid(definition, goal):  # pylint: disable=unused-argument
@@ -28,7 +28,8 @@ def _hyperband(definition, goal):
         sampler.model = BudgetModel(definition.parameters, goal, sampling['seed'], sampler.budget_values,
                                     min_points=sampling.get('startupJobs'),
                                     random_fraction=sampling['randomFraction'], resource=sampling['resource'],
-                                    inherited=getattr(definition, 'inherited', ()))
+                                    inherited=getattr(definition, 'inherited', ()),
+                                    objectives=objectives_of(definition))
     return sampler
 
 

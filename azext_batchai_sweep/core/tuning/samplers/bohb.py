@@ -29,7 +29,9 @@ from dataclasses import replace
 
 from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
 from ..decision import fmt
+from ..objectives import Objectives
 from ..trial import Report, Trial
+from .motpe import MOTPESampler
 from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
@@ -63,13 +65,21 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
     :param resource: the resource's name, for the notes ("epochs").
     :param inherited: finished jobs of earlier sweeps (warm start, core/tuning/warmstart.py), as Trials with negative
         indices: results like the sweep's own, older than all of them.
+    :param objectives: the sweep's objectives.Objectives when it has several objectives or constraints, else None.
+        The model at a budget is fitted on the first objective alone (the only one a job reports at each step: the
+        others are its log's last values, known only when it ends; docs/sweep-run.md), and with constraints it is
+        MOTPE's feasible-first split of that one objective (motpe.py): a job that broke a constraint is in the bad
+        group, one whose constraint metrics are not all known yet comes after the feasible ones.
     """
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal, seed, values_at, min_points=None, random_fraction=DEFAULT_RANDOM_FRACTION,
-                 resource='resource', inherited=()):
+                 resource='resource', inherited=(), objectives=None):
         self.specs, self.goal, self.seed, self.values_at = list(specs), goal, seed, values_at
         self.inherited = list(inherited)
+        self.constrained = None
+        if objectives is not None and objectives.constraints:
+            self.constrained = Objectives(objectives.objectives[:1], objectives.constraints)
         self.min_points = default_min_points(len(self.specs)) if min_points is None else int(min_points)
         self.random_fraction = float(random_fraction)
         self.resource = resource
@@ -104,7 +114,11 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         choice = choice or self.choose(trials, key)
         if choice.budget is None:
             return None, choice
-        sampler = TPESampler(self.specs, goal=self.goal, seed='{}/bohb/{}'.format(self.seed, key), startup_jobs=0)
+        seed = '{}/bohb/{}'.format(self.seed, key)
+        if self.constrained is not None:
+            sampler = MOTPESampler(self.specs, self.constrained, seed=seed, startup_jobs=0)
+        else:
+            sampler = TPESampler(self.specs, goal=self.goal, seed=seed, startup_jobs=0)
         suggestions = sampler.suggest(self.model_view(self.inherited + list(trials), choice.budget), 1)
         return (dict(suggestions[0].params) if suggestions else None), choice
 
@@ -115,13 +129,19 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         for trial in trials:
             value = self.values_at(trial).get(budget)
             if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
-                view.append(replace(trial, state='succeeded', stopped_early=False,
+                view.append(replace(trial, state='succeeded', stopped_early=not self._constraints_known(trial),
                                     reports=(Report(step=float(budget), value=float(value)),)))
             elif trial.pending and trial.parent is None:
                 view.append(trial)
             else:
                 view.append(replace(trial, state='failed', reports=()))
         return view
+
+
+    def _constraints_known(self, trial):
+        """True without constraints, or when the job reported every constraint's metric (a job still running at a
+        rung may not have yet: its feasibility is unknown, and MOTPE then judges it by what it reported)."""
+        return self.constrained is None or self.constrained.constraints_reported(trial)
 
 
 def pending_suggestion(suggestion, trials):

@@ -50,15 +50,20 @@ def gamma_multiobjective(n):
     return int(math.ceil(0.1 * n))
 
 
+def _fronts(losses):
+    """The indices of ``losses`` front by front (non-domination rank 0, 1, ...), each in index order."""
+    ranks = nondominated_ranks(losses)
+    for rank in range(max(ranks) + 1):
+        yield [i for i, r in enumerate(ranks) if r == rank]
+
+
 def pareto_order(losses):
     """Indices of ``losses`` (points to minimise), best first: by non-domination rank, and within a rank by
     exclusive hypervolume contribution (ties: the earlier index)."""
     if not losses:
         return []
-    ranks = nondominated_ranks(losses)
     order = []
-    for rank in range(max(ranks) + 1):
-        members = [i for i, r in enumerate(ranks) if r == rank]
+    for members in _fronts(losses):
         if len(losses[0]) == 1 or len(members) == 1:
             order.extend(sorted(members, key=lambda i: (losses[i], i)))
             continue
@@ -77,10 +82,8 @@ def pareto_select(losses, size):
     they fit, the next cut by greedy hypervolume subset selection."""
     if size >= len(losses):
         return pareto_order(losses)
-    ranks = nondominated_ranks(losses)
     chosen = []
-    for rank in range(max(ranks) + 1):
-        members = [i for i, r in enumerate(ranks) if r == rank]
+    for members in _fronts(losses):
         if len(chosen) + len(members) <= size:
             whole = pareto_order([losses[i] for i in members])
             chosen.extend(members[k] for k in whole)
@@ -122,8 +125,7 @@ class MOTPESampler(TPESampler):
         if trial.state == 'succeeded' and not trial.stopped_early:
             violation = self.objectives.violation(trial)
         else:  # stopped early: only the constraints it reported can be broken
-            violation = sum(c.violation(trial.metrics.get(c.metric)) for c in self.objectives.constraints
-                            if trial.metrics.get(c.metric) is not None)
+            violation = self.objectives.reported_violation(trial)
         if violation > 0:
             return (_INFEASIBLE, violation, None)
         values = self.objectives.values(trial, first=first)

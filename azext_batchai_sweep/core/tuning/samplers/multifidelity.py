@@ -25,16 +25,18 @@ class MultiFidelityTPESampler(Sampler):
 
     :param rungs: ASHA's rung steps (policies/asha.py AshaPolicy.rungs), lowest first.
     :param max_resource: ASHA's maxResource: the budget of a job that ran to the end.
+    :param objectives: several objectives or constraints (objectives.Objectives), or None: bohb.BudgetModel's.
     """
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal, seed, count, rungs, max_resource, min_points=None,
-                 random_fraction=DEFAULT_RANDOM_FRACTION, resource='step', inherited=()):
+                 random_fraction=DEFAULT_RANDOM_FRACTION, resource='step', inherited=(), objectives=None):
         self.goal, self.seed, self.count = goal, seed, count
         self.rungs, self.max_resource = list(rungs), max_resource
         self.random = TPESampler(specs, goal=goal, seed=seed, count=count, startup_jobs=_NEVER, inherited=inherited)
         self.model = BudgetModel(specs, goal, seed, self.budget_values, min_points=min_points,
-                                 random_fraction=random_fraction, resource=resource, inherited=inherited)
+                                 random_fraction=random_fraction, resource=resource, inherited=inherited,
+                                 objectives=objectives)
 
     def budget_values(self, trial):
         """{budget: value}: the job's value at each rung it crossed, and at maxResource when it ran to the end."""

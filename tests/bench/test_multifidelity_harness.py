@@ -1,0 +1,55 @@
+"""The multi-fidelity harness's accounting (bench/multifidelity.py): job-steps counted one per epoch read, the budget
+enforced, the incumbent's regret at each budget read from the configurations trained to the end; and the sweeps it
+runs deterministic under a seed. A pure-Python curve stands in for the bench-only formulas (mf-prior-bench, mf2)."""
+import math
+
+import pytest
+
+from bench.multifidelity import RESOURCE, Meter, Task, regret_at_budgets, run_bohb, run_hyperband, run_random
+
+
+def _task():
+    # The value at step t: the distance to 0.3 plus a term that fades with t; the optimum, 0, at x = 0.3 and t = R.
+    return Task('toy', [(0.0, 1.0)], lambda x, t: abs(x[0] - 0.3) + (1.0 - t / RESOURCE), 0.0)
+
+
+def test_meter_counts_steps_and_the_incumbent_is_the_best_at_the_top_resource():
+    task = _task()
+    meter = Meter(task, 3 * RESOURCE)
+    assert regret_at_budgets(meter, [1]) == [math.inf]  # nothing has run
+    first = meter.metered_curve({'X0': 0.5})
+    assert len(first) == RESOURCE
+    assert first[0] == pytest.approx(0.2 + 1 - 1 / RESOURCE)
+    second = meter.metered_curve({'X0': 0.25})
+    second[0], second[1]
+    assert meter.steps == 3
+    # The largest resource reached is 2 epochs, by X0 = 0.25 alone: it is the incumbent, judged at R (0.05).
+    assert regret_at_budgets(meter, [3 / RESOURCE]) == [pytest.approx(0.05)]
+    # Within the first step only X0 = 0.5 had run: the incumbent then.
+    assert regret_at_budgets(meter, [1 / RESOURCE]) == [pytest.approx(0.2)]
+    first[1]
+    # Both at 2 epochs now: the better observed value (X0 = 0.25) wins.
+    meter.spend(RESOURCE, {'X0': 0.9}, RESOURCE)
+    # A configuration trained to R beats any at fewer epochs, even a better one: the top resource decides.
+    assert regret_at_budgets(meter, [1, 2]) == [pytest.approx(0.05), pytest.approx(0.6)]
+
+
+def test_budget_is_enforced():
+    task = _task()
+    meter = Meter(task, 10 * RESOURCE)
+    run_random(task, 1, meter)
+    assert meter.steps == 10 * RESOURCE and [entry[1] for entry in meter.trace] == [RESOURCE] * 10
+
+
+@pytest.mark.parametrize('method', [run_hyperband, run_bohb])
+def test_sweeps_spend_the_budget_and_are_deterministic(method):
+    budget = 8 * RESOURCE  # more than one Hyperband iteration of R = 81, eta 3 (the next sweep starts)
+    runs = []
+    for _ in range(2):
+        meter = Meter(_task(), budget)
+        method(meter.task, 4, meter)
+        runs.append(meter)
+    assert runs[0].trace == runs[1].trace
+    # One entry per job-step (every job reports each epoch), up to the budget.
+    assert budget - RESOURCE < runs[0].steps == len(runs[0].trace) <= budget
+    assert regret_at_budgets(runs[0], [8])[0] < 0.3
