@@ -86,10 +86,6 @@ class BatchService:  # pylint: disable=too-many-instance-attributes
         with open(os.path.join(self.data_dir, 'service.log'), encoding='utf-8', errors='replace') as f:
             return f.read()
 
-    def token_requests(self):
-        """How many Batch tokens the identity endpoint issued (each az `get-access-token` that was not cached)."""
-        return sum(1 for server, _, path in self.login.double.requests if server == 'identity')
-
 
 def add_account(login, **properties):
     """The Batch account ACCOUNT in RESOURCE_GROUP (BatchService mode, QUOTAS unless overridden)."""
