@@ -1,47 +1,147 @@
-"""The local service on the Azure Batch scheduler for end-to-end tests: the real mapping modules and node
-wrapper, against the lifecycle double of the Batch data plane (tests/azurebatch/double/, TEST CODE: loopback HTTPS
-with its own CA, tasks as local processes, nodes as slots, autoscale on a fast Batch clock). What needs Azure
-itself is given by construction (TEST CODE): the Batch account as found (its endpoint: the double's; its supported
-images: SUPPORTED_IMAGES) and a token source (the double's tokens), until the account lookup and the offline login
-(ab-account) are wired in.
+"""The local service on the Azure Batch scheduler for end-to-end tests, started the way a user starts it:
+`az login` (the real az, offline: tests/azurebatch/login_fixtures.py), then
+`az batchai sweep local start --scheduler azure-batch --batch-account NAME -g RG`. The service az spawns finds the
+account with azure-mgmt-batch through az's login (ARM: the ARM double), gets its Batch tokens from az
+(`az account get-access-token`, as for a user) and sends all its Batch data-plane traffic through Prism
+(`batch_prism`: the lifecycle double, TEST CODE, behind Prism validating every request and answer against the Batch
+spec; the test fails on any violation).
 
-`batch_service`: the service runs in the test's own process (its scheduler is built with the stand-ins by
-construction: no user-facing option exists for them), and the real `az` talks to it over HTTP as a user's does.
-`standin_az`: the real `az batchai sweep local start --scheduler azure-batch` spawns the real service, given the
-same stand-ins by standin_site/sitecustomize.py.
+The one thing the tests give that a user would not: the scheduler's timings (TIMINGS_ENV, in the environment of
+`local start`), because the double runs Batch's clock fast and the default 5 s poll would make each test last
+minutes. Nothing else of the service, of az or of the login is replaced.
 """
 import os
+import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.azurebatch.connect import TIMINGS_ENV
 from azext_batchai_sweep.localservice.azurebatch.preflight import AccountFacts
-from azext_batchai_sweep.localservice.server import LocalService
-from tests.azurebatch.double import BatchDouble
+from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 from tests.fixtures_az import AzRunner
 
+ACCOUNT, RESOURCE_GROUP = 'testacct', 'batch-rg'
+FAST_TIMINGS = 'poll=0.2,pools=0.5,files=0.5,unrunnable=2'
+# What a new account's quotas would be after a quota increase: 100 dedicated vCPUs of the D-series v3 family.
+QUOTAS = {'dedicatedCoreQuota': 100, 'lowPriorityCoreQuota': 100,
+          'dedicatedCoreQuotaPerVMFamily': [{'name': 'standardDSv3Family', 'coreQuota': 100}]}
+
+
+def tasks(double):
+    """Every task of the double's account."""
+    with double.account.lock:
+        return [t for job in double.account.jobs.values() for t in job.tasks.values()]
+
+
+def _alive(pid):
+    try:
+        with open('/proc/{}/stat'.format(pid), encoding='ascii') as f:
+            return f.read().split(')')[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
+@dataclass
+class BatchService:  # pylint: disable=too-many-instance-attributes
+    """A user logged in with az, and the service `local start --scheduler azure-batch` spawned for them.
+
+    ``double``: batch_prism (the lifecycle double behind Prism: its account, faults, requests); ``login``: the
+    OfflineLogin (``login.double``: the ARM double); ``az``: the real az as that user, targeting the service;
+    ``info``: what `local start -o json` printed (pid, endpoint, workspace, batchAccount...)."""
+    double: object
+    login: object
+    az: AzRunner
+    directory: str
+    data_dir: str
+    start_args: list = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    def group(self):
+        return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
+
+    def start(self, *extra):
+        """`az batchai sweep local start --scheduler azure-batch --batch-account ACCOUNT -g RG` (+ ``extra``)."""
+        started = self.az('batchai', 'sweep', 'local', 'start', '--data-dir', self.data_dir, '--scheduler',
+                          'azure-batch', '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP, *extra, '-o', 'json')
+        assert started.exit_code == 0, started.stderr
+        # The account as ARM described it: its data plane is Prism's endpoint (every Batch call is checked there).
+        assert 'scheduling on Azure Batch account {} ({})'.format(ACCOUNT, self.double.endpoint) in self.log()
+        self.start_args = list(extra)
+        self.info = started.json()
+        return started
+
+    def kill(self):
+        """SIGKILL the service (its tasks run on at Batch) and wait until it is gone."""
+        os.kill(self.info['pid'], signal.SIGKILL)
+        wait_until(lambda: not _alive(self.info['pid']), what='the service is killed')
+
+    def restart(self):
+        """Kill the service and start it again on the same data dir, through az: it re-attaches."""
+        self.kill()
+        return self.start(*self.start_args)
+
+    def log(self):
+        with open(os.path.join(self.data_dir, 'service.log'), encoding='utf-8', errors='replace') as f:
+            return f.read()
+
+
+def add_account(login, **properties):
+    """The Batch account ACCOUNT in RESOURCE_GROUP (BatchService mode, QUOTAS unless overridden)."""
+    return login.double.add_batch_account(ACCOUNT, resource_group=RESOURCE_GROUP, **{**QUOTAS, **properties})
+
+
+@pytest.fixture
+def batch_user(az_offline_login, batch_prism, tmp_path):
+    """A user logged in with az (one offline login per test module), whose Batch account ACCOUNT's data plane is
+    the lifecycle double behind Prism, with the role Azure Batch Data Contributor on it. No service yet:
+    `.start()` runs `local start`; stopped at the end of the test."""
+    login = az_offline_login
+    login.double.serve_batch_with(batch_prism)
+    login.trust(batch_prism.ca_file)
+    account_id = add_account(login)
+    login.double.assign('Azure Batch Data Contributor', account_id)
+    env = dict(login.env, AZURE_CORE_ONLY_SHOW_ERRORS='false', **{TIMINGS_ENV: FAST_TIMINGS})
+    handle = BatchService(batch_prism, login, AzRunner(login.config_dir, env=env, cwd=str(tmp_path)),
+                          str(tmp_path), str(tmp_path / 'data'))
+    try:
+        yield handle
+    finally:
+        handle.az('batchai', 'sweep', 'local', 'stop', '--data-dir', handle.data_dir)
+        if handle.info.get('pid') and _alive(handle.info['pid']):
+            os.kill(handle.info['pid'], signal.SIGKILL)
+
+
+@pytest.fixture
+def batch_service(batch_user):  # pylint: disable=redefined-outer-name
+    """``batch_user`` with the service started: `az batchai sweep local start --scheduler azure-batch
+    --batch-account testacct -g batch-rg`."""
+    batch_user.start()
+    return batch_user
+
+
+# ---- In the test's own process, for tests/azurebatch/test_e2e_share_outputs.py only ----------------------------
+# The one seam left (TEST CODE): that test's share reader must be given the Files double's endpoint instead of
+# `<account>.file.core.windows.net` (which cannot be reached offline), and only construction can give it, so its
+# service runs in the test's process, built with its parts: the account as found (ACCOUNT_AS_FOUND), the facts
+# cluster create checks (GivenFacts), and tokens from the double. Everything else runs the user's path above.
 
 # The account's supported images as the data plane lists them (one current Ubuntu).
 SUPPORTED_IMAGES = [{'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux', 'verificationType': 'verified',
                      'capabilities': [], 'batchSupportEndOfLife': '2027-04-30T00:00:00Z',
                      'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
                                         'sku': '22_04-lts', 'version': 'latest'}}]
-
-
-# The VM sizes Batch offers in the account's region, as ARM lists them (what the ARM double would answer).
+# The VM sizes Batch offers in the account's region, as ARM lists them.
 VM_SKUS = [{'name': 'Standard_D2s_v3', 'familyName': 'standardDSv3Family',
             'capabilities': [{'name': 'vCPUs', 'value': '2'}, {'name': 'GPUs', 'value': '0'}]}]
 
 
-def account_info(double, mode='BatchService'):
-    """The account as account.find_account describes it: 100 dedicated vCPUs of the D-series v3 family."""
-    return {'batchAccount': 'testacct', 'batchResourceGroup': 'rg', 'batchEndpoint': double.endpoint,
-            'poolAllocationMode': mode, 'supportedImages': SUPPORTED_IMAGES, 'dedicatedCoreQuota': 100,
-            'lowPriorityCoreQuota': 100, 'dedicatedCoreQuotaPerVMFamilyEnforced': True,
-            'dedicatedCoreQuotaPerVMFamily': [{'name': 'standardDSv3Family', 'coreQuota': 100}], 'poolQuota': 100,
-            'activeJobAndJobScheduleQuota': 300}
+def account_info(double):
+    """The account as account.find_account describes it, with QUOTAS; its data plane: ``double``."""
+    return {'batchAccount': ACCOUNT, 'batchResourceGroup': RESOURCE_GROUP, 'batchEndpoint': double.endpoint,
+            'poolAllocationMode': 'BatchService', 'supportedImages': SUPPORTED_IMAGES, 'poolQuota': 100,
+            'dedicatedCoreQuotaPerVMFamilyEnforced': True, 'activeJobAndJobScheduleQuota': 300, **QUOTAS}
 
 
 class GivenFacts(AccountFacts):
@@ -57,20 +157,16 @@ class GivenFacts(AccountFacts):
         return SUPPORTED_IMAGES
 
 
-def tasks(double):
-    """Every task of the double's account."""
-    with double.account.lock:
-        return [t for job in double.account.jobs.values() for t in job.tasks.values()]
-
-
 @dataclass
-class BatchService:
-    double: BatchDouble
-    service: LocalService
+class InProcessService:
+    """The service in the test's process (``service``: LocalService; ``scheduler``: its AzureBatchScheduler) and
+    the real az pointed at it over HTTP; ``extra``: start()'s construction options, used again at a restart."""
+    double: object
+    service: object
     info: dict
     az: AzRunner
     directory: str
-    extra: dict = None  # start()'s extra options, used again at restart()
+    extra: dict = None
 
     @property
     def scheduler(self):
@@ -79,16 +175,12 @@ class BatchService:
     def group(self):
         return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
 
-    def restart(self):
-        """Stop the service (its tasks run on at Batch) and start a new one on the same data dir: re-attach."""
-        self.service.shutdown()
-        self.service = start(self.double, self.service.data_dir, **(self.extra or {}))
-        self.info = self.service.info()
-        self.az.env.update(_target(self.info))
-
 
 def start(double, data_dir, poll_seconds=0.2, **extra):
-    """`extra`: more of the scheduler's construction options (`shares`: the share reader, share_fixtures.py)."""
+    """A LocalService on Azure Batch built with the parts above (``extra``: more construction options, e.g. the
+    share reader `shares`)."""
+    from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+    from azext_batchai_sweep.localservice.server import LocalService
     account = account_info(double)
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
         'account_info': account, 'facts': GivenFacts(account),
@@ -98,63 +190,16 @@ def start(double, data_dir, poll_seconds=0.2, **extra):
     return service
 
 
-def _target(info):
-    return {'AZURE_BATCHAI_SWEEP_ENDPOINT': info['endpoint'], 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': info['tokenFile']}
-
-
-@pytest.fixture
-def batch_service(tmp_path, monkeypatch):
-    double = BatchDouble(str(tmp_path / 'batch'))
-    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # the double's own test CA (no network, no real cert)
-    handle = serve(double, tmp_path)
-    try:
-        yield handle
-    finally:
-        handle.service.shutdown()
-        double.close()
-
-
 def serve(double, tmp_path, **extra):
-    """The service on `double` (start's `extra` options) and the real az pointed at it."""
+    """start() on ``double`` and the real az (its own config dir) pointed at the service."""
     service = start(double, str(tmp_path / 'data'), **extra)
     config = tmp_path / 'azure-config'
     config.mkdir()
     info = service.info()
-    env = dict(_target(info), AZURE_CORE_ONLY_SHOW_ERRORS='false')
-    return BatchService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path),
-                        extra)
-
-
-@dataclass
-class StandInAz:
-    """The real az, whose `local start --scheduler azure-batch` spawns the real service (a process of its own),
-    given the account as found and a token source by standin_site/sitecustomize.py (TEST CODE)."""
-    double: BatchDouble
-    az: AzRunner
-    directory: str
-    data_dir: str
-
-
-@pytest.fixture
-def standin_az(tmp_path):
-    import json
-    from tests.fixtures_az import REPO_ROOT
-    double = BatchDouble(str(tmp_path / 'batch'))
-    settings = tmp_path / 'standins.json'
-    settings.write_text(json.dumps({
-        'endpoint': double.endpoint, 'token': double.token, 'ca': double.ca_file, 'repo': REPO_ROOT,
-        'account': account_info(double, 'UserSubscription')}))
-    config = tmp_path / 'azure-config'
-    config.mkdir()
-    site = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'standin_site')
-    env = {'BATCHAI_TEST_STANDINS': str(settings), 'PYTHONPATH': site}
-    handle = StandInAz(double, AzRunner(str(config), env=env, cwd=str(tmp_path)), str(tmp_path),
-                       str(tmp_path / 'data'))
-    try:
-        yield handle
-    finally:
-        handle.az('batchai', 'sweep', 'local', 'stop', '--data-dir', handle.data_dir)
-        double.close()
+    env = {'AZURE_BATCHAI_SWEEP_ENDPOINT': info['endpoint'], 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': info['tokenFile'],
+           'AZURE_CORE_ONLY_SHOW_ERRORS': 'false'}
+    return InProcessService(double, service, info, AzRunner(str(config), env=env, cwd=str(tmp_path)),
+                            str(tmp_path), extra)
 
 
 def wait_until(condition, timeout=30, what=''):
@@ -174,3 +219,8 @@ def write_sweep(directory, name, command, values, **job):
         f.write('jobNamePrefix: ab\nparameters:\n  - {{name: X, type: discrete, values: {}}}\njob: {}\n'.format(
             json.dumps(values), json.dumps(body)))
     return path
+
+
+__all__ = ['arm_double', 'az_offline_login', 'batch_login', '_module_arm_double', '_module_offline_login',
+           'batch_user', 'batch_service', 'BatchService', 'add_account', 'tasks', 'wait_until', 'write_sweep',
+           'ACCOUNT', 'RESOURCE_GROUP']

@@ -1,12 +1,13 @@
 """What Batch does to tasks and pools, end to end through the real az on the Azure Batch scheduler (the lifecycle
 double of the data plane, TEST CODE: tests/azurebatch/double/): a preempted node's task shown queued again, counted,
 its outputs not doubled; a 2-node job as a multi-instance task; an autoscale pool growing for pending work and
-draining to zero."""
+draining to zero. The user's path: az's offline login, `local start --scheduler azure-batch --batch-account`, every
+Batch call through Prism (e2e_fixtures.py)."""
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import pool_id
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, wait_until, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -47,7 +48,7 @@ def test_preempted_task_is_queued_again_counted_and_not_doubled(batch_service): 
     svc.double.account.preemption_recovery_seconds = 3.0  # the node comes back after a while (a new Spot VM)
     svc.double.account.preempt(task_id=tasks(svc.double)[0].id)
     wait_until(lambda: _jobs(svc, 'pre')[name]['executionState'] == 'queued', what='the job is shown queued again')
-    assert svc.scheduler.requeues == 1
+    assert svc.log().count('its node was preempted; 1 requeue(s)') == 1  # counted by the service
     with open(gate, 'w', encoding='utf-8'):
         pass
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')

@@ -1,47 +1,76 @@
-"""`az batchai sweep local start|status|stop --scheduler azure-batch` through the real az, with the service it
-spawns: the Batch account and allocation mode shown, pools with their node counts, a service killed (SIGKILL)
-while its tasks run and started again re-attaching to them without adding any twice, and `local stop` naming the
-pools that still hold nodes. The account lookup, login and mapping are test stand-ins (e2e_fixtures.py)."""
+"""`az batchai sweep local start|status|stop --scheduler azure-batch` the way a user runs them: `az login` (the real
+az, offline: login_fixtures.py), then `local start --batch-account NAME -g RG`; the service az spawns finds the
+account with azure-mgmt-batch, checks az's login against it (refusals: exit code 7, saying what to fix), gets its
+Batch tokens from az, and sends every Batch call through Prism (e2e_fixtures.py). Shown: the Batch account and
+allocation mode, pools with their node counts; a service killed (SIGKILL) while its tasks run and started again,
+getting its own token from az and re-attaching without adding any task twice; a token that expires mid-run replaced
+through az; `local stop` naming the pools that still hold nodes."""
 import json
 import os
-import signal
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from tests.azurebatch.e2e_fixtures import standin_az, tasks, wait_until, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
+TOKEN_FROM_AZ = "got an access token for https://batch.core.windows.net/ from az's login"
 
 
-def test_local_start_refuses_what_azure_batch_cannot_take(standin_az):  # pylint: disable=redefined-outer-name
-    az, data_dir = standin_az.az, standin_az.data_dir
-    missing = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch')
+def _start(svc, *extra):
+    return svc.az('batchai', 'sweep', 'local', 'start', '--data-dir', svc.data_dir, '--scheduler', 'azure-batch',
+                  *extra)
+
+
+def test_local_start_refuses_what_azure_batch_cannot_take(batch_user):  # pylint: disable=redefined-outer-name
+    svc, data_dir = batch_user, batch_user.data_dir
+    missing = _start(svc)
     assert missing.exit_code == 6 and '--scheduler azure-batch needs --batch-account' in missing.stderr
-    slots = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch',
-               '--batch-account', 'testacct', '--slots', '2')
+    slots = _start(svc, '--batch-account', ACCOUNT, '--slots', '2')
     assert slots.exit_code == 6 and '--slots is for the processes scheduler' in slots.stderr
-    elsewhere = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--batch-account', 'testacct')
+    elsewhere = svc.az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--batch-account', ACCOUNT)
     assert elsewhere.exit_code == 6 and 'only apply with --scheduler azure-batch' in elsewhere.stderr
-    prefix = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch',
-                '--batch-account', 'testacct', '--pool-prefix', 'no/slash')
+    prefix = _start(svc, '--batch-account', ACCOUNT, '--pool-prefix', 'no/slash')
     assert prefix.exit_code == 6 and "--pool-prefix 'no/slash'" in prefix.stderr
-    unknown = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch',
-                 '--batch-account', 'nosuchacct')
-    assert unknown.exit_code == 7 and "Batch account 'nosuchacct' was not found" in unknown.stderr
     assert not os.path.exists(os.path.join(data_dir, 'service.json'))
 
 
-def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: disable=redefined-outer-name
-    az, data_dir, double = standin_az.az, standin_az.data_dir, standin_az.double
-    start = ['batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch',
-             '--batch-account', 'testacct', '-g', 'rg', '--pool-prefix', 'lab', '-o', 'json']
-    started = az(*start)
-    assert started.exit_code == 0, started.stderr
+def test_local_start_refuses_an_account_az_login_cannot_use(batch_user):  # pylint: disable=redefined-outer-name
+    """What the service finds through az's login and refuses before it serves: exit code 7, the reason and the fix."""
+    svc, arm = batch_user, batch_user.login.double
+    unknown = _start(svc, '--batch-account', 'nosuchacct', '-g', RESOURCE_GROUP)
+    assert unknown.exit_code == 7, unknown.stderr
+    assert "Batch account 'nosuchacct' in resource group '{}'".format(RESOURCE_GROUP) in unknown.stderr
+    assert 'not found' in unknown.stderr
+
+    account_id = add_account(svc.login, allowedAuthenticationModes=['SharedKey'])
+    keys_only = _start(svc, '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP)
+    assert keys_only.exit_code == 7, keys_only.stderr
+    assert 'does not allow Microsoft Entra ID authentication (allowedAuthenticationModes: SharedKey)' in \
+        keys_only.stderr and 'allowedAuthenticationModes AAD' in keys_only.stderr
+
+    add_account(svc.login)
+    arm.assignments = [(account_id, 'Azure Batch Account Reader')]  # may read the account, not run work on it
+    reader = _start(svc, '--batch-account', ACCOUNT)  # found by its name alone (ARM lists the subscription's)
+    assert reader.exit_code == 7, reader.stderr
+    assert "may read Batch account '{}' but not run work on it".format(ACCOUNT) in reader.stderr
+    assert "Assign the role Azure Batch Data Contributor: az role assignment create --role 'Azure Batch Data " \
+        "Contributor'" in reader.stderr and account_id in reader.stderr
+    assert not os.path.exists(os.path.join(svc.data_dir, 'service.json'))
+    # Nothing was created at Batch, and no token (a JWT starts so) reached az's output.
+    assert not svc.double.account.pools and not svc.double.account.jobs
+    assert 'eyJ' not in unknown.stderr + keys_only.stderr + reader.stderr
+
+
+def test_local_service_on_azure_batch_survives_sigkill(batch_user):  # pylint: disable=redefined-outer-name
+    svc = batch_user
+    az, data_dir, double = svc.az, svc.data_dir, svc.double
+    started = svc.start('--pool-prefix', 'lab')
     info = started.json()
     assert (info['scheduler'], info['batchAccount'], info['poolAllocationMode']) == (
-        'azure-batch', 'testacct', 'UserSubscription')
+        'azure-batch', ACCOUNT, 'BatchService')
+    assert svc.log().count(TOKEN_FROM_AZ) == 1
     assert info['cluster'] is None and 'is a Batch pool named lab-<workspace>-<cluster>-<hash>' in started.stderr
     group = ['-g', info['resourceGroup'], '-w', info['workspace']]
     created = az('batchai', 'cluster', 'create', '-n', 'c1', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u',
@@ -51,30 +80,29 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     assert list(double.account.pools) == [pool_id('lab', 'local', 'c1')]
     adds_path = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('lab', 'local', 'c1'))
 
-    gate = os.path.join(standin_az.directory, 'gate')
-    write_sweep(standin_az.directory, 'sweep.yaml',
+    gate = os.path.join(svc.directory, 'gate')
+    write_sweep(svc.directory, 'sweep.yaml',
                 'echo epoch=1 loss={{X}}; while [ ! -e ' + gate + ' ]; do sleep 0.1; done; echo done {{X}}', [2, 1])
     target = [*group, '-e', 'ab', '-n', 'kill']
     assert az('batchai', 'sweep', 'submit', *target, '--spec', 'sweep.yaml', '-c', 'c1').exit_code == 0
     wait_until(lambda: len(tasks(double)) == 2 and all(t.state == 'running' for t in tasks(double)),
-          what='both tasks run')
+               what='both tasks run')
 
     status = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'json')
     assert status.exit_code == 0, status.stderr
     assert [(p['cluster'], p['nodes']) for p in status.json()['pools']] == [('c1', 2)]
     table = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'table')
-    assert 'c1=2' in table.stdout and 'testacct' in table.stdout
+    assert 'c1=2' in table.stdout and ACCOUNT in table.stdout
 
-    os.kill(info['pid'], signal.SIGKILL)  # the service dies; its tasks run on at Batch
-    wait_until(lambda: not os.path.exists('/proc/{}'.format(info['pid'])) or
-          open('/proc/{}/stat'.format(info['pid'])).read().split(')')[1].split()[0] == 'Z', what='killed')
+    svc.kill()  # the service dies; its tasks run on at Batch
     with open(gate, 'w', encoding='utf-8'):
         pass
     wait_until(lambda: all(t.state == 'completed' for t in tasks(double)), what='the tasks end meanwhile')
     adds = double.count('POST', adds_path)
 
-    again = az(*start)
-    assert again.exit_code == 0, again.stderr
+    again = svc.start('--pool-prefix', 'lab').json()
+    assert again['pid'] != info['pid']
+    assert svc.log().count(TOKEN_FROM_AZ) == 2  # the new process got its own token from az
     waited = az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 2, waited.stdout + waited.stderr
     assert len(tasks(double)) == 2 and double.count('POST', adds_path) == adds
@@ -89,14 +117,35 @@ def test_local_service_on_azure_batch_survives_sigkill(standin_az):  # pylint: d
     assert json.loads(stopped.stdout)['stopped'] is True
 
 
-def test_resize_and_auto_scale_reach_the_pool(standin_az):  # pylint: disable=redefined-outer-name
+def test_a_token_that_expires_mid_run_is_replaced_through_az(batch_service):  # pylint: disable=W0621
+    """Batch stops accepting the service's token while a task runs (the double's expire_tokens(): a 401 from then
+    on, as after the token's expiry): the service asks az for a new one and goes on; the sweep ends as usual."""
+    svc = batch_service
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'tok', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
+                  'batchai', '-p', 'not-used-0A!').exit_code == 0
+    gate = os.path.join(svc.directory, 'gate')
+    write_sweep(svc.directory, 't.yaml', 'echo loss={{X}}; while [ ! -e ' + gate + ' ]; do sleep 0.1; done', [1, 2])
+    target = [*svc.group(), '-e', 'tok', '-n', 't']
+    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 't.yaml', '-c', 'tok').exit_code == 0
+    wait_until(lambda: [t.state for t in tasks(svc.double)].count('running') == 1, what='a task runs')
+    assert svc.log().count(TOKEN_FROM_AZ) == 1
+    refused_before = sum(1 for r in svc.double.requests if r.status == 401)
+
+    svc.double.expire_tokens()
+    wait_until(lambda: svc.log().count(TOKEN_FROM_AZ) == 2, what='the service gets a new token from az')
+    with open(gate, 'w', encoding='utf-8'):
+        pass
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
+    assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 2, waited.stdout + waited.stderr
+    assert sum(1 for r in svc.double.requests if r.status == 401) > refused_before  # Batch did refuse the old one
+    assert 'eyJ' not in svc.log()  # no token (a JWT starts so) in the service's log
+
+
+def test_resize_and_auto_scale_reach_the_pool(batch_service):  # pylint: disable=redefined-outer-name
     """`az batchai cluster resize` and auto-scale (Batch AI's cluster update) on a service on Azure Batch change
     the pool; on the processes scheduler a resize stays refused (its clusters are its own slots)."""
-    az, data_dir, double = standin_az.az, standin_az.data_dir, standin_az.double
-    started = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--scheduler', 'azure-batch',
-                 '--batch-account', 'testacct', '-o', 'json')
-    assert started.exit_code == 0, started.stderr
-    group = ['-g', started.json()['resourceGroup'], '-w', started.json()['workspace']]
+    az, data_dir, double = batch_service.az, batch_service.data_dir, batch_service.double
+    group = batch_service.group()
     assert az('batchai', 'cluster', 'create', '-n', 'r', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u', 'batchai',
               '-p', 'not-used-0A!').exit_code == 0
     pool = double.account.pools[pool_id('batchai', 'local', 'r')]
@@ -109,7 +158,7 @@ def test_resize_and_auto_scale_reach_the_pool(standin_az):  # pylint: disable=re
     # through the Batch AI SDK, as a fixed az would send it.
     from azure.mgmt.batchai import models
     from azext_batchai_sweep.core.service.client import local_batchai_client
-    info = started.json()
+    info = batch_service.info
     client = local_batchai_client(info['endpoint'], info['tokenFile'])
     scale = models.ScaleSettings(auto_scale=models.AutoScaleSettings(minimum_node_count=0, maximum_node_count=3))
     client.clusters.update(group[1], group[3], 'r', models.ClusterUpdateParameters(scale_settings=scale))

@@ -1,59 +1,66 @@
-"""A service that dies after storing a task's id but before its add reached Batch: the next start adds it (once),
-and the job runs; one that dies after the add: the next start re-attaches without adding again. Through the real az
-against the lifecycle double (TEST CODE: tests/azurebatch/double/)."""
-import time
+"""A service killed (SIGKILL) after storing a task's id but before its add reached Batch: the next `local start`
+adds it (once), and the job runs; a service killed while a cluster delete was under way: the next start deletes the
+pool. The user's path: az's offline login, `local start --scheduler azure-batch --batch-account`, every Batch call
+through Prism, against the lifecycle double (TEST CODE: tests/azurebatch/double/; e2e_fixtures.py)."""
+import json
+import os
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id
-from azext_batchai_sweep.localservice.azurebatch.scheduler import AzureBatchScheduler
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, write_sweep  # pylint: disable=unused-import
+from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
+from azext_batchai_sweep.localservice.store import Store
+from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
 
-def test_a_task_stored_but_never_added_is_added_once_at_the_next_start(batch_service):
-    svc = batch_service  # pylint: disable=redefined-outer-name
+def _stored_task_ids(data_dir):
+    """The Batch task ids the service stored for its queued jobs (read from its store, as it left them)."""
+    store = Store(os.path.join(data_dir, 'service.db'))
+    try:
+        return [row['sched_id'] for row in store.in_states(('queued',)) if row['sched_id']]
+    finally:
+        store.close()
+
+
+def test_a_task_stored_but_never_added_is_added_once_at_the_next_start(batch_service):  # pylint: disable=W0621
+    svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'c', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
                   'batchai', '-p', 'not-used-0A!').exit_code == 0
+    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))
+    # Batch answers the add "server busy, come back in a minute" without applying it: the service has stored the
+    # task id and waits to retry when it is killed.
+    svc.double.faults.throttle(count=1, retry_after=60, status=503, method='POST', path=adds)
     write_sweep(svc.directory, 's.yaml', 'echo loss={{X}}', [1])
     target = [*svc.group(), '-e', 'rec', '-n', 's']
-    with pytest.MonkeyPatch.context() as patch:
-        # The service "dies" between storing the task id and the add: the add never happens.
-        patch.setattr(AzureBatchScheduler, '_add', lambda self, batch_job, ready: None)
-        assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 's.yaml', '-c', 'c').exit_code == 0
-        deadline = time.monotonic() + 20
-        while not svc.service.store.in_states(('queued',))[0]['sched_id']:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        assert tasks(svc.double) == []
-    svc.restart()
+    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 's.yaml', '-c', 'c').exit_code == 0
+    wait_until(lambda: svc.double.count('POST', adds) == 1, what='the add is throttled')
+    svc.kill()
+    assert tasks(svc.double) == [] and len(_stored_task_ids(svc.data_dir)) == 1
+
+    svc.start()
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
     assert len(tasks(svc.double)) == 1
-    assert svc.double.count('POST', '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))) == 1
+    assert svc.double.count('POST', adds) == 2  # the throttled add, then one applied add
 
 
 def test_a_cluster_left_deleting_loses_its_pool_at_the_next_start(batch_service):  # pylint: disable=W0621
-    import json
-    import os
-    from azext_batchai_sweep.localservice.azurebatch.names import pool_id
-    from azext_batchai_sweep.localservice.store import Store
-    from tests.azurebatch.e2e_fixtures import start
-    svc = batch_service  # pylint: disable=redefined-outer-name
+    svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'gone', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
                   '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
     pool = pool_id('batchai', 'local', 'gone')
     assert pool in svc.double.account.pools
-    svc.service.shutdown()
+    svc.kill()
     # As a service killed right after accepting the delete left it: the cluster marked deleting, its pool there.
-    store = Store(os.path.join(svc.service.data_dir, 'service.db'))
+    store = Store(os.path.join(svc.data_dir, 'service.db'))
     ((_, body),) = store.page_by_prefix('cluster', '', 0, 10)
     parts = [p for p in json.loads(body)['id'].split('/') if p]
     key = '/'.join([parts[1], parts[3], parts[7], 'clusters', parts[9]]).lower()
     store.set_state_below(key, 'deleting')
     store.close()
-    svc.service = start(svc.double, svc.service.data_dir)
-    assert svc.service.store.get(key) is None
+    svc.start()
+    shown = svc.az('batchai', 'cluster', 'show', '-n', 'gone', *svc.group())
+    assert shown.exit_code == 3, shown.stdout + shown.stderr
     svc.double.account.wait(lambda: pool not in svc.double.account.pools or
                             svc.double.account.pools[pool].state == 'deleting', timeout=10)

@@ -4,7 +4,12 @@ them (`$AZ_BATCHAI_MOUNT_ROOT/<mount>/...`), read back through the service's API
 The Batch data plane is the lifecycle double (tasks as local processes writing to the share's local folder through
 the node's mount link); the share is read over HTTPS by the service as on Azure, through the Files REST double
 (files_double.py, TEST CODE: there is no Azure Files here), which checks the OAuth request (bearer token for the
-storage resource, `x-ms-file-request-intent: backup`) and counts the bytes it sends."""
+storage resource, `x-ms-file-request-intent: backup`) and counts the bytes it sends.
+
+The one end-to-end file whose service runs in the test's process, built with its parts (e2e_fixtures.serve: the
+account as found, tokens from the doubles) instead of `az login` + `local start --batch-account`: the share reader
+must be given the Files double's endpoint, as `<account>.file.core.windows.net` cannot be reached offline, and only
+construction can give it."""
 import json
 import os
 import time

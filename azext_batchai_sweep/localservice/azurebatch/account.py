@@ -71,7 +71,7 @@ def az_credential(audience):
     """az's login as a TokenCredential for ``audience`` (auth.py: `az account get-access-token`, refreshed)."""
     import functools  # pylint: disable=import-outside-toplevel
     from .auth import AzLoginCredential, az_cli_token  # pylint: disable=import-outside-toplevel
-    return AzLoginCredential(source=functools.partial(az_cli_token, resource=audience))
+    return AzLoginCredential(source=functools.partial(az_cli_token, resource=audience), resource=audience)
 
 
 def _arm_failure(ex, what):

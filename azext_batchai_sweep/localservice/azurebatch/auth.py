@@ -62,11 +62,13 @@ class AzLoginCredential:
     """A TokenCredential (azure-core's protocol: get_token(*scopes) -> AccessToken) for the Batch resource.
 
     `source()` -> (token, expires_on epoch seconds); default: az_cli_token. One token at a time, refreshed under a
-    lock REFRESH_MARGIN seconds before it expires (or when it is rejected: `invalidate()`).
+    lock REFRESH_MARGIN seconds before it expires (or when it is rejected: `invalidate()`). ``resource``: what the
+    tokens are for, as the log names it (the source decides it).
     """
 
-    def __init__(self, source=None, refresh_margin=REFRESH_MARGIN, clock=time.time):
+    def __init__(self, source=None, refresh_margin=REFRESH_MARGIN, clock=time.time, resource=BATCH_RESOURCE):
         self._source = source or az_cli_token
+        self.resource = resource
         self._margin = refresh_margin
         self._clock = clock
         self._lock = threading.Lock()
@@ -83,7 +85,7 @@ class AzLoginCredential:
             if self._token is None or self._clock() >= self._expires_on - self._margin:
                 self._token, self._expires_on = self._source()
                 self.refreshes += 1
-                logger.info('got a Batch access token from az\'s login (valid until %s)',
+                logger.info('got an access token for %s from az\'s login (valid until %s)', self.resource,
                             time.strftime('%H:%M:%S', time.localtime(self._expires_on)))
             return AccessToken(self._token, int(self._expires_on))
 

@@ -1,10 +1,17 @@
 """The Azure Batch scheduler of a service start, checked before the service serves anything.
 
 `connect(store, data_dir, options)`: options are `__main__`'s flags (batch_account, resource_group, pool_prefix,
-poll_seconds). Tests construct the same scheduler with their own parts instead of the lookups (account_info: the
-account as found; credential; api; mapping): no user-facing option exists for them.
+poll_seconds). The account is found and az's login checked against it (AzureLookup) as for a user; a test of
+single parts may construct the same scheduler with its own parts instead (account_info: the account as found;
+credential; api; facts; mapping): no user-facing option exists for them, and the end-to-end tests give none.
+
+The scheduler's timings (seconds between two task polls, pool reads, file mirrors; how long a job may wait on a
+pool that cannot grow) can also come from the environment `local start` runs in: TIMINGS_ENV, e.g.
+`poll=0.2,pools=0.5,files=0.5,unrunnable=2` (the end-to-end tests' Batch double runs a fast clock; an operator
+may poll less often). The defaults are the scheduler's own.
 """
 import logging
+import os
 import re
 
 from .auth import AzLoginCredential, LoginError
@@ -24,11 +31,48 @@ def check_pool_prefix(prefix):
                          'or digit'.format(prefix))
 
 
-def find_account(name, resource_group):
-    """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
-    batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch and az's login."""
-    from .account import find_account as lookup  # pylint: disable=import-outside-toplevel
-    return lookup(name, resource_group)
+TIMINGS_ENV = 'AZURE_BATCHAI_SWEEP_BATCH_TIMINGS'
+TIMING_NAMES = {'poll': 'poll_seconds', 'pools': 'pools_seconds', 'files': 'files_seconds',
+                'unrunnable': 'unrunnable_seconds'}
+
+
+def timings_from_env(environ=None):
+    """The scheduler's timings named in TIMINGS_ENV ({'poll_seconds': 0.2, ...}); ValueError naming what is wrong."""
+    text = (os.environ if environ is None else environ).get(TIMINGS_ENV, '').strip()
+    timings = {}
+    for item in filter(None, (part.strip() for part in text.split(','))):
+        name, _, value = item.partition('=')
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = -1.0
+        if name.strip() not in TIMING_NAMES or not 0 < seconds <= 3600:
+            raise ValueError("{} '{}': each item is NAME=SECONDS, NAME one of {}, SECONDS above 0 and at most "
+                             "3600".format(TIMINGS_ENV, item, ', '.join(TIMING_NAMES)))
+        timings[TIMING_NAMES[name.strip()]] = seconds
+    return timings
+
+
+class AzureLookup:
+    """What `local start` reads from Azure with az's login, as a user's az reaches it: az's active cloud and
+    subscription (account.az_arm_target, read once), a credential for ARM and one for Batch (auth.py: az's own
+    `account get-access-token`, each refreshed on its own)."""
+
+    def __init__(self):
+        from . import account  # pylint: disable=import-outside-toplevel
+        self.arm = account.az_arm_target()
+        self.arm_credential = account.az_credential(self.arm.audience)
+
+    def find_account(self, name, resource_group):
+        """The Batch account as the scheduler shows it (account.find_account: its ARM properties, batchAccount,
+        batchResourceGroup, batchEndpoint, poolAllocationMode...), found with azure-mgmt-batch."""
+        from .account import find_account as lookup  # pylint: disable=import-outside-toplevel
+        return lookup(name, resource_group, credential=self.arm_credential, arm=self.arm)
+
+    def permissions(self, account):
+        """az's login's permissions on the account (ARM's permissions list): what preflight's role check reads."""
+        from .preflight import list_permissions  # pylint: disable=import-outside-toplevel
+        return list_permissions(account['batchAccountId'], self.arm_credential, self.arm)
 
 
 def connect(store, data_dir, options):
@@ -41,12 +85,18 @@ def connect(store, data_dir, options):
     logging.getLogger('azure').setLevel(max(logging.WARNING, logging.getLogger('azure').level))
     prefix = options.get('pool_prefix') or DEFAULT_POOL_PREFIX
     check_pool_prefix(prefix)
+    extra = timings_from_env()
+    azure = None
     try:
-        account = options.get('account_info') or find_account(options['batch_account'],
-                                                               options.get('resource_group'))
+        account = options.get('account_info')
+        if account is None:
+            azure = AzureLookup()
+            account = azure.find_account(options['batch_account'], options.get('resource_group'))
         credential = options.get('credential') or AzLoginCredential()
         api = options.get('api') or BatchApi(account['batchEndpoint'], credential)
-        preflight.check_local_start(account, credential, client=api.client)
+        # The role check reads ARM: done for an account found there (tests that give the account skip it).
+        permissions = azure.permissions(account) if azure else None
+        preflight.check_local_start(account, credential, permissions=permissions, client=api.client)
         # The account's supported images, where every pool's image and node agent come from.
         images = account.get('supportedImages')
         if images is None:
@@ -62,11 +112,11 @@ def connect(store, data_dir, options):
     except BatchCallError as ex:
         raise RuntimeError('Azure Batch account {} did not answer: {}'.format(account.get('batchAccount'),
                                                                               ex)) from None
-    extra = {name: options[name] for name in ('poll_seconds', 'pools_seconds', 'files_seconds', 'unrunnable_seconds')
-             if options.get(name)}
+    extra.update({name: options[name] for name in TIMING_NAMES.values() if options.get(name)})
     # What cluster create checks (the region's VM sizes, quotas): fetched with az's login when first needed; tests
     # give their own facts (or none) with the account.
-    facts = options['facts'] if 'facts' in options else preflight.AccountFacts(account, batch_credential=credential)
+    facts = options['facts'] if 'facts' in options else preflight.AccountFacts(
+        account, arm_credential=azure and azure.arm_credential, batch_credential=credential, arm=azure and azure.arm)
     # The job directories on a pool's Azure file share are read from the storage with az's token (asked when a job
     # first has one); tests give a reader of their own.
     shares = options.get('shares')
