@@ -142,29 +142,34 @@ class HyperbandSampler(Sampler):
     def suggest(self, trials, count):
         if count <= 0:
             return []
+        # The open slots are ranked first and only the `count` chosen ones become Suggestions: a sweep of many
+        # iterations has hundreds of open rung-0 slots, and drawing and describing each of them at every step cost
+        # the controller most of its CPU (docs/benchmarks.md, bench-mf).
         wanted = []
         position = {b.key: k for k, b in enumerate(self.brackets)}
+        previous = None
         for bracket, i, rung, expected, jobs, _ in self._walk(trials):
+            # _walk yields a bracket's rungs in order: the rung before this one's jobs are those it yielded last.
+            below, previous = (previous if i > 0 else None), jobs
             if expected is None:
                 continue
-            previous = None
-            if i > 0:
-                previous = {t.slot: t for t in trials if t.bracket == bracket.key and t.rung == i - 1}
             for slot in expected:
-                if slot in jobs:
-                    continue
-                parent = previous[slot] if previous and slot in previous else None
-                if parent is not None and self.model is not None:
-                    params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
-                else:
-                    params = self.configuration(bracket.key, slot) if i > 0 or self.model is None else None
-                wanted.append(((-i, position[bracket.key], slot), Suggestion(
-                    params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
-                    note='bracket {}, rung {}, {} {}'.format(bracket.key, i, self.resource, fmt(rung.resource)),
-                    bracket=bracket.key, rung=i, slot=slot)))
+                if slot not in jobs:
+                    wanted.append(((-i, position[bracket.key], slot), bracket, i, rung, below))
         wanted.sort(key=lambda item: item[0])
-        chosen = [suggestion for _, suggestion in wanted[:count]]
+        chosen = [self._open_slot(bracket, i, rung, key[2], below) for key, bracket, i, rung, below in wanted[:count]]
         return self._new_configurations(trials, chosen) if self.model is not None else chosen
+
+    def _open_slot(self, bracket, i, rung, slot, previous):
+        """The Suggestion of an open slot: rung i of the bracket, `previous` the rung below's jobs by slot."""
+        parent = previous.get(slot) if previous else None
+        if parent is not None and self.model is not None:
+            params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
+        else:
+            params = self.configuration(bracket.key, slot) if i > 0 or self.model is None else None
+        return Suggestion(params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
+                          note='bracket {}, rung {}, {} {}'.format(bracket.key, i, self.resource, fmt(rung.resource)),
+                          bracket=bracket.key, rung=i, slot=slot)
 
     def _new_configurations(self, trials, chosen):
         """BOHB: each new configuration (rung 0) from the model, in order, each seeing the ones before it in flight."""
