@@ -142,22 +142,25 @@ class HyperbandSampler(Sampler):
     def suggest(self, trials, count):
         if count <= 0:
             return []
-        # The open slots are ranked first and only the `count` chosen ones become Suggestions: a sweep of many
-        # iterations has hundreds of open rung-0 slots, and drawing and describing each of them at every step cost
-        # the controller most of its CPU (docs/benchmarks.md, bench-mf).
-        wanted = []
-        position = {b.key: k for k, b in enumerate(self.brackets)}
+        # Promotions first (the highest rung first), then by bracket and slot. _walk yields brackets in order and each
+        # rung's expected slots in order, so a rung level's first `count` open slots are all it can contribute, and
+        # only the chosen ones become Suggestions: a sweep of many iterations has hundreds of open rung-0 slots, and
+        # drawing and describing each of them at every step cost the controller most of its CPU (bench-mf).
+        levels = {}
         previous = None
         for bracket, i, rung, expected, jobs, _ in self._walk(trials):
             # _walk yields a bracket's rungs in order: the rung before this one's jobs are those it yielded last.
             below, previous = (previous if i > 0 else None), jobs
             if expected is None:
                 continue
+            level = levels.setdefault(i, [])
             for slot in expected:
+                if len(level) >= count:
+                    break
                 if slot not in jobs:
-                    wanted.append(((-i, position[bracket.key], slot), bracket, i, rung, below))
-        wanted.sort(key=lambda item: item[0])
-        chosen = [self._open_slot(bracket, i, rung, key[2], below) for key, bracket, i, rung, below in wanted[:count]]
+                    level.append((bracket, i, rung, slot, below))
+        wanted = [item for i in sorted(levels, reverse=True) for item in levels[i]][:count]
+        chosen = [self._open_slot(*item) for item in wanted]
         return self._new_configurations(trials, chosen) if self.model is not None else chosen
 
     def _open_slot(self, bracket, i, rung, slot, previous):
