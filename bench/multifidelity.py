@@ -190,9 +190,8 @@ def _hyperband_sweep(task, seed, meter, sampler, iterations):
 
 def run_hyperband(task, seed, meter):
     """Our Hyperband (random configurations): one sweep of one iteration after another (seeds 1000 s + k) until
-    the budget ends one. The same draws as one sweep of many iterations, whose controller costs more CPU per step
-    in this simulation (every iteration's brackets walked each tick: 25 s against 5 s of wall time a run at 100 x R
-    on the shared machine)."""
+    the budget ends one. The same draws as one sweep of many iterations (whose controller cost 15-25 s of CPU a run
+    at 100 x R before the bohb2 branch drew only the suggestions it hands out; about 1 s now, docs/benchmarks.md)."""
     for iteration in range(10000):
         if not _hyperband_sweep(task, seed * 1000 + iteration, meter, 'random', 1):
             return

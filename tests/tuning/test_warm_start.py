@@ -8,7 +8,7 @@ import pytest
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.tuning.controller import Limits
-from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, inherited_weight
 from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller, warm_start
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 from azext_batchai_sweep.core.tuning.warmstart import Record, inherit, is_file_source, records_from_document
@@ -156,3 +156,70 @@ def test_a_large_export_is_read_and_odd_rows_do_not_break_it(tmp_path):
               'jobs': [{'name': 'odd', 'state': 'succeeded', 'parameters': GOOD, 'objective': 0.4, 'reports': 7}]}
     (odd,) = records_from_document(report, 'r.json', 'sampling.warmStart[0]')
     assert odd.reports == ((0.0, 0.4),)
+
+
+def test_inherited_jobs_weigh_less_as_the_sweeps_own_results_arrive():
+    assert [inherited_weight(n, 3) for n in (0, 3, 6, 15, 57)] == [1.0, 0.5, pytest.approx(1 / 3), pytest.approx(1 / 6),
+                                                                   pytest.approx(0.05)]
+    assert inherited_weight(10, 10) == 0.5
+
+
+def _shifted_warm_start():
+    """An earlier sweep on other data: its optimum at X = 0.9 and every value of it better than any of this sweep's,
+    whose own optimum is at X = 0.1."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    old = [Trial(name='o{}'.format(k), index=k, params={'X': k / 39}, state='succeeded',
+                 reports=(Report(1.0, 10 - (k / 39 - 0.9) ** 2),)) for k in range(40)]
+    inherited, _ = warm_start({'old': old}, specs)
+
+    def own(count):
+        return [Trial(name='j{}'.format(k), index=k, params={'X': (k + 0.5) / count}, state='succeeded',
+                      reports=(Report(1.0, -((k + 0.5) / count - 0.1) ** 2),)) for k in range(count)]
+    return specs, inherited, own
+
+
+@pytest.mark.parametrize('own_results', [20, 35])
+def test_a_warm_started_tpe_follows_its_own_results_over_an_earlier_sweeps(own_results):
+    specs, inherited, own = _shifted_warm_start()
+    trials = own(own_results)
+    (_, below, _), = TPESampler(specs, 'max', seed=1, inherited=inherited).models(trials)
+    assert below.log_pdf((0.1,)) > below.log_pdf((0.9,))  # l: the sweep's own good region is the likelier
+    suggestion = TPESampler(specs, 'max', seed=1, inherited=inherited).suggest(trials, 1)[0]
+    assert abs(suggestion.params['X'] - 0.1) < 0.2
+    # ranked with the sweep's own jobs (inherited_half_weight=None), the earlier sweep's better values fill l
+    (_, ranked_together, _), = TPESampler(specs, 'max', seed=1, inherited=inherited,
+                                          inherited_half_weight=None).models(trials)
+    assert ranked_together.log_pdf((0.9,)) > ranked_together.log_pdf((0.1,))
+
+
+def test_before_its_own_results_a_warm_start_is_the_inherited_jobs_model():
+    specs, inherited, own = _shifted_warm_start()
+    pending = [Trial(name='j0', index=0, params={'X': 0.5}, state='running')]
+    for trials in ([], pending):
+        weighted = TPESampler(specs, 'max', seed=1, inherited=inherited).models(trials)
+        alike = TPESampler(specs, 'max', seed=1, inherited=inherited, inherited_half_weight=None).models(trials)
+        for x in (0.05, 0.5, 0.9):
+            assert weighted[0][1].log_pdf((x,)) == pytest.approx(alike[0][1].log_pdf((x,)))
+            if not trials:  # (a pending job is among g's newest either way; the inherited ones' age ramp differs)
+                assert weighted[0][2].log_pdf((x,)) == pytest.approx(alike[0][2].log_pdf((x,)))
+    # with results of its own the two differ
+    weighted = TPESampler(specs, 'max', seed=1, inherited=inherited).models(own(5))
+    alike = TPESampler(specs, 'max', seed=1, inherited=inherited, inherited_half_weight=None).models(own(5))
+    assert weighted[0][1].log_pdf((0.1,)) > alike[0][1].log_pdf((0.1,)) + 0.5
+
+
+def test_a_warm_started_tpe_resumed_past_its_startup_decides_the_same():
+    specs, inherited, _ = _shifted_warm_start()
+
+    def curve(params):
+        return [-(params['X'] - 0.1) ** 2] * 2
+
+    def factory():
+        return sweep_controller(specs, {'type': 'bayesian', 'count': 20, 'seed': 7, 'startupJobs': 3},
+                                limits=Limits(max_concurrent_jobs=2), inherited=inherited)
+    whole, _, _ = simulate(factory(), curve)
+    resumed, _, _ = simulate(factory(), curve, restarts={4: factory, 9: factory, 15: factory})
+    assert len(whole) == 20 and [t.params for t in whole] == [t.params for t in resumed]
+    # it starts at the earlier sweep's optimum (0.9) and moves to its own (0.1); ranked alike, all 20 stay near 0.9
+    near = [t for t in whole[10:] if abs(t.params['X'] - 0.1) < 0.25]
+    assert abs(whole[0].params['X'] - 0.9) < 0.1 and len(near) >= 6, [round(t.params['X'], 2) for t in whole]

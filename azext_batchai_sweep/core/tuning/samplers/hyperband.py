@@ -142,29 +142,37 @@ class HyperbandSampler(Sampler):
     def suggest(self, trials, count):
         if count <= 0:
             return []
-        wanted = []
-        position = {b.key: k for k, b in enumerate(self.brackets)}
+        # Promotions first (the highest rung first), then by bracket and slot. _walk yields brackets in order and each
+        # rung's expected slots in order, so a rung level's first `count` open slots are all it can contribute, and
+        # only the chosen ones become Suggestions: a sweep of many iterations has hundreds of open rung-0 slots, and
+        # drawing and describing each of them at every step cost the controller most of its CPU (bench-mf).
+        levels = {}
+        previous = None
         for bracket, i, rung, expected, jobs, _ in self._walk(trials):
+            # _walk yields a bracket's rungs in order: the rung before this one's jobs are those it yielded last.
+            below, previous = (previous if i > 0 else None), jobs
             if expected is None:
                 continue
-            previous = None
-            if i > 0:
-                previous = {t.slot: t for t in trials if t.bracket == bracket.key and t.rung == i - 1}
+            level = levels.setdefault(i, [])
             for slot in expected:
-                if slot in jobs:
-                    continue
-                parent = previous[slot] if previous and slot in previous else None
-                if parent is not None and self.model is not None:
-                    params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
-                else:
-                    params = self.configuration(bracket.key, slot) if i > 0 or self.model is None else None
-                wanted.append(((-i, position[bracket.key], slot), Suggestion(
-                    params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
-                    note='bracket {}, rung {}, {} {}'.format(bracket.key, i, self.resource, fmt(rung.resource)),
-                    bracket=bracket.key, rung=i, slot=slot)))
-        wanted.sort(key=lambda item: item[0])
-        chosen = [suggestion for _, suggestion in wanted[:count]]
+                if len(level) >= count:
+                    break
+                if slot not in jobs:
+                    level.append((bracket, i, rung, slot, below))
+        wanted = [item for i in sorted(levels, reverse=True) for item in levels[i]][:count]
+        chosen = [self._open_slot(*item) for item in wanted]
         return self._new_configurations(trials, chosen) if self.model is not None else chosen
+
+    def _open_slot(self, bracket, i, rung, slot, previous):
+        """The Suggestion of an open slot: rung i of the bracket, `previous` the rung below's jobs by slot."""
+        parent = previous.get(slot) if previous else None
+        if parent is not None and self.model is not None:
+            params = dict(parent.params)  # the model's configuration is not drawn again: the job has it
+        else:
+            params = self.configuration(bracket.key, slot) if i > 0 or self.model is None else None
+        return Suggestion(params=params, resource=rung.resource, parent=parent.name if parent is not None else None,
+                          note='bracket {}, rung {}, {} {}'.format(bracket.key, i, self.resource, fmt(rung.resource)),
+                          bracket=bracket.key, rung=i, slot=slot)
 
     def _new_configurations(self, trials, chosen):
         """BOHB: each new configuration (rung 0) from the model, in order, each seeing the ones before it in flight."""

@@ -113,6 +113,9 @@ class MOTPESampler(TPESampler):
             # One model per parameter, as Optuna does by default with several objectives: on the benchmarks'
             # problems a joint model lost 5-15% of hypervolume (docs/benchmarks.md).
             kwargs.setdefault('multivariate', False)
+        # Inherited jobs rank with the sweep's own: their objectives and constraints are compared jointly (the
+        # single-objective down-weighting, tpe.inherited_weight, is not measured for several objectives).
+        kwargs.setdefault('inherited_half_weight', None)
         super().__init__(specs, goal=objectives.goals[0], **kwargs)
         self.objectives = objectives
 

@@ -60,6 +60,9 @@ DEFAULT_CANDIDATES = 24
 DEFAULT_GOOD_FLOOR_SHARE = 0.35
 # The power of the rank weights of l's observations: the k-th best of m good jobs weighs (m - k) ** power.
 DEFAULT_GOOD_RANK_POWER = 2.0
+# Warm start: an inherited job weighs 3 / (3 + the sweep's own results) (inherited_weight()): half of an own job's
+# weight at 3 results, a sixth at 15 (bench-warmstart in docs/benchmarks.md; 1, 2, 3, 5, 10 and 30 were tried).
+DEFAULT_INHERITED_HALF_WEIGHT = 3
 # Past this many configurations a finite space is searched by rejection instead of being listed.
 _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
@@ -82,6 +85,13 @@ def default_weights(n):
     else:
         head = [1.0 / n + (1.0 - 1.0 / n) * i / (ramp - 1) for i in range(ramp)]
     return head + [1.0] * 25
+
+
+def inherited_weight(own_results, half_weight):
+    """Each inherited job's weight (warm start) against 1 for the sweep's own: half_weight / (half_weight + own
+    results), 1 before the sweep has results, a half at half_weight of them, a sixth at five times as many. The
+    earlier sweep steers the first suggestions and gives way as this sweep's own evidence arrives."""
+    return half_weight / float(half_weight + own_results)
 
 
 def rank_weights(ranks, ages, power):
@@ -112,13 +122,17 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     :param inherited: finished jobs of earlier sweeps (warm start, core/tuning/warmstart.py) as Trials with negative
         indices: the model learns from them as from the oldest jobs, a finite space never suggests their
         configurations again, and they do not count toward ``count``.
+    :param inherited_half_weight: how the inherited jobs weigh as the sweep's own results arrive (inherited_weight());
+        None: like the sweep's own jobs, ranked with them (the first warm start's rule: 100 inherited jobs kept a
+        sweep of 50 centred on the earlier sweep's optimum).
     """
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal='max', seed=0, count=None, startup_jobs=DEFAULT_STARTUP_JOBS,
                  candidates=DEFAULT_CANDIDATES, multivariate=True, constant_liar=True, prior_weight=1.0,
                  gamma=default_gamma, weights=default_weights, good_floor_share=DEFAULT_GOOD_FLOOR_SHARE,
-                 good_rank_power=DEFAULT_GOOD_RANK_POWER, inherited=()):
+                 good_rank_power=DEFAULT_GOOD_RANK_POWER, inherited=(),
+                 inherited_half_weight=DEFAULT_INHERITED_HALF_WEIGHT):
         if goal not in ('max', 'min'):
             raise ValueError('goal must be "max" or "min", not {!r}'.format(goal))
         self.dims = dimensions(specs)
@@ -135,6 +149,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         self.good_rank_power = good_rank_power
         self.size = space_size(self.dims)
         self.inherited = sorted(inherited, key=lambda t: t.index)
+        self.inherited_half_weight = inherited_half_weight
         all_dims = list(range(len(self.dims)))
         self.groups = [all_dims] if multivariate else [[d] for d in all_dims]
 
@@ -210,33 +225,57 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         return self._models(self._make_history(trials))
 
     def _models(self, history):
+        if self.inherited and self.inherited_half_weight is not None:
+            return self._fit(*self._split_inherited(history))
         good, good_ranks, bad = self._split(history)
-        # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
-        clip_count = None if self.good_floor_share is None else int(self.good_floor_share * len(history.scored))
         good_weights = self.weights(len(good))
         if self.good_rank_power is not None:
             good_weights = rank_weights(good_ranks, good_weights, self.good_rank_power)
+        return self._fit(good, good_weights, bad, self.weights(len(bad)), len(history.scored))
+
+    def _fit(self, good, good_weights, bad, bad_weights, scored_count):
+        # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
+        clip_count = None if self.good_floor_share is None else int(self.good_floor_share * scored_count)
         models = []
         for group in self.groups:
             dims = [self.dims[d] for d in group]
             below = ParzenEstimator(dims, [_project(p, group) for p in good], good_weights,
                                     self.prior_weight, clip_count=clip_count)
-            above = ParzenEstimator(dims, [_project(p, group) for p in bad], self.weights(len(bad)),
-                                    self.prior_weight)
+            above = ParzenEstimator(dims, [_project(p, group) for p in bad], bad_weights, self.prior_weight)
             models.append((group, below, above))
         return models
 
-    def _split(self, history):
+    def _split(self, history, scored=None, pending=True):
         """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
         (pending jobs among the bad)."""
-        ranked = sorted(history.scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
+        scored = history.scored if scored is None else scored
+        ranked = sorted(scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
         n_good = self.gamma(len(ranked))
         good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(ranked[:n_good]))
         bad = list(ranked[n_good:])
-        if self.constant_liar:
+        if self.constant_liar and pending:
             bad.extend((index, None, point) for index, point in history.pending)
         bad.sort(key=lambda item: item[0])
         return [item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad]
+
+    def _split_inherited(self, history):
+        """A warm start's groups: the inherited jobs and the sweep's own are each split into good and bad on their own
+        (an earlier sweep on other data may have another scale: its values are not ranked against this sweep's),
+        each group's weights computed as without the other, the inherited ones' then times inherited_weight(own)."""
+        own = [item for item in history.scored if item[0] >= 0]
+        old = [item for item in history.scored if item[0] < 0]
+        share = inherited_weight(len(own), self.inherited_half_weight)
+        parts = []
+        for items, factor, pending in ((old, share, False), (own, 1.0, True)):
+            good, ranks, bad = self._split(history, items, pending)
+            good_weights = self.weights(len(good))
+            if self.good_rank_power is not None and good:
+                good_weights = rank_weights(ranks, good_weights, self.good_rank_power)
+            parts.append((good, [w * factor for w in good_weights], bad,
+                          [w * factor for w in self.weights(len(bad))]))
+        (old_good, old_gw, old_bad, old_bw), (good, gw, bad, bw) = parts
+        return (old_good + good, old_gw + gw, old_bad + bad, old_bw + bw,
+                len(own) + int(share * len(old)))
 
     def _best_candidate(self, rng, models, history):
         """The candidate with the largest l/g ratio among draws from l, untried ones only in a finite space."""
