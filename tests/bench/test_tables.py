@@ -55,3 +55,20 @@ def test_our_sampler_on_a_table_is_deterministic_and_finds_the_best():
     assert sorted(first) == sorted(task(dict(LR=i, ACT=a)) for i in range(3) for a in SPACE['act'])
     assert regret_at(first, task.optimum, [6]) == [0.0]
     assert TPESampler(task.specs, goal='min', seed=3).suggest([], 1)[0].params['LR'] in (0, 1, 2)
+
+
+def test_two_objective_table_scales_loss_and_training_time_by_the_table():
+    # bench/mo.py's real problems: the main metric as a loss against the recorded training time, 0 at the table's
+    # best and 1 at its 90th percentile (of 6 configurations: the 5th smallest, index int(0.9 * 5) = 4).
+    from bench.mo import loss_and_time
+    table = _table('val_acc')
+    for index, key in enumerate(sorted(table)):
+        table[key]['train_time'] = [10.0 * (index + 1), 10.0 * (index + 1)]
+    scaled = loss_and_time(table, 'val_acc', 'max')
+    # losses: -0.6, -0.6, -0.8, -0.9, -0.2, -0.4 -> best -0.9, 90th percentile -0.4 (width 0.5);
+    # times 10..60 -> best 10, 90th percentile 50 (width 40).
+    assert scaled['11'] == pytest.approx((0.0, 0.75))
+    assert scaled['00'] == pytest.approx((0.6, 0.0))
+    assert scaled['20'] == pytest.approx((1.4, 1.0))
+    # A minimised metric keeps its sign: the lowest value is the best.
+    assert loss_and_time(table, 'val_acc', 'min')['20'][0] == 0.0
