@@ -61,10 +61,12 @@ class BatchService:  # pylint: disable=too-many-instance-attributes
     def group(self):
         return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
 
-    def start(self, *extra):
-        """`az batchai sweep local start --scheduler azure-batch --batch-account ACCOUNT -g RG` (+ ``extra``)."""
+    def start(self, *extra, env=None):
+        """`az batchai sweep local start --scheduler azure-batch --batch-account ACCOUNT -g RG` (+ ``extra``), in
+        the user's environment plus ``env`` (e.g. Cloud Shell's variables; the service inherits them)."""
         started = self.az('batchai', 'sweep', 'local', 'start', '--data-dir', self.data_dir, '--scheduler',
-                          'azure-batch', '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP, *extra, '-o', 'json')
+                          'azure-batch', '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP, *extra, '-o', 'json',
+                          env=env)
         assert started.exit_code == 0, started.stderr
         # The account as ARM described it: its data plane is Prism's endpoint (every Batch call is checked there).
         assert 'scheduling on Azure Batch account {} ({})'.format(ACCOUNT, self.double.endpoint) in self.log()

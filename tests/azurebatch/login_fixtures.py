@@ -97,7 +97,10 @@ class OfflineLogin:
     def login(self):
         steps = [('cloud', 'register', '-n', CLOUD_NAME, '--endpoint-resource-manager', self.arm_endpoint + '/',
                   '--endpoint-active-directory', 'https://login.test.invalid',
-                  '--endpoint-active-directory-resource-id', ARM_AUDIENCE, '--skip-endpoint-discovery'),
+                  '--endpoint-active-directory-resource-id', ARM_AUDIENCE, '--skip-endpoint-discovery',
+                  # Azure's storage suffix, as in AzureCloud: `cluster create --storage-account-name` builds the
+                  # share's URL with it (https://NAME.file.core.windows.net/SHARE).
+                  '--suffix-storage-endpoint', 'core.windows.net'),
                  ('cloud', 'set', '-n', CLOUD_NAME),
                  ('login', '--identity')]
         for args in steps:

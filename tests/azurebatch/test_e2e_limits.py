@@ -1,10 +1,11 @@
 """Batch's limits met at submit and at cluster create, through the real az (issue 31 rule 5; the lifecycle double
 of the data plane is TEST CODE, tests/azurebatch/double/): a job whose task cannot fit a Batch request
 (environment included) refused at submit with the reason, nothing added; a cluster past the account's active-job
-quota refused at create naming the quota, before any pool is made."""
+quota refused at create naming the quota, before any pool is made. The user's path: az's offline login,
+`local start --scheduler azure-batch --batch-account`, every Batch call through Prism (e2e_fixtures.py)."""
 import pytest
 
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -26,10 +27,11 @@ def test_a_job_too_large_for_a_batch_request_is_refused_at_submit(batch_service)
     assert tasks(svc.double) == [] and svc.double.count('POST', r'/addtaskcollection$') == 0
 
 
-def test_a_cluster_past_the_active_job_quota_is_refused_before_its_pool(batch_service):  # pylint: disable=W0621
-    svc = batch_service
+def test_a_cluster_past_the_active_job_quota_is_refused_before_its_pool(batch_user):  # pylint: disable=W0621
+    svc = batch_user
+    add_account(svc.login, activeJobAndJobScheduleQuota=1)  # the account's quota (as ARM lists it): one cluster's job
+    svc.start()
     assert _cluster(svc, 'one').exit_code == 0
-    svc.scheduler.facts.account['activeJobAndJobScheduleQuota'] = 1  # the account's quota: one cluster's job
     pools = set(svc.double.account.pools)
     refused = _cluster(svc, 'two')
     assert refused.exit_code != 0, refused.stdout
@@ -44,6 +46,10 @@ def test_no_storage_key_or_password_is_kept_on_disk(batch_service):  # pylint: d
     import base64
     import os
     svc = batch_service
+    arm = svc.login.double  # a storage account az's login sees (Reader) and may read outputs from (data role)
+    storage = arm.add_storage_account('outputs', 'data-rg')
+    arm.assign('Reader', '/subscriptions/' + svc.login.subscription_id)
+    arm.assign('Storage File Data Privileged Reader', storage)
     key = base64.b64encode(b'storage-key-that-must-not-be-on-disk-0123456789').decode('ascii')
     password = 'admin-Passw0rd-never-on-disk'
     args = ['batchai', 'cluster', 'create', '-n', 'mounted', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
@@ -53,7 +59,7 @@ def test_no_storage_key_or_password_is_kept_on_disk(batch_service):  # pylint: d
     assert created.exit_code == 0, created.stderr
     (pool,) = [p for p in svc.double.account.pools.values() if p.body.get('mountConfiguration')]
     assert pool.body['mountConfiguration'][0]['azureFileShareConfiguration']['accountKey'] == key  # sent to Batch
-    for folder, _, names in os.walk(svc.service.data_dir):
+    for folder, _, names in os.walk(svc.data_dir):
         for name in names:
             with open(os.path.join(folder, name), 'rb') as f:
                 data = f.read()

@@ -2,13 +2,14 @@
 double of the data plane is TEST CODE, tests/azurebatch/double/): a job queued on an autoscale pool says "waiting
 for the pool (next evaluation about HH:MM UTC)" in `sweep status` (not a bare "queued"), a preempted job's
 requeues are shown after its end, and a job on a pool whose every node failed its start task fails after the
-bounded wait with the start task's error, which `cluster show` shows too."""
+bounded wait with the start task's error, which `cluster show` shows too. The user's path: az's offline login,
+`local start --scheduler azure-batch --batch-account`, every Batch call through Prism (e2e_fixtures.py)."""
 import re
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import pool_id
-from tests.azurebatch.e2e_fixtures import batch_service, tasks, wait_until, write_sweep  # pylint: disable=unused-import
+from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
