@@ -11,7 +11,8 @@ from importlib import metadata
 
 # What the extension imports at run time (all shipped by azure-cli), then the test tools the results depend on.
 RUNTIME = ('azure-cli', 'azure-cli-core', 'knack', 'azure-core', 'azure-mgmt-core', 'azure-mgmt-batchai',
-           'azure-storage-blob', 'azure-storage-file-share', 'azure-mgmt-storage', 'msrest', 'PyYAML')
+           'azure-storage-blob', 'azure-storage-file-share', 'azure-mgmt-storage', 'azure-batch', 'azure-mgmt-batch',
+           'msrest', 'PyYAML')
 TEST_TOOLS = ('pytest', 'jsonschema', 'optuna')
 # Programs the tests start: the command and the argument that prints its version.
 PROGRAMS = (('slurmctld', '-V'), ('chromium', '--version'), ('node', '--version'))
