@@ -15,7 +15,8 @@ import logging
 import random
 
 from .auth import LoginError
-from ...core.service.retry import NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, status_of
+from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, retry_after_seconds,
+                                   status_of)
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +41,9 @@ class _JitteredRetryAfter(RetrySettings):
 
     def backoff(self, attempt, exc=None):
         delay = super().backoff(attempt, exc)
-        if exc is not None and _retry_after_given(exc):
+        if exc is not None and retry_after_seconds(exc) is not None:
             delay += self.random() * min(5.0, delay * 0.25)
         return delay
-
-
-def _retry_after_given(exc):
-    headers = getattr(getattr(exc, 'response', None), 'headers', None) or {}
-    return any(headers.get(name) for name in ('Retry-After', 'retry-after-ms', 'x-ms-retry-after-ms'))
 
 
 def error_code(exc):

@@ -101,7 +101,7 @@ def connect(store, data_dir, options):
         images = account.get('supportedImages')
         if images is None:
             images = api.list_supported_images()
-        storage_check = _storage_check(options)
+        storage_check = _storage_check(options, azure)
         if storage_check is not None:
             from .storage_roles import check_stored_clusters  # pylint: disable=import-outside-toplevel
             check_stored_clusters(store, storage_check)
@@ -133,12 +133,13 @@ def connect(store, data_dir, options):
     return scheduler
 
 
-def _storage_check(options):
-    """The check of az's data role on the clusters' storage (storage_roles.StorageRoleCheck): tests that give the
-    account as found give this check too (or None), as they give its facts."""
+def _storage_check(options, azure):
+    """The check of az's data role on the clusters' storage (storage_roles.StorageRoleCheck), through the ARM target
+    and credential `azure` (an AzureLookup) already holds: tests that give the account as found give this check too
+    (or None), as they give its facts."""
     if 'storage_check' in options:
         return options['storage_check']
     if options.get('account_info'):
         return None
     from .storage_roles import StorageRoleCheck  # pylint: disable=import-outside-toplevel
-    return StorageRoleCheck()
+    return StorageRoleCheck(azure and azure.arm_credential, azure and azure.arm)
