@@ -2,9 +2,13 @@
 
 Only tests that ask for the `azurite` fixture start it; the rest of the suite runs without node.
 """
+import base64
+import contextlib
+import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -41,14 +45,15 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _wait_until_answering(proc, endpoint, log_path):
+def _wait_until_answering(proc, endpoint, log_path, context=None):
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             with open(log_path, encoding='utf-8', errors='replace') as log:
                 pytest.fail('Azurite exited with code {}:\n{}'.format(proc.returncode, log.read()[-4000:]))
         try:
-            urllib.request.urlopen(endpoint + '?comp=list', timeout=2)  # pylint: disable=consider-using-with
+            urllib.request.urlopen(endpoint + '?comp=list', timeout=2,  # pylint: disable=consider-using-with
+                                   context=context)
             return
         except urllib.error.HTTPError:
             return  # any HTTP answer (403 without credentials) means it is serving
@@ -57,24 +62,24 @@ def _wait_until_answering(proc, endpoint, log_path):
     pytest.fail('Azurite did not answer on {} within {}s'.format(endpoint, START_TIMEOUT))
 
 
-@pytest.fixture(scope='session')
-def azurite():
-    """A running Azurite Blob service on a free loopback port with a throw-away workspace."""
+@contextlib.contextmanager
+def _running_azurite(extra_args=(), scheme='http', context=None):
+    """Azurite's Blob service on a free loopback port with a throw-away workspace: yields its endpoint."""
     if not os.path.exists(AZURITE_BLOB):
         pytest.fail('Azurite is not installed in {}: run `make test-tools`'.format(AZURITE_BLOB))
     workspace = tempfile.mkdtemp(prefix='azurite-')
     port = _free_port()
-    endpoint = 'http://127.0.0.1:{}/{}'.format(port, DEV_ACCOUNT_NAME)
+    endpoint = '{}://127.0.0.1:{}/{}'.format(scheme, port, DEV_ACCOUNT_NAME)
     log_path = os.path.join(workspace, 'azurite.log')
     # --skipApiVersionCheck: the azure-storage-blob that azure-cli pins may be newer than the pinned Azurite.
     cmd = [AZURITE_BLOB, '--blobHost', '127.0.0.1', '--blobPort', str(port), '--location', workspace,
-           '--skipApiVersionCheck', '--silent', '--disableTelemetry']
+           '--skipApiVersionCheck', '--silent', '--disableTelemetry', *extra_args]
     with open(log_path, 'wb') as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,  # pylint: disable=consider-using-with
                                 start_new_session=True)
     try:
-        _wait_until_answering(proc, endpoint, log_path)
-        yield Azurite(DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, endpoint)
+        _wait_until_answering(proc, endpoint, log_path, context)
+        yield endpoint
     finally:
         # node may fork: stop the whole process group this fixture created.
         try:
@@ -87,3 +92,47 @@ def azurite():
             os.killpg(proc.pid, 9)
             proc.wait()
         shutil.rmtree(workspace, ignore_errors=True)
+
+
+@pytest.fixture(scope='session')
+def azurite():
+    """A running Azurite Blob service on a free loopback port with a throw-away workspace."""
+    with _running_azurite() as endpoint:
+        yield Azurite(DEV_ACCOUNT_NAME, DEV_ACCOUNT_KEY, endpoint)
+
+
+@dataclass(frozen=True)
+class AzuriteOAuth:
+    """Azurite's Blob service over HTTPS with OAuth: `blob_endpoint` (path-style: .../devstoreaccount1), `ca_file`
+    (the bundle that trusts its certificate), `token(lifetime)` (a bearer token it accepts)."""
+    account_name: str
+    blob_endpoint: str
+    ca_file: str
+
+    @staticmethod
+    def token(lifetime=3600):
+        """A token as Entra ID issues one for https://storage.azure.com/: a JWT with Entra ID's issuer and the
+        storage audience (TEST CODE: unsigned; `--oauth basic` checks the claims, not the signature)."""
+        def b64(data):
+            return base64.urlsafe_b64encode(data).rstrip(b'=').decode('ascii')
+        now = int(time.time())
+        claims = {'aud': 'https://storage.azure.com', 'iss': 'https://sts.windows.net/{}/'.format(TEST_TENANT),
+                  'iat': now - 60, 'nbf': now - 60, 'exp': now + lifetime, 'oid': TEST_PRINCIPAL,
+                  'tid': TEST_TENANT, 'sub': TEST_PRINCIPAL}
+        return '.'.join([b64(json.dumps({'alg': 'RS256', 'typ': 'JWT'}).encode()), b64(json.dumps(claims).encode()),
+                         b64(os.urandom(32))])
+
+
+TEST_TENANT = '00000000-0000-0000-0000-0000000000aa'
+TEST_PRINCIPAL = '00000000-0000-0000-0000-0000000000bb'
+
+
+@contextlib.contextmanager
+def azurite_oauth(ca):
+    """Azurite's Blob service over HTTPS with the loopback certificate of ``ca`` (tests/azurebatch/tls_ca.TestCA)
+    and OAuth (`--oauth basic`: bearer tokens, Get User Delegation Key, user delegation SAS), as the service reaches
+    Azure Storage with az's token (azure-core sends a bearer token over HTTPS only)."""
+    context = ssl.create_default_context(cafile=ca.ca_file)
+    with _running_azurite(['--oauth', 'basic', '--cert', ca.cert_file, '--key', ca.key_file], 'https',
+                          context) as endpoint:
+        yield AzuriteOAuth(DEV_ACCOUNT_NAME, endpoint, ca.ca_file)

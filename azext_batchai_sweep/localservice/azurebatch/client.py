@@ -15,6 +15,7 @@ import logging
 import random
 
 from .auth import LoginError
+from .states import redact_sas
 from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, retry_after_seconds,
                                    status_of)
 
@@ -31,6 +32,7 @@ class BatchCallError(Exception):
     """A data-plane call failed for good: `status` (None: no answer), Batch's error `code` and message."""
 
     def __init__(self, what, status, code, message):
+        message = redact_sas(message) if message else message  # Batch may quote a task's outputFiles URL
         super().__init__('{} failed: {}{}'.format(what, code or 'HTTP {}'.format(status), ': ' + message
                                                   if message else ''))
         self.status, self.code, self.message = status, code, message
@@ -226,7 +228,8 @@ class BatchApi:
                 elif item.get('status') == 'servererror' and task_id in by_id:
                     again.append(by_id[task_id])
                 else:
-                    results[task_id] = (code or 'TaskAddFailed', message or '')
+                    # (stored as the job's error: a quoted outputFiles URL loses its SAS)
+                    results[task_id] = (code or 'TaskAddFailed', redact_sas(message or ''))
             for body in pending:  # not answered at all: tried again
                 if body['id'] not in results and body not in again:
                     again.append(body)

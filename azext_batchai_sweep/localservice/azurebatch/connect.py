@@ -123,8 +123,15 @@ def connect(store, data_dir, options):
     if shares is None:
         from .share_reader import ShareMirror  # pylint: disable=import-outside-toplevel
         shares = ShareMirror()
+    # Batch's own stdout/stderr of each task go to the cluster storage's task-log container (a write-only user
+    # delegation SAS signed with a key asked with az's token, task_logs.py); tests give one of their own.
+    if 'task_logs' in options:
+        task_logs = options['task_logs']
+    else:
+        from .task_logs import TaskLogs  # pylint: disable=import-outside-toplevel
+        task_logs = TaskLogs()
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
-                                    pool_prefix=prefix, facts=facts, shares=shares, **extra)
+                                    pool_prefix=prefix, facts=facts, shares=shares, task_logs=task_logs, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
     scheduler.storage_check = storage_check  # az's data role on a new cluster's storage, at cluster create

@@ -100,11 +100,15 @@ class AbMapMapping:
             return ex.reason
         return None
 
-    def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout):  # pylint: disable=unused-argument
+    def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout,  # pylint: disable=unused-argument
+                  output_container_url=None):
+        """The task add JSON; ``output_container_url``: the task-log container's SAS URL (task_logs.py), where
+        Batch uploads the task's own stdout/stderr at its completion (None: no outputFiles)."""
         from . import node_wrapper, tasks  # pylint: disable=import-outside-toplevel
         if self._payload is None:
             self._payload = node_wrapper.payload()
-        return tasks.task_body(task_id, job_body, toolkit, cluster_body['properties'], spec, payload=self._payload)
+        return tasks.task_body(task_id, job_body, toolkit, cluster_body['properties'], spec,
+                               output_container_url=output_container_url, payload=self._payload)
 
     @staticmethod
     def chunks(bodies, max_count):

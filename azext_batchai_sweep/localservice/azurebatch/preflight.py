@@ -42,6 +42,17 @@ STORAGE_READ = {
 }
 
 
+# The task-log container (task_logs.py) of a cluster's first storage account: az's login asks a user delegation key
+# and creates the container (ARM actions of the Blob data roles), and the SAS it signs lets Batch write only what
+# az's login may write itself; the service reads the copies back. The least role granting all: Storage Blob Data
+# Contributor (it also grants what STORAGE_READ['blob'] needs).
+TASK_LOGS_ROLE = 'Storage Blob Data Contributor'
+TASK_LOGS_ACTIONS = ('Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action',
+                     'Microsoft.Storage/storageAccounts/blobServices/containers/write')
+TASK_LOGS_DATA_ACTIONS = ('Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write',
+                          'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read')
+
+
 def _assign_hint(role, scope):
     return ("az role assignment create --role '{}' --assignee <your user or principal> --scope {}"
             .format(role, scope))
@@ -343,21 +354,41 @@ def cluster_storage(cluster_props):
 
 def check_cluster_storage(cluster_props, credential, arm):
     """check_storage_data_role for every storage account a cluster mounts (ARM: find it, read the permissions)."""
+    from .task_logs import logs_account  # pylint: disable=import-outside-toplevel
+    logs = logs_account(cluster_props)
     for name, kinds in sorted(cluster_storage(cluster_props).items()):
         storage_id = find_storage_account_id(name, credential, arm)
-        check_storage_data_role(storage_id, sorted(kinds), list_permissions(storage_id, credential, arm))
+        check_storage_data_role(storage_id, sorted(kinds) + (['logs'] if name == logs else []),
+                                list_permissions(storage_id, credential, arm))
 
 
 def check_storage_data_role(storage_id, kinds, permissions):
-    """Refusal unless ``permissions`` (list_permissions at the storage account ``storage_id``) let az's login read
-    the job outputs of each kind in ``kinds`` ('file': an Azure Files share; 'blob': a Blob container)."""
-    _, data_actions = effective_permissions(permissions)
+    """Refusal unless ``permissions`` (list_permissions at the storage account ``storage_id``) let az's login do
+    what the service does there for each kind in ``kinds``: read the job outputs of an Azure Files share ('file')
+    or a Blob container ('blob'), hold the task-log container ('logs': task_logs.py). The refusal names every role
+    missing, each with the command that assigns it."""
+    actions, data_actions = effective_permissions(permissions)
+    missing, roles = [], []
     for kind in kinds:
-        needed, role = STORAGE_READ[kind]
-        missing = [a for a in needed if not data_actions(a)]
-        if missing:
-            name = storage_id.rstrip('/').rsplit('/', 1)[-1]
-            raise Refusal("The service reads job outputs from storage account '{}' with az's login, which lacks "
-                          '{} there (Owner or Contributor is not enough: data access needs a data role). Assign '
-                          'the role {}: {}'.format(name, ', '.join(missing), role, _assign_hint(role, storage_id)),
-                          code='StorageRoleMissing')
+        if kind == 'logs':
+            lacking = [a for a in TASK_LOGS_ACTIONS if not actions(a)]
+            lacking += [a for a in TASK_LOGS_DATA_ACTIONS if not data_actions(a)]
+            role = TASK_LOGS_ROLE
+        else:
+            needed, role = STORAGE_READ[kind]
+            lacking = [a for a in needed if not data_actions(a)]
+        if lacking:
+            missing += [a for a in lacking if a not in missing]
+            roles.append(role)
+    if TASK_LOGS_ROLE in roles and STORAGE_READ['blob'][1] in roles:  # the contributor may read too
+        roles.remove(STORAGE_READ['blob'][1])
+    if missing:
+        name = storage_id.rstrip('/').rsplit('/', 1)[-1]
+        logs = ' and holds the tasks\' own stdout/stderr there (a container written by Batch)' \
+            if 'logs' in kinds else ''
+        raise Refusal("The service reads job outputs from storage account '{}' with az's login{}, which lacks "
+                      '{} there (Owner or Contributor is not enough: data access needs a data role). {}'.format(
+                          name, logs, ', '.join(missing), '; and '.join(
+                              ('Assign the role {}: {}' if i == 0 else 'the role {}: {}').format(
+                                  role, _assign_hint(role, storage_id)) for i, role in enumerate(roles))),
+                      code='StorageRoleMissing')

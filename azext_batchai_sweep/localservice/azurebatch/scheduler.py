@@ -80,7 +80,7 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
-                 unrunnable_seconds=UNRUNNABLE_SECONDS, shares=None):
+                 unrunnable_seconds=UNRUNNABLE_SECONDS, shares=None, task_logs=None):
         super().__init__(store, data_dir)
         self.api = api
         self.account = dict(account or {})
@@ -97,6 +97,9 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.unrunnable_seconds = unrunnable_seconds
         # share_reader.ShareMirror: the job directories on the pool's mounted Azure file share (None: not read)
         self.shares = shares
+        # task_logs.TaskLogs: Batch's own stdout/stderr of each task uploaded by Batch (outputFiles) to the
+        # cluster storage's task-log container, and read back from there (None: no outputFiles)
+        self.task_logs = task_logs
         self.poll_count = 0
         self.requeues = 0
         self._since = {}  # Batch job -> ISO time its next poll's filter starts at (absent: a full list)
@@ -348,7 +351,8 @@ class AzureBatchScheduler(SubmittingScheduler):
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             _, batch_job = self._ids(row['cluster'])
             task_id = self.mapping.task_id(key, layout.uid)
-            body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout)
+            body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout,
+                                          output_container_url=self._logs_url(cluster_body, spec))
         except Exception as ex:  # pylint: disable=broad-except
             logger.exception('job %s could not be made a Batch task', key)
             self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
@@ -444,7 +448,7 @@ class AzureBatchScheduler(SubmittingScheduler):
             cluster_body = json.loads(self._store.get(row['cluster'])['body'])
             toolkit = _toolkit(spec)
             body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
-                                          task.layout)
+                                          task.layout, output_container_url=self._logs_url(cluster_body, spec))
             again.setdefault(task.batch_job, []).append((task, body, key))
         for batch_job, ready in again.items():
             self._ensure_job(batch_job, ready[0][0].cluster)
@@ -456,6 +460,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         if state not in ('queued', 'running'):
             # Its outputs are all read before its end is recorded; the wrapper's record of which step ended it too.
             files = self._mirror(task)
+            self._read_task_logs(task, files)
             exit_file = self.mapping.exit_file()
             if exit_file and exit_file in files:
                 text = self.api.read_task_file(task.batch_job, task.task_id, exit_file, 0, files[exit_file])
@@ -543,6 +548,35 @@ class AzureBatchScheduler(SubmittingScheduler):
         except (BatchCallError, OSError) as ex:
             logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
         return files
+
+    def _logs_url(self, cluster_body, spec):
+        """The task-log container's write-only SAS URL for a task of the cluster (task_logs.py), or None."""
+        if self.task_logs is None:
+            return None
+        from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
+        return self.task_logs.container_url(cluster_body.get('properties') or {},
+                                            job_wall_clock(spec).total_seconds())
+
+    def _read_task_logs(self, task, files):
+        """Batch's own stdout/stderr of an ended task that the task file API no longer serves (its node is gone,
+        or never ran the task), read from the copies Batch uploaded at its completion (outputFiles)."""
+        from .mapping import BATCH_STREAMS  # pylint: disable=import-outside-toplevel
+        missing = [remote for remote in BATCH_STREAMS if remote not in files]
+        if self.task_logs is None or task.layout is None or not missing:
+            return
+        row = self._store.get(task.cluster)
+        cluster_props = (json.loads(row['body']) if row is not None else {}).get('properties') or {}
+        for remote in missing:
+            data = self.task_logs.read(cluster_props, '{}/{}'.format(task.task_id, remote))
+            local = self.mapping.local_path(remote, task.layout)
+            if data is None or local is None:
+                continue
+            try:
+                os.makedirs(os.path.dirname(local), exist_ok=True)
+                with open(local, 'wb') as f:
+                    f.write(data)
+            except OSError as ex:
+                logger.warning('writing %s failed: %s', local, ex)
 
     def _mirror_shares(self, task):
         """Copy what is new of the job's directories on the pool's mounted Azure file share (share_reader.py):

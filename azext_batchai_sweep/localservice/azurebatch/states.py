@@ -16,6 +16,7 @@ Pools: `resizeErrors` and the autoscale run's error become the cluster's `errors
 nodes' states become `nodeStateCounts`; a start task that failed on a node is an error of the cluster.
 """
 import datetime
+import re
 
 from ..resources import parse_duration
 from ..scheduler import REASONS
@@ -43,6 +44,14 @@ def _time(text):
     if not text:
         return None
     return datetime.datetime.fromisoformat(str(text).replace('Z', '+00:00'))
+
+
+_SAS_QUERY = re.compile(r'\?[^\s"\'<>]*\bsig=[^\s"\'<>]*', re.IGNORECASE)
+
+
+def redact_sas(text):
+    """``text`` with the query of any URL holding a SAS signature (`sig=`) replaced by `?<SAS removed>`."""
+    return _SAS_QUERY.sub('?<SAS removed>', text or '')
 
 
 def _error(code, message):
@@ -82,6 +91,10 @@ def outcome(task, reason=None, exit_record=None):
         return 'failed', code, [_error(*REASONS[reason])]
     if info.get('result') == 'success' or (code == 0 and not failure):
         return 'succeeded', 0, []
+    if code == 0 and 'upload' in str(failure.get('code', '')).lower():
+        # The job succeeded; only Batch's upload of the task's own stdout/stderr copy failed (the service's one
+        # outputFiles, task_logs.py: e.g. its SAS ended, for a task longer than a user delegation key lives).
+        return 'succeeded', 0, []
     if _timed_out(task) or 'wallclock' in str(failure.get('code', '')).lower():
         return 'failed', code, [_error(*REASONS['wallclock'])]
     if exit_record and exit_record[0] == 'prep':
@@ -91,8 +104,9 @@ def outcome(task, reason=None, exit_record=None):
         return 'failed', code, [_error('NonZeroExitCode', 'The job exited with code {}.'.format(code))]
     message = failure.get('message') or 'The Batch task failed.'
     details = ', '.join('{}={}'.format(d.get('name'), d.get('value')) for d in failure.get('details') or [])
+    # (An upload failure may quote the task-log container's URL: its SAS is never stored or shown.)
     return 'failed', code, [_error(failure.get('code') or 'BatchTaskFailed',
-                                   message + (' ({})'.format(details) if details else ''))]
+                                   redact_sas(message + (' ({})'.format(details) if details else '')))]
 
 
 def _pool_error(error):

@@ -20,9 +20,23 @@ ROLES = {
                                               'Microsoft.Batch/batchAccounts/pools/read',
                                               'Microsoft.Batch/batchAccounts/jobSchedules/*',
                                               'Microsoft.Batch/batchAccounts/jobs/*'], 'dataActions': []},
-    'Storage Blob Data Reader': {'actions': [], 'dataActions': [
+    'Storage Blob Data Reader': {'actions': [
+        'Microsoft.Storage/storageAccounts/blobServices/containers/read',
+        'Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action'], 'dataActions': [
         'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read']},
-    'Storage Blob Data Contributor': {'actions': [], 'dataActions': [
+    'Storage Blob Data Contributor': {'actions': [
+        'Microsoft.Storage/storageAccounts/blobServices/containers/delete',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/read',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/write',
+        'Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action'], 'dataActions': [
+        'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/delete',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/move/action',
+        'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action']},
+    'Storage Blob Data Owner': {'actions': [
+        'Microsoft.Storage/storageAccounts/blobServices/containers/*',
+        'Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action'], 'dataActions': [
         'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/*']},
     'Storage File Data Privileged Reader': {'actions': [], 'dataActions': [
         'Microsoft.Storage/storageAccounts/fileServices/fileshares/files/read',

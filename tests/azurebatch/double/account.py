@@ -57,6 +57,7 @@ class BatchAccount(TaskRunner):
         self.lock = threading.RLock()
         self.pools, self.jobs = {}, {}
         self.uploads = []  # (containerUrl without query, blob name, local file) of every outputFiles upload
+        self.upload_ca_file = None  # the CA bundle a loopback Blob service's certificate is trusted with
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
         self.supported_images = [dict(image) for image in SUPPORTED_IMAGES]  # Account_ListSupportedImages answers

@@ -34,6 +34,28 @@ def _exit_code(returncode):
     return 128 - returncode if returncode < 0 else returncode
 
 
+def _put_blob(container_url, name, path, ca_file):
+    """Put Blob of a file to `<container>/<name>` with the container URL's SAS, over the URL's scheme (the test
+    CA trusted); the failure's words (status and storage error code, never the SAS), or None."""
+    import ssl  # pylint: disable=import-outside-toplevel
+    import urllib.error  # pylint: disable=import-outside-toplevel
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    parsed = urllib.parse.urlparse(container_url)
+    url = urllib.parse.urlunparse(parsed._replace(path=parsed.path.rstrip('/') + '/' + urllib.parse.quote(name)))
+    with open(path, 'rb') as f:
+        data = f.read()
+    request = urllib.request.Request(url, data=data, method='PUT', headers={
+        'x-ms-blob-type': 'BlockBlob', 'x-ms-version': '2021-08-06', 'Content-Type': 'text/plain'})
+    try:
+        with urllib.request.urlopen(request, timeout=10,  # noqa: S310 (a loopback test server)
+                                    context=ssl.create_default_context(cafile=ca_file)) as answer:
+            return None if answer.status == 201 else 'HTTP {}'.format(answer.status)
+    except urllib.error.HTTPError as ex:
+        return 'HTTP {} {}'.format(ex.code, ex.headers.get('x-ms-error-code') or '').strip()
+    except OSError as ex:
+        return type(ex).__name__
+
+
 class TaskRunner:
     """The task half of BatchAccount (see the module's docstring)."""
 
@@ -197,8 +219,14 @@ class TaskRunner:
                 node.set_state('idle')
 
     def _finish(self, task, exit_code, failure):
-        """An attempt ended by itself: retry it (maxTaskRetryCount) or complete the task; upload outputFiles."""
-        self._upload_outputs(task, failure is None)
+        """An attempt ended by itself: retry it (maxTaskRetryCount) or complete the task; upload outputFiles (a
+        failed upload fails a task that succeeded otherwise: Batch's fileUploadError, not retried)."""
+        upload_failure = self._upload_outputs(task, failure is None)
+        if failure is None and upload_failure is not None:
+            self._release(task, signal.SIGKILL)
+            task.exit_code = exit_code
+            self._complete(task, upload_failure)
+            return
         self._release(task, signal.SIGKILL)
         if failure is None:
             task.instances[0]['node'].succeeded += 1
@@ -239,10 +267,13 @@ class TaskRunner:
         self.events.append(('requeued', task.id, reason))
 
     def _upload_outputs(self, task, success):
-        """outputFiles of the primary instance, as Batch uploads them when the task process exits."""
+        """outputFiles of the primary instance, as Batch's node agent uploads them when the task process exits
+        (`uploadCondition`: tasksuccess, taskfailure or taskcompletion); the failureInfo of the first failed
+        upload, or None."""
         primary = task.instances[0] if task.instances else None
         if primary is None:
-            return
+            return None
+        failed = None
         for spec in task.body.get('outputFiles') or []:
             condition = ((spec.get('uploadOptions') or {}).get('uploadCondition') or 'tasksuccess').lower()
             if condition == 'tasksuccess' and not success or condition == 'taskfailure' and success:
@@ -259,15 +290,28 @@ class TaskRunner:
                     name = '/'.join(p for p in (prefix.rstrip('/'), os.path.basename(match)) if p)
                 else:
                     name = prefix
-                self._upload(container.get('containerUrl', ''), name, match)
+                problem = self._upload(container.get('containerUrl', ''), name, match)
+                if problem and failed is None:
+                    failed = {'category': 'usererror', 'code': 'FileUploadFailed', 'message': (
+                        'File upload failed: {} (see fileuploaderr.txt)'.format(problem))}
+        return failed
 
     def _upload(self, container_url, name, path):
+        """One file to a blob of the container: a Put Blob with the URL's SAS when the container is on a loopback
+        Blob service (Azurite, as the node agent writes to Azure Storage: the SAS must allow it), else a copy to
+        a local folder per container (a storage host that cannot be reached offline). Returns the failure, or
+        None."""
         parsed = urllib.parse.urlparse(container_url)
         plain = urllib.parse.urlunparse(parsed._replace(query=''))
         target = os.path.join(self.root, 'uploads', parsed.netloc.replace(':', '_'), parsed.path.strip('/'), name)
+        if parsed.hostname in ('127.0.0.1', 'localhost'):
+            problem = _put_blob(container_url, name, path, self.upload_ca_file)
+            self.uploads.append((plain, name, None if problem else path))
+            return problem
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(path, target)
         self.uploads.append((plain, name, target))
+        return None
 
     def _delete_task_files(self, task):
         for pool in self.pools.values():

@@ -289,6 +289,7 @@ class BatchDouble:
         self.ca_file = self.ca.ca_file
         self.cert_file = self.ca.ca_file  # the bundle to trust (the name the stand-in double used)
         self.account = BatchAccount(os.path.join(directory, 'account'), account_name, **account_options)
+        self.account.upload_ca_file = self.ca_file  # a loopback Blob service (Azurite) serves with this CA
         self.lock = threading.Lock()
         self.requests = []
         self.tokens = {}  # token -> expiry (time.time())
