@@ -204,6 +204,18 @@ def serve(double, tmp_path, **extra):
                             str(tmp_path), extra)
 
 
+def files_reader(double):
+    """(the Files REST double over ``double``'s share folders, a share_reader.ShareMirror reading it) for an
+    in-process service (TEST CODE: the storage token comes from the Files double instead of `az account
+    get-access-token --resource https://storage.azure.com/`, the endpoint is the Files double's)."""
+    from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+    from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror
+    from tests.azurebatch.files_double import FilesDouble
+    files = FilesDouble(os.path.join(double.account.root, 'storage'), double.ca)
+    return files, ShareMirror(credential=AzLoginCredential(source=lambda: (files.issue_token(), time.time() + 3600)),
+                              endpoint=lambda account, url: files.endpoint(account))
+
+
 def wait_until(condition, timeout=30, what=''):
     """Wait until condition() is true; AssertionError naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout

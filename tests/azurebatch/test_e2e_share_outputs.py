@@ -16,11 +16,8 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror
 from tests.azurebatch.double import BatchDouble
-from tests.azurebatch.e2e_fixtures import serve, start, tasks, wait_until
-from tests.azurebatch.files_double import FilesDouble
+from tests.azurebatch.e2e_fixtures import files_reader, serve, start, tasks, wait_until
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -34,9 +31,7 @@ def share_service(tmp_path, monkeypatch):
     token comes from the Files double instead of `az account get-access-token --resource storage`)."""
     double = BatchDouble(str(tmp_path / 'batch'))
     monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # both doubles' certificates come from this test CA
-    files = FilesDouble(os.path.join(double.account.root, 'storage'), double.ca)
-    shares = ShareMirror(credential=AzLoginCredential(source=lambda: (files.issue_token(), time.time() + 3600)),
-                         endpoint=lambda account, url: files.endpoint(account))
+    files, shares = files_reader(double)
     handle = serve(double, tmp_path, shares=shares)
     handle.files = files
     try:
