@@ -50,6 +50,7 @@ def test_no_storage_key_or_password_is_kept_on_disk(batch_service):  # pylint: d
     storage = arm.add_storage_account('outputs', 'data-rg')
     arm.assign('Reader', '/subscriptions/' + svc.login.subscription_id)
     arm.assign('Storage File Data Privileged Reader', storage)
+    arm.assign('Storage Blob Data Contributor', storage)  # the task-log container (task_logs.py)
     key = base64.b64encode(b'storage-key-that-must-not-be-on-disk-0123456789').decode('ascii')
     password = 'admin-Passw0rd-never-on-disk'
     args = ['batchai', 'cluster', 'create', '-n', 'mounted', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',

@@ -376,6 +376,13 @@ def storage(batch_login):
      'Storage File Data Privileged Reader'),
     ('Storage File Data Privileged Reader', 'sub', 'blob',
      'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read', 'Storage Blob Data Reader'),
+    # The task-log container (task_logs.py): a user delegation key, the container, blobs written and read back.
+    ('Storage Blob Data Reader', 'storage', 'logs',
+     'Microsoft.Storage/storageAccounts/blobServices/containers/write, '
+     'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write', 'Storage Blob Data Contributor'),
+    ('Contributor', 'group', 'logs',
+     'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write, '
+     'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read', 'Storage Blob Data Contributor'),
 ])
 def test_storage_without_the_data_role_names_it(batch_login, arm_target, credential, storage, role, scope, kind,
                                                 missing,
@@ -388,8 +395,8 @@ def test_storage_without_the_data_role_names_it(batch_login, arm_target, credent
     permissions = preflight.list_permissions(storage, credential, arm_target)
     refusal = _refused(preflight.check_storage_data_role, storage, [kind], permissions)
     assert refusal.code == 'StorageRoleMissing'
-    assert "The service reads job outputs from storage account 'outputs' with az's login, which lacks {} there" \
-        .format(missing) in refusal.reason
+    assert "The service reads job outputs from storage account 'outputs' with az's login" in refusal.reason
+    assert "which lacks {} there".format(missing) in refusal.reason
     assert "Assign the role {}: az role assignment create --role '{}' --assignee <your user or principal> --scope {}" \
         .format(assign, assign, storage) in refusal.reason
 
@@ -398,6 +405,8 @@ def test_storage_without_the_data_role_names_it(batch_login, arm_target, credent
     (['Storage File Data Privileged Reader'], ['file']),
     (['Storage File Data Privileged Contributor', 'Storage Blob Data Contributor'], ['file', 'blob']),
     (['Storage Blob Data Reader'], ['blob']),
+    (['Storage File Data Privileged Reader', 'Storage Blob Data Contributor'], ['file', 'logs']),
+    (['Storage Blob Data Owner'], ['blob', 'logs']),
 ])
 def test_storage_with_the_data_role_passes(batch_login, arm_target, credential, storage, roles, kinds):
     for role in roles:
@@ -481,13 +490,25 @@ def test_cluster_storage_roles_through_arm(batch_login, arm_target, credential):
     data = double.add_storage_account('data', 'other-rg')
     double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
     double.assign('Storage File Data Privileged Reader', outputs)
+    # The task-log container is on the cluster's one storage account: its Blob role is needed there too.
+    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs']), credential, arm_target)
+    assert "Assign the role Storage Blob Data Contributor: az role assignment create --role 'Storage Blob Data " \
+        "Contributor' --assignee <your user or principal> --scope {}".format(outputs) in refusal.reason
+    double.assign('Storage Blob Data Contributor', outputs)
     preflight.check_cluster_storage(_mounting(files=['outputs']), credential, arm_target)
+    # Two accounts: the task logs go to the first by name ('data'), where the contributor role covers the reads.
     refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
                        arm_target)
     assert refusal.code == 'StorageRoleMissing'
-    assert "storage account 'data'" in refusal.reason
-    assert "Assign the role Storage Blob Data Reader: az role assignment create --role 'Storage Blob Data Reader' " \
-        '--assignee <your user or principal> --scope {}'.format(data) in refusal.reason
+    assert "storage account 'data'" in refusal.reason and 'Storage Blob Data Reader' not in refusal.reason
+    assert "Assign the role Storage Blob Data Contributor: az role assignment create --role 'Storage Blob Data " \
+        "Contributor' --assignee <your user or principal> --scope {}".format(data) in refusal.reason
+    double.assign('Storage Blob Data Reader', data)  # reads, but cannot hold the task logs
+    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
+                       arm_target)
+    assert 'Storage Blob Data Contributor' in refusal.reason
+    double.assign('Storage Blob Data Contributor', data)
+    preflight.check_cluster_storage(_mounting(files=['outputs'], blobs=['data']), credential, arm_target)
 
 
 def test_cluster_storage_not_visible(batch_login, arm_target, credential):

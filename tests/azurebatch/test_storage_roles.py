@@ -8,6 +8,7 @@ from azext_batchai_sweep.localservice.azurebatch.storage_roles import StorageRol
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 ROLE = 'Storage File Data Privileged Reader'
+LOGS_ROLE = 'Storage Blob Data Contributor'  # the task-log container's (issue 31 rule 3)
 
 
 def _create(svc):
@@ -32,18 +33,32 @@ def test_storage_role_is_checked_at_cluster_create_and_local_start(batch_service
     assert svc.double.account.pools == {}  # nothing made
     assert svc.az('batchai', 'cluster', 'show', '-n', 'c1', *svc.group()).exit_code == 3  # no cluster stored
 
-    arm.assign(ROLE, storage)
-    created = _create(svc)  # the role is there: the cluster is made
-    assert created.exit_code == 0, created.stderr
-    svc.restart()  # a restart with the role: serves
+    # Both roles are named at once: the share's reader, and the task-log container's (task_logs.py).
+    assert "; and the role {}: az role assignment create --role '{}'".format(LOGS_ROLE, LOGS_ROLE) in refused.stderr
 
-    svc.kill()
-    arm.assignments = [(a, r) for a, r in arm.assignments if r != ROLE]  # the role was removed meanwhile
-    started = svc.az('batchai', 'sweep', 'local', 'start', '--data-dir', svc.data_dir, '--scheduler', 'azure-batch',
-                     '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP)
-    assert started.exit_code != 0, started.stdout
-    assert "reads job outputs from storage account 'outputs'" in started.stderr and ROLE in started.stderr, \
-        started.stderr
+    arm.assign(ROLE, storage)
+    refused = _create(svc)  # the share may be read, the tasks' own stdout/stderr could not be kept there
+    assert refused.exit_code != 0 and 'StorageRoleMissing' in refused.stderr, refused.stdout
+    assert "Assign the role {}: az role assignment create --role '{}'".format(LOGS_ROLE, LOGS_ROLE) in \
+        refused.stderr and 'generateUserDelegationKey' in refused.stderr, refused.stderr
+    assert svc.double.account.pools == {}
+
+    arm.assign(LOGS_ROLE, storage)
+    created = _create(svc)  # the roles are there: the cluster is made
+    assert created.exit_code == 0, created.stderr
+    svc.restart()  # a restart with the roles: serves
+
+    for removed in (ROLE, LOGS_ROLE):
+        svc.kill()
+        kept = list(arm.assignments)
+        arm.assignments = [(a, r) for a, r in arm.assignments if r != removed]  # the role was removed meanwhile
+        started = svc.az('batchai', 'sweep', 'local', 'start', '--data-dir', svc.data_dir, '--scheduler',
+                         'azure-batch', '--batch-account', ACCOUNT, '-g', RESOURCE_GROUP)
+        assert started.exit_code != 0, started.stdout
+        assert "reads job outputs from storage account 'outputs'" in started.stderr and removed in \
+            started.stderr, started.stderr
+        arm.assignments = kept
+        svc.start(*svc.start_args)
 
 
 def test_a_cluster_without_mounts_asks_arm_nothing():
