@@ -1,6 +1,8 @@
-"""Azurite (the Azure Storage emulator, Blob service) from ./node_modules, started once per test session.
+"""Azurite (the Azure Storage emulator, Blob service) from ./node_modules: `azurite`, plain HTTP with the
+development account's key, started once per test session; `azurite_oauth(ca)`, HTTPS with OAuth (bearer tokens,
+Get User Delegation Key, user delegation SAS), started by the tests that use it.
 
-Only tests that ask for the `azurite` fixture start it; the rest of the suite runs without node.
+Only tests that ask for them start Azurite; the rest of the suite runs without node.
 """
 import base64
 import contextlib

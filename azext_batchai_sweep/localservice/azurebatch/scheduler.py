@@ -18,7 +18,9 @@ Outputs: while a task runs, and once more before its end is recorded, the files 
 Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
 --tail`, metrics and the report read them through the service's API exactly as on the other schedulers. The
 directories on the pool's mounted Azure file share (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's recipes) are read from
-the storage itself, the same way (share_reader.py).
+the storage itself, the same way (share_reader.py). Batch's own stdout/stderr of each task are also uploaded by
+Batch at its completion (the task's outputFiles, a write-only SAS of the cluster storage's task-log container:
+task_logs.py), and read from there when the task file API no longer has them (the node is gone).
 
 Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
 """

@@ -104,8 +104,9 @@ class TaskLogs:
         if base not in self._clients:
             from azure.storage.blob import BlobServiceClient  # pylint: disable=import-outside-toplevel
             kwargs = {} if self._verify is None else {'connection_verify': self._verify}
-            # Few retries: a service that cannot reach the storage must not hold up its task adds.
-            self._clients[base] = BlobServiceClient(base, credential=self._credential, retry_total=1, **kwargs)
+            # Few retries and short timeouts: a storage account that does not answer must not hold up task adds.
+            self._clients[base] = BlobServiceClient(base, credential=self._credential, retry_total=1,
+                                                    connection_timeout=10, read_timeout=30, **kwargs)
         return self._clients[base]
 
     def container_url(self, cluster_props, wall_clock_seconds):

@@ -181,9 +181,9 @@ def batch_job_body(batch_job_id, pool_id):
 # The longest a Batch AI job name and a task id can be: the stand-ins of a size check made before either exists.
 _LONGEST_NAME = 'j' * 64
 _LONGEST_TASK_ID = 't' * 64
-# A stand-in of the task-log container's SAS URL (task_logs.py: a 24-character account name, a user delegation
-# SAS with margin), so that a task with outputFiles fits whatever was let through at submit.
-_LONGEST_LOGS_URL = 'https://{}.blob.core.windows.net/{}?{}'.format('a' * 24, 'c' * 63, 'q' * 512)
+# A stand-in of the task-log container's SAS URL (task_logs.py) on a cluster that mounts storage: the longest
+# account name (24), container name (63) and a user delegation SAS's query with margin (about 300 in practice).
+_LONGEST_LOGS_URL = 'https://{}.blob.core.usgovcloudapi.net/{}?{}'.format('a' * 24, 'c' * 63, 'q' * 512)
 
 
 def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_ADD_BYTES):
@@ -191,8 +191,10 @@ def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_A
     settings) cannot fit in a Batch request of `max_bytes` even alone: it would fail at every add. The body is
     built as the add builds it, with the longest job name and task id, so what passes here fits at the add."""
     job_body = {'name': _LONGEST_NAME, 'properties': dict(props, jobOutputDirectoryPathSegment='0' * 36)}
-    body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props,
-                     output_container_url=_LONGEST_LOGS_URL, payload=payload)
+    from .preflight import cluster_storage  # pylint: disable=import-outside-toplevel
+    logs_url = _LONGEST_LOGS_URL if cluster_storage(cluster_props) else None  # (task_logs.logs_account)
+    body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props, output_container_url=logs_url,
+                     payload=payload)
     own, limit = _size(body), max_bytes - _size({'value': []})
     if own > limit:
         variables = sum(_size(e) for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or [])
