@@ -1,7 +1,8 @@
 """Shared test fixtures, one plugin module per concern.
 
 - fixtures_az:      a temporary AZURE_CONFIG_DIR and a runner for the real `az` executable
-- fixtures_azurite: Azurite (Blob) from ./node_modules, started once per session on a free loopback port
+- fixtures_azurite: Azurite (Blob) from ./node_modules, started once per session on a free loopback port (and
+                    azurite_oauth: over HTTPS with OAuth, for the tests that start it)
 - fixtures_service: the local Batch AI service, started once per session on a free loopback port
 """
 pytest_plugins = [

@@ -10,6 +10,7 @@ The one thing the tests give that a user would not: the scheduler's timings (TIM
 `local start`), because the double runs Batch's clock fast and the default 5 s poll would make each test last
 minutes. Nothing else of the service, of az or of the login is replaced.
 """
+import contextlib
 import os
 import signal
 import time
@@ -214,6 +215,28 @@ def files_reader(double):
     files = FilesDouble(os.path.join(double.account.root, 'storage'), double.ca)
     return files, ShareMirror(credential=AzLoginCredential(source=lambda: (files.issue_token(), time.time() + 3600)),
                               endpoint=lambda account, url: files.endpoint(account))
+
+
+@contextlib.contextmanager
+def files_service(tmp_path, monkeypatch, task_logs=lambda double: contextlib.nullcontext(None)):
+    """An in-process service (serve) on a new Batch double, reading the pools' shares from the Files double
+    (files_reader); ``task_logs(double)``: a context manager giving its task_logs.TaskLogs (default: none, no
+    outputFiles). Every double's certificate comes from the Batch double's test CA (REQUESTS_CA_BUNDLE)."""
+    from tests.azurebatch.double import BatchDouble
+    double = BatchDouble(str(tmp_path / 'batch'))
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)
+    files, shares = files_reader(double)
+    try:
+        with task_logs(double) as logs:
+            handle = serve(double, tmp_path, shares=shares, task_logs=logs)
+            handle.files = files
+            try:
+                yield handle
+            finally:
+                handle.service.shutdown()
+    finally:
+        files.close()
+        double.close()
 
 
 def wait_until(condition, timeout=30, what=''):

@@ -16,8 +16,7 @@ import time
 
 import pytest
 
-from tests.azurebatch.double import BatchDouble
-from tests.azurebatch.e2e_fixtures import files_reader, serve, start, tasks, wait_until
+from tests.azurebatch.e2e_fixtures import files_service, start, tasks, wait_until
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -29,17 +28,9 @@ SHARE = 'logs'
 def share_service(tmp_path, monkeypatch):
     """The service on the Batch double, reading shares from the Files double with a storage token (TEST CODE: the
     token comes from the Files double instead of `az account get-access-token --resource storage`)."""
-    double = BatchDouble(str(tmp_path / 'batch'))
-    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # both doubles' certificates come from this test CA
-    files, shares = files_reader(double)
-    handle = serve(double, tmp_path, shares=shares)
-    handle.files = files
-    try:
+    # No Blob service here: the task's own outputFiles (the task-log container) are test_e2e_task_logs.py's.
+    with files_service(tmp_path, monkeypatch) as handle:
         yield handle
-    finally:
-        handle.service.shutdown()
-        files.close()
-        double.close()
 
 
 def _cluster(svc, name, mounts=('afs',), nodes=1):

@@ -11,6 +11,7 @@ test's process, built with its parts (e2e_fixtures.serve), as in test_e2e_share_
 `<account>.blob.core.windows.net` (and `.file.`) cannot be reached offline, so the task-log container's endpoint is
 given as Azurite's, the share's as the Files double's, and the storage tokens are ones these doubles accept instead
 of az's (`az account get-access-token --resource https://storage.azure.com/`); only construction can give them."""
+import contextlib
 import json
 import os
 import time
@@ -20,8 +21,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.task_logs import CONTAINER, QUEUE_MARGIN_SECONDS, TaskLogs
-from tests.azurebatch.double import BatchDouble
-from tests.azurebatch.e2e_fixtures import files_reader, serve, start, tasks, wait_until
+from tests.azurebatch.e2e_fixtures import files_service, start, tasks, wait_until
 from tests.fixtures_azurite import DEV_ACCOUNT_NAME, azurite_oauth
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -33,20 +33,18 @@ SHARE = 'logs'
 @pytest.fixture
 def logs_service(tmp_path, monkeypatch):
     """The service on the Batch double, its task logs on Azurite, its share on the Files double."""
-    double = BatchDouble(str(tmp_path / 'batch'))
-    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)  # every double's certificate comes from this test CA
-    files, shares = files_reader(double)
-    with azurite_oauth(double.ca) as blob:
-        task_logs = TaskLogs(credential=AzLoginCredential(source=lambda: (blob.token(), time.time() + 3600)),
-                             endpoint=lambda account, props: blob.blob_endpoint)
-        handle = serve(double, tmp_path, shares=shares, task_logs=task_logs)
-        handle.blob = blob
-        try:
-            yield handle
-        finally:
-            handle.service.shutdown()
-            files.close()
-            double.close()
+    started = {}
+
+    @contextlib.contextmanager
+    def on_azurite(double):
+        with azurite_oauth(double.ca) as blob:
+            started['blob'] = blob
+            yield TaskLogs(credential=AzLoginCredential(source=lambda: (blob.token(), time.time() + 3600)),
+                           endpoint=lambda account, props: blob.blob_endpoint)
+
+    with files_service(tmp_path, monkeypatch, on_azurite) as handle:
+        handle.blob = started['blob']
+        yield handle
 
 
 def _cluster(svc, name, nodes):
