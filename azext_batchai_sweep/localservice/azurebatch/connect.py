@@ -14,7 +14,7 @@ import logging
 import os
 import re
 
-from .auth import AzLoginCredential, LoginError
+from .auth import AzLoginCredential, LoginError, az_cli_token
 from .client import BatchApi, BatchCallError
 from .scheduler import AzureBatchScheduler
 
@@ -118,18 +118,20 @@ def connect(store, data_dir, options):
     facts = options['facts'] if 'facts' in options else preflight.AccountFacts(
         account, arm_credential=azure and azure.arm_credential, batch_credential=credential, arm=azure and azure.arm)
     # The job directories on a pool's Azure file share are read from the storage with az's token (asked when a job
-    # first has one); tests give a reader of their own.
+    # first needs it, one token for both readers); tests give a reader of their own.
+    from .share_reader import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
+    storage_credential = AzLoginCredential(source=lambda: az_cli_token(STORAGE_RESOURCE), resource=STORAGE_RESOURCE)
     shares = options.get('shares')
     if shares is None:
         from .share_reader import ShareMirror  # pylint: disable=import-outside-toplevel
-        shares = ShareMirror()
+        shares = ShareMirror(credential=storage_credential)
     # Batch's own stdout/stderr of each task go to the cluster storage's task-log container (a write-only user
     # delegation SAS signed with a key asked with az's token, task_logs.py); tests give one of their own.
     if 'task_logs' in options:
         task_logs = options['task_logs']
     else:
         from .task_logs import TaskLogs  # pylint: disable=import-outside-toplevel
-        task_logs = TaskLogs()
+        task_logs = TaskLogs(credential=storage_credential)
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, facts=facts, shares=shares, task_logs=task_logs, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
