@@ -8,8 +8,9 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
   adaptive bandwidth: the larger distance to its sorted neighbours (the range's ends count as neighbours; the
   outermost observations use their inner neighbour only), clipped to [range / min(100, n + 2), range] (the "magic
   clip"; a caller may count more observations than the n points in that floor, as the TPE sampler does for its
-  good group, ``clip_count``, and may stop that narrowing at a share of a grid's cell, ``grid_floor``); the prior kernel is centred on the range with the whole range as its bandwidth; a
-  stepped dimension's probability of a grid value is the kernel's mass on the value's cell;
+  good group, ``clip_count``, and may stop that narrowing at a share of a grid's cell, ``grid_floor``); the prior
+  kernel is centred on the range with the whole range as its bandwidth; a stepped dimension's probability of a
+  grid value is the kernel's mass on the value's cell;
 - categorical dimensions: each observation's kernel puts 1 on the observed category plus prior_weight / (n + 1) on
   every category (normalised); the prior kernel is uniform;
 - weights: the caller's per-observation weights plus ``prior_weight`` for the prior, normalised; without
