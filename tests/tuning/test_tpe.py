@@ -469,3 +469,18 @@ def test_after_many_jobs_the_candidates_still_try_neighbouring_grid_values():
         return sum(a in (1.0, 3.0) for a, _ in below.sample(random.Random(5), 1000))
     assert neighbours() >= 250
     assert neighbours(good_grid_floor=None) <= 60
+
+
+def test_on_a_grid_with_the_floor_limited_a_resumed_sampler_suggests_what_an_unkilled_one_would():
+    # Four 3-valued grids (81 configurations): from 12 jobs on, l's floor is held at half a cell. A new process with
+    # the history rebuilt gets the suggestion the unkilled one made, and none repeats a configuration.
+    specs = [NumParamSpec(name, 0, 2, 'INTEGER', 'LINEAR') for name in 'ABCD']
+
+    def objective(p):
+        return (p['A'] - 1) ** 2 + p['B'] + (p['C'] - 2) ** 2 + abs(p['D'] - 1)
+    unkilled = run(TPESampler(specs, goal='min', seed=9), objective, 40)
+    assert len({tuple(sorted(t.params.items())) for t in unkilled}) == 40
+    for kill_at in (15, 30, 39):
+        rebuilt = [Trial(name=t.name, index=t.index, params=dict(t.params), state=t.state, reports=t.reports)
+                   for t in unkilled[:kill_at]]
+        assert TPESampler(specs, goal='min', seed=9).suggest(rebuilt, 1)[0].params == unkilled[kill_at].params
