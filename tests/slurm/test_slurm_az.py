@@ -81,6 +81,7 @@ def test_sweep_on_slurm_through_az(slurm_cluster, tmp_path):
         open(fixed, 'w').close()
         again = az('batchai', 'sweep', 'resubmit', *args, '--wait', '--interval', '0.5', '-o', 'json')
         assert again.exit_code == 0, again.stderr
+        assert 'queued job' not in again.stderr  # Slurm's scheduler says nothing of why a job waits: lines unchanged
         final = {j.name: j.execution_state for j in client.jobs.list_by_experiment(
             info['resourceGroup'], info['workspace'], 'slurm')}
         assert set(final.values()) == {'succeeded'} and len(final) == 3
