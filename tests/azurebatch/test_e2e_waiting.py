@@ -10,6 +10,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import pool_id
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
+from tests.cli.test_sweep_errors_and_tables import fits
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -42,6 +43,11 @@ def test_a_job_queued_on_an_autoscale_pool_says_when_the_pool_is_evaluated(batch
     assert '1 queued job: waiting for the pool (next evaluation' in shown.stderr  # said on stderr for the table too
     table = svc.az('batchai', 'sweep', 'status', *target, '-o', 'table')
     assert '1 queued job: waiting for the pool' in table.stderr
+    # local status's table: the pool's row says when it is evaluated next, within 100 columns.
+    local = svc.az('batchai', 'sweep', 'local', 'status', '--data-dir', svc.data_dir, '-o', 'table')
+    row = [line for line in local.stdout.splitlines() if ' auto1 ' in line]
+    assert len(row) == 1 and re.search(r' auto1 +1 +(about \d\d:\d\d UTC|due now)$', row[0]), local.stdout
+    fits(local.stdout)
     with open(gate, 'w', encoding='utf-8'):
         pass
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
