@@ -82,3 +82,15 @@ def test_the_wait_progress_line_says_why_queued_jobs_wait(caplog):
         later(2, 2, {'queued': 0, 'succeeded': 2}, rows)  # nothing queued: the service is not asked
     assert len(asked) == 1 and [r.getMessage() for r in caplog.records] == [
         'Waiting for the jobs: 2 of 2 finished']
+
+
+def test_a_service_that_does_not_answer_the_view_ends_no_run(tmp_path):
+    # A real client against a port nobody listens on: the note is unknown, the run and the wait go on.
+    from azext_batchai_sweep.core.service.client import local_batchai_client
+    from azext_batchai_sweep.core.service.scheduler_ids import waiting_reader
+    token = tmp_path / 'token'
+    token.write_text('t' * 32)
+    client = local_batchai_client('http://127.0.0.1:9', str(token), retry_total=0)
+    read = waiting_reader(client, 'g', 'w', 'e')
+    assert read([{'name': 'a', 'state': 'queued'}]) == []
+    assert read([{'name': 'a', 'state': 'running'}]) == []  # nothing queued: nothing asked
