@@ -31,6 +31,7 @@ WORK="$(mktemp -d)"
 DATA_DIR="${DATA_DIR:-$WORK/local}"
 G=(-g batchai-local -w local)
 NOT_CHECKED=()
+STARTED=''
 
 step() { printf '\n== %s\n' "$*"; }
 ok() { printf 'ok: %s\n' "$*"; }
@@ -44,7 +45,8 @@ cleanup() {
     local rc=$? left endpoint
     trap - EXIT
     step "cleanup: delete the clusters (their pools and Batch jobs), stop the service"
-    for cluster in smoke smoke-over; do
+    # Only once the service runs: before, az's batchai commands would go to Azure's retired Batch AI.
+    for cluster in ${STARTED:+smoke smoke-over}; do
         az batchai cluster delete -n "$cluster" "${G[@]}" -y >/dev/null 2>"$WORK/delete.err" \
             || grep -q 'not found\|NotFound' "$WORK/delete.err" \
             || { echo "cluster $cluster not deleted: $(tail -1 "$WORK/delete.err")"; rc=1; }
@@ -77,6 +79,7 @@ esac
 step "local start --scheduler azure-batch"
 az batchai sweep local start --data-dir "$DATA_DIR" --scheduler azure-batch --batch-account "$BATCH_ACCOUNT" \
     -g "$RESOURCE_GROUP" --pool-prefix "$POOL_PREFIX" -o table
+STARTED=1
 ok "account $BATCH_ACCOUNT found with az's login, Entra ID authentication allowed, az's Batch data role works"
 
 step "cluster create over the vCPU quota: refused before any pool is made"
