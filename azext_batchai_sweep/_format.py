@@ -282,17 +282,108 @@ def sweep_report_table_format(result):
     return [row]
 
 
+# `local start|status|stop -o table`: every row fits TABLE_WIDTH columns, for every scheduler; `-o json` has every
+# field. The table says whether the service runs (and is the commands' target), where (start), on what ("Runs On":
+# the Slurm partition and cluster, the Batch account and its pool allocation mode, the GPUs), the Batch pools and the
+# data dir. Kept for json only: the workspace, cluster and resource group (start says them on stderr), the Files
+# endpoint (show-connection-string gives it), the pid, the token file, the Batch endpoint and pool prefix,
+# poolsReadAt, each pool's Batch id and allocation state.
+TABLE_WIDTH = 100
+_LOCAL_COLUMNS = (('running', 'Running'), ('targeted', 'Targeted'), ('stopped', 'Stopped'), ('endpoint', 'Endpoint'),
+                  ('scheduler', 'Scheduler'), ('runsOn', 'Runs On'), ('pools', 'Pools'), ('dataDir', 'Data Dir'))
+# Cut to fit, in this order: each first down to its floor, then, if still too wide, down to its header's width.
+_LOCAL_FLEXIBLE = (('Data Dir', 24), ('Runs On', 24), ('Pools', 24), ('Cluster', 12))
+
+
 def local_service_table_format(result):
-    """A single row; the keys of local start/status/stop in title case."""
-    titles = {'endpoint': 'Endpoint', 'filesEndpoint': 'Files Endpoint', 'dataDir': 'Data Dir', 'pid': 'Pid',
-              'running': 'Running', 'targeted': 'Targeted', 'stopped': 'Stopped', 'workspace': 'Workspace',
-              'cluster': 'Cluster', 'resourceGroup': 'Resource Group', 'scheduler': 'Scheduler',
-              'slurmCluster': 'Slurm Cluster', 'partition': 'Partition', 'gpus': 'GPUs',
-              'batchAccount': 'Batch Account', 'poolAllocationMode': 'Allocation Mode', 'pools': 'Pools'}
-    return [OrderedDict((title, _pools_cell(result[key]) if key == 'pools' else _text(result[key]))
-                        for key, title in titles.items() if key in result)]
+    """local start|status|stop in TABLE_WIDTH columns. `local status` of an Azure Batch service: one row per pool
+    (its cluster, nodes and next autoscale evaluation), the service's cells on the first; else a single row (stop
+    sums up the pools in one cell, those holding nodes first)."""
+    values = dict(result, runsOn=_runs_on(result))
+    if 'running' in result and 'pools' in result:
+        return _fit(_status_pool_rows(values), _LOCAL_FLEXIBLE)
+    if 'running' in result:
+        values.pop('endpoint', None)  # status: the endpoint is start's (and json's)
+    row = OrderedDict((title, _pools_cell(values[key]) if key == 'pools' else _text(values[key]))
+                      for key, title in _LOCAL_COLUMNS if key in values and (key != 'runsOn' or values[key]))
+    if row.get('Data Dir'):
+        row['Data Dir'] = _home_path(row['Data Dir'])
+    return _fit([row], _LOCAL_FLEXIBLE)
+
+
+def _status_pool_rows(values):
+    """`local status` of an Azure Batch service: Running, Targeted, Runs On on the first row, then each pool's
+    Cluster, Nodes and Next Evaluation ('about 14:05 UTC'; empty for a pool without autoscale)."""
+    pools = sorted(values['pools'], key=lambda p: not p.get('nodes')) or [{'cluster': 'none'}]
+    rows = []
+    for index, pool in enumerate(pools):
+        row = OrderedDict((title, _text(values.get(key)) if index == 0 else '') for key, title in (
+            ('running', 'Running'), ('targeted', 'Targeted'), ('runsOn', 'Runs On')))
+        row['Cluster'] = _text(pool.get('cluster'))
+        row['Nodes'] = _text(pool.get('nodes'))
+        row['Next Evaluation'] = _text(pool.get('nextEvaluation'))
+        rows.append(row)
+    return rows
+
+
+def _runs_on(result):
+    """What the scheduler runs jobs on, in a few words (the part a cut keeps first): the Slurm partition (its
+    cluster), the Batch account (its pool allocation mode), the GPUs of the processes scheduler."""
+    if result.get('slurmCluster') or result.get('partition'):
+        return '{} ({})'.format(result.get('partition') or 'default partition', result.get('slurmCluster') or '?')
+    if result.get('batchAccount'):
+        return '{} ({})'.format(result['batchAccount'], result.get('poolAllocationMode') or '?')
+    if result.get('gpus'):
+        return '{} GPU{}'.format(result['gpus'], '' if result['gpus'] == 1 else 's')
+    return ''
 
 
 def _pools_cell(pools):
-    """The Batch pools of `local status`/`stop` in one cell: 'cluster=nodes' each."""
-    return ', '.join('{}={}'.format(p.get('cluster'), p.get('nodes')) for p in pools or []) or 'none'
+    """The Batch pools of `local stop` in one cell: 'cluster=nodes' each, those holding nodes first."""
+    pools = sorted(pools or [], key=lambda p: not p.get('nodes'))
+    return ', '.join('{}={}'.format(p.get('cluster'), p.get('nodes')) for p in pools) or 'none'
+
+
+def _home_path(path):
+    """`~/...` for a path under the home folder, as a shell shows it."""
+    home = os.path.expanduser('~')
+    return '~' + path[len(home):] if home not in ('', '/') and (path + '/').startswith(home + '/') else path
+
+
+def _column_widths(rows):
+    """{title: width} of knack's table of these rows: each column as wide as its longest cell or its header plus 2."""
+    return {title: max([len(title) + 2] + [len(row[title]) for row in rows]) for title in rows[0]}
+
+
+def _fit(rows, flexible, width=TABLE_WIDTH):
+    """Cut the `flexible` columns ((title, floor), in that order) until the rows fit `width` columns (2 spaces
+    between columns): each down to its floor first, then each down to its header's width. A path keeps its end
+    (the folder's own name), a list of pools whole items ('+3 more'), any other text its start."""
+    widths = _column_widths(rows)
+    excess = sum(widths.values()) + 2 * (len(widths) - 1) - width
+    for stage in (0, 1):
+        for title, floor in flexible:
+            if excess <= 0 or title not in widths:
+                continue
+            cut = min(excess, max(0, widths[title] - max(len(title) + 2, floor if stage == 0 else 0)))
+            widths[title] -= cut
+            excess -= cut
+    for row in rows:
+        for title, _ in flexible:
+            if title in row:
+                row[title] = _cut_cell(title, row[title], widths[title])
+    return rows
+
+
+def _cut_cell(title, cell, length):
+    if len(cell) <= length:
+        return cell
+    if title == 'Data Dir':
+        return '...' + cell[len(cell) - length + 3:]
+    if title == 'Pools':
+        items = cell.split(', ')
+        for kept in range(len(items) - 1, 0, -1):
+            text = '{} +{} more'.format(', '.join(items[:kept]), len(items) - kept)
+            if len(text) <= length:
+                return text
+    return cell[:length - 3] + '...'

@@ -34,29 +34,39 @@ class Progress:
     """Progress on stderr: a determinate bar for someone watching (stderr is a terminal), and, with `period`, a
     short line every `period` seconds otherwise, so that a CI log shows that a long wait is alive.
 
-    Use as a callback: progress(done, total[, counts]). Without `period`, scripts and CI logs get the command's
-    summary line only.
+    Use as a callback: progress(done, total[, counts[, rows]]). Without `period`, scripts and CI logs get the
+    command's summary line only. `waiting`: reads why the rows' queued jobs wait (scheduler_ids.waiting_reader,
+    a local service only), said with the bar or after each line.
     """
 
-    def __init__(self, cmd, message, period=None, clock=None):
+    def __init__(self, cmd, message, period=None, clock=None, waiting=None):
         import time
         self.message = message
         self.controller = cmd.cli_ctx.get_progress_controller(det=True) if sys.stderr.isatty() else None
         self.period = period if self.controller is None else None
         self.clock = clock or time.monotonic
         self.next_line = None
+        self.waiting = waiting
 
-    def __call__(self, done, total, *counts):
+    def _waiting(self, counts, rows):
+        if self.waiting is None or not rows or not (counts or {}).get('queued'):
+            return []
+        return self.waiting(rows)
+
+    def __call__(self, done, total, counts=None, rows=None):
         if self.controller is not None and total:
-            self.controller.add(message=self.message, value=done, total_val=total)
+            waiting = self._waiting(counts, rows)
+            self.controller.add(message='; '.join([self.message] + waiting), value=done, total_val=total)
         elif self.period is not None:
             now = self.clock()
             if self.next_line is None or now >= self.next_line:
                 self.next_line = now + self.period
-                busy = ', '.join('{} {}'.format(n, state) for state, n in (counts[0] if counts else {}).items()
+                busy = ', '.join('{} {}'.format(n, state) for state, n in (counts or {}).items()
                                  if n and state in ('queued', 'running', 'terminating'))
                 logger.warning('%s: %d of %d finished%s', self.message, done, total,
                                ' ({})'.format(busy) if busy else '')
+                for line in self._waiting(counts, rows):
+                    logger.warning('%s', line)
 
     def __enter__(self):
         return self

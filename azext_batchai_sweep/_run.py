@@ -106,11 +106,13 @@ def body_preparer(cli_ctx):
 
 class ProgressLines:
     """Progress on stderr: every decision, and the sweep's counts when they change (at most every QUIET_SECONDS
-    when stderr is not a terminal)."""
+    when stderr is not a terminal). `repeat`: how often the run says again why its queued jobs wait (without a
+    terminal, every QUIET_SECONDS; at a terminal only when it changes)."""
 
     def __init__(self):
         self.tty = sys.stderr.isatty()
         self.last = 0.0
+        self.repeat = None if self.tty else QUIET_SECONDS
 
     def __call__(self, line):
         now = time.monotonic()

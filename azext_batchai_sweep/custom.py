@@ -166,11 +166,13 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+            progress = ProgressLines()
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                            limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
-                           progress=ProgressLines(), journal_path=run_journal_path(
+                           progress=progress, journal_path=run_journal_path(
                                cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name),
-                           strict=strict)
+                           strict=strict, waiting=_waiting_reader(cmd, client, identity),
+                           repeat_waiting=progress.repeat)
             steering['started'] = True
             return run.run(poll_interval), definition
     result, definition = _steer(cmd, identity, prepare_and_run, steering)
@@ -253,10 +255,11 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     from ._exit_codes import JobsFailedError, SweepTimeoutError
     from ._output import wait_line_period
     from .core.service.status import unfinished, wait_for_jobs
-    with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval)) as progress:
+    with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval),
+                                 waiting=_waiting_reader(cmd, client, identity)) as progress:
         status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                                sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
-                               timeout=timeout, retry=_retry(max_retries))
+                               progress_rows=True, timeout=timeout, retry=_retry(max_retries))
     counts = ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs'
     if status.get('timedOut'):
         busy = unfinished(status)
@@ -408,6 +411,16 @@ def _add_scheduler_job_ids(cmd, client, rows, identity):
         add_scheduler_job_ids(rows, job_ids_of(view), view)
         for line in waiting_summary(rows):
             logger.warning('%s', line)
+
+
+def _waiting_reader(cmd, client, identity):
+    """On a local service: the progress's reader of why queued jobs wait (scheduler_ids.waiting_reader); None on
+    Azure (no such view)."""
+    from ._targeting import local_target
+    if not local_target(cmd.cli_ctx):
+        return None
+    from .core.service.scheduler_ids import waiting_reader
+    return waiting_reader(client, identity.resource_group, identity.workspace, identity.experiment)
 
 
 def _scheduler_job_ids(cmd, client, identity):

@@ -7,7 +7,8 @@ There is no Azure and no network here, yet tests must use the real `az` and its 
   http://localhost:50342 there, so parallel tests would collide on one port.) az reads only the token's claims
   (tid) without verifying its signature, then lists subscriptions from the active cloud's ARM endpoint.
 - `az cloud register` with the ARM endpoint on the double (TLS, a throw-away test CA) in a temporary
-  AZURE_CONFIG_DIR, `--skip-endpoint-discovery` so registering reads nothing. REQUESTS_CA_BUNDLE makes az, msal's
+  AZURE_CONFIG_DIR, `--skip-endpoint-discovery` so registering reads nothing, and Azure's Batch resource id (as in
+  AzureCloud, for az's own `az batch` commands). REQUESTS_CA_BUNDLE makes az, msal's
   requests session and every azure-core SDK client trust the test CA.
 - Afterwards `az account show`, `az account get-access-token --resource https://batch.core.windows.net/` and any
   SDK client built on az's credential (azure-mgmt-batch, azure-batch) work as they do with Azure: every token comes
@@ -40,6 +41,7 @@ from tests.azurebatch.arm_double.server import ARM_AUDIENCE, IDENTITY_HEADER, ru
 from tests.fixtures_az import AzRunner
 
 CLOUD_NAME = 'BatchTestCloud'
+BATCH_RESOURCE = 'https://batch.core.windows.net/'
 
 
 class AzCliTokenCredential:
@@ -101,6 +103,10 @@ class OfflineLogin:
                   # Azure's storage suffix, as in AzureCloud: `cluster create --storage-account-name` builds the
                   # share's URL with it (https://NAME.file.core.windows.net/SHARE).
                   '--suffix-storage-endpoint', 'core.windows.net'),
+                 # Azure's Batch resource, as in AzureCloud: az's own `az batch` commands (the smoke script's check
+                 # that no pool is left) ask az's login for a token of it (register has no option for it).
+                 ('cloud', 'update', '-n', CLOUD_NAME, '--cloud-config',
+                  json.dumps({'endpoints': {'batchResourceId': BATCH_RESOURCE}})),
                  ('cloud', 'set', '-n', CLOUD_NAME),
                  ('login', '--identity')]
         for args in steps:

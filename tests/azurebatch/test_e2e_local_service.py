@@ -12,6 +12,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
+from tests.cli.test_sweep_errors_and_tables import fits
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -92,7 +93,9 @@ def test_local_service_on_azure_batch_survives_sigkill(batch_user):  # pylint: d
     assert status.exit_code == 0, status.stderr
     assert [(p['cluster'], p['nodes']) for p in status.json()['pools']] == [('c1', 2)]
     table = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'table')
-    assert 'c1=2' in table.stdout and ACCOUNT in table.stdout
+    rows = fits(table.stdout)  # one row per pool: its cluster, its nodes, its next evaluation (none: no autoscale)
+    assert rows[0] == ['Running', 'Targeted', 'Runs', 'On', 'Cluster', 'Nodes', 'Next', 'Evaluation'], table.stdout
+    assert rows[2] == ['True', 'True', ACCOUNT, '(BatchService)', 'c1', '2'], table.stdout
 
     svc.kill()  # the service dies; its tasks run on at Batch
     with open(gate, 'w', encoding='utf-8'):

@@ -10,6 +10,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.names import pool_id
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
+from tests.cli.test_sweep_errors_and_tables import fits
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -42,6 +43,11 @@ def test_a_job_queued_on_an_autoscale_pool_says_when_the_pool_is_evaluated(batch
     assert '1 queued job: waiting for the pool (next evaluation' in shown.stderr  # said on stderr for the table too
     table = svc.az('batchai', 'sweep', 'status', *target, '-o', 'table')
     assert '1 queued job: waiting for the pool' in table.stderr
+    # local status's table: the pool's row says when it is evaluated next, within 100 columns.
+    local = svc.az('batchai', 'sweep', 'local', 'status', '--data-dir', svc.data_dir, '-o', 'table')
+    row = [line for line in local.stdout.splitlines() if ' auto1 ' in line]
+    assert len(row) == 1 and re.search(r' auto1 +1 +(about \d\d:\d\d UTC|due now)$', row[0]), local.stdout
+    fits(local.stdout)
     with open(gate, 'w', encoding='utf-8'):
         pass
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
@@ -90,3 +96,37 @@ def test_a_job_on_a_pool_whose_nodes_fail_their_start_task_fails_with_its_error(
     assert 'SetupTaskFailed' in [e['code'] for e in shown['errors']]
     assert tasks(svc.double) == []  # removed from Batch: it never starts later
     assert pool_id('batchai', 'local', 'badsetup') in svc.double.account.pools
+
+
+WAITING_LINE = re.compile(r'^WARNING: \d queued jobs?: waiting for the pool \(next evaluation (about \d\d:\d\d UTC|due '
+                          r'now)\)$', re.M)
+
+
+def _autoscale_sweep(svc, cluster, spec):
+    """An autoscale cluster of at most one node and a 2-job sweep whose jobs last 3 s: one waits for the other."""
+    assert svc.az('batchai', 'cluster', 'create', '-n', cluster, *svc.group(), '-s', 'Standard_D2s_v3', '--min', '0',
+                  '--max', '1', '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
+    write_sweep(svc.directory, spec, 'echo loss={{X}}; sleep 3', [1, 2])
+
+
+def test_sweep_run_says_why_its_queued_jobs_wait(batch_service):  # pylint: disable=W0621
+    # The run's progress on stderr (not a terminal here: az's logger, a periodic line) says why queued jobs wait,
+    # after the counts line, which stays as on the other schedulers.
+    svc = batch_service
+    _autoscale_sweep(svc, 'runwait', 'r.yaml')
+    run = svc.az('batchai', 'sweep', 'run', *svc.group(), '-e', 'runwait', '-n', 'r', '--spec', 'r.yaml', '-c',
+                 'runwait', '--poll-interval', '0.3', '-o', 'json')
+    assert run.exit_code == 0, run.stderr
+    assert WAITING_LINE.search(run.stderr), run.stderr
+    assert re.search(r'^WARNING: Sweep r: 2 job\(s\): 2 queued$', run.stderr, re.M), run.stderr
+    assert run.json()['counts']['succeeded'] == 2
+
+
+def test_submit_wait_says_why_its_queued_jobs_wait(batch_service):  # pylint: disable=W0621
+    svc = batch_service
+    _autoscale_sweep(svc, 'subwait', 's.yaml')
+    submitted = svc.az('batchai', 'sweep', 'submit', *svc.group(), '-e', 'subwait', '-n', 's', '--spec', 's.yaml',
+                       '-c', 'subwait', '--wait', '--interval', '0.3', '-o', 'json')
+    assert submitted.exit_code == 0, submitted.stderr
+    assert re.search(r'^WARNING: Waiting for the jobs: \d of 2 finished \(\d queued', submitted.stderr, re.M)
+    assert WAITING_LINE.search(submitted.stderr), submitted.stderr

@@ -72,3 +72,77 @@ def test_table_cells_are_short_and_json_keeps_full_precision():
                                          'notSubmitted': [], 'counts': {'queued': 0, 'succeeded': 1, 'failed': 1}})
     assert list(summary[0]) == ['Sweep', 'Total', 'Submitted', 'Already Present', 'Not Submitted', 'Succeeded',
                                 'Failed']
+
+
+# ---- local start|status|stop -o table: one row within 100 columns for every scheduler -------------------------
+
+def _rendered(result):
+    """The table az prints for local start|status|stop's result (knack's table output with its transformer)."""
+    from types import SimpleNamespace
+    from knack.output import format_table
+    from azext_batchai_sweep._format import local_service_table_format
+    return format_table(SimpleNamespace(result=result, table_transformer=local_service_table_format,
+                                        is_query_active=False))
+
+
+LONG_DIR = '/mnt/batch/tasks/shared/a-rather-long-project-folder-name/experiments/2026-11-26/batchai-sweep/local'
+COMMON = {'endpoint': 'http://127.0.0.1:65535', 'filesEndpoint': 'http://127.0.0.1:65534', 'dataDir': LONG_DIR,
+          'pid': 4194304, 'tokenFile': LONG_DIR + '/token', 'subscriptionId': '00000000-0000-0000-0000-000000000000',
+          'resourceGroup': 'batchai-local', 'workspace': 'local', 'cluster': 'local'}
+SCHEDULERS = {
+    'processes': {'scheduler': 'processes', 'gpus': 8},
+    'slurm': {'scheduler': 'slurm', 'slurmCluster': 'a-long-slurm-cluster-name-of-the-lab',
+              'slurmConf': '/etc/slurm/a/long/path/slurm.conf', 'partition': 'gpu-a100-80gb-long-partition',
+              'account': 'project-account-with-a-long-name'},
+    'azure-batch': {'scheduler': 'azure-batch', 'cluster': None, 'batchAccount': 'abatchaccountnameof24chr',
+                    'batchResourceGroup': 'a-resource-group-with-a-rather-long-name',
+                    'batchEndpoint': 'https://abatchaccountnameof24chr.westeurope.batch.azure.com',
+                    'poolAllocationMode': 'UserSubscription', 'poolPrefix': 'batchai'},
+}
+POOLS = [{'cluster': 'idle-cluster-{}'.format(i), 'workspace': 'local', 'resourceGroup': 'batchai-local',
+          'pool': 'batchai-local-idle-cluster-{}-0123456789'.format(i), 'nodes': 0, 'allocationState': 'steady'}
+         for i in range(6)] + [
+    {'cluster': 'gpu-training-cluster', 'workspace': 'local', 'resourceGroup': 'batchai-local', 'nodes': 4,
+     'pool': 'batchai-local-gpu-training-cluster-0123456789', 'allocationState': 'resizing',
+     'nextEvaluation': 'about 14:05 UTC'}]
+
+
+def _results(scheduler):
+    """What local start, status and stop return on this scheduler, with long values."""
+    info = dict(COMMON, **SCHEDULERS[scheduler])
+    pools = {'pools': POOLS} if scheduler == 'azure-batch' else {}
+    return {'start': info, 'status': dict(info, running=True, targeted=True, **pools),
+            'stopped status': dict(info, running=False, targeted=False, **pools),
+            'stop': dict({'stopped': True, 'dataDir': LONG_DIR}, **pools)}
+
+
+def test_local_tables_fit_100_columns_for_every_scheduler_and_keep_what_matters():
+    for scheduler in SCHEDULERS:
+        for command, result in _results(scheduler).items():
+            table = _rendered(result)
+            lines = table.splitlines()
+            assert max(len(line) for line in lines) <= 100, (scheduler, command, '\n' + table)
+            pool_rows = scheduler == 'azure-batch' and 'status' in command
+            if not pool_rows:  # the data dir keeps its own name
+                assert lines[2].rstrip().endswith('batchai-sweep/local'), table
+            if command == 'start':
+                assert scheduler in table and 'http://127.0.0.1:65535' in table, table
+    status = _rendered(_results('azure-batch')['status']).splitlines()
+    # One row per pool, those holding nodes first, each with its next evaluation; the account is said.
+    assert status[0].split() == ['Running', 'Targeted', 'Runs', 'On', 'Cluster', 'Nodes', 'Next', 'Evaluation']
+    assert status[2].split() == ['True', 'True', 'abatchaccountnameof24chr...', 'gpu-training-cluster', '4',
+                                 'about', '14:05', 'UTC'], status
+    assert [line.split() for line in status[3:]] == [['idle-cluster-{}'.format(i), '0'] for i in range(6)]
+    assert 'gpu-a100' in _rendered(_results('slurm')['start'])
+    stop = _rendered(_results('azure-batch')['stop'])
+    assert 'gpu-training-cluster=4, idle-cluster-0=0 +5 more' in stop, stop
+
+
+def test_a_short_local_table_is_not_cut():
+    from azext_batchai_sweep._format import local_service_table_format
+    row = local_service_table_format({'stopped': True, 'dataDir': '/tmp/x/local', 'pools': [
+        {'cluster': 'c0', 'nodes': 0}, {'cluster': 'c1', 'nodes': 2}]})[0]
+    assert list(row.items()) == [('Stopped', 'True'), ('Pools', 'c1=2, c0=0'), ('Data Dir', '/tmp/x/local')]
+    status = local_service_table_format({'running': True, 'targeted': False, 'scheduler': 'azure-batch',
+                                         'batchAccount': 'b', 'poolAllocationMode': 'BatchService', 'pools': []})
+    assert [list(row.values()) for row in status] == [['True', 'False', 'b (BatchService)', 'none', '', '']]

@@ -6,11 +6,17 @@ import pytest
 
 from azext_batchai_sweep._exit_codes import BAD_INPUT
 from azext_batchai_sweep.localservice import control
+from tests.cli.test_sweep_errors_and_tables import fits
 
 pytestmark = pytest.mark.az
 
 COMMANDS = ['create', 'submit', 'status', 'resubmit', 'metrics', 'delete', 'download', 'local start', 'local status',
             'local stop', 'local show-connection-string']
+
+
+def shown_path(cell, path):
+    """A table's path cell shows the path, whole or cut at its start ('...' and its end)."""
+    return cell == path or (cell.startswith('...') and len(cell) > 20 and path.endswith(cell[3:]))
 
 
 def configured(config_dir):
@@ -26,6 +32,9 @@ def test_local_start_points_the_commands_at_the_service_and_stop_clears_it(az, a
         started = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--slots', '1', '-o', 'json')
         assert started.exit_code == 0, started.stderr
         info = started.json()
+        again = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir, '--slots', '1', '-o', 'table')
+        row = fits(again.stdout)[2]  # the same service; a data dir too long for 100 columns keeps its end
+        assert row[:2] == [info['endpoint'], 'processes'] and shown_path(row[2], data_dir), again.stdout
         assert info['dataDir'] == data_dir and info['endpoint'].startswith('http://127.0.0.1:')
         assert (info['workspace'], info['cluster'], info['resourceGroup']) == ('local', 'local', 'batchai-local')
         assert os.path.isfile(info['tokenFile']) and info['filesEndpoint'] and info['pid'] > 0
@@ -38,9 +47,12 @@ def test_local_start_points_the_commands_at_the_service_and_stop_clears_it(az, a
         assert 'Using the Batch AI service at {}'.format(info['endpoint']) in listed.stderr
         assert listed.exit_code == 3 and 'Experiment none does not exist in workspace' in listed.stderr
 
+        table = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'table')
+        row = fits(table.stdout)[2]
+        assert row[:3] == ['True', 'True', 'processes'] and shown_path(row[3], data_dir), table.stdout
         stopped = az('batchai', 'sweep', 'local', 'stop', '--data-dir', data_dir, '-o', 'table')
         assert stopped.exit_code == 0, stopped.stderr
-        assert stopped.stdout.splitlines()[2].split() == [data_dir, 'True']
+        assert fits(stopped.stdout)[2] == ['True', data_dir], stopped.stdout  # it fits: whole
         assert configured(az_config_dir) == {}
         after = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '--query', 'running')
         assert after.json() is False

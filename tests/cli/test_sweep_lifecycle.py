@@ -103,6 +103,7 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         # Without a terminal, a short progress line every few checks shows that the wait is alive.
         lines = [line for line in waited.stderr.splitlines() if 'Waiting for the jobs: 0 of 1 finished' in line]
         assert len(lines) >= 2, waited.stderr
+        assert 'queued job' not in waited.stderr  # the processes scheduler says nothing of why a job waits
         assert 'az batchai sweep stop -g {} -w {} -e {} -n slow'.format(
             svc.resource_group, svc.workspace, target.experiment) in waited.stderr
         status = target.run('status', 'slow', '--wait', '--timeout', '0.5', '--interval', '0.2')

@@ -8,6 +8,7 @@ import pytest
 
 from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.localservice import control
+from tests.cli.test_sweep_errors_and_tables import fits
 from tests.fixtures_az import AzRunner
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -47,7 +48,8 @@ def test_sweep_on_slurm_through_az(slurm_cluster, tmp_path):
         assert (info['scheduler'], info['slurmCluster'], info['partition']) == ('slurm', 'testcluster', 'debug')
         assert 'Jobs run on Slurm cluster testcluster, partition debug' in started.stderr
         status = az('batchai', 'sweep', 'local', 'status', '--data-dir', data_dir, '-o', 'table')
-        assert status.exit_code == 0 and 'slurm' in status.stdout and 'testcluster' in status.stdout
+        assert status.exit_code == 0 and fits(status.stdout)[2][:5] == ['True', 'True', 'slurm', 'debug',
+                                                                        '(testcluster)'], status.stdout
 
         fixed = str(tmp_path / 'fixed')
         write_sweep(str(tmp_path), fixed)
@@ -81,6 +83,7 @@ def test_sweep_on_slurm_through_az(slurm_cluster, tmp_path):
         open(fixed, 'w').close()
         again = az('batchai', 'sweep', 'resubmit', *args, '--wait', '--interval', '0.5', '-o', 'json')
         assert again.exit_code == 0, again.stderr
+        assert 'queued job' not in again.stderr  # Slurm's scheduler says nothing of why a job waits: lines unchanged
         final = {j.name: j.execution_state for j in client.jobs.list_by_experiment(
             info['resourceGroup'], info['workspace'], 'slurm')}
         assert set(final.values()) == {'succeeded'} and len(final) == 3

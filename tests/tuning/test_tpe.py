@@ -421,3 +421,66 @@ def test_rank_weights_draw_more_candidates_and_suggestions_near_the_best_jobs():
                        .params['X'] - 0.205) < 0.1 for seed in range(60))
     # and the suggestions (the candidates' best l/g ratio) follow
     assert near_best(2.0) > near_best(None) + 5
+
+
+def grid_history(total):
+    """`total` finished jobs on a 6-valued INTEGER grid A (0..5) and a REAL B: the 10 best all at A = 2, B near 0.5
+    (a good group that agrees on A), the others spread over A and B and worse."""
+    rng = random.Random(4)
+    trials = [finished(i, {'A': 2, 'B': 0.45 + 0.01 * i}, 0.01 * i) for i in range(10)]
+    for i in range(10, total):
+        a, b = rng.randrange(6), rng.random()
+        trials.append(finished(i, {'A': a, 'B': b}, 1.0 + abs(a - 2) + abs(b - 0.5)))
+    return trials
+
+
+GRID_SPECS = [NumParamSpec('A', 0, 5, 'INTEGER', 'LINEAR'), NumParamSpec('B', 0.0, 1.0, 'REAL', 'LINEAR')]
+
+
+def test_on_a_grid_the_good_groups_floor_stops_at_half_a_cell():
+    trials = grid_history(100)  # 35 jobs counted: a continuous floor of range / 37
+    [(_, below, _)] = TPESampler(GRID_SPECS, goal='min').models(trials)
+    grid, real = below.kernels
+    # the grid's range is [-0.5, 5.5], 6 cells of 1: the floor is half a cell, not 6 / 37 of one
+    assert min(grid.sigmas[:10]) == pytest.approx(0.5)
+    # each neighbouring value keeps about a sixth of a good kernel's mass (P(0.5 < Z/0.5 < 1.5) = 0.157)
+    neighbour = math.exp(grid.add_terms([0.0] * len(grid.mus), 3.0)[0])
+    assert neighbour == pytest.approx(0.157, abs=0.01)
+    # a continuous parameter keeps the 35% floor, and without the grid limit a grid narrows as it did
+    assert min(real.sigmas[:10]) == pytest.approx(1 / 37)
+    [(_, narrow, _)] = TPESampler(GRID_SPECS, goal='min', good_grid_floor=None).models(trials)
+    assert min(narrow.kernels[0].sigmas[:10]) == pytest.approx(6 / 37)
+    # the limit never widens Optuna's own floor (the good group alone), which stays Optuna's exactly
+    [(_, optuna_below, _)] = TPESampler(GRID_SPECS, goal='min', good_floor_share=None).models(trials)
+    [(_, optuna_no_limit, _)] = TPESampler(GRID_SPECS, goal='min', good_floor_share=None,
+                                           good_grid_floor=None).models(trials)
+    assert optuna_below.kernels[0].sigmas == optuna_no_limit.kernels[0].sigmas
+    assert min(optuna_below.kernels[0].sigmas[:10]) == pytest.approx(6 / 12)
+
+
+def test_after_many_jobs_the_candidates_still_try_neighbouring_grid_values():
+    # The good jobs agree on A = 2. Without the limit, l's kernels are a sixth of a cell wide at 100 jobs: its draws
+    # (the candidates) keep A = 2 and only the prior's draws move it, so a better neighbour is never proposed; with
+    # the limit, about a sixth of each good kernel's draws land on each neighbour.
+    trials = grid_history(100)
+
+    def neighbours(**options):
+        [(_, below, _)] = TPESampler(GRID_SPECS, goal='min', **options).models(trials)
+        return sum(a in (1.0, 3.0) for a, _ in below.sample(random.Random(5), 1000))
+    assert neighbours() >= 250
+    assert neighbours(good_grid_floor=None) <= 60
+
+
+def test_on_a_grid_with_the_floor_limited_a_resumed_sampler_suggests_what_an_unkilled_one_would():
+    # Four 3-valued grids (81 configurations): from 12 jobs on, l's floor is held at half a cell. A new process with
+    # the history rebuilt gets the suggestion the unkilled one made, and none repeats a configuration.
+    specs = [NumParamSpec(name, 0, 2, 'INTEGER', 'LINEAR') for name in 'ABCD']
+
+    def objective(p):
+        return (p['A'] - 1) ** 2 + p['B'] + (p['C'] - 2) ** 2 + abs(p['D'] - 1)
+    unkilled = run(TPESampler(specs, goal='min', seed=9), objective, 40)
+    assert len({tuple(sorted(t.params.items())) for t in unkilled}) == 40
+    for kill_at in (15, 30, 39):
+        rebuilt = [Trial(name=t.name, index=t.index, params=dict(t.params), state=t.state, reports=t.reports)
+                   for t in unkilled[:kill_at]]
+        assert TPESampler(specs, goal='min', seed=9).suggest(rebuilt, 1)[0].params == unkilled[kill_at].params

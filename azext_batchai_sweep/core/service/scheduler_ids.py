@@ -68,3 +68,23 @@ def waiting_summary(rows):
         if row.get('waiting'):
             counts[row['waiting']] = counts.get(row['waiting'], 0) + 1
     return ['{} queued job{}: {}'.format(n, '' if n == 1 else 's', note) for note, n in sorted(counts.items())]
+
+
+def waiting_reader(client, resource_group, workspace, experiment):
+    """For progress on stderr: read(rows) -> waiting_summary of the rows' queued jobs (rows: dicts with `name` and
+    `state`), as the scheduler explains them ("2 queued jobs: waiting for the pool (next evaluation about 14:05
+    UTC)"). It asks the service's view (one request) only when a row is queued; [] when the scheduler says nothing
+    (local processes, Slurm), the service has no such view, or asking it failed (a note never ends a run or a wait).
+    Only for a local service (Azure has no such view)."""
+    def read(rows):
+        from azure.core.exceptions import AzureError  # pylint: disable=import-outside-toplevel
+        if not any(row.get('state') == 'queued' for row in rows):
+            return []
+        try:
+            view = scheduler_job_view(client, resource_group, workspace, experiment)
+        except AzureError as ex:
+            logger.debug('why the queued jobs wait is not known: %s', ex)
+            return []
+        return waiting_summary(add_scheduler_job_ids([{'name': row['name'], 'state': row['state']} for row in rows],
+                                                     {}, view))
+    return read

@@ -44,7 +44,7 @@ MAX_FAILED_ROUNDS = 3
 
 def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None, job_names=None, *, interval=10,
                   progress=None, timeout=None, should_stop=None, retry=None, clock=time.monotonic, sleep=time.sleep,
-                  max_failed_rounds=MAX_FAILED_ROUNDS):
+                  max_failed_rounds=MAX_FAILED_ROUNDS, progress_rows=False):
     """Block until every selected job has finished; returns the last status plus `finished`, `missing`, `timedOut`.
 
     Each round is one paged listing (with `retry`'s retries). A round whose listing still fails is logged and the
@@ -52,7 +52,7 @@ def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None
     row mean the service has stopped answering, and the wait ends with the last error (never an endless loop). On
     timeout (`timedOut` True) or should_stop it returns with finished False. Named jobs that are not on the service
     are reported in `missing` rather than waited for forever. progress(done, total, counts) is called after each
-    successful round.
+    successful round (progress_rows: progress(done, total, counts, rows), with the status rows).
     """
     retry = retry or RetrySettings()
     deadline = clock() + timeout if timeout is not None else None
@@ -82,7 +82,7 @@ def wait_for_jobs(client, resource_group, workspace, experiment, sweep_name=None
             missing = sorted(set(job_names) - found) if job_names is not None else []
             done = sum(1 for row in status['jobs'] if row['state'] in FINISHED_STATES)
             if progress is not None:
-                progress(done, len(status['jobs']), status['counts'])
+                progress(done, len(status['jobs']), status['counts'], *([status['jobs']] if progress_rows else []))
             if done == len(status['jobs']):
                 return dict(status, finished=True, missing=missing, timedOut=False)
         if should_stop is not None and should_stop():

@@ -319,7 +319,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
 
     def __init__(self, client, resource_group, workspace, experiment, sweep_name, definition, *, limits=None,
                  journal_path=None, prepare_body=None, retry=None, parallel=8, progress=None, clock=time.time,
-                 strict=False):
+                 strict=False, waiting=None, repeat_waiting=None):
         self.client, self.target, self.sweep_name = client, (resource_group, workspace, experiment), sweep_name
         self.definition = definition
         self.objective = definition.objective
@@ -330,6 +330,10 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.journal = Journal(journal_path)
         self.limits = limits or Limits()
         self.progress = progress or (lambda line: None)
+        # Why queued jobs wait, from the scheduler (scheduler_ids.waiting_reader: Azure Batch's pools), said after the
+        # counts when it changes, and again every `repeat_waiting` seconds while unchanged (a log without a terminal
+        # shows that the wait is alive, and why).
+        self.waiting, self.repeat_waiting = waiting, repeat_waiting
         self.inheritance = None
         if definition.sampling.get('warmStart'):
             self.inheritance = self.warm_start()
@@ -350,6 +354,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.submitted = 0
         self.submitted_names = set()
         self._last_line = None
+        self._waiting_said = None  # (the waiting lines last said, when)
         # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
         self.strict = bool(strict or (self.objective or {}).get('strict'))
         self.unreported = None
@@ -607,6 +612,23 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if trials and line != self._last_line:
             self.progress(line)
             self._last_line = line
+        self._report_waiting(trials)
+
+    def _report_waiting(self, trials):
+        """Why the queued jobs wait, as the scheduler says (only a local service on Azure Batch says anything):
+        said when it changes, and again every `repeat_waiting` seconds while jobs wait."""
+        if self.waiting is None:
+            return
+        lines = self.waiting([{'name': t.name, 'state': t.state} for t in trials])
+        if not lines:
+            self._waiting_said = None
+            return
+        now, said = self.clock(), self._waiting_said
+        if said is None or lines != said[0] or (self.repeat_waiting is not None
+                                                and now - said[1] >= self.repeat_waiting):
+            for line in lines:
+                self.progress(line)
+            self._waiting_said = (lines, now)
 
     def _job_seconds(self):
         return round(sum(_seconds(job) for job in self.jobs.values()), 3)

@@ -8,8 +8,9 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
   adaptive bandwidth: the larger distance to its sorted neighbours (the range's ends count as neighbours; the
   outermost observations use their inner neighbour only), clipped to [range / min(100, n + 2), range] (the "magic
   clip"; a caller may count more observations than the n points in that floor, as the TPE sampler does for its
-  good group, ``clip_count``); the prior kernel is centred on the range with the whole range as its bandwidth; a
-  stepped dimension's probability of a grid value is the kernel's mass on the value's cell;
+  good group, ``clip_count``, and may stop that narrowing at a share of a grid's cell, ``grid_floor``); the prior
+  kernel is centred on the range with the whole range as its bandwidth; a stepped dimension's probability of a
+  grid value is the kernel's mass on the value's cell;
 - categorical dimensions: each observation's kernel puts 1 on the observed category plus prior_weight / (n + 1) on
   every category (normalised); the prior kernel is uniform;
 - weights: the caller's per-observation weights plus ``prior_weight`` for the prior, normalised; without
@@ -120,6 +121,16 @@ def _adaptive_bandwidths(points, low, high, consider_endpoints):
     return sigmas
 
 
+def _floor_count(dim, own, clip_count, grid_floor):
+    """How many observations a dimension's bandwidth floor counts: the points' own number, or the caller's larger
+    count; on a grid, at most the count whose floor is ``grid_floor`` of a cell (range / (count + 2) = grid_floor *
+    range / size), so that a kernel keeps mass on the neighbouring values however many jobs the count includes."""
+    count = own if clip_count is None else max(clip_count, own)
+    if grid_floor is not None and dim.kind == STEPPED:
+        count = max(own, min(count, dim.size / grid_floor - 2.0))
+    return count
+
+
 class ParzenEstimator:
     """A mixture of product kernels over ``dims`` from ``points`` (tuples of internal coordinates).
 
@@ -129,10 +140,12 @@ class ParzenEstimator:
     :param prior_weight: the prior kernel's weight, and the categorical kernels' smoothing.
     :param clip_count: the number of observations the bandwidth floor counts, range / min(100, clip_count + 2);
         None: the points' own number (Optuna's). A larger count lets the kernels narrow further where points cluster.
+    :param grid_floor: on a stepped dimension, a larger ``clip_count`` never narrows the floor below this share of
+        the grid's mean cell (range / number of values); None: no such limit. Never below Optuna's own floor.
     """
 
     def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False,
-                 clip_count=None):
+                 clip_count=None, grid_floor=None):
         self.dims = dims
         columns = list(zip(*points)) if points else [()] * len(dims)
         if points:
@@ -150,7 +163,7 @@ class ParzenEstimator:
         self.kernels = [
             _Categorical(dim, column, prior_weight) if dim.kind == CATEGORICAL
             else _Numeric(dim, column, magic_clip, consider_endpoints,
-                          len(points) if clip_count is None else max(clip_count, len(points)))
+                          _floor_count(dim, len(points), clip_count, grid_floor))
             for dim, column in zip(dims, columns)]
 
     def sample(self, rng, size):
