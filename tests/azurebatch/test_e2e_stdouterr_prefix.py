@@ -16,6 +16,8 @@ ACCEPTED = ['$AZ_BATCHAI_JOB_TEMP', '$AZ_BATCHAI_JOB_TEMP/', '${AZ_BATCHAI_JOB_T
 
 def test_each_accepted_prefix_runs_and_its_stdout_is_found(batch_service):  # pylint: disable=redefined-outer-name
     svc = batch_service
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'c1', *svc.group(), '-s', 'Standard_D2s_v3', '-t',
+                  str(len(ACCEPTED)), '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
     refused = write_sweep(svc.directory, 'refused.yaml', 'echo {{X}}', [1], stdOutErrPathPrefix='logs')
     done = svc.az('batchai', 'sweep', 'submit', *svc.group(), '-e', 'bad', '-n', 'bad', '--spec', refused, '-c', 'c1')
     assert done.exit_code != 0 and "job.stdOutErrPathPrefix: expected an absolute path, or one starting with " \
@@ -23,9 +25,6 @@ def test_each_accepted_prefix_runs_and_its_stdout_is_found(batch_service):  # py
         done.stderr
     assert 'Traceback' not in done.stderr
     assert svc.az('batchai', 'experiment', 'list', *svc.group(), '-o', 'json').json() == []  # no request was sent
-
-    assert svc.az('batchai', 'cluster', 'create', '-n', 'c1', *svc.group(), '-s', 'Standard_D2s_v3', '-t',
-                  str(len(ACCEPTED)), '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
     for index, prefix in enumerate(ACCEPTED):
         spec = write_sweep(svc.directory, 's{}.yaml'.format(index), 'echo loss={{X}}; echo oops >&2', [index],
                            stdOutErrPathPrefix=prefix)
