@@ -20,27 +20,39 @@ ACCEPTED = [('$AZ_BATCHAI_JOB_TEMP', 'temp', ''), ('$AZ_BATCHAI_JOB_TEMP/', 'tem
 REFUSED = ['logs', '$HOME/logs', '$AZ_BATCHAI_JOB_TEMP/../..']
 
 
+def check_stdouterr(client, service, job, root, below, name):
+    """The job's stdout/stderr are in <root>/<below>/<segment>/stdouterr (root: 'temp' or 'share', as in ACCEPTED),
+    and listOutputFiles lists and serves them (also used by tests/slurm)."""
+    assert job.execution_state == 'succeeded', job.execution_info
+    uid = job.job_output_directory_path_segment.rsplit('/', 1)[-1]
+    base = (os.path.join(service.data_dir, 'jobs', uid, 'tmp') if root == 'temp' else
+            os.path.join(service.data_dir, 'storage', 'acct', 'shares', 'logs'))
+    folder = os.path.join(base, below, job.job_output_directory_path_segment, 'stdouterr')
+    with open(os.path.join(folder, 'stdout.txt'), encoding='utf-8') as f:
+        assert f.read() == 'out-{}\n'.format(name)
+    experiment = job.id.split('/experiments/')[1].split('/')[0]
+    files = {f.name: f for f in client.jobs.list_output_files(
+        service.resource_group, service.workspace, experiment, name,
+        models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))}
+    assert {'stdout.txt', 'stderr.txt'} <= set(files)
+    with urllib.request.urlopen(files['stderr.txt'].download_url) as response:
+        assert 'err-{}\n'.format(name) in response.read().decode()
+
+
+def prefix_job(service, prefix, name):
+    """Job create parameters writing `out-<name>` to stdout and `err-<name>` to stderr under `prefix`."""
+    params = job_params(service, 'echo out-{0}; echo err-{0} >&2'.format(name))
+    params.std_out_err_path_prefix = prefix
+    return params
+
+
 @pytest.mark.parametrize('prefix,root,below', ACCEPTED)
 def test_an_accepted_prefix_holds_the_job_stdout_where_batch_ai_put_it(client, local_service, prefix, root, below):
     rg, ws, name = local_service.resource_group, local_service.workspace, 'p{}'.format(ACCEPTED.index(
         (prefix, root, below)))
     client.experiments.begin_create(rg, ws, 'prefixes').result()
-    params = job_params(local_service, 'echo out-{0}; echo err-{0} >&2'.format(name))
-    params.std_out_err_path_prefix = prefix
-    client.jobs.begin_create(rg, ws, 'prefixes', name, params).result()
-    job = wait_state(client, local_service, 'prefixes', name)
-    assert job.execution_state == 'succeeded'
-    uid = job.job_output_directory_path_segment.rsplit('/', 1)[-1]
-    base = (os.path.join(local_service.data_dir, 'jobs', uid, 'tmp') if root == 'temp' else
-            os.path.join(local_service.data_dir, 'storage', 'acct', 'shares', 'logs'))
-    folder = os.path.join(base, below, job.job_output_directory_path_segment, 'stdouterr')
-    with open(os.path.join(folder, 'stdout.txt'), encoding='utf-8') as f:
-        assert f.read() == 'out-{}\n'.format(name)
-    files = {f.name: f for f in client.jobs.list_output_files(
-        rg, ws, 'prefixes', name, models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))}
-    assert {'stdout.txt', 'stderr.txt'} <= set(files)
-    with urllib.request.urlopen(files['stderr.txt'].download_url) as response:
-        assert response.read() == 'err-{}\n'.format(name).encode()
+    client.jobs.begin_create(rg, ws, 'prefixes', name, prefix_job(local_service, prefix, name)).result()
+    check_stdouterr(client, local_service, wait_state(client, local_service, 'prefixes', name), root, below, name)
 
 
 @pytest.mark.parametrize('prefix', REFUSED)
