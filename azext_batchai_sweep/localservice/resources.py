@@ -292,7 +292,7 @@ def parse_cluster_id(cluster_id):
 
 
 def _check_path_prefix(what, value):
-    """400 for a path prefix Batch AI refused (core/spec/job_paths.py: the rule the sweep file is checked with)."""
+    """400 for a path prefix outside the rule (core/spec/job_paths.py: the one the sweep file is checked with)."""
     problem = prefix_problem(value)
     _require(problem is None, 'InvalidPath', '{}: {}.'.format(what, problem))
 

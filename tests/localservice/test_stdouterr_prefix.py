@@ -64,7 +64,8 @@ def test_a_refused_prefix_is_refused_at_job_create_naming_what_is_allowed(client
     with pytest.raises(HttpResponseError) as refused:
         client.jobs.begin_create(rg, ws, 'prefixes', 'refused', params).result()
     assert refused.value.status_code == 400 and refused.value.error.code == 'InvalidPath'
-    assert 'stdOutErrPathPrefix: expected' in refused.value.error.message and repr(prefix) in refused.value.error.message
+    message = refused.value.error.message
+    assert 'stdOutErrPathPrefix: expected' in message and repr(prefix) in message, message
 
 
 def test_a_refused_output_prefix_is_refused_at_job_create(client, local_service):

@@ -21,7 +21,8 @@ def _sweep(tmp_path, prefix, field='stdOutErrPathPrefix'):
     if field == 'stdOutErrPathPrefix':
         job['stdOutErrPathPrefix'] = prefix
     else:
-        job['outputDirectories'] = [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_TEMP'}, {'id': 'M', 'pathPrefix': prefix}]
+        job['outputDirectories'] = [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_TEMP'},
+                                    {'id': 'M', 'pathPrefix': prefix}]
     path = tmp_path / 'sweep.yaml'
     path.write_text('parameters: [{name: LR, type: discrete, values: [1, 2]}]\njob: ' + json.dumps(job) + '\n')
     return str(path)
@@ -40,7 +41,8 @@ def test_another_stdouterr_prefix_is_refused_naming_the_field_and_what_is_allowe
     message = str(caught.value)
     assert 'job.stdOutErrPathPrefix: expected' in message, message
     assert '{!r}'.format(prefix) in message, message
-    allowed = 'an absolute path, or one starting with $AZ_BATCHAI_MOUNT_ROOT, $AZ_BATCHAI_JOB_MOUNT_ROOT, $AZ_BATCHAI_JOB_TEMP'
+    allowed = ('an absolute path, or one starting with $AZ_BATCHAI_MOUNT_ROOT, $AZ_BATCHAI_JOB_MOUNT_ROOT, '
+               '$AZ_BATCHAI_JOB_TEMP')
     assert (allowed if '..' not in prefix else 'no ".." above it') in message, message
 
 
