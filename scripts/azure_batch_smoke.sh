@@ -98,7 +98,7 @@ if [ -n "${STORAGE_ACCOUNT:-}" ] && [ -n "${SHARE:-}" ]; then
     mount=(--storage-account-name "$STORAGE_ACCOUNT" --afs-name "$SHARE" --afs-mount-path afs)
     logs='$AZ_BATCHAI_MOUNT_ROOT/afs/smoke-logs'
 else
-    logs='$AZ_BATCHAI_JOB_TEMP/logs'
+    logs='$AZ_BATCHAI_JOB_TEMP'
     NOT_CHECKED+=("the pool's Azure Files mount with the account key, and the service reading it with az's token (give STORAGE_ACCOUNT and SHARE)")
 fi
 az batchai cluster create -n smoke "${G[@]}" -s "$VM_SIZE" --min 0 --max 1 -u batchai \

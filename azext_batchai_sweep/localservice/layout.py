@@ -70,7 +70,9 @@ def output_paths(props, roots):
     `roots`: AZ_BATCHAI_JOB_MOUNT_ROOT, AZ_BATCHAI_MOUNT_ROOT, AZ_BATCHAI_JOB_TEMP where the job runs (this machine's
     data dir, or an Azure Batch node's mounts and task folder)."""
     segment = props['jobOutputDirectoryPathSegment']
-    stdouterr = os.path.join(expand(props['stdOutErrPathPrefix'], roots), segment, 'stdouterr')
+    # Normalised as the node's file system reads the path (`a//b`, `a/./b`, a trailing slash: the same folder), so
+    # that every comparison of these paths (the file API's, the Azure Batch task files', the share reader's) agrees.
+    stdouterr = os.path.normpath(os.path.join(expand(props['stdOutErrPathPrefix'], roots), segment, 'stdouterr'))
     outputs = {}
     for entry in props.get('outputDirectories') or []:
         path = os.path.join(expand(entry['pathPrefix'], roots), segment, 'outputs')

@@ -9,6 +9,7 @@ import datetime
 import re
 import uuid
 
+from ..core.spec.job_paths import prefix_problem
 from .errors import bad_request
 
 PROVIDER = 'Microsoft.BatchAI'
@@ -290,6 +291,12 @@ def parse_cluster_id(cluster_id):
     return sub, rg, workspace, cluster
 
 
+def _check_path_prefix(what, value):
+    """400 for a path prefix outside the rule (core/spec/job_paths.py: the one the sweep file is checked with)."""
+    problem = prefix_problem(value)
+    _require(problem is None, 'InvalidPath', '{}: {}.'.format(what, problem))
+
+
 def _check_directories(props, kind):
     seen = set()
     for entry in props.get(kind) or []:
@@ -298,6 +305,8 @@ def _check_directories(props, kind):
                  'InvalidRequestContent', '{} entries need id and {}.'.format(kind, field))
         _require(DIRECTORY_ID_RE.fullmatch(entry['id']) and entry['id'].upper() not in seen, 'InvalidDirectoryId',
                  "{} id '{}' must be unique and made of letters, digits and '_'.".format(kind, entry['id']))
+        if field == 'pathPrefix':
+            _check_path_prefix('{} {} pathPrefix'.format(kind, entry['id']), entry[field])
         seen.add(entry['id'].upper())
 
 
@@ -324,6 +333,7 @@ def validate_job(params):
              'InvalidRequestContent', "A job needs 'nodeCount' >= 1.")
     _require(isinstance(props.get('stdOutErrPathPrefix'), str) and props['stdOutErrPathPrefix'],
              'InvalidRequestContent', "A job needs 'stdOutErrPathPrefix'.")
+    _check_path_prefix('stdOutErrPathPrefix', props['stdOutErrPathPrefix'])
     toolkits = [k for k in TOOLKITS if props.get(k) is not None]
     _require(len(toolkits) == 1, 'InvalidToolkitSettings',
              'A job needs exactly one toolkit settings object, got {}.'.format(', '.join(toolkits) or 'none'))

@@ -45,14 +45,14 @@ def _cluster(svc, name, mounts=('afs',), nodes=1):
     assert created.exit_code == 0, created.stderr
 
 
-def _submit(svc, experiment, before, after=''):
-    """A cluster mounting the share and a sweep of one job writing its stdout and output OUT there, as Batch AI's
-    recipes do: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job name)."""
+def _submit(svc, experiment, before, after='', prefix='$AZ_BATCHAI_MOUNT_ROOT/afs'):
+    """A cluster mounting the share and a sweep of one job writing its stdout and output OUT there (`prefix`), as
+    Batch AI's recipes do: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job
+    name)."""
     _cluster(svc, experiment)
     gate = os.path.join(svc.directory, experiment + '.gate')
     command = '{}; while [ ! -e {} ]; do sleep 0.1; done; {}'.format(before, gate, after or 'true')
-    body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
-            'outputDirectories': [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs'}],
+    body = {'nodeCount': 1, 'stdOutErrPathPrefix': prefix, 'outputDirectories': [{'id': 'OUT', 'pathPrefix': prefix}],
             'customToolkitSettings': {'commandLine': command}}
     spec = os.path.join(svc.directory, experiment + '.yaml')
     with open(spec, 'w', encoding='utf-8') as f:
@@ -129,6 +129,28 @@ def test_outputs_on_the_share_are_read_with_range_reads_through_the_api(share_se
     assert [row['metric'] for row in rows] == [0.25]
     # Every read carried the OAuth headers Azure Files needs (the double refuses others): none was refused.
     assert all(r.status in (200, 206) for r in svc.files.requests)
+
+
+def test_a_share_prefix_spelt_with_a_trailing_slash_or_a_double_slash_is_read_from_the_share(share_service):
+    """`$AZ_BATCHAI_MOUNT_ROOT/<share>/` and `.../<share>//sub/` name the share's folders as Batch AI put them
+    (docs/job-environment.md): the job's stdout is on the share there and `job file list/stream` find it (before:
+    `job file list` answered InvalidDirectory, the service's folder of the job not being the path it compared)."""
+    svc = share_service
+    share_dir = os.path.join(svc.double.account.root, 'storage', STORAGE, 'files', SHARE)
+    for experiment, prefix, below in (('slash', '$AZ_BATCHAI_MOUNT_ROOT/afs/', ''),
+                                      ('sub', '$AZ_BATCHAI_MOUNT_ROOT/afs//sub/', 'sub')):
+        target, gate, name = _submit(svc, experiment, 'echo in-{} loss=1'.format(experiment), prefix=prefix)
+        _open(gate)
+        waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
+        assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr
+        segment = _job(svc, experiment)['jobOutputDirectoryPathSegment']
+        with open(os.path.join(share_dir, below, segment, 'stdouterr', 'stdout.txt'), encoding='utf-8') as f:
+            assert 'in-{} loss=1'.format(experiment) in f.read()
+        wait_until(lambda e=experiment, n=name: 'in-{}'.format(e) in _text(svc, e, n, 'stdouterr', 'stdout.txt'),
+                   what='stdout read from the share')
+        streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', experiment, '-j', name, '-f',
+                          'stdout.txt')
+        assert streamed.exit_code == 0 and 'in-{} loss=1'.format(experiment) in streamed.stdout, streamed.stderr
 
 
 def test_a_preempted_attempt_outputs_are_not_doubled(share_service):

@@ -10,6 +10,7 @@ from azext_batchai_sweep.core.service.client import local_batchai_client
 from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, SlurmError
 from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params
+from tests.localservice.test_stdouterr_prefix import ACCEPTED, check_stdouterr, prefix_job
 from tests.slurm.conftest import slurm_service_args
 
 
@@ -222,3 +223,14 @@ def test_a_percent_in_stdouterrpathprefix_is_no_sbatch_pattern(slurm_client, slu
     files = slurm_client.jobs.list_output_files(slurm_service.resource_group, slurm_service.workspace, 'percent', name,
                                                 models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))
     assert {'stdout.txt', 'stderr.txt'} <= {f.name for f in files}
+
+
+@pytest.mark.parametrize('prefix,root,below', [ACCEPTED[0], ACCEPTED[2], ACCEPTED[5]])
+def test_stdouterrpathprefix_spellings_batch_ai_accepted(slurm_client, slurm_service, idle_cluster, prefix, root,
+                                                        below):
+    """A prefix under $AZ_BATCHAI_JOB_TEMP or a share, with `//` or a trailing slash, runs under sbatch and its
+    stdout/stderr are listed where Batch AI put them (tests/localservice/test_stdouterr_prefix.py: the same cases)."""
+    name = 'sp{}'.format(ACCEPTED.index((prefix, root, below)))
+    create(slurm_client, slurm_service, 'spellings', name, prefix_job(slurm_service, prefix, name))
+    check_stdouterr(slurm_client, slurm_service, wait_end(slurm_client, slurm_service, 'spellings', name), root, below,
+                    name)

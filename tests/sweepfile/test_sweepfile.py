@@ -126,10 +126,10 @@ def test_storage_account_defaults_to_the_environment(tmp_path, monkeypatch):
     path = write(tmp_path, 'sweep.yaml', PARAMETERS + textwrap.dedent("""\
         job:
           customToolkitSettings: {commandLine: "x {{LR}} {{UNITS}}"}
-          stdOutErrPathPrefix: "https://<AZURE_BATCHAI_STORAGE_ACCOUNT>.blob"
+          stdOutErrPathPrefix: "$AZ_BATCHAI_MOUNT_ROOT/<AZURE_BATCHAI_STORAGE_ACCOUNT>"
         """))
     monkeypatch.setenv('AZURE_BATCHAI_STORAGE_ACCOUNT', 'fromenv')
-    assert load_sweep_file(path).template['stdOutErrPathPrefix'] == 'https://fromenv.blob'
+    assert load_sweep_file(path).template['stdOutErrPathPrefix'] == '$AZ_BATCHAI_MOUNT_ROOT/fromenv'
     monkeypatch.delenv('AZURE_BATCHAI_STORAGE_ACCOUNT')
     error = load_error(path)
     assert (error.source, error.path) == (path, 'job.stdOutErrPathPrefix')

@@ -25,6 +25,7 @@ import yaml
 
 from ..errors import SpecError
 from ..service.identity import SWEEP_SEED_VAR
+from .job_paths import prefix_problem
 from .document_limits import (MAX_DOCUMENT_BYTES, check_json_value, check_number_text, check_text_depth,
                               check_yaml_node, too_large)
 from .params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec, MOUNT_ROOTS
@@ -491,13 +492,32 @@ def _check_template(template, specs, locate):
             # The account key is not part of the template: it comes from the environment at submit time.
             mount.setdefault('credentials', {})
     def explain(issue):
-        # The value checked is a sample; say so when the field as written is a placeholder.
-        written = _value_at({'properties': template}, issue.path)
-        if isinstance(written, str) and PLACEHOLDER_PATTERN.search(written):
-            return '{} (with the placeholders of {!r} replaced by sample values)'.format(issue.message, written)
-        return issue.message
+        return _with_samples(template, issue.path, issue.message)
     _validate(rendered, 'job.schema.json', None, locate, explain)
+    _check_path_prefixes(template, rendered['properties'], locate)
     return [spec.name for spec in specs if spec.name not in compiled.used_names]
+
+
+def _with_samples(template, path, message):
+    """`message` about the field at `path` of the rendered template: the value checked is a sample, so say so when
+    the field as written holds a placeholder."""
+    written = _value_at({'properties': template}, path)
+    if isinstance(written, str) and PLACEHOLDER_PATTERN.search(written):
+        return '{} (with the placeholders of {!r} replaced by sample values)'.format(message, written)
+    return message
+
+
+def _check_path_prefixes(template, props, locate):
+    """stdOutErrPathPrefix and each output's pathPrefix as Batch AI accepts them (job_paths.py), before any request;
+    `props`: the job with sample values in its placeholders."""
+    fields = [(('properties', 'stdOutErrPathPrefix'), props.get('stdOutErrPathPrefix'))]
+    fields += [(('properties', 'outputDirectories', index, 'pathPrefix'), entry.get('pathPrefix'))
+               for index, entry in enumerate(props.get('outputDirectories') or ()) if isinstance(entry, dict)]
+    for where, value in fields:
+        problem = value is not None and prefix_problem(value)
+        if problem:
+            source, path = locate(where)
+            raise SpecError(_with_samples(template, where, problem), source=source, path=path)
 
 
 def _check_job_fields(template, locate):
