@@ -3,7 +3,9 @@ folder (account.mount_source: `storage/<account>/blobs/<container>`); this uploa
 container on a loopback Blob service (Azurite over HTTPS with OAuth), as blobfuse does: each file as one whole
 blob (Put Blob), its name the file's path under the mount with `/` between directories, uploaded again whole when
 it changed (blobfuse uploads on close or flush; here: when its size or mtime changed since the last sweep, every
-`interval` seconds while running). Real blobfuse's timing is only visible on Azure (docs/azure-batch.md)."""
+`interval` seconds while a task runs, and once more when a task's process ended, before the double reports its end:
+the node agent's `flush()`, as its files were closed). Real blobfuse's timing is only visible on Azure
+(docs/azure-batch.md)."""
 import os
 import ssl
 import threading
@@ -26,6 +28,7 @@ class BlobfuseStandIn:
         self._folders = []  # (local folder, container) synced by the thread
         self._stop = threading.Event()
         self._thread = None
+        self._sync_lock = threading.Lock()
         self.uploads = []  # (container, name) in the order uploaded
 
     def _request(self, method, path, data=None, headers=None):
@@ -65,6 +68,12 @@ class BlobfuseStandIn:
                 self.upload(container, name, data)
                 self._seen[(container, name)] = (stat.st_size, stat.st_mtime_ns)
 
+    def flush(self):
+        """Sync every followed folder now (a task's process ended: its files are closed)."""
+        with self._sync_lock:
+            for watched, target in list(self._folders):
+                self.sync(watched, target)
+
     def follow(self, folder, container, interval=0.2):
         """Sync `folder` to `container` every `interval` seconds until close()."""
         self.create_container(container)
@@ -73,8 +82,7 @@ class BlobfuseStandIn:
         if self._thread is None:
             def loop():
                 while not self._stop.wait(interval):
-                    for watched, target in list(self._folders):
-                        self.sync(watched, target)
+                    self.flush()
             self._thread = threading.Thread(target=loop, name='blobfuse-stand-in', daemon=True)
             self._thread.start()
 
