@@ -16,6 +16,7 @@ from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror, storage_folders
 from azext_batchai_sweep.localservice.layout import JobLayout
 from tests.azurebatch.double.blobfuse import BlobfuseStandIn
+from tests.azurebatch.test_share_reader import assert_refused_once
 from tests.azurebatch.tls_ca import TestCA
 from tests.fixtures_azurite import DEV_ACCOUNT_NAME, azurite_oauth
 
@@ -141,16 +142,8 @@ def test_a_refused_read_is_logged_once_with_the_blob_role_and_no_token(blob, tmp
     segment = SEGMENT + '-c'
     layout = _layout(tmp_path, segment)
     blob.writer.upload(CONTAINER, segment + '/stdouterr/stdout.txt', b'x\n')
-    bad = 'not-a-storage-token-1234'
-    mirror = _mirror(blob, token=bad)
-    folders = mirror.folders(layout, {'properties': CLUSTER})
-    with caplog.at_level(logging.WARNING):
-        mirror.mirror(folders, layout, {})
-        mirror.mirror(folders, layout, {})
-    warnings = [r.getMessage() for r in caplog.records if 'container outputs of storage account' in r.getMessage()]
-    assert len(warnings) == 1 and 'Storage Blob Data Reader' in warnings[0], warnings
-    assert bad not in caplog.text
-    assert not os.path.exists(os.path.join(layout.stdouterr_dir, 'stdout.txt'))
+    assert_refused_once(lambda token: _mirror(blob, token=token), layout, {'properties': CLUSTER}, caplog,
+                        'container outputs of storage account devstoreaccount1', 'Storage Blob Data Reader')
 
 
 def test_a_missing_container_or_prefix_reads_nothing_and_warns_nothing(blob, tmp_path, caplog):

@@ -22,7 +22,7 @@ from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror
 from tests.azurebatch.double.blobfuse import BlobfuseStandIn
 from tests.azurebatch.e2e_fixtures import serve, wait_until
-from tests.azurebatch.test_e2e_share_outputs import _job, _open, _text
+from tests.azurebatch.test_e2e_share_outputs import _open, _text, submit_gated
 from tests.fixtures_azurite import DEV_ACCOUNT_NAME, azurite_oauth
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -57,8 +57,8 @@ def blob_service(tmp_path, monkeypatch):
 
 
 def _submit(svc, experiment, before, after):
-    """A cluster mounting the container at `bfs` and a sweep of one job writing its stdout and output OUT there:
-    `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job name)."""
+    """A cluster mounting the container at `bfs` and a sweep of one job writing its stdout and output OUT (in
+    `bfs/models`) there: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job)."""
     config = os.path.join(svc.directory, experiment + '.json')
     with open(config, 'w', encoding='utf-8') as f:
         json.dump({'properties': {'nodeSetup': {'mountVolumes': {'azureBlobFileSystems': [{
@@ -67,19 +67,7 @@ def _submit(svc, experiment, before, after):
     created = svc.az('batchai', 'cluster', 'create', '-n', experiment, *svc.group(), '-s', 'Standard_D2s_v3', '-t',
                      '1', '-u', 'batchai', '-p', 'not-used-0A!', '-f', config)
     assert created.exit_code == 0, created.stderr
-    gate = os.path.join(svc.directory, experiment + '.gate')
-    command = '{}; while [ ! -e {} ]; do sleep 0.1; done; {}'.format(before, gate, after)
-    body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/bfs',
-            'outputDirectories': [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/bfs/models'}],
-            'customToolkitSettings': {'commandLine': command}}
-    spec = os.path.join(svc.directory, experiment + '.yaml')
-    with open(spec, 'w', encoding='utf-8') as f:
-        f.write('jobNamePrefix: bl\nparameters:\n  - {{name: X, type: discrete, values: [7]}}\njob: {}\n'.format(
-            json.dumps(body)))
-    target = [*svc.group(), '-e', experiment, '-n', experiment]
-    submitted = svc.az('batchai', 'sweep', 'submit', *target, '--spec', spec, '-c', experiment, '-o', 'json')
-    assert submitted.exit_code == 0, submitted.stderr
-    return target, gate, _job(svc, experiment)['name']
+    return submit_gated(svc, experiment, 'bfs', before, after, out='models')
 
 
 def _nested(svc, experiment, job):

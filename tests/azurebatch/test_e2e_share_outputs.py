@@ -49,10 +49,18 @@ def _submit(svc, experiment, before, after=''):
     """A cluster mounting the share and a sweep of one job writing its stdout and output OUT there, as Batch AI's
     recipes do: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job name)."""
     _cluster(svc, experiment)
+    return submit_gated(svc, experiment, 'afs', before, after)
+
+
+def submit_gated(svc, experiment, mount, before, after='', out=''):
+    """On cluster `experiment` (made), a sweep of one job writing its stdout at $AZ_BATCHAI_MOUNT_ROOT/`mount` and
+    its output OUT at `mount`/`out`: `before`, then it waits for the gate file, then `after`. (sweep target, gate
+    file, job name)."""
     gate = os.path.join(svc.directory, experiment + '.gate')
     command = '{}; while [ ! -e {} ]; do sleep 0.1; done; {}'.format(before, gate, after or 'true')
-    body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
-            'outputDirectories': [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs'}],
+    body = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/' + mount,
+            'outputDirectories': [{'id': 'OUT', 'pathPrefix': '/'.join(p for p in ('$AZ_BATCHAI_MOUNT_ROOT', mount,
+                                                                                   out) if p)}],
             'customToolkitSettings': {'commandLine': command}}
     spec = os.path.join(svc.directory, experiment + '.yaml')
     with open(spec, 'w', encoding='utf-8') as f:
