@@ -155,3 +155,27 @@ def test_a_missing_container_or_prefix_reads_nothing_and_warns_nothing(blob, tmp
             mirror.mirror(mirror.folders(layout, {'properties': body}), layout, {})
     assert mirror.bytes_read == 0 and not os.path.exists(layout.stdouterr_dir)
     assert 'failed' not in caplog.text
+
+
+def test_a_blob_uploaded_again_between_listing_and_read_is_read_at_the_next_poll(blob, tmp_path, monkeypatch):
+    """Get Blob carries If-Match of the listed ETag: Azurite answers 412 for the newer upload, nothing is copied
+    from a mix of two uploads, and the next poll reads the new one whole."""
+    from azext_batchai_sweep.localservice.azurebatch.blob_reader import BlobClient
+    segment = SEGMENT + '-d'
+    name = segment + '/stdouterr/stdout.txt'
+    layout, mirror = _layout(tmp_path, segment), _mirror(blob)
+    folders = mirror.folders(layout, {'properties': CLUSTER})
+    blob.writer.upload(CONTAINER, name, b'first\n')
+    listed = BlobClient.list_blobs
+
+    def list_then_upload_again(self, *args):
+        answer = listed(self, *args)
+        blob.writer.upload(CONTAINER, name, b'second upload\n')
+        return answer
+    monkeypatch.setattr(BlobClient, 'list_blobs', list_then_upload_again)
+    offsets = {}
+    mirror.mirror(folders, layout, offsets)
+    assert mirror.bytes_read == 0 and offsets == {}
+    monkeypatch.setattr(BlobClient, 'list_blobs', listed)
+    mirror.mirror(folders, layout, offsets)
+    assert _read(os.path.join(layout.stdouterr_dir, 'stdout.txt')) == 'second upload\n'
