@@ -50,9 +50,19 @@ def _submit(svc, experiment, before, after='', prefix='$AZ_BATCHAI_MOUNT_ROOT/af
     Batch AI's recipes do: `before`, then it waits for the gate file, then `after`. (sweep target, gate file, job
     name)."""
     _cluster(svc, experiment)
+    return submit_gated(svc, experiment, 'afs', before, after, prefix=prefix)
+
+
+def submit_gated(svc, experiment, mount, before, after='', out='', prefix=None):
+    """On cluster `experiment` (made), a sweep of one job writing its stdout at $AZ_BATCHAI_MOUNT_ROOT/`mount` and
+    its output OUT at `mount`/`out` (`prefix`: both at that spelling instead): `before`, then it waits for the gate
+    file, then `after`. (sweep target, gate file, job name)."""
     gate = os.path.join(svc.directory, experiment + '.gate')
     command = '{}; while [ ! -e {} ]; do sleep 0.1; done; {}'.format(before, gate, after or 'true')
-    body = {'nodeCount': 1, 'stdOutErrPathPrefix': prefix, 'outputDirectories': [{'id': 'OUT', 'pathPrefix': prefix}],
+    stdouterr = prefix or '$AZ_BATCHAI_MOUNT_ROOT/' + mount
+    output = prefix or '/'.join(p for p in ('$AZ_BATCHAI_MOUNT_ROOT', mount, out) if p)
+    body = {'nodeCount': 1, 'stdOutErrPathPrefix': stdouterr,
+            'outputDirectories': [{'id': 'OUT', 'pathPrefix': output}],
             'customToolkitSettings': {'commandLine': command}}
     spec = os.path.join(svc.directory, experiment + '.yaml')
     with open(spec, 'w', encoding='utf-8') as f:

@@ -119,14 +119,22 @@ def test_a_refused_read_is_logged_once_with_the_role_and_no_token(files, tmp_pat
     layout = _layout(tmp_path)
     (files.share / SEGMENT / 'stdouterr').mkdir(parents=True)
     (files.share / SEGMENT / 'stdouterr' / 'stdout.txt').write_text('x\n')
+    assert_refused_once(lambda token: _mirror(files, token_source=lambda: (token, time.time() + 3600)), layout,
+                        {'properties': _cluster(('acct', URL, 'afs'))}, caplog, 'share logs of storage account acct',
+                        'Storage File Data Privileged Reader')
+
+
+def assert_refused_once(reader, layout, cluster_body, caplog, words, role):
+    """`reader(token)` (a ShareMirror) with a token the storage refuses, polled twice: one warning with `words` and
+    `role`, never the token, nothing copied."""
     bad = 'not-a-storage-token-1234'
-    mirror = _mirror(files, token_source=lambda: (bad, time.time() + 3600))
-    folders = mirror.folders(layout, {'properties': _cluster(('acct', URL, 'afs'))})
+    mirror = reader(bad)
+    folders = mirror.folders(layout, cluster_body)
     with caplog.at_level(logging.WARNING):
         mirror.mirror(folders, layout, {})
         mirror.mirror(folders, layout, {})
-    warnings = [r.getMessage() for r in caplog.records if 'share logs of storage account acct' in r.getMessage()]
-    assert len(warnings) == 1 and 'Storage File Data Privileged Reader' in warnings[0], warnings
+    warnings = [r.getMessage() for r in caplog.records if words in r.getMessage()]
+    assert len(warnings) == 1 and role in warnings[0], warnings
     assert bad not in caplog.text
     assert not os.path.exists(os.path.join(layout.stdouterr_dir, 'stdout.txt'))
 

@@ -17,10 +17,11 @@ Outputs: while a task runs, and once more before its end is recorded, the files 
 (Batch's stdout.txt/stderr.txt, the output directories) are mirrored into the job's folders of the data dir with
 Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
 --tail`, metrics and the report read them through the service's API exactly as on the other schedulers. The
-directories on the pool's mounted Azure file share (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's recipes) are read from
-the storage itself, the same way (share_reader.py). Batch's own stdout/stderr of each task are also uploaded by
-Batch at its completion (the task's outputFiles, a write-only SAS of the cluster storage's task-log container:
-task_logs.py), and read from there when the task file API no longer has them (the node is gone).
+directories on the pool's mounted Azure file share or Blob container (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's
+recipes) are read from the storage itself, the same way (share_reader.py, blob_reader.py). Batch's own
+stdout/stderr of each task are also uploaded by Batch at its completion (the task's outputFiles, a write-only SAS
+of the cluster storage's task-log container: task_logs.py), and read from there when the task file API no longer
+has them (the node is gone).
 
 Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
 """
@@ -37,6 +38,7 @@ from ..resources import iso
 from ..scheduler import SubmittingScheduler, error
 from ..store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
+from .share_reader import copy_new_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ class _Task:
     confirmed: bool = False  # Batch has answered with it (an add, or a list)
     reason: str = None
     requeues: int = 0
-    offsets: dict = field(default_factory=dict)  # task file -> bytes already mirrored
+    offsets: dict = field(default_factory=dict)  # file -> (its identity, bytes already mirrored): copy_new_bytes
     files_at: float = 0.0
     queued_at: float = field(default_factory=time.monotonic)  # since when it waits for a node (monotonic)
     done: threading.Event = field(default_factory=threading.Event)
@@ -97,7 +99,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.pools_seconds = pools_seconds
         self.files_seconds = files_seconds
         self.unrunnable_seconds = unrunnable_seconds
-        # share_reader.ShareMirror: the job directories on the pool's mounted Azure file share (None: not read)
+        # share_reader.ShareMirror: the job directories on the pool's mounted file share or container (None: not read)
         self.shares = shares
         # task_logs.TaskLogs: Batch's own stdout/stderr of each task uploaded by Batch (outputFiles) to the
         # cluster storage's task-log container, and read back from there (None: no outputFiles)
@@ -535,18 +537,9 @@ class AzureBatchScheduler(SubmittingScheduler):
                 local = self.mapping.local_path(remote, task.layout)
                 if local is None:
                     continue
-                start = task.offsets.get(remote, 0)
-                if size < start:  # a new attempt rewrote it: start again
-                    start = 0
-                if size == start and os.path.exists(local):
-                    continue
-                data = self.api.read_task_file(task.batch_job, task.task_id, remote, start, size)
-                os.makedirs(os.path.dirname(local), exist_ok=True)
-                with open(local, 'r+b' if start and os.path.exists(local) else 'wb') as f:
-                    f.seek(start)
-                    f.write(data)
-                    f.truncate()
-                task.offsets[remote] = start + len(data)
+                # a task file has no identity to keep: one that shrank (a new attempt rewrote it) starts again
+                copy_new_bytes(task.offsets, remote, None, size, local, lambda start, end, remote=remote:
+                               self.api.read_task_file(task.batch_job, task.task_id, remote, start, end))
         except (BatchCallError, OSError) as ex:
             logger.warning('reading the files of Batch task %s/%s failed: %s', task.batch_job, task.task_id, ex)
         return files
@@ -581,8 +574,8 @@ class AzureBatchScheduler(SubmittingScheduler):
                 logger.warning('writing %s failed: %s', local, ex)
 
     def _mirror_shares(self, task):
-        """Copy what is new of the job's directories on the pool's mounted Azure file share (share_reader.py):
-        read from the storage, so they stay readable when the node is gone."""
+        """Copy what is new of the job's directories on the pool's mounted file share or Blob container
+        (share_reader.py): read from the storage, so they stay readable when the node is gone."""
         if self.shares is None:
             return
         row = self._store.get(task.cluster)

@@ -9,12 +9,13 @@ and reads of each file only the bytes not read yet (`x-ms-range`), into the job'
 listOutputFiles, `job file stream/list`, `sweep status --tail`, metrics and the report read them.
 
 Plain REST through azure-core (what az ships), not azure-storage-file-share: two calls (List Directories and Files,
-Get File), independent of that SDK's version. What is read where (`share_folders`):
+Get File), independent of that SDK's version. What is read where (`storage_folders`):
 - `$AZ_BATCHAI_MOUNT_ROOT/<relativeMountPath of a cluster's azureFileShares>/<path>` -> that share, <path>;
 - `$AZ_BATCHAI_JOB_MOUNT_ROOT/<relativeMountPath of a job's azureFileShares>/<path>` -> the same share (the job's
   mount is a link to the cluster's mount of it: tasks.job_mounts);
-- anything else (the task directory) through Batch's task file API (scheduler.py); a Blob container mount is not
-  read (its directories are refused nowhere: they stay empty in the service, which the docs say).
+- the same under a cluster's (or job's) `azureBlobFileSystems` mount -> that Blob container, the name prefix
+  `<path>/` (blob_reader.py: List Blobs and ranged Get Blob, an offset kept with the blob's ETag);
+- anything else (the task directory) through Batch's task file API (scheduler.py).
 
 A file's offset is kept with its `FileId`: a requeued attempt's wrapper deletes the last attempt's files and writes
 new ones (new ids), so a copy restarts from byte 0 when the id changes or the file shrinks: never doubled.
@@ -44,16 +45,24 @@ class ShareReadError(Exception):
     """Azure Files refused or did not answer (the message names the status and code, never a token)."""
 
 
-def share_folders(job_props, cluster_props, job_mounts):
-    """[(account, azureFileUrl, directory in the share, 'stdouterr' or an output id)] of a job's directories that
-    are on an Azure file share the cluster mounts. `job_mounts`: {job relativeMountPath: cluster relativeMountPath}
+def storage_folders(job_props, cluster_props, job_mounts):
+    """[(kind, account, URL, directory in the share or container, 'stdouterr' or an output id)] of a job's
+    directories that are on storage the cluster mounts: kind 'file' (an Azure file share: URL its azureFileUrl) or
+    'blob' (a Blob container, blobfuse: URL its container's https://<account>.blob.<suffix>/<container>, whose
+    directories are `/`-separated name prefixes). `job_mounts`: {job relativeMountPath: cluster relativeMountPath}
     (tasks.job_mounts)."""
     from ..layout import output_paths  # pylint: disable=import-outside-toplevel
-    mounts = {}  # node path -> (account, azureFileUrl)
+    from .task_logs import default_endpoint as blob_endpoint  # pylint: disable=import-outside-toplevel
+    mounts = {}  # node path -> (kind, account, URL)
     volumes = (cluster_props.get('nodeSetup') or {}).get('mountVolumes') or {}
     for ref in volumes.get('azureFileShares') or []:
         rel = ref['relativeMountPath'].strip('/')
-        mounts[posixpath.join(_NODE_ROOTS['AZ_BATCHAI_MOUNT_ROOT'], rel)] = (ref['accountName'], ref['azureFileUrl'])
+        mounts[posixpath.join(_NODE_ROOTS['AZ_BATCHAI_MOUNT_ROOT'], rel)] = ('file', ref['accountName'],
+                                                                              ref['azureFileUrl'])
+    for ref in volumes.get('azureBlobFileSystems') or []:
+        rel = ref['relativeMountPath'].strip('/')
+        url = '{}/{}'.format(blob_endpoint(ref['accountName'], cluster_props), ref['containerName'])
+        mounts[posixpath.join(_NODE_ROOTS['AZ_BATCHAI_MOUNT_ROOT'], rel)] = ('blob', ref['accountName'], url)
     for job_rel, cluster_rel in (job_mounts or {}).items():
         target = mounts.get(posixpath.join(_NODE_ROOTS['AZ_BATCHAI_MOUNT_ROOT'], cluster_rel))
         if target is not None:
@@ -64,10 +73,14 @@ def share_folders(job_props, cluster_props, job_mounts):
         node_dir = posixpath.normpath(node_dir)
         for mount in sorted(mounts, key=len, reverse=True):
             if node_dir.startswith(mount + '/'):
-                account, url = mounts[mount]
-                found.append((account, url, node_dir[len(mount) + 1:], directory_id))
+                found.append((*mounts[mount], node_dir[len(mount) + 1:], directory_id))
                 break
     return found
+
+
+def share_folders(job_props, cluster_props, job_mounts):
+    """storage_folders on an Azure file share: [(account, azureFileUrl, directory in the share, directory id)]."""
+    return [f[1:] for f in storage_folders(job_props, cluster_props, job_mounts) if f[0] == 'file']
 
 
 def default_endpoint(account, azure_file_url):  # pylint: disable=unused-argument
@@ -77,16 +90,17 @@ def default_endpoint(account, azure_file_url):  # pylint: disable=unused-argumen
     return '{}://{}'.format(parts.scheme or 'https', parts.netloc)
 
 
-class FilesClient:
-    """Two Azure Files REST calls with a bearer token (azure-core's pipeline: the token policy, retries)."""
+class StorageClient:
+    """GETs of Azure Storage REST with a bearer token (azure-core's pipeline: the token policy, retries) and the
+    ranged reads both services answer alike (`x-ms-range`); `headers`: what every request of the service carries."""
+    service = 'Azure Storage'
 
-    def __init__(self, credential, connection_verify=None):
+    def __init__(self, credential, connection_verify=None, headers=None):
         from azure.core import PipelineClient  # pylint: disable=import-outside-toplevel
         from azure.core.pipeline.policies import (  # pylint: disable=import-outside-toplevel
             BearerTokenCredentialPolicy, HeadersPolicy, RetryPolicy)
-        headers = HeadersPolicy({'x-ms-version': FILES_API_VERSION, 'x-ms-file-request-intent': 'backup'})
         self._client = PipelineClient(base_url='https://localhost', policies=[
-            headers, RetryPolicy(retry_total=3, retry_backoff_factor=0.5),
+            HeadersPolicy(headers or {}), RetryPolicy(retry_total=3, retry_backoff_factor=0.5),
             BearerTokenCredentialPolicy(credential, STORAGE_SCOPE)])
         self._verify = connection_verify
         self.bytes_read = 0  # file bytes downloaded (the ranged reads' bodies)
@@ -99,26 +113,53 @@ class FilesClient:
         try:
             response = self._client.send_request(HttpRequest('GET', url, headers=headers), **kwargs)
         except AzureError as ex:
-            raise ShareReadError('Azure Files did not answer: {}'.format(type(ex).__name__)) from None
+            raise ShareReadError('{} did not answer: {}'.format(self.service, type(ex).__name__)) from None
         if response.status_code >= 300:
             code = response.headers.get('x-ms-error-code') or ''
             raise ShareReadError('{} {}'.format(response.status_code, code).strip())
         return response
 
+    def _listing(self, url):
+        """A listing's XML root; None when what it lists does not exist (404)."""
+        try:
+            return ET.fromstring(self._get(url).content)
+        except ShareReadError as ex:
+            if str(ex).startswith('404'):
+                return None
+            raise
+        except ET.ParseError:
+            raise ShareReadError('{} answered a listing that is not XML'.format(self.service)) from None
+
+    def read_range(self, url, start, end, headers=None):
+        """Bytes start..end-1 of a file or blob (`x-ms-range`, at most MAX_READ_BYTES a request)."""
+        chunks = []
+        while start < end:
+            stop = min(end, start + MAX_READ_BYTES)
+            data = self._get(url, dict(headers or {}, **{'x-ms-range': 'bytes={}-{}'.format(start, stop - 1)})).content
+            if not data:
+                break
+            self.bytes_read += len(data)
+            chunks.append(data)
+            start += len(data)
+        return b''.join(chunks)
+
+
+class FilesClient(StorageClient):
+    """Two Azure Files REST calls: List Directories and Files, Get File."""
+    service = 'Azure Files'
+
+    def __init__(self, credential, connection_verify=None):
+        super().__init__(credential, connection_verify,
+                         {'x-ms-version': FILES_API_VERSION, 'x-ms-file-request-intent': 'backup'})
+
     def list_directory(self, base, share, path):
         """({file name: (size, FileId)}, [directory names]) of a share directory; None when it does not exist."""
         files, directories, marker = {}, [], ''
         while True:
-            url = _url_path(base, share, path) + '?restype=directory&comp=list' + (
-                '&marker=' + quote(marker, safe='') if marker else '')
-            try:
-                root = ET.fromstring(self._get(url).content)
-            except ShareReadError as ex:
-                if str(ex).startswith('404'):
-                    return None
-                raise
-            except ET.ParseError:
-                raise ShareReadError('Azure Files answered a listing that is not XML') from None
+            root = self._listing(_url_path(base, share, path) + '?restype=directory&comp=list' + (
+                '&marker=' + quote(marker, safe='') if marker else ''))
+            if root is None:
+                return None
             for entry in root.iter('File'):
                 size = entry.findtext('Properties/Content-Length')
                 files[_name(entry)] = (int(size or 0), entry.findtext('FileId'))
@@ -128,18 +169,8 @@ class FilesClient:
                 return files, directories
 
     def read(self, base, share, path, start, end):
-        """Bytes start..end-1 of a share file (`x-ms-range`)."""
-        chunks = []
-        while start < end:
-            stop = min(end, start + MAX_READ_BYTES)
-            data = self._get(_url_path(base, share, path),
-                             {'x-ms-range': 'bytes={}-{}'.format(start, stop - 1)}).content
-            if not data:
-                break
-            self.bytes_read += len(data)
-            chunks.append(data)
-            start += len(data)
-        return b''.join(chunks)
+        """Bytes start..end-1 of a share file."""
+        return self.read_range(_url_path(base, share, path), start, end)
 
 
 def _name(entry):
@@ -153,12 +184,43 @@ def _url_path(base, share, path):
     return '/'.join([base.rstrip('/'), quote(share, safe='')] + [quote(p, safe='') for p in path.split('/') if p])
 
 
+def copy_new_bytes(offsets, key, identity, size, local, read):
+    """What is new since the last poll, copied: bytes [copied, size) of the remote file `key` into `local`, where
+    `offsets[key]` = (identity, bytes copied) is kept. `identity`: what tells another file of the same name (a share
+    file's FileId, a blob's ETag): another one, or a smaller size, is copied again from byte 0 (the local copy
+    truncated: never doubled). `read(start, end)`: the remote bytes start..end-1. Returns the bytes read."""
+    known, start = offsets.get(key, (None, 0))
+    if known != identity or size < start:
+        start = 0
+    if size == start and os.path.exists(local):
+        return 0
+    data = read(start, size)
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    with open(local, 'r+b' if start and os.path.exists(local) else 'wb') as f:
+        f.seek(start)
+        f.write(data)
+        f.truncate()
+    offsets[key] = (identity, start + len(data))
+    return len(data)
+
+
+def local_file(local_root, relative):
+    """The path of a remote file's copy under `local_root`, or None for a name no directory tree may hold there
+    (an empty, `.` or `..` segment, a backslash): nothing outside the job's folder is written."""
+    parts = relative.split('/')
+    if any(p in ('', '.', '..') or '\\' in p for p in parts):
+        return None
+    return os.path.join(local_root, *parts)
+
+
 class ShareMirror:
-    """Copies what is new of a job's share directories into its folders of the data dir.
+    """Copies what is new of a job's directories on mounted storage (an Azure file share; a Blob container:
+    blob_reader.py) into its folders of the data dir.
 
     `credential`: a TokenCredential for the storage resource (default: az's login, asked lazily, so a service whose
-    jobs write nothing to a share never asks); `endpoint(account, azureFileUrl)`: the account's Files URL (default
-    default_endpoint); `connection_verify`: a CA bundle (tests)."""
+    jobs write nothing to mounted storage never asks); `endpoint(account, URL)`: the account's Files or Blob service
+    URL for a share's azureFileUrl or a container's URL (default default_endpoint); `connection_verify`: a CA
+    bundle (tests)."""
 
     def __init__(self, credential=None, endpoint=None, connection_verify=None):
         if credential is None:
@@ -167,22 +229,26 @@ class ShareMirror:
         self._credential = credential
         self._endpoint = endpoint or default_endpoint
         self._verify = connection_verify
-        self._client = None
+        self._clients = {}
         self._lock = threading.Lock()
         self._warned = set()
 
     @property
     def bytes_read(self):
-        return self._client.bytes_read if self._client is not None else 0
+        return sum(c.bytes_read for c in self._clients.values())
 
-    def client(self):
+    def client(self, kind='file'):
         with self._lock:
-            if self._client is None:
-                self._client = FilesClient(self._credential, self._verify)
-            return self._client
+            if kind not in self._clients:
+                if kind == 'file':
+                    self._clients[kind] = FilesClient(self._credential, self._verify)
+                else:
+                    from .blob_reader import BlobClient  # pylint: disable=import-outside-toplevel
+                    self._clients[kind] = BlobClient(self._credential, self._verify)
+            return self._clients[kind]
 
     def folders(self, layout, cluster_body):
-        """share_folders of a job (its layout) on a cluster (its stored body); [] when none is on a share."""
+        """storage_folders of a job (its layout) on a cluster (its stored body); [] when none is on storage."""
         from . import tasks  # pylint: disable=import-outside-toplevel
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
         cluster_props = (cluster_body or {}).get('properties') or {}
@@ -190,22 +256,26 @@ class ShareMirror:
             job_mounts = tasks.job_mounts(layout.props, cluster_props)
         except Refusal:  # refused at submit already; nothing of it is on a share
             job_mounts = {}
-        return share_folders(layout.props, cluster_props, job_mounts)
+        return storage_folders(layout.props, cluster_props, job_mounts)
 
     def mirror(self, folders, layout, offsets):
-        """Read the new bytes of every file of `folders` (share_folders) into `layout`'s directories; `offsets`
-        (the task's: {key: (FileId, bytes copied)}) is updated. A refusal is logged once per share, naming the role
-        to assign; the next poll tries again."""
-        for account, url, directory, directory_id in folders:
+        """Read the new bytes of every file of `folders` (storage_folders) into `layout`'s directories; `offsets`
+        (the task's: {key: (FileId or ETag, bytes copied)}) is updated. A refusal is logged once per share or
+        container, naming the role to assign; the next poll tries again."""
+        for kind, account, url, directory, directory_id in folders:
             local_root = layout.directory(directory_id)
             if local_root is None:
                 continue
             share = urlsplit(url).path.strip('/').split('/')[0]
             base = self._endpoint(account, url)
             try:
-                self._copy_tree(base, share, directory, local_root, offsets)
+                if kind == 'blob':
+                    from .blob_reader import copy_blobs  # pylint: disable=import-outside-toplevel
+                    copy_blobs(self.client('blob'), base, share, directory, local_root, offsets)
+                else:
+                    self._copy_tree(base, share, directory, local_root, offsets)
             except (ShareReadError, LoginError, OSError) as ex:
-                self._warn(account, share, ex)
+                self._warn(kind, account, share, ex)
 
     def _copy_tree(self, base, share, directory, local_root, offsets):
         client = self.client()
@@ -218,33 +288,23 @@ class ShareMirror:
             files, directories = listed
             pending += [posixpath.join(relative, d) for d in directories if d not in ('', '.', '..') and '/' not in d]
             for name, (size, file_id) in sorted(files.items()):
-                if name in ('', '.', '..') or '/' in name or '\\' in name:
-                    continue  # never a name a share holds: nothing outside the job's folder is written
+                local = local_file(local_root, posixpath.join(relative, name).lstrip('/'))
+                if local is None or '/' in name:
+                    continue  # never a name a share holds
                 remote = posixpath.join(directory, relative, name)
-                local = os.path.join(local_root, *[p for p in posixpath.join(relative, name).split('/') if p])
-                key = '{}{}/{}/{}'.format(OFFSET_PREFIX, base, share, remote)
-                known_id, start = offsets.get(key, (None, 0))
-                if known_id != file_id or size < start:  # another attempt's file: start again
-                    start = 0
-                if size == start and os.path.exists(local):
-                    continue
-                data = client.read(base, share, remote, start, size)
-                os.makedirs(os.path.dirname(local), exist_ok=True)
-                with open(local, 'r+b' if start and os.path.exists(local) else 'wb') as f:
-                    f.seek(start)
-                    f.write(data)
-                    f.truncate()
-                offsets[key] = (file_id, start + len(data))
+                copy_new_bytes(offsets, '{}{}/{}/{}'.format(OFFSET_PREFIX, base, share, remote), file_id, size, local,
+                               lambda start, end, remote=remote: client.read(base, share, remote, start, end))
 
-    def _warn(self, account, share, ex):
-        key = (account, share, str(ex).split(' ')[0])
+    def _warn(self, kind, account, share, ex):
+        key = (kind, account, share, str(ex).split(' ')[0])
         if key in self._warned:
             return
         self._warned.add(key)
         hint = ''
         if str(ex)[:3] in ('401', '403'):
             from .preflight import STORAGE_READ, _assign_hint  # pylint: disable=import-outside-toplevel
-            role = STORAGE_READ['file'][1]
+            role = STORAGE_READ[kind][1]
             hint = "; az's login needs the role {} on storage account {}: {}".format(
                 role, account, _assign_hint(role, "<the storage account's resource id>"))
-        logger.warning('reading share %s of storage account %s failed: %s%s', share, account, ex, hint)
+        logger.warning('reading %s %s of storage account %s failed: %s%s',
+                       'container' if kind == 'blob' else 'share', share, account, ex, hint)

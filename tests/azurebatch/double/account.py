@@ -58,6 +58,8 @@ class BatchAccount(TaskRunner):
         self.pools, self.jobs = {}, {}
         self.uploads = []  # (containerUrl without query, blob name, local file) of every outputFiles upload
         self.upload_ca_file = None  # the CA bundle a loopback Blob service's certificate is trusted with
+        # blobfuse.BlobfuseStandIn uploading the Blob mounts' folders to a Blob service (tests reading them), or None
+        self.blobfuse = None
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
         self.supported_images = [dict(image) for image in SUPPORTED_IMAGES]  # Account_ListSupportedImages answers

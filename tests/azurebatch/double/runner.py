@@ -221,6 +221,8 @@ class TaskRunner:
     def _finish(self, task, exit_code, failure):
         """An attempt ended by itself: retry it (maxTaskRetryCount) or complete the task; upload outputFiles (a
         failed upload fails a task that succeeded otherwise: Batch's fileUploadError, not retried)."""
+        if self.blobfuse is not None:  # the task's files on a Blob mount closed: blobfuse uploaded them
+            self.blobfuse.flush()
         upload_failure = self._upload_outputs(task, failure is None)
         if failure is None and upload_failure is not None:
             self._release(task, signal.SIGKILL)
