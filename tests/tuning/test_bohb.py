@@ -10,6 +10,7 @@ from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.tuning.controller import Limits
 from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, default_min_points
+from azext_batchai_sweep.core.tuning.samplers.fidelity import FidelityCheck, average_ranks, spearman
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
 from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -268,3 +269,111 @@ def test_a_suggestion_draws_only_the_configurations_it_hands_out():
     after = sampler.suggest(rung0, 2)
     assert [(s.bracket, s.rung, s.slot, s.parent) for s in after] == [(3, 1, 18, 'j18'), (3, 1, 19, 'j19')]
     assert len(drawn) == 2  # the best 9 of 27 go on (slots 18-26), in slot order
+
+
+# ---- the fidelity check: a rung whose ranking the sweep's own jobs contradict is not trusted ---------------------
+
+def misleading(params):
+    """Until epoch 9 the ranking is X's, from epoch 9 on it is reversed: epochs 1 and 3 mislead."""
+    return [params['X'] if step < 9 else 1 - params['X'] for step in range(1, 10)]
+
+
+def faithful(params):
+    return [params['X'] * step / 9 for step in range(1, 10)]
+
+
+def test_spearman_with_ties():
+    assert average_ranks([3.0, 1.0, 3.0, 2.0]) == [3.5, 1.0, 3.5, 2.0]
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
+    assert spearman([1, 1, 1], [1, 2, 3]) is None
+
+
+def curve_trial(index, bracket, slot, steps, values, parent=None, state='succeeded'):
+    return Trial(name='c{}'.format(index), index=index, params={'X': slot / 10, 'Y': 0.5}, state=state,
+                 resource=float(max(steps)), parent=parent, bracket=bracket, rung=0, slot=slot,
+                 reports=tuple(Report(step=float(s), value=v) for s, v in zip(steps, values)))
+
+
+def test_a_verdict_compares_a_resource_with_the_highest_one_enough_configurations_reached():
+    check = FidelityCheck([1, 3, 9], min_points=5)
+    # 5 configurations reached 3 from scratch (steps 1-3): at 1 they rank as at 3
+    agree = [curve_trial(k, 1, k, [1, 2, 3], [k, k, k]) for k in range(5)]
+    verdict = check.verdict(agree, 1)
+    assert (verdict.against, verdict.count, verdict.rho, verdict.trusted) == (3, 5, pytest.approx(1.0), True)
+    # 5 more reached 9, a promotion (slots 0-4 of bracket 0: steps 1-3, then 4-9 in a child job) joining its
+    # parent's curve, and at 9 the ranking is reversed: 1 and 3 are judged against 9 now, and distrusted
+    parents = [curve_trial(10 + k, 0, k, [1, 2, 3], [k, k, k]) for k in range(5)]
+    children = [replace(curve_trial(20 + k, 0, k, range(4, 10), [-k] * 6, parent='c{}'.format(10 + k)), rung=1)
+                for k in range(5)]
+    trials = agree + parents + children
+    verdict = check.verdict(trials, 1)
+    assert (verdict.against, verdict.count, verdict.rho, verdict.trusted) == (9, 5, pytest.approx(-1.0), False)
+    assert check.verdict(trials, 3).trusted is False
+    # a job still running teaches nothing yet; the top resource has nothing above it
+    fresh = FidelityCheck([1, 3, 9], min_points=5)
+    running = [replace(t, state='running') for t in children]
+    assert fresh.verdict(agree + parents + running, 1).against == 3
+    assert fresh.verdict(trials, 9).rho is None and fresh.verdict(trials, 9).trusted
+    # too few configurations anywhere: nothing known, trusted
+    assert FidelityCheck([1, 3, 9], min_points=11).verdict(trials, 1).rho is None
+
+
+def brackets_run(sampler_name, curve_of, iterations=2, concurrency=1, seed=5):
+    sampling = dict(BOHB, sampler=sampler_name, maxResource=9, iterations=iterations, seed=seed)
+    trials, _, end = simulate(sweep_controller(SPECS, sampling, limits=Limits(max_concurrent_jobs=concurrency)),
+                              curve_of)
+    assert end == 'exhausted'
+    return trials
+
+
+def test_bohb_skips_the_brackets_of_a_misleading_rung_once_its_jobs_show_it():
+    """maxResource 9, eta 3: brackets 2, 1, 0 (first rungs at 1, 3, 9), then 5, 4, 3. Once the first iteration's
+    jobs show epochs 1 and 3 ranking configurations against epoch 9's (5 configurations reached 9: d + 3), the second
+    iteration runs only bracket 3 (9 epochs from the start); random Hyperband runs them all, and so does BOHB where the early
+    epochs rank faithfully. One job at a time: the first iteration ends before the second starts."""
+    started = lambda trials: sorted({t.bracket for t in trials})  # noqa: E731
+    assert started(brackets_run('bayesian', misleading)) == [0, 1, 2, 3]
+    assert started(brackets_run('random', misleading)) == [0, 1, 2, 3, 4, 5]
+    assert started(brackets_run('bayesian', faithful)) == [0, 1, 2, 3, 4, 5]
+    # with every job at once the first iteration's brackets all start before any verdict: none is skipped
+    assert started(brackets_run('bayesian', misleading, iterations=1, concurrency=50)) == [0, 1, 2]
+
+
+def test_the_skip_decision_is_the_same_for_a_resumed_controller_and_with_jobs_in_flight():
+    sampler = sweep_controller(SPECS, dict(BOHB, maxResource=9, iterations=2)).sampler
+    trials = brackets_run('bayesian', misleading)
+    first = [t for t in trials if t.bracket in (0, 1, 2)]
+    # the first iteration over: bracket 5 (epochs 1) and 4 (epochs 3) are skipped, bracket 3's slots come next
+    verdict = sampler.distrusted(first, 1)
+    assert (verdict.against, verdict.rho < 0) == (9, True)
+    assert [(s.bracket, s.rung, s.resource) for s in sampler.suggest(first, 2)] == [(3, 0, 9), (3, 0, 9)]
+    # a new sampler (a resumed controller) decides the same; so it does with one of bracket 3's jobs in flight
+    again = sweep_controller(SPECS, dict(BOHB, maxResource=9, iterations=2)).sampler
+    assert again.suggest(first, 2) == sampler.suggest(first, 2)
+    in_flight = first + [replace(trials[-1], state='running', reports=())]
+    assert again.distrusted(in_flight, 1).rho == verdict.rho
+    # a bracket that has started is never skipped (its jobs go on, its rungs promote)
+    started = first + [Trial(name='s', index=999, params={'X': 0.5, 'Y': 0.5}, state='running', resource=1.0,
+                             bracket=5, rung=0, slot=0)]
+    assert [(s.bracket, s.rung, s.slot) for s in again.suggest(started, 1)] == [(5, 0, 1)]
+    assert not again.exhausted(first) and not again.exhausted(started)
+
+
+def test_the_model_is_not_fitted_on_a_distrusted_budget():
+    sampler = sweep_controller(SPECS, dict(BOHB, maxResource=9, iterations=2, randomFraction=0)).sampler
+    first = [t for t in brackets_run('bayesian', misleading) if t.bracket in (0, 1, 2)]
+    choice = sampler.model.choose(first, '3/0')
+    # epochs 1 and 3 have results enough but their ranking is reversed at 9: the model is fitted at 9 alone
+    assert choice.budget == 9 and choice.why.startswith('TPE on the') and choice.why.endswith('at EPOCHS 9')
+    # with no budget both trusted and rich enough: random, and said
+    fewer = FidelityCheck([1, 3, 9], min_points=3)
+    sampler._fidelity = fewer  # pylint: disable=protected-access
+    sampler.model.min_points = 6  # 5 results at 9: too few to fit there; 1 and 3 still judged against 9 (3 needed)
+    choice = sampler.model.choose(first, '3/0')
+    assert choice.budget is None and choice.why.startswith('random (the ranking at EPOCHS 3 disagrees with EPOCHS 9')
+    # faithful early epochs: the highest budget with enough results, as Falkner et al.'s rule says
+    faithful_first = [t for t in brackets_run('bayesian', faithful) if t.bracket in (0, 1, 2)]
+    fresh = sweep_controller(SPECS, dict(BOHB, maxResource=9, iterations=2, randomFraction=0)).sampler
+    assert fresh.model.choose(faithful_first, '3/0').budget == 9

@@ -83,6 +83,9 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         self.min_points = default_min_points(len(self.specs)) if min_points is None else int(min_points)
         self.random_fraction = float(random_fraction)
         self.resource = resource
+        # distrusted(trials, budget) -> a fidelity.Verdict when the budget's ranking is not trusted, else None: such
+        # a budget fits no model (Hyperband sets it, hyperband.py); None: every budget is trusted
+        self.distrusted = None
 
     def results(self, trials):
         """{budget: [(trial, value)]}: every value a job (or an inherited one) taught at each budget."""
@@ -104,6 +107,14 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             most = max((len(results) for results in by_budget.values()), default=0)
             return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
                 self.resource, self.min_points, most))
+        distrusted = [self.distrusted(trials, budget) for budget in enough] if self.distrusted else []
+        distrusted = [v for v in distrusted if v is not None]
+        enough = [budget for budget in enough if budget not in {v.resource for v in distrusted}]
+        if not enough:
+            worst = max(distrusted, key=lambda v: v.resource)
+            return ModelChoice(None, 0, 'random (the ranking at {} {} disagrees with {} {}\'s: Spearman {} over {})'.format(
+                self.resource, fmt(worst.resource), self.resource, fmt(worst.against), fmt(round(worst.rho, 2)),
+                worst.count))
         budget = max(enough)
         count = len(by_budget[budget])
         return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
