@@ -331,8 +331,8 @@ def brackets_run(sampler_name, curve_of, iterations=2, concurrency=1, seed=5):
 def test_bohb_skips_the_brackets_of_a_misleading_rung_once_its_jobs_show_it():
     """maxResource 9, eta 3: brackets 2, 1, 0 (first rungs at 1, 3, 9), then 5, 4, 3. Once the first iteration's
     jobs show epochs 1 and 3 ranking configurations against epoch 9's (5 configurations reached 9: d + 3), the second
-    iteration runs only bracket 3 (9 epochs from the start); random Hyperband runs them all, and so does BOHB where the early
-    epochs rank faithfully. One job at a time: the first iteration ends before the second starts."""
+    iteration runs only bracket 3 (9 epochs from the start); random Hyperband runs them all, and so does BOHB where the
+    early epochs rank faithfully. One job at a time: the first iteration ends before the second starts."""
     started = lambda trials: sorted({t.bracket for t in trials})  # noqa: E731
     assert started(brackets_run('bayesian', misleading)) == [0, 1, 2, 3]
     assert started(brackets_run('random', misleading)) == [0, 1, 2, 3, 4, 5]

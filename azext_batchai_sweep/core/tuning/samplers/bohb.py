@@ -107,15 +107,17 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             most = max((len(results) for results in by_budget.values()), default=0)
             return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
                 self.resource, self.min_points, most))
-        distrusted = [self.distrusted(trials, budget) for budget in enough] if self.distrusted else []
-        distrusted = [v for v in distrusted if v is not None]
-        enough = [budget for budget in enough if budget not in {v.resource for v in distrusted}]
-        if not enough:
-            worst = max(distrusted, key=lambda v: v.resource)
-            return ModelChoice(None, 0, 'random (the ranking at {} {} disagrees with {} {}\'s: Spearman {} over {})'.format(
-                self.resource, fmt(worst.resource), self.resource, fmt(worst.against), fmt(round(worst.rho, 2)),
-                worst.count))
-        budget = max(enough)
+        budget, worst = None, None
+        for candidate in sorted(enough, reverse=True):  # the highest budget whose ranking is not contradicted
+            verdict = self.distrusted(trials, candidate) if self.distrusted else None
+            if verdict is None:
+                budget = candidate
+                break
+            worst = worst or verdict  # the reason given: the highest budget distrusted
+        if budget is None:
+            return ModelChoice(None, 0, "random (the ranking at {0} {1} disagrees with {0} {2}'s: Spearman {3} over "
+                                        "{4})".format(self.resource, fmt(worst.resource), fmt(worst.against),
+                                                      fmt(round(worst.rho, 2)), worst.count))
         count = len(by_budget[budget])
         return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
 
