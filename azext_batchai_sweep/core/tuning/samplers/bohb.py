@@ -83,9 +83,6 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         self.min_points = default_min_points(len(self.specs)) if min_points is None else int(min_points)
         self.random_fraction = float(random_fraction)
         self.resource = resource
-        # distrusted(trials, budget) -> a fidelity.Verdict when the budget's ranking is not trusted, else None: such
-        # a budget fits no model (Hyperband sets it, hyperband.py); None: every budget is trusted
-        self.distrusted = None
 
     def results(self, trials):
         """{budget: [(trial, value)]}: every value a job (or an inherited one) taught at each budget."""
@@ -107,17 +104,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             most = max((len(results) for results in by_budget.values()), default=0)
             return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
                 self.resource, self.min_points, most))
-        budget, worst = None, None
-        for candidate in sorted(enough, reverse=True):  # the highest budget whose ranking is not contradicted
-            verdict = self.distrusted(trials, candidate) if self.distrusted else None
-            if verdict is None:
-                budget = candidate
-                break
-            worst = worst or verdict  # the reason given: the highest budget distrusted
-        if budget is None:
-            return ModelChoice(None, 0, "random (the ranking at {0} {1} disagrees with {0} {2}'s: Spearman {3} over "
-                                        "{4})".format(self.resource, fmt(worst.resource), fmt(worst.against),
-                                                      fmt(round(worst.rho, 2)), worst.count))
+        budget = max(enough)
         count = len(by_budget[budget])
         return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
 

@@ -22,7 +22,6 @@ from ..result import ran_to_end
 from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
 from ..trial import Sampler, Suggestion
 from .bohb import pending_suggestion
-from .fidelity import FidelityCheck
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,7 @@ class HyperbandSampler(Sampler):
         self.brackets = [Bracket(s=b.s, rungs=b.rungs, number=b.s + k * len(first))
                          for k in range(max(1, int(iterations))) for b in first]
         self._configurations = {}
-        self._model = self._fidelity = None  # _fidelity: BOHB's fidelity.FidelityCheck, built on first use
-        self.model = model  # BOHB's fidelity.FidelityCheck, built on first use
+        self.model = model  # a bohb.BudgetModel (sampler: bayesian), or None: random configurations
 
     def budget_values(self, trial):
         """{resource: value} a finished job taught (BOHB's results): its last value at its resource; a job with no
@@ -129,12 +127,7 @@ class HyperbandSampler(Sampler):
         for t in trials:
             if t.bracket is not None and t.rung is not None and t.slot is not None:
                 by_rung.setdefault((t.bracket, t.rung), {})[t.slot] = t
-        started = {key for key, _ in by_rung}
         for bracket in self.brackets:
-            if bracket.key not in started and self.distrusted(trials, bracket.rungs[0].resource) is not None:
-                for i, rung in enumerate(bracket.rungs):  # skipped: nothing to run, nothing to wait for
-                    yield bracket, i, rung, None, {}, True
-                continue
             expected = list(range(bracket.rungs[0].count))
             for i, rung in enumerate(bracket.rungs):
                 jobs = by_rung.get((bracket.key, i), {})
@@ -145,27 +138,6 @@ class HyperbandSampler(Sampler):
                     expected = sorted(t.slot for t in self._ranked(jobs)[:bracket.rungs[i + 1].count])
                 else:
                     expected = None
-
-    @property
-    def model(self):
-        """BOHB's bohb.BudgetModel (sampler: bayesian), or None: random configurations."""
-        return self._model
-
-    @model.setter
-    def model(self, model):
-        self._model = model
-        if model is not None:  # the model fits no budget whose ranking the sweep's own jobs contradict
-            model.distrusted = self.distrusted
-
-    def distrusted(self, trials, resource):
-        """BOHB only: the fidelity.Verdict that `resource` misranks configurations (its brackets not yet started are
-        skipped, its results fit no model), or None when it is trusted. Random Hyperband trusts every rung."""
-        if self.model is None or resource >= self.max_resource:
-            return None
-        if self._fidelity is None:
-            self._fidelity = FidelityCheck([r.resource for b in self.brackets for r in b.rungs], self.model.min_points)
-        verdict = self._fidelity.verdict(trials, resource)
-        return None if verdict.trusted else verdict
 
     def suggest(self, trials, count):
         if count <= 0:
