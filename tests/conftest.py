@@ -3,11 +3,13 @@
 - fixtures_az:      a temporary AZURE_CONFIG_DIR and a runner for the real `az` executable
 - fixtures_azurite: Azurite (Blob) from ./node_modules, started once per session on a free loopback port
 - fixtures_service: the local Batch AI service, started once per session on a free loopback port
+- parallel:         how `make test`'s pytest-xdist workers share the suite (groups, what is made once per run)
 """
 pytest_plugins = [
     'tests.fixtures_az',
     'tests.fixtures_azurite',
     'tests.fixtures_service',
+    'tests.parallel',
 ]
 
 
