@@ -21,10 +21,13 @@ import pytest
 # A test using one of these fixtures (directly or through another fixture) runs in the group named after it.
 SHARED_SESSION_FIXTURES = ('slurm_cluster', 'reported_sweep', 'utilities_venv')
 
-# Groups scheduled before the others, in this order: the longest ones (seconds of a serial run on the 2-core machine,
-# `--durations`). Every other group follows in collection order. Update when a group grows past these.
+# Groups scheduled before the others, in this order: the longest ones (`--durations` of a parallel run on the 2-core
+# machine: the Slurm tests, two fresh venvs installed from the package index, the Batch AI recipes' module fixture).
+# Every other group follows in collection order. Update when another group grows past these.
 LONGEST_FIRST = (
     'slurm_cluster',
+    'utilities_venv',
+    'tests/packaging/test_batchai_recipes.py',
 )
 
 
