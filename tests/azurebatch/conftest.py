@@ -12,8 +12,8 @@
     `.expire_tokens()` (every token issued so far answers 401 from now on),
     `.account` (account.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=,
     recover=True)`, `recover(node_id)` (back now, after `preempt(..., recover=False)`), `remove_node(node, option)`,
-    `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing for a mounted share), `uploads` (outputFiles uploaded), `events`, `supported_images` (what
-    /supportedimages lists; settable), `quirks` (True: answer the real service's recorded off-spec spellings,
+    `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing for a mounted share), `uploads`
+    (outputFiles uploaded), `events`, `supported_images` (what /supportedimages lists; settable), `quirks` (True: answer the real service's recorded off-spec spellings,
     e.g. 'Success'; direct use only, Prism refuses them), `wait(predicate, timeout)`, `tick()`; hold
     `account.lock` to read state), `.requests` (every request: method, path, query, body, status) and
     `.count(method, path_regex)`.
