@@ -15,8 +15,8 @@
     `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing for a mounted share), `uploads`
     (outputFiles uploaded), `events`, `supported_images` (what /supportedimages lists; settable), `quirks` (True:
     answer the real service's recorded off-spec spellings, e.g. 'Success'; direct use only, Prism refuses them),
-    `wait(predicate, timeout)`, `tick()`; hold `account.lock` to read state), `.requests` (every request: method, path, query, body, status) and
-    `.count(method, path_regex)`.
+    `wait(predicate, timeout)`, `tick()`; hold `account.lock` to read state), `.requests` (every request: method,
+    path, query, body, status) and `.count(method, path_regex)`.
   The Batch clock runs fast (DEFAULT_BATCH_SPEED 600: a 5-minute autoscale interval lasts 0.5 s, a 30 s metric
   sample 0.05 s); BatchDouble(directory, speed=..., node_start_seconds=..., preemption_recovery_seconds=...)
   changes it.
