@@ -21,8 +21,14 @@ NODE_STAMP := node_modules/.azurite-installed
 demo: dev
 	$(BIN)/python scripts/demo.py
 
+# The suite runs on every core (pytest-xdist, one worker per core: most of a test's time is waiting on az, the local
+# service, Slurm) and in groups (tests/parallel.py) so that a module's or a shared fixture's tests stay on one worker.
+# `make test PYTEST_WORKERS=0` runs it serially in one process, as `python -m pytest` does (docs/development.md).
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
 test: dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 # Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
 system-deps-slurm:
@@ -38,7 +44,8 @@ system-deps-chromium:
 	scripts/install_chromium.sh
 
 # The long reliability runs (1,000-job fault submit, 10 SIGKILLs of a 300-job submit, 10,000-job load); the last -m
-# wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md.
+# wins over pytest.ini's `-m "not soak"`. Figures: docs/reliability.md. Serial, in one process: they measure the
+# machine's throughput, and -s prints their figures as they go.
 test-reliability: dev test-tools
 	$(BIN)/python -m pytest tests/reliability -m soak -s $(PYTEST_ARGS)
 

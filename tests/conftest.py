@@ -4,11 +4,13 @@
 - fixtures_azurite: Azurite (Blob) from ./node_modules, started once per session on a free loopback port (and
                     azurite_oauth: over HTTPS with OAuth, for the tests that start it)
 - fixtures_service: the local Batch AI service, started once per session on a free loopback port
+- parallel:         how `make test`'s pytest-xdist workers share the suite (groups, what is made once per run)
 """
 pytest_plugins = [
     'tests.fixtures_az',
     'tests.fixtures_azurite',
     'tests.fixtures_service',
+    'tests.parallel',
 ]
 
 

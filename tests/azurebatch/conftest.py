@@ -10,13 +10,13 @@
     method, path, seconds, drop)`, `resize_error(code, message, pool_id, nodes_allowed, dedicated)`,
     `clear_resize_errors()`, `active_job_quota(n)`, `pool_quota(n)`, `answer(status, body, ...)`),
     `.expire_tokens()` (every token issued so far answers 401 from now on),
-    `.account` (account.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=)`,
-    `remove_node(node, option)`, `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing
-    for a mounted share), `uploads` (outputFiles uploaded), `events`, `supported_images` (what
-    /supportedimages lists; settable), `quirks` (True: answer the real service's recorded off-spec spellings,
-    e.g. 'Success'; direct use only, Prism refuses them), `wait(predicate, timeout)`, `tick()`; hold
-    `account.lock` to read state), `.requests` (every request: method, path, query, body, status) and
-    `.count(method, path_regex)`.
+    `.account` (account.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=,
+    recover=True)`, `recover(node_id)` (back now, after `preempt(..., recover=False)`), `remove_node(node, option)`,
+    `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing for a mounted share), `uploads`
+    (outputFiles uploaded), `events`, `supported_images` (what /supportedimages lists; settable), `quirks` (True:
+    answer the real service's recorded off-spec spellings, e.g. 'Success'; direct use only, Prism refuses them),
+    `wait(predicate, timeout)`, `tick()`; hold `account.lock` to read state), `.requests` (every request: method,
+    path, query, body, status) and `.count(method, path_regex)`.
   The Batch clock runs fast (DEFAULT_BATCH_SPEED 600: a 5-minute autoscale interval lasts 0.5 s, a 30 s metric
   sample 0.05 s); BatchDouble(directory, speed=..., node_start_seconds=..., preemption_recovery_seconds=...)
   changes it.

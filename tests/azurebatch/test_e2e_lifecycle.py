@@ -45,9 +45,11 @@ def test_preempted_task_is_queued_again_counted_and_not_doubled(batch_service): 
     (name,) = _jobs(svc, 'pre')
     wait_until(lambda: 'attempt' in _stdout(svc, 'pre', name), what='its first output is read')
 
-    svc.double.account.preemption_recovery_seconds = 3.0  # the node comes back after a while (a new Spot VM)
-    svc.double.account.preempt(task_id=tasks(svc.double)[0].id)
+    # The node comes back (a new Spot VM) once the job was seen queued: a timed recovery can pass between two slow
+    # az polls.
+    node = svc.double.account.preempt(task_id=tasks(svc.double)[0].id, recover=False)
     wait_until(lambda: _jobs(svc, 'pre')[name]['executionState'] == 'queued', what='the job is shown queued again')
+    svc.double.account.recover(node)
     assert svc.log().count('its node was preempted; 1 requeue(s)') == 1  # counted by the service
     with open(gate, 'w', encoding='utf-8'):
         pass

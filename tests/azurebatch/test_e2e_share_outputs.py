@@ -167,9 +167,10 @@ def test_a_preempted_attempt_outputs_are_not_doubled(share_service):
     svc = share_service
     target, gate, name = _submit(svc, 'pre', 'echo attempt loss={{X}}; echo attempt >> $AZ_BATCHAI_OUTPUT_OUT/log.txt')
     wait_until(lambda: 'attempt' in _text(svc, 'pre', name, 'OUT', 'log.txt'), what='the first attempt is read')
-    svc.double.account.preemption_recovery_seconds = 2.0
-    svc.double.account.preempt(task_id=tasks(svc.double)[0].id)
+    # The node stays gone until the job was seen queued (a timed recovery can pass between two slow az polls).
+    node = svc.double.account.preempt(task_id=tasks(svc.double)[0].id, recover=False)
     wait_until(lambda: _job(svc, 'pre')['executionState'] == 'queued', what='the job is queued again')
+    svc.double.account.recover(node)
     _open(gate)
     waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '-o', 'json')
     assert waited.exit_code == 0 and waited.json()['counts']['succeeded'] == 1, waited.stdout + waited.stderr

@@ -12,7 +12,6 @@ ParameterSweep, JobCreateParameters, generate_jobs, then the README's submit_job
 install resolved are printed (`-s` shows them; a failure names them).
 """
 import pkgutil
-import glob
 import json
 import os
 import subprocess
@@ -70,22 +69,13 @@ def run_checked(args, **kwargs):
     return result
 
 
-@pytest.fixture(scope='session')
-def built_wheel(tmp_path_factory):
-    root = tmp_path_factory.mktemp('utilities-wheel')
-    run_checked([sys.executable, '-m', 'pip', 'wheel', '--quiet', '--no-deps', '--no-build-isolation', '-w',
-                 str(root), REPO_ROOT])
-    (wheel,) = glob.glob(str(root / '*.whl'))
-    return wheel
-
-
 def installed_versions(python):
     listed = run_checked([python, '-m', 'pip', 'list', '--format', 'json', '--disable-pip-version-check'])
     return {item['name'].lower(): item['version'] for item in json.loads(listed.stdout)}
 
 
 @pytest.fixture(scope='session', params=['registry', 'az-versions'])
-def utilities_venv(request, built_wheel, tmp_path_factory):
+def utilities_venv(request, wheel, tmp_path_factory):
     """A fresh venv with the wheel and its `utilities` extra installed (python path), the user's way or at az's
     versions."""
     root = tmp_path_factory.mktemp('utilities-venv-' + request.param)
@@ -98,7 +88,7 @@ def utilities_venv(request, built_wheel, tmp_path_factory):
         constraint_file.write_text(''.join('{}=={}\n'.format(name, metadata.version(name)) for name in EXTRA_PACKAGES))
         constraints = ['-c', str(constraint_file)]
     run_checked([python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', *constraints,
-                 built_wheel + '[utilities]'], cwd=str(root))
+                 wheel + '[utilities]'], cwd=str(root))
     versions = installed_versions(python)
     print('utilities extra ({}): {}'.format(request.param, ', '.join(
         '{} {}'.format(name, versions.get(name)) for name in EXTRA_PACKAGES)))

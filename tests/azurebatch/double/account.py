@@ -355,6 +355,12 @@ class BatchAccount(TaskRunner):
             self.events.append(('preempted', node.id))
             return node.id
 
+    def recover(self, node_id):
+        """The node preempted with `recover=False` comes back (fresh) now, as it does preemption_recovery_seconds
+        after a preemption: a test holds it gone until it has seen what a preemption shows, however slow its polls."""
+        with self.lock:
+            self._find_node(None, node_id).recovers_at = time.monotonic()
+
     def _find_node(self, task_id, node_id):
         for pool in self.pools.values():
             for node in pool.nodes.values():
