@@ -22,12 +22,15 @@ import pytest
 SHARED_SESSION_FIXTURES = ('slurm_cluster', 'reported_sweep', 'utilities_venv')
 
 # Groups scheduled before the others, in this order: the longest ones (`--durations` of a parallel run on the 2-core
-# machine: the Slurm tests, two fresh venvs installed from the package index, the Batch AI recipes' module fixture).
+# machine: the Slurm tests, two fresh venvs installed from the package index, the Batch AI recipes' module fixture,
+# the Azure Batch smoke script's three runs and the stdOutErrPathPrefix spellings through az).
 # Every other group follows in collection order. Update when another group grows past these.
 LONGEST_FIRST = (
     'slurm_cluster',
     'utilities_venv',
     'tests/packaging/test_batchai_recipes.py',
+    'tests/azurebatch/test_smoke_script.py',
+    'tests/azurebatch/test_e2e_stdouterr_prefix.py',
 )
 
 
