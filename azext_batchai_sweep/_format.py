@@ -386,4 +386,4 @@ def _cut_cell(title, cell, length):
             text = '{} +{} more'.format(', '.join(items[:kept]), len(items) - kept)
             if len(text) <= length:
                 return text
-    return cell[:length - 3] + '...'
+    return _cut(cell, length)

@@ -401,13 +401,9 @@ def _add_scheduler_job_ids(cmd, client, rows, identity):
     """On a local service whose scheduler has job ids of its own (Slurm, Azure Batch): each row's
     `schedulerJobId`, and the scheduler's notes (Azure Batch: why a queued job waits, its requeues), the waiting
     ones also said on stderr (the table has no room for them)."""
-    if rows:
-        from ._targeting import local_target
-        if not local_target(cmd.cli_ctx):
-            return
-        from .core.service.scheduler_ids import add_scheduler_job_ids, job_ids_of, scheduler_job_view, \
-            waiting_summary
-        view = scheduler_job_view(client, identity.resource_group, identity.workspace, identity.experiment)
+    view = _scheduler_view(cmd, client, identity) if rows else None
+    if view is not None:
+        from .core.service.scheduler_ids import add_scheduler_job_ids, job_ids_of, waiting_summary
         add_scheduler_job_ids(rows, job_ids_of(view), view)
         for line in waiting_summary(rows):
             logger.warning('%s', line)
@@ -423,13 +419,20 @@ def _waiting_reader(cmd, client, identity):
     return waiting_reader(client, identity.resource_group, identity.workspace, identity.experiment)
 
 
-def _scheduler_job_ids(cmd, client, identity):
-    """{job name, lower case: Slurm job id} on a local service (one request); {} on Azure."""
+def _scheduler_view(cmd, client, identity):
+    """The local service's scheduler view of the experiment's jobs (scheduler_ids.scheduler_job_view: one
+    request); None on Azure (no such view)."""
     from ._targeting import local_target
     if not local_target(cmd.cli_ctx):
-        return {}
-    from .core.service.scheduler_ids import scheduler_job_ids
-    return scheduler_job_ids(client, identity.resource_group, identity.workspace, identity.experiment)
+        return None
+    from .core.service.scheduler_ids import scheduler_job_view
+    return scheduler_job_view(client, identity.resource_group, identity.workspace, identity.experiment)
+
+
+def _scheduler_job_ids(cmd, client, identity):
+    """{job name, lower case: Slurm job id} on a local service (one request); {} on Azure."""
+    from .core.service.scheduler_ids import job_ids_of
+    return job_ids_of(_scheduler_view(cmd, client, identity) or {})
 
 
 def _add_run_decisions(rows, identity, result, run_view):

@@ -32,12 +32,6 @@ def job_ids_of(view):
     return {name: item.get('schedulerJobId') for name, item in view.items() if item.get('schedulerJobId')}
 
 
-def scheduler_job_ids(client, resource_group, workspace, experiment):
-    """{job name (lower case): scheduler job id} of the experiment's jobs a scheduler with ids has taken; {} when
-    the service has no such view (a service of 0.2 or older) or none of them (the processes scheduler)."""
-    return job_ids_of(scheduler_job_view(client, resource_group, workspace, experiment))
-
-
 # The scheduler's notes of a job the status rows carry (the Azure Batch scheduler's): why a queued job waits
 # ("waiting for the pool (next evaluation about HH:MM UTC)"), and how often Batch requeued its task (preemption).
 NOTE_KEYS = ('waiting', 'requeues')

@@ -363,11 +363,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
         from the service now, before any job is submitted), matched against this sweep's parameters."""
         from ..errors import SpecError
-        from .warmstart import extra_metrics_of, inherit_for, records_from_trials
+        from .warmstart import inherit_for, records_from_trials
         sources = []
         everything = None
         # A sweep with several objectives or constraints learns from jobs with every metric it judges by.
-        extra = extra_metrics_of(self.definition)
+        extra = self.objectives.extra_metrics() if self.objectives is not None else ()
         for index, entry in enumerate(self.definition.sampling['warmStart']):
             if entry in self.definition.warm_start_files:
                 sources.append((entry, self.definition.warm_start_files[entry]))

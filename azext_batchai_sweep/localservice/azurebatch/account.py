@@ -68,10 +68,9 @@ def az_arm_target():
 
 
 def az_credential(audience):
-    """az's login as a TokenCredential for ``audience`` (auth.py: `az account get-access-token`, refreshed)."""
-    import functools  # pylint: disable=import-outside-toplevel
-    from .auth import AzLoginCredential, az_cli_token  # pylint: disable=import-outside-toplevel
-    return AzLoginCredential(source=functools.partial(az_cli_token, resource=audience), resource=audience)
+    """az's login as a TokenCredential for ``audience`` (auth.az_credential)."""
+    from .auth import az_credential as credential  # pylint: disable=import-outside-toplevel
+    return credential(audience)
 
 
 def _arm_failure(ex, what):

@@ -93,3 +93,10 @@ class AzLoginCredential:
         """Forget the token: the next request asks az again (Batch answered 401 before its expiry)."""
         with self._lock:
             self._token = None
+
+
+def az_credential(resource):
+    """az's login as a TokenCredential for ``resource`` (an audience: Batch, storage, ARM): `az account
+    get-access-token --resource`, refreshed as AzLoginCredential does."""
+    import functools  # pylint: disable=import-outside-toplevel
+    return AzLoginCredential(source=functools.partial(az_cli_token, resource=resource), resource=resource)

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 
-from .auth import AzLoginCredential, LoginError, az_cli_token
+from .auth import AzLoginCredential, LoginError, az_credential
 from .client import BatchApi, BatchCallError
 from .scheduler import AzureBatchScheduler
 
@@ -120,7 +120,7 @@ def connect(store, data_dir, options):
     # The job directories on a pool's Azure file share are read from the storage with az's token (asked when a job
     # first needs it, one token for both readers); tests give a reader of their own.
     from .share_reader import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
-    storage_credential = AzLoginCredential(source=lambda: az_cli_token(STORAGE_RESOURCE), resource=STORAGE_RESOURCE)
+    storage_credential = az_credential(STORAGE_RESOURCE)
     shares = options.get('shares')
     if shares is None:
         from .share_reader import ShareMirror  # pylint: disable=import-outside-toplevel

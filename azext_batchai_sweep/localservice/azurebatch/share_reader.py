@@ -224,8 +224,8 @@ class ShareMirror:
 
     def __init__(self, credential=None, endpoint=None, connection_verify=None):
         if credential is None:
-            from .auth import AzLoginCredential, az_cli_token  # pylint: disable=import-outside-toplevel
-            credential = AzLoginCredential(source=lambda: az_cli_token(STORAGE_RESOURCE))
+            from .auth import az_credential  # pylint: disable=import-outside-toplevel
+            credential = az_credential(STORAGE_RESOURCE)
         self._credential = credential
         self._endpoint = endpoint or default_endpoint
         self._verify = connection_verify

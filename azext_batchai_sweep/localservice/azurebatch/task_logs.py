@@ -85,9 +85,9 @@ class TaskLogs:
 
     def __init__(self, credential=None, endpoint=None, connection_verify=None, clock=time.time):
         if credential is None:
-            from .auth import AzLoginCredential, az_cli_token  # pylint: disable=import-outside-toplevel
+            from .auth import az_credential  # pylint: disable=import-outside-toplevel
             from .share_reader import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
-            credential = AzLoginCredential(source=lambda: az_cli_token(STORAGE_RESOURCE), resource=STORAGE_RESOURCE)
+            credential = az_credential(STORAGE_RESOURCE)
         self._credential = credential
         self._endpoint = endpoint or default_endpoint
         self._verify = connection_verify
