@@ -1,7 +1,7 @@
 """Benchmark of multi-fidelity sweeps: anytime regret against the job-steps spent, side by side in one run.
 
 Usage: python bench/multifidelity.py [--seeds 10] [--seed-offset 0] [--budgets 10,30,100] [--tasks mfh3_good,...]
-                                     [--methods hyperband,optuna,dehb,random]
+                                     [--methods hyperband,optuna,dehb,random] [--in-flight 1]
 
 Tasks have a resource of R = 81 steps (epochs) and a known optimum at the full resource:
 
@@ -17,12 +17,13 @@ Methods, each given the same budget of job-steps (one step: one epoch of one job
 - *bohb* (ours): ``sampling: {type: hyperband, sampler: bayesian, iterations: 50}`` (eta 3, minResource 1,
   maxResource R): each bracket's new configurations from the TPE fitted at the highest resource with enough results
   (BOHB's rule), built by simulation.sweep_controller as `sweep run` builds it and run by the pure controller on the
-  virtual cluster of core/tuning/simulation.py, 8 jobs at once, a promotion resuming from its parent (checkpoints);
-  the budget ends it;
+  virtual cluster of core/tuning/simulation.py, ``--in-flight`` jobs at once (1 by default, as every peer runs; 8 is
+  how the service's sweeps usually run), a promotion resuming from its parent (checkpoints); the budget ends it;
 - *hyperband* (ours): the same with ``sampler: random`` (today's Hyperband), one iteration a sweep;
 - *asha-tpe* (ours, on request): ``sampling: {type: bayesian, multiFidelity: true}`` under ASHA (min 1, max R);
 - *optuna*: Optuna's TPESampler + HyperbandPruner (min 1, max R, reduction 3), its defaults otherwise, one trial after
-  another, each trial reporting every step until pruned;
+  another, each trial reporting every step until pruned; the study is named after the seed, because the pruner
+  assigns trials to brackets by a hash of the study's name (a random name made every run a new draw);
 - *dehb*: DEHB (differential evolution + Hyperband, eta 3, fidelities 1..R, one worker); a DEHB evaluation at a
   fidelity trains from scratch, as DEHB assumes, and costs that many steps;
 - *random*: random search, each configuration trained to R.
@@ -175,12 +176,13 @@ def regret_at_budgets(meter, budgets):
 
 # -- methods ---------------------------------------------------------------------------------------------------------
 
-def _hyperband_sweep(task, seed, meter, sampler, iterations):
+def _hyperband_sweep(task, seed, meter, sampler, iterations, in_flight):
     """A Hyperband sweep built as `sweep run` builds it (sampling: {type: hyperband, sampler: ..., iterations: ...}).
     Returns False when the budget ended it, True when it ended first."""
     sampling = {'type': 'hyperband', 'sampler': sampler, 'resource': 'EPOCHS', 'minResource': 1,
                 'maxResource': RESOURCE, 'eta': ETA, 'seed': seed, 'iterations': iterations}
-    controller = sweep_controller(task.specs, sampling, goal='min', limits=Limits(max_concurrent_jobs=8))
+    controller = sweep_controller(task.specs, sampling, goal='min',
+                                  limits=Limits(max_concurrent_jobs=in_flight))
     try:
         simulate(controller, meter.metered_curve, max_ticks=10 ** 7)
     except BudgetSpent:
@@ -188,29 +190,29 @@ def _hyperband_sweep(task, seed, meter, sampler, iterations):
     return True
 
 
-def run_hyperband(task, seed, meter):
+def run_hyperband(task, seed, meter, in_flight=1):
     """Our Hyperband (random configurations): one sweep of one iteration after another (seeds 1000 s + k) until
     the budget ends one. The same draws as one sweep of many iterations (whose controller cost 15-25 s of CPU a run
     at 100 x R before the bohb2 branch drew only the suggestions it hands out; about 1 s now, docs/benchmarks.md)."""
     for iteration in range(10000):
-        if not _hyperband_sweep(task, seed * 1000 + iteration, meter, 'random', 1):
+        if not _hyperband_sweep(task, seed * 1000 + iteration, meter, 'random', 1, in_flight):
             return
 
 
-def run_bohb(task, seed, meter):
+def run_bohb(task, seed, meter, in_flight=1):
     """Our Hyperband with sampler: bayesian (BOHB's rule with our TPE) and iterations: 50 (its later iterations
     learn from the earlier ones); the budget ends it."""
-    if _hyperband_sweep(task, seed, meter, 'bayesian', 50):
+    if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight):
         raise AssertionError('a Hyperband sweep of 50 iterations ended within the budget')
 
 
-def run_asha_tpe(task, seed, meter):
-    """Our bayesian sampling with multiFidelity under ASHA (min 1, max R, eta 3), 8 jobs at once, asynchronous: it
+def run_asha_tpe(task, seed, meter, in_flight=1):
+    """Our bayesian sampling with multiFidelity under ASHA (min 1, max R, eta 3), --in-flight jobs at once: it
     never ends by itself, the budget ends it."""
     sampling = {'type': 'bayesian', 'multiFidelity': True, 'count': 100000, 'seed': seed}
     asha = {'policy': 'asha', 'minResource': 1, 'maxResource': RESOURCE, 'eta': ETA}
     controller = sweep_controller(task.specs, sampling, goal='min', early_termination=asha,
-                                  limits=Limits(max_concurrent_jobs=8))
+                                  limits=Limits(max_concurrent_jobs=in_flight))
     try:
         simulate(controller, meter.metered_curve, max_ticks=10 ** 7)
     except BudgetSpent:
@@ -221,7 +223,8 @@ def run_optuna(task, seed, meter):
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     warnings.filterwarnings('ignore', category=optuna.exceptions.ExperimentalWarning)
-    study = optuna.create_study(direction='minimize', sampler=optuna.samplers.TPESampler(seed=seed),
+    study = optuna.create_study(study_name='bench-mf-{}'.format(seed), direction='minimize',
+                                sampler=optuna.samplers.TPESampler(seed=seed),
                                 pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=RESOURCE,
                                                                       reduction_factor=ETA))
     try:
@@ -276,6 +279,8 @@ def run_random(task, seed, meter):
 
 METHODS = {'bohb': run_bohb, 'hyperband': run_hyperband, 'asha-tpe': run_asha_tpe, 'optuna': run_optuna,
            'dehb': run_dehb, 'random': run_random}
+# Ours: sweeps of the controller, which run --in-flight jobs at once (the peers run one evaluation at a time).
+OURS = ('bohb', 'hyperband', 'asha-tpe')
 # The issue's comparison: the first method against each of the others.
 DEFAULT_METHODS = ('bohb', 'hyperband', 'optuna', 'dehb', 'random')
 
@@ -289,13 +294,15 @@ def main():
     parser.add_argument('--budgets', default='10,30,100', type=lambda s: sorted(float(x) for x in s.split(',')))
     parser.add_argument('--tasks', default=','.join(TASKS), type=lambda s: s.split(','))
     parser.add_argument('--methods', default=','.join(DEFAULT_METHODS), type=lambda s: s.split(','))
+    parser.add_argument('--in-flight', type=int, default=1, help='jobs at once in our sweeps (the peers run one)')
     args = parser.parse_args()
     import optuna
     began = time.time()
-    print('# {} seeds {}..{}, R = {} steps, budgets {} x R; Python {}, optuna {}, {} CPUs, {}, {}'.format(
-        args.seeds, args.seed_offset, args.seed_offset + args.seeds - 1, RESOURCE,
-        '/'.join('{:g}'.format(b) for b in args.budgets), platform.python_version(), optuna.__version__,
-        os.cpu_count(), platform.platform(), time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())))
+    print('# {} seeds {}..{}, R = {} steps, budgets {} x R, our sweeps {} jobs at once; Python {}, optuna {}, {} CPUs, '
+          '{}, {}'.format(args.seeds, args.seed_offset, args.seed_offset + args.seeds - 1, RESOURCE,
+                          '/'.join('{:g}'.format(b) for b in args.budgets), args.in_flight, platform.python_version(),
+                          optuna.__version__, os.cpu_count(), platform.platform(),
+                          time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())))
     first = args.methods[0]
     peers = args.methods[1:]
     print('\n| task | budget (x R) | ' + ' | '.join(args.methods) + ' | '
@@ -310,7 +317,7 @@ def main():
             for method in args.methods:
                 meter = Meter(task, max(args.budgets) * RESOURCE)
                 start = time.perf_counter()
-                METHODS[method](task, seed, meter)
+                METHODS[method](task, seed, meter, **({'in_flight': args.in_flight} if method in OURS else {}))
                 seconds[method] += time.perf_counter() - start
                 regrets[method].append(regret_at_budgets(meter, args.budgets))
         for i, budget in enumerate(args.budgets):

@@ -53,3 +53,40 @@ def test_sweeps_spend_the_budget_and_are_deterministic(method):
     # One entry per job-step (every job reports each epoch), up to the budget.
     assert budget - RESOURCE < runs[0].steps == len(runs[0].trace) <= budget
     assert regret_at_budgets(runs[0], [8])[0] < 0.3
+
+
+def _mid_job_switches(meter):
+    """How often the trace moves to another configuration in the middle of a job: at a step that is neither a job's
+    first (1) nor a promotion's first (one past a rung's resource: 2, 4, 10, 28 for R = 81, eta 3)."""
+    firsts = {1, 2, 4, 10, 28}
+    return sum(1 for before, entry in zip(meter.trace, meter.trace[1:])
+               if entry[3] != before[3] and entry[1] not in firsts)
+
+
+@pytest.mark.parametrize('method', [run_hyperband, run_bohb])
+def test_our_sweeps_run_as_many_jobs_at_once_as_asked(method):
+    # The peers run one evaluation at a time; ours do too by default (--in-flight 1), so one job's steps follow each
+    # other in the trace; with 8 at once the jobs' steps interleave.
+    traces = {}
+    for in_flight in (1, 8):
+        meter = Meter(_task(), 6 * RESOURCE)
+        method(meter.task, 2, meter, in_flight=in_flight)
+        traces[in_flight] = meter
+    assert _mid_job_switches(traces[1]) == 0
+    assert _mid_job_switches(traces[8]) > 0
+    default = Meter(_task(), 6 * RESOURCE)
+    method(default.task, 2, default)
+    assert default.trace == traces[1].trace
+
+
+def test_optuna_is_a_function_of_the_seed():
+    # Optuna's HyperbandPruner assigns trials to brackets by a hash of the study's name: the harness names it after
+    # the seed, so two runs of one seed are one draw (a random name made every run of the table a new one).
+    pytest.importorskip('optuna')
+    from bench.multifidelity import run_optuna
+    traces = []
+    for _ in range(2):
+        meter = Meter(_task(), 4 * RESOURCE)
+        run_optuna(meter.task, 3, meter)
+        traces.append([(steps, resource, params) for steps, resource, _, params in meter.trace])
+    assert traces[0] == traces[1]
