@@ -136,7 +136,10 @@ def run_ours(func, specs, seed, evals, in_flight, **options):
 
 
 def ours_trials(func, specs, seed, evals, in_flight, **options):
-    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py)."""
+    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py).
+    The sampler knows the sweep's number of jobs, as a sweep file's ``sampling.count`` tells it (its local phase on a
+    finite space, tpe.py, starts from a share of it)."""
+    options.setdefault('count', evals)
     sampler = TPESampler(specs, goal='min', seed=seed, **options)
     trials, queue, finished = [], [], []
     while len(finished) < evals:
