@@ -9,7 +9,8 @@ a check on functions that no setting of the sampler was chosen on.
 For each function and seed, three searches of ``--evals`` evaluations each, side by side in one run:
 
 - *ours*: core/tuning/samplers/tpe.py (multivariate, constant liar, 10 startup jobs, l's bandwidth floor over a
-  quarter of the jobs, l's weights by rank), through its Sampler interface;
+  quarter of the jobs, l's weights by rank, a local phase on finite spaces), through its Sampler interface, told
+  the number of evaluations as a sweep's ``sampling.count``;
 - *optuna*: ``optuna.samplers.TPESampler(seed=s)``, Optuna's defaults (in 5.0: multivariate, constant liar);
 - *random*: uniform draws of the same specs (spec.sample, as a random sweep draws them).
 
