@@ -150,3 +150,18 @@ def test_continuous_spaces_have_no_local_phase():
                                 reports=(Report(1.0, value(params)),)))
         runs.append([t.params for t in trials])
     assert runs[0] == runs[1]
+
+
+def test_motpe_has_no_local_phase():
+    from azext_batchai_sweep.core.tuning.objectives import Objectives
+    from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
+    two = Objectives([('acc', 'max'), ('lat', 'min')], [])
+    sampler = MOTPESampler(GRID, two, seed=1, count=30, startup_jobs=5)
+    assert sampler.local_share is None
+    trials = []
+    for index in range(30):  # past 0.7 x count with tuple scores: no local phase to rank them
+        params = sampler.suggest(trials, 1)[0].params
+        value = objective(params)
+        trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
+                            reports=(Report(1.0, -value),), metrics={'lat': params['A'] + params['B']}))
+    assert len({tuple(sorted(t.params.items())) for t in trials}) == 30
