@@ -165,3 +165,16 @@ def test_motpe_has_no_local_phase():
         trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
                             reports=(Report(1.0, -value),), metrics={'lat': params['A'] + params['B']}))
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 30
+
+
+def test_a_batch_in_the_local_phase_spreads_over_distinct_neighbours():
+    sampler = TPESampler(GRID, goal='min', seed=2, count=30, startup_jobs=5)
+    trials = sweep(sampler, 24)
+    batch = [s.params for s in sampler.suggest(trials, 4)]
+    keys = {tuple(sorted(p.items())) for p in batch}
+    assert len(keys) == 4 and not keys & {tuple(sorted(t.params.items())) for t in trials}
+    neighbours = untried_neighbours(trials, 3)
+    assert all(params in neighbours for params in batch[:min(4, len(neighbours))])
+    # Resumed after submitting two of them, the controller gets the other two.
+    pending = [Trial(name='j%d' % (24 + k), index=24 + k, params=batch[k], state='running') for k in range(2)]
+    assert [s.params for s in sampler.suggest(trials + pending, 2)] == batch[2:]
