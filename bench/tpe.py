@@ -9,7 +9,8 @@ a check on functions that no setting of the sampler was chosen on.
 For each function and seed, three searches of ``--evals`` evaluations each, side by side in one run:
 
 - *ours*: core/tuning/samplers/tpe.py (multivariate, constant liar, 10 startup jobs, l's bandwidth floor over a
-  quarter of the jobs, l's weights by rank), through its Sampler interface;
+  quarter of the jobs, l's weights by rank, a local phase on finite spaces), through its Sampler interface, told
+  the number of evaluations as a sweep's ``sampling.count``;
 - *optuna*: ``optuna.samplers.TPESampler(seed=s)``, Optuna's defaults (in 5.0: multivariate, constant liar);
 - *random*: uniform draws of the same specs (spec.sample, as a random sweep draws them).
 
@@ -136,7 +137,10 @@ def run_ours(func, specs, seed, evals, in_flight, **options):
 
 
 def ours_trials(func, specs, seed, evals, in_flight, **options):
-    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py)."""
+    """Our sampler's sweep as its Trials, in the order they finished (a warm start's source, bench/warmstart.py).
+    The sampler knows the sweep's number of jobs, as a sweep file's ``sampling.count`` tells it (its local phase on a
+    finite space, tpe.py, starts from a share of it)."""
+    options.setdefault('count', evals)
     sampler = TPESampler(specs, goal='min', seed=seed, **options)
     trials, queue, finished = [], [], []
     while len(finished) < evals:

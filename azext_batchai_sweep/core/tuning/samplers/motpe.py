@@ -116,6 +116,9 @@ class MOTPESampler(TPESampler):
         # Inherited jobs rank with the sweep's own: their objectives and constraints are compared jointly (the
         # single-objective down-weighting, tpe.inherited_weight, is not measured for several objectives).
         kwargs.setdefault('inherited_half_weight', None)
+        # No local phase (tpe.py): "the best jobs" whose grid neighbours it scores are a single objective's; with
+        # several objectives the best ones form a front, and the phase was measured on one objective only.
+        kwargs.setdefault('local_share', None)
         super().__init__(specs, goal=objectives.goals[0], **kwargs)
         self.objectives = objectives
 

@@ -155,6 +155,19 @@ class Dimension:  # pylint: disable=too-many-instance-attributes
             return float(self._grid(rng.randrange(self.size)))
         return rng.uniform(self.low, self.high)
 
+    def neighbours(self, point):
+        """The internal coordinates one step from ``point``: the grid values next to it (STEPPED: one step below,
+        then above, within the range), every other category (CATEGORICAL), none for a continuous dimension."""
+        if self.kind == CATEGORICAL:
+            return [index for index in range(self.size) if index != int(point)]
+        if self.kind != STEPPED:
+            return []
+        if self.log:
+            value = self.to_value(point)
+            return [math.log(v) for v in (value - 1, value + 1) if self.first <= v <= self.last]
+        index = self._grid_index(point)
+        return [float(self._grid(i)) for i in (index - 1, index + 1) if 0 <= i < self.size]
+
     def point_at(self, index):
         """The internal coordinate of the index-th value of a finite dimension (for enumerating a small space)."""
         if self.kind == CATEGORICAL:
