@@ -19,6 +19,8 @@ Methods, each given the same budget of job-steps (one step: one epoch of one job
   (BOHB's rule), built by simulation.sweep_controller as `sweep run` builds it and run by the pure controller on the
   virtual cluster of core/tuning/simulation.py, ``--in-flight`` jobs at once (1 by default, as every peer runs; 8 is
   how the service's sweeps usually run), a promotion resuming from its parent (checkpoints); the budget ends it;
+- *bohb-paper* (ours, on request): *bohb* with the model always at the highest budget with enough results, Falkner
+  et al.'s rule exactly (*bohb* fits it at a lower budget its own jobs show to rank as that one: bohb.py);
 - *hyperband* (ours): the same with ``sampler: random`` (today's Hyperband), one iteration a sweep;
 - *asha-tpe* (ours, on request): ``sampling: {type: bayesian, multiFidelity: true}`` under ASHA (min 1, max R);
 - *optuna*: Optuna's TPESampler + HyperbandPruner (min 1, max R, reduction 3), its defaults otherwise, one trial after
@@ -176,13 +178,16 @@ def regret_at_budgets(meter, budgets):
 
 # -- methods ---------------------------------------------------------------------------------------------------------
 
-def _hyperband_sweep(task, seed, meter, sampler, iterations, in_flight):
+def _hyperband_sweep(task, seed, meter, sampler, iterations, in_flight, paper_rule=False):
     """A Hyperband sweep built as `sweep run` builds it (sampling: {type: hyperband, sampler: ..., iterations: ...}).
-    Returns False when the budget ended it, True when it ended first."""
+    Returns False when the budget ended it, True when it ended first. paper_rule: BOHB's model at the highest budget
+    with enough results always (Falkner et al.'s rule, without our lower agreeing budget; not a sweep-file setting)."""
     sampling = {'type': 'hyperband', 'sampler': sampler, 'resource': 'EPOCHS', 'minResource': 1,
                 'maxResource': RESOURCE, 'eta': ETA, 'seed': seed, 'iterations': iterations}
     controller = sweep_controller(task.specs, sampling, goal='min',
                                   limits=Limits(max_concurrent_jobs=in_flight))
+    if paper_rule:
+        controller.sampler.model.agreement = None
     try:
         simulate(controller, meter.metered_curve, max_ticks=10 ** 7)
     except BudgetSpent:
@@ -203,6 +208,12 @@ def run_bohb(task, seed, meter, in_flight=1):
     """Our Hyperband with sampler: bayesian (BOHB's rule with our TPE) and iterations: 50 (its later iterations
     learn from the earlier ones); the budget ends it."""
     if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight):
+        raise AssertionError('a Hyperband sweep of 50 iterations ended within the budget')
+
+
+def run_bohb_paper(task, seed, meter, in_flight=1):
+    """run_bohb with Falkner et al.'s choice of budget exactly (the model at the highest budget with enough results)."""
+    if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight, paper_rule=True):
         raise AssertionError('a Hyperband sweep of 50 iterations ended within the budget')
 
 
@@ -277,10 +288,10 @@ def run_random(task, seed, meter):
         return
 
 
-METHODS = {'bohb': run_bohb, 'hyperband': run_hyperband, 'asha-tpe': run_asha_tpe, 'optuna': run_optuna,
+METHODS = {'bohb': run_bohb, 'bohb-paper': run_bohb_paper, 'hyperband': run_hyperband, 'asha-tpe': run_asha_tpe, 'optuna': run_optuna,
            'dehb': run_dehb, 'random': run_random}
 # Ours: sweeps of the controller, which run --in-flight jobs at once (the peers run one evaluation at a time).
-OURS = ('bohb', 'hyperband', 'asha-tpe')
+OURS = ('bohb', 'bohb-paper', 'hyperband', 'asha-tpe')
 # The issue's comparison: the first method against each of the others.
 DEFAULT_METHODS = ('bohb', 'hyperband', 'optuna', 'dehb', 'random')
 

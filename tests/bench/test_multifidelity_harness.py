@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from bench.multifidelity import RESOURCE, Meter, Task, regret_at_budgets, run_bohb, run_hyperband, run_random
+from bench.multifidelity import (RESOURCE, Meter, Task, regret_at_budgets, run_bohb, run_bohb_paper, run_hyperband,
+                                  run_random)
 
 
 def _task():
@@ -41,7 +42,7 @@ def test_budget_is_enforced():
     assert meter.steps == 10 * RESOURCE and [entry[1] for entry in meter.trace] == [RESOURCE] * 10
 
 
-@pytest.mark.parametrize('method', [run_hyperband, run_bohb])
+@pytest.mark.parametrize('method', [run_hyperband, run_bohb, run_bohb_paper])
 def test_sweeps_spend_the_budget_and_are_deterministic(method):
     budget = 8 * RESOURCE  # more than one Hyperband iteration of R = 81, eta 3 (the next sweep starts)
     runs = []
@@ -90,3 +91,15 @@ def test_optuna_is_a_function_of_the_seed():
         run_optuna(meter.task, 3, meter)
         traces.append([(steps, resource, params) for steps, resource, _, params in meter.trace])
     assert traces[0] == traces[1]
+
+
+def test_bohb_paper_is_bohb_without_the_lower_agreeing_budget():
+    # The toy task ranks configurations alike at every step, so once configurations reach the top budget ours fits
+    # its model lower (more results) and the paper's rule does not: the runs part there, and only there.
+    budget = 30 * RESOURCE
+    ours, paper = Meter(_task(), budget), Meter(_task(), budget)
+    run_bohb(ours.task, 4, ours)
+    run_bohb_paper(paper.task, 4, paper)
+    assert ours.trace != paper.trace
+    first_top = next(k for k, entry in enumerate(paper.trace) if entry[1] == RESOURCE)
+    assert ours.trace[:first_top] == paper.trace[:first_top]

@@ -9,7 +9,8 @@ import pytest
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.tuning.controller import Limits
 from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler
-from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, default_min_points
+from azext_batchai_sweep.core.tuning.samplers.agreement import agreement, curves, spearman, value_at
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice, default_min_points
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
 from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -111,7 +112,9 @@ def test_bohb_suggestions_for_a_fixed_seed():
 
 
 # Bracket 0's configurations (from the results at epochs 9, the last bracket to start), seed 5, 3 jobs at a time.
-PINNED_BRACKET_0 = [(0, 0, 0.4842, 0.0286), (0, 1, 0.9466, 0.1375), (0, 2, 0.9324, 0.4873), (0, 3, 0.0996, 0.7606)]
+# The last one moved when the model learnt to use a lower budget that ranks as the top one: `curve` is flat from
+# epoch 9 on, so once 27 has enough results, 9 (with more of them) ranks exactly as 27 does.
+PINNED_BRACKET_0 = [(0, 0, 0.4842, 0.0286), (0, 1, 0.9466, 0.1375), (0, 2, 0.9324, 0.4873), (0, 3, 0.6949, 0.4218)]
 
 
 def smooth(params):
@@ -268,3 +271,90 @@ def test_a_suggestion_draws_only_the_configurations_it_hands_out():
     after = sampler.suggest(rung0, 2)
     assert [(s.bracket, s.rung, s.slot, s.parent) for s in after] == [(3, 1, 18, 'j18'), (3, 1, 19, 'j19')]
     assert len(drawn) == 2  # the best 9 of 27 go on (slots 18-26), in slot order
+
+
+# -- the model's budget: a lower one that ranks as the top one (agreement.py) -----------------------------------------
+
+def job(index, x, steps, value_of, parent=None, state='succeeded'):
+    """A job of configuration X = x, Y = 0.5 reporting value_of(x, step) at each of `steps` (a promotion resumes
+    from its parent: its steps start after the parent's)."""
+    return Trial(name='j{}'.format(index), index=index, params={'X': x, 'Y': 0.5}, state=state,
+                 resource=float(steps[-1]), parent=parent,
+                 reports=tuple(Report(step=float(s), value=value_of(x, s)) for s in steps))
+
+
+def sweep_at(value_of, promoted=8, started=20):
+    """`started` configurations run 1 epoch; the first `promoted` continue to 9 (new jobs resuming from epoch 2)."""
+    xs = [(k * 0.37) % 1 for k in range(started)]
+    trials = [job(k, x, [1], value_of) for k, x in enumerate(xs)]
+    trials += [job(started + k, x, list(range(2, 10)), value_of, parent='j{}'.format(k))
+               for k, x in enumerate(xs[:promoted])]
+    return trials
+
+
+def faithful(x, step):
+    return (1 - abs(x - 0.9)) * step / 9  # every step ranks as step 9 does
+
+
+def misleading(x, step):
+    return (1 - abs(x - 0.9)) if step >= 9 else (1 - abs(x - 0.1))  # the early steps rank the other way
+
+
+def test_a_configuration_curve_joins_its_jobs_and_a_value_needs_the_step():
+    trials = sweep_at(faithful, promoted=3, started=4)
+    trials.append(job(9, 0.99, [1, 2], faithful, state='running'))  # in flight: not measured
+    joined = curves(trials)
+    assert len(joined) == 4
+    # the three promoted configurations: epoch 1 from the first job, 2-9 from the promotion; the fourth: epoch 1
+    assert sorted(sorted(curve) for curve in joined.values()) == \
+        [[1.0]] + [[float(s) for s in range(1, 10)]] * 3
+    # the value a rung at a step judged: the first report at or after it, none before a curve starts or after it ends
+    assert value_at({2.0: 0.2, 4.0: 0.4}, 3) == 0.4
+    assert value_at({3.0: 0.3}, 1) is None and value_at({1.0: 0.1}, 3) is None
+    # Spearman's rho, ties at their average rank (scipy.stats.spearmanr gives 0.66689 and 0.94868)
+    assert spearman([1, 2, 2, 3, 5], [2, 1, 4, 3, 6]) == pytest.approx(0.6668859)
+    assert spearman([3, 1, 2, 2], [0.5, 0.1, 0.2, 0.4]) == pytest.approx(0.9486833)
+    assert spearman([1, 1], [1, 2]) is None
+    measured = agreement(joined, 1, 9)
+    assert (measured.count, measured.rho) == (3, pytest.approx(1.0))
+    assert agreement(curves(sweep_at(misleading, promoted=3, started=4)), 1, 9).rho == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize('value_of, budget', [(faithful, 1), (misleading, 9)])
+def test_the_model_uses_the_lowest_budget_that_ranks_as_the_top_one(value_of, budget):
+    m = model()
+    trials = sweep_at(value_of)
+    choice = m.choose(trials, 'k')
+    assert choice.budget == budget
+    if budget == 1:
+        assert (choice.count, choice.why) == (20, 'TPE on the 20 results at epochs 1 (they rank as epochs 9 does: '
+                                                  'Spearman 1.00 over 8 configurations)')
+        # its suggestion is the model's at epochs 1
+        assert m.suggest(trials, 'k')[0] == m.suggest(trials, 'k', choice=ModelChoice(1, 20, ''))[0]
+    else:
+        assert (choice.count, choice.why) == (8, 'TPE on the 8 results at epochs 9')
+    # BOHB's own rule (agreement=None) keeps the highest budget with enough results
+    assert model(agreement=None).choose(trials, 'k').budget == 9
+
+
+def test_the_agreement_needs_enough_configurations_at_both():
+    # 4 configurations reached epoch 9: enough for a model there with startupJobs 3, too few to trust a ranking
+    trials = sweep_at(faithful, promoted=4)
+    assert model(min_points=3).choose(trials, 'k').budget == 9
+    assert model(min_points=3).choose(sweep_at(faithful, promoted=5), 'k').budget == 1
+    # a misleading low budget is not trusted however many configurations show it
+    assert model(min_points=3).choose(sweep_at(misleading, promoted=12), 'k').budget == 9
+
+
+def test_a_sweep_moves_down_only_where_its_low_budgets_rank_as_the_top_one():
+    """In whole sweeps: on `smooth` (ranks kept at every epoch) new configurations come from the results at 1 epoch once
+    enough configurations reached the top; on `curve` (the early epochs mislead) never from 1 or 3."""
+    notes = {}
+    for name, shape in (('smooth', smooth), ('curve', curve)):
+        controller = sweep_controller(SPECS, dict(BOHB, iterations=2), limits=Limits(max_concurrent_jobs=2))
+        trials, _, _ = simulate(controller, shape)
+        sampler = controller.sampler
+        notes[name] = [sampler.model_choice(trials[:t.index], t.bracket, t.slot).why for t in trials
+                       if t.rung == 0 and t.bracket >= 4]
+    assert any('at EPOCHS 1 (they rank as EPOCHS' in why for why in notes['smooth'])
+    assert not any('at EPOCHS 1 (' in why or 'at EPOCHS 3 (' in why for why in notes['curve'])

@@ -10,6 +10,15 @@ Falkner et al.'s Algorithm 2 samples each new configuration so:
    comparable: a configuration good after 1 epoch may be poor after 81);
 3. no budget has enough results yet: a random configuration.
 
+One departure, in step 2: a lower budget with enough results whose ranking the sweep has *measured* to agree with
+b's (Spearman ``agreement``, 0.9 by default, over at least d + 3 and at least 5 configurations that reached both;
+agreement.py)
+is used instead, the lowest such one: where the early epochs rank as the late ones, their results are the same
+evidence in far greater number (an iteration of R = 81, eta 3 has 81 results at 1 epoch, about 10 at 81), and a
+model on 10 points stalls where one on hundreds keeps improving. Where they do not (a misleading or noisy low
+fidelity), or before enough configurations reached b to tell, the rule is the paper's. ``agreement=None`` is the
+paper's rule exactly. Measured in bench-mf (docs/benchmarks.md).
+
 Ours is that rule with the project's TPE (tpe.py, parzen.py) as the model, unchanged: the results at budget b are
 its observations (a job still running counts at the rungs it has crossed: ASHA judged it there), the configurations
 now being tried at their first rung are its pending jobs (its constant liar,
@@ -31,11 +40,21 @@ from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
 from ..decision import fmt
 from ..objectives import Objectives
 from ..trial import Report, Trial
+from .agreement import CurveBook, agreement
 from .motpe import MOTPESampler
 from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
 _SUGGESTED = '(suggested)'
+# The rank correlation with the highest budget that lets the model use a lower budget's results (agreement.py).
+# Measured in bench-mf's sweeps (tuning seeds), over the configurations that reached the top, which promotions have
+# already selected: faithful low fidelities rank at 0.95-1.00 with it (Hartmann-6, Borehole, Park 91 A), misleading
+# or noisy ones at 0.80-0.87 (Branin's and mfh's epoch 27 against 81). At 0.8 the model moved to the misleading ones
+# too and Branin's regret at 100 full trainings grew 5x; at 0.9 only the faithful ones qualify.
+DEFAULT_AGREEMENT = 0.9
+# ... measured over at least this many configurations (or the model's threshold, if larger): two or three always rank
+# alike or not by chance (of 5 unrelated ones, 1 in 14 reaches 0.8).
+MIN_AGREEMENT_PAIRS = 5
 
 
 def default_min_points(dimension_count):
@@ -65,6 +84,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
     :param resource: the resource's name, for the notes ("epochs").
     :param inherited: finished jobs of earlier sweeps (warm start, core/tuning/warmstart.py), as Trials with negative
         indices: results like the sweep's own, older than all of them.
+    :param agreement: the Spearman correlation with the highest budget's ranking above which the lowest agreeing budget's
+        results are used instead (agreement.py); None: BOHB's rule exactly.
     :param objectives: the sweep's objectives.Objectives when it has several objectives or constraints, else None.
         The model at a budget is fitted on the first objective alone (the only one a job reports at each step: the
         others are its log's last values, known only when it ends; docs/sweep-run.md), and with constraints it is
@@ -74,7 +95,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
 
     # pylint: disable=too-many-arguments
     def __init__(self, specs, goal, seed, values_at, min_points=None, random_fraction=DEFAULT_RANDOM_FRACTION,
-                 resource='resource', inherited=(), objectives=None):
+                 resource='resource', inherited=(), objectives=None, agreement=DEFAULT_AGREEMENT):
         self.specs, self.goal, self.seed, self.values_at = list(specs), goal, seed, values_at
         self.inherited = list(inherited)
         self.constrained = None
@@ -83,6 +104,9 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         self.min_points = default_min_points(len(self.specs)) if min_points is None else int(min_points)
         self.random_fraction = float(random_fraction)
         self.resource = resource
+        self.agreement = agreement
+        self._curves = CurveBook()  # the finished jobs' curves, read once each
+        self._measured = None  # (their curves, {(low, high): Agreement}) until another job finishes: _agreements()
 
     def results(self, trials):
         """{budget: [(trial, value)]}: every value a job (or an inherited one) taught at each budget."""
@@ -105,8 +129,42 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
                 self.resource, self.min_points, most))
         budget = max(enough)
+        agreeing = self._lowest_agreeing(trials, enough, budget)
+        if agreeing is not None:
+            count = len(by_budget[agreeing.low])
+            return ModelChoice(agreeing.low, count, 'TPE on the {} results at {} {} (they rank as {} {} does: '
+                               'Spearman {:.2f} over {} configurations)'.format(
+                                   count, self.resource, fmt(agreeing.low), self.resource, fmt(budget), agreeing.rho,
+                                   agreeing.count))
         count = len(by_budget[budget])
         return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
+
+    def _lowest_agreeing(self, trials, enough, top):
+        """The agreement.Agreement of the lowest budget of `enough` below `top` that ranks as `top` does (rho at
+        least self.agreement over at least min_points configurations), or None."""
+        lower = sorted(budget for budget in enough if budget < top)
+        if self.agreement is None or not lower:
+            return None
+        measure = self._agreements(trials)
+        for budget in lower:
+            measured = measure(budget, top)
+            enough_pairs = measured.count >= max(self.min_points, MIN_AGREEMENT_PAIRS)
+            if enough_pairs and measured.rho is not None and measured.rho >= self.agreement:
+                return measured
+        return None
+
+    def _agreements(self, trials):
+        """measure(low, high) -> agreement.Agreement over the finished jobs (inherited ones included), memoized until
+        another job finishes (every new configuration of a batch asks)."""
+        if self._curves.update(self.inherited + list(trials)) or self._measured is None:
+            self._measured = (self._curves.curves(), {})
+        joined, known = self._measured
+
+        def measure(low, high):
+            if (low, high) not in known:
+                known[low, high] = agreement(joined, low, high)
+            return known[low, high]
+        return measure
 
     def suggest(self, trials, key, choice=None):
         """(params or None, ModelChoice): the model's configuration for the suggestion `key`, None when the choice is
