@@ -204,17 +204,16 @@ def run_hyperband(task, seed, meter, in_flight=1):
             return
 
 
-def run_bohb(task, seed, meter, in_flight=1):
+def run_bohb(task, seed, meter, in_flight=1, paper_rule=False):
     """Our Hyperband with sampler: bayesian (BOHB's rule with our TPE) and iterations: 50 (its later iterations
-    learn from the earlier ones); the budget ends it."""
-    if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight):
+    learn from the earlier ones); the budget ends it. paper_rule: Falkner et al.'s choice of budget exactly."""
+    if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight, paper_rule=paper_rule):
         raise AssertionError('a Hyperband sweep of 50 iterations ended within the budget')
 
 
 def run_bohb_paper(task, seed, meter, in_flight=1):
     """run_bohb with Falkner et al.'s choice of budget exactly (the model at the highest budget with enough results)."""
-    if _hyperband_sweep(task, seed, meter, 'bayesian', 50, in_flight, paper_rule=True):
-        raise AssertionError('a Hyperband sweep of 50 iterations ended within the budget')
+    run_bohb(task, seed, meter, in_flight, paper_rule=True)
 
 
 def run_asha_tpe(task, seed, meter, in_flight=1):

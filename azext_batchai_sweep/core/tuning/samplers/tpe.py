@@ -287,8 +287,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def _split(self, history, scored=None, pending=True):
         """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
         (pending jobs among the bad)."""
-        scored = history.scored if scored is None else scored
-        ranked = sorted(scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
+        ranked = self._ranked(history.scored if scored is None else scored)
         n_good = self.gamma(len(ranked))
         good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(ranked[:n_good]))
         bad = list(ranked[n_good:])
@@ -297,11 +296,20 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         bad.sort(key=lambda item: item[0])
         return [item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad]
 
+    def _ranked(self, scored):
+        """Scored observations (index, value, point), best first, ties by index."""
+        return sorted(scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
+
+    @staticmethod
+    def _own(history):
+        """The sweep's own scored observations (inherited ones have negative indices)."""
+        return [item for item in history.scored if item[0] >= 0]
+
     def _split_inherited(self, history):
         """A warm start's groups: the inherited jobs and the sweep's own are each split into good and bad on their own
         (an earlier sweep on other data may have another scale: its values are not ranked against this sweep's),
         each group's weights computed as without the other, the inherited ones' then times inherited_weight(own)."""
-        own = [item for item in history.scored if item[0] >= 0]
+        own = self._own(history)
         old = [item for item in history.scored if item[0] < 0]
         share = inherited_weight(len(own), self.inherited_half_weight)
         parts = []
@@ -343,10 +351,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def _untried_neighbours(self, history):
         """The untried configurations one grid step (or one other category) from the best ``local_jobs`` of this
         sweep's jobs, best job first, each parameter in order."""
-        own = [item for item in history.scored if item[0] >= 0]
-        ranked = sorted(own, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
         neighbours, seen = [], set()
-        for _, _, point in ranked[:self.local_jobs]:
+        for _, _, point in self._ranked(self._own(history))[:self.local_jobs]:
             for d, dim in enumerate(self.dims):
                 for x in dim.neighbours(point[d]):
                     candidate = point[:d] + (x,) + point[d + 1:]
