@@ -256,7 +256,7 @@ def plan_run(definition, identity, limits):
     factory = JobFactory(definition, identity.name)
     warm_start = _plan_warm_start(definition)
     first = [{'name': factory.name(s), 'parameters': factory.values(s), 'note': s.note}
-             for s in make_sampler(definition, goal).suggest([], count)]
+             for s in make_sampler(definition, goal, limits).suggest([], count)]
     if definition.seed_origin == 'drawn':
         logger.warning('Give --seed %d (or sampling.seed) to `run` to submit exactly these jobs: without it, `run` '
                        'draws its own seed', definition.sampling['seed'])

@@ -83,3 +83,45 @@ def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client
     create = az('batchai', 'sweep', 'create', '-g', local_service.resource_group, '-w', local_service.workspace,
                 '-e', experiment, '-n', 'tpe2', '--spec', spec, '-c', local_service.cluster)
     assert create.exit_code != 0 and 'az batchai sweep run' in create.stderr and 'Traceback' not in create.stderr
+
+
+GRID_JOBS, GRID_SEED = 8, 2
+GRID_Q = '{name: Q, type: numeric, dataType: REAL, start: 0.0, end: 1.0, scale: LINEAR, step: 0.05}'
+
+
+def grid_reference(count):
+    """The 8 jobs of a TPE on Q's grid of 21 values told `count` jobs (None: not told)."""
+    sampler = TPESampler([NumParamSpec('Q', 0.0, 1.0, 'REAL', 'LINEAR', step=0.05)], goal='max', seed=GRID_SEED,
+                         count=count, startup_jobs=STARTUP)
+    trials, _, _ = simulate(Controller(sampler, None, Limits(max_total_jobs=GRID_JOBS, max_concurrent_jobs=1)),
+                            lambda params: curve(params)[:2])
+    return [t.params['Q'] for t in trials]
+
+
+@pytest.mark.parametrize('bound', ['file', 'option'])
+def test_a_bayesian_sweep_bounded_by_max_total_jobs_alone_ends_with_its_local_phase(local_service, batchai_client,
+                                                                                     tmp_path, bound):
+    """No count: the sweep's size is limits.maxTotalJobs (or --max-total-jobs, which overrides it), and the TPE's local
+    phase (its last 30% of jobs: grid neighbours of the best ones) comes from that number, as with a count."""
+    directory = str(tmp_path)
+    az = service_az(local_service, directory)
+    experiment = 'tpe-grid-' + uuid.uuid4().hex[:8]
+    expected = grid_reference(GRID_JOBS)
+    assert expected != grid_reference(None), 'the local phase must change the last jobs for the test to tell'
+    written = GRID_JOBS if bound == 'file' else 100
+    sections = ['sampling: {{type: bayesian, seed: {}, startupJobs: {}}}'.format(GRID_SEED, STARTUP),
+                'limits: {{maxConcurrentJobs: 1, maxTotalJobs: {}}}'.format(written)]
+    spec = write_sweep(directory, 'grid', sections, [0.5], epochs=2, sleep=0.02)
+    with open(spec, encoding='utf-8') as f:
+        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}', GRID_Q)
+    with open(spec, 'w', encoding='utf-8') as f:
+        f.write(text)
+    option = [] if bound == 'file' else ['--max-total-jobs', str(GRID_JOBS)]
+    with Watcher(batchai_client, local_service, experiment, 'grid') as watcher:
+        run = az('batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,
+                 '-e', experiment, '-n', 'grid', '--spec', spec, '-c', local_service.cluster, '--poll-interval', '0.1',
+                 *option, '-o', 'json')
+    assert run.exit_code == 0, run.stderr
+    assert run.json()['ended'] == 'maxTotalJobs' and run.json()['jobs'] == GRID_JOBS
+    jobs = sorted(watcher.jobs(), key=lambda job: int(env_of(job)['BATCHAI_SWEEP_INDEX']))
+    assert [parameters_of(job)['Q'] for job in jobs] == expected

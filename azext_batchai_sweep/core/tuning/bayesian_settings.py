@@ -82,10 +82,11 @@ def objectives_of(definition):
     return Objectives.from_spec(definition.objective_set, definition.objective)
 
 
-def make_tpe_sampler(definition, goal):
+def make_tpe_sampler(definition, goal, limits=None):
     """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): the multi-fidelity TPE under ASHA
     (samplers/multifidelity.py; with several objectives fitted on the first at each rung, as BOHB is), MOTPE
-    (samplers/motpe.py) with several objectives or constraints, else TPE."""
+    (samplers/motpe.py) with several objectives or constraints, else TPE, told the sweep's number of jobs
+    (jobs_to_run: its local phase takes the last part of them)."""
     sampling = definition.sampling
     inherited = getattr(definition, 'inherited', ())
     objectives = objectives_of(definition)
@@ -104,5 +105,15 @@ def make_tpe_sampler(definition, goal):
         return MOTPESampler(definition.parameters, objectives, seed=sampling['seed'], count=sampling['count'],
                             startup_jobs=sampling['startupJobs'], inherited=inherited)
     from .samplers.tpe import TPESampler
-    return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=sampling['count'],
+    return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=jobs_to_run(sampling, limits),
                       startup_jobs=sampling['startupJobs'], inherited=inherited)
+
+
+def jobs_to_run(sampling, limits):
+    """How many jobs a bayesian sweep runs: its count, else the run's maxTotalJobs (the option, else the file's);
+    None when neither bounds it. The TPE stops suggesting there and starts its local phase (samplers/tpe.py) at 70%
+    of it. A count wins over a smaller maxTotalJobs: that limit may be a slice of the sweep (`--max-total-jobs 10`,
+    then a run without it), and a sweep run in slices must suggest what one run would."""
+    if sampling['count'] is not None:
+        return sampling['count']
+    return limits.max_total_jobs if limits else None

@@ -338,7 +338,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if definition.sampling.get('warmStart'):
             self.inheritance = self.warm_start()
             definition.inherited = self.inheritance.trials
-        self.controller = Controller(make_sampler(definition, self.goal),
+        self.controller = Controller(make_sampler(definition, self.goal, self.limits),
                                      make_policy(definition.early_termination, self.goal, self.step_label),
                                      self.limits, judged=self.journal.data['judged'],
                                      decisions=self.journal.decisions, goal=self.goal, objectives=self.objectives)

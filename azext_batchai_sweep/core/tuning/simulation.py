@@ -45,7 +45,8 @@ def sweep_controller(specs, sampling, goal='max', early_termination=None, limits
     definition = SimpleNamespace(parameters=list(specs), sampling=resolved, early_termination=policy,
                                  objective={'goal': goal, 'step': step_label}, inherited=list(inherited),
                                  objective_set=objective_set)
-    return Controller(make_sampler(definition, goal), make_policy(policy, goal, step_label), limits or Limits(),
+    limits = limits or Limits()
+    return Controller(make_sampler(definition, goal, limits), make_policy(policy, goal, step_label), limits,
                       goal=goal, objectives=objectives_of(definition))
 
 

@@ -1,6 +1,7 @@
 """Samplers, one module each; ``make_sampler`` builds the one a sweep file's sampling names.
 
-SAMPLERS maps a sampling type to a factory ``(definition, goal) -> Sampler``; a new sampler registers itself here,
+SAMPLERS maps a sampling type to a factory ``(definition, goal, limits) -> Sampler`` (limits: the run's
+controller.Limits, or None); a new sampler registers itself here,
 and in ADAPTIVE_SAMPLING when its jobs depend on results (then create/submit refuse it and it needs an objective).
 Its sampling type goes into core/spec/schemas/sweep.schema.json's `sampling.oneOf`.
 """
@@ -10,15 +11,15 @@ from .random_search import RandomSampler
 from ..bayesian_settings import BAYESIAN, make_tpe_sampler, objectives_of
 
 
-def _grid(definition, goal):  # pylint: disable=unused-argument
+def _grid(definition, goal, limits=None):  # pylint: disable=unused-argument
     return GridSampler(definition.parameters)
 
 
-def _random(definition, goal):  # pylint: disable=unused-argument
+def _random(definition, goal, limits=None):  # pylint: disable=unused-argument
     return RandomSampler(definition.parameters, definition.sampling['count'], definition.sampling['seed'])
 
 
-def _hyperband(definition, goal):
+def _hyperband(definition, goal, limits=None):  # pylint: disable=unused-argument
     sampling = definition.sampling
     sampler = HyperbandSampler(definition.parameters, goal, sampling['minResource'], sampling['maxResource'],
                                sampling.get('eta', 3), sampling['seed'], resource=sampling['resource'],
@@ -38,8 +39,10 @@ SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband, BAYESIAN:
 ADAPTIVE_SAMPLING = frozenset({'hyperband', BAYESIAN})
 
 
-def make_sampler(definition, goal):
-    return SAMPLERS[definition.sampling['type']](definition, goal)
+def make_sampler(definition, goal, limits=None):
+    """The sampler of the sweep file's sampling. ``limits``: the run's (controller.Limits: --max-total-jobs, else the
+    file's limits.maxTotalJobs), which bound a bayesian sweep's number of jobs as its count does."""
+    return SAMPLERS[definition.sampling['type']](definition, goal, limits)
 
 
 __all__ = ['GridSampler', 'RandomSampler', 'HyperbandSampler', 'hyperband_brackets', 'make_sampler', 'SAMPLERS',

@@ -51,8 +51,9 @@ the best ones found usually differ from them in one parameter (on HPOBench's tab
 (each kernel at least half a cell wide): most of the 24 candidates are tried already or two or more steps away.
 On the tables of bench-hpo (tuning seeds) the best job of a 100-job sweep ranked 1.14x higher on HPOBench and
 1.28x higher on HPOLib and NAS-Bench-201 with the phase than without; it costs phoneme, whose best configurations
-lie apart in a corner of the grid. A sweep without a ``count`` (or with ``local_share=None``) has no local phase,
-and neither has a space with a continuous parameter.
+lie apart in a corner of the grid. A sampler without a ``count`` (or with ``local_share=None``) has no local phase,
+and neither has a space with a continuous parameter; a sweep file without a count tells it limits.maxTotalJobs
+(bayesian_settings.jobs_to_run).
 
 Until ``startup_jobs`` jobs have taught something, suggestions are uniform random draws. Failed jobs, jobs the user
 terminated and jobs without a report never enter the model and are never "best", but their configurations count as
