@@ -1,7 +1,12 @@
 """Benchmark of multi-fidelity sweeps: anytime regret against the job-steps spent, side by side in one run.
 
 Usage: python bench/multifidelity.py [--seeds 10] [--seed-offset 0] [--budgets 10,30,100] [--tasks mfh3_good,...]
-                                     [--methods hyperband,optuna,dehb,random] [--in-flight 1]
+                                     [--methods hyperband,optuna,dehb,random] [--in-flight 1] [--trace]
+
+``--trace`` also prints, for each run of a model-based sweep of ours (bohb, bohb-paper), its regret at each budget
+and, between consecutive budgets, where its new configurations came from (the share drawn at random, the budgets its
+model was fitted at) and where the model's landed (their regret at R, computed for the trace and not charged): the
+medians hide a task whose runs split between two outcomes (Hartmann-6's two basins, docs/benchmarks.md).
 
 Tasks have a resource of R = 81 steps (epochs) and a known optimum at the full resource:
 
@@ -130,6 +135,7 @@ class Meter:
 
     def __init__(self, task, budget_steps):
         self.task, self.budget, self.steps, self.trace = task, budget_steps, 0, []
+        self.choices = None  # a list to record the model's choices in (--trace): record_choices()
 
     def spend(self, steps, params, resource):
         if self.steps + steps > self.budget:
@@ -176,6 +182,52 @@ def regret_at_budgets(meter, budgets):
     return regrets
 
 
+def record_choices(model, meter):
+    """Wrap a bohb.BudgetModel so that each new configuration is recorded in meter.choices as (job-steps spent, the
+    budget its model was fitted at or None when drawn at random, its parameters or None when drawn at random)."""
+    suggest = model.suggest
+
+    def recorded(trials, key, choice=None):
+        params, choice = suggest(trials, key, choice)
+        meter.choices.append((meter.steps, choice.budget, params if choice.budget is not None else None))
+        return params, choice
+    model.suggest = recorded
+
+
+def choice_windows(meter, budgets):
+    """meter.choices summed up between consecutive budgets (0 to the first, ...): one dict per window with the
+    number of new configurations, how many were drawn at random, {budget: count} of the model's, and the model's
+    configurations' regrets at R (the configurations the model chose: a misleading fidelity shows here)."""
+    windows, low = [], 0
+    for high in budgets:
+        inside = [c for c in meter.choices if low * RESOURCE <= c[0] < high * RESOURCE]
+        model = [c for c in inside if c[1] is not None]
+        budgets_used = {}
+        for _, budget, _ in model:
+            budgets_used[budget] = budgets_used.get(budget, 0) + 1
+        regrets = sorted(meter.task.at(params, RESOURCE) - meter.task.optimum for _, _, params in model
+                         if params is not None)
+        windows.append({'from': low, 'to': high, 'new': len(inside), 'random': len(inside) - len(model),
+                        'budgets': budgets_used, 'regrets': regrets})
+        low = high
+    return windows
+
+
+def trace_line(name, method, seed, meter, budgets):
+    """The --trace line of one run."""
+    parts = []
+    for window in choice_windows(meter, budgets):
+        regrets = window['regrets']
+        landed = 'model regret at R median {:.3g}, best {:.3g}'.format(statistics.median(regrets), regrets[0]) \
+            if regrets else 'no model configuration'
+        parts.append('{:g}-{:g} x R: {} new, {} random, model at {}; {}'.format(
+            window['from'], window['to'], window['new'], window['random'],
+            ', '.join('{:g}: {}'.format(b, n) for b, n in sorted(window['budgets'].items())) or '-', landed))
+    return '# trace {} {} seed {}: regret {}; {}'.format(
+        name, method, seed, ' / '.join('{:.3g}'.format(r) for r in regret_at_budgets(meter, budgets)),
+        '; '.join(parts))
+
+
 # -- methods ---------------------------------------------------------------------------------------------------------
 
 def _hyperband_sweep(task, seed, meter, sampler, iterations, in_flight, paper_rule=False):
@@ -188,6 +240,8 @@ def _hyperband_sweep(task, seed, meter, sampler, iterations, in_flight, paper_ru
                                   limits=Limits(max_concurrent_jobs=in_flight))
     if paper_rule:
         controller.sampler.model.agreement = None
+    if meter.choices is not None and controller.sampler.model is not None:
+        record_choices(controller.sampler.model, meter)
     try:
         simulate(controller, meter.metered_curve, max_ticks=10 ** 7)
     except BudgetSpent:
@@ -305,6 +359,8 @@ def main():
     parser.add_argument('--tasks', default=','.join(TASKS), type=lambda s: s.split(','))
     parser.add_argument('--methods', default=','.join(DEFAULT_METHODS), type=lambda s: s.split(','))
     parser.add_argument('--in-flight', type=int, default=1, help='jobs at once in our sweeps (the peers run one)')
+    parser.add_argument('--trace', action='store_true',
+                        help='print where each model-based run of ours took its new configurations from')
     args = parser.parse_args()
     import optuna
     began = time.time()
@@ -318,7 +374,7 @@ def main():
     print('\n| task | budget (x R) | ' + ' | '.join(args.methods) + ' | '
           + ' | '.join('{} / {}'.format(first, p) for p in peers) + ' | seconds ' + ' / '.join(args.methods) + ' |')
     print('| --- | ---: | ' + ' | '.join('---:' for _ in args.methods + peers) + ' | ---: |')
-    wins = {}
+    wins, traces = {}, []
     for name in args.tasks:
         task = make_task(name)
         regrets = {m: [] for m in args.methods}
@@ -326,10 +382,14 @@ def main():
         for seed in range(args.seed_offset, args.seed_offset + args.seeds):
             for method in args.methods:
                 meter = Meter(task, max(args.budgets) * RESOURCE)
+                if args.trace:
+                    meter.choices = []
                 start = time.perf_counter()
                 METHODS[method](task, seed, meter, **({'in_flight': args.in_flight} if method in OURS else {}))
                 seconds[method] += time.perf_counter() - start
                 regrets[method].append(regret_at_budgets(meter, args.budgets))
+                if meter.choices:
+                    traces.append(trace_line(name, method, seed, meter, args.budgets))
         for i, budget in enumerate(args.budgets):
             at = {m: [r[i] for r in regrets[m]] for m in args.methods}
             ratios = [median_ratio(at[first], at[p]) for p in peers]
@@ -345,6 +405,8 @@ def main():
         for budget, rows in sorted(wins.items()):
             print('At {:g} x R: {} below every peer on {} of {} tasks; worst ratio to the best peer {:.2f}x.'.format(
                 budget, first, sum(w for w, _ in rows), len(rows), max(r for _, r in rows)))
+    if traces:
+        print('\n' + '\n'.join(traces))
     print('\nWall time {:.0f} s.'.format(time.time() - began))
 
 

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from bench.multifidelity import (RESOURCE, Meter, Task, regret_at_budgets, run_bohb, run_bohb_paper, run_hyperband,
-                                  run_random)
+from bench.multifidelity import (RESOURCE, Meter, Task, choice_windows, regret_at_budgets, run_bohb, run_bohb_paper,
+                                  run_hyperband, run_random, trace_line)
 
 
 def _task():
@@ -103,3 +103,31 @@ def test_bohb_paper_is_bohb_without_the_lower_agreeing_budget():
     assert ours.trace != paper.trace
     first_top = next(k for k, entry in enumerate(paper.trace) if entry[1] == RESOURCE)
     assert ours.trace[:first_top] == paper.trace[:first_top]
+
+
+def test_the_trace_records_where_new_configurations_came_from_and_changes_nothing():
+    budget = 8 * RESOURCE
+    plain, traced = Meter(_task(), budget), Meter(_task(), budget)
+    traced.choices = []
+    run_bohb(plain.task, 4, plain)
+    run_bohb(traced.task, 4, traced)
+    assert traced.trace == plain.trace  # recording reads the model's choices, it does not change them
+    # The first iteration's first bracket: 81 new configurations at 1 epoch, random until a budget has d + 3 = 4
+    # results (one job at a time: the first four), then from the model at 1 epoch or drawn at random (rho = 1/3).
+    first = traced.choices[:81]
+    assert [budget for _, budget, _ in first[:4]] == [None] * 4
+    model = [c for c in first if c[1] is not None]
+    assert model and {c[1] for c in model} == {1} and all(c[2] is not None for c in model)
+    assert all(c[2] is None for c in first if c[1] is None)
+    assert 0.2 < (81 - len(model)) / 81 < 0.5
+    windows = choice_windows(traced, [2, 8])
+    assert sum(w['new'] for w in windows) == len(traced.choices)
+    assert [w['random'] + sum(w['budgets'].values()) for w in windows] == [w['new'] for w in windows]
+    assert len(windows[0]['regrets']) == sum(windows[0]['budgets'].values())
+    line = trace_line('toy', 'bohb', 4, traced, [2, 8])
+    assert line.startswith('# trace toy bohb seed 4: regret ') and '0-2 x R: ' in line and '2-8 x R: ' in line
+    # Our random Hyperband has no model: nothing to record.
+    hyperband = Meter(_task(), budget)
+    hyperband.choices = []
+    run_hyperband(hyperband.task, 4, hyperband)
+    assert hyperband.choices == []
