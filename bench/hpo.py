@@ -40,12 +40,12 @@ from bench.tpe import METHODS, mann_whitney_p, median_cell, median_ratio, median
 COUNT_AWARE = ('ours',)
 
 
-def run_task(task, seeds, checkpoints, in_flight):
+def run_task(task, seeds, checkpoints, in_flight, methods=METHODS):
     """{method: [[regret at each checkpoint] per seed]} and {method: seconds}."""
-    regrets = {method: [] for method in METHODS}
-    seconds = {method: 0.0 for method in METHODS}
+    regrets = {method: [] for method in methods}
+    seconds = {method: 0.0 for method in methods}
     for seed in seeds:
-        for method, run in METHODS.items():
+        for method, run in methods.items():
             start = time.perf_counter()
             if method in COUNT_AWARE:
                 # One sweep per checkpoint with that many jobs as its count, as a user's sweep file would say.
