@@ -6,11 +6,15 @@ Usage: python bench/hpo.py [--seeds 100] [--seed-offset 0] [--checkpoints 50,100
 
 The protocol is bench/tpe.py's (whose searches this reuses): per task and seed, the three methods run side by side
 (ours: core/tuning/samplers/tpe.py with its defaults; optuna: ``TPESampler(seed=s)``, Optuna 5.0's defaults;
-random: the specs' own draws), each for the largest checkpoint's number of jobs; the simple regret after each
-checkpoint (best objective among the first n jobs minus the table's best) is read from that one run. Cells are the
-median [q1, q3] over the seeds; *ours / optuna* is the ratio of the medians with its 95% bootstrap interval; p is
-the Mann-Whitney test of ours against Optuna. When both medians are 0 (both found a best configuration in more
-than half the seeds) the ratio is shown as 1.00x: neither did better.
+random: the specs' own draws). Optuna and random search know no number of jobs: each runs once for the largest
+checkpoint's number of jobs and the simple regret after each checkpoint (best objective among the first n jobs minus
+the table's best) is read from that one run. Ours runs as its own sweep per checkpoint, with ``count`` = the
+checkpoint, as a user's sweep file of ``count: 50`` or ``count: 100`` runs it: its local phase starts at a share of the
+sweep's count, so the first 50 jobs of a 100-job sweep are not a 50-job sweep (before 2026-11-27 the bench read ours'
+50-job regret from the 100-job run too). Cells are the median [q1, q3] over the seeds; *ours / optuna* is the ratio
+of the medians with its 95% bootstrap interval; p is the Mann-Whitney test of ours against Optuna. When both
+medians are 0 (both found a best configuration in more than half the seeds) the ratio is shown as 1.00x: neither
+did better.
 
 The issue's goal, per task: at each checkpoint at most 1.0x Optuna, at most 0.9x on most tasks, at most 0.5x random.
 Run it under `nice -n 10` on a shared machine; `--tasks` takes families (hpolib, nb201, hpobench) or
@@ -31,18 +35,27 @@ sys.path.insert(0, REPO)
 from bench import tables  # noqa: E402
 from bench.tpe import METHODS, mann_whitney_p, median_cell, median_ratio, median_ratio_interval  # noqa: E402
 
+# The methods whose suggestions depend on the sweep's ``count`` (our TPE's local phase starts at a share of it): run as
+# a sweep of each checkpoint's size. Optuna's sampler and random search do not know a count: one run each.
+COUNT_AWARE = ('ours',)
 
-def run_task(task, seeds, checkpoints, in_flight):
+
+def run_task(task, seeds, checkpoints, in_flight, methods=METHODS):
     """{method: [[regret at each checkpoint] per seed]} and {method: seconds}."""
-    evals = max(checkpoints)
-    regrets = {method: [] for method in METHODS}
-    seconds = {method: 0.0 for method in METHODS}
+    regrets = {method: [] for method in methods}
+    seconds = {method: 0.0 for method in methods}
     for seed in seeds:
-        for method, run in METHODS.items():
+        for method, run in methods.items():
             start = time.perf_counter()
-            values = run(task, task.specs, seed, evals, in_flight)
+            if method in COUNT_AWARE:
+                # One sweep per checkpoint with that many jobs as its count, as a user's sweep file would say.
+                at = [tables.regret_at(run(task, task.specs, seed, n, in_flight), task.optimum, [n])[0]
+                      for n in checkpoints]
+            else:
+                at = tables.regret_at(run(task, task.specs, seed, max(checkpoints), in_flight), task.optimum,
+                                      checkpoints)
             seconds[method] += time.perf_counter() - start
-            regrets[method].append(tables.regret_at(values, task.optimum, checkpoints))
+            regrets[method].append(at)
     return regrets, seconds
 
 

@@ -72,3 +72,30 @@ def test_two_objective_table_scales_loss_and_training_time_by_the_table():
     assert scaled['20'] == pytest.approx((1.4, 1.0))
     # A minimised metric keeps its sign: the lowest value is the best.
     assert loss_and_time(table, 'val_acc', 'min')['20'][0] == 0.0
+
+
+def _grid_task():
+    """A 10 x 10 table (100 configurations), best at (7, 2), a second basin at (1, 8): enough room for our
+    sampler's local phase (from 70% of a sweep's count) to change a sweep."""
+    space = {'a': list(range(10)), 'b': list(range(10))}
+    table = {'{}{}'.format(a, b): {'val_loss': [min((a - 7) ** 2 + (b - 2) ** 2,
+                                                    1.5 + 0.5 * ((a - 1) ** 2 + (b - 8) ** 2))]}
+             for a in range(10) for b in range(10)}
+    return TableTask('toy/grid', table, space, 'val_loss', 'min')
+
+
+def test_bench_hpo_runs_ours_as_one_sweep_per_checkpoint():
+    # A user's `count: 20` sweep starts its local phase at job 14; the first 20 jobs of a `count: 40` sweep have
+    # none. bench/hpo.py reports what the user's sweep of each size finds; random search knows no count and runs once.
+    from bench.hpo import run_task
+    from bench.tpe import run_random
+    task = _grid_task()
+    seeds = range(6)
+    regrets, _ = run_task(task, seeds, [20, 40], 1, methods={'ours': run_ours, 'random': run_random})
+    own_sweeps = [[regret_at(run_ours(task, task.specs, s, n, 1), task.optimum, [n])[0] for n in (20, 40)]
+                  for s in seeds]
+    assert regrets['ours'] == own_sweeps
+    prefixes = [regret_at(run_ours(task, task.specs, s, 40, 1), task.optimum, [20])[0] for s in seeds]
+    assert [r[0] for r in regrets['ours']] != prefixes  # the protocols differ on this table
+    assert regrets['random'] == [regret_at(run_random(task, task.specs, s, 40, 1), task.optimum, [20, 40])
+                                 for s in seeds]
