@@ -23,7 +23,7 @@ def run_journal_path(cli_ctx, resource_group, workspace, experiment, sweep):
 
 
 def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, sampling, count, seed,
-                        recorded_seed=None):
+                        recorded_seed=None, max_total_jobs=None):
     """The sweep file for `run`. Without a seed in the file or on the command line, the seed is the one the sweep's
     jobs on the service carry (BATCHAI_SWEEP_SEED): a resumed run must draw what the killed one drew."""
     from ._errors import core_errors
@@ -33,7 +33,7 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
         definition = load_sweep_file(spec, template_path=template, sampling=sampling, count=count, seed=seed,
                                      storage_account_name=storage_account_name, cluster_id=cluster,
                                      file_storage=local_file_storage(cmd.cli_ctx), adaptive=True,
-                                     recorded_seed=recorded_seed)
+                                     recorded_seed=recorded_seed, max_total_jobs=max_total_jobs)
     if definition.seed_origin == 'drawn':
         logger.warning('Sweep seed: %d (drawn; the jobs record it, so a re-run resumes with it)',
                        definition.sampling['seed'])

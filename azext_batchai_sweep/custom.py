@@ -147,7 +147,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         anything."""
         definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                          storage_account_name=storage_account_name, sampling=sampling, count=count,
-                                         seed=seed, recorded_seed=recorded_seed)
+                                         seed=seed, recorded_seed=recorded_seed, max_total_jobs=max_total_jobs)
         limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
         check_run_size(definition, limits, DEFAULT_MAX_JOBS)
         return definition, limits

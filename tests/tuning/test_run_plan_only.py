@@ -78,6 +78,27 @@ def test_plan_only_refuses_an_invalid_file_naming_the_key(az, tmp_path):
     assert 'earlyTermination' in result.stderr and 'slackFactor' in result.stderr and 'Traceback' not in result.stderr
 
 
+def test_a_bayesian_search_is_bounded_by_its_count_or_either_form_of_max_total_jobs(az, tmp_path):
+    """The number of jobs may come from sampling.count, --count, limits.maxTotalJobs or --max-total-jobs (which
+    overrides limits.maxTotalJobs, so it bounds the search as well); with none the file is refused, naming all four."""
+    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    unbounded = write_sweep(str(tmp_path), 'tpe', ['sampling: {type: bayesian, seed: 5, startupJobs: 3}'], values,
+                            epochs=2)
+    refused = offline_run(az, unbounded, '--plan-only')
+    assert refused.exit_code != 0 and 'Traceback' not in refused.stderr
+    assert all(way in refused.stderr for way in ('sampling.count', '--count', 'limits.maxTotalJobs',
+                                                 '--max-total-jobs')), refused.stderr
+    for extra in (['--max-total-jobs', '2'], ['--count', '2']):
+        planned = offline_run(az, unbounded, '--plan-only', *extra)
+        assert planned.exit_code == 0, (extra, planned.stderr)
+        assert planned.json()['valid'] is True and len(planned.json()['firstJobs']) == 2
+    in_file = write_sweep(str(tmp_path), 'tpe2', ['sampling: {type: bayesian, seed: 5, startupJobs: 3}',
+                                                 'limits: {maxTotalJobs: 3}'], values, epochs=2)
+    planned = offline_run(az, in_file, '--plan-only')
+    assert planned.exit_code == 0, planned.stderr
+    assert len(planned.json()['firstJobs']) == 3
+
+
 @pytest.mark.service
 def test_the_planned_first_jobs_are_the_jobs_run_submits(local_service, tmp_path):
     az = service_az(local_service, str(tmp_path))

@@ -134,7 +134,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
 
 
 def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed=None, storage_account_name=None,
-                    cluster_id=None, file_storage=None, recorded_seed=None, adaptive=False):
+                    cluster_id=None, file_storage=None, recorded_seed=None, adaptive=False, max_total_jobs=None):
     """Load, validate and resolve a sweep file.
 
     :param path: the sweep file, YAML or JSON.
@@ -151,6 +151,7 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
         `seed` gives a seed: the seed an earlier plan of this sweep recorded, or None to draw a new one.
     :param adaptive: True for `sweep run`, which honours earlyTermination, limits and Hyperband sampling; create and
         submit refuse them (core/tuning/settings.py).
+    :param max_total_jobs: `sweep run`'s --max-total-jobs, which bounds a bayesian search as limits.maxTotalJobs does.
     :raises SpecError: naming the file, the field and what was expected.
     """
     document = _read_document(path)
@@ -168,7 +169,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
     for index, spec in enumerate(specs):
         _check_values(spec, index, resolved_sampling['type'], path)
     objective_set = check_objectives(document, path, adaptive)
-    objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive)
+    objective, limits, early_termination = check_tuning(document, resolved_sampling, path, adaptive,
+                                                          max_total_jobs)
     resource_spec = _resource_spec(resolved_sampling, names, path)
 
     template, locate = _template(document, path, template_path)

@@ -64,14 +64,15 @@ def check_model_settings(written, sampling, policy, path):
                         source=path, path='sampling.warmStart')
 
 
-def check_bayesian(sampling, objective, limits, path):
-    """Bayesian sampling learns from the objective and must know when to stop."""
+def check_bayesian(sampling, objective, max_total_jobs, path):
+    """Bayesian sampling learns from the objective and must know when to stop (max_total_jobs: the run's, the option
+    else the file's limits.maxTotalJobs, or None)."""
     if objective is None:
         raise SpecError('expected an objective ({metric: NAME, goal: max} or a regex): bayesian sampling suggests '
                         'each new job from the objective of the jobs so far', source=path, path='objective')
-    if sampling['count'] is None and limits.get('maxTotalJobs') is None:
-        raise SpecError('expected the number of jobs of a bayesian search (sampling.count, --count, or '
-                        'limits.maxTotalJobs)', source=path, path='sampling.count')
+    if sampling['count'] is None and max_total_jobs is None:
+        raise SpecError('expected the number of jobs of a bayesian search (sampling.count, --count, '
+                        'limits.maxTotalJobs or --max-total-jobs)', source=path, path='sampling.count')
 
 
 def objectives_of(definition):

@@ -18,11 +18,12 @@ NEEDS_RUN_LIMITS = ('maxTotalJobs', 'maxConcurrentJobs', 'timeoutMinutes', 'stop
 RESULT_LIMITS = ('stopAt', 'noImprovementJobs')
 
 
-def check_tuning(document, sampling, path, adaptive):
+def check_tuning(document, sampling, path, adaptive, max_total_jobs=None):
     """Check the sections against each other; returns (objective, limits, earlyTermination) as dicts (or None).
 
     :param sampling: the resolved sampling (type, seed, and Hyperband's settings).
     :param adaptive: True for `sweep run`; False for create/submit, which refuse the sections they cannot honour.
+    :param max_total_jobs: `sweep run`'s --max-total-jobs (it overrides limits.maxTotalJobs), or None.
     """
     objective = document.get('objective')
     limits = dict(document.get('limits') or {})
@@ -44,7 +45,7 @@ def check_tuning(document, sampling, path, adaptive):
     if objective is not None:
         _check_objective(objective, path)
     if sampling['type'] == BAYESIAN:
-        check_bayesian(sampling, objective, limits, path)
+        check_bayesian(sampling, objective, max_total_jobs or limits.get('maxTotalJobs'), path)
     from .samplers import ADAPTIVE_SAMPLING
     needs = 'earlyTermination.policy {}'.format(policy['policy']) if policy else (
         '{} sampling'.format(sampling['type']) if sampling['type'] in ADAPTIVE_SAMPLING else None)
