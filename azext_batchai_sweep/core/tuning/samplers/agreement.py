@@ -15,6 +15,8 @@ Only finished jobs count, so the measure is a pure function of what the service 
 with other jobs in flight, measures the same.
 """
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 from ...spec.naming import canonical_json
 
@@ -99,16 +101,14 @@ def value_at(curve, step):
     return curve[min(reached)] if reached else None
 
 
+@dataclass(frozen=True)
 class Agreement:
     """How a low step ranks the configurations that reached a high one: ``rho`` over ``count`` of them (rho None:
     fewer than two, or no spread)."""
-
-    def __init__(self, low, high, count, rho):
-        self.low, self.high, self.count, self.rho = low, high, count, rho
-
-    def __repr__(self):
-        return 'Agreement(low={!r}, high={!r}, count={!r}, rho={!r})'.format(self.low, self.high, self.count,
-                                                                           self.rho)
+    low: float
+    high: float
+    count: int
+    rho: Optional[float]
 
 
 def agreement(joined, low, high):
