@@ -42,6 +42,7 @@ value at R minus the optimum (measured, not charged); median [q1, q3] over the s
 median. Run it under `nice -n 10`.
 """
 import argparse
+import collections
 import math
 import os
 import platform
@@ -202,9 +203,7 @@ def choice_windows(meter, budgets):
     for high in budgets:
         inside = [c for c in meter.choices if low * RESOURCE <= c[0] < high * RESOURCE]
         model = [c for c in inside if c[1] is not None]
-        budgets_used = {}
-        for _, budget, _ in model:
-            budgets_used[budget] = budgets_used.get(budget, 0) + 1
+        budgets_used = dict(collections.Counter(budget for _, budget, _ in model))
         regrets = sorted(meter.task.at(params, RESOURCE) - meter.task.optimum for _, _, params in model
                          if params is not None)
         windows.append({'from': low, 'to': high, 'new': len(inside), 'random': len(inside) - len(model),

@@ -22,6 +22,16 @@ def write_sweep(directory, name, sections, values, epochs='{{EPOCHS}}', sleep=0.
                   ['  outputDirectories: [{id: MODEL, pathPrefix: $AZ_BATCHAI_MOUNT_ROOT/outputs}]'], command)
 
 
+def with_q_range(spec, q_range):
+    """The sweep file `spec` of write_sweep([0.5]) with Q as `q_range` (a YAML parameter) instead of its one
+    discrete value; returns spec."""
+    with open(spec, encoding='utf-8') as f:
+        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}', q_range)
+    with open(spec, 'w', encoding='utf-8') as f:
+        f.write(text)
+    return spec
+
+
 def write_tradeoff_sweep(directory, name, sections, q_values, epochs=2, k_values=(1, 2)):
     """A sweep file over Q and K running data/tradeoff.py (accuracy Q, latency 100 Q K, memory 10 Q per epoch): the
     sections name its objective(s) and constraints."""

@@ -15,7 +15,7 @@ from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.simulation import simulate
 from tests.fixtures_az import service_az
 
-from .run_helpers import Watcher, write_sweep
+from .run_helpers import Watcher, with_q_range, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -50,13 +50,9 @@ def test_bayesian_sweep_with_bandit_on_the_service(local_service, batchai_client
                 'earlyTermination: {policy: bandit, slackFactor: 0.1, evaluationInterval: 1, delayEvaluation: 1}']
     # 0.4 s per epoch, polls every 0.1 s: the controller sees every job running at its evaluations, as the
     # in-process simulation does (a job that finished between two polls would escape the policy)
-    spec = write_sweep(directory, 'tpe', sections, [0.5], epochs=EPOCHS, sleep=0.4)
     # Q as a range instead of write_sweep's discrete values
-    with open(spec, encoding='utf-8') as f:
-        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}',
-                                '{name: Q, type: numeric, dataType: REAL, start: 0.0, end: 1.0, scale: LINEAR}')
-    with open(spec, 'w', encoding='utf-8') as f:
-        f.write(text)
+    spec = with_q_range(write_sweep(directory, 'tpe', sections, [0.5], epochs=EPOCHS, sleep=0.4),
+                        '{name: Q, type: numeric, dataType: REAL, start: 0.0, end: 1.0, scale: LINEAR}')
 
     run_args = ['batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,
                 '-e', experiment, '-n', 'tpe', '--spec', spec, '-c', local_service.cluster, '--poll-interval', '0.1',
@@ -111,11 +107,7 @@ def test_a_bayesian_sweep_bounded_by_max_total_jobs_alone_ends_with_its_local_ph
     written = GRID_JOBS if bound == 'file' else 100
     sections = ['sampling: {{type: bayesian, seed: {}, startupJobs: {}}}'.format(GRID_SEED, STARTUP),
                 'limits: {{maxConcurrentJobs: 1, maxTotalJobs: {}}}'.format(written)]
-    spec = write_sweep(directory, 'grid', sections, [0.5], epochs=2, sleep=0.02)
-    with open(spec, encoding='utf-8') as f:
-        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}', GRID_Q)
-    with open(spec, 'w', encoding='utf-8') as f:
-        f.write(text)
+    spec = with_q_range(write_sweep(directory, 'grid', sections, [0.5], epochs=2, sleep=0.02), GRID_Q)
     option = [] if bound == 'file' else ['--max-total-jobs', str(GRID_JOBS)]
     with Watcher(batchai_client, local_service, experiment, 'grid') as watcher:
         run = az('batchai', 'sweep', 'run', '-g', local_service.resource_group, '-w', local_service.workspace,

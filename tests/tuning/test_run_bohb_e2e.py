@@ -13,7 +13,7 @@ from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning.controller import Limits
 from azext_batchai_sweep.core.tuning.simulation import simulate, sweep_controller
 
-from .run_helpers import Watcher, run_args, service_setup, target, write_sweep
+from .run_helpers import Watcher, run_args, service_setup, target, with_q_range, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -29,14 +29,6 @@ def curve(params):
     return [float('{:.6f}'.format(params['Q'] * (1 - 0.5 ** epoch))) for epoch in range(1, EPOCHS + 1)]
 
 
-def with_range(spec, q_range):
-    with open(spec, encoding='utf-8') as f:
-        text = f.read().replace('{name: Q, type: discrete, values: [0.5]}', q_range)
-    with open(spec, 'w', encoding='utf-8') as f:
-        f.write(text)
-    return spec
-
-
 @pytest.fixture(scope='module')
 def setup(local_service, tmp_path_factory):
     return service_setup(local_service, tmp_path_factory, 'bohb')
@@ -46,7 +38,7 @@ def setup(local_service, tmp_path_factory):
 def bohb_run(setup, local_service, batchai_client):
     az, directory, experiment = setup
     sampling = 'sampling: ' + json.dumps(BOHB)
-    spec = with_range(write_sweep(directory, 'bohb', [sampling, 'limits: {maxConcurrentJobs: 1}'], [0.5],
+    spec = with_q_range(write_sweep(directory, 'bohb', [sampling, 'limits: {maxConcurrentJobs: 1}'], [0.5],
                                   sleep=0.05), Q_RANGE)
     with Watcher(batchai_client, local_service, experiment, 'bohb') as watcher:
         # a first process stops after 3 jobs; a second one (a new sampler, the results read back from the service)
@@ -87,7 +79,7 @@ def test_a_warm_started_sweep_learns_from_an_earlier_one_and_its_export(bohb_run
     kept = sorted(parameters_of(job)['Q'] for job in earlier if parameters_of(job)['Q'] >= 0.5)
     assert 0 < len(kept) < len(earlier)
     sampling = 'sampling: {type: bayesian, count: 3, seed: 2, startupJobs: 2, warmStart: [bohb, bohb-metrics.json]}'
-    spec = with_range(write_sweep(directory, 'warm', [sampling, 'limits: {maxConcurrentJobs: 1}'], [0.5], epochs=2,
+    spec = with_q_range(write_sweep(directory, 'warm', [sampling, 'limits: {maxConcurrentJobs: 1}'], [0.5], epochs=2,
                                   sleep=0.01),
                       '{name: Q, type: numeric, dataType: REAL, start: 0.5, end: 1.0, scale: LINEAR}')
     run = az(*run_args(local_service, experiment, 'warm', spec, '--verbose'))
