@@ -521,7 +521,8 @@ class _Request:
 
     def cluster_update(self, rg, workspace, name, key):
         """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,
-        applied by the scheduler to what backs the cluster (a scheduler whose clusters keep their nodes refuses)."""
+        applied by the scheduler (scheduler.py: a share of the service's own nodes, or an Azure Batch pool); answered
+        at once (200, the cluster), as Batch AI did, its allocationState `resizing` until it is steady."""
         row = self._get(key, 'cluster', name)
         if row['state'] == 'deleting':
             raise conflict('Conflict', "The cluster '{}' is being deleted.".format(name))
@@ -533,9 +534,14 @@ class _Request:
         body = cluster_body(self.sub, rg, workspace, name, spec, utcnow())  # validates the new scale settings
         self.runner.resize_cluster(key, body, update['scaleSettings'])
 
+        now = iso(utcnow())
+
         def rescale(stored):
+            # Resizing from now; the scheduler's view says when the cluster is steady again (at once where nothing
+            # has to drain).
             stored['properties'].update(scaleSettings=body['properties']['scaleSettings'],
-                                        currentNodeCount=body['properties']['currentNodeCount'])
+                                        currentNodeCount=body['properties']['currentNodeCount'],
+                                        allocationState='resizing', allocationStateTransitionTime=now)
         self.store.update(key, rescale)
         return _json_response(200, self.api.public_body(self.store.get(key)))
 
@@ -587,7 +593,7 @@ class _Request:
         if cluster_row is None or cluster_row['state'] == 'deleting':
             raise bad_request('ClusterNotFound', "The cluster '{}' does not exist.".format(props['cluster']['id']))
         cluster_props = json.loads(cluster_row['body'])
-        slots = cluster_props['properties'].get('currentNodeCount', 0)
+        slots = self.runner.node_ceiling(cluster_props['properties'])
         if props['nodeCount'] > slots:
             raise bad_request('InvalidNodeCount', 'The job needs {} nodes; the cluster has {}.'.format(
                 props['nodeCount'], slots))

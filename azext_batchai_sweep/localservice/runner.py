@@ -193,7 +193,7 @@ class Runner(HeldJobsScheduler):
             if cluster_row is None:
                 continue
             cluster_body = json.loads(cluster_row['body'])
-            slots = cluster_body['properties'].get('currentNodeCount', 0)
+            slots = self.cluster_capacity(cluster_body['properties'])  # its size now (a resize changes it)
             while not self._stopping:
                 with self._lock:
                     head = self._store.next_queued(cluster)

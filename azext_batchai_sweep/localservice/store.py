@@ -157,12 +157,15 @@ class Store:
                 "(SELECT 1 FROM resources j WHERE j.cluster = c.key AND j.state = 'queued')").fetchall()
         return [r['cluster'] for r in rows]
 
-    def unsubmitted(self, limit):
-        """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order."""
+    def unsubmitted(self, limit, skip_clusters=()):
+        """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order (those
+        of `skip_clusters` left out: clusters whose next job must wait)."""
+        skip = sorted(skip_clusters)
         with self._lock:
             return self._conn.execute(
-                "SELECT key, node_count FROM resources WHERE state = 'queued' AND sched_id IS NULL "
-                'ORDER BY priority, seq LIMIT ?', (limit,)).fetchall()
+                "SELECT key, node_count, cluster FROM resources WHERE state = 'queued' AND sched_id IS NULL "
+                + ('AND cluster NOT IN ({}) '.format(','.join('?' * len(skip))) if skip else '')
+                + 'ORDER BY priority, seq LIMIT ?', (*skip, limit)).fetchall()
 
     def in_states(self, states, kind='job'):
         """Rows (key, state, pgid, marker, cluster, sched_id) of the resources (of `kind`, None: any) in `states`."""
