@@ -296,6 +296,8 @@ class _Request:
         if rg is None:
             if lower == ['workspaces']:
                 return self._only('GET', lambda: self.list_page('workspace', None, self.sub.lower() + '/'))
+            if n == 3 and lower[0] == 'locations' and lower[2] == 'usages':
+                return self._only('GET', lambda: self.usages(tail[1]))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationresults':
                 return self._only('GET', lambda: self.operation_status(tail[3], tail[1]))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationstatuses':
@@ -472,6 +474,19 @@ class _Request:
                 raise ArmError(404, 'ResourceNotFound', 'The resource of this operation no longer exists.')
             return _json_response(200, self.api.public_body(row))
         return 200, {}, b''
+
+    def usages(self, location):
+        """Usages_List: the local service's own limits in Batch AI's shape (ListUsagesResult), for the clusters of
+        the subscription whose workspace is in `location` (the scheduler's: scheduler.usages)."""
+        check_name('location', location, RESOURCE_GROUP_RE, max_length=90)
+        prefix = self.sub.lower() + '/'
+        here = {key for key, _, body in self.store.all_by_prefix('workspace', prefix)
+                if json.loads(body)['location'].lower() == location.lower()}
+        clusters = [(key, json.loads(body)) for key, parent, body in self.store.all_by_prefix('cluster', prefix)
+                    if parent in here]
+        return _json_response(200, {'value': [
+            {'unit': 'Count', 'currentValue': current, 'limit': limit, 'name': {'value': name, 'localizedValue': label}}
+            for name, label, current, limit in self.runner.usages(clusters)]})
 
     # ---- workspaces ------------------------------------------------------------------------------------------
 

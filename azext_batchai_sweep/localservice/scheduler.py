@@ -191,6 +191,25 @@ class Scheduler(abc.ABC):
         else:
             props.pop('errors', None)
 
+    # vCPUs a node of a cluster has, and all the scheduler has (for `usages`); the service sets them.
+    cores_per_node = 1
+    total_cores = None
+
+    def usages(self, clusters):
+        """Batch AI's Usages_List lines for the local service: [(name, localized name, current value, limit)].
+        `clusters`: (store key, body) of the clusters in the location asked about. Here: the cores of this machine (or of
+        the Slurm partition), dedicated and low-priority alike (both run the same way), the current values the cores
+        their clusters' running jobs hold (cores_per_node for each node)."""
+        held = {'dedicated': 0, 'lowpriority': 0}
+        for key, body in clusters:
+            priority = 'lowpriority' if body['properties'].get('vmPriority') == 'lowpriority' else 'dedicated'
+            held[priority] += self.used_slots(key) * self.cores_per_node
+        limit = self.total_cores or 0
+        return [('Total Cluster Dedicated Regional vCPUs', 'Total Cluster Dedicated Regional vCPUs',
+                 held['dedicated'], limit),
+                ('Total Cluster LowPriority Regional vCPUs', 'Total Cluster Low Priority Regional vCPUs',
+                 held['lowpriority'], limit)]
+
     def job_notes(self, parent):  # pylint: disable=unused-argument
         """{job name: {note: value}} of the jobs under `parent` (an experiment's key) for the local view: what
         Batch AI's job has no field for (the Azure Batch scheduler: why a queued job waits, its requeues)."""

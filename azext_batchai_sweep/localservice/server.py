@@ -297,6 +297,7 @@ class LocalService:
             runner.node_limit = max(cpus, self.slots)
             runner.node_limit_source = ("this machine's CPUs" if runner.node_limit == cpus
                                         else 'the service was started with --slots {}'.format(self.slots))
+            runner.total_cores = cpus
             return runner
         if self.scheduler_name == 'azure-batch':
             on_elsewhere = [r for r in self.store.in_states(('queued', 'running', 'terminating'))
@@ -322,6 +323,8 @@ class LocalService:
         self.slots = info['nodes']
         scheduler.node_limit = info['nodes']
         scheduler.node_limit_source = "the nodes of Slurm partition '{}'".format(info['partition'])
+        scheduler.total_cores = info.get('cpus') or info['nodes']
+        scheduler.cores_per_node = max(1, scheduler.total_cores // info['nodes'])
         return scheduler
 
     def _host_port(self, server):

@@ -131,6 +131,14 @@ class Store:
                 'ORDER BY seq LIMIT ?', (kind, len(prefix), prefix, after_seq, limit)).fetchall()
         return [(r['seq'], r['body']) for r in rows]
 
+    def all_by_prefix(self, kind, prefix):
+        """(key, parent, body-JSON) of every resource of `kind` whose key starts with `prefix`."""
+        with self._lock:
+            rows = self._conn.execute(
+                'SELECT key, parent, body FROM resources WHERE kind = ? AND substr(key, 1, ?) = ? ORDER BY seq',
+                (kind, len(prefix), prefix)).fetchall()
+        return [(r['key'], r['parent'], r['body']) for r in rows]
+
     def scheduler_ids(self, parent):
         """{job name (lower case): its id at the scheduler} of the jobs under `parent` (an experiment's key) that a
         scheduler with ids of its own (Slurm) has taken."""
