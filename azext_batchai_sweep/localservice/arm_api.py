@@ -1,6 +1,6 @@
 """The Batch AI 2018-05-01 ARM routes: workspaces, clusters, experiments, jobs, operation results.
 
-Long-running operations (creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's recorded answers):
+Long-running operations (cluster and job creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's recorded answers):
 `Azure-AsyncOperation` names the operation status resource, `.../locations/<loc>/operationresults/<id>`, which
 answers `{id, name, status: InProgress|Succeeded, startTime, endTime}`; `Location` names
 `.../operationstatuses/<id>`, which answers 202 while the operation runs and then what it produced (the created
@@ -10,7 +10,8 @@ resource is gone, a terminate once the job is no longer terminating.
 
 Re-PUT of an existing job (ARM PUT semantics): Batch AI jobs are immutable, so an identical body (as stored) gets
 200 and the existing job; any difference gets 409 Conflict (`JobAlreadyExists`). The same rule holds for clusters.
-Workspaces only accept a tags change; experiments have no body.
+Workspaces only accept a tags change; experiments have no body. A workspace or experiment create answers 200 with
+the resource at once, as Batch AI did (recorded), though the swagger makes them long-running too.
 """
 import base64
 import datetime
@@ -444,7 +445,10 @@ class _Request:
         if action == 'create':
             return False  # a resource exists as soon as its create is accepted
         if action == 'delete':  # a resource of the same name created since is another one: the delete is over
-            return row is not None and row['state'] == 'deleting'
+            # The body says so as well as the state: a running job's end, recorded while its delete waits for it,
+            # changes its state (failed) but not its provisioningState, and the delete is over only once it is gone.
+            return row is not None and (row['state'] == 'deleting' or json.loads(row['body'])['properties'].get(
+                'provisioningState') == 'deleting')
         return row is not None and row['state'] == 'terminating'
 
     def operation_status(self, token, location):
@@ -584,8 +588,11 @@ class _Request:
         if self.method != 'PUT':
             return self._read_or_delete(key, 'experiment', name)
         self._get(ws_key, 'workspace', workspace)
-        if self.store.insert(key, 'experiment', ws_key, experiment_body(self.sub, rg, workspace, name, utcnow())):
-            return self._accepted('create', key)
+        body = experiment_body(self.sub, rg, workspace, name, utcnow())
+        if self.store.insert(key, 'experiment', ws_key, body):
+            # As Batch AI answered an experiment create (azure-cli's recorded test_batchai_auto_scale_scenario,
+            # 2020): at once, 200 with the experiment, though the operation is a long-running one in the swagger.
+            return _json_response(200, body)
         row = self.store.get(key)
         if row['state'] == 'deleting':
             raise conflict('Conflict', "The experiment '{}' is being deleted.".format(name))
