@@ -47,7 +47,11 @@ REASONS = {
     'crashed': ('ServiceInterrupted', 'The local Batch AI service died while the job was running; '
                                       'the job was marked failed and its processes killed at the next start.'),
     'cluster': ('ClusterDeleted', 'The cluster of the job was deleted.'),
+    'resized': ('ClusterResized', 'The job was terminated: its cluster was resized to fewer nodes than its running '
+                                  'jobs held (nodeDeallocationOption terminate).'),
 }
+# Not an end: a job stopped so that its cluster can shrink (nodeDeallocationOption requeue) goes back to the queue.
+REQUEUED = 'requeued'
 
 
 def error(reason):
@@ -148,8 +152,20 @@ class Scheduler(abc.ABC):
     def resize_cluster(self, key, body, scale_settings):
         """Apply new scale settings to a cluster's backing resources (Batch AI's cluster update: resize,
         auto-scale). Here a cluster is a share of the service's own nodes: the new size holds from the next pass
-        (`cluster_capacity`), which starts the queued jobs a larger one lets run; running jobs finish."""
+        (`cluster_capacity`), which starts the queued jobs a larger one lets run. A manual size below what running
+        jobs hold frees nodes as its nodeDeallocationOption says (the swagger's DeallocationOption): requeue (the
+        default) stops the most recently started jobs until the others fit and queues them again, terminate stops
+        them for good (failed, ClusterResized), waitforjobcompletion lets them finish; an auto-scale cluster, as
+        Batch AI's, only ever gives up idle nodes."""
+        manual = body['properties']['scaleSettings'].get('manual')
+        if manual and manual.get('nodeDeallocationOption', 'requeue') != 'waitforjobcompletion':
+            self.release_nodes(key, self.cluster_capacity(body['properties']),
+                               requeue=manual.get('nodeDeallocationOption', 'requeue') == 'requeue')
         self.wake()
+
+    def release_nodes(self, cluster, capacity, requeue):
+        """Stop the cluster's most recently started jobs until the others hold at most `capacity` nodes: queued
+        again (`requeue`), or failed (ClusterResized)."""
 
     def delete_cluster(self, key, body):
         """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""
@@ -348,6 +364,14 @@ class SubmittingScheduler(HeldJobsScheduler):  # pylint: disable=abstract-method
                            state=state, pgid=None)
         logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
                     ', ' + errors[0]['code'] if errors else '')
+
+
+def requeued(body):
+    """A job stopped by a shrinking cluster, queued again (nodeDeallocationOption requeue): queued since now, its
+    run's executionInfo gone (it runs again from the start)."""
+    props = body['properties']
+    props.pop('executionInfo', None)
+    props.update(executionState='queued', executionStateTransitionTime=iso(utcnow()))
 
 
 def ending(state, exit_code, errors, started_if_unknown=False):

@@ -57,6 +57,24 @@ def _stays(client, service, experiment, job, state, seconds=1.5):
         time.sleep(0.1)
 
 
+def _update(client, service, cluster, target, option):
+    """A manual resize with a nodeDeallocationOption, which `az batchai cluster resize` does not set (it sends the
+    default, requeue): through the SDK, as Batch AI's own clients could."""
+    scale = models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=target,
+                                                                   node_deallocation_option=option))
+    return client.clusters.update(service.resource_group, service.workspace, cluster,
+                                  models.ClusterUpdateParameters(scale_settings=scale))
+
+
+def _show_until(az, service, cluster, check, timeout=15):
+    deadline = time.monotonic() + timeout
+    while True:
+        shown = _cluster(az, service, 'show', '-n', cluster)
+        if check(shown) or time.monotonic() > deadline:
+            return shown
+        time.sleep(0.1)
+
+
 def test_resize_sets_how_many_jobs_run_and_show_says_resizing_then_steady(setup, tmp_path):
     service, az, client, experiment = setup
     created = az('batchai', 'cluster', 'create', '-n', 'grow', *_group(service), '-s', 'Standard_D1', '-t', '1',
@@ -74,32 +92,53 @@ def test_resize_sets_how_many_jobs_run_and_show_says_resizing_then_steady(setup,
             grown['allocationState']) == (2, 2, 'steady')
     wait_state(client, service, experiment, 'b', ('running',))  # the second node lets the queued job run
 
-    shrunk = _cluster(az, service, 'resize', '-n', 'grow', '-t', '0')
-    # Both running jobs still hold their nodes: the cluster is resizing until they end, as Batch AI's was while
-    # it took nodes away; no job starts meanwhile.
-    assert (shrunk['scaleSettings']['manual']['targetNodeCount'], shrunk['currentNodeCount'],
-            shrunk['allocationState'], shrunk['nodeStateCounts']['runningNodeCount']) == (0, 2, 'resizing', 2)
-    resized_at = shrunk['allocationStateTransitionTime']
-    _submit(client, service, experiment, 'c', cluster_id, gate)
+    # az's resize sends Batch AI's default nodeDeallocationOption, requeue: the job started last stops and waits in
+    # the queue again, the other runs on.
+    shrunk = _cluster(az, service, 'resize', '-n', 'grow', '-t', '1')
+    assert shrunk['scaleSettings']['manual'] == {'targetNodeCount': 1, 'nodeDeallocationOption': 'requeue'}
+    wait_state(client, service, experiment, 'b', ('queued',))
+    requeued = client.jobs.get(service.resource_group, service.workspace, experiment, 'b')
+    assert requeued.execution_info is None  # it runs again from the start
+    assert _state(client, service, experiment, 'a') == 'running'
+    shown = _show_until(az, service, 'grow', lambda c: c['allocationState'] == 'steady')
+    assert (shown['allocationState'], shown['currentNodeCount']) == ('steady', 1)
+
+    # waitforjobcompletion: the running job holds its node until it ends; the cluster is resizing meanwhile, as
+    # Batch AI's was while it took nodes away, and no job starts.
+    _update(client, service, 'grow', 0, 'waitforjobcompletion')
     shown = _cluster(az, service, 'show', '-n', 'grow')
-    assert (shown['allocationState'], shown['currentNodeCount']) == ('resizing', 2)
+    assert (shown['allocationState'], shown['currentNodeCount'], shown['nodeStateCounts']['runningNodeCount']) == (
+        'resizing', 1, 1)
+    resized_at = shown['allocationStateTransitionTime']
+    _submit(client, service, experiment, 'c', cluster_id, gate)
     with open(gate, 'w', encoding='utf-8'):
         pass
-    for name in ('a', 'b'):
-        assert wait_state(client, service, experiment, name).execution_state == 'succeeded'
-    deadline = time.monotonic() + 10
-    while True:
-        shown = _cluster(az, service, 'show', '-n', 'grow')
-        if shown['allocationState'] == 'steady' or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    assert wait_state(client, service, experiment, 'a').execution_state == 'succeeded'
+    shown = _show_until(az, service, 'grow', lambda c: c['allocationState'] == 'steady')
     assert (shown['allocationState'], shown['currentNodeCount'], shown['nodeStateCounts']['idleNodeCount']) == (
         'steady', 0, 0)
     assert shown['allocationStateTransitionTime'] > resized_at
-    _stays(client, service, experiment, 'c', 'queued')  # 0 nodes: a queued job waits
+    for name in ('b', 'c'):
+        _stays(client, service, experiment, name, 'queued', 1.0)  # 0 nodes: queued jobs wait
 
     _cluster(az, service, 'resize', '-n', 'grow', '-t', '1')
-    assert wait_state(client, service, experiment, 'c').execution_state == 'succeeded'
+    for name in ('b', 'c'):
+        assert wait_state(client, service, experiment, name).execution_state == 'succeeded'
+
+
+def test_a_resize_with_terminate_fails_the_jobs_it_stops(setup, tmp_path):
+    service, az, client, experiment = setup
+    gate = str(tmp_path / 'never')
+    for name in ('first', 'second'):
+        _submit(client, service, experiment, name, service.cluster_id, gate)
+        wait_state(client, service, experiment, name, ('running',))
+    _update(client, service, service.cluster, 1, 'terminate')
+    stopped = wait_state(client, service, experiment, 'second')
+    assert stopped.execution_state == 'failed'
+    assert [e.code for e in stopped.execution_info.errors] == ['ClusterResized']
+    assert _state(client, service, experiment, 'first') == 'running'
+    assert _cluster(az, service, 'show', '-n', service.cluster)['currentNodeCount'] == 1
+    client.jobs.begin_terminate(service.resource_group, service.workspace, experiment, 'first').result()
 
 
 def test_a_size_past_the_machine_is_said_in_the_answer_and_auto_scale_idles_at_its_minimum(setup):

@@ -5,6 +5,7 @@ import time
 import uuid
 
 import pytest
+from azure.mgmt.batchai import models
 
 from tests.fixtures_az import service_az
 from tests.localservice.conftest import job_params, wait_state
@@ -56,24 +57,34 @@ def test_resize_bounds_the_nodes_a_cluster_holds_in_slurm(slurm_service, slurm_c
     wait_state(client, service, experiment, 'b', ('running',), timeout=60)
     assert _states(client, service, experiment, ['c']) == {'c': 'queued'}
 
-    shrunk = az('batchai', 'cluster', 'resize', '-n', name, *group, '-t', '0', '-o', 'json')
+    # az's resize sends Batch AI's default nodeDeallocationOption, requeue: the job started last is cancelled in
+    # Slurm and waits in the service's queue again.
+    shrunk = az('batchai', 'cluster', 'resize', '-n', name, *group, '-t', '1', '-o', 'json')
     assert shrunk.exit_code == 0, shrunk.stderr
-    assert (shrunk.json()['allocationState'], shrunk.json()['currentNodeCount']) == ('resizing', 2)
-    gate.write_text('')
-    for job in ('a', 'b'):
-        assert wait_state(client, service, experiment, job, timeout=60).execution_state == 'succeeded'
+    wait_state(client, service, experiment, 'b', ('queued',), timeout=60)
+    assert _states(client, service, experiment, ['a']) == {'a': 'running'}
 
-    def steady():
-        shown = az('batchai', 'cluster', 'show', '-n', name, *group, '-o', 'json').json()
-        return shown['allocationState'] == 'steady' and shown['currentNodeCount'] == 0
-    _until(steady)
+    def shown():
+        return az('batchai', 'cluster', 'show', '-n', name, *group, '-o', 'json').json()
+    _until(lambda: shown()['allocationState'] == 'steady' and shown()['currentNodeCount'] == 1)
+
+    # waitforjobcompletion (through the SDK: az's resize does not set it): resizing until the running job ends.
+    scale = models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=0,
+                                                                   node_deallocation_option='waitforjobcompletion'))
+    client.clusters.update(service.resource_group, service.workspace, name,
+                           models.ClusterUpdateParameters(scale_settings=scale))
+    assert (shown()['allocationState'], shown()['currentNodeCount']) == ('resizing', 1)
+    gate.write_text('')
+    assert wait_state(client, service, experiment, 'a', timeout=60).execution_state == 'succeeded'
+    _until(lambda: shown()['allocationState'] == 'steady' and shown()['currentNodeCount'] == 0)
     time.sleep(1.5)
-    assert _states(client, service, experiment, ['c']) == {'c': 'queued'}  # 0 nodes: it waits
+    assert _states(client, service, experiment, ['b', 'c']) == {'b': 'queued', 'c': 'queued'}  # 0 nodes: they wait
 
     big = az('batchai', 'cluster', 'resize', '-n', name, *group, '-t', '9', '-o', 'json')
     assert big.exit_code == 0, big.stderr
     assert big.json()['currentNodeCount'] == 4 and big.json()['errors'][0]['code'] == 'NodeLimitReached'
     assert "the nodes of Slurm partition 'debug'" in big.json()['errors'][0]['message']
-    assert wait_state(client, service, experiment, 'c', timeout=60).execution_state == 'succeeded'
+    for job in ('b', 'c'):
+        assert wait_state(client, service, experiment, job, timeout=60).execution_state == 'succeeded'
     deleted = az('batchai', 'cluster', 'delete', '-n', name, *group, '-y')
     assert deleted.exit_code == 0, deleted.stderr

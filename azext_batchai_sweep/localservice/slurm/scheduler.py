@@ -29,7 +29,7 @@ from ..jobenv import base_environment
 from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
-from ..scheduler import SubmittingScheduler, error
+from ..scheduler import REQUEUED, SubmittingScheduler, error, requeued
 from . import mapping
 from .commands import SlurmCli, SlurmError
 
@@ -196,6 +196,20 @@ class SlurmScheduler(SubmittingScheduler):
         self.cli.cancel([job.slurm_id])
         self._wake.set()
         return True
+
+    def release_nodes(self, cluster, capacity, requeue):
+        """The jobs still pending in Slurm go back to the service's queue first (they hold no node yet, and would
+        take one), then the most recently started running ones, until the rest fit in `capacity`."""
+        with self._lock:
+            jobs = [(key, job) for key, job in self._held.items() if job.cluster == cluster]
+        held = sum(job.nodes for _, job in jobs)
+        pending = [(key, job) for key, job in reversed(jobs) if not job.running]
+        running = [(key, job) for key, job in reversed(jobs) if job.running]
+        for key, job in pending + running:
+            if held <= capacity:
+                break
+            self.kill(key, REQUEUED if requeue or not job.running else 'resized')
+            held -= job.nodes
 
     def fail_queued(self, key, reason):
         queued, job = self._unqueue(key, reason)
@@ -504,7 +518,11 @@ class SlurmScheduler(SubmittingScheduler):
             del self._held[key]
             # Its leftovers go before its end is recorded: a job answered ended has no environment file left.
             self._release(key, row['marker'] if row is not None else None)
-            if job.reason != 'deleted' and row is not None:
+            if job.reason == REQUEUED and row is not None:
+                # Its cluster shrank: back to the service's queue, submitted again when the cluster has room.
+                self._store.update(key, requeued, state='queued', sched_id=None)
+                logger.info('job %s requeued: its cluster was resized (Slurm job %s cancelled)', key, job.slurm_id)
+            elif job.reason != 'deleted' and row is not None:
                 state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
                 self._record_end(key, state, exit_code, errors)
         job.done.set()
