@@ -1,8 +1,9 @@
 """The Batch AI 2018-05-01 ARM routes: workspaces, clusters, experiments, jobs, operation results.
 
-Long-running operations (cluster and job creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's recorded answers):
-`Azure-AsyncOperation` names the operation status resource, `.../locations/<loc>/operationresults/<id>`, which
-answers `{id, name, status: InProgress|Succeeded, startTime, endTime}`; `Location` names
+Long-running operations (cluster and job creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's
+recorded answers): `Azure-AsyncOperation` names the operation status resource,
+`.../locations/<loc>/operationresults/<id>`, which answers `{id, name, status: InProgress|Succeeded, startTime,
+endTime}`; `Location` names
 `.../operationstatuses/<id>`, which answers 202 while the operation runs and then what it produced (the created
 resource, or nothing); `Retry-After: 1`. The operation id is the operation itself (action + resource key + start
 time, base64url), so polling needs no table: a create is done once its resource exists, a delete once the

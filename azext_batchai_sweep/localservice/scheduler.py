@@ -213,9 +213,9 @@ class Scheduler(abc.ABC):
 
     def usages(self, clusters):
         """Batch AI's Usages_List lines for the local service: [(name, localized name, current value, limit)].
-        `clusters`: (store key, body) of the clusters in the location asked about. Here: the cores of this machine (or of
-        the Slurm partition), dedicated and low-priority alike (both run the same way), the current values the cores
-        their clusters' running jobs hold (cores_per_node for each node)."""
+        `clusters`: (store key, body) of the clusters in the location asked about. Here: the cores of this machine
+        (or of the Slurm partition), dedicated and low-priority alike (both run the same way), the current values the
+        cores their clusters' running jobs hold (cores_per_node for each node)."""
         held = {'dedicated': 0, 'lowpriority': 0}
         for key, body in clusters:
             priority = 'lowpriority' if body['properties'].get('vmPriority') == 'lowpriority' else 'dedicated'
