@@ -358,7 +358,8 @@ def _say_what_is_ignored(command, args):
         cpus = os.cpu_count() or 1
         logger.warning('Local cluster: its %s node(s) are job slots on this machine (%d CPUs)%s; recorded but not '
                        'used: %s.', nodes or 'configured', cpus,
-                       ', more than its CPUs: jobs share them' if nodes > cpus else '',
+                       ', more than its CPUs: its jobs hold at most as many slots as the service has (its CPUs, or '
+                       'its --slots if more; the cluster\'s errors say so)' if nodes > cpus else '',
                        ', '.join(ignored) or 'nothing')
     elif command == 'batchai job create':
         job = _read_job_file(getattr(args, 'json_file', None))
