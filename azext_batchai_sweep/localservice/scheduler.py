@@ -21,7 +21,8 @@ auto-scale one its maximumNodeCount, either within `node_limit`, the most this s
 scheduler: this machine's CPUs, or more given as --slots; Slurm: the partition's nodes). 0 keeps its queued jobs
 waiting. `cluster show` answers, as Batch AI did, currentNodeCount (manual: the target; auto-scale: the nodes its jobs
 hold, at least its minimum) and allocationState `resizing` while running jobs still hold more nodes than the new size
-(they finish; nothing new starts), then `steady`; a size over `node_limit` is answered in the cluster's `errors`.
+(stopped, or let finish, as its nodeDeallocationOption says; nothing new starts), then `steady`; a size over
+`node_limit` is answered in the cluster's `errors` (docs/cluster-scaling.md).
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
 under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
