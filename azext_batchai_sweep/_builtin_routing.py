@@ -16,7 +16,7 @@ service, this module
   2. wraps the command's client factory to check that what it returns is that local client (or one of its operation
      groups): if az built it some other way, the command stops before any request is sent (fail closed);
   3. before the command runs, fills in what the local service can answer itself (the storage key of a local
-     account), stops the commands it cannot serve (SSH to nodes, file servers, usages) with the reason, and says
+     account), stops the commands it cannot serve (SSH to nodes, file servers) with the reason, and says
      what a command asks for that has no local meaning (VM size, image, SSH key, containers, node counts).
 If az's internals are not what this expects (another az version), every built-in `batchai` command fails with
 "local routing is unavailable" and why, instead of going to Azure while the user expects the local service.
@@ -44,9 +44,6 @@ UNSUPPORTED = {
     'batchai job node exec': 'a local job runs as processes on this machine, not on nodes with SSH',
     'batchai file-server create': 'the local service has no NFS file servers: mount file shares instead',
     'batchai file-server list': 'the local service has no NFS file servers',
-    'batchai list-usages': 'the local service has no VM quotas',
-    'batchai cluster resize': 'a local cluster keeps its node count: delete it and create it again',
-    'batchai cluster auto-scale': 'a local cluster keeps its node count: delete it and create it again',
 }
 # Why a built-in command asked az for another management client, for the error that refuses it.
 _OTHER_CLIENT_HINTS = {
@@ -59,9 +56,6 @@ _OTHER_CLIENT_HINTS = {
                               '--use-auto-storage creates Azure resources and is not available locally',
 }
 
-
-# What a scheduler serves of UNSUPPORTED: an Azure Batch cluster is a pool, which Batch resizes and autoscales.
-SERVED_BY = {'azure-batch': ('batchai cluster resize', 'batchai cluster auto-scale')}
 
 
 def is_builtin_batchai(args):
@@ -113,7 +107,7 @@ def _prepare(cli_ctx, target, command, cmd, args):
         _refuse(cmd, _unavailable(cli_ctx, target, problem))
         return
     scheduler = _scheduler_of(cli_ctx)
-    if command in UNSUPPORTED and command not in SERVED_BY.get(scheduler, ()):
+    if command in UNSUPPORTED:
         _refuse(cmd, _not_served(target, command, UNSUPPORTED[command]))
         return
     _fill_local_storage_key(cli_ctx, command, args)
@@ -364,7 +358,8 @@ def _say_what_is_ignored(command, args):
         cpus = os.cpu_count() or 1
         logger.warning('Local cluster: its %s node(s) are job slots on this machine (%d CPUs)%s; recorded but not '
                        'used: %s.', nodes or 'configured', cpus,
-                       ', more than its CPUs: jobs share them' if nodes > cpus else '',
+                       ', more than its CPUs: its jobs hold at most as many slots as the service has (its CPUs, or '
+                       'its --slots if more; the cluster\'s errors say so)' if nodes > cpus else '',
                        ', '.join(ignored) or 'nothing')
     elif command == 'batchai job create':
         job = _read_job_file(getattr(args, 'json_file', None))

@@ -1,8 +1,9 @@
 """The Batch AI 2018-05-01 ARM routes: workspaces, clusters, experiments, jobs, operation results.
 
-Long-running operations (creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's recorded answers):
-`Azure-AsyncOperation` names the operation status resource, `.../locations/<loc>/operationresults/<id>`, which
-answers `{id, name, status: InProgress|Succeeded, startTime, endTime}`; `Location` names
+Long-running operations (cluster and job creates, deletes, terminate) answer 202 as Batch AI did (azure-cli's
+recorded answers): `Azure-AsyncOperation` names the operation status resource,
+`.../locations/<loc>/operationresults/<id>`, which answers `{id, name, status: InProgress|Succeeded, startTime,
+endTime}`; `Location` names
 `.../operationstatuses/<id>`, which answers 202 while the operation runs and then what it produced (the created
 resource, or nothing); `Retry-After: 1`. The operation id is the operation itself (action + resource key + start
 time, base64url), so polling needs no table: a create is done once its resource exists, a delete once the
@@ -10,7 +11,8 @@ resource is gone, a terminate once the job is no longer terminating.
 
 Re-PUT of an existing job (ARM PUT semantics): Batch AI jobs are immutable, so an identical body (as stored) gets
 200 and the existing job; any difference gets 409 Conflict (`JobAlreadyExists`). The same rule holds for clusters.
-Workspaces only accept a tags change; experiments have no body.
+Workspaces only accept a tags change; experiments have no body. A workspace or experiment create answers 200 with
+the resource at once, as Batch AI did (recorded), though the swagger makes them long-running too.
 """
 import base64
 import datetime
@@ -296,6 +298,8 @@ class _Request:
         if rg is None:
             if lower == ['workspaces']:
                 return self._only('GET', lambda: self.list_page('workspace', None, self.sub.lower() + '/'))
+            if n == 3 and lower[0] == 'locations' and lower[2] == 'usages':
+                return self._only('GET', lambda: self.usages(tail[1]))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationresults':
                 return self._only('GET', lambda: self.operation_status(tail[3], tail[1]))
             if n == 4 and lower[0] == 'locations' and lower[2] == 'operationstatuses':
@@ -442,7 +446,10 @@ class _Request:
         if action == 'create':
             return False  # a resource exists as soon as its create is accepted
         if action == 'delete':  # a resource of the same name created since is another one: the delete is over
-            return row is not None and row['state'] == 'deleting'
+            # The body says so as well as the state: a running job's end, recorded while its delete waits for it,
+            # changes its state (failed) but not its provisioningState, and the delete is over only once it is gone.
+            return row is not None and (row['state'] == 'deleting' or json.loads(row['body'])['properties'].get(
+                'provisioningState') == 'deleting')
         return row is not None and row['state'] == 'terminating'
 
     def operation_status(self, token, location):
@@ -472,6 +479,19 @@ class _Request:
                 raise ArmError(404, 'ResourceNotFound', 'The resource of this operation no longer exists.')
             return _json_response(200, self.api.public_body(row))
         return 200, {}, b''
+
+    def usages(self, location):
+        """Usages_List: the local service's own limits in Batch AI's shape (ListUsagesResult), for the clusters of
+        the subscription whose workspace is in `location` (the scheduler's: scheduler.usages)."""
+        check_name('location', location, RESOURCE_GROUP_RE, max_length=90)
+        prefix = self.sub.lower() + '/'
+        here = {key for key, _, body in self.store.all_by_prefix('workspace', prefix)
+                if json.loads(body)['location'].lower() == location.lower()}
+        clusters = [(key, json.loads(body)) for key, parent, body in self.store.all_by_prefix('cluster', prefix)
+                    if parent in here]
+        return _json_response(200, {'value': [
+            {'unit': 'Count', 'currentValue': current, 'limit': limit, 'name': {'value': name, 'localizedValue': label}}
+            for name, label, current, limit in self.runner.usages(clusters)]})
 
     # ---- workspaces ------------------------------------------------------------------------------------------
 
@@ -521,7 +541,8 @@ class _Request:
 
     def cluster_update(self, rg, workspace, name, key):
         """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,
-        applied by the scheduler to what backs the cluster (a scheduler whose clusters keep their nodes refuses)."""
+        applied by the scheduler (scheduler.py: a share of the service's own nodes, or an Azure Batch pool); answered
+        at once (200, the cluster), as Batch AI did, its allocationState `resizing` until it is steady."""
         row = self._get(key, 'cluster', name)
         if row['state'] == 'deleting':
             raise conflict('Conflict', "The cluster '{}' is being deleted.".format(name))
@@ -533,9 +554,14 @@ class _Request:
         body = cluster_body(self.sub, rg, workspace, name, spec, utcnow())  # validates the new scale settings
         self.runner.resize_cluster(key, body, update['scaleSettings'])
 
+        now = iso(utcnow())
+
         def rescale(stored):
+            # Resizing from now; the scheduler's view says when the cluster is steady again (at once where nothing
+            # has to drain).
             stored['properties'].update(scaleSettings=body['properties']['scaleSettings'],
-                                        currentNodeCount=body['properties']['currentNodeCount'])
+                                        currentNodeCount=body['properties']['currentNodeCount'],
+                                        allocationState='resizing', allocationStateTransitionTime=now)
         self.store.update(key, rescale)
         return _json_response(200, self.api.public_body(self.store.get(key)))
 
@@ -563,8 +589,11 @@ class _Request:
         if self.method != 'PUT':
             return self._read_or_delete(key, 'experiment', name)
         self._get(ws_key, 'workspace', workspace)
-        if self.store.insert(key, 'experiment', ws_key, experiment_body(self.sub, rg, workspace, name, utcnow())):
-            return self._accepted('create', key)
+        body = experiment_body(self.sub, rg, workspace, name, utcnow())
+        if self.store.insert(key, 'experiment', ws_key, body):
+            # As Batch AI answered an experiment create (azure-cli's recorded test_batchai_auto_scale_scenario,
+            # 2020): at once, 200 with the experiment, though the operation is a long-running one in the swagger.
+            return _json_response(200, body)
         row = self.store.get(key)
         if row['state'] == 'deleting':
             raise conflict('Conflict', "The experiment '{}' is being deleted.".format(name))
@@ -587,7 +616,7 @@ class _Request:
         if cluster_row is None or cluster_row['state'] == 'deleting':
             raise bad_request('ClusterNotFound', "The cluster '{}' does not exist.".format(props['cluster']['id']))
         cluster_props = json.loads(cluster_row['body'])
-        slots = cluster_props['properties'].get('currentNodeCount', 0)
+        slots = self.runner.node_ceiling(cluster_props['properties'])
         if props['nodeCount'] > slots:
             raise bad_request('InvalidNodeCount', 'The job needs {} nodes; the cluster has {}.'.format(
                 props['nodeCount'], slots))

@@ -31,7 +31,7 @@ from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
 from .jobenv import MARKER_VARIABLE
 from .resources import job_wall_clock
-from .scheduler import HeldJobsScheduler, ending, error as _error
+from .scheduler import REQUEUED, HeldJobsScheduler, ending, error as _error, requeued
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +181,16 @@ class Runner(HeldJobsScheduler):
             _signal_group(proc.pid, signal.SIGTERM)
         return True
 
+    def release_nodes(self, cluster, capacity, requeue):
+        with self._lock:
+            jobs = [(key, job) for key, job in self._held.items() if job.cluster == cluster]
+            used = sum(job.slots for _, job in jobs)
+            for key, job in reversed(jobs):  # held in the order they started
+                if used <= capacity:
+                    break
+                self.kill(key, REQUEUED if requeue else 'resized')
+                used -= job.slots
+
     # ---- scheduling ------------------------------------------------------------------------------------------
 
     def _pass(self):
@@ -193,7 +203,7 @@ class Runner(HeldJobsScheduler):
             if cluster_row is None:
                 continue
             cluster_body = json.loads(cluster_row['body'])
-            slots = cluster_body['properties'].get('currentNodeCount', 0)
+            slots = self.cluster_capacity(cluster_body['properties'])  # its size now (a resize changes it)
             while not self._stopping:
                 with self._lock:
                     head = self._store.next_queued(cluster)
@@ -263,7 +273,10 @@ class Runner(HeldJobsScheduler):
         with self._lock:
             running = self._held.pop(key, None)
             reason = reason or (running.reason if running else None)
-            if reason != 'deleted':  # a deleted job's record goes away with it
+            if reason == REQUEUED:  # its cluster shrank: it runs again when the cluster has room
+                self._store.update(key, requeued, state='queued', pgid=None)
+                logger.info('job %s requeued: its cluster was resized', key)
+            elif reason != 'deleted':  # a deleted job's record goes away with it
                 self._record_end(key, exit_code, reason, errors)
         if running is not None:
             running.done.set()

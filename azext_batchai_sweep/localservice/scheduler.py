@@ -12,8 +12,17 @@ outcome in the store itself. Two exist:
 
 A scheduler whose clusters have resources of their own (Azure Batch's pools) also gets the cluster hooks
 (`check_cluster`, `create_cluster`, `resize_cluster`, `delete_cluster`, `cluster_view`); the others keep their
-defaults (a cluster is the service's own nodes: nothing to make, its node counts from the jobs it runs, a resize
-refused), so the ARM layer calls every scheduler the same way.
+defaults (a cluster is a share of the service's own nodes: nothing to make, its node counts from its scale settings
+and the jobs it runs), so the ARM layer calls every scheduler the same way.
+
+A cluster's scale settings (at create, or changed by Batch AI's cluster update: `az batchai cluster resize`,
+`auto-scale`) say how many nodes it may hold at once (`cluster_capacity`): a manual cluster its targetNodeCount, an
+auto-scale one its maximumNodeCount, either within `node_limit`, the most this scheduler has (the processes
+scheduler: this machine's CPUs, or more given as --slots; Slurm: the partition's nodes). 0 keeps its queued jobs
+waiting. `cluster show` answers, as Batch AI did, currentNodeCount (manual: the target; auto-scale: the nodes its jobs
+hold, at least its minimum) and allocationState `resizing` while running jobs still hold more nodes than the new size
+(stopped, or let finish, as its nodeDeallocationOption says; nothing new starts), then `steady`; a size over
+`node_limit` is answered in the cluster's `errors` (docs/cluster-scaling.md).
 
 Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
 under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
@@ -25,9 +34,8 @@ import logging
 import threading
 import time
 
-from .errors import bad_request
 from .layout import JobLayout
-from .resources import TOOLKITS, iso, utcnow
+from .resources import TOOLKITS, cluster_slots, iso, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +48,11 @@ REASONS = {
     'crashed': ('ServiceInterrupted', 'The local Batch AI service died while the job was running; '
                                       'the job was marked failed and its processes killed at the next start.'),
     'cluster': ('ClusterDeleted', 'The cluster of the job was deleted.'),
+    'resized': ('ClusterResized', 'The job was terminated: its cluster was resized to fewer nodes than its running '
+                                  'jobs held (nodeDeallocationOption terminate).'),
 }
+# Not an end: a job stopped so that its cluster can shrink (nodeDeallocationOption requeue) goes back to the queue.
+REQUEUED = 'requeued'
 
 
 def error(reason):
@@ -109,6 +121,26 @@ class Scheduler(abc.ABC):
     # Whether the service makes its default cluster ('local', --slots nodes) at start: not where a cluster must be
     # made somewhere first (a Batch pool).
     has_default_cluster = True
+    # The most nodes one cluster may hold at once here (None: no limit of the service's own, as on Azure Batch, where
+    # the account's quotas and the pool decide). Set by the service when it makes the scheduler.
+    node_limit = None
+    # What the limit is, for the messages that name it.
+    node_limit_source = None
+
+    def cluster_capacity(self, props):
+        """Nodes a cluster may hold at once: its scale settings' size (manual target, auto-scale maximum) within
+        `node_limit`."""
+        size = cluster_slots(props)
+        return size if self.node_limit is None else min(size, self.node_limit)
+
+    def node_ceiling(self, props):
+        """The most nodes a job of the cluster may need (more: refused at create, it could never run): the cluster's
+        size; a cluster scaled to 0 takes jobs of up to `node_limit` nodes, which wait for a resize (as a Batch AI
+        cluster at 0 nodes kept its jobs queued)."""
+        size = cluster_slots(props)
+        if self.node_limit is None:
+            return size
+        return self.node_limit if size == 0 else min(size, self.node_limit)
 
     def check_cluster(self, key, body, spec):
         """Refuse (raise an ArmError 400) a cluster create this scheduler cannot make; called before it is stored.
@@ -120,22 +152,80 @@ class Scheduler(abc.ABC):
 
     def resize_cluster(self, key, body, scale_settings):
         """Apply new scale settings to a cluster's backing resources (Batch AI's cluster update: resize,
-        auto-scale). Here a cluster is the service's own nodes, whose count is fixed at create: refused."""
-        raise bad_request('ClusterUpdateNotSupported', "The {} scheduler's clusters keep the node count they were "
-                          'created with: delete the cluster and create it again.'.format(self.name))
+        auto-scale). Here a cluster is a share of the service's own nodes: the new size holds from the next pass
+        (`cluster_capacity`), which starts the queued jobs a larger one lets run. A manual size below what running
+        jobs hold frees nodes as its nodeDeallocationOption says (the swagger's DeallocationOption): requeue (the
+        default) stops the most recently started jobs until the others fit and queues them again, terminate stops
+        them for good (failed, ClusterResized), waitforjobcompletion lets them finish; an auto-scale cluster, as
+        Batch AI's, only ever gives up idle nodes."""
+        manual = body['properties']['scaleSettings'].get('manual')
+        if manual and manual.get('nodeDeallocationOption', 'requeue') != 'waitforjobcompletion':
+            self.release_nodes(key, self.cluster_capacity(body['properties']),
+                               requeue=manual.get('nodeDeallocationOption', 'requeue') == 'requeue')
+        self.wake()
+
+    def release_nodes(self, cluster, capacity, requeue):
+        """Stop the cluster's most recently started jobs until the others hold at most `capacity` nodes: queued
+        again (`requeue`), or failed (ClusterResized)."""
 
     def delete_cluster(self, key, body):
         """Release a cluster's backing resources, once its jobs have ended (called before its record goes)."""
 
     def cluster_view(self, key, props):
-        """Update a cluster's properties as answered with its live state: node state counts (here: nodes held by
-        running jobs, the rest idle); a scheduler with real nodes also sets currentNodeCount, allocationState and
-        errors."""
+        """Update a cluster's properties as answered with its live state. Here: node state counts (nodes held by
+        running jobs, the rest idle), currentNodeCount (manual: its size, auto-scale: the nodes its jobs hold, at
+        least its minimum; never fewer than its jobs hold), allocationState (`resizing` while its jobs hold more
+        nodes than its size, then `steady`, the change recorded when first seen) and `errors` (a size over
+        `node_limit`). A scheduler with real nodes (Azure Batch) sets them from those."""
         used = self.used_slots(key)
-        total = props.get('currentNodeCount', 0)
+        capacity = self.cluster_capacity(props)
+        auto = (props.get('scaleSettings') or {}).get('autoScale')
+        if auto:
+            current = max(used, min(int(auto.get('minimumNodeCount') or 0), capacity))
+        else:
+            current = max(used, capacity)
+        state = 'resizing' if used > capacity else 'steady'
+        if props.get('allocationState') != state:
+            now = iso(utcnow())
+            props.update(allocationState=state, allocationStateTransitionTime=now)
+
+            def record(body):
+                body['properties'].update(allocationState=state, allocationStateTransitionTime=now)
+            try:
+                self._store.update(key, record)
+            except Exception:  # pylint: disable=broad-except
+                # Only the transition time is lost (a full disk): the answer is right, the next view writes it.
+                logger.warning('could not record the allocation state of cluster %s', key)
+        props['currentNodeCount'] = current
         props['nodeStateCounts'] = {
-            'idleNodeCount': max(0, total - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
+            'idleNodeCount': max(0, current - used), 'runningNodeCount': used, 'preparingNodeCount': 0,
             'unusableNodeCount': 0, 'leavingNodeCount': 0}
+        size = cluster_slots(props)
+        if self.node_limit is not None and size > self.node_limit:
+            props['errors'] = [{'code': 'NodeLimitReached', 'message': (
+                'The cluster asks for {} nodes; the {} scheduler has {} ({}): it holds at most {} at once.'.format(
+                    size, self.name, self.node_limit, self.node_limit_source or 'its limit', self.node_limit))}]
+        else:
+            props.pop('errors', None)
+
+    # vCPUs a node of a cluster has, and all the scheduler has (for `usages`); the service sets them.
+    cores_per_node = 1
+    total_cores = None
+
+    def usages(self, clusters):
+        """Batch AI's Usages_List lines for the local service: [(name, localized name, current value, limit)].
+        `clusters`: (store key, body) of the clusters in the location asked about. Here: the cores of this machine
+        (or of the Slurm partition), dedicated and low-priority alike (both run the same way), the current values the
+        cores their clusters' running jobs hold (cores_per_node for each node)."""
+        held = {'dedicated': 0, 'lowpriority': 0}
+        for key, body in clusters:
+            priority = 'lowpriority' if body['properties'].get('vmPriority') == 'lowpriority' else 'dedicated'
+            held[priority] += self.used_slots(key) * self.cores_per_node
+        limit = self.total_cores or 0
+        return [('Total Cluster Dedicated Regional vCPUs', 'Total Cluster Dedicated Regional vCPUs',
+                 held['dedicated'], limit),
+                ('Total Cluster LowPriority Regional vCPUs', 'Total Cluster Low Priority Regional vCPUs',
+                 held['lowpriority'], limit)]
 
     def job_notes(self, parent):  # pylint: disable=unused-argument
         """{job name: {note: value}} of the jobs under `parent` (an experiment's key) for the local view: what
@@ -275,6 +365,14 @@ class SubmittingScheduler(HeldJobsScheduler):  # pylint: disable=abstract-method
                            state=state, pgid=None)
         logger.info('job %s %s (exit code %s%s)', key, state, exit_code,
                     ', ' + errors[0]['code'] if errors else '')
+
+
+def requeued(body):
+    """A job stopped by a shrinking cluster, queued again (nodeDeallocationOption requeue): queued since now, its
+    run's executionInfo gone (it runs again from the start)."""
+    props = body['properties']
+    props.pop('executionInfo', None)
+    props.update(executionState='queued', executionStateTransitionTime=iso(utcnow()))
 
 
 def ending(state, exit_code, errors, started_if_unknown=False):

@@ -291,7 +291,14 @@ class LocalService:
                 raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
                                    'service with --scheduler slurm to follow them (or use another data dir)'.format(
                                        len(on_slurm)))
-            return Runner(self.store, self.data_dir, gpus=self.gpus)
+            runner = Runner(self.store, self.data_dir, gpus=self.gpus)
+            # A cluster may grow (az batchai cluster resize) to this machine's CPUs, or to the --slots given if more.
+            cpus = os.cpu_count() or 1
+            runner.node_limit = max(cpus, self.slots)
+            runner.node_limit_source = ("this machine's CPUs" if runner.node_limit == cpus
+                                        else 'the service was started with --slots {}'.format(self.slots))
+            runner.total_cores = cpus
+            return runner
         if self.scheduler_name == 'azure-batch':
             on_elsewhere = [r for r in self.store.in_states(('queued', 'running', 'terminating'))
                             if r['sched_id'] and '/' not in r['sched_id']]
@@ -311,8 +318,13 @@ class LocalService:
             info = scheduler.connect()
         except SlurmError as ex:
             raise RuntimeError('cannot use Slurm: {}'.format(ex)) from None
-        # The default cluster has the partition's nodes: a job of more nodes is refused at submit.
+        # The default cluster has the partition's nodes: a job of more nodes is refused at submit, and no cluster
+        # grows past them.
         self.slots = info['nodes']
+        scheduler.node_limit = info['nodes']
+        scheduler.node_limit_source = "the nodes of Slurm partition '{}'".format(info['partition'])
+        scheduler.total_cores = info.get('cpus') or info['nodes']
+        scheduler.cores_per_node = max(1, scheduler.total_cores // info['nodes'])
         return scheduler
 
     def _host_port(self, server):
@@ -345,7 +357,8 @@ class LocalService:
         key = resource_key(sub, rg, DEFAULT_WORKSPACE, 'clusters', DEFAULT_CLUSTER)
         body = cluster_body(sub, rg, DEFAULT_WORKSPACE, DEFAULT_CLUSTER, cluster_params, now)
         if not self.store.insert(key, 'cluster', ws_key, body, spec=cluster_params):
-            self.store.update(key, lambda b: b['properties'].update(currentNodeCount=self.slots))
+            self.store.update(key, lambda b: b['properties'].update(
+                currentNodeCount=self.slots, scaleSettings=body['properties']['scaleSettings']))
 
     def shutdown(self):
         """Stop listening, kill and record the running jobs, close the store, remove service.json."""

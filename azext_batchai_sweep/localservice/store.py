@@ -131,6 +131,14 @@ class Store:
                 'ORDER BY seq LIMIT ?', (kind, len(prefix), prefix, after_seq, limit)).fetchall()
         return [(r['seq'], r['body']) for r in rows]
 
+    def all_by_prefix(self, kind, prefix):
+        """(key, parent, body-JSON) of every resource of `kind` whose key starts with `prefix`."""
+        with self._lock:
+            rows = self._conn.execute(
+                'SELECT key, parent, body FROM resources WHERE kind = ? AND substr(key, 1, ?) = ? ORDER BY seq',
+                (kind, len(prefix), prefix)).fetchall()
+        return [(r['key'], r['parent'], r['body']) for r in rows]
+
     def scheduler_ids(self, parent):
         """{job name (lower case): its id at the scheduler} of the jobs under `parent` (an experiment's key) that a
         scheduler with ids of its own (Slurm) has taken."""
@@ -157,12 +165,15 @@ class Store:
                 "(SELECT 1 FROM resources j WHERE j.cluster = c.key AND j.state = 'queued')").fetchall()
         return [r['cluster'] for r in rows]
 
-    def unsubmitted(self, limit):
-        """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order."""
+    def unsubmitted(self, limit, skip_clusters=()):
+        """Queued jobs not yet handed to an external scheduler: highest priority first, then submission order (those
+        of `skip_clusters` left out: clusters whose next job must wait)."""
+        skip = sorted(skip_clusters)
         with self._lock:
             return self._conn.execute(
-                "SELECT key, node_count FROM resources WHERE state = 'queued' AND sched_id IS NULL "
-                'ORDER BY priority, seq LIMIT ?', (limit,)).fetchall()
+                "SELECT key, node_count, cluster FROM resources WHERE state = 'queued' AND sched_id IS NULL "
+                + ('AND cluster NOT IN ({}) '.format(','.join('?' * len(skip))) if skip else '')
+                + 'ORDER BY priority, seq LIMIT ?', (*skip, limit)).fetchall()
 
     def in_states(self, states, kind='job'):
         """Rows (key, state, pgid, marker, cluster, sched_id) of the resources (of `kind`, None: any) in `states`."""

@@ -146,12 +146,19 @@ def test_a_token_that_expires_mid_run_is_replaced_through_az(batch_service):  # 
 
 def test_resize_and_auto_scale_reach_the_pool(batch_service):  # pylint: disable=redefined-outer-name
     """`az batchai cluster resize` and auto-scale (Batch AI's cluster update) on a service on Azure Batch change
-    the pool; on the processes scheduler a resize stays refused (its clusters are its own slots)."""
+    the pool; `az batchai list-usages` answers the account's quotas and what its pools hold; on the processes
+    scheduler a resize changes the cluster's share of this machine (tests/localservice/test_cluster_resize.py)."""
     az, data_dir, double = batch_service.az, batch_service.data_dir, batch_service.double
     group = batch_service.group()
     assert az('batchai', 'cluster', 'create', '-n', 'r', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u', 'batchai',
               '-p', 'not-used-0A!').exit_code == 0
     pool = double.account.pools[pool_id('batchai', 'local', 'r')]
+    usages = az('batchai', 'list-usages', '-l', 'eastus', '-o', 'json')
+    assert usages.exit_code == 0, usages.stderr
+    usages = {u['name']['value']: (u['currentValue'], u['limit']) for u in usages.json()}
+    # e2e_fixtures' account: 100 pools, 100 dedicated and 100 low-priority vCPUs; the pool: 2 nodes of 2 vCPUs.
+    assert usages == {'Clusters': (len(double.account.pools), 100), 'Total Cluster Dedicated Regional vCPUs': (4, 100),
+                      'Total Cluster LowPriority Regional vCPUs': (0, 100)}, usages
     resized = az('batchai', 'cluster', 'resize', '-n', 'r', *group, '-t', '0', '-o', 'json')
     assert resized.exit_code == 0, resized.stderr
     assert resized.json()['scaleSettings']['manual']['targetNodeCount'] == 0
@@ -173,6 +180,7 @@ def test_resize_and_auto_scale_reach_the_pool(batch_service):  # pylint: disable
 
     local = az('batchai', 'sweep', 'local', 'start', '--data-dir', data_dir + '-processes', '--slots', '1')
     assert local.exit_code == 0, local.stderr
-    refused = az('batchai', 'cluster', 'resize', '-n', 'local', '-g', 'batchai-local', '-w', 'local', '-t', '3')
-    assert refused.exit_code != 0 and 'keeps its node count' in refused.stderr, refused.stderr
+    resized = az('batchai', 'cluster', 'resize', '-n', 'local', '-g', 'batchai-local', '-w', 'local', '-t', '1',
+                 '-o', 'json')
+    assert resized.exit_code == 0 and resized.json()['currentNodeCount'] == 1, resized.stderr
     assert az('batchai', 'sweep', 'local', 'stop', '--data-dir', data_dir + '-processes').exit_code == 0

@@ -226,12 +226,11 @@ def test_an_auto_scale_cluster_and_its_finished_job_answer_as_recorded(replay):
     replay.compare('auto-scale cluster get', status, cluster, rec['cluster_get'], allowed={
         'properties.virtualMachineConfiguration.imageReference.offer': 'the default image changed between the '
         'recordings (2020-11: azureml/runtime, 2021-06: amlcompute/runtime-gen1-ubuntu18); the newest is answered',
-        'properties.virtualMachineConfiguration.imageReference.sku': 'the same',
-        'properties.currentNodeCount': 'no VMs to allocate: the local nodes are slots, there from the start; Batch AI '
-                                       'had scaled the cluster down to 0 by then',
-        'properties.nodeStateCounts.idleNodeCount': 'the same'})
+        'properties.virtualMachineConfiguration.imageReference.sku': 'the same'})
     job_path = replay.base + '/experiments/experiment/jobs/job'
-    replay.request('PUT', replay.base + '/experiments/experiment')
+    status, _, experiment = replay.request('PUT', replay.base + '/experiments/experiment')
+    validate('Experiment', experiment)
+    replay.compare('experiment create', status, experiment, rec['experiment_create_response'])
     job_request = _settable(rec['job_get_succeeded']['body'], 'Job')
     job_request['properties']['cluster']['id'] = cluster['id']
     del job_request['properties']['constraints']  # filled in by the service (maxWallClockTime P150D)
@@ -305,3 +304,66 @@ def test_an_operation_under_way_answers_as_recorded_in_progress(replay):
     replay.compare('terminate under way: operation status', status, operation,
                    rec['cluster_create_operation_status_in_progress'])
     replay.check()
+
+
+def _stubborn_job(replay, name, cluster_id):
+    """A running job that ignores SIGTERM (a delete or terminate then waits its kill grace), once its trap is set."""
+    replay.request('PUT', replay.base + '/experiments/experiment')
+    path = replay.base + '/experiments/experiment/jobs/' + name
+    ready = os.path.join(tempfile.mkdtemp(), 'trap-set')
+    status, _, _ = replay.request('PUT', path, {'properties': {
+        'cluster': {'id': cluster_id}, 'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_TEMP',
+        'customToolkitSettings': {'commandLine': "trap '' TERM; touch {}; sleep 30".format(ready)}}})
+    assert status == 202
+    _wait_for(replay, path, ('running',))
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ready):
+        assert time.monotonic() < deadline, 'the job never set its trap'
+        time.sleep(0.05)
+    return path
+
+
+@pytest.mark.parametrize('what', ['job', 'cluster'])
+def test_a_delete_is_polled_as_recorded_in_progress_then_succeeded(replay, what):
+    """A delete (a job's, or a cluster's with a job running on it) answers 202 with Azure-AsyncOperation, Location
+    and Retry-After; its status resource answers as Batch AI's did while an operation ran (InProgress, no endTime,
+    Retry-After) and once it ended (Succeeded, endTime); its Location answers 202 while it runs, then 200."""
+    rec = recorded('cluster_with_setup_command.json')
+    cluster_path = replay.base + '/clusters/deleted'
+    status, _, _ = replay.request('PUT', cluster_path, {'properties': {
+        'vmSize': 'STANDARD_D1', 'scaleSettings': {'manual': {'targetNodeCount': 1}},
+        'userAccountSettings': {'adminUserName': 'batchai', 'adminUserPassword': 'not-a-real-password'}}})
+    assert status == 202
+    cluster_id = replay.request('GET', cluster_path)[2]['id']
+    job_path = _stubborn_job(replay, 'stubborn-' + what, cluster_id)
+    status, headers, body = replay.request('DELETE', job_path if what == 'job' else cluster_path)
+    assert (status, body) == (202, None)
+    lower = {k.lower(): v for k, v in headers.items()}
+    assert lower['retry-after'] == '1'
+    assert '/operationstatuses/' in lower['location'] and '/operationresults/' in lower['azure-asyncoperation']
+    status, operation = _operation_status(replay, headers)
+    replay.compare('{} delete under way: operation status'.format(what), status, operation,
+                   rec['cluster_create_operation_status_in_progress'])
+    polled = raw_status(replay, lower['azure-asyncoperation'])
+    assert polled[1].get('Retry-After') == '1'
+    assert raw_status(replay, lower['location'])[0] == 202
+    deadline = time.monotonic() + 30
+    while operation['status'] == 'InProgress':
+        assert time.monotonic() < deadline, operation
+        time.sleep(0.2)
+        status, operation = _operation_status(replay, headers)
+    ended = json.loads(json.dumps(rec['cluster_create_operation_status']))
+    replay.compare('{} delete ended: operation status'.format(what), status, operation, ended, allowed={
+        'properties': "the recorded Succeeded status is a create's, which names the resource it made; a delete "
+                      'makes none'})
+    assert operation['endTime'] >= operation['startTime']
+    assert raw_status(replay, lower['location'])[0] == 200
+    assert replay.request('GET', job_path if what == 'job' else cluster_path)[0] == 404  # gone once Succeeded
+    replay.check()
+
+
+def raw_status(replay, url):
+    """(status, headers) of a GET of an operation URL the service gave."""
+    parts = urllib.parse.urlsplit(url)
+    status, headers, _ = raw(replay.service, 'GET', parts.path, query=parts.query)
+    return status, headers

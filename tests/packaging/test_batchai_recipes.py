@@ -183,6 +183,15 @@ def test_the_workshop_commands_that_apply(recipe):
     assert 'Num unit: 1000' in streamed.stdout
 
 
+def test_the_recipe_ends_by_resizing_its_cluster_to_zero_nodes(recipe):
+    """The last Batch AI step (`cluster resize -t 0`, so as not to pay for idle nodes) runs as written: the cluster
+    keeps its settings with no node, steady (its job has ended)."""
+    results, _ = recipe
+    resized = json.loads(result_of(results, 'az batchai cluster resize').stdout)
+    assert (resized['name'], resized['scaleSettings']['manual']['targetNodeCount'], resized['currentNodeCount'],
+            resized['allocationState']) == ('nc6', 0, 0, 'steady')
+
+
 def test_with_the_target_cleared_the_builtin_commands_are_azs_own(recipe, installed, tmp_path):
     """After `local stop`, the same commands give exactly what az gives without the extension installed at all."""
     del recipe

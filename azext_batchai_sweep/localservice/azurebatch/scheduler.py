@@ -217,6 +217,23 @@ class AzureBatchScheduler(SubmittingScheduler):
         logger.info('cluster %s: pool %s %s', key, pool_id, 'autoscale formula set' if autoscale else
                     'resized to {}'.format(request))
 
+    def usages(self, clusters):
+        """Usages_List on Azure Batch: the account's quotas (pools, dedicated and low-priority vCPUs, as
+        quota.py reads them) and what the account's pools hold or grow to (preflight.cores_in_use), whatever
+        location is asked: the account's region is the one there is."""
+        from .preflight import cores_in_use  # pylint: disable=import-outside-toplevel
+        account = (self.facts.account if self.facts is not None else None) or self.account
+        try:
+            pools = self.api.list_pools()
+            used = cores_in_use(pools, self.facts.vm_skus if self.facts is not None else [], None)
+        except BatchCallError as ex:
+            raise ArmError(503, 'AzureBatchUnavailable', 'Azure Batch did not answer: {}'.format(ex)) from None
+        return [('Clusters', 'Clusters', len(pools), int(account.get('poolQuota') or 0)),
+                ('Total Cluster Dedicated Regional vCPUs', 'Total Cluster Dedicated Regional vCPUs',
+                 used['dedicated'], int(account.get('dedicatedCoreQuota') or 0)),
+                ('Total Cluster LowPriority Regional vCPUs', 'Total Cluster Low Priority Regional vCPUs',
+                 used['lowPriority'], int(account.get('lowPriorityCoreQuota') or 0))]
+
     def delete_cluster(self, key, body):
         pool_id, job_id = self._ids(key)
         self.api.delete_job(job_id)  # its tasks go with it

@@ -73,8 +73,8 @@ class SlurmCli:
     def check(self):
         """What `local start --scheduler slurm` can check from here; raise SlurmError saying what is wrong.
 
-        Returns {'cluster': ClusterName, 'partition': name, 'nodes': node count of the partition, 'maxArraySize':
-        the largest job array the cluster takes (MaxArraySize; Slurm's default 1001)}.
+        Returns {'cluster': ClusterName, 'partition': name, 'nodes': node count of the partition, 'cpus': its CPUs
+        (TotalCPUs), 'maxArraySize': the largest job array the cluster takes (MaxArraySize; Slurm's default 1001)}.
         """
         for command in ('sbatch', 'squeue', 'scontrol', 'scancel'):
             if shutil.which(command) is None:
@@ -108,7 +108,12 @@ class SlurmCli:
             max_array_size = max(1, int(_config_value(config, 'MaxArraySize') or 1001))
         except ValueError:
             max_array_size = 1001
-        return {'cluster': cluster, 'partition': partition, 'nodes': nodes, 'maxArraySize': max_array_size}
+        try:
+            cpus = int(_field(shown, 'TotalCPUs') or 0)
+        except ValueError:
+            cpus = 0
+        return {'cluster': cluster, 'partition': partition, 'nodes': nodes, 'cpus': cpus or nodes,
+                'maxArraySize': max_array_size}
 
     def _default_partition(self):
         for line in self.run('scontrol', 'show', 'partition', '-o').stdout.splitlines():

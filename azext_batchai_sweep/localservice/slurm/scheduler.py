@@ -29,7 +29,7 @@ from ..jobenv import base_environment
 from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
-from ..scheduler import SubmittingScheduler, error
+from ..scheduler import REQUEUED, SubmittingScheduler, error, requeued
 from . import mapping
 from .commands import SlurmCli, SlurmError
 
@@ -197,6 +197,20 @@ class SlurmScheduler(SubmittingScheduler):
         self._wake.set()
         return True
 
+    def release_nodes(self, cluster, capacity, requeue):
+        """The jobs still pending in Slurm go back to the service's queue first (they hold no node yet, and would
+        take one), then the most recently started running ones, until the rest fit in `capacity`."""
+        with self._lock:
+            jobs = [(key, job) for key, job in self._held.items() if job.cluster == cluster]
+        held = sum(job.nodes for _, job in jobs)
+        pending = [(key, job) for key, job in reversed(jobs) if not job.running]
+        running = [(key, job) for key, job in reversed(jobs) if job.running]
+        for key, job in pending + running:
+            if held <= capacity:
+                break
+            self.kill(key, REQUEUED if requeue or not job.running else 'resized')
+            held -= job.nodes
+
     def fail_queued(self, key, reason):
         queued, job = self._unqueue(key, reason)
         if not queued:
@@ -224,16 +238,52 @@ class SlurmScheduler(SubmittingScheduler):
             return any(j.reason for j in self._held.values())
 
     def _submit_queued(self):
+        waiting = set()  # clusters whose next job waits for nodes (their size): their later jobs wait too
         while not self._stopping:
-            rows = self._store.unsubmitted(SUBMIT_BATCH)
+            rows = self._store.unsubmitted(SUBMIT_BATCH, waiting)
             if not rows:
                 return
+            rows = self._admitted(rows, waiting)
+            if not rows:
+                continue  # every one waits: the next query leaves their clusters out
             # Batch AI order (priority, then creation) is the order the workers take the jobs in, and the order of
             # the tasks in each array.
             with concurrent.futures.ThreadPoolExecutor(SUBMIT_WORKERS, thread_name_prefix='sbatch') as pool:
                 ready = [s for s in pool.map(self._ready, [row['key'] for row in rows]) if s is not None]
                 list(pool.map(self._submit_group, _groups(ready, self.cluster_info.get('maxArraySize'))))
             self._maybe_poll()  # a long queue to submit does not hold back the states of the jobs already in Slurm
+
+    def _submit_limit(self, cluster):
+        """The nodes a cluster's jobs in Slurm may need together, or None: no limit of the service's (a cluster as
+        large as the partition, or gone: Slurm's own queue bounds what runs)."""
+        row = self._store.get(cluster)
+        if row is None:
+            return None
+        size = self.cluster_capacity(json.loads(row['body'])['properties'])
+        return None if self.node_limit is None or size >= self.node_limit else size
+
+    def _admitted(self, rows, waiting):
+        """The rows (in order) whose cluster may hold them now: a cluster smaller than the partition (resized, or
+        created so) hands Slurm only as many nodes' worth of jobs as its size, counting the jobs it already has
+        there, pending or running; the first job that does not fit holds back the cluster's later ones (Batch AI's
+        order), whose clusters are added to `waiting`."""
+        with self._lock:
+            held = {}
+            for job in self._held.values():
+                held[job.cluster] = held.get(job.cluster, 0) + job.nodes
+        limits, admitted = {}, []
+        for row in rows:
+            cluster = row['cluster']
+            if cluster not in limits:
+                limits[cluster] = self._submit_limit(cluster)
+            limit = limits[cluster]
+            if limit is not None:
+                if cluster in waiting or held.get(cluster, 0) + row['node_count'] > limit:
+                    waiting.add(cluster)
+                    continue
+                held[cluster] = held.get(cluster, 0) + row['node_count']
+            admitted.append(row)
+        return admitted
 
     def _ready(self, key):
         """A queued job made ready for sbatch (folders, environment, options), or None (gone, or failed here)."""
@@ -468,7 +518,11 @@ class SlurmScheduler(SubmittingScheduler):
             del self._held[key]
             # Its leftovers go before its end is recorded: a job answered ended has no environment file left.
             self._release(key, row['marker'] if row is not None else None)
-            if job.reason != 'deleted' and row is not None:
+            if job.reason == REQUEUED and row is not None:
+                # Its cluster shrank: back to the service's queue, submitted again when the cluster has room.
+                self._store.update(key, requeued, state='queued', sched_id=None)
+                logger.info('job %s requeued: its cluster was resized (Slurm job %s cancelled)', key, job.slurm_id)
+            elif job.reason != 'deleted' and row is not None:
                 state, exit_code, errors = mapping.outcome(slurm_state, job.reason, exit_record, slurm_exit, nodes)
                 self._record_end(key, state, exit_code, errors)
         job.done.set()
