@@ -385,12 +385,11 @@ class BlobApi(FilesApi):
             raise
         finally:
             os.close(parent)
-        stream = os.fdopen(fd, 'rb')
         stat = os.fstat(fd)
-        if not stat_module.S_ISREG(stat.st_mode):
-            stream.close()
+        if not stat_module.S_ISREG(stat.st_mode):  # a folder (of other blobs' names), a FIFO...
+            os.close(fd)
             raise _blob_not_found()
-        return stream, stat
+        return os.fdopen(fd, 'rb'), stat
 
     def _current_etag(self, target):
         try:
