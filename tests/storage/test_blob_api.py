@@ -15,13 +15,30 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from tests.storage.blob_spec import BlobSpecHook, check_element, check_error
+
 pytestmark = [pytest.mark.azurite, pytest.mark.service]
+
+
+# Every XML body the clients of these tests receive (listings, errors) is checked against the Blob REST spec's
+# definitions (blob_spec.py), Azurite's as the local endpoint's.
+SPEC = BlobSpecHook()
+
+
+@pytest.fixture(autouse=True)
+def conforms_to_the_spec():
+    checked = SPEC.checked
+    yield
+    errors, SPEC.errors[:] = list(SPEC.errors), []
+    assert errors == []
+    assert SPEC.checked >= checked
 
 
 def service(store, **options):
     from azure.storage.blob import BlobServiceClient
     return BlobServiceClient(store.blob_endpoint, credential={'account_name': store.account_name,
-                                                              'account_key': store.account_key}, **options)
+                                                              'account_key': store.account_key},
+                             raw_response_hook=SPEC, **options)
 
 
 @pytest.fixture
@@ -354,3 +371,26 @@ def test_concurrent_uploads_of_one_blob_never_tear_it(local_container):
     assert seen and all(data in contents for data in seen)
     assert client.download_blob('shared.bin').readall() in contents
     assert os.listdir(root) == ['shared.bin']  # no temporary file left in the container
+
+
+def test_the_spec_check_sees_every_listing_and_refuses_what_the_definition_lacks(blob_store, container):
+    from xml.etree import ElementTree
+    from azure.storage.blob._generated import models as generated
+    before = SPEC.checked
+    container.upload_blob('a.txt', b'a')
+    list(container.list_blobs())
+    list(container.walk_blobs())
+    list(service(blob_store).list_containers())
+    error_code(lambda: container.download_blob('missing'))
+    assert SPEC.checked - before == 4
+    invented = ElementTree.fromstring(
+        '<EnumerationResults ServiceEndpoint="http://h/a/" ContainerName="c"><Blobs><Blob><Name>a</Name>'
+        '<Properties><Last-Modified>yesterday</Last-Modified><Content-Length>ten</Content-Length>'
+        '<Colour>blue</Colour></Properties></Blob></Blobs><NextMarker /></EnumerationResults>')
+    assert sorted(check_element(invented, generated.ListBlobsFlatSegmentResponse)) == [
+        'EnumerationResults/Blobs/Blob/Properties/Content-Length: \'ten\' is not an integer',
+        'EnumerationResults/Blobs/Blob/Properties/Last-Modified: \'yesterday\' is not an RFC 1123 date',
+        'EnumerationResults/Blobs/Blob/Properties: element Colour is not in the definition',
+        'EnumerationResults/Blobs/Blob/Properties: required element Etag missing']
+    assert check_error(ElementTree.fromstring('<Error><Code>A</Code></Error>'), 'B') == [
+        "error code 'A' is not the x-ms-error-code header 'B'", 'error without a Message']
