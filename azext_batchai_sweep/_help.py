@@ -624,13 +624,11 @@ parameters:
     type: string
     short-summary: Directory of the service's data; default is that of the targeted service, else batchai-sweep/local.
 examples:
-  - name: Point az's storage commands at the local service, then upload a training script to a file share.
+  - name: Point az's storage commands at the local service, then upload a training script to a file share and a dataset folder to a blob container (jobs mount them with azureFileShares and azureBlobFileSystems).
     text: |
         export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string -n mystorage --query connectionString -o tsv)"
         az storage share create -n scripts --account-name mystorage
         az storage file upload -s scripts --source train.py --account-name mystorage
-  - name: Upload a dataset folder to a blob container that jobs mount with azureBlobFileSystems.
-    text: |
         az storage container create -n data --account-name mystorage
         az storage blob upload-batch -d data -s ./mnist --destination-path mnist --account-name mystorage
 """
