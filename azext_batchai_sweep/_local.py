@@ -12,8 +12,8 @@ from ._targeting import SECTION, clear_local_target, default_data_dir, local_tar
 logger = get_logger(__name__)
 
 # What `local start` and `local status` report of the service's service.json.
-_FIELDS = ('endpoint', 'filesEndpoint', 'blobEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId', 'resourceGroup',
-           'workspace', 'cluster', 'scheduler')
+_FIELDS = ('endpoint', 'filesEndpoint', 'blobEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId',
+           'resourceGroup', 'workspace', 'cluster', 'scheduler')
 # Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler, the
 # Batch account of the Azure Batch scheduler.
 _OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus', 'batchAccount',

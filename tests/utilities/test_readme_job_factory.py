@@ -181,7 +181,8 @@ def test_blob_file_parameter_example(version, blob_store, monkeypatch):
         for name in BLOB_FILES:
             client.upload_blob(name, b'x')
     monkeypatch.setenv('AZURE_STORAGE_CONNECTION_STRING', blob_store.connection_string)
-    block = storage_values(version, readme_blocks(version)[10], blob_store.account_name, blob_store.account_key, container)
+    block = storage_values(version, readme_blocks(version)[10], blob_store.account_name, blob_store.account_key,
+                           container)
     spec = evaluate(block, spec_namespace())
     if version == 1:  # the README's promise
         assert spec.values() == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/data/c.txt', '$AZ_BATCHAI_MOUNT_ROOT/bfs/data/d.txt']
