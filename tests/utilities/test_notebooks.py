@@ -6,6 +6,7 @@ and why (the list docs/migrating-from-batchai-utilities.md gives), and what the 
 import configparser
 import math
 import os
+import time
 
 import pytest
 
@@ -188,8 +189,25 @@ def test_hyperband_notebook(run_recipe):
 
 def test_create_job_per_file_notebook(run_recipe):
     """recipes/Job-Factory/Create-Job-Per-File/Create-Job-Per-File.ipynb: one job per file of the uploaded RNN
-    dataset, found by FileParameter(filter_str='rnn_dataset/.+') in the Blob container of the local service."""
-    runs, namespace = run_recipe('Create-Job-Per-File')
+    dataset, found by FileParameter(filter_str='rnn_dataset/.+') in the Blob container of the local service; each
+    job reads its file from the mounted container."""
+    ended = {}
+
+    def wait_for_jobs(index, namespace):
+        if index != 13:  # before cell 14 deletes the experiment
+            return
+        client, cfg = namespace['client'], namespace['cfg']
+        deadline = time.monotonic() + 120
+        for job in namespace['jobs']:
+            while True:
+                state = client.jobs.get(cfg.resource_group, cfg.workspace, namespace['experiment_name'],
+                                        job.name).execution_state
+                if state in ('succeeded', 'failed') or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            ended[job.name] = state
+    runs, namespace = run_recipe('Create-Job-Per-File', after=wait_for_jobs)
+    assert sorted(ended.values()) == ['succeeded'] * len(RNN_FILES), ended
     cells = check_cells('Create-Job-Per-File', runs)
     assert cells[3].output == 'Uploading RNN dataset\nDone\n'
     paths = ['$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/rnn_dataset/' + f for f in RNN_FILES]
