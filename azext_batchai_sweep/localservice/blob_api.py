@@ -58,6 +58,7 @@ MAX_BLOCK_LIST_BYTES = 8 * MIB  # 50,000 base64 ids of 64 bytes in their XML ele
 MAX_NAME_CHARS = 1024
 MAX_SEGMENT_BYTES = 255  # the local file system's limit for one folder or file name
 UPLOADS = 'blob-uploads'
+_RECEIVING = ('upload-', 'commit-')  # the prefixes of bodies being received and blobs being assembled
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _BLOB_SAS_SIGNS_RESOURCE = '2018-11-09'  # sr and the snapshot time join the string-to-sign
 _BLOB_SAS_SIGNS_SCOPE = '2020-12-06'  # and the encryption scope
@@ -184,6 +185,26 @@ class BlobApi(FilesApi):
     def __init__(self, storage_root, account_key):
         super().__init__(storage_root, account_key)
         self._commit_lock = threading.Lock()  # a condition (If-None-Match) and the rename it guards, together
+        self._remove_interrupted_uploads()
+
+    def _remove_interrupted_uploads(self):
+        """Bodies an earlier run was receiving when it stopped (one service per data dir: none is in flight now).
+        Staged blocks stay, as on Azure, until their blob is committed or its container deleted."""
+        try:
+            accounts = os.listdir(self._real_root)
+        except FileNotFoundError:
+            return
+        for account in accounts:
+            uploads = os.path.join(self._real_root, account, UPLOADS)
+            if os.path.islink(uploads) or not os.path.isdir(uploads):
+                continue
+            for container in os.listdir(uploads):
+                folder = os.path.join(uploads, container)
+                if os.path.islink(folder) or not os.path.isdir(folder):
+                    continue
+                for name in os.listdir(folder):
+                    if name.startswith(_RECEIVING):
+                        os.unlink(os.path.join(folder, name))
 
     # -- routing ---------------------------------------------------------------------------------------------------
 
@@ -468,7 +489,7 @@ class BlobApi(FilesApi):
     def _receive(self, target, request, size):
         """Write the request body (`size` bytes) into a new file of the uploads folder; its path."""
         os.makedirs(target.uploads, exist_ok=True)
-        fd, path = tempfile.mkstemp(dir=target.uploads, prefix='upload-')
+        fd, path = tempfile.mkstemp(dir=target.uploads, prefix=_RECEIVING[0])
         digest = hashlib.md5()  # nosec: the protocol's integrity checksum
         received = 0
         try:
@@ -574,7 +595,7 @@ class BlobApi(FilesApi):
             blocks.append(block)
         self._check_conditions(request, self._current_etag(target))
         os.makedirs(target.uploads, exist_ok=True)
-        fd, path = tempfile.mkstemp(dir=target.uploads, prefix='commit-')
+        fd, path = tempfile.mkstemp(dir=target.uploads, prefix=_RECEIVING[1])
         try:
             with os.fdopen(fd, 'wb') as out:
                 for block in blocks:

@@ -394,3 +394,15 @@ def test_the_spec_check_sees_every_listing_and_refuses_what_the_definition_lacks
         'EnumerationResults/Blobs/Blob/Properties: required element Etag missing']
     assert check_error(ElementTree.fromstring('<Error><Code>A</Code></Error>'), 'B') == [
         "error code 'A' is not the x-ms-error-code header 'B'", 'error without a Message']
+
+
+def test_a_restart_removes_interrupted_uploads_and_keeps_staged_blocks(tmp_path):
+    from azext_batchai_sweep.localservice.blob_api import BlobApi
+    uploads = tmp_path / 'acct' / 'blob-uploads' / 'data'
+    (uploads / 'blocks' / 'abc').mkdir(parents=True)
+    (uploads / 'blocks' / 'abc' / 'block').write_bytes(b'staged')
+    for name in ('upload-x1', 'commit-x2'):
+        (uploads / name).write_bytes(b'half a body')
+    BlobApi(str(tmp_path), base64.b64encode(b'k' * 64).decode())
+    assert sorted(os.listdir(uploads)) == ['blocks']
+    assert (uploads / 'blocks' / 'abc' / 'block').read_bytes() == b'staged'
