@@ -422,17 +422,22 @@ class BlobApi(FilesApi):
 
     @staticmethod
     def _check_conditions(request, etag):
-        """If-Match / If-None-Match against the blob's current ETag (None: no blob)."""
+        """If-Match / If-None-Match against the blob's current ETag (None: no blob). True when a read is answered
+        304 Not Modified (which has no body: no error document)."""
         if_match, if_none_match = request.headers.get('if-match'), request.headers.get('if-none-match')
         if if_match and (etag is None or (if_match.strip() != '*' and etag not in
                                           [value.strip() for value in if_match.split(',')])):
             raise StorageApiError(412, 'ConditionNotMet', 'The condition specified using HTTP conditional header(s) '
                                   'is not met.')
-        if if_none_match and etag is not None and (if_none_match.strip() == '*' or etag in if_none_match):
-            if request.method == 'PUT':
-                raise StorageApiError(409, 'BlobAlreadyExists', 'The specified blob already exists.')
-            raise StorageApiError(304, 'ConditionNotMet', 'The condition specified using HTTP conditional '
-                                  'header(s) is not met.')
+        if not if_none_match or etag is None or (if_none_match.strip() != '*' and etag not in
+                                                 [value.strip() for value in if_none_match.split(',')]):
+            return False
+        if request.method in ('GET', 'HEAD'):
+            return True
+        if request.method == 'PUT' and if_none_match.strip() == '*':
+            raise StorageApiError(409, 'BlobAlreadyExists', 'The specified blob already exists.')
+        raise StorageApiError(412, 'ConditionNotMet', 'The condition specified using HTTP conditional header(s) is '
+                              'not met.')
 
     # -- blobs: reading and deleting -------------------------------------------------------------------------------
 
@@ -440,7 +445,10 @@ class BlobApi(FilesApi):
         stream, stat = self._open_blob(target)
         try:
             headers = _blob_headers(stat)
-            self._check_conditions(request, headers['ETag'])
+            if self._check_conditions(request, headers['ETag']):
+                stream.close()
+                not_modified = {name: headers[name] for name in ('ETag', 'Last-Modified')}
+                return 304, dict(not_modified, **{'x-ms-error-code': 'ConditionNotMet'}), b''
             size = stat.st_size
             if request.method == 'HEAD':
                 headers['Content-Length'] = str(size)

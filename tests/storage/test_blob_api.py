@@ -406,3 +406,13 @@ def test_a_restart_removes_interrupted_uploads_and_keeps_staged_blocks(tmp_path)
     BlobApi(str(tmp_path), base64.b64encode(b'k' * 64).decode())
     assert sorted(os.listdir(uploads)) == ['blocks']
     assert (uploads / 'blocks' / 'abc' / 'block').read_bytes() == b'staged'
+
+
+def test_if_none_match_on_a_read_answers_not_modified_without_a_body(blob_store, container):
+    from azure.core import MatchConditions
+    blob = container.get_blob_client('cached')
+    blob.upload_blob(b'cached')
+    etag = blob.get_blob_properties().etag
+    assert error_code(lambda: blob.download_blob(etag=etag, match_condition=MatchConditions.IfModified)) == (
+        304, 'ConditionNotMet')
+    assert blob.download_blob(etag='"0xother"', match_condition=MatchConditions.IfModified).readall() == b'cached'
