@@ -103,7 +103,7 @@ def _operation(method, restype, comp, blob):
         if comp is None and method == 'DELETE':
             return 'delete-container'
         if comp == 'list' and method == 'GET':
-            return 'list'
+            return 'list-blobs'
     elif blob is not None and restype is None:
         if comp is None and read:
             return 'get-blob'
@@ -179,7 +179,7 @@ class BlobApi(FilesApi):
     SAS_SERVICE, SAS_CONTAINER, SAS_ITEM = 'blob', 'c', 'b'
     SAS_ITEM_OPERATIONS = ('get-blob', 'put-blob', 'put-block', 'put-block-list', 'delete-blob')
     # As on Azure, a service SAS can neither create nor delete a container.
-    SAS_PERMISSION = {'container-properties': 'r', 'list': 'l', 'create-container': '', 'delete-container': '',
+    SAS_PERMISSION = {'container-properties': 'r', 'list-blobs': 'l', 'create-container': '', 'delete-container': '',
                       'get-blob': 'r', 'put-blob': 'cw', 'put-block': 'w', 'put-block-list': 'w', 'delete-blob': 'd'}
 
     def __init__(self, storage_root, account_key):
@@ -317,7 +317,7 @@ class BlobApi(FilesApi):
                      '</EnumerationResults>']
         return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
 
-    def _list(self, target, request):
+    def _list_blobs(self, target, request):
         """List Blobs: every regular file below the container folder (symlinks are no blobs), by name; with a
         delimiter, the names past the prefix that hold it are rolled up into BlobPrefix entries."""
         prefix, marker, max_results = _paging(request)
