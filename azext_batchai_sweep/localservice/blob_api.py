@@ -141,11 +141,11 @@ def _block_file(block_id):
 
 
 def _blob_headers(stat):
+    """The headers of Get Blob; Get Blob Properties adds the access tier."""
     headers = {name: _entity_headers(stat)[name] for name in ('ETag', 'Last-Modified')}
     headers.update({'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes',
                     'x-ms-blob-type': 'BlockBlob', 'x-ms-creation-time': headers['Last-Modified'],
-                    'x-ms-lease-status': 'unlocked', 'x-ms-lease-state': 'available',
-                    'x-ms-server-encrypted': 'true', 'x-ms-access-tier': 'Hot', 'x-ms-access-tier-inferred': 'true'})
+                    'x-ms-lease-status': 'unlocked', 'x-ms-lease-state': 'available', 'x-ms-server-encrypted': 'true'})
     return headers
 
 
@@ -451,7 +451,8 @@ class BlobApi(FilesApi):
                 return 304, dict(not_modified, **{'x-ms-error-code': 'ConditionNotMet'}), b''
             size = stat.st_size
             if request.method == 'HEAD':
-                headers['Content-Length'] = str(size)
+                headers.update({'Content-Length': str(size), 'x-ms-access-tier': 'Hot',
+                                'x-ms-access-tier-inferred': 'true'})
                 stream.close()
                 return 200, headers, b''
             byte_range = request.headers.get('x-ms-range') or request.headers.get('range')

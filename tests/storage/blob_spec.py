@@ -4,10 +4,17 @@ properties, types).
 
 Strict, as tests/spec_conformance.py is for Batch AI: an element the definition does not have fails, so does a
 missing required one, and a value that is not of its type (int, bool, RFC 1123 date). `BlobSpecHook` is a
-`raw_response_hook` that checks every XML body a real client receives (listings and errors) and counts them.
+`raw_response_hook` that checks every XML body a real client receives (listings and errors) and counts them, and
+the headers of every success answer against those its operation declares (the generated operations'
+deserialisation of them).
 """
+import base64
+import binascii
 import email.utils
+import functools
+import inspect
 import re
+from urllib.parse import parse_qs, unquote, urlsplit
 from xml.etree import ElementTree
 
 from azure.storage.blob._generated import models as generated  # the spec's definitions, as generated
@@ -21,6 +28,61 @@ _LIST = re.compile(r'^(\[)(.*)\]$')
 # Required in the definition, but sent by the service (and Azurite) only when a listing asks for deleted blobs or
 # snapshots (include=deleted,snapshots), which the local endpoint has none of.
 _SENT_ON_REQUEST = {('BlobItemInternal', 'deleted'), ('BlobItemInternal', 'snapshot')}
+
+
+# The generated operation that reads each answer, by (container or blob, method, comp): its response headers are the
+# spec's for that operation.
+_OPERATIONS = {
+    ('container', 'PUT', None): ('ContainerOperations', 'create'),
+    ('container', 'GET', None): ('ContainerOperations', 'get_properties'),
+    ('container', 'HEAD', None): ('ContainerOperations', 'get_properties'),
+    ('container', 'DELETE', None): ('ContainerOperations', 'delete'),
+    ('blob', 'GET', None): ('BlobOperations', 'download'),
+    ('blob', 'HEAD', None): ('BlobOperations', 'get_properties'),
+    ('blob', 'DELETE', None): ('BlobOperations', 'delete'),
+    ('blob', 'PUT', None): ('BlockBlobOperations', 'upload'),
+    ('blob', 'PUT', 'block'): ('BlockBlobOperations', 'stage_block'),
+    ('blob', 'PUT', 'blocklist'): ('BlockBlobOperations', 'commit_block_list'),
+}
+# Headers Azure sends that the generated client does not read (Delete Blob's, in Azure's recorded answers): allowed.
+_SENT_BEYOND_THE_CLIENT = {('BlobOperations', 'delete'): {'x-ms-delete-type-permanent'}}
+_HEADER = re.compile(r'response_headers\["([^"]+)"\]\s*=\s*self\._deserialize\(\s*"([^"]+)"')
+
+
+@functools.lru_cache(maxsize=None)
+def declared_headers(class_name, method_name):
+    """{header name, lower-cased: type} of one generated operation's responses."""
+    from azure.storage.blob._generated import operations
+    source = inspect.getsource(getattr(getattr(operations, class_name), method_name))
+    return {name.lower(): type_name for name, type_name in _HEADER.findall(source)}
+
+
+def check_headers(method, url, headers):
+    """Errors of a success answer's headers against its operation's: every x-ms- header is one the operation
+    declares, and every declared header it has is of its type (int, bool, RFC 1123 date, base64)."""
+    parts = unquote(urlsplit(url).path).split('/', 3)
+    query = {name: values[0] for name, values in parse_qs(urlsplit(url).query).items()}
+    kind = 'blob' if len(parts) == 4 and parts[3] else 'container'
+    if kind == 'container' and query.get('restype') != 'container' or query.get('comp') == 'list':
+        return []  # an account-level request or a listing: its body is checked
+    operation = _OPERATIONS.get((kind, method, query.get('comp')))
+    if operation is None:
+        return ['{} {}: no operation of the spec answers it'.format(method, url)]
+    declared = declared_headers(*operation)
+    allowed = _SENT_BEYOND_THE_CLIENT.get(operation, set())
+    errors = []
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower.startswith('x-ms-') and lower not in declared and lower not in allowed:
+            errors.append('{}.{}: header {} is not in the spec'.format(operation[0], operation[1], name))
+        elif declared.get(lower) == 'bytearray':
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                errors.append('{}: {!r} is not base64'.format(name, value))
+        elif lower in declared:
+            _check_value(value, declared[lower], name, errors)
+    return errors
 
 
 def _model(name):
@@ -142,10 +204,13 @@ class BlobSpecHook:
         self.checked, self.errors = 0, []
 
     def __call__(self, pipeline_response):
-        from urllib.parse import parse_qs, urlsplit
         request, response = pipeline_response.http_request, pipeline_response.http_response
         query = {name: values[0] for name, values in parse_qs(urlsplit(request.url).query).items()}
         model = definition_of(request.method, query, response.status_code)
+        if response.status_code < 300:
+            problems = check_headers(request.method, request.url, response.headers)
+            self.errors += ['{} {}: {}'.format(request.method, urlsplit(request.url).path, problem)
+                            for problem in problems]
         if request.method == 'HEAD' or (model is None and response.status_code < 400):
             return  # no body, or a blob's content
         body = response.body()

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tests.storage.blob_spec import BlobSpecHook, check_element, check_error
+from tests.storage.blob_spec import BlobSpecHook, check_element, check_error, check_headers
 
 pytestmark = [pytest.mark.azurite, pytest.mark.service]
 
@@ -394,6 +394,14 @@ def test_the_spec_check_sees_every_listing_and_refuses_what_the_definition_lacks
         'EnumerationResults/Blobs/Blob/Properties: required element Etag missing']
     assert check_error(ElementTree.fromstring('<Error><Code>A</Code></Error>'), 'B') == [
         "error code 'A' is not the x-ms-error-code header 'B'", 'error without a Message']
+    # Headers: those of the operation only (Get Blob has no access tier), each of its type.
+    assert check_headers('GET', 'http://h/acct/c/blob.txt', {
+        'Content-Length': 'ten', 'Last-Modified': 'today', 'x-ms-access-tier': 'Hot', 'x-ms-blob-type': 'BlockBlob',
+        'Content-MD5': '#', 'x-ms-server-encrypted': 'yes'}) == [
+        "Content-Length: 'ten' is not an integer", "Last-Modified: 'today' is not an RFC 1123 date",
+        'BlobOperations.download: header x-ms-access-tier is not in the spec', "Content-MD5: '#' is not base64",
+        "x-ms-server-encrypted: 'yes' is not a boolean"]
+    assert check_headers('HEAD', 'http://h/acct/c/blob.txt', {'x-ms-access-tier': 'Hot'}) == []
 
 
 def test_a_restart_removes_interrupted_uploads_and_keeps_staged_blocks(tmp_path):
