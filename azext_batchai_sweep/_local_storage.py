@@ -9,7 +9,8 @@ whatever host its URL names, and its `azureBlobFileSystems` mount `<data-dir>/st
 so the files a FILE or BLOB parameter enumerates must come from that same local folder: the service's Files or Blob
 endpoint (`filesEndpoint` / `blobEndpoint` of `<data-dir>/service.json`), signed with `<data-dir>/storage.key`. The
 data dir is the folder of the configured token file (`local start` writes both there). Against Azure (no local
-target) nothing is added and the AZURE_STORAGE_* variables are used as by `az storage`.
+target), and for BLOB with the Azure Batch scheduler (its pools mount the Azure container), nothing is added and the
+AZURE_STORAGE_* variables are used as by `az storage`.
 
 The key is only ever handed to the FileParamSpec (which keeps it out of repr, errors and pickles): never logged.
 """
@@ -65,7 +66,17 @@ class LocalFileStorage:
         if kind not in _KINDS:
             return {}
         field, noun, name_key = _KINDS[kind]
-        endpoint = self._endpoint(kind, field)
+        info = self._service_info()
+        if kind == 'BLOB' and info.get('scheduler') == 'azure-batch':
+            return {}  # its pools mount the Azure container: listed there, with the environment's credentials
+        endpoint = info.get(field)
+        if not endpoint:
+            from azure.cli.core.azclierror import AzureConnectionError
+            raise AzureConnectionError(
+                '{} parameters are listed through the local service\'s {} endpoint, but no running service '
+                'is described in {}'.format(kind, 'Files' if kind == 'FILE' else 'Blob', self._service_file()),
+                recommendation='Start it with "az batchai sweep local start" (the token file configured in az '
+                               'config batchai_sweep.token_file must be in its data dir).')
         account = entry.get('storageAccountName')
         ignored = [name for name in _ENV_CREDENTIALS if os.environ.get(name)]
         if ignored:
@@ -76,22 +87,18 @@ class LocalFileStorage:
                     entry.get(name_key), account, endpoint)
         return {'accountUrl': '{}/{}'.format(endpoint.rstrip('/'), account), 'storageAccountKey': self.key()}
 
-    def _endpoint(self, kind, field):
-        from azure.cli.core.azclierror import AzureConnectionError
+    def _service_file(self):
         from .localservice import SERVICE_FILE
-        path = os.path.join(self.data_dir, SERVICE_FILE)
+        return os.path.join(self.data_dir, SERVICE_FILE)
+
+    def _service_info(self):
+        """The running service's service.json ({} when there is none)."""
         try:
-            with open(path, encoding='utf-8') as f:
-                endpoint = json.load(f).get(field)
+            with open(self._service_file(), encoding='utf-8') as f:
+                info = json.load(f)
         except (OSError, ValueError):
-            endpoint = None
-        if not endpoint:
-            raise AzureConnectionError(
-                '{} parameters are listed through the local service\'s {} endpoint, but no running service '
-                'is described in {}'.format(kind, 'Files' if kind == 'FILE' else 'Blob', path),
-                recommendation='Start it with "az batchai sweep local start" (the token file configured in az '
-                               'config batchai_sweep.token_file must be in its data dir).')
-        return endpoint
+            return {}
+        return info if isinstance(info, dict) else {}
 
     def key(self):
         from azure.cli.core.azclierror import FileOperationError

@@ -124,3 +124,16 @@ def test_blob_parameter_lists_the_local_container_and_jobs_read_it(storage_az, l
         tail = storage_az('batchai', 'sweep', 'status', *common, '--job', name, '--tail', '1', '-o', 'tsv')
         assert tail.exit_code == 0, tail.stderr[-2000:]
         assert tail.stdout == FILES['data/' + os.path.basename(value)] + '\n'
+
+
+@pytest.mark.parametrize('scheduler,expected', [('processes', 'local'), ('slurm', 'local'), ('azure-batch', 'azure')])
+def test_blob_parameters_list_the_container_the_jobs_mount(tmp_path, scheduler, expected):
+    """Processes and Slurm jobs mount the local container: listed at the Blob endpoint with the local key. Azure
+    Batch pools mount the Azure container: listed there, with the environment's credentials (nothing added)."""
+    from azext_batchai_sweep._local_storage import LocalFileStorage
+    (tmp_path / 'storage.key').write_text('bG9jYWwga2V5\n', encoding='ascii')
+    (tmp_path / 'service.json').write_text(json.dumps({
+        'scheduler': scheduler, 'blobEndpoint': 'http://127.0.0.1:1', 'filesEndpoint': 'http://127.0.0.1:2'}))
+    arguments = LocalFileStorage(str(tmp_path))(PARAMETER)
+    assert arguments == ({'accountUrl': 'http://127.0.0.1:1/' + ACCOUNT, 'storageAccountKey': 'bG9jYWwga2V5'}
+                         if expected == 'local' else {})
