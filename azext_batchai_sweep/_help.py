@@ -512,7 +512,7 @@ long-summary: >
     AZURE_BATCHAI_SWEEP_ENDPOINT and AZURE_BATCHAI_SWEEP_TOKEN_FILE override them) until "local stop", and az's own
     "az batchai" commands too (workspace, cluster, experiment, job create/show/list, job file list/stream), so the
     Batch AI recipes run unchanged, with no "az login"; "local show-connection-string" points az's storage commands
-    at its Files endpoint.
+    at its Files and Blob endpoints.
 """
 
 helps['batchai sweep local start'] = """
@@ -608,13 +608,13 @@ examples:
 
 helps['batchai sweep local show-connection-string'] = """
 type: command
-short-summary: Show the connection string that points az's storage commands at the local Files endpoint.
+short-summary: Show the connection string that points az's storage commands at the local Files and Blob endpoints.
 long-summary: >
-    Export it as AZURE_STORAGE_CONNECTION_STRING and "az storage share create", "az storage directory create" and
-    "az storage file upload" work against the local service's file shares, which jobs mount. The string holds the
-    service's storage account key: it is shown here only, never in the output of the other commands or in logs.
-    Blob, queue and table requests made with it stay on this machine and are refused there: the local service
-    serves Azure Files only (put a job's blob container files in DATA_DIR/storage/ACCOUNT/containers/CONTAINER).
+    Export it as AZURE_STORAGE_CONNECTION_STRING and "az storage share create", "az storage file upload",
+    "az storage container create" and "az storage blob upload|upload-batch|download|list" work against the local
+    service's file shares and blob containers, which jobs mount (azureFileShares, azureBlobFileSystems). The string
+    holds the service's storage account key: it is shown here only, never in the output of the other commands or in
+    logs. Queue and table requests made with it stay on this machine and are refused there.
     Exit codes, the same for every az batchai sweep command (0 succeeded, 3 not found, 4 jobs failed or stopped, 5 timeout, 6 bad input, 7 no service, 128+N a signal): https://github.com/azext-batchai-sweep/azext-batchai-sweep/blob/main/docs/pipelines.md#exit-codes
 parameters:
   - name: --name -n
@@ -624,11 +624,13 @@ parameters:
     type: string
     short-summary: Directory of the service's data; default is that of the targeted service, else batchai-sweep/local.
 examples:
-  - name: Point az's storage commands at the local service, then upload a training script to a file share.
+  - name: Point az's storage commands at the local service, then upload a training script to a file share and a dataset folder to a blob container (jobs mount them with azureFileShares and azureBlobFileSystems).
     text: |
         export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string -n mystorage --query connectionString -o tsv)"
         az storage share create -n scripts --account-name mystorage
         az storage file upload -s scripts --source train.py --account-name mystorage
+        az storage container create -n data --account-name mystorage
+        az storage blob upload-batch -d data -s ./mnist --destination-path mnist --account-name mystorage
 """
 
 helps['batchai sweep local stop'] = """

@@ -12,8 +12,8 @@ from ._targeting import SECTION, clear_local_target, default_data_dir, local_tar
 logger = get_logger(__name__)
 
 # What `local start` and `local status` report of the service's service.json.
-_FIELDS = ('endpoint', 'filesEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId', 'resourceGroup',
-           'workspace', 'cluster', 'scheduler')
+_FIELDS = ('endpoint', 'filesEndpoint', 'blobEndpoint', 'dataDir', 'pid', 'tokenFile', 'subscriptionId',
+           'resourceGroup', 'workspace', 'cluster', 'scheduler')
 # Shown only when the service has them: the Slurm cluster and partition, the GPUs of the processes scheduler, the
 # Batch account of the Azure Batch scheduler.
 _OPTIONAL_FIELDS = ('slurmCluster', 'slurmConf', 'partition', 'account', 'gpus', 'batchAccount',
@@ -211,22 +211,25 @@ def stop(cli_ctx, data_dir=None):
     return result
 
 
-# ---- az's storage commands on the local Files endpoint -----------------------------------------------------------
+# ---- az's storage commands on the local Files and Blob endpoints -----------------------------------------------
 
 def _storage_hint(cli_ctx, data_dir, info):
     """The exact line that points az's storage commands at this service (the key itself is only shown on request,
     by show-connection-string: start and status output are printed and logged more freely)."""
     import shlex
     option = '' if data_dir == os.path.abspath(default_data_dir(cli_ctx)) else ' --data-dir ' + shlex.quote(data_dir)
-    logger.warning('az storage commands (share create, directory create, file upload) use the local Files endpoint '
-                   '%s after: export AZURE_STORAGE_CONNECTION_STRING="$(az batchai sweep local show-connection-string '
-                   '-n <storage account name>%s --query connectionString -o tsv)"', info.get('filesEndpoint'), option)
+    logger.warning('az storage commands (share create, file upload, container create, blob upload) use the local '
+                   'Files endpoint %s and Blob endpoint %s after: export AZURE_STORAGE_CONNECTION_STRING="$(az '
+                   'batchai sweep local show-connection-string -n <storage account name>%s --query connectionString '
+                   '-o tsv)"', info.get('filesEndpoint'),
+                   info.get('blobEndpoint'), option)
 
 
 def show_connection_string(cli_ctx, account_name, data_dir=None):
-    """{'connectionString': ...} for az's storage commands: the local Files endpoint of `account_name` and its key.
+    """{'connectionString': ...} for az's storage commands and the storage SDKs: the local Files and Blob endpoints
+    of `account_name` and its key.
 
-    Blob, queue and table endpoints name the same local endpoint, so that a blob command run with this string is
+    Queue and table endpoints name the Files endpoint, so that a queue or table command run with this string is
     refused on this machine rather than sent, signed with the local key, to the Azure account of the same name.
     """
     from azure.cli.core.azclierror import AzureConnectionError
@@ -239,7 +242,9 @@ def show_connection_string(cli_ctx, account_name, data_dir=None):
                                    recommendation='Start it with "az batchai sweep local start" (with --data-dir '
                                                   'if it is not the default).')
     endpoint = '{}/{}'.format(info['filesEndpoint'].rstrip('/'), account_name)
+    # A service started before the Blob endpoint existed has none: its blob commands are refused locally too.
+    blob = '{}/{}'.format(info['blobEndpoint'].rstrip('/'), account_name) if info.get('blobEndpoint') else endpoint
     parts = [('DefaultEndpointsProtocol', 'http'), ('AccountName', account_name),
-             ('AccountKey', local_storage_key(data_dir)), ('FileEndpoint', endpoint), ('BlobEndpoint', endpoint),
+             ('AccountKey', local_storage_key(data_dir)), ('FileEndpoint', endpoint), ('BlobEndpoint', blob),
              ('QueueEndpoint', endpoint), ('TableEndpoint', endpoint)]
     return {'connectionString': ';'.join('{}={}'.format(name, value) for name, value in parts)}

@@ -2,7 +2,7 @@
 loopback port with a temporary data dir.
 
 Fixtures:
-- `local_service`: a ServiceInfo (endpoint, files_endpoint, token_file, data_dir, subscription, resource_group,
+- `local_service`: a ServiceInfo (endpoint, files_endpoint, blob_endpoint, token_file, data_dir, subscription, resource_group,
   workspace, cluster, pid) of the session's service (default cluster: 4 slots);
 - `batchai_client`: the real `azure.mgmt.batchai.BatchAI` client for it (core.service.client.local_batchai_client);
 - `service_factory`: starts extra services (own data dirs, options) and stops them at the end of the test;
@@ -38,6 +38,7 @@ class ServiceInfo:
     pid: int
     proc: subprocess.Popen = field(repr=False, compare=False, default=None)
     options: dict = field(repr=False, compare=False, default_factory=dict)
+    blob_endpoint: str = ''
 
     @property
     def cluster_id(self):
@@ -80,7 +81,8 @@ def start_service(data_dir, slots=SESSION_SLOTS, faults=None, extra_args=()):
                                token_file=info['tokenFile'], data_dir=info['dataDir'],
                                subscription=info['subscriptionId'], resource_group=info['resourceGroup'],
                                workspace=info['workspace'], cluster=info['cluster'], pid=proc.pid, proc=proc,
-                               options={'slots': slots, 'faults': faults, 'extra_args': tuple(extra_args)})
+                               options={'slots': slots, 'faults': faults, 'extra_args': tuple(extra_args)},
+                               blob_endpoint=info.get('blobEndpoint', ''))
         time.sleep(0.05)
     proc.kill()
     pytest.fail('local service did not start within {}s'.format(START_TIMEOUT))

@@ -19,6 +19,7 @@ def _parser():
     parser.add_argument('--host', default='127.0.0.1', help='listen address (non-loopback needs --allow-remote)')
     parser.add_argument('--port', type=int, default=0, help='ARM API port (0: a free port)')
     parser.add_argument('--files-port', type=int, default=0, help='files API port (0: a free port)')
+    parser.add_argument('--blob-port', type=int, default=0, help='Blob API port (0: a free port)')
     parser.add_argument('--slots', type=int, default=None, help='nodes of the default cluster (default: CPUs)')
     parser.add_argument('--faults', default=None,
                         help='fault injection, e.g. 5xx=0.2,429=0.1,drop=0.02,latency-ms=200,writes-per-s=20,seed=1')
@@ -54,7 +55,7 @@ def main(argv=None):
         if (args.scheduler == 'azure-batch') != bool(args.batch_account):
             raise ValueError('--batch-account names the Batch account of --scheduler azure-batch (and only of it)')
         service = LocalService(args.data_dir, host=args.host, port=args.port, files_port=args.files_port,
-                               slots=args.slots, faults=args.faults, allow_remote=args.allow_remote,
+                               blob_port=args.blob_port, slots=args.slots, faults=args.faults, allow_remote=args.allow_remote,
                                scheduler=args.scheduler, gpus=gpus,
                                slurm={'conf': args.slurm_conf, 'partition': args.partition, 'account': args.account,
                                       'poll_seconds': args.slurm_poll},

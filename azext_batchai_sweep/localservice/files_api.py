@@ -139,6 +139,14 @@ class _Request:
 class FilesApi:
     """The Azure Files REST subset of the local service, over `<storage_root>/<account>/shares/<share>`."""
 
+    # What differs for the Blob endpoint (blob_api.py, a subclass): the folder of the account holding the shares,
+    # the service SAS it takes ({sr}: share or file; its canonical resource's service), what a SAS for one file may
+    # do, and the permission letters each operation needs (any one of them).
+    FOLDER = 'shares'
+    CONTAINER_NOUN, ITEM_NOUN = 'share', 'file'
+    SAS_SERVICE, SAS_CONTAINER, SAS_ITEM = 'file', 's', 'f'
+    SAS_ITEM_OPERATIONS = ('file-properties', 'create-file', 'put-range')
+
     def __init__(self, storage_root, account_key):
         self.storage_root = os.path.abspath(storage_root)
         self._real_root = os.path.realpath(storage_root)
@@ -220,11 +228,11 @@ class FilesApi:
         token and keys a "share", readable and writable with the storage key or a SAS.
         """
         path = self._real_root
-        for part in ('', account, 'shares', share):  # '': the storage folder itself, replaced since the start
+        for part in ('', account, self.FOLDER, share):  # '': the storage folder itself, replaced since the start
             path = os.path.join(path, part) if part else path
             if os.path.islink(path):
-                raise StorageApiError(403, 'AuthorizationFailure', 'The storage of this share is a symbolic link; '
-                                      'the local service does not follow it.')
+                raise StorageApiError(403, 'AuthorizationFailure', 'The storage of this {} is a symbolic link; '
+                                      'the local service does not follow it.'.format(self.CONTAINER_NOUN))
         return path
 
     def _resolve(self, share_root, names):
@@ -237,23 +245,24 @@ class FilesApi:
     # -- the account: List Shares -------------------------------------------------------------------------------
 
     def _account_request(self, request):
-        """`GET /<account>?comp=list` (List Shares, what `az storage share list` sends); nothing else at this level."""
+        """`GET /<account>?comp=list` (List Shares, what `az storage share list` sends; List Containers on the Blob
+        endpoint); nothing else at this level."""
         account = request.segments[0].lower()
         if not _ACCOUNT_NAME.match(account):
             raise _invalid_name()
         if request.method != 'GET' or request.arg('comp') != 'list' or request.arg('restype') is not None:
-            raise StorageApiError(400, 'UnsupportedOperation', 'The local Azure Files endpoint supports only List '
-                                  'Shares (GET ?comp=list) on an account.')
+            raise StorageApiError(400, 'UnsupportedOperation', 'The local {} endpoint supports only listing its {}s '
+                                  '(GET ?comp=list) on an account.'.format(self.SAS_SERVICE, self.CONTAINER_NOUN))
         authorization = request.headers.get('authorization')
         if not authorization:
-            raise _auth_failed('Listing shares needs the account key (SharedKey): a share or file SAS cannot '
-                               'grant it, and account SAS is not supported.')
+            raise _auth_failed('Listing {0}s needs the account key (SharedKey): a {0} or {1} SAS cannot grant it, '
+                               'and account SAS is not supported.'.format(self.CONTAINER_NOUN, self.ITEM_NOUN))
         self._check_shared_key(request, authorization)
         if request.on_authenticated is not None:
             request.on_authenticated()
-        return self._list_shares(request, account)
+        return self._list_account(request, account)
 
-    def _list_shares(self, request, account):
+    def _list_account(self, request, account):
         """The shares of `account` in the List Shares XML (names, Last-Modified, Etag, Quota), paged by name."""
         prefix, marker, max_results = _paging(request)
         shares_dir = os.path.join(self.storage_root, account, 'shares')
@@ -321,8 +330,9 @@ class FilesApi:
     def _check_sas(self, request, operation, share, names):
         fields = {name: request.arg(name, '') for name in _SAS_FIELDS if name}
         resource_type = request.arg('sr')
-        if request.arg('ss') or request.arg('srt') or resource_type not in ('s', 'f'):
-            raise _auth_failed('Only service SAS for a share (sr=s) or a file (sr=f) is supported.')
+        if request.arg('ss') or request.arg('srt') or resource_type not in (self.SAS_CONTAINER, self.SAS_ITEM):
+            raise _auth_failed('Only service SAS for a {0} (sr={1}) or a {2} (sr={3}) is supported.'.format(
+                self.CONTAINER_NOUN, self.SAS_CONTAINER, self.ITEM_NOUN, self.SAS_ITEM))
         if fields['si'] or fields['sip']:
             raise _auth_failed('SAS with a stored access policy (si) or an IP range (sip) is not supported.')
         if fields['sv'] < _SAS_MIN_VERSION:
@@ -330,23 +340,28 @@ class FilesApi:
         if fields['spr'] == 'https':
             raise StorageApiError(403, 'AuthorizationProtocolMismatch', 'This SAS only allows HTTPS; the local '
                                   'service answers HTTP.')
-        resource = '/file/{}/{}'.format(request.segments[0], share)
-        if resource_type == 'f':
+        resource = '/{}/{}/{}'.format(self.SAS_SERVICE, request.segments[0], share)
+        if resource_type == self.SAS_ITEM:
             resource += '/' + '/'.join(names)
-        text = '\n'.join(resource if name is None else fields[name] for name in _SAS_FIELDS)
-        if not _same(request.arg('sig'), self._sign(text)):
+        if not _same(request.arg('sig'), self._sign(self._sas_string_to_sign(request, fields, resource))):
             raise _auth_failed('Signature did not match.')
         now = datetime.now(timezone.utc)
         expiry, start = _parse_time(fields['se']), _parse_time(fields['st']) if fields['st'] else None
         if expiry is None or now > expiry or (fields['st'] and (start is None or now < start)):
             raise _auth_failed('Signed expiry time or start time does not allow access now.')
-        if resource_type == 'f' and operation not in ('file-properties', 'create-file', 'put-range'):
-            raise StorageApiError(403, 'AuthorizationResourceTypeMismatch', 'A file SAS only grants access to its '
-                                  'file.')
-        needed = _SAS_PERMISSION[operation]
+        if resource_type == self.SAS_ITEM and operation not in self.SAS_ITEM_OPERATIONS:
+            raise StorageApiError(403, 'AuthorizationResourceTypeMismatch', 'A {0} SAS only grants access to its '
+                                  '{0}.'.format(self.ITEM_NOUN))
+        needed = self.SAS_PERMISSION[operation]
         if not any(letter in fields['sp'] for letter in needed):
             raise StorageApiError(403, 'AuthorizationPermissionMismatch', 'This request is not authorized to '
                                   'perform this operation using this permission.')
+
+    @staticmethod
+    def _sas_string_to_sign(request, fields, resource):
+        """What a File service SAS signs (the same fields in every version since 2015-04-05)."""
+        del request
+        return '\n'.join(resource if name is None else fields[name] for name in _SAS_FIELDS)
 
     # -- shares and directories ------------------------------------------------------------------------------------
 
@@ -511,6 +526,7 @@ _SAS_PERMISSION = {
     'create-directory': 'cw', 'create-file': 'cw', 'put-range': 'w', 'create-share': '',
     'delete-share': '',  # as on Azure: a service SAS cannot create or delete a share
 }
+FilesApi.SAS_PERMISSION = _SAS_PERMISSION
 
 
 def _operation(method, restype, comp, names):

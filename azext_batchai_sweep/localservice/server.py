@@ -183,8 +183,10 @@ class _ArmHandler(_Handler):
 
 
 class _FilesHandler(_Handler):
+    API = 'files_api'  # the LocalService attribute that answers this listener's requests
+
     def _dispatch(self):
-        files_api = self.server.service.files_api
+        files_api = getattr(self.server.service, self.API)
         if files_api is None:
             self.close_connection = self.close_connection or self._has_body()  # the body is never read
             self._send(501, {'Content-Type': 'application/xml'},
@@ -218,6 +220,11 @@ class _FilesHandler(_Handler):
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
 
+class _BlobHandler(_FilesHandler):
+    """The Blob endpoint's listener: the same plumbing as the Files endpoint's, answered by blob_api.BlobApi."""
+    API = 'blob_api'
+
+
 def _load_files_api(data_dir, storage_key):
     """The files API of files_api.py when that module exists (written separately); None answers 501."""
     try:
@@ -232,11 +239,11 @@ class LocalService:
     """One running service on a data dir (exclusive: a second one on the same dir refuses to start)."""
 
     def __init__(self, data_dir, host='127.0.0.1', port=0, files_port=0, slots=None, faults=None,
-                 allow_remote=False, scheduler='processes', gpus=None, slurm=None, azure_batch=None):
+                 allow_remote=False, scheduler='processes', gpus=None, slurm=None, azure_batch=None, blob_port=0):
         if not is_loopback(host) and not allow_remote:
             raise ValueError("refusing to listen on non-loopback address '{}' without --allow-remote".format(host))
         self.data_dir = os.path.abspath(data_dir)
-        self.host, self.port, self.files_port = host, port, files_port
+        self.host, self.port, self.files_port, self.blob_port = host, port, files_port, blob_port
         self.slots = slots or os.cpu_count() or 1
         self.faults = FaultInjector(faults)
         self.scheduler_name = scheduler
@@ -245,7 +252,7 @@ class LocalService:
         # Azure Batch scheduler: batch_account, resource_group, pool_prefix, poll_seconds (azurebatch/connect.py)
         self.azure_batch = dict(azure_batch or {})
         self.secrets = None
-        self.store = self.runner = self.api = self.files_api = None
+        self.store = self.runner = self.api = self.files_api = self.blob_api = None
         self._servers = []
         self._lock_file = None
         self.endpoint_host = None
@@ -266,9 +273,12 @@ class LocalService:
         self._create_defaults()
         self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
         self.files_api = _load_files_api(self.data_dir, self.secrets.storage_key)
+        from .blob_api import BlobApi  # pylint: disable=import-outside-toplevel
+        self.blob_api = BlobApi(os.path.join(self.data_dir, 'storage'), self.secrets.storage_key)
         arm = BoundedHTTPServer((self.host, self.port), _ArmHandler, self)
         files = BoundedHTTPServer((self.host, self.files_port), _FilesHandler, self)
-        self._servers = [arm, files]
+        blob = BoundedHTTPServer((self.host, self.blob_port), _BlobHandler, self)
+        self._servers = [arm, files, blob]
         self.endpoint_host = self._host_port(arm)
         self.runner.start()
         for server in self._servers:
@@ -277,7 +287,8 @@ class LocalService:
         info = self.info()
         path = os.path.join(self.data_dir, SERVICE_FILE)
         datadir.write_private(path, json.dumps(info, indent=2))
-        logger.info('listening on %s (files %s), data dir %s, %s slots%s', info['endpoint'], info['filesEndpoint'],
+        logger.info('listening on %s (files %s, blob %s), data dir %s, %s slots%s', info['endpoint'],
+                    info['filesEndpoint'], info['blobEndpoint'],
                     self.data_dir, self.slots, ', faults ' + json.dumps(self.faults.settings) if self.faults.enabled
                     else '')
         return info
@@ -335,6 +346,7 @@ class LocalService:
         return {
             'endpoint': 'http://' + self.endpoint_host,
             'filesEndpoint': 'http://' + self._host_port(self._servers[1]),
+            'blobEndpoint': 'http://' + self._host_port(self._servers[2]),
             'pid': os.getpid(), 'tokenFile': self.secrets.token_file, 'dataDir': self.data_dir,
             'subscriptionId': DEFAULT_SUBSCRIPTION, 'resourceGroup': DEFAULT_RESOURCE_GROUP,
             'workspace': DEFAULT_WORKSPACE,

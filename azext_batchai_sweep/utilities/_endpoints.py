@@ -5,11 +5,11 @@
 
 The recipes build their storage objects from an account name and key alone (``BlockBlobService(name, key)``,
 ``FileParameter(storage_account_name=..., ...)``), which on Azure means the public endpoints. A notebook that may
-change only configuration.json reaches the local service (its Files endpoint) or an emulator (Azurite, for Blob)
-through what the configuration registers here: ``config.Configuration`` registers a ``storage_account``'s
-``blob_endpoint`` / ``file_endpoint``, and ``config.create_batchai_client`` the local service's Files endpoint for
-the configured account. Next come AZURE_STORAGE_CONNECTION_STRING's endpoints when it names the same account (as
-for `az storage`), then Azure's public endpoints.
+change only configuration.json reaches the local service (its Files and Blob endpoints) or an emulator through
+what the configuration registers here: ``config.Configuration`` registers a ``storage_account``'s
+``blob_endpoint`` / ``file_endpoint``, and ``config.create_batchai_client`` the local service's Files and Blob
+endpoints for the configured account. Next come AZURE_STORAGE_CONNECTION_STRING's endpoints when it names the same
+account (as for `az storage`), then Azure's public endpoints.
 """
 import os
 import threading

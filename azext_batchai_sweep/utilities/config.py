@@ -13,7 +13,7 @@ The same configuration.json works, with its values changed:
 - ``storage_account``: ``name`` and ``key`` as before (locally the key of ``az batchai sweep local
   show-connection-string``), plus, new and optional, ``blob_endpoint`` / ``file_endpoint`` (an emulator's, or a
   sovereign cloud's): the legacy storage classes and FileParameter use them for that account. Against the local
-  service the Files endpoint is the service's unless ``file_endpoint`` says otherwise.
+  service the Files and Blob endpoints are the service's unless ``file_endpoint`` / ``blob_endpoint`` say otherwise.
 
 The client is the notebook-compatibility client (utilities/batchai.py): azure-mgmt-batchai 2.0's ``create`` /
 ``delete`` call forms on the SDK az ships.
@@ -161,9 +161,14 @@ def create_batchai_client(configuration):
     with azure-mgmt-batchai 2.0's call forms (NotebookBatchAI)."""
     local = local_service_of(configuration.url)
     if local is not None:
-        if local.get('filesEndpoint') and not configuration.file_endpoint:
-            _endpoints.register(configuration.storage_account_name, file='{}/{}'.format(
-                local['filesEndpoint'].rstrip('/'), configuration.storage_account_name))
+        # The storage account's Files and Blob endpoints are the service's (path-style: the account in the path),
+        # unless configuration.json names others: what the recipes upload is then what the local jobs mount.
+        account = configuration.storage_account_name
+        endpoints = {kind: '{}/{}'.format(local[field].rstrip('/'), account)
+                     for kind, field, configured in (('file', 'filesEndpoint', configuration.file_endpoint),
+                                                     ('blob', 'blobEndpoint', configuration.blob_endpoint))
+                     if local.get(field) and not configured}
+        _endpoints.register(account, **endpoints)
         return NotebookBatchAI(local_batchai_client(local['endpoint'], local['tokenFile'],
                                                     local.get('subscriptionId') or configuration.subscription_id))
     from azure.mgmt.batchai import BatchAI

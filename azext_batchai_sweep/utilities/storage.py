@@ -12,9 +12,8 @@ return values (``create_container``/``create_share``/``create_directory`` return
 ``fail_on_exist=True`` raise azure-core's ResourceExistsError where the legacy SDK raised AzureConflictHttpError).
 
 Endpoints: the account's ``blob_endpoint`` / ``file_endpoint`` from configuration.json, the local service's Files
-endpoint when the configuration's ``base_url`` is the local service, AZURE_STORAGE_CONNECTION_STRING's, else Azure's
-public ones (utilities/_endpoints.py). The local service has no Blob endpoint (its jobs mount blob containers from
-its data dir); Azurite serves Blob in the tests.
+and Blob endpoints when the configuration's ``base_url`` is the local service (what is uploaded there is what its
+jobs mount), AZURE_STORAGE_CONNECTION_STRING's, else Azure's public ones (utilities/_endpoints.py).
 """
 import collections
 import os

@@ -127,9 +127,13 @@ def test_storage_commands_reach_the_local_files_endpoint_with_the_shown_connecti
     assert listed.json() == [['data.bin', len(payload)]], listed.stderr
     shares = az('storage', 'share', 'list', '--query', '[].name', '-o', 'json', env=env)
     assert 'routing' in shares.json(), shares.stderr
-    # Blob commands with the string stay on this machine and are refused there (the service serves Azure Files).
+    # Blob commands with the string reach the local Blob endpoint: the container is the folder jobs mount.
     blob = az('storage', 'container', 'create', '-n', 'data', env=env)
-    assert blob.exit_code == 1 and 'The local Azure Files endpoint does not support' in blob.stderr, blob.stderr
+    assert blob.exit_code == 0, blob.stderr
+    assert os.path.isdir(os.path.join(local_service.data_dir, 'storage', 'routingtest', 'containers', 'data'))
+    # Queue commands stay on this machine and are refused there (the string names the Files endpoint for them).
+    queue = az('storage', 'queue', 'create', '-n', 'myqueue', env=env)
+    assert queue.exit_code == 1 and 'The local Azure Files endpoint does not support' in queue.stderr, queue.stderr
 
 
 def test_job_create_gets_the_local_storage_key_and_no_secret_reaches_debug_output(targeted, local_service,

@@ -51,7 +51,7 @@ def test_control_start_status_stop(tmp_path):
     try:
         assert stat.S_IMODE(os.stat(info['tokenFile']).st_mode) == 0o600
         assert stat.S_IMODE(os.stat(os.path.join(data_dir, 'storage.key')).st_mode) == 0o600
-        assert set(info) == {'endpoint', 'filesEndpoint', 'pid', 'tokenFile', 'dataDir', 'subscriptionId',
+        assert set(info) == {'endpoint', 'filesEndpoint', 'blobEndpoint', 'pid', 'tokenFile', 'dataDir', 'subscriptionId',
                              'resourceGroup', 'workspace', 'cluster', 'scheduler'}
         assert info['scheduler'] == 'processes'
         assert control.status(data_dir)['running'] is True

@@ -38,15 +38,21 @@ class CellRun:
     output: str
 
 
-def configuration(service, azurite, workspace):
-    """configuration.json of a notebook run on the local service: base_url is the service's endpoint, the storage
-    account is the one key the local Files endpoint and Azurite (Blob) both accept."""
+# The account of configuration.json, as the recipes name it; any name is an account of the local service.
+STORAGE_ACCOUNT = 'recipestorage'
+
+
+def configuration(service, workspace):
+    """configuration.json of a notebook run on the local service, filled in with what `local start` and `local
+    show-connection-string` give: base_url is the service's endpoint, the storage account's key is the service's.
+    Nothing else: no endpoint of its own for Blob or Files (the local service serves both)."""
+    with open(os.path.join(service.data_dir, 'storage.key'), encoding='ascii') as f:
+        key = f.read().strip()
     return {
         'subscription_id': '00000000-0000-0000-0000-000000000000', 'aad_client_id': '', 'aad_secret': '',
         'aad_tenant': '', 'location': 'eastus', 'base_url': service.endpoint, 'resource_group': 'batchai.recipes',
         'workspace': workspace,
-        'storage_account': {'name': azurite.account_name, 'key': azurite.account_key,
-                            'blob_endpoint': azurite.blob_endpoint},
+        'storage_account': {'name': STORAGE_ACCOUNT, 'key': key},
         'admin_user': {'name': 'demoUser', 'password': 'Dem0Pa$$w0rd', 'ssh_public_key': ''},
         'keyvault_id': '', 'container_registry': {'user': '', 'password': '', 'secret_url': ''}}
 

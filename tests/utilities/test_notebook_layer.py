@@ -109,6 +109,15 @@ def test_local_base_url_gives_the_local_services_client(tmp_path, local_service,
         key = f.read().strip()
     assert storage.FileService('acct', key).create_share('cfg-local-share') is True
     assert os.path.isdir(os.path.join(local_service.data_dir, 'storage', 'acct', 'shares', 'cfg-local-share'))
+    # So is its Blob endpoint: the legacy BlockBlobService, from the name and key alone, uploads into the container
+    # folder that a job's azureBlobFileSystems mount is.
+    blobs = storage.BlockBlobService('acct', key)
+    assert blobs.create_container('cfg-local-container') is True
+    blobs.create_blob_from_text('cfg-local-container', 'data/a.txt', 'alpha')
+    with open(os.path.join(local_service.data_dir, 'storage', 'acct', 'containers', 'cfg-local-container', 'data',
+                           'a.txt'), encoding='utf-8') as f:
+        assert f.read() == 'alpha'
+    assert blobs.delete_container('cfg-local-container') is True
     client.workspaces.delete(cfg.resource_group, cfg.workspace).result()
     _endpoints.forget('acct')
 
@@ -209,9 +218,10 @@ def test_dataset_uploads_an_extracted_dataset_without_downloading(tmp_path, azur
 # -- storage: the legacy classes ------------------------------------------------------------------------------------
 
 @pytest.mark.azurite
-def test_block_blob_service_has_the_legacy_methods_and_results(azurite, tmp_path):
-    _endpoints.register(azurite.account_name, blob=azurite.blob_endpoint)
-    service = storage.BlockBlobService(azurite.account_name, azurite.account_key)
+@pytest.mark.service
+def test_block_blob_service_has_the_legacy_methods_and_results(blob_store, tmp_path):
+    _endpoints.register(blob_store.account_name, blob=blob_store.blob_endpoint)
+    service = storage.BlockBlobService(blob_store.account_name, blob_store.account_key)
     assert service.create_container('legacy', fail_on_exist=False) is True
     assert service.create_container('legacy') is False
     with pytest.raises(ResourceExistsError):
@@ -228,7 +238,7 @@ def test_block_blob_service_has_the_legacy_methods_and_results(azurite, tmp_path
     service.get_blob_to_path('legacy', 'other/b.txt', str(tmp_path / 'b.txt'))
     assert (tmp_path / 'b.txt').read_text(encoding='utf-8') == 'beta'
     assert service.delete_container('legacy') is True and service.delete_container('legacy') is False
-    _endpoints.forget(azurite.account_name)
+    _endpoints.forget(blob_store.account_name)
 
 
 @pytest.mark.service

@@ -6,15 +6,15 @@ and why (the list docs/migrating-from-batchai-utilities.md gives), and what the 
 import configparser
 import math
 import os
+import time
 
 import pytest
 
-from tests.fixtures_azurite import DEV_ACCOUNT_KEY
 from tests.fixtures_service import start_service, stop_service
 from tests.utilities import notebooks
 from tests.utilities.migration import notebook_cells
 
-pytestmark = [pytest.mark.service, pytest.mark.azurite, pytest.mark.slow]
+pytestmark = [pytest.mark.service, pytest.mark.slow]
 
 MNIST_FILES = ['t10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz', 'train-images-idx3-ubyte.gz',
                'train-labels-idx1-ubyte.gz', 'Train-28x28_cntk_text.txt', 'Test-28x28_cntk_text.txt',
@@ -49,18 +49,15 @@ RECIPES = {
 
 @pytest.fixture(scope='module')
 def recipes_service(tmp_path_factory):
-    """A local service whose storage key is Azurite's development key, so that configuration.json's one storage
-    account (name and key, as the recipes have it) works for the local Files endpoint and for Azurite's Blob."""
-    data_dir = tmp_path_factory.mktemp('recipes-service')
-    with open(os.path.join(data_dir, 'storage.key'), 'w', encoding='ascii') as f:
-        f.write(DEV_ACCOUNT_KEY + '\n')
-    info = start_service(str(data_dir))
+    """The local service the notebooks run on: its Files and Blob endpoints serve configuration.json's storage
+    account (name and key, as the recipes have it); no emulator is started."""
+    info = start_service(str(tmp_path_factory.mktemp('recipes-service')))
     yield info
     stop_service(info)
 
 
 @pytest.fixture
-def run_recipe(recipes_service, azurite, tmp_path, monkeypatch):
+def run_recipe(recipes_service, tmp_path, monkeypatch):
     """Run one recipe notebook the user's way: `az batchai sweep local start` has pointed az at the service (az
     config's batchai_sweep section, written here as that command writes it), configuration.json has its values.
     No internet: an unreachable proxy makes every download fail at once (loopback stays direct)."""
@@ -81,7 +78,7 @@ def run_recipe(recipes_service, azurite, tmp_path, monkeypatch):
     def run(name, after=None):
         recipe = RECIPES[name]
         folder = notebooks.lay_out(str(tmp_path), recipe,
-                                   notebooks.configuration(recipes_service, azurite, recipe.workspace))
+                                   notebooks.configuration(recipes_service, recipe.workspace))
         monkeypatch.chdir(folder)
         return notebooks.run_cells(recipe, after)
     return run
@@ -137,7 +134,7 @@ CLUSTER_LINE = 'Cluster state: steady Target: {0}; Allocated: {0}; Idle: {0}; Un
                'Leaving: 0\n'
 
 
-def test_random_search_notebook(run_recipe, recipes_service, azurite):
+def test_random_search_notebook(run_recipe, recipes_service):
     """recipes/Hyperparameters/Random-Search/RandomSearch.ipynb: 16 random configurations of the stand-in ConvMNIST,
     ranked by the metric of their progress.log."""
     runs, namespace = run_recipe('RandomSearch')
@@ -155,7 +152,7 @@ def test_random_search_notebook(run_recipe, recipes_service, azurite):
     # The last cells deleted the experiment, the cluster and the share.
     client = namespace['client']
     assert [e.name for e in client.experiments.list_by_workspace('batchai.recipes', 'recipes-random')] == []
-    assert not os.path.exists(os.path.join(recipes_service.data_dir, 'storage', azurite.account_name, 'shares',
+    assert not os.path.exists(os.path.join(recipes_service.data_dir, 'storage', notebooks.STORAGE_ACCOUNT, 'shares',
                                            'batchaisample'))
 
 
@@ -192,8 +189,25 @@ def test_hyperband_notebook(run_recipe):
 
 def test_create_job_per_file_notebook(run_recipe):
     """recipes/Job-Factory/Create-Job-Per-File/Create-Job-Per-File.ipynb: one job per file of the uploaded RNN
-    dataset, found by FileParameter(filter_str='rnn_dataset/.+') in the Blob container (Azurite)."""
-    runs, namespace = run_recipe('Create-Job-Per-File')
+    dataset, found by FileParameter(filter_str='rnn_dataset/.+') in the Blob container of the local service; each
+    job reads its file from the mounted container."""
+    ended = {}
+
+    def wait_for_jobs(index, namespace):
+        if index != 13:  # before cell 14 deletes the experiment
+            return
+        client, cfg = namespace['client'], namespace['cfg']
+        deadline = time.monotonic() + 120
+        for job in namespace['jobs']:
+            while True:
+                state = client.jobs.get(cfg.resource_group, cfg.workspace, namespace['experiment_name'],
+                                        job.name).execution_state
+                if state in ('succeeded', 'failed') or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            ended[job.name] = state
+    runs, namespace = run_recipe('Create-Job-Per-File', after=wait_for_jobs)
+    assert sorted(ended.values()) == ['succeeded'] * len(RNN_FILES), ended
     cells = check_cells('Create-Job-Per-File', runs)
     assert cells[3].output == 'Uploading RNN dataset\nDone\n'
     paths = ['$AZ_BATCHAI_JOB_MOUNT_ROOT/bfs/rnn_dataset/' + f for f in RNN_FILES]
@@ -240,7 +254,7 @@ def test_pytorch_gpu_distributed_gloo_notebook(run_recipe):
     check_wait_for_job(cells, 9, 2, 'stdout-0.txt', 'Epoch: [9][469/469]')
 
 
-def test_tensorflow_gpu_distributed_notebook(run_recipe, azurite):
+def test_tensorflow_gpu_distributed_notebook(run_recipe, recipes_service):
     """recipes/TensorFlow/TensorFlow-GPU-Distributed/TensorFlow-GPU-Distributed.ipynb: the training script and the
     dataset uploaded to Blob; the notebook's own NameError stops it at its job (cell 8)."""
     runs, namespace = run_recipe('TensorFlow-GPU-Distributed')
@@ -249,6 +263,11 @@ def test_tensorflow_gpu_distributed_notebook(run_recipe, azurite):
     assert cells[7].output == CLUSTER_LINE.format(2)
     blobs = namespace['blob_service'].list_blobs('batchaisample', prefix='tensorflow_samples/')
     assert [blob.name for blob in blobs] == ['tensorflow_samples/mnist_replica.py']
+    # Uploaded into the folder the job's azureBlobFileSystems mount is.
+    container = os.path.join(recipes_service.data_dir, 'storage', notebooks.STORAGE_ACCOUNT, 'containers',
+                             'batchaisample')
+    assert os.path.isfile(os.path.join(container, 'tensorflow_samples', 'mnist_replica.py'))
+    assert os.path.isfile(os.path.join(container, 'mnist_dataset', 'Train-28x28_cntk_text.txt'))
 
 
 def test_the_migration_guide_counts_what_these_tests_run():

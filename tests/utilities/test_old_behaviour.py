@@ -52,12 +52,13 @@ def test_substitution_is_what_parameters_gives():
 
 
 @pytest.fixture(scope='module')
-def blob_files(azurite):
-    service = BlockBlobService(connection_string=azurite.connection_string)
+def blob_files(blob_store):
+    """Azurite, then the local service's Blob endpoint, with the same blobs."""
+    service = BlockBlobService(connection_string=blob_store.connection_string)
     service.create_container('filter-test')
     for name in ('rnn_dataset/linux_input.txt', 'rnn_dataset/shakespeare_input.txt', 'other/rnn_dataset.txt'):
         service.create_blob_from_text('filter-test', name, name)
-    return azurite
+    return blob_store
 
 
 @pytest.mark.parametrize('filter_str, expected', [
@@ -67,6 +68,7 @@ def blob_files(azurite):
     ('.*rnn_dataset\\.txt', ['other/rnn_dataset.txt']),
 ])
 @pytest.mark.azurite
+@pytest.mark.service
 def test_file_parameter_filter_str_matches_as_the_old_code(blob_files, filter_str, expected):
     spec = job_factory.FileParameter('DATA_PATH', blob_files.account_name, blob_files.account_key, 'BLOB', 'bfs',
                                       'JOB', container='filter-test', filter_str=filter_str,
@@ -75,6 +77,7 @@ def test_file_parameter_filter_str_matches_as_the_old_code(blob_files, filter_st
 
 
 @pytest.mark.azurite
+@pytest.mark.service
 def test_file_parameter_filter_that_matches_nothing_says_so(blob_files):
     spec = job_factory.FileParameter('DATA_PATH', blob_files.account_name, blob_files.account_key, 'BLOB', 'bfs',
                                      'JOB', container='filter-test', filter_str='linux_input',

@@ -169,18 +169,20 @@ def storage_values(version, block, account, key, container=None, share=None):
 
 
 @pytest.mark.azurite
+@pytest.mark.service
 @pytest.mark.parametrize('version', VERSIONS)
-def test_blob_file_parameter_example(version, azurite, monkeypatch):
+def test_blob_file_parameter_example(version, blob_store, monkeypatch):
     from azure.storage.blob import BlobServiceClient
     container = 'example-container-v{}'.format(version)
-    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    service = BlobServiceClient.from_connection_string(blob_store.connection_string)
     client = service.get_container_client(container)
     if not client.exists():
         client.create_container()
         for name in BLOB_FILES:
             client.upload_blob(name, b'x')
-    monkeypatch.setenv('AZURE_STORAGE_CONNECTION_STRING', azurite.connection_string)
-    block = storage_values(version, readme_blocks(version)[10], azurite.account_name, azurite.account_key, container)
+    monkeypatch.setenv('AZURE_STORAGE_CONNECTION_STRING', blob_store.connection_string)
+    block = storage_values(version, readme_blocks(version)[10], blob_store.account_name, blob_store.account_key,
+                           container)
     spec = evaluate(block, spec_namespace())
     if version == 1:  # the README's promise
         assert spec.values() == ['$AZ_BATCHAI_MOUNT_ROOT/bfs/data/c.txt', '$AZ_BATCHAI_MOUNT_ROOT/bfs/data/d.txt']
