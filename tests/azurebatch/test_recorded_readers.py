@@ -7,8 +7,10 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import node_wrapper, pools, spelling, states, tasks
+from azext_batchai_sweep.localservice.azurebatch import (account, images, node_wrapper, pools, preflight, spelling,
+                                                       states, tasks, vm_sizes)
 from azext_batchai_sweep.localservice.azurebatch.client import POLL_SELECT
+from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
 from azext_batchai_sweep.localservice.azurebatch.images import ChosenImage
 from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
 from tests.azurebatch.recorded_batch import interaction, load, operation
@@ -223,6 +225,81 @@ def test_recorded_task_file_range_is_read():
     _same_request(adapter.sent[0], recorded, {'xplatJobForTaskTests', 'xplatTask1', 'stdout.txt'})
 
 
-def test_every_excerpt_is_used_and_scrubbed():
-    text = str(load('powershell_2024')).lower()
-    assert 'sig=' not in text and 'bearer' not in text and 'subscriptionid' not in text
+def test_every_excerpt_is_scrubbed():
+    for name in ('powershell_2024', 'arm_account'):
+        text = str(load(name)).lower()
+        assert 'sig=' not in text and 'bearer' not in text and 'subscriptionid' not in text
+        assert 'accountkey' not in text.replace('"', '') and 'primary' not in text
+
+
+# ---- the account, its images, sizes and quotas (preflight) ----------------------------------------------------
+
+RECORDED_DAY = datetime.date(2024, 3, 22)  # the supported-images list as it stood that day
+
+
+def _images():
+    return interaction('powershell_2024', 'supported images (13 of the recorded list, in its order)')
+
+
+def _account():
+    arm = interaction('arm_account', 'account get (a new account: 7 of its 55 VM families kept)')['response']
+    return account.account_view(arm, '00000000-0000-0000-0000-000000000000')
+
+
+def _skus():
+    return interaction('arm_account', 'virtual machine SKUs (5 of the recorded list)')['response']['value']
+
+
+def test_recorded_supported_images_give_the_default_images():
+    """The recorded list (2024): a CPU cluster gets Canonical's Ubuntu 22.04, a GPU cluster the verified HPC image;
+    an image past its end of life on that day is refused, a Windows one is not offered."""
+    recorded = _images()
+    api, adapter = replaying_api(recorded)
+    listed = api.list_supported_images()
+    assert len(listed) == 13
+    _same_request(adapter.sent[0], recorded, set())
+    cpu = images.choose_image(None, listed, RECORDED_DAY)
+    assert (cpu.image_reference['offer'], cpu.node_agent_sku_id) == ('0001-com-ubuntu-server-jammy',
+                                                                     'batch.node.ubuntu 22.04')
+    gpu = images.choose_image(None, listed, RECORDED_DAY, gpu=True)
+    assert (gpu.image_reference['offer'], gpu.image_reference['sku']) == ('ubuntu-hpc', '2204')
+    with pytest.raises(Refusal):
+        images.choose_image({'publisher': 'batch', 'offer': 'rendering-centos73', 'sku': 'rendering'}, listed,
+                            RECORDED_DAY)
+    shouted = [dict(i, osType=i['osType'].capitalize(), verificationType=i['verificationType'].capitalize())
+               for i in listed]
+    assert images.choose_image(None, shouted, RECORDED_DAY, gpu=True) == gpu
+
+
+def test_recorded_account_and_skus_through_preflight():
+    """A new Batch-service account as ARM answered it (Entra ID allowed, every quota 0) and the location's SKUs:
+    the size is found whatever its case (Batch answers `standard_d2s_v3` for what it was asked as
+    `STANDARD_D2S_V3`), its vCPUs and GPUs read from the SKU, and the zero family quota refuses the cluster with
+    the family's name as the account spells it."""
+    view = _account()
+    assert view['batchEndpoint'] == 'https://clibatchtestacct000003.eastus.batch.azure.com'
+    assert view['batchResourceGroup'] == 'clitest.rg000001' and view['batchLocation'] == 'eastus'
+    preflight.check_entra_id(view)
+    for size in ('Standard_NC4as_T4_v3', 'standard_nc4as_t4_v3', 'STANDARD_NC4AS_T4_V3'):
+        sku = vm_sizes.check_vm_size(size, _skus(), RECORDED_DAY)
+        assert (sku['name'], vm_sizes.vcpus(sku), vm_sizes.gpus(sku)) == ('Standard_NC4as_T4_v3', 4, 1)
+    with pytest.raises(Refusal) as refused:
+        preflight.check_cluster(view, {'vmSize': 'standard_nc4as_t4_v3',
+                                       'scaleSettings': {'manual': {'targetNodeCount': 1}}},
+                                _skus(), _images()['response']['value'], today=RECORDED_DAY)
+    assert refused.value.code == 'QuotaExceeded' and 'Standard NCASv3_T4 Family' in refused.value.reason
+
+
+def test_recorded_pools_count_their_cores_whatever_the_size_case():
+    """A recorded pool answer (its vmSize lower-cased by Batch) counts its target cores against the quota."""
+    pool = dict(interaction('powershell_2024', 'pool get, resizing')['response'], vmSize='standard_nc4as_t4_v3')
+    used = preflight.cores_in_use([pool], _skus(), 'Standard NCASv3_T4 Family')
+    assert used == {'family': 8, 'dedicated': 8, 'lowPriority': 0}
+
+
+def test_recorded_job_list_counts_active_jobs():
+    recorded = interaction('powershell_2024', 'job list')
+    api, adapter = replaying_api(recorded)
+    assert api.count_active_jobs() == 1
+    _same_request(adapter.sent[0], recorded, set())
+    assert adapter.sent[0]['query']['$filter'] == "state eq 'active'"
