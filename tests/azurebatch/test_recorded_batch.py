@@ -144,8 +144,8 @@ def test_recorded_autoscale_evaluation_replayed(batch_prism):
 
 
 def test_recorded_file_reads_replayed(batch_prism, tmp_path):
-    """A task's file read whole and by range, as recorded; the real service's spellings that break the spec
-    ('False', text/plain, 'Success') come from the double only with `account.quirks`, and Prism refuses them."""
+    """A task's file read whole and by range, as recorded, through Prism: the real service's spellings that break
+    the spec ('False', text/plain) come from the double by default and pass the derived spec (prism.py)."""
     client = batch_prism.client()
     client.create_pool({'id': 'xplatTestPool', 'vmSize': 'standard_d2s_v3', 'targetDedicatedNodes': 1,
                         'virtualMachineConfiguration': {'imageReference': {'publisher': 'canonical'},
@@ -170,23 +170,46 @@ def test_recorded_file_reads_replayed(batch_prism, tmp_path):
     not_modelled = {'endpointConfiguration', 'virtualMachineInfo', 'certificateReferences'}
     assert set(recorded_node) - not_modelled <= set(node)
     assert node['startTaskInfo']['result'] == recorded_node['startTaskInfo']['result'] == 'success'
+    assert node['vmSize'] == recorded_node['vmSize'] == 'standard_d2s_v3'
 
-    batch_prism.account.quirks = True
-    direct = batch_prism.double.client().get_task_file_properties('xplatJobForTaskTests', 'xplatTask1', 'stdout.txt')
-    assert set(whole['headers']) <= {k.lower() for k in direct.headers}
+    got = client.get_task_file_properties('xplatJobForTaskTests', 'xplatTask1', 'stdout.txt').headers
+    assert set(whole['headers']) <= {k.lower() for k in got}
     for name in ('ocp-batch-file-isdirectory', 'content-type'):
-        assert direct.headers[name] == whole['headers'][name]
-    assert direct.headers['ocp-batch-file-url'].startswith('https%3A%2F%2F')
-    added = batch_prism.double.client().create_task_collection('xplatJobForTaskTests', [
-        {'id': 'quirk', 'commandLine': '/bin/true'}])
+        assert got[name] == whole['headers'][name]
+    assert got['ocp-batch-file-url'].startswith('https%3A%2F%2F')
+    added = client.create_task_collection('xplatJobForTaskTests', [{'id': 'quirk', 'commandLine': '/bin/true'}])
     assert [r.status for r in added.value] == ['Success']
-    batch_prism.double.client().create_pool({'id': 'users', 'vmSize': 'small', 'virtualMachineConfiguration': {
+    client.create_pool({'id': 'users', 'vmSize': 'small', 'virtualMachineConfiguration': {
         'imageReference': {}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}, 'userAccounts': [
         {'name': 'cliTestUser', 'password': 'not-a-real-password', 'elevationLevel': 'admin'}]})
-    users = batch_prism.double.client().get_pool('users').as_dict()['userAccounts']
+    users = client.get_pool('users').as_dict()['userAccounts']
     assert users == [{'name': 'cliTestUser', 'elevationLevel': 'admin'}]  # as recorded: no password back
+    assert batch_prism.take_violations() == []
+
+
+def test_prism_still_holds_requests_to_the_spec(batch_prism):
+    """The derived spec accepts the answers' spellings only in answers: a request spelled so is refused (422)."""
     with pytest.raises(HttpResponseError) as refused:
-        client.get_task_file('xplatJobForTaskTests', 'xplatTask1', 'stdout.txt', retry_total=0)
-    assert refused.value.status_code == 500
+        batch_prism.client().create_pool({
+            'id': 'p', 'vmSize': 'small', 'taskSchedulingPolicy': {'nodeFillType': 'Spread'},
+            'virtualMachineConfiguration': {'imageReference': {}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}},
+            retry_total=0)
+    assert refused.value.status_code == 422
     found = batch_prism.take_violations()
-    assert found and all('stdout.txt' in line for line in found)
+    assert found and 'nodeFillType' in str(refused.value.response.text())
+
+
+def test_without_quirks_the_double_answers_in_the_spec_spelling(batch_double):
+    """`account.quirks = False` (a test comparing the two): the spec's spellings, which the scheduler reads alike."""
+    batch_double.account.quirks = False
+    client = batch_double.client()
+    client.create_pool({'id': 'p', 'vmSize': 'STANDARD_D2S_V3', 'virtualMachineConfiguration': {
+        'imageReference': {}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}})
+    client.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    assert [r.status for r in client.create_task_collection('j', [{'id': 't', 'commandLine': '/bin/true'}]).value] \
+        == ['success']
+    pool = client.get_pool('p').as_dict()
+    assert pool['vmSize'] == 'STANDARD_D2S_V3' and pool['taskSchedulingPolicy']['nodeFillType'] == 'spread'
+    batch_double.account.quirks = True
+    pool = client.get_pool('p').as_dict()
+    assert pool['vmSize'] == 'standard_d2s_v3' and pool['taskSchedulingPolicy']['nodeFillType'] == 'Spread'
