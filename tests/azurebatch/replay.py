@@ -7,8 +7,8 @@ method and path (its status, headers and body as the service sent them), so that
 Batch wrote, through the SDK az ships. `.sent` lists the requests the scheduler built (method, path, query dict,
 JSON body), to compare with the recorded requests (`request_shape`, `field_names`).
 
-A request that matches no recorded interaction fails the test (AssertionError in the adapter, raised from the
-call): the replay never invents an answer.
+A request that matches no recorded interaction raises `Unrecorded` in the adapter (BatchApi reports it as a
+BatchCallError with that code): the replay never invents an answer.
 """
 import io
 import json
@@ -22,6 +22,10 @@ from urllib3.response import HTTPResponse
 from azext_batchai_sweep.localservice.azurebatch.client import BatchApi
 
 ENDPOINT = 'https://recorded.region.batch.azure.com'
+
+
+class Unrecorded(AssertionError):
+    """A request the recordings hold no answer for (the replay never invents one)."""
 
 
 class _Token:
@@ -53,7 +57,7 @@ class RecordedAdapter(BaseAdapter):
             if item['method'] == request.method and urllib.parse.unquote(item['path']) == path:
                 del self.pending[index]
                 return _response(request, item)
-        raise AssertionError('no recorded answer for {} {}'.format(request.method, path))
+        raise Unrecorded('no recorded answer for {} {}'.format(request.method, path))
 
     def close(self):
         pass

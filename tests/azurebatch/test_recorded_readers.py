@@ -9,7 +9,7 @@ import pytest
 
 from azext_batchai_sweep.localservice.azurebatch import (account, images, node_wrapper, pools, preflight, spelling,
                                                        states, tasks, vm_sizes)
-from azext_batchai_sweep.localservice.azurebatch.client import POLL_SELECT
+from azext_batchai_sweep.localservice.azurebatch.client import POLL_SELECT, BatchCallError
 from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
 from azext_batchai_sweep.localservice.azurebatch.images import ChosenImage
 from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
@@ -47,6 +47,23 @@ def _same_request(sent, recorded, ids):
         ours, theirs = field_names(sent['body']), field_names(recorded['request'])
         assert {n.lower() for n in ours} & {n.lower() for n in theirs} == {n.lower() for n in ours & theirs}
         assert ours & theirs, 'no field in common with the recorded request'
+
+
+def test_the_request_check_and_the_replay_can_fail():
+    """The comparison finds a mis-cased field, an unknown query parameter and another path; the replay answers
+    nothing it has no recording of."""
+    recorded = interaction('powershell_2024', 'pool resize')
+    sent = {'method': 'POST', 'path': '/pools/resizePool/resize', 'query': {'api-version': API_VERSION},
+            'body': {'targetDedicatedNodes': 1}}
+    _same_request(sent, recorded, {'resizePool'})
+    for broken in (dict(sent, body={'TargetDedicatedNodes': 1}), dict(sent, query=dict(sent['query'], top='1')),
+                   dict(sent, path='/pools/resizePool/stopresize'), dict(sent, query={'api-version': '2023-05-01'})):
+        with pytest.raises(AssertionError):
+            _same_request(broken, recorded, {'resizePool'})
+    api, adapter = replaying_api(recorded)
+    with pytest.raises(BatchCallError) as unrecorded:
+        api.get_pool('resizePool')
+    assert unrecorded.value.code == 'Unrecorded' and adapter.pending == [recorded]
 
 
 # ---- task adds: the defect of issue 40 ------------------------------------------------------------------------

@@ -193,7 +193,7 @@ class Pool(Entity):
 
     def json(self, base, quirks=False):
         # The real service answers a pool's user accounts without their password (recorded), which the spec
-        # requires: only with quirks. Mount keys are answered as given (nothing recorded says otherwise).
+        # requires: with quirks (the default). Mount keys are answered as given (nothing recorded says otherwise).
         out = _without_passwords(self.body) if quirks else dict(self.body)
         out.update(self.common('{}/pools/{}'.format(base, self.id)))
         out.update(allocationState=self.alloc_state, allocationStateTransitionTime=iso(self.alloc_time),
