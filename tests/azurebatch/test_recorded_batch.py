@@ -34,6 +34,10 @@ KNOWN_DIVERGENCES = {
         "response/virtualMachineConfiguration/nodePlacementConfiguration/policy: 'Zonal' is not one of "
         "['regional', 'zonal']"]
        for title in ('pool get, resizing', 'pool get, steady and empty', 'pool get, stopping a resize')},
+    ('powershell_2024', 'pool list with $filter, autoscale on'): [
+        "response/value/0/taskSchedulingPolicy/nodeFillType: 'Spread' is not one of ['spread', 'pack']",
+        "response/value/0/virtualMachineConfiguration/nodePlacementConfiguration/policy: 'Zonal' is not one of "
+        "['regional', 'zonal']"],
     ('powershell_2024', 'task list, terminated'): [
         "response/value/{}/executionInfo/failureInfo/category: 'UserError' is not one of ['usererror', "
         "'servererror']".format(i) for i in range(2)],

@@ -216,6 +216,31 @@ def test_pool_add_resize_and_autoscale_requests_as_recorded():
     _same_request(adapter.sent[0], recorded, {'azure-cli-test-iaas'})
 
 
+def test_recorded_autoscale_actions():
+    """Azure PowerShell 2024: the scheduler's enable-autoscale, pool list and disable-autoscale requests against the
+    recorded ones; the listed pool (autoscale on, `PT8M`) read as a cluster, and the evaluation's `AutoScaleRun`
+    (`timestamp` `2024-03-21T23:32:21.0096445Z`: seven digits) giving the next evaluation."""
+    enable = interaction('powershell_2024', 'enable autoscale with an interval')
+    listed = interaction('powershell_2024', 'pool list with $filter, autoscale on')
+    disable = interaction('powershell_2024', 'disable autoscale')
+    api, adapter = replaying_api(enable, listed, disable)
+    _, body = AbMapMapping.scale_request(
+        dict(CLUSTER, scaleSettings={'autoScale': {'minimumNodeCount': 0, 'maximumNodeCount': 3}}), ACCOUNT)
+    api.enable_autoscale('autoscalePool', body)
+    pools_listed = api.list_pools(prefix='autoscale')
+    api.disable_autoscale('autoscalePool')
+    assert adapter.pending == []
+    for sent, recorded in zip(adapter.sent, (enable, listed, disable)):
+        _same_request(sent, recorded, {'autoscalePool'})
+    assert set(adapter.sent[0]['body']) == set(enable['request'])
+    assert adapter.sent[1]['query']['$filter'] == "startswith(id,'autoscale')"
+    (pool,) = pools_listed
+    assert states.cluster_state(pool, [])['allocationState'] == 'steady' and states.cannot_grow(pool) is None
+    run = interaction('powershell_2024', 'evaluate autoscale')['response']
+    assert states.next_evaluation(dict(pool, autoScaleRun=run)) == datetime.datetime(
+        2024, 3, 21, 23, 40, 21, 9644, tzinfo=datetime.timezone.utc)
+
+
 def test_recorded_autoscale_run_gives_the_next_evaluation():
     """The recorded evaluation's `AutoScaleRun` (its timestamp as Batch writes it) and the pool's interval give
     when Batch evaluates the formula next."""
