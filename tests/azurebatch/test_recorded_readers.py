@@ -192,6 +192,20 @@ def test_recorded_node_list_reads_as_node_counts():
     _same_request(adapter.sent[0], recorded, {'xplatTestPool'})
 
 
+@pytest.mark.parametrize('title, counted', [('node list, creating', 'preparingNodeCount'),
+                                            ('node list with $select, leaving', 'leavingNodeCount')])
+def test_recorded_node_states_read_as_node_counts(title, counted):
+    """Azure PowerShell 2024: a steady pool's nodes still `creating`, then `leavingpool`: counted as Batch AI's
+    preparing and leaving nodes, not as errors."""
+    recorded = interaction('powershell_2024', title)
+    api, adapter = replaying_api(recorded)
+    nodes = api.list_nodes('removenodepool')
+    state = states.cluster_state({'allocationState': 'steady', 'currentDedicatedNodes': 2}, nodes)
+    assert state['nodeStateCounts'][counted] == 2 and sum(state['nodeStateCounts'].values()) == 2
+    assert state['errors'] == [] and states.cannot_grow({}, nodes) is None
+    _same_request(adapter.sent[0], recorded, {'removenodepool'})
+
+
 def test_pool_add_resize_and_autoscale_requests_as_recorded():
     """The scheduler's pool add, resize and enable-autoscale bodies against the recorded requests of the same
     operations (azure-cli and Azure PowerShell)."""
