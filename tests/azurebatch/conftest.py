@@ -13,8 +13,9 @@
     `.account` (account.BatchAccount: `pools`, `jobs` (each with `tasks`), `preempt(task_id=|node_id=,
     recover=True)`, `recover(node_id)` (back now, after `preempt(..., recover=False)`), `remove_node(node, option)`,
     `node_of(job_id, task_id)`, `mount_source(mount)` (the local directory standing for a mounted share), `uploads`
-    (outputFiles uploaded), `events`, `supported_images` (what /supportedimages lists; settable), `quirks` (True:
-    answer the real service's recorded off-spec spellings, e.g. 'Success'; direct use only, Prism refuses them),
+    (outputFiles uploaded), `events`, `supported_images` (what /supportedimages lists; settable), `quirks` (True, the
+    default: answer in the real service's recorded spellings, e.g. 'Success', which Prism's derived spec accepts;
+    False: the spec's spellings),
     `wait(predicate, timeout)`, `tick()`; hold `account.lock` to read state), `.requests` (every request: method,
     path, query, body, status) and `.count(method, path_regex)`.
   The Batch clock runs fast (DEFAULT_BATCH_SPEED 600: a 5-minute autoscale interval lasts 0.5 s, a 30 s metric

@@ -5,8 +5,8 @@ the double gives is validated against the Batch data-plane spec (tests/specs/bat
 
 Prism (pinned in package.json, ./node_modules/.bin/prism) reads the spec (its `x-ms-*` extensions are ignored,
 `x-ms-paths` is absent from this version, the `$ref`s to examples resolve from the copied examples/ folder), but
-two of its spellings make Prism refuse what the real service sends, hence `derived_spec()`, a copy written to a
-temporary folder (beside a link to the examples) with exactly these two changes, each counted:
+some of its spellings make Prism refuse what the real service sends, hence `derived_spec()`, a copy written to a
+temporary folder (beside a link to the examples) with exactly these changes, each counted:
 1. The three binary answers (File_GetFromTask, File_GetFromComputeNode, ComputeNode_GetRemoteDesktop) declare
    `{"type": "object", "format": "file"}`, AutoRest's spelling of "a stream"; Prism takes it literally and refuses
    every file's bytes ("Response body must be object"). The copy says `{"type": "string", "format": "binary"}`.
@@ -14,6 +14,13 @@ temporary folder (beside a link to the examples) with exactly these two changes,
    decimal fraction, which ISO 8601 allows and Batch sends: an unset maxWallClockTime comes back as
    `P10675199DT2H48M5.4775807S` (recorded from the real service, tests/azurebatch/recorded/task_create.json).
    The copy keeps the type and replaces the format by an ISO 8601 duration pattern that allows the fraction.
+3. Answers as the real service spells them (tests/azurebatch/recorded/, the table of docs/azure-batch-double.md):
+   every answer schema refers to `Answer*` copies of the definitions it uses, in which the lowercase enums the
+   service answers capitalised (task add `status`, `nodeFillType`, node placement `policy`, `failureInfo.category`)
+   also take their capitalised values (CAPITALISED, the double's double/spelling.py), and a user account's
+   `password` is not required (never answered back). The task and node file answers' `ocp-batch-file-isdirectory`
+   header takes `True`/`False` as well as the boolean, and their GET may answer `text/plain`. Requests are checked
+   against the spec's own definitions, untouched: Prism still refuses a request in the answers' spelling.
 
 Prism listens on plain HTTP only, while azure-core sends a bearer token over HTTPS only, hence the TLS relay in
 front (a byte pump that ends TLS with a test CA's certificate). Prism takes a few seconds to start, so one Prism
@@ -66,15 +73,79 @@ def _derive(node, counts):
             _derive(value, counts)
 
 
+# The spec's lowercase enums the real service answers capitalised (recorded: Success, Spread, Zonal, UserError;
+# the other values of the same enums by the same rule), as the double writes them (double/spelling.py).
+from tests.azurebatch.double.spelling import CAPITALISED  # noqa: E402  pylint: disable=wrong-import-position
+ANSWER_CHANGES = {'enum': 4, 'password': 1, 'isdirectory': 4, 'text/plain': 2}  # counted in this spec version
+FILE_OPERATIONS = ('File_GetFromTask', 'File_GetPropertiesFromTask', 'File_GetFromComputeNode',
+                   'File_GetPropertiesFromComputeNode')
+
+
+def _answers_as_recorded(document, counts):
+    """Change 3 of the module's docstring, in `document` (counts what it changed)."""
+    definitions = document['definitions']
+    copies = {}
+
+    def copy_of(name):
+        answer_name = 'Answer' + name
+        if answer_name not in copies:
+            copies[answer_name] = {}  # (a reference cycle finds it while it is being made)
+            made = rewrite(json.loads(json.dumps(definitions[name])))
+            if name == 'UserAccount' and 'password' in made.get('required', []):
+                made['required'] = [r for r in made['required'] if r != 'password']
+                counts['password'] += 1
+            copies[answer_name].update(made)
+        return answer_name
+
+    def rewrite(node):
+        if isinstance(node, dict):
+            ref = node.get('$ref', '')
+            if ref.startswith('#/definitions/'):
+                node['$ref'] = '#/definitions/' + copy_of(ref[len('#/definitions/'):])
+            enum = node.get('enum')
+            if enum and all(value in CAPITALISED for value in enum):
+                node['enum'] = enum + [CAPITALISED[value] for value in enum]
+                counts['enum'] += 1
+            for key, value in node.items():
+                if key != '$ref':
+                    rewrite(value)
+        elif isinstance(node, list):
+            for value in node:
+                rewrite(value)
+        return node
+
+    for operations in document['paths'].values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            for answer in (operation.get('responses') or {}).values():
+                if 'schema' in answer:
+                    answer['schema'] = rewrite(answer['schema'])
+                if operation.get('operationId') in FILE_OPERATIONS:
+                    header = (answer.get('headers') or {}).get('ocp-batch-file-isdirectory')
+                    if header and header.get('type') == 'boolean':
+                        answer['headers']['ocp-batch-file-isdirectory'] = {
+                            'description': header.get('description', ''), 'type': 'string',
+                            'enum': ['true', 'false', 'True', 'False']}
+                        counts['isdirectory'] += 1
+            if operation.get('operationId') in FILE_OPERATIONS and 'application/octet-stream' in (
+                    operation.get('produces') or []):
+                operation['produces'] = operation['produces'] + ['text/plain']
+                counts['text/plain'] += 1
+    definitions.update(copies)
+
+
 def derived_spec(directory, spec=BATCH_SPEC):
-    """The spec with the two changes the module's docstring explains, written to `directory` beside a link to the
+    """The spec with the changes the module's docstring explains, written to `directory` beside a link to the
     examples; its path."""
     with open(spec, encoding='utf-8') as f:
         document = json.load(f)
     counts = {'file': 0, 'duration': 0}
     _derive(document, counts)
-    if counts != {'file': 3, 'duration': DURATIONS_IN_SPEC}:
-        raise RuntimeError('unexpected spec {}: changed {}'.format(spec, counts))
+    answers = {key: 0 for key in ANSWER_CHANGES}
+    _answers_as_recorded(document, answers)
+    if counts != {'file': 3, 'duration': DURATIONS_IN_SPEC} or answers != ANSWER_CHANGES:
+        raise RuntimeError('unexpected spec {}: changed {} {}'.format(spec, counts, answers))
     os.makedirs(directory, exist_ok=True)
     examples = os.path.join(directory, 'examples')
     if not os.path.exists(examples):

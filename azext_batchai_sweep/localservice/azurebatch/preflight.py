@@ -21,6 +21,7 @@ import fnmatch
 from typing import NamedTuple
 
 from .errors import Refusal
+from .spelling import same
 
 # The data-plane API version the scheduler speaks: the version of the Batch REST spec copied into
 # tests/specs/batch-<version>/ (the contract the conformance tests check every request and answer against).
@@ -91,7 +92,7 @@ def check_sdk_api_version(installed=None, expected=BATCH_API_VERSION):
 def check_entra_id(account):
     """Refusal unless the account accepts Microsoft Entra ID tokens (az's login; the service holds no key)."""
     modes = account.get('allowedAuthenticationModes')
-    if modes is not None and 'aad' not in [str(m).lower() for m in modes]:
+    if modes is not None and not any(same(m, 'aad') for m in modes):
         raise Refusal(
             "Batch account '{}' does not allow Microsoft Entra ID authentication (allowedAuthenticationModes: {}), "
             "and the service uses only az's login, never an account key. Allow it: az resource update --ids {} "

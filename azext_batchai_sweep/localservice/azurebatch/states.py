@@ -15,11 +15,11 @@ Batch task -> Batch AI job:
 Pools: `resizeErrors` and the autoscale run's error become the cluster's `errors` (with the fix for a quota code);
 nodes' states become `nodeStateCounts`; a start task that failed on a node is an error of the cluster.
 """
-import datetime
 import re
 
 from ..resources import parse_duration
 from ..scheduler import REASONS
+from .spelling import folded, parse_time, same
 
 QUEUED = {'active'}
 RUNNING = {'preparing', 'running'}
@@ -38,12 +38,6 @@ QUOTA_CODES = {
     'AccountSpotCoreQuotaReached': 'the Batch account\'s Spot vCPU quota',
 }
 QUOTA_FIX = ' Request more (Batch account > Quotas > Request quota increase) or lower the cluster\'s node count.'
-
-
-def _time(text):
-    if not text:
-        return None
-    return datetime.datetime.fromisoformat(str(text).replace('Z', '+00:00'))
 
 
 _SAS_QUERY = re.compile(r'\?[^\s"\'<>]*\bsig=[^\s"\'<>]*', re.IGNORECASE)
@@ -67,7 +61,7 @@ def attempts(task):
 def _timed_out(task):
     info = task.get('executionInfo') or {}
     limit = (task.get('constraints') or {}).get('maxWallClockTime')
-    start, end = _time(info.get('startTime')), _time(info.get('endTime'))
+    start, end = parse_time(info.get('startTime')), parse_time(info.get('endTime'))
     if not (limit and start and end):
         return False
     return end - start >= parse_duration(limit)
@@ -79,7 +73,7 @@ def outcome(task, reason=None, exit_record=None):
     `reason`: why the service itself stopped the task (a scheduler.REASONS key) or None; `exit_record`: the
     wrapper's ('prep'|'main', code) when the caller read it (node_wrapper.EXIT_FILE), else None.
     """
-    state = task.get('state')
+    state = folded(task.get('state'))
     if state in QUEUED:
         return 'queued', None, []
     if state in RUNNING:
@@ -89,7 +83,7 @@ def outcome(task, reason=None, exit_record=None):
     failure = info.get('failureInfo') or {}
     if reason:
         return 'failed', code, [_error(*REASONS[reason])]
-    if info.get('result') == 'success' or (code == 0 and not failure):
+    if same(info.get('result'), 'success') or (code == 0 and not failure):
         return 'succeeded', 0, []
     if code == 0 and 'upload' in str(failure.get('code', '')).lower():
         # The job succeeded; only Batch's upload of the task's own stdout/stderr copy failed (the service's one
@@ -131,7 +125,7 @@ def cluster_errors(pool, nodes=()):
     seen = set()
     for node in nodes or []:
         failure = ((node.get('startTaskInfo') or {}).get('failureInfo')) or {}
-        if node.get('state') == 'starttaskfailed' or failure:
+        if same(node.get('state'), 'starttaskfailed') or failure:
             code = failure.get('code') or 'StartTaskFailed'
             if code not in seen:
                 seen.add(code)
@@ -147,9 +141,9 @@ def cluster_state(pool, nodes=()):
     errors."""
     counts = {name: 0 for name in sorted(set(NODE_COUNTS.values()))}
     for node in nodes or []:
-        counts[NODE_COUNTS.get(node.get('state'), 'unusableNodeCount')] += 1
+        counts[NODE_COUNTS.get(folded(node.get('state')), 'unusableNodeCount')] += 1
     current = int(pool.get('currentDedicatedNodes') or 0) + int(pool.get('currentLowPriorityNodes') or 0)
-    return {'allocationState': 'steady' if pool.get('allocationState') == 'steady' else 'resizing',
+    return {'allocationState': 'steady' if same(pool.get('allocationState'), 'steady') else 'resizing',
             'currentNodeCount': current, 'nodeStateCounts': counts, 'errors': cluster_errors(pool, nodes)}
 
 
@@ -161,7 +155,7 @@ def cannot_grow(pool, nodes=()):
     if errors:
         return errors[0]
     nodes = list(nodes or [])
-    if nodes and all(n.get('state') == 'starttaskfailed' or ((n.get('startTaskInfo') or {}).get('failureInfo'))
+    if nodes and all(same(n.get('state'), 'starttaskfailed') or ((n.get('startTaskInfo') or {}).get('failureInfo'))
                      for n in nodes):
         return cluster_errors({}, nodes)[0]
     return None
@@ -169,7 +163,7 @@ def cannot_grow(pool, nodes=()):
 
 def next_evaluation(pool):
     """When Batch next evaluates the pool's autoscale formula (its last run + the interval), or None."""
-    last = _time((pool.get('autoScaleRun') or {}).get('timestamp'))
+    last = parse_time((pool.get('autoScaleRun') or {}).get('timestamp'))
     interval = pool.get('autoScaleEvaluationInterval')
     if not (pool.get('enableAutoScale') and last and interval):
         return None

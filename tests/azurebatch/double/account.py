@@ -63,10 +63,11 @@ class BatchAccount(TaskRunner):
         self.events = []  # ('preempted'|'removed'|'requeued'|..., details) for the tests to read
         self.quotas = {'activeJobs': None, 'pools': None}
         self.supported_images = [dict(image) for image in SUPPORTED_IMAGES]  # Account_ListSupportedImages answers
-        # True: answer as the recorded real service does where it breaks the spec ('Success' for an added task,
-        # 'False' and text/plain for a task file, a pool's users without password); Prism refuses those answers,
-        # so only direct tests set it.
-        self.quirks = False
+        # True (the default): answer as the recorded real service does where it differs from the spec (spelling.py:
+        # 'Success' for an added task, 'Spread', 'Zonal', 'UserError', vmSize lower-cased; 'False' and text/plain
+        # for a task file; a pool's users without password). prism.derived_spec accepts those answers. False: the
+        # spec's own spellings, for a test that compares the two.
+        self.quirks = True
         self.resize_faults = []  # [{'pool', 'code', 'message', 'allowed', 'dedicated'}]
         self._addresses = itertools.count(1)
         self._node_ids = itertools.count(1)

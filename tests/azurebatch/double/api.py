@@ -385,7 +385,7 @@ def task_add_collection(account, req):
                 result['error']['values'] = [{'key': k, 'value': v} for k, v in error.values]
             results.append(result)
             continue
-        results.append({'status': 'Success' if account.quirks else 'success', 'taskId': task.id, 'eTag': task.etag,
+        results.append({'status': 'success', 'taskId': task.id, 'eTag': task.etag,  # 'Success': spelling.py
                         'lastModified': iso(task.modified), 'location': location})
     return 200, {'value': results}, {}
 
@@ -467,7 +467,8 @@ def _file_headers(account, req, path):
                                                 req.params['filePath'])
     # The whole URL percent-encoded, as the real service sends it (recorded/file_download.json). The real service
     # also says 'False' and text/plain for a text file, which the spec refuses (a boolean header; octet-stream or
-    # JSON): the double says so only with account.quirks (Prism would refuse it), else 'false' and octet-stream.
+    # JSON): the double says so with account.quirks (the default; prism.derived_spec accepts both), else 'false'
+    # and octet-stream.
     quirks = account.quirks
     return {'ocp-creation-time': rfc1123(modified), 'ocp-batch-file-isdirectory': 'False' if quirks else 'false',
             'ocp-batch-file-url': urllib.parse.quote(url, safe=''), 'ocp-batch-file-mode': '0o100644',

@@ -38,7 +38,14 @@ def now():
 
 
 def iso(moment):
-    return moment.strftime('%Y-%m-%dT%H:%M:%S.%f') + 'Z' if moment else None
+    """A time as the real service writes it: seven fractional digits (100 ns ticks) with the trailing zeros
+    trimmed, and no fraction at all when they are all zero (`...21.0096445Z`, `...09.26185Z`, `...00Z`: recorded,
+    tests/azurebatch/recorded/). The clock here has microseconds; the seventh digit is derived from them, so that
+    the double writes seven digits as often as Batch does and a moment always reads the same."""
+    if not moment:
+        return None
+    ticks = '{:06d}{}'.format(moment.microsecond, moment.microsecond % 7 if moment.microsecond else 0).rstrip('0')
+    return moment.strftime('%Y-%m-%dT%H:%M:%S') + ('.' + ticks if ticks else '') + 'Z'
 
 
 def rfc1123(moment):
@@ -186,7 +193,7 @@ class Pool(Entity):
 
     def json(self, base, quirks=False):
         # The real service answers a pool's user accounts without their password (recorded), which the spec
-        # requires: only with quirks. Mount keys are answered as given (nothing recorded says otherwise).
+        # requires: with quirks (the default). Mount keys are answered as given (nothing recorded says otherwise).
         out = _without_passwords(self.body) if quirks else dict(self.body)
         out.update(self.common('{}/pools/{}'.format(base, self.id)))
         out.update(allocationState=self.alloc_state, allocationStateTransitionTime=iso(self.alloc_time),

@@ -26,6 +26,7 @@ from azure.core.credentials import AccessToken
 
 from tests.azurebatch.double import api
 from tests.azurebatch.double.account import BatchAccount
+from tests.azurebatch.double.spelling import as_recorded
 from tests.azurebatch.double.entities import API_VERSION, BatchError, now, rfc1123
 from tests.azurebatch.tls_ca import TestCA
 
@@ -255,6 +256,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
             time.sleep(fault['seconds'])
+        if double.account.quirks and isinstance(answer, (dict, list)):
+            answer = as_recorded(answer)  # the real service's spellings (spelling.py)
         self._send(status, answer, headers)
 
 
