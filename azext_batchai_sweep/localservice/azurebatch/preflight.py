@@ -202,17 +202,11 @@ class ClusterPlan(NamedTuple):
     warnings: list
 
 
-def _gpus(sku):
-    for capability in sku.get('capabilities') or []:
-        if str(capability.get('name', '')).lower() == 'gpus':
-            return int(capability.get('value') or 0)
-    return 0
-
-
 def cores_in_use(pools, vm_skus, family):
     """quota.quota_lines's ``in_use`` from the account's pools (data-plane pool JSON: vmSize and the current and
     target node counts): the cores they hold or are growing to, for ``family`` and in all. A pool of a size not in
     ``vm_skus`` (one Batch no longer lists) counts nothing: it cannot grow either."""
+    from .quota import family_key  # pylint: disable=import-outside-toplevel
     from .vm_sizes import vcpus  # pylint: disable=import-outside-toplevel
     by_name = {str(s.get('name', '')).lower(): s for s in vm_skus or []}
     used = {'family': 0, 'dedicated': 0, 'lowPriority': 0}
@@ -225,7 +219,7 @@ def cores_in_use(pools, vm_skus, family):
         low = max(int(pool.get('currentLowPriorityNodes') or 0), int(pool.get('targetLowPriorityNodes') or 0))
         used['dedicated'] += cores * dedicated
         used['lowPriority'] += cores * low
-        if str(sku.get('familyName', '')).lower() == str(family or '').lower():
+        if family_key(sku.get('familyName')) == family_key(family):
             used['family'] += cores * dedicated
     return used
 
@@ -243,7 +237,8 @@ def check_cluster(account, cluster_props, vm_skus, supported_images, today=None,
     warnings = list(quota.check_quota(sku, pools.max_nodes(cluster_props), node_priority, account, in_use,
                                       compute_usages) or [])
     image_reference = (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference')
-    image = images.choose_image(image_reference, supported_images, today, gpu=_gpus(sku) > 0)
+    image = images.choose_image(image_reference, supported_images, today, gpu=vm_sizes.gpus(sku) > 0,
+                                generations=vm_sizes.hyperv_generations(sku), vm_size=cluster_props.get('vmSize'))
     return ClusterPlan(sku, node_priority, image, warnings + list(image.warnings))
 
 
