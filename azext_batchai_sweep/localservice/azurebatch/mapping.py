@@ -185,10 +185,11 @@ class AbMapMapping:
         return 'wd/' + node_wrapper.EXIT_FILE
 
     @staticmethod
-    def cannot_grow(pool, nodes=()):
-        """The error ({code, message}) why a pool cannot run a job (states.cannot_grow), or None."""
+    def cannot_grow(pool, nodes=(), needed=1):
+        """The error ({code, message}) why a pool cannot run a job of `needed` nodes (states.cannot_grow), or
+        None."""
         from . import states  # pylint: disable=import-outside-toplevel
-        return states.cannot_grow(pool, nodes)
+        return states.cannot_grow(pool, nodes, needed)
 
     @staticmethod
     def cluster_state(pool, nodes):
