@@ -10,8 +10,9 @@ Batch AI cluster -> Batch pool:
 - `scaleSettings.autoScale` (min, max, initial) -> `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR),
   `autoScaleEvaluationInterval` PT5M;
 - `virtualMachineConfiguration.imageReference` -> `virtualMachineConfiguration` from images.choose_image (image and
-  node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one
-  (for jobs' `containerSettings`);
+  node agent from the supported list, of a Hyper-V generation the size boots), with a Docker-compatible
+  `containerConfiguration` when the cluster names a Docker-compatible image itself (container_pool: then every
+  job of it needs `containerSettings`, and only then may a job have them);
 - `nodeSetup.mountVolumes.azureFileShares` / `azureBlobFileSystems` -> `mountConfiguration[]`
   `azureFileShareConfiguration` / `azureBlobFileSystemConfiguration`, with the account key (Batch needs it on
   every node);

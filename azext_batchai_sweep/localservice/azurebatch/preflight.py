@@ -10,8 +10,9 @@ fails at the first `cluster create`).
 `cluster create` (check_cluster): the VM size is offered by Batch in the account's region and not retired (a
 retired size names its successor), the account's vCPU quota for that family and priority covers the cluster at its
 maximum node count given the pool allocation mode, and the image and node agent come from the account's
-supported-image list, are not past end of life and of a Hyper-V generation the size boots. The rules themselves are the mapping modules' (vm_sizes,
-priority, quota, images); this module fetches nothing: the caller passes what account.py fetched.
+supported-image list, are not past end of life and of a Hyper-V generation the size boots. The rules themselves
+are the mapping modules' (vm_sizes, priority, quota, images); this module fetches nothing: the caller passes what
+account.py fetched.
 
 Storage (check_storage_data_role): the service reads job outputs with az's token, so az's login needs a data role
 on the storage account holding them; the role to assign is named when it is missing.
