@@ -16,6 +16,10 @@
 #                    (needs Storage File Data Privileged Reader), and Batch uploads each task's own stdout/stderr
 #                    to its container batchai-sweep-task-logs with a user delegation SAS (needs Storage Blob Data
 #                    Contributor; not checked by this script). Without them the mount is not checked.
+#   GPU_VM_SIZE      a GPU size to check as well (e.g. Standard_NC4as_T4_v3; the account needs its family's quota
+#                    for one node, about 0.5 USD an hour): a cluster of it gets the default GPU image (microsoft-dsvm
+#                    ubuntu-hpc, with the NVIDIA drivers) and its job sees AZ_BATCHAI_NUM_GPUS equal to the GPUs
+#                    `nvidia-smi -L` lists on the node (1 for the T4). Without it GPU sizes are not checked.
 #   TOKEN_HOUR=1     one more job, of 65 minutes, whose log is read after az's first token expired. Without it token
 #                    refresh past an hour is not checked.
 #
@@ -48,7 +52,7 @@ cleanup() {
     trap - EXIT
     step "cleanup: delete the clusters (their pools and Batch jobs), stop the service"
     # Only once the service runs: before, az's batchai commands would go to Azure's retired Batch AI.
-    for cluster in ${STARTED:+smoke smoke-over}; do
+    for cluster in ${STARTED:+smoke smoke-over smoke-gpu}; do
         az batchai cluster delete -n "$cluster" "${G[@]}" -y >/dev/null 2>"$WORK/delete.err" \
             || grep -q 'not found\|NotFound' "$WORK/delete.err" \
             || { echo "cluster $cluster not deleted: $(tail -1 "$WORK/delete.err")"; rc=1; }
@@ -137,6 +141,35 @@ az batchai sweep metrics "${G[@]}" -e smoke -n x --metric loss --goal min -o tab
 read_back="$(az batchai sweep metrics "${G[@]}" -e smoke -n x --metric loss --goal min --query "length([?metric!=null])")"
 [ "$read_back" = 3 ] || fail "the metrics of $read_back of the 3 jobs were read back"
 ok "the 3 jobs' metrics read back"
+
+if [ -n "${GPU_VM_SIZE:-}" ]; then
+    step "a GPU size: $GPU_VM_SIZE gets the GPU image, and its job AZ_BATCHAI_NUM_GPUS of the node's GPUs"
+    az batchai cluster create -n smoke-gpu "${G[@]}" -s "$GPU_VM_SIZE" --min 0 --max 1 -u batchai \
+        -p "Smoke-$(openssl rand -hex 6)-0A!" -o none
+    offer="$(az batch pool list --account-name "$BATCH_ACCOUNT" --account-endpoint "$(batch_endpoint)" \
+        --query "[?starts_with(id, '$POOL_PREFIX-local-smoke-gpu-')].virtualMachineConfiguration.imageReference.offer | [0]" \
+        -o tsv)"
+    [ "$offer" = ubuntu-hpc ] || fail "the pool of $GPU_VM_SIZE got image offer '$offer', not the GPU image ubuntu-hpc (the NVIDIA drivers)"
+    # The job fails unless the service's count (from the size Batch offers) is what the node's driver lists.
+    cat > "$WORK/gpu.yaml" <<'YAML'
+jobNamePrefix: gpu
+parameters:
+  - {name: X, type: discrete, values: [1]}
+job:
+  nodeCount: 1
+  stdOutErrPathPrefix: '@LOGS@'
+  customToolkitSettings: {commandLine: 'n=$(nvidia-smi -L | grep -c "^GPU"); echo "GPUs: $AZ_BATCHAI_NUM_GPUS given, $n listed"; test "$AZ_BATCHAI_NUM_GPUS" = "$n" && echo epoch=1 loss=$AZ_BATCHAI_NUM_GPUS'}
+YAML
+    sed -i "s|@LOGS@|$logs|" "$WORK/gpu.yaml"
+    (cd "$WORK" && az batchai sweep submit "${G[@]}" -e smoke -n gpu --spec gpu.yaml -c smoke-gpu -o none)
+    az batchai sweep status "${G[@]}" -e smoke -n gpu --wait --interval 2 --timeout "$((WAIT_MINUTES * 60))" -o table \
+        || fail "the GPU job did not succeed: AZ_BATCHAI_NUM_GPUS is not the node's GPU count, or it has no NVIDIA driver (its log: az batchai job file stream)"
+    gpus="$(az batchai sweep metrics "${G[@]}" -e smoke -n gpu --metric loss --query "[0].metric" -o tsv)"
+    [ "${gpus%.*}" -ge 1 ] 2>/dev/null || fail "the GPU job saw AZ_BATCHAI_NUM_GPUS=${gpus:-nothing}"
+    ok "$GPU_VM_SIZE: GPU image ubuntu-hpc, AZ_BATCHAI_NUM_GPUS=${gpus%.*} as nvidia-smi lists"
+else
+    NOT_CHECKED+=("a GPU size's image and AZ_BATCHAI_NUM_GPUS on a real GPU node (give GPU_VM_SIZE, e.g. Standard_NC4as_T4_v3)")
+fi
 
 if [ "${TOKEN_HOUR:-}" = 1 ]; then
     step "token refresh past an hour: a job of 65 minutes, its log read at its end"

@@ -128,3 +128,26 @@ def test_without_retry_after_the_backoff_is_full_jitter_under_its_cap(draw, atte
     retry = _JitteredRetryAfter(max_retries=8, base_delay=0.5, max_delay=20.0, random=lambda: draw)
     delay = retry.backoff(attempt, _Answer({}))
     assert 0 <= delay <= min(20.0, 0.5 * 2 ** attempt)
+
+
+def test_the_autoscale_interval_goes_as_the_recordings_write_it(double):  # pylint: disable=redefined-outer-name
+    """Issue 48 item 5 (fails on the old code, which sent the SDK's `PT05M00S`): the scheduler's own request for new
+    autoscale settings (mapping.scale_request) reaches Batch with the interval in the recorded short form
+    (Azure PowerShell's PoolTests/TestAutoScaleActions: `PT8M`) and the recorded field names."""
+    import re
+    from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
+    from tests.azurebatch.gpu_recorded import recorded
+    api = _api(double, [])
+    _pool_and_job(api)
+    props = {'vmSize': 'Standard_D2s_v3', 'scaleSettings': {'autoScale': {'minimumNodeCount': 0,
+                                                                          'maximumNodeCount': 2}}}
+    autoscale, body = AbMapMapping.scale_request(props, {'poolAllocationMode': 'BatchService'})
+    assert autoscale
+    api.enable_autoscale('p', body)
+    sent = [r for r in double.requests if r.method == 'POST' and r.path.endswith('/enableautoscale')]
+    assert len(sent) == 1
+    recorded_body = recorded('enable autoscale')['request']
+    assert set(sent[0].body) == set(recorded_body)
+    assert sent[0].body['autoScaleEvaluationInterval'] == 'PT5M'
+    assert re.fullmatch(r'PT\d+M', recorded_body['autoScaleEvaluationInterval'])
+    assert api.get_pool('p')['autoScaleEvaluationInterval'] == 'PT5M'

@@ -455,3 +455,25 @@ def test_fault_dropped_connection_after_apply(batch_double):
     assert batch_double.count('POST', '/addtaskcollection$') == 1
     result = client.create_task_collection('job', [{'id': 't', 'commandLine': '/bin/true'}])
     assert [r.error.code for r in result.value] == ['TaskExists']  # applied the first time
+
+
+def test_a_plain_task_on_a_container_pool_fails_on_its_node_as_batch_fails_it(batch_prism):
+    """Issue 48 item 1: Batch requires containerSettings on every task of a pool with a container configuration;
+    a task without them fails on its node with ContainerTaskSettingsNotFound (the code and message users report,
+    e.g. microsoft/ga4gh-tes issue 525) instead of running. A container task there runs."""
+    client = batch_prism.client()
+    docker = dict(IMAGE, containerConfiguration={'type': 'dockerCompatible'})
+    client.create_pool(pool('docker', targetDedicatedNodes=1, virtualMachineConfiguration=docker))
+    client.create_job({'id': 'cj', 'poolInfo': {'poolId': 'docker'}})
+    client.create_task('cj', {'id': 'plain', 'commandLine': shell('echo ran > ran.txt')})
+    client.create_task('cj', {'id': 'boxed', 'commandLine': shell('true'),
+                              'containerSettings': {'imageName': 'ubuntu:22.04'}})
+    wait_task(batch_prism, 'cj', 'plain')
+    wait_task(batch_prism, 'cj', 'boxed')
+    plain = client.get_task('cj', 'plain')
+    assert plain.execution_info.failure_info.code == 'ContainerTaskSettingsNotFound'
+    assert plain.execution_info.failure_info.message == \
+        'Container-enabled compute node requires task container settings'
+    result = lambda task: str(getattr(task.execution_info.result, 'value', task.execution_info.result))  # noqa
+    assert result(plain).lower() == 'failure'
+    assert result(client.get_task('cj', 'boxed')).lower() == 'success'

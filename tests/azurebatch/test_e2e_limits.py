@@ -65,3 +65,42 @@ def test_no_storage_key_or_password_is_kept_on_disk(batch_service):  # pylint: d
             with open(os.path.join(folder, name), 'rb') as f:
                 data = f.read()
             assert key.encode() not in data and password.encode() not in data, os.path.join(folder, name)
+
+
+def test_generation_and_container_mismatches_are_refused_before_anything_runs(batch_user):  # pylint: disable=W0621
+    """Through the real az: a generation 1 image on a generation-2-only size refused at cluster create (issue 40
+    item 3), a job whose container settings do not match its cluster's pool refused at submit (issue 48 item 1).
+    The region's sizes are Microsoft's documented entries and the supported images the real service's recorded list
+    (tests/azurebatch/recorded/gpu_pools); both fail on the old code (the image taken, the jobs accepted)."""
+    from tests.azurebatch.gpu_recorded import documented, supported_images
+    svc = batch_user
+    add_account(svc.login, dedicatedCoreQuotaPerVMFamily=[{'name': 'standardDSv3Family', 'coreQuota': 100},
+                                                          {'name': 'standardNCADSA100v4Family', 'coreQuota': 24}])
+    svc.login.double.vm_skus['eastus'] = documented('vmSkus')
+    with svc.double.account.lock:
+        svc.double.account.supported_images = supported_images()
+    svc.start()
+    refused = svc.az('batchai', 'cluster', 'create', '-n', 'a100', *svc.group(), '-s', 'Standard_NC24ads_A100_v4',
+                     '-t', '1', '-i', 'canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest', '-u', 'batchai',
+                     '-p', 'not-used-0A!')
+    assert refused.exit_code != 0
+    assert "is a Hyper-V generation 1 image, but vmSize 'Standard_NC24ads_A100_v4' boots only generation 2" in \
+        refused.stderr, refused.stderr
+    assert svc.double.account.pools == {}  # nothing made
+    assert _cluster(svc, 'plain').exit_code == 0
+    docker = svc.az('batchai', 'cluster', 'create', '-n', 'docker', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
+                    '-i', 'microsoft-dsvm:ubuntu-hpc:2204:latest', '-u', 'batchai', '-p', 'not-used-0A!')
+    assert docker.exit_code == 0, docker.stderr
+    made = {p.body['virtualMachineConfiguration']['imageReference']['offer']: p.body for p in
+            svc.double.account.pools.values()}
+    assert 'containerConfiguration' in made['ubuntu-hpc']['virtualMachineConfiguration']
+    assert 'containerConfiguration' not in made['ubuntu-24_04-lts']['virtualMachineConfiguration']
+    container = {'imageSourceRegistry': {'image': 'ubuntu:22.04'}}
+    write_sweep(svc.directory, 'boxed.yaml', 'echo loss={{X}}', [1], containerSettings=container)
+    write_sweep(svc.directory, 'plain.yaml', 'echo loss={{X}}', [1])
+    for spec, cluster, words in (('boxed.yaml', 'plain', 'runs no containers'),
+                                 ('plain.yaml', 'docker', 'ContainerTaskSettingsNotFound')):
+        submitted = svc.az('batchai', 'sweep', 'submit', *svc.group(), '-e', 'c', '-n', cluster, '--spec', spec,
+                           '-c', cluster, '-o', 'json')
+        assert words in submitted.stderr + submitted.stdout, submitted.stdout + submitted.stderr
+    assert tasks(svc.double) == [] and svc.double.count('POST', r'/addtaskcollection$') == 0

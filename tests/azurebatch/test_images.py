@@ -123,3 +123,73 @@ def test_a_given_image_is_taken_only_from_the_list_and_never_past_end_of_life(su
     end = wanted.get('batchSupportEndOfLife')
     near = end is not None and datetime.date.fromisoformat(end[:10]) - TODAY <= images.NEAR_END_OF_LIFE
     assert bool(chosen.warnings) == near
+
+
+# ---- Hyper-V generations, on the recorded supported-image list (tests/azurebatch/recorded/gpu_pools) -----------
+
+def _size_generations(name):
+    from azext_batchai_sweep.localservice.azurebatch import vm_sizes
+    from tests.azurebatch.gpu_recorded import size
+    return vm_sizes.hyperv_generations(size(name))
+
+
+def _recorded():
+    from tests.azurebatch.gpu_recorded import supported_images
+    return supported_images()
+
+
+def test_the_recorded_list_pairs_generation_1_and_2_images():
+    by_sku = {i['imageReference']['sku']: images.generation(i) for i in _recorded()
+              if i['imageReference']['publisher'] == 'canonical'}
+    assert by_sku['22_04-lts'] == 'V1' and by_sku['22_04-lts-gen2'] == 'V2'
+    assert by_sku['server'] == 'V2' and by_sku['server-gen1'] == 'V1'
+    for entry in _recorded():
+        validate('ImageInformation', entry)
+
+
+@pytest.mark.parametrize('generations', [None, frozenset({'V1', 'V2'}), frozenset({'V2'})])
+def test_the_default_cpu_image_is_generation_2_wherever_the_size_boots_it(generations):
+    """Issue 48 item 5 (fails on the old code, which chose ubuntu-24_04-lts server-gen1, a generation 1 image,
+    from the recorded list: every current size of a Gen2-only series would then never get a node)."""
+    chosen = images.choose_image(None, _recorded(), TODAY, generations=generations, vm_size='Standard_D2ds_v6')
+    assert chosen.image_reference == {'publisher': 'canonical', 'offer': 'ubuntu-24_04-lts', 'sku': 'server',
+                                      'version': 'latest'}
+    assert 'Generation2VMImage' in chosen.capabilities and chosen.node_agent_sku_id == 'batch.node.ubuntu 24.04'
+
+
+def test_a_generation_1_only_size_gets_a_generation_1_default_image():
+    chosen = images.choose_image(None, _recorded(), TODAY, generations=frozenset({'V1'}), vm_size='Standard_D1_v2')
+    assert images.generation(next(i for i in _recorded() if i['imageReference'] == dict(
+        chosen.image_reference))) == 'V1'
+    with pytest.raises(Refusal, match='no current Ubuntu image of Hyper-V generation 1'):
+        images.choose_image(None, [i for i in _recorded() if images.generation(i) == 'V2'], TODAY,
+                            generations=frozenset({'V1'}), vm_size='Standard_D1_v2')
+
+
+@pytest.mark.parametrize('size', ['Standard_NC4as_T4_v3', 'Standard_NC24ads_A100_v4'])
+def test_gpu_sizes_get_the_hpc_image_with_drivers_of_their_generation(size):
+    chosen = images.choose_image(None, _recorded(), TODAY, gpu=True, generations=_size_generations(size),
+                                 vm_size=size)
+    assert chosen.image_reference['publisher'] == 'microsoft-dsvm' and chosen.image_reference['sku'] == '2204'
+    assert 'Generation2VMImage' in chosen.capabilities
+
+
+@pytest.mark.parametrize('sku, size, refused', [
+    ('22_04-lts', 'Standard_NC24ads_A100_v4', True), ('22_04-lts-gen2', 'Standard_NC24ads_A100_v4', False),
+    ('22_04-lts', 'Standard_NC4as_T4_v3', False), ('22_04-lts-gen2', 'Standard_NC4as_T4_v3', False),
+    ('22_04-lts', 'Standard_D2ds_v6', True), ('22_04-lts', 'Standard_D2s_v3', False),
+])
+def test_a_given_image_of_a_generation_the_size_does_not_boot_is_refused(sku, size, refused):
+    """Issue 40 item 3 (fails on the old code, which took any listed image: Batch's allocation fails later)."""
+    ref = {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': sku}
+    call = lambda: images.choose_image(ref, _recorded(), TODAY, generations=_size_generations(size),  # noqa: E731
+                                       vm_size=size)
+    if not refused:
+        assert call().image_reference['sku'] == sku
+        return
+    with pytest.raises(Refusal) as refusal:
+        call()
+    assert refusal.value.code == 'ImageGenerationMismatch'
+    assert ("Image canonical/0001-com-ubuntu-server-jammy/22_04-lts is a Hyper-V generation 1 image, but vmSize "
+            "'{}' boots only generation 2".format(size)) in refusal.value.reason
+    assert 'canonical/0001-com-ubuntu-server-jammy/22_04-lts-gen2' in refusal.value.reason

@@ -64,3 +64,23 @@ def test_cloud_shell_notes_say_whether_the_data_dir_outlives_the_session(tmp_pat
     assert 'drain to zero nodes by themselves' in inside[0] and 'under your persisted home' in inside[1]
     outside = cloud_shell_notes(str(tmp_path / 'elsewhere'))
     assert 'lost with the session' in outside[1] and 'Give --data-dir under' in outside[1]
+
+
+def test_before_the_first_autoscale_run_the_note_gives_the_evaluation():
+    """Issue 48 item 5 (fails on the old code: 'waiting for a node of the pool'). Recorded: a pool right after
+    enable autoscale has no autoScaleRun (tests/azurebatch/recorded/gpu_pools)."""
+    from tests.azurebatch.gpu_recorded import recorded
+    pool = recorded('pool list right after enable autoscale (no autoScaleRun yet)')['response']['value'][0]
+    assert pool_watch.waiting_note(pool, now=NOW) == 'waiting for the pool (next evaluation due now)'
+    assert pool_watch.pool_row('sub/rg/ws/clusters/c1', pool, now=NOW)['nextEvaluation'] == 'due now'
+
+
+def test_a_partial_pool_says_it_waits_for_a_node_not_that_it_cannot_grow():
+    """Issue 48 item 2: a steady pool keeping a resize error with a usable node runs its queue."""
+    from tests.azurebatch.gpu_recorded import recorded
+    pool = dict(recorded('pool get after a stopped resize')['response'], currentDedicatedNodes=1,
+                targetDedicatedNodes=4)
+    running = [{'id': 'n1', 'state': 'running'}]
+    assert pool_watch.waiting_note(pool, running, now=NOW) == 'waiting for a node of the pool'
+    assert 'cannot grow (ResizeStopped)' in pool_watch.waiting_note(pool, running, now=NOW, needed=2)
+    assert 'cannot grow (ResizeStopped)' in pool_watch.waiting_note(dict(pool, currentDedicatedNodes=0), now=NOW)

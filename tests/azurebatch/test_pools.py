@@ -138,14 +138,31 @@ def test_multi_node_clusters_get_inter_node_communication_one_slot_per_node_and_
     assert evaluate(single['autoScaleFormula'], full_window([1] * 10))['$TargetDedicatedNodes'] == 1
 
 
-def test_the_image_and_node_agent_come_from_the_choice_with_containers_where_the_image_has_docker():
-    body = pools.pool_body('p1', cluster(), BATCH_SERVICE, IMAGE, False, TODAY)
-    vm = body['virtualMachineConfiguration']
-    assert vm['imageReference'] == IMAGE.image_reference and vm['nodeAgentSKUId'] == 'batch.node.ubuntu 22.04'
-    assert vm['containerConfiguration'] == {'type': 'dockerCompatible'}
-    plain = IMAGE._replace(capabilities=[])
-    assert 'containerConfiguration' not in pools.pool_body('p1', cluster(), BATCH_SERVICE, plain, False,
-                                                           TODAY)['virtualMachineConfiguration']
+def test_the_image_and_node_agent_come_from_the_choice_and_containers_only_where_the_cluster_names_them():
+    """Issue 48 item 1 (fails on the old code, which gave every Docker-compatible image containerConfiguration):
+    the default GPU image of the recorded list (microsoft-dsvm ubuntu-hpc 2204, DockerCompatible) makes a plain
+    pool, whose plain jobs run; a cluster that names a Docker-compatible image itself gets containerConfiguration;
+    one that names a plain image does not."""
+    from azext_batchai_sweep.localservice.azurebatch import images
+    from tests.azurebatch.gpu_recorded import supported_images
+    hpc = images.choose_image(None, supported_images(), TODAY, gpu=True)
+    assert hpc.image_reference['offer'] == 'ubuntu-hpc' and 'DockerCompatible' in hpc.capabilities
+    default = pools.pool_body('p1', cluster(), BATCH_SERVICE, hpc, False, TODAY,
+                              containers=pools.container_pool(cluster(), hpc))
+    vm = default['virtualMachineConfiguration']
+    assert vm['imageReference'] == hpc.image_reference and vm['nodeAgentSKUId'] == 'batch.node.ubuntu 22.04'
+    assert 'containerConfiguration' not in vm
+    amlcompute = {'publisher': 'microsoft-dsvm', 'offer': 'amlcompute', 'sku': 'runtime-gen1-ubuntu18'}
+    assert not pools.container_pool(cluster(virtualMachineConfiguration={'imageReference': amlcompute}), hpc)
+    named = cluster(virtualMachineConfiguration={'imageReference': dict(hpc.image_reference)})
+    assert pools.container_pool(named, hpc)
+    body = pools.pool_body('p1', named, BATCH_SERVICE, hpc, False, TODAY, containers=True)
+    assert body['virtualMachineConfiguration']['containerConfiguration'] == {'type': 'dockerCompatible'}
+    jammy = images.choose_image({'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy',
+                                 'sku': '22_04-lts-gen2'}, supported_images(), TODAY)
+    plain = cluster(virtualMachineConfiguration={'imageReference': dict(jammy.image_reference)})
+    assert not pools.container_pool(plain, jammy)
+    validate('PoolAddParameter', body)
 
 
 def mount_volumes():

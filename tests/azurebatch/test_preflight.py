@@ -434,6 +434,27 @@ def test_cores_in_use(pools, expected):
     assert preflight.cores_in_use(pools, default_vm_skus(), 'standardDSv3Family') == expected
 
 
+def test_a_stuck_pools_unreachable_target_is_not_in_use():
+    """Issue 48 item 5 (fails on the old code, which counted the target of 1 node). Recorded: a steady pool
+    short of its target after its resize ended (Azure PowerShell's PoolTests/TestResizeAndStopResizePool)."""
+    from tests.azurebatch.gpu_recorded import recorded
+    stuck = recorded('pool get after a stopped resize')['response']
+    assert stuck['vmSize'] == 'standard_d2s_v3' and stuck['targetDedicatedNodes'] == 1
+    assert preflight.cores_in_use([stuck], default_vm_skus(), 'standardDSv3Family') == \
+        {'family': 0, 'dedicated': 0, 'lowPriority': 0}
+    holding = dict(stuck, currentDedicatedNodes=2, targetDedicatedNodes=5)  # partial: what it holds counts
+    assert preflight.cores_in_use([holding], default_vm_skus(), 'standardDSv3Family')['dedicated'] == 4
+    growing = dict(stuck, allocationState='resizing', resizeErrors=[])  # still allocating: its target counts
+    assert preflight.cores_in_use([growing], default_vm_skus(), 'standardDSv3Family')['dedicated'] == 2
+
+
+def test_family_cores_in_use_match_whatever_the_family_spelling():
+    """Issue 48 item 3: the family of the cluster and of another pool's size compared by quota.family_key."""
+    from tests.azurebatch.gpu_recorded import documented
+    pools = [_pool('Standard_NC4as_T4_v3', 2)]
+    assert preflight.cores_in_use(pools, documented('vmSkus'), 'standardNCASv3_T4Family')['family'] == 8
+
+
 def test_check_cluster_create_fetches_once_and_counts_other_pools(batch_login, arm_target, credential):
     batch_login.double.assign('Azure Batch Data Contributor', '/subscriptions/' + batch_login.subscription_id)
     batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)

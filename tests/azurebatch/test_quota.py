@@ -78,3 +78,42 @@ def test_a_new_account_with_no_gpu_quota_is_refused_before_it_spends():
 def test_a_user_subscription_account_without_usages_is_said_unchecked():
     warnings = quota.check_quota(sku(4), 2, SPOT, {'poolAllocationMode': 'UserSubscription'})
     assert len(warnings) == 1 and '8 spot vCPUs' in warnings[0]
+
+
+# ---- family names as the services spell them (tests/azurebatch/recorded/gpu_pools/documented_sizes.json) ----------
+
+@pytest.mark.parametrize('size', ['Standard_NC4as_T4_v3', 'Standard_NC24ads_A100_v4'])
+def test_a_user_subscription_family_quota_is_found_whatever_the_spelling(size):
+    """Issue 48 item 3 (fails on the old code: Batch's SKU list says 'Standard NCASv3_T4 Family', Microsoft.Compute
+    usages 'standardNCASv3_T4Family'; the quota was read as 0 and the cluster refused)."""
+    from tests.azurebatch.gpu_recorded import documented, size as documented_size
+    sku, usages = documented_size(size), documented('computeUsages')
+    account = {'poolAllocationMode': 'UserSubscription'}
+    family_line = quota.quota_lines(sku, DEDICATED, account, compute_usages=usages)[0]
+    usage = next(u for u in usages if quota.family_key(u['name']['value']) == quota.family_key(sku['familyName']))
+    assert usage['name']['value'] != sku['familyName']  # the two services' spellings differ
+    assert family_line.limit == usage['limit'] > 0
+    assert quota.check_quota(sku, 1, DEDICATED, account, compute_usages=usages) == []
+
+
+def test_a_batch_account_family_quota_is_found_whatever_the_spelling():
+    from tests.azurebatch.gpu_recorded import documented, size as documented_size
+    sku = documented_size('Standard_NC4as_T4_v3')
+    for name in ('Standard NCASv3_T4 Family', 'standardNCASv3_T4Family', 'STANDARD-NCASV3-T4-FAMILY'):
+        account = {'poolAllocationMode': 'BatchService', 'dedicatedCoreQuota': 100,
+                   'dedicatedCoreQuotaPerVMFamilyEnforced': True,
+                   'dedicatedCoreQuotaPerVMFamily': [{'name': name, 'coreQuota': 8}]}
+        assert quota.quota_lines(sku, DEDICATED, account)[0].limit == 8
+        assert quota.check_quota(sku, 2, DEDICATED, account) == []
+        with pytest.raises(Refusal, match="leaves 8 \\(limit 8"):
+            quota.check_quota(sku, 3, DEDICATED, account)
+    assert documented('batchAccountFamilyQuota')[0]['name'] == sku['familyName']
+
+
+@pytest.mark.parametrize('one, other, same', [
+    ('Standard NCASv3_T4 Family', 'standardNCASv3_T4Family', True),
+    ('StandardNCADSA100v4Family', 'standardNCADSA100v4Family', True),
+    ('standardNDSv2Family', 'standardNDSFamily', False), ('standardDSv3Family', 'standardDSv5Family', False),
+])
+def test_family_keys(one, other, same):
+    assert (quota.family_key(one) == quota.family_key(other)) == same

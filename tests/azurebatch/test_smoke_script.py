@@ -21,14 +21,15 @@ pytestmark = [pytest.mark.az, pytest.mark.service]
 SCRIPT = os.path.join(REPO_ROOT, 'scripts', 'azure_batch_smoke.sh')
 
 
-def run_script(user, timeout=300):
+def run_script(user, timeout=300, **options):
     """The script as a user runs it after `az login`: their az on PATH and their az config (the login), the Batch
-    account and resource group in the environment, the service's data dir in the test's folder."""
+    account and resource group in the environment, the service's data dir in the test's folder; `options`: more of
+    the script's options (environment)."""
     login = user.login
     env = base_env(login.config_dir, {**login.env, 'PATH': VENV_BIN + os.pathsep + os.environ['PATH'],
                                       'AZURE_BATCHAI_SWEEP_BATCH_TIMINGS': FAST_TIMINGS,
                                       'BATCH_ACCOUNT': ACCOUNT, 'RESOURCE_GROUP': RESOURCE_GROUP,
-                                      'DATA_DIR': user.data_dir, 'TMPDIR': user.directory})
+                                      'DATA_DIR': user.data_dir, 'TMPDIR': user.directory, **options})
     return subprocess.run(['bash', SCRIPT], capture_output=True, text=True, env=env, cwd=user.directory,
                           timeout=timeout, check=False)
 
@@ -76,3 +77,28 @@ def test_the_smoke_script_fails_when_a_cluster_over_the_quota_is_not_refused(bat
     assert done.returncode == 1, done.stdout + done.stderr
     assert 'FAILED: a cluster of at most 100000 Standard_D2s_v3 nodes was not refused' in done.stderr, done.stderr
     _ends_clean(done, batch_user)  # the cluster made by mistake is deleted too
+
+
+def test_the_smoke_script_checks_a_gpu_size_when_given_one(batch_user, tmp_path, monkeypatch):  # pylint: disable=W0621
+    """GPU_VM_SIZE=Standard_NC4as_T4_v3 (issue 40 item 3): its cluster's pool gets the GPU image and its job
+    AZ_BATCHAI_NUM_GPUS=1. The region's sizes are Microsoft's documented entries and the supported images the
+    recorded list (tests/azurebatch/recorded/gpu_pools); the account's family quota is written as Microsoft.Compute
+    writes it (standardNCASv3_T4Family) while the size's family is Batch's 'Standard NCASv3_T4 Family' (issue 48
+    item 3). Stood in for (it cannot exist here): the node's NVIDIA driver, an `nvidia-smi -L` listing one T4."""
+    from tests.azurebatch.gpu_recorded import documented, supported_images
+    add_account(batch_user.login, dedicatedCoreQuotaPerVMFamily=[
+        {'name': 'standardDSv3Family', 'coreQuota': 100}, {'name': 'standardNCASv3_T4Family', 'coreQuota': 4}])
+    batch_user.login.double.vm_skus['eastus'] = documented('vmSkus')
+    with batch_user.double.account.lock:
+        batch_user.double.account.supported_images = supported_images()
+    driver = tmp_path / 'driver'
+    driver.mkdir()
+    (driver / 'nvidia-smi').write_text('#!/bin/sh\necho "GPU 0: Tesla T4 (UUID: GPU-00000000)"\n')
+    (driver / 'nvidia-smi').chmod(0o755)
+    monkeypatch.setenv('PATH', str(driver) + os.pathsep + os.environ['PATH'])  # the double's nodes run with it
+    done = run_script(batch_user, GPU_VM_SIZE='Standard_NC4as_T4_v3')
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert 'ok: Standard_NC4as_T4_v3: GPU image ubuntu-hpc, AZ_BATCHAI_NUM_GPUS=1 as nvidia-smi lists' in \
+        done.stdout, done.stdout
+    assert "a GPU size's image" not in done.stdout  # checked, so not listed as unchecked
+    _ends_clean(done, batch_user)

@@ -85,3 +85,57 @@ def test_next_autoscale_evaluation():
             'autoScaleRun': {'timestamp': '2026-11-26T10:00:00Z'}}
     assert states.next_evaluation(pool) == datetime.datetime(2026, 11, 26, 10, 5, tzinfo=datetime.timezone.utc)
     assert states.next_evaluation({'enableAutoScale': False}) is None
+
+
+# ---- a pool that got some of its nodes (tests/azurebatch/recorded/gpu_pools: Azure PowerShell's
+# PoolTests/TestResizeAndStopResizePool, a steady pool keeping its last resize's error) --------------------------
+
+def _stopped_pool(current=0, target=1):
+    from tests.azurebatch.gpu_recorded import recorded
+    pool = recorded('pool get after a stopped resize')['response']
+    assert pool['allocationState'] == 'steady' and pool['resizeErrors'][0]['code'] == 'ResizeStopped'
+    # recorded with 0 of 1 node; a partial allocation (some nodes, short of the target) is the same answer with
+    # other counts (not recorded: the counts changed here, the error and state as recorded)
+    pool.update(currentDedicatedNodes=current, targetDedicatedNodes=target)
+    return pool
+
+
+def _nodes(*node_states):
+    return [{'id': 'tvmps_{}'.format(i), 'state': s} for i, s in enumerate(node_states)]
+
+
+def test_the_recorded_stopped_pool_without_a_node_cannot_grow():
+    pool = _stopped_pool()
+    assert states.cannot_grow(pool)['code'] == 'ResizeStopped'
+    assert states.cluster_state(pool)['errors'][0]['code'] == 'ResizeStopped'
+
+
+@pytest.mark.parametrize('node_states, needed, grows', [
+    (('idle',), 1, True), (('running', 'running'), 1, True), (('running', 'creating'), 2, True),
+    (('running',), 2, False), (('unusable', 'starttaskfailed'), 1, False), (('idle', 'preempted'), 2, False),
+    (('Running', 'Idle'), 2, True),
+])
+def test_a_partial_allocation_works_through_its_queue(node_states, needed, grows):
+    """Issue 48 item 2 (fails on the old code, where any resize error made the pool 'cannot grow' and every job
+    queued behind the running ones failed after the bounded wait): only a pool with fewer usable nodes than the
+    job needs cannot run it; `cluster show` has the error either way."""
+    pool = _stopped_pool(current=len(node_states), target=8)
+    nodes = _nodes(*node_states)
+    problem = states.cannot_grow(pool, nodes, needed)
+    assert (problem is None) == grows
+    if not grows:
+        assert problem['code'] == 'ResizeStopped'
+    assert 'ResizeStopped' in [e['code'] for e in states.cluster_state(pool, nodes)['errors']]
+
+
+def test_before_its_first_autoscale_run_a_pool_is_evaluated_at_once():
+    """Issue 48 item 5 (fails on the old code: no next evaluation at all). Recorded: the pool right after enable
+    autoscale answers no autoScaleRun (Azure PowerShell's PoolTests/TestAutoScaleActions)."""
+    from tests.azurebatch.gpu_recorded import recorded
+    pool = recorded('pool list right after enable autoscale (no autoScaleRun yet)')['response']['value'][0]
+    assert pool['enableAutoScale'] and 'autoScaleRun' not in pool
+    now = datetime.datetime(2024, 3, 21, 23, 32, 21, tzinfo=datetime.timezone.utc)
+    assert states.next_evaluation(pool, now) == now
+    ran = dict(pool, autoScaleRun={'timestamp': '2024-03-21T23:32:21.0096445Z'})
+    assert states.next_evaluation(ran, now) == datetime.datetime(2024, 3, 21, 23, 40, 21, 9644,
+                                                                 tzinfo=datetime.timezone.utc)

@@ -99,13 +99,32 @@ def test_what_the_pool_cannot_run_is_refused_at_submit():
     # a manual cluster may be resized later, as on Batch AI: its job waits
     manual = dict(CLUSTER, scaleSettings={'manual': {'targetNodeCount': 0}})
     tasks.check_job({'nodeCount': 2}, 'customMpiSettings', manual, multi_node=True, containers=False)
-    with pytest.raises(Refusal, match='container configuration'):
-        tasks.check_job({'containerSettings': {'imageSourceRegistry': {'image': 'x'}}}, 'customToolkitSettings',
-                        CLUSTER, multi_node=True, containers=False)
     with pytest.raises(Refusal, match='KeyVault'):
         tasks.check_job({'containerSettings': {'imageSourceRegistry': {
             'image': 'x', 'credentials': {'username': 'u', 'passwordSecretReference': {'secretUrl': 'k'}}}}},
             'customToolkitSettings', CLUSTER, multi_node=True, containers=True)
+
+
+@pytest.mark.parametrize('containers, settings, code', [
+    (False, {'imageSourceRegistry': {'image': 'pytorch/pytorch'}}, 'ContainersUnsupported'),
+    (True, None, 'ContainerSettingsRequired'),
+    (False, None, None), (True, {'imageSourceRegistry': {'image': 'pytorch/pytorch'}}, None),
+    (None, None, None), (None, {'imageSourceRegistry': {'image': 'pytorch/pytorch'}}, None),
+])
+def test_a_job_must_match_its_pools_container_support_at_submit(containers, settings, code):
+    """Issue 48 item 1 (fails on the old code: the check was always called with containers=True, and a plain job
+    on a container pool passed): Batch requires containerSettings on every task of a pool with a container
+    configuration (ContainerTaskSettingsNotFound on the node otherwise) and refuses them on a pool without one;
+    both are refused at submit, naming the fix. None: the pool's support is not known (not checked)."""
+    props = {'containerSettings': settings} if settings else {}
+    if code is None:
+        tasks.check_job(props, 'customToolkitSettings', CLUSTER, multi_node=True, containers=containers)
+        return
+    with pytest.raises(Refusal) as refused:
+        tasks.check_job(props, 'customToolkitSettings', CLUSTER, multi_node=True, containers=containers)
+    assert refused.value.code == code
+    assert ('ContainerTaskSettingsNotFound' in refused.value.reason) == containers
+    assert 'Docker-compatible' in refused.value.reason
 
 
 def test_job_mount_volumes_are_the_cluster_mounts_of_the_same_storage_or_refused():

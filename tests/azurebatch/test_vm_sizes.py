@@ -52,3 +52,22 @@ def test_vcpus_and_gpus_come_from_the_capabilities():
     assert vm_sizes.gpus(OFFERED[1]) == 1 and vm_sizes.gpus({'name': 'x'}) == 0
     with pytest.raises(Refusal):
         vm_sizes.vcpus({'name': 'x', 'capabilities': []})
+
+
+@pytest.mark.parametrize('name, gpus, cpus, generations', [
+    ('Standard_NC4as_T4_v3', 1, 4, {'V1', 'V2'}), ('Standard_NC24ads_A100_v4', 1, 24, {'V2'}),
+    ('Standard_D2ds_v6', 0, 2, {'V2'}), ('Standard_D2s_v3', 0, 2, {'V1', 'V2'}),
+])
+def test_what_a_size_is_comes_from_its_offered_entry_not_its_name(name, gpus, cpus, generations):
+    """Issue 40 item 3 (documented entries: tests/azurebatch/recorded/gpu_pools/documented_sizes.json). The name's
+    rule of the other schedulers (gpus.py: 6/12/24 cores -> 1/2/4 GPUs) says 0 for the T4 and 4 for the A100."""
+    from azext_batchai_sweep.localservice.gpus import gpus_per_node
+    from tests.azurebatch.gpu_recorded import documented
+    offered = documented('vmSkus')
+    sku = vm_sizes.offered_size(name.lower(), offered)  # Batch answers sizes lower-cased
+    assert sku['name'] == name
+    assert (vm_sizes.gpus(sku), vm_sizes.vcpus(sku), vm_sizes.hyperv_generations(sku)) == (gpus, cpus, generations)
+    if name in ('Standard_NC4as_T4_v3', 'Standard_NC24ads_A100_v4'):
+        assert gpus_per_node(name) != gpus  # why the name cannot be the source
+    assert vm_sizes.offered_size('Standard_NC6', offered) is None
+    assert vm_sizes.hyperv_generations({'name': 'x', 'capabilities': []}) is None

@@ -84,6 +84,23 @@ def _add_collection(client, job_id, body):
     return Generated.create_task_collection(client, job_id, body, **NO_SDK_RETRY)
 
 
+def _enable_autoscale(client, pool_id, body):
+    """One `enableautoscale` request with the REST JSON body as given. The SDK's public operation (its _patch.py)
+    takes the interval as a timedelta and writes it `PT05M00S`; the pool add sends `PT5M` and every recorded
+    request writes the short form (Azure PowerShell's TestAutoScaleActions: `PT8M`), so the generated operation
+    beneath it is called with the body itself (the public one where that is missing)."""
+    try:
+        from azure.batch._operations._operations import (  # pylint: disable=import-outside-toplevel
+            BatchClientOperationsMixin as Generated)
+    except ImportError:  # another SDK layout: the public operation
+        from ..resources import parse_duration  # pylint: disable=import-outside-toplevel
+        interval = body.get('autoScaleEvaluationInterval')
+        return client.enable_pool_auto_scale(
+            pool_id, auto_scale_formula=body.get('autoScaleFormula'),
+            auto_scale_evaluation_interval=parse_duration(interval) if interval else None, **NO_SDK_RETRY)
+    return Generated.enable_pool_auto_scale(client, pool_id, dict(body), **NO_SDK_RETRY)
+
+
 def _plain(value):
     """An SDK model (a MutableMapping of REST names) as plain JSON; dicts and lists as they are."""
     if hasattr(value, 'as_dict'):
@@ -154,13 +171,8 @@ class BatchApi:
         self._call('resize_pool', lambda: self.client.resize_pool(pool_id, body, **NO_SDK_RETRY))
 
     def enable_autoscale(self, pool_id, body):
-        """A new autoscale formula (and evaluation interval) on the pool. The SDK's public operation takes them as
-        keywords (its _patch.py); the interval goes as the timedelta it wants."""
-        from ..resources import parse_duration  # pylint: disable=import-outside-toplevel
-        interval = body.get('autoScaleEvaluationInterval')
-        self._call('enable_pool_auto_scale', lambda: self.client.enable_pool_auto_scale(
-            pool_id, auto_scale_formula=body.get('autoScaleFormula'),
-            auto_scale_evaluation_interval=parse_duration(interval) if interval else None, **NO_SDK_RETRY))
+        """A new autoscale formula (and evaluation interval) on the pool, the body sent as given (REST JSON)."""
+        self._call('enable_pool_auto_scale', lambda: _enable_autoscale(self.client, pool_id, body))
 
     def disable_autoscale(self, pool_id):
         self._call('disable_pool_auto_scale', lambda: self.client.disable_pool_auto_scale(pool_id, **NO_SDK_RETRY))

@@ -136,6 +136,9 @@ def connect(store, data_dir, options):
                                     pool_prefix=prefix, facts=facts, shares=shares, task_logs=task_logs, **extra)
     if hasattr(scheduler.mapping, 'supported_images'):
         scheduler.mapping.supported_images = images
+    if hasattr(scheduler.mapping, 'offered_sizes') and facts is not None:
+        # What a VM size is (GPUs, Hyper-V generations) comes from the sizes cluster create checks, one list.
+        scheduler.mapping.offered_sizes = lambda: facts.vm_skus
     scheduler.storage_check = storage_check  # az's data role on a new cluster's storage, at cluster create
     logger.info('scheduling on Azure Batch account %s (%s), pools %s-*', account.get('batchAccount'),
                 account.get('batchEndpoint'), prefix)

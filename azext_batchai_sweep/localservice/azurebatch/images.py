@@ -10,6 +10,12 @@ Batch AI's default image (`microsoft-dsvm/amlcompute/runtime-gen1-ubuntu18`, an 
 image -> the best current Linux image of the list: for GPU sizes an HPC image with the NVIDIA drivers
 (microsoft-dsvm ubuntu-hpc) first, then Canonical's Ubuntu; verified before unverified; the latest end of life
 first. A user-given image must be in the list (publisher, offer and sku); its version is kept ('latest' if none).
+
+Hyper-V generation: an image of the list is generation 2 when its capabilities say `Generation2VMImage`, else
+generation 1 (the recorded list pairs them: `22_04-lts` and `22_04-lts-gen2`). A node boots only an image of a
+generation its size lists (`HyperVGenerations` of the offered size, vm_sizes.hyperv_generations): a mismatch is
+refused here, at `cluster create`, rather than by Batch's allocation minutes later. The default choice takes a
+generation-2 image first (sizes of the current generations boot only those; the older ones boot both).
 """
 import datetime
 import re
@@ -23,6 +29,7 @@ BATCHAI_DEFAULT_IMAGE = ('microsoft-dsvm', 'amlcompute')
 # Publisher/offer patterns of the default choice, best first.
 GPU_PREFERENCE = [('microsoft-dsvm', r'ubuntu-hpc'), ('canonical', r'ubuntu'), ('microsoft-azure-batch', r'ubuntu')]
 CPU_PREFERENCE = [('canonical', r'ubuntu'), ('microsoft-azure-batch', r'ubuntu'), ('microsoft-dsvm', r'ubuntu-hpc')]
+GENERATION_2 = 'generation2vmimage'  # the supported-image capability of a Hyper-V generation 2 image
 
 
 class ChosenImage(NamedTuple):
@@ -57,6 +64,15 @@ def _chosen(image, version, today):
     return ChosenImage(ref, image['nodeAgentSKUId'], warnings, list(image.get('capabilities') or []))
 
 
+def generation(image):
+    """'V2' for a supported image of Hyper-V generation 2 (capability Generation2VMImage), else 'V1'."""
+    return 'V2' if GENERATION_2 in [str(c).lower() for c in image.get('capabilities') or []] else 'V1'
+
+
+def _generations_text(generations):
+    return ' and '.join(sorted(g.replace('V', '') for g in generations))
+
+
 def _current(images, today):
     return [i for i in images if _end_of_life(i) is None or _end_of_life(i) > today]
 
@@ -65,9 +81,12 @@ def _is_default(ref):
     return not ref or (not ref.get('virtualMachineImageId') and _key(ref)[:2] == BATCHAI_DEFAULT_IMAGE)
 
 
-def choose_image(image_reference, supported_images, today, gpu=False):
+def choose_image(image_reference, supported_images, today, gpu=False, generations=None, vm_size=None):
     """The ChosenImage for a cluster's Batch AI `imageReference` (None: Batch AI's default) from the account's
-    supported images on the date `today`; Refusal for an image Batch does not support or no longer supports."""
+    supported images on the date `today`; Refusal for an image Batch does not support or no longer supports, or
+    one of a Hyper-V generation the size does not boot. `gpu`: the size has GPUs (an image with NVIDIA drivers
+    first); `generations`: the size's Hyper-V generations (vm_sizes.hyperv_generations; None: not known);
+    `vm_size`: its name, for the refusal."""
     ref = image_reference or {}
     linux = [i for i in supported_images or [] if same(i.get('osType', 'linux'), 'linux')]
     if ref.get('virtualMachineImageId'):
@@ -75,18 +94,20 @@ def choose_image(image_reference, supported_images, today, gpu=False):
                       'supported on Azure Batch here: its node agent cannot be taken from the supported-image list. '
                       'Use a marketplace image from: az batch pool supported-images list.', code='UnsupportedImage')
     if _is_default(ref):
-        current = _current(linux, today)
+        current = [i for i in _current(linux, today) if not generations or generation(i) in generations]
         for publisher, offer in (GPU_PREFERENCE if gpu else CPU_PREFERENCE):
             matches = [i for i in current if _key(i['imageReference'])[0] == publisher
                        and re.search(offer, _key(i['imageReference'])[1])]
             if matches:
-                matches.sort(key=lambda i: (same(i.get('verificationType'), 'verified'),
+                matches.sort(key=lambda i: (same(i.get('verificationType'), 'verified'), generation(i) == 'V2',
                                             _end_of_life(i) or datetime.date.max, _key(i['imageReference'])[2]),
                              reverse=True)
                 return _chosen(matches[0], None, today)
-        raise Refusal('The Batch account supports no current Ubuntu image for the default image: give '
-                      'virtualMachineConfiguration.imageReference from: az batch pool supported-images list.',
-                      code='UnsupportedImage')
+        for_size = ' of Hyper-V generation {} (what vmSize \'{}\' boots)'.format(
+            _generations_text(generations), vm_size) if generations else ''
+        raise Refusal('The Batch account supports no current Ubuntu image{} for the default image: give '
+                      'virtualMachineConfiguration.imageReference from: az batch pool supported-images list.'.format(
+                          for_size), code='UnsupportedImage')
     matches = [i for i in linux if _key(i['imageReference']) == _key(ref)]
     if not matches:
         offers = sorted({_describe(i['imageReference']) for i in _current(linux, today)
@@ -102,4 +123,12 @@ def choose_image(image_reference, supported_images, today, gpu=False):
                       'from it. Choose a current image from: az batch pool supported-images list.'.format(
                           _describe(ref), matches[0]['nodeAgentSKUId'], end.isoformat()), code='ImageEndOfLife')
     current.sort(key=lambda i: _end_of_life(i) or datetime.date.max, reverse=True)
+    if generations and generation(current[0]) not in generations:
+        others = sorted(_describe(i['imageReference']) for i in _current(linux, today)
+                        if _key(i['imageReference'])[:2] == _key(ref)[:2] and generation(i) in generations)
+        raise Refusal("Image {} is a Hyper-V generation {} image, but vmSize '{}' boots only generation {}: Batch "
+                      'could never start a node of it. Use a generation {} image{}, or another size.'.format(
+                          _describe(ref), generation(current[0])[1:], vm_size, _generations_text(generations),
+                          _generations_text(generations), ' (of this offer: {})'.format(', '.join(others[:4]))
+                          if others else ''), code='ImageGenerationMismatch')
     return _chosen(current[0], ref.get('version'), today)

@@ -2,8 +2,9 @@
 these few calls only (and its tests can hand it a mapping of their own).
 
 `AbMapMapping` calls the pure mapping modules beside it (names, pools, images, priority, vm_sizes, tasks, states,
-node_wrapper), lazily: they are imported at first use. What it needs of the account beyond its ARM properties (the
-supported images, for the pool's image and node agent) is set on it once at start (connect.py).
+node_wrapper), lazily: they are imported at first use. What it needs of the account beyond its ARM properties is
+set on it once at start (connect.py): the supported images (the pool's image and node agent) and the region's
+offered VM sizes (what a size is: its GPUs, for the image and AZ_BATCHAI_NUM_GPUS, and its Hyper-V generations).
 """
 import datetime
 import os
@@ -26,6 +27,9 @@ class AbMapMapping:
 
     def __init__(self):
         self.supported_images = []  # the account's `supportedimages` (data plane), set at start
+        # () -> the region's offered VM sizes (preflight.AccountFacts.vm_skus, fetched when first needed), set at
+        # start; None: not known (a service built without them), when GPUs come from the size's name (gpus.py)
+        self.offered_sizes = None
         self._payload = None
 
     # ---- names.py: deterministic Batch ids ---------------------------------------------------------------------
@@ -58,16 +62,40 @@ class AbMapMapping:
 
     def pool_body(self, pool_id, cluster_body, spec, account):
         """The pool add JSON of a cluster (its create request `spec`, which holds the keys and password)."""
-        from ..gpus import gpus_per_node  # pylint: disable=import-outside-toplevel
-        from . import images, pools, vm_sizes  # pylint: disable=import-outside-toplevel
+        from . import pools, vm_sizes  # pylint: disable=import-outside-toplevel
         props = (spec or {}).get('properties') or cluster_body['properties']
         retired = vm_sizes.retirement(props.get('vmSize'))
         if retired and _today() >= retired[0]:
             # The size's own refusal (naming the successor) comes before the offered sizes are looked at.
             vm_sizes.check_vm_size(props['vmSize'], [], _today())
-        image = images.choose_image((props.get('virtualMachineConfiguration') or {}).get('imageReference'),
-                                    self.supported_images, _today(), gpu=gpus_per_node(props.get('vmSize')) > 0)
-        return pools.pool_body(pool_id, props, account, image, _multi_node(props))
+        image = self.image(props)
+        return pools.pool_body(pool_id, props, account, image, _multi_node(props),
+                               containers=pools.container_pool(props, image))
+
+    def offered_size(self, vm_size):
+        """The region's offered size (its ARM JSON) named `vm_size`, or None (sizes not known, or not offered)."""
+        from . import vm_sizes  # pylint: disable=import-outside-toplevel
+        return vm_sizes.offered_size(vm_size, self.offered_sizes()) if self.offered_sizes is not None else None
+
+    def gpus(self, cluster_props):
+        """The GPUs of one node of the cluster: its offered size's `GPUs` capability (the name's rule of gpus.py
+        only when the region's sizes are not known)."""
+        from . import vm_sizes  # pylint: disable=import-outside-toplevel
+        sku = self.offered_size(cluster_props.get('vmSize'))
+        if sku is not None:
+            return vm_sizes.gpus(sku)
+        from ..gpus import gpus_per_node  # pylint: disable=import-outside-toplevel
+        return gpus_per_node(cluster_props.get('vmSize')) if self.offered_sizes is None else 0
+
+    def image(self, cluster_props):
+        """images.ChosenImage of the cluster: an image with NVIDIA drivers for a size with GPUs, of a Hyper-V
+        generation the size boots (Refusal for a given image of another generation)."""
+        from . import images, vm_sizes  # pylint: disable=import-outside-toplevel
+        sku = self.offered_size(cluster_props.get('vmSize'))
+        return images.choose_image((cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference'),
+                                   self.supported_images, _today(), gpu=self.gpus(cluster_props) > 0,
+                                   generations=vm_sizes.hyperv_generations(sku),
+                                   vm_size=cluster_props.get('vmSize'))
 
     @staticmethod
     def scale_request(cluster_props, account):
@@ -92,7 +120,8 @@ class AbMapMapping:
         from .errors import Refusal  # pylint: disable=import-outside-toplevel
         cluster_props = cluster_body['properties']
         try:
-            tasks.check_job(props, toolkit, cluster_props, _multi_node(cluster_props), containers=True)
+            tasks.check_job(props, toolkit, cluster_props, _multi_node(cluster_props),
+                            containers=self._container_pool(cluster_props))
             if self._payload is None:
                 self._payload = node_wrapper.payload()
             tasks.check_task_size(props, toolkit, cluster_props, self._payload)
@@ -108,7 +137,18 @@ class AbMapMapping:
         if self._payload is None:
             self._payload = node_wrapper.payload()
         return tasks.task_body(task_id, job_body, toolkit, cluster_body['properties'], spec,
-                               output_container_url=output_container_url, payload=self._payload)
+                               output_container_url=output_container_url, payload=self._payload,
+                               gpus=self.gpus(cluster_body['properties']))
+
+    def _container_pool(self, cluster_props):
+        """Whether the cluster's pool has a container configuration (pools.container_pool, as pool_body decided
+        it); None when its image can no longer be chosen (the pool is there: Batch judges the task)."""
+        from . import pools  # pylint: disable=import-outside-toplevel
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            return pools.container_pool(cluster_props, self.image(cluster_props))
+        except Refusal:
+            return None
 
     @staticmethod
     def chunks(bodies, max_count):
@@ -145,10 +185,11 @@ class AbMapMapping:
         return 'wd/' + node_wrapper.EXIT_FILE
 
     @staticmethod
-    def cannot_grow(pool, nodes=()):
-        """The error ({code, message}) why a pool cannot run a job (states.cannot_grow), or None."""
+    def cannot_grow(pool, nodes=(), needed=1):
+        """The error ({code, message}) why a pool cannot run a job of `needed` nodes (states.cannot_grow), or
+        None."""
         from . import states  # pylint: disable=import-outside-toplevel
-        return states.cannot_grow(pool, nodes)
+        return states.cannot_grow(pool, nodes, needed)
 
     @staticmethod
     def cluster_state(pool, nodes):

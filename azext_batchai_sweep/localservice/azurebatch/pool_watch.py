@@ -22,22 +22,22 @@ def _utc_now():
 
 
 def next_evaluation_text(pool, now=None):
-    """'HH:MM UTC' of the pool's next autoscale evaluation (never in the past: an evaluation Batch runs late is
-    'due now'), or None for a pool without autoscale or not evaluated yet."""
-    due = states.next_evaluation(pool)
+    """'HH:MM UTC' of the pool's next autoscale evaluation (never in the past: an evaluation Batch runs late, or the
+    first one of a pool not evaluated yet, is 'due now'), or None for a pool without autoscale."""
+    now = now or _utc_now()
+    due = states.next_evaluation(pool, now)
     if due is None:
         return None
-    now = now or _utc_now()
     if due <= now:
         return 'due now'
     return 'about {}'.format(due.astimezone(datetime.timezone.utc).strftime('%H:%M UTC'))
 
 
-def waiting_note(pool, nodes=(), now=None):
-    """Why a job queued on the pool waits, as one phrase for the user."""
+def waiting_note(pool, nodes=(), now=None, needed=1):
+    """Why a job of `needed` nodes queued on the pool waits, as one phrase for the user."""
     if pool is None:
         return 'waiting for its pool to be read'
-    problem = states.cannot_grow(pool, nodes)
+    problem = states.cannot_grow(pool, nodes, needed)
     if problem is not None:
         return 'waiting for a pool that cannot grow ({}); the job fails with it after a bounded wait'.format(
             problem['code'])

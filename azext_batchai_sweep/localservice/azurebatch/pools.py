@@ -10,8 +10,9 @@ Batch AI cluster -> Batch pool:
 - `scaleSettings.autoScale` (min, max, initial) -> `enableAutoScale`, `autoScaleFormula` (AUTOSCALE_GRAMMAR),
   `autoScaleEvaluationInterval` PT5M;
 - `virtualMachineConfiguration.imageReference` -> `virtualMachineConfiguration` from images.choose_image (image and
-  node agent from the supported list), with a Docker-compatible `containerConfiguration` when the image has one
-  (for jobs' `containerSettings`);
+  node agent from the supported list, of a Hyper-V generation the size boots), with a Docker-compatible
+  `containerConfiguration` when the cluster names a Docker-compatible image itself (container_pool: then every
+  job of it needs `containerSettings`, and only then may a job have them);
 - `nodeSetup.mountVolumes.azureFileShares` / `azureBlobFileSystems` -> `mountConfiguration[]`
   `azureFileShareConfiguration` / `azureBlobFileSystemConfiguration`, with the account key (Batch needs it on
   every node);
@@ -250,7 +251,21 @@ def max_nodes(cluster_props):
     return int((scale.get('autoScale') or {}).get('maximumNodeCount') or 0)
 
 
-def pool_body(pool_id, cluster_props, account, image, multi_node, today=None):
+def container_pool(cluster_props, image):
+    """Whether the cluster's pool runs its tasks in containers (`containerConfiguration`): only when the cluster
+    names a Docker-compatible image itself. Batch then requires `containerSettings` on every task of the pool (a
+    task without them fails `ContainerTaskSettingsNotFound` on its node), and refuses them on a pool without it;
+    so container support is the cluster's declared choice, never a side effect of the image the default picks
+    (the default GPU image, microsoft-dsvm ubuntu-hpc, is Docker-compatible: its plain jobs must run). Each job is
+    then checked against it at submit (tasks.check_job)."""
+    from .images import BATCHAI_DEFAULT_IMAGE  # pylint: disable=import-outside-toplevel
+    ref = (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference') or {}
+    named = bool(ref) and (str(ref.get('publisher') or '').lower(), str(ref.get('offer') or '').lower()) != \
+        BATCHAI_DEFAULT_IMAGE
+    return named and CONTAINER_CAPABILITY in [str(c).lower() for c in image.capabilities]
+
+
+def pool_body(pool_id, cluster_props, account, image, multi_node, today=None, containers=False):
     """The Batch pool add JSON of a cluster.
 
     :param cluster_props: the cluster's create properties as received (with storage keys and the admin password).
@@ -259,12 +274,13 @@ def pool_body(pool_id, cluster_props, account, image, multi_node, today=None):
     :param multi_node: the cluster may run jobs of several nodes: inter-node communication on (fixed at creation).
         (The autoscale formula needs nothing more: a pending multi-instance task counts its instances.)
     :param today: the date priorities are judged on (low-priority's retirement); default today (UTC).
+    :param containers: the pool runs its tasks in containers (container_pool): `containerConfiguration`.
     """
     check_cluster(cluster_props)
     today = today or datetime.datetime.now(datetime.timezone.utc).date()
     priority = node_priority(cluster_props.get('vmPriority'), account, today)
     vm = {'imageReference': dict(image.image_reference), 'nodeAgentSKUId': image.node_agent_sku_id}
-    if CONTAINER_CAPABILITY in [str(c).lower() for c in image.capabilities]:
+    if containers:
         vm['containerConfiguration'] = {'type': 'dockerCompatible'}
     body = {'id': pool_id, 'vmSize': cluster_props['vmSize'], 'virtualMachineConfiguration': vm,
             'enableInterNodeCommunication': bool(multi_node), 'taskSlotsPerNode': 1,

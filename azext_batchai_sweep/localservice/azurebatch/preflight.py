@@ -10,8 +10,9 @@ fails at the first `cluster create`).
 `cluster create` (check_cluster): the VM size is offered by Batch in the account's region and not retired (a
 retired size names its successor), the account's vCPU quota for that family and priority covers the cluster at its
 maximum node count given the pool allocation mode, and the image and node agent come from the account's
-supported-image list and are not past end of life. The rules themselves are the mapping modules' (vm_sizes,
-priority, quota, images); this module fetches nothing: the caller passes what account.py fetched.
+supported-image list, are not past end of life and of a Hyper-V generation the size boots. The rules themselves
+are the mapping modules' (vm_sizes, priority, quota, images); this module fetches nothing: the caller passes what
+account.py fetched.
 
 Storage (check_storage_data_role): the service reads job outputs with az's token, so az's login needs a data role
 on the storage account holding them; the role to assign is named when it is missing.
@@ -203,17 +204,13 @@ class ClusterPlan(NamedTuple):
     warnings: list
 
 
-def _gpus(sku):
-    for capability in sku.get('capabilities') or []:
-        if str(capability.get('name', '')).lower() == 'gpus':
-            return int(capability.get('value') or 0)
-    return 0
-
-
 def cores_in_use(pools, vm_skus, family):
-    """quota.quota_lines's ``in_use`` from the account's pools (data-plane pool JSON: vmSize and the current and
-    target node counts): the cores they hold or are growing to, for ``family`` and in all. A pool of a size not in
-    ``vm_skus`` (one Batch no longer lists) counts nothing: it cannot grow either."""
+    """quota.quota_lines's ``in_use`` from the account's pools (data-plane pool JSON: vmSize, allocationState and
+    the current and target node counts): the cores they hold or are growing to, for ``family`` and in all. A pool
+    of a size not in ``vm_skus`` (one Batch no longer lists) counts nothing: it cannot grow either. A steady pool
+    below its target (its resize ended short: a quota or allocation error, a stopped resize, as recorded) counts
+    what it holds: Batch allocates no more for it until it is resized again."""
+    from .quota import family_key  # pylint: disable=import-outside-toplevel
     from .vm_sizes import vcpus  # pylint: disable=import-outside-toplevel
     by_name = {str(s.get('name', '')).lower(): s for s in vm_skus or []}
     used = {'family': 0, 'dedicated': 0, 'lowPriority': 0}
@@ -222,11 +219,14 @@ def cores_in_use(pools, vm_skus, family):
         if sku is None:
             continue
         cores = vcpus(sku)
-        dedicated = max(int(pool.get('currentDedicatedNodes') or 0), int(pool.get('targetDedicatedNodes') or 0))
-        low = max(int(pool.get('currentLowPriorityNodes') or 0), int(pool.get('targetLowPriorityNodes') or 0))
+        growing = str(pool.get('allocationState') or 'resizing').lower() == 'resizing'
+        dedicated, low = int(pool.get('currentDedicatedNodes') or 0), int(pool.get('currentLowPriorityNodes') or 0)
+        if growing:
+            dedicated = max(dedicated, int(pool.get('targetDedicatedNodes') or 0))
+            low = max(low, int(pool.get('targetLowPriorityNodes') or 0))
         used['dedicated'] += cores * dedicated
         used['lowPriority'] += cores * low
-        if str(sku.get('familyName', '')).lower() == str(family or '').lower():
+        if family_key(sku.get('familyName')) == family_key(family):
             used['family'] += cores * dedicated
     return used
 
@@ -244,7 +244,8 @@ def check_cluster(account, cluster_props, vm_skus, supported_images, today=None,
     warnings = list(quota.check_quota(sku, pools.max_nodes(cluster_props), node_priority, account, in_use,
                                       compute_usages) or [])
     image_reference = (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference')
-    image = images.choose_image(image_reference, supported_images, today, gpu=_gpus(sku) > 0)
+    image = images.choose_image(image_reference, supported_images, today, gpu=vm_sizes.gpus(sku) > 0,
+                                generations=vm_sizes.hyperv_generations(sku), vm_size=cluster_props.get('vmSize'))
     return ClusterPlan(sku, node_priority, image, warnings + list(image.warnings))
 
 

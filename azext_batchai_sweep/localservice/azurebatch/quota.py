@@ -17,7 +17,13 @@ where the quota depends on the account's pool allocation mode and the nodes' pri
 A UserSubscription account's quota comes from Microsoft.Compute usages (`compute_usages`: `name.value`, `limit`,
 `currentValue`, which already count what is in use); without them it cannot be checked here, which is said, not
 ignored.
+
+Family names are compared by `family_key` (letters and digits only, lower-cased): the services spell one family
+differently. Batch's SKU list and a Batch account's per-family quota write the T4 family `Standard NCASv3_T4
+Family`, Microsoft.Compute usages `standardNCASv3_T4Family` (and the A100 families likewise), so an exact (or
+merely case-insensitive) match reads the subscription's quota as 0.
 """
+import re
 from dataclasses import dataclass
 
 from .errors import Refusal
@@ -40,6 +46,12 @@ class QuotaLine:
         return max(0, self.limit - self.in_use)
 
 
+def family_key(name):
+    """A VM family's name as one key whatever service wrote it: lower-case letters and digits only
+    ('Standard NCASv3_T4 Family' and 'standardNCASv3_T4Family' are both 'standardncasv3t4family')."""
+    return re.sub(r'[^a-z0-9]', '', str(name or '').lower())
+
+
 def needed_cores(sku, max_nodes):
     """vCPUs a cluster holds at its maximum node count."""
     return vcpus(sku) * max(0, int(max_nodes))
@@ -58,10 +70,10 @@ def quota_lines(sku, priority, account, in_use=None, compute_usages=None):
     if allocation_mode(account) == USER_SUBSCRIPTION:
         if compute_usages is None:
             return None
-        usages = {str((u.get('name') or {}).get('value', '')).lower(): u for u in compute_usages}
+        usages = {family_key((u.get('name') or {}).get('value')): u for u in compute_usages}
 
         def line(key, label):
-            usage = usages.get(key.lower()) or {}
+            usage = usages.get(family_key(key)) or {}
             return QuotaLine(label, int(usage.get('limit') or 0), int(usage.get('currentValue') or 0))
         if priority.preemptible:
             return [line('lowPriorityCores', 'Total Regional Spot vCPUs (subscription)')]
@@ -72,9 +84,9 @@ def quota_lines(sku, priority, account, in_use=None, compute_usages=None):
                           int(in_use.get('lowPriority') or 0))]
     lines = []
     if account.get('dedicatedCoreQuotaPerVMFamilyEnforced'):
-        quotas = {str(q.get('name', '')).lower(): q for q in account.get('dedicatedCoreQuotaPerVMFamily') or []}
+        quotas = {family_key(q.get('name')): q for q in account.get('dedicatedCoreQuotaPerVMFamily') or []}
         lines.append(QuotaLine('{} dedicated vCPUs (Batch account)'.format(family),
-                               int((quotas.get(family.lower()) or {}).get('coreQuota') or 0),
+                               int((quotas.get(family_key(family)) or {}).get('coreQuota') or 0),
                                int(in_use.get('family') or 0)))
     lines.append(QuotaLine('total dedicated vCPUs (Batch account)', int(account.get('dedicatedCoreQuota') or 0),
                            int(in_use.get('dedicated') or 0)))

@@ -629,13 +629,13 @@ class AzureBatchScheduler(SubmittingScheduler):
         (their tasks are deleted: they must not start later, when nobody expects them)."""
         now = time.monotonic()
         for cluster, (pool, nodes) in pools.items():
-            problem = self.mapping.cannot_grow(pool, nodes)
-            if problem is None:
-                continue
             with self._lock:
                 stuck = [(k, t) for k, t in self._held.items() if t.cluster == cluster and not t.running
                          and t.reason is None and now - t.queued_at >= self.unrunnable_seconds]
             for key, task in stuck:
+                problem = self.mapping.cannot_grow(pool, nodes, task.nodes)
+                if problem is None:  # the pool has nodes enough for this job: it runs in turn
+                    continue
                 self._call_quietly(self.api.delete_task, task.batch_job, task.task_id)
                 waited = int(now - task.queued_at)
                 self._fail_held(key, task, problem['code'], '{} The job waited {} s for a node of pool {} and was '
@@ -651,10 +651,13 @@ class AzureBatchScheduler(SubmittingScheduler):
         except OSError as ex:
             logger.warning('recording the pools in %s failed: %s', self._data_dir, ex)
         with self._lock:
-            waiting = {t.cluster for t in self._held.values() if not t.running and t.reason is None}
+            waiting = {}  # cluster -> the most nodes a job queued on it needs
+            for t in self._held.values():
+                if not t.running and t.reason is None:
+                    waiting[t.cluster] = max(waiting.get(t.cluster, 1), t.nodes or 1)
         for cluster in sorted(waiting):
             pool, nodes = pools.get(cluster, (None, []))
-            note = pool_watch.waiting_note(pool, nodes)
+            note = pool_watch.waiting_note(pool, nodes, needed=waiting[cluster])
             if self._waiting_logged.get(cluster) != note:
                 self._waiting_logged[cluster] = note
                 logger.info('cluster %s: its queued jobs are %s', cluster, note)
@@ -670,12 +673,13 @@ class AzureBatchScheduler(SubmittingScheduler):
             for key, count in self._requeue_counts.items():
                 if key.startswith(prefix) and count:
                     notes.setdefault(key.rsplit('/', 1)[-1], {})['requeues'] = count
-            waiting = [(k, t.cluster) for k, t in self._held.items()
+            waiting = [(k, t.cluster, t.nodes) for k, t in self._held.items()
                        if k.startswith(prefix) and not t.running and t.reason is None]
             pools = dict(self._pools)
-        for key, cluster in waiting:
+        for key, cluster, needed in waiting:
             pool, nodes = pools.get(cluster, (None, []))
-            notes.setdefault(key.rsplit('/', 1)[-1], {})['waiting'] = pool_watch.waiting_note(pool, nodes)
+            notes.setdefault(key.rsplit('/', 1)[-1], {})['waiting'] = pool_watch.waiting_note(pool, nodes,
+                                                                                               needed=needed or 1)
         return notes
 
     def _cluster_keys(self):

@@ -147,24 +147,42 @@ def cluster_state(pool, nodes=()):
             'currentNodeCount': current, 'nodeStateCounts': counts, 'errors': cluster_errors(pool, nodes)}
 
 
-def cannot_grow(pool, nodes=()):
-    """The error why a pool cannot run a job (a quota or allocation resize error, its autoscale formula failing,
-    or every node it has failed its start task: Batch keeps such nodes, unusable, and adds no other), or None: a
-    job queued on it longer than the service's bounded wait fails with it."""
-    errors = cluster_errors(pool)
-    if errors:
-        return errors[0]
-    nodes = list(nodes or [])
-    if nodes and all(same(n.get('state'), 'starttaskfailed') or ((n.get('startTaskInfo') or {}).get('failureInfo'))
-                     for n in nodes):
-        return cluster_errors({}, nodes)[0]
-    return None
+# Node states that run (or will soon run) a task: a node in any other state (unusable, start task failed, offline,
+# unknown, leaving, preempted) gives a waiting job nothing.
+USABLE_NODE_STATES = {'idle', 'running', 'creating', 'starting', 'waitingforstarttask', 'rebooting', 'reimaging',
+                      'upgradingos'}
 
 
-def next_evaluation(pool):
-    """When Batch next evaluates the pool's autoscale formula (its last run + the interval), or None."""
-    last = parse_time((pool.get('autoScaleRun') or {}).get('timestamp'))
+def usable_nodes(pool, nodes=()):
+    """How many nodes of the pool can run a task: its listed nodes in a usable state (node states are compared
+    case-insensitively), or, when none is listed, none."""
+    return sum(1 for n in nodes or [] if folded(n.get('state')) in USABLE_NODE_STATES)
+
+
+def cannot_grow(pool, nodes=(), needed=1):
+    """The error why a pool cannot run a job of `needed` nodes, or None: the pool has an error (a quota or
+    allocation resize error, its autoscale formula failing, a node's failed start task: Batch keeps such nodes,
+    unusable, and adds no other) and fewer usable nodes than the job needs. A pool that got some of its nodes keeps
+    its last resize's `resizeErrors` while it works (a partial allocation, common for GPU and Spot sizes): its
+    jobs run in turn on the nodes it has, and are not failed (its error shows in `cluster show` all the same). A
+    job queued on a pool that cannot grow longer than the service's bounded wait fails with the error."""
+    errors = cluster_errors(pool, nodes)
+    if not errors or usable_nodes(pool, nodes) >= max(1, int(needed or 1)):
+        return None
+    return errors[0]
+
+
+def next_evaluation(pool, now=None):
+    """When Batch next evaluates the pool's autoscale formula (its last run + the interval), or None for a pool
+    without autoscale. Before its first run (a pool just made or enabled answers no `autoScaleRun`, as recorded)
+    the first evaluation is due at once: Batch evaluates a formula when autoscale is enabled; `now` then (UTC)."""
+    if not pool.get('enableAutoScale'):
+        return None
+    run = pool.get('autoScaleRun')
+    if not run:
+        return now or datetime.datetime.now(datetime.timezone.utc)
+    last = parse_time(run.get('timestamp'))
     interval = pool.get('autoScaleEvaluationInterval')
-    if not (pool.get('enableAutoScale') and last and interval):
+    if not (last and interval):
         return None
     return last + parse_duration(interval)

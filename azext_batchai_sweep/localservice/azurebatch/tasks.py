@@ -76,7 +76,7 @@ def job_mounts(props, cluster_props):
 def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint: disable=unused-argument
     """Refusal for a job the cluster's pool cannot run (never left queued for ever). `cluster_props`: its scale
     settings and mounts; `multi_node`: the pool has inter-node communication and one slot per node; `containers`:
-    it has a container configuration."""
+    it has a container configuration (pools.container_pool; None: not known, not checked)."""
     nodes = int(props.get('nodeCount') or 1)
     auto = (cluster_props.get('scaleSettings') or {}).get('autoScale')
     if auto is not None and nodes > max_nodes(cluster_props):
@@ -88,10 +88,17 @@ def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint:
         raise Refusal('nodeCount {}: the cluster\'s pool was created without inter-node communication, which Batch '
                       'fixes at pool creation, so it runs jobs of one node only. Create a cluster that can run '
                       'multi-node jobs for this job.'.format(nodes), code='MultiNodeUnsupported')
-    if props.get('containerSettings') and not containers:
-        raise Refusal('containerSettings: the cluster\'s pool has no container configuration (its image is not '
-                      'Docker-compatible); create the cluster with an image that is, or run the job without a '
-                      'container.', code='ContainersUnsupported')
+    if props.get('containerSettings') and containers is False:
+        raise Refusal('containerSettings: the cluster\'s pool runs no containers (Batch fixes that when the pool is '
+                      'made, and refuses container settings on such a pool): create a cluster that names a '
+                      'Docker-compatible image itself (virtualMachineConfiguration.imageReference, e.g. '
+                      'microsoft-dsvm ubuntu-hpc 2204), or run the job without a container.',
+                      code='ContainersUnsupported')
+    if not props.get('containerSettings') and containers:
+        raise Refusal('containerSettings: the cluster\'s pool runs every task in a container (its image, named by '
+                      'the cluster, is Docker-compatible), and Batch fails a task without container settings there '
+                      '(ContainerTaskSettingsNotFound). Give the job containerSettings.imageSourceRegistry, or '
+                      'submit it to a cluster created with the default image.', code='ContainerSettingsRequired')
     registry = ((props.get('containerSettings') or {}).get('imageSourceRegistry') or {})
     if ((registry.get('credentials') or {}).get('passwordSecretReference')):
         raise Refusal('containerSettings.imageSourceRegistry.credentials.passwordSecretReference: a KeyVault '

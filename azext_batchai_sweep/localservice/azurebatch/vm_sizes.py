@@ -7,7 +7,10 @@ guides for the NC, NCv2, NCv3, ND and NV series); the user decides.
 
 `offered` is the list of sizes Batch offers in the account's region, as ARM answers it
 (`Microsoft.Batch/locations/{location}/virtualMachineSkus`: `name`, `familyName`, `capabilities[{name, value}]`,
-`batchSupportEndOfLife`), fetched by the account module.
+`batchSupportEndOfLife`), fetched by the account module. It is the one source of what a size is: its vCPUs (the
+quota), its GPUs (the image choice and AZ_BATCHAI_NUM_GPUS) and the Hyper-V generations it boots (`HyperVGenerations`,
+'V1', 'V2' or 'V1,V2': the image's generation must be one of them). A size's name says none of them reliably
+(Standard_NC4as_T4_v3 has 1 GPU, Standard_NC24ads_A100_v4 1, not 4).
 """
 import datetime
 
@@ -89,3 +92,19 @@ def vcpus(sku):
         return int(value)
     raise Refusal("Batch does not say how many vCPUs vmSize '{}' has: cannot check the quota.".format(
         sku.get('name')), code='VmSizeUnknown')
+
+
+def offered_size(vm_size, offered):
+    """The offered size's entry for `vm_size` (names compared case-insensitively: Batch answers them lower-cased),
+    or None."""
+    wanted = (vm_size or '').lower()
+    return next((s for s in offered or [] if str(s.get('name', '')).lower() == wanted), None)
+
+
+def hyperv_generations(sku):
+    """The Hyper-V generations ('V1', 'V2') a node of an offered size boots (its `HyperVGenerations` capability), or
+    None when the entry does not say."""
+    value = _capability(sku or {}, 'HyperVGenerations')
+    if not value:
+        return None
+    return frozenset(part.strip().upper() for part in str(value).split(',') if part.strip())

@@ -149,6 +149,15 @@ class TaskRunner:
         task.deadline = time.monotonic() + wall / self.speed if wall else None
 
     def _start_instance(self, task, instance, command_line):
+        pool = instance['node'].pool
+        if (pool.body.get('virtualMachineConfiguration') or {}).get('containerConfiguration') and \
+                not task.body.get('containerSettings'):
+            # A pool with a container configuration runs no plain task: it fails on its node (Batch's code and
+            # message as users report them, e.g. microsoft/ga4gh-tes issue 525; the spec: containerSettings "must
+            # be set" on such a pool).
+            instance['failure'] = {'category': 'usererror', 'code': 'ContainerTaskSettingsNotFound',
+                                   'message': 'Container-enabled compute node requires task container settings'}
+            return
         process, failure = self._spawn(command_line, instance['env'], instance['env']['AZ_BATCH_TASK_WORKING_DIR'],
                                        instance['dir'])
         instance['process'] = process
