@@ -69,6 +69,12 @@ def generation(image):
     return 'V2' if GENERATION_2 in [str(c).lower() for c in image.get('capabilities') or []] else 'V1'
 
 
+def _release(image):
+    """An image's OS release as numbers, from its node agent ('batch.node.ubuntu 22.04' -> (22, 4)): the offer and
+    sku name it in several ways ('0001-com-ubuntu-server-jammy' '22_04-lts', 'ubuntu-24_04-lts' 'server')."""
+    return tuple(int(n) for n in re.findall(r'\d+', str(image.get('nodeAgentSKUId') or '')))
+
+
 def _generations_text(generations):
     return ' and '.join(sorted(g.replace('V', '') for g in generations))
 
@@ -99,9 +105,11 @@ def choose_image(image_reference, supported_images, today, gpu=False, generation
             matches = [i for i in current if _key(i['imageReference'])[0] == publisher
                        and re.search(offer, _key(i['imageReference'])[1])]
             if matches:
-                matches.sort(key=lambda i: (same(i.get('verificationType'), 'verified'), generation(i) == 'V2',
-                                            _end_of_life(i) or datetime.date.max, _key(i['imageReference'])[2]),
-                             reverse=True)
+                # The newest release first (its end of life, then its node agent's version), and of one release its generation
+                # 2 image (what current sizes boot): a generation 2 image of an older release is no better a default.
+                matches.sort(key=lambda i: (same(i.get('verificationType'), 'verified'),
+                                            _end_of_life(i) or datetime.date.max, _release(i), generation(i) == 'V2',
+                                            _key(i['imageReference'])[2]), reverse=True)
                 return _chosen(matches[0], None, today)
         for_size = ' of Hyper-V generation {} (what vmSize \'{}\' boots)'.format(
             _generations_text(generations), vm_size) if generations else ''
