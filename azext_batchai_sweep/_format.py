@@ -219,6 +219,8 @@ def sweep_metrics_table_format(result):
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
         row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
+        if 'infeasible' in job:  # a `sweep run` with constraints: whether the job broke one
+            row['Feasible'] = 'no' if job['infeasible'] else 'yes'
         rows.append(_with_parameters(row, parameters))
     return rows
 

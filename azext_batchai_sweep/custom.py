@@ -676,9 +676,14 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         _say_figures(identity, figures)
     if importance:
         return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
+    infeasible = _mark_infeasible(identity, rows, run_rows, top)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
-        rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
+        if goal:
+            rows = sort_rows(rows, goal=goal, top=top, infeasible=infeasible)
+        else:
+            rows = [row for row in sorted(rows, key=lambda row: row['name'])
+                    if top is None or row['name'] not in infeasible][:top]
         for row in rows:
             row['metricName'] = metric  # the table's column is named after the metric (None for --regex)
         if csv:
@@ -686,6 +691,22 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
     return rows
+
+
+def _mark_infeasible(identity, rows, run_rows, top):
+    """A `sweep run` with constraints: each row's `infeasible` (the constraints its job broke, or None); returns the
+    names of the infeasible jobs, which rank below every feasible one and never come with --top (core/tuning/best.py:
+    an infeasible job is never the best, in any command)."""
+    if not any('infeasible' in (row or {}) for row in (run_rows or {}).values()):
+        return set()
+    broken = {name: (row or {}).get('infeasible') for name, row in run_rows.items()}
+    for row in rows:
+        row['infeasible'] = broken.get(row['name'])
+    names = {name for name, text in broken.items() if text}
+    if names:
+        logger.warning('Sweep %s: %d job(s) broke a constraint (marked infeasible%s): %s', identity.name, len(names),
+                       '; left out of --top' if top is not None else '', _listed(sorted(names)))
+    return names
 
 
 def _front_importance(identity, pareto):

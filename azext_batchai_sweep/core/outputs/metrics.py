@@ -303,18 +303,25 @@ class MetricExtractor:
         return reduction.result()
 
 
-def sort_rows(rows, goal='max', top=None):
-    """Rows best first for the goal (max or min); ties by job name.
+def sort_rows(rows, goal='max', top=None, infeasible=()):
+    """Rows best first for the goal (max or min); ties by job name (core/tuning/best.rank_key, the rule `run`,
+    `status` and `report` name the best by).
 
-    A job that did not succeed (failed, terminated, still running) never ranks above one that did, and a job without
-    the metric never above one with it: the best job is a finished one with a value.
+    A job that did not succeed (failed, terminated, still running) never ranks above one that did, a job without
+    the metric never above one with it, and a job named in ``infeasible`` (it broke a constraint of its `sweep run`)
+    never above a feasible one: the best job is a finished, feasible one with a value. ``top`` keeps the first
+    ``top`` of the jobs that can be the best (infeasible ones never come with ``top``).
     """
+    from ..tuning.best import rank_key
     if goal not in GOALS:
         raise SpecError('goal must be max or min, not {!r}'.format(goal), path='goal')
-    sign = -1 if goal == 'max' else 1
-    ranked = sorted(rows, key=lambda row: (row.get('state') not in (None, 'succeeded'), row['metric'] is None,
-                                           sign * (row['metric'] or 0.0), row['name']))
-    return ranked[:top] if top is not None else ranked
+    infeasible = set(infeasible)
+    ranked = sorted(rows, key=lambda row: rank_key(goal, row['metric'],
+                                                   finished=row.get('state') in (None, 'succeeded'),
+                                                   feasible=row['name'] not in infeasible, tie=row['name']))
+    if top is None:
+        return ranked
+    return [row for row in ranked if row['name'] not in infeasible][:top]
 
 
 def get_metrics(client, resource_group, workspace, experiment, extractor, *, sweep_name=None, job_names=None,
@@ -367,10 +374,12 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
 def write_metrics_csv(rows, stream, metric_column='metric'):
     """Write rows as CSV: name, state, the metric, then one column per parameter (dict values as JSON)."""
     parameter_names = sorted({key for row in rows for key in (row.get('parameters') or {})})
+    marked = any('infeasible' in row for row in rows)  # a `sweep run` with constraints: the ones each job broke
     writer = csv.writer(stream)
-    writer.writerow(['name', 'state', metric_column] + parameter_names)
+    writer.writerow(['name', 'state', metric_column] + (['infeasible'] if marked else []) + parameter_names)
     for row in rows:
         parameters = row.get('parameters') or {}
         values = [parameters.get(key) for key in parameter_names]
         writer.writerow([row['name'], row.get('state'), '' if row['metric'] is None else repr(row['metric'])]
+                        + ([row.get('infeasible') or ''] if marked else [])
                         + ['' if v is None else json.dumps(v) if isinstance(v, (dict, list)) else v for v in values])

@@ -20,15 +20,11 @@ def final_trials(trials):
 
 
 def best_trial(trials, goal, objectives=None):
-    """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py); None
-    without one."""
-    finished = final_trials(trials)
-    if objectives is not None and objectives.constraints:
-        finished = [t for t in finished if objectives.feasible(t)]
-    if not finished:
-        return None
-    sign = -1 if goal == 'max' else 1
-    return min(finished, key=lambda t: (sign * t.last, t.index))
+    """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py), by the one
+    rule of core/tuning/best.py; None without one."""
+    from .best import best_of
+    feasible = objectives.feasible if objectives is not None and objectives.constraints else (lambda t: True)
+    return best_of(final_trials(trials), goal, lambda t: t.last, feasible=feasible, tie=lambda t: t.index)
 
 
 def job_steps(trials):
