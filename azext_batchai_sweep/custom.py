@@ -226,12 +226,15 @@ def _run_outcome(cmd, result, definition, identity, spec):
     _say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
+    pareto = result.get('pareto') or {}
     if result['ended'] == END_UNREPORTED:
         from azure.cli.core.azclierror import InvalidArgumentValueError
+        fields = 'objective.metric (or objective.regex)' if '].metric)' not in result['objectiveNotReported'] else \
+            'the field named there'
         fail_after_output(cmd.cli_ctx, InvalidArgumentValueError(
             'Sweep {} stopped: {}'.format(identity.name, result['objectiveNotReported']),
-            recommendation='Fix objective.metric (or objective.regex) in {} to a name the jobs print (see "az batchai '
-                           'sweep run -h", section Objective), then run the same command again.'.format(spec)))
+            recommendation='Fix {} in {} to a name the jobs print (see "az batchai sweep run -h", section '
+                           'Objective), then run the same command again.'.format(fields, spec)))
     elif result['ended'] == END_STOPPED:
         fail_after_output(cmd.cli_ctx, JobsFailedError(
             'Jobs of sweep {} were terminated by someone else: the run ended without running them to the end'.format(
@@ -241,10 +244,29 @@ def _run_outcome(cmd, result, definition, identity, spec):
             'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
                 identity.name, ' with a value of the objective' if definition.objective else ''),
             recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
-    elif definition.objective and result['best'] is None:
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            'No job of sweep {} ran to the end with a value of the objective'.format(identity.name),
-            recommendation=see))
+    elif definition.objective and (result['best'] is None or (
+            len(pareto.get('objectives') or ()) > 1 and not pareto.get('front'))):
+        fail_after_output(cmd.cli_ctx, JobsFailedError(_no_best_text(identity, result), recommendation=see))
+
+
+def _no_best_text(identity, result):
+    """Why a run has no best job (or, with several objectives, an empty front): every job that ran to the end with
+    its values broke a constraint (named), or none ran to the end with a value of every objective."""
+    pareto = result.get('pareto') or {}
+    several = len(pareto.get('objectives') or ()) > 1
+    broken = [entry for entry in pareto.get('infeasible') or () if entry.get('values') or not several]
+    if broken and not pareto.get('ranked'):
+        causes = sorted({part.split(' (')[0] for entry in broken for part in (entry.get('failed') or '').split('; ')
+                         if part})
+        return ('No job of sweep {} met the constraints: all {} job(s) that ran to the end with a value broke {} '
+                '({})'.format(identity.name, len(broken), ' or '.join(causes) or 'a constraint',
+                              '; '.join('{}: {}'.format(e['name'], e['failed']) for e in broken[:3]) +
+                              (' and {} more'.format(len(broken) - 3) if len(broken) > 3 else '')))
+    if several:
+        text = 'No job of sweep {} ran to the end with a value of every objective ({})'.format(
+            identity.name, ', '.join(o['metric'] for o in pareto['objectives']))
+        return text + (': ' + result['objectiveNotReported'] if result.get('objectiveNotReported') else '')
+    return 'No job of sweep {} ran to the end with a value of the objective'.format(identity.name)
 
 
 def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,

@@ -98,6 +98,9 @@ class LogReader:
                 step = self.parser.step_of(line)
                 if step is not None:
                     self.steps.add(step)
+                continue
+            if len(self.metrics) < len(self.parser.extra) and self.names.lines < EXTRA_NAME_LINES:
+                self.names.add_line(line)  # what it prints instead of a missing other objective or constraint
 
 
 # A job's output is evidence that the objective is misnamed once it has: finished; with a step key, got through this
@@ -106,6 +109,9 @@ class LogReader:
 STEPS_WITHOUT = 2
 NAME_VALUE_LINES = 100
 REGEX_LINES = 200
+# The name=value lines of a job counted while one of the other metrics is missing from its log: enough to say what
+# it prints instead, without scanning every line of a long log twice.
+EXTRA_NAME_LINES = 1000
 
 
 def objective_unreported(objective, readers, finished):
@@ -142,3 +148,30 @@ def objective_unreported(objective, readers, finished):
     seen = sorted(names, key=lambda key: -names[key])[:12]
     return '{}: no job has reported it; seen: {} (in the output of {})'.format(
         objective['metric'], ', '.join(seen), jobs)
+
+
+def metrics_unreported(objectives, readers, succeeded):
+    """None, or why an objective after the first or a constraint's metric is never reported: jobs ran to the end
+    (``succeeded``: the names of the jobs that succeeded and whose logs were read to their end) and not one printed
+    it. The same evidence and words as objective_unreported, for every metric the sweep judges by; each message names
+    the sweep file's field (``objectives[1].metric``, ``constraints[0].metric``)."""
+    witnesses = [name for name in sorted(readers) if name in succeeded]
+    if objectives is None or not witnesses:
+        return None
+    fields = [(metric, 'objectives[{}].metric'.format(i)) for i, (metric, _) in enumerate(objectives.objectives)
+              if i > 0]
+    fields += [(c.metric, 'constraints[{}].metric'.format(i)) for i, c in enumerate(objectives.constraints)]
+    first = objectives.objectives[0][0]
+    missing = [(metric, where) for metric, where in fields if metric != first
+               and not any(metric in reader.metrics for reader in readers.values())]
+    if not missing:
+        return None
+    names = {}
+    for name in witnesses:
+        for key, count in readers[name].names.names.items():
+            names[key] = names.get(key, 0) + count
+    seen = sorted(names, key=lambda key: -names[key])[:12]
+    jobs = '{}{}'.format(', '.join(witnesses[:3]), ' and {} more'.format(len(witnesses) - 3)
+                         if len(witnesses) > 3 else '')
+    return '; '.join('{}: no job has reported it ({}); seen: {} (in the output of {})'.format(
+        metric, where, ', '.join(seen) or 'no name=value pair at all', jobs) for metric, where in missing)
