@@ -65,3 +65,13 @@ def test_every_job_infeasible_says_they_broke_the_constraint(setup, local_servic
     assert run.exit_code == JOBS_FAILED, run.stderr
     assert 'met the constraints: all 2 job(s) that ran to the end with a value broke {}'.format(named) in run.stderr
     assert 'with a value of the objective' not in run.stderr
+
+
+def test_the_docs_say_the_exit_code_strict_ends_with():
+    import os
+    import re
+    path = os.path.join(os.path.dirname(__file__), '..', '..', 'docs', 'sweep-run.md')
+    with open(path, encoding='utf-8') as f:
+        text = ' '.join(f.read().split())
+    said = re.findall(r'`objectiveNotReported` and the command exits (\d+)', text)
+    assert said == [str(BAD_INPUT)]
