@@ -58,6 +58,35 @@ def katib_pattern_bytes(metric_name):
         return None
 
 
+def line_matches(pattern, text, pos=0, endpos=None):
+    """The one reading of a metric per line, for every consumer (metrics, `sweep run`'s reports and its other
+    objectives and constraints, the report's curves): each line holding the pattern gives its **last** match (a line
+    ``acc=0.7 lat=1 lat=1e308`` reads lat 1e308), and a match that spans two lines does not count. Linear in the
+    text, however many matches a line holds."""
+    newline = b'\n' if isinstance(text, bytes) else '\n'
+    last, line_end = None, None  # the last match so far, and where its line ends
+    for match in pattern.finditer(text, pos) if endpos is None else pattern.finditer(text, pos, endpos):
+        if newline in match.group(0):
+            continue
+        if last is not None and match.start() > line_end:
+            yield last  # a match on a later line: the line before is read
+            last = None
+        if last is None:
+            found = text.find(newline, match.end())
+            line_end = found if found >= 0 else len(text)
+        last = match
+    if last is not None:
+        yield last
+
+
+def last_match(pattern, line):
+    """The match that is a line's reading of the pattern (line_matches), or None."""
+    found = None
+    for found in line_matches(pattern, line):
+        pass
+    return found
+
+
 def as_metric(text):
     """The float of a matched value, or None: nan and inf would poison sorting and JSON output."""
     try:
@@ -142,6 +171,11 @@ class MetricExtractor:
             self.group = 'value'
             bytes_pattern = katib_pattern_bytes(metric_name)
             self.bytes_pattern = re.compile(bytes_pattern, re.MULTILINE) if bytes_pattern else None
+            # A line holding the name twice (then only line_matches reads it as every consumer does).
+            single = katib_pattern(metric_name).replace('(?P<value>', '(?:')
+            self.repeated = re.compile('{0}[^\n]*?{0}'.format(single), re.MULTILINE)
+            self.bytes_repeated = re.compile(self.repeated.pattern.encode('ascii'), re.MULTILINE) \
+                if bytes_pattern else None
         else:
             raise SpecError('give a regular expression or a metric name', path='metric')
         if regex:
@@ -157,16 +191,20 @@ class MetricExtractor:
             # run in C, and findall returns that group's text (float takes bytes as well as str).
             pattern = self.bytes_pattern if isinstance(text, bytes) else self.pattern
             found = pattern.findall(text, pos) if endpos is None else pattern.findall(text, pos, endpos)
+            if len(found) > 1:
+                repeated = self.bytes_repeated if isinstance(text, bytes) else self.repeated
+                if (repeated.search(text, pos) if endpos is None else repeated.search(text, pos, endpos)):
+                    # A line holds the name twice: its reading is its last value (line_matches), as everywhere.
+                    found = [m.group('value') for m in line_matches(pattern, text, pos, endpos)]
             values = list(map(float, found))
             return values if all(map(math.isfinite, values)) else [v for v in values if math.isfinite(v)]
         if pos or endpos is not None:
             text = text[pos:endpos]
         values = []
-        for match in self.pattern.finditer(text):
-            if '\n' not in match.group(0):
-                value = as_metric(match.group(self.group))
-                if value is not None:
-                    values.append(value)
+        for match in line_matches(self.pattern, text):
+            value = as_metric(match.group(self.group))
+            if value is not None:
+                values.append(value)
         return values
 
     def _edge_value(self, block, from_end):
@@ -187,7 +225,7 @@ class MetricExtractor:
                 end = len(block) if end < 0 else end
                 values = self._matches(block[pos:end])
                 if values:
-                    return values[0]
+                    return values[-1]  # the line's reading: its last value (line_matches)
                 pos = end + 1
             return None
         end = len(block)

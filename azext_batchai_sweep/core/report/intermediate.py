@@ -8,7 +8,7 @@ STEP_KEYS present on every report line of the job; without one, reports are numb
 """
 import re
 
-from ..outputs.metrics import MAX_LINE, as_metric, katib_pattern
+from ..outputs.metrics import MAX_LINE, as_metric, katib_pattern, last_match, line_matches
 
 STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
 REGEX_STEP = 'step'  # a regex's named group holding the step
@@ -37,9 +37,7 @@ class ReportReader:
 
     def _scan(self, text, found):
         """Append (line steps, value) for each metric match in whole lines of `text`."""
-        for match in self.pattern.finditer(text):
-            if '\n' in match.group(0):
-                continue
+        for match in line_matches(self.pattern, text):  # one reading per line, as metrics and `sweep run` read it
             value = as_metric(match.group(self.group))
             if value is None:
                 continue
@@ -53,7 +51,7 @@ class ReportReader:
                 except (TypeError, ValueError):
                     pass
             for key, step_pattern in self.step_patterns:
-                step = step_pattern.search(line)
+                step = last_match(step_pattern, line)
                 if step is not None:
                     steps[key] = float(step.group('value'))
             found.append((steps, value))

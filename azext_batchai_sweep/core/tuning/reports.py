@@ -6,7 +6,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 """
 import re
 
-from ..outputs.metrics import as_metric, katib_pattern
+from ..outputs.metrics import as_metric, katib_pattern, last_match
 from ..outputs.names import NameCounter
 from .trial import Report
 
@@ -35,14 +35,14 @@ class ReportParser:
         """The value of the step key on a line (with or without the metric), or None."""
         if self.step_pattern is None or self.step_pattern is self.pattern:
             return None
-        found = self.step_pattern.search(line)
+        found = last_match(self.step_pattern, line)
         return as_metric(found.group(self.step_group)) if found is not None else None
 
     def metrics_of(self, line):
         """[(name, value), ...] of the extra metrics on a line."""
         found = []
         for name, pattern in self.extra:
-            match = pattern.search(line)
+            match = last_match(pattern, line)
             value = as_metric(match.group('value')) if match is not None else None
             if value is not None:
                 found.append((name, value))
@@ -50,7 +50,7 @@ class ReportParser:
 
     def parse_line(self, line, count):
         """The Report of one line (text), or None."""
-        match = self.pattern.search(line)
+        match = last_match(self.pattern, line)  # the one reading of a line (core/outputs/metrics.line_matches)
         if match is None:
             return None
         value = as_metric(match.group(self.group))
@@ -58,7 +58,7 @@ class ReportParser:
             return None
         step = None
         if self.step_pattern is not None:
-            found = match if self.step_pattern is self.pattern else self.step_pattern.search(line)
+            found = match if self.step_pattern is self.pattern else last_match(self.step_pattern, line)
             step = as_metric(found.group(self.step_group)) if found is not None else None
             if step is None:
                 return None  # a line with the metric but no step is not a report of a step
