@@ -135,7 +135,8 @@ def sweep_submit_table_format(result):
 def sweep_status_table_format(result):
     """One row per job with a column per parameter; or, for `--job --tail`, one row per line of output."""
     if isinstance(result, list):
-        return [OrderedDict([('Line', line)]) for line in result]
+        from .core.outputs.terminal import escape_controls  # a job's text never acts on the terminal
+        return [OrderedDict([('Line', escape_controls(line))]) for line in result]
     jobs = result['jobs']
     rows = []
     for job, parameters in zip(jobs, _aligned_parameters(jobs)):

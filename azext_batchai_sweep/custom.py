@@ -393,7 +393,11 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
     if job:
-        return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        lines = _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        if _output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
+            return lines  # these formats escape control characters themselves
+        from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
+        return [escape_controls(line) for line in lines]
     plan = _status_plan(plan_file, identity)
     run_view = _RunView(cmd, client, identity)
     if wait:
@@ -587,8 +591,9 @@ def _tail(client, identity, job, lines, stderr=False):
     if state in ('failed', 'terminated'):
         info = found.execution_info
         errors = '; '.join('{}: {}'.format(error.code, error.message) for error in (info.errors or ())) if info else ''
+        from .core.outputs.terminal import escape_controls
         logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
-                       ' ({})'.format(errors) if errors else '')
+                       ' ({})'.format(escape_controls(errors)) if errors else '')
     return result
 
 
