@@ -87,6 +87,20 @@ def last_match(pattern, line):
     return found
 
 
+# A step (an epoch, an iteration) is a whole number from 0 to this: a billion steps is past any training loop, and
+# keeps every count made of steps (job-steps used, full, saved) an exact, modest integer.
+MAX_STEP = 10 ** 9
+
+
+def as_step(text):
+    """The step of a report as a float holding a whole number in [0, MAX_STEP], or None: `epoch=1e308`, `epoch=-1`,
+    `epoch=2.5` and `epoch=nan` are not steps (the line is then no report of a step)."""
+    value = as_metric(text)
+    if value is None or value < 0 or value > MAX_STEP or not float(value).is_integer():
+        return None
+    return float(value)
+
+
 def as_metric(text):
     """The float of a matched value, or None: nan and inf would poison sorting and JSON output."""
     try:

@@ -125,8 +125,17 @@ def _run_compute(figures):
     compute = figures['compute']
     used, saved, seconds = compute['jobSteps'], compute['jobStepsSaved'], compute['jobSeconds'] or 0.0
     return {'jobSeconds': seconds, 'jobSteps': used, 'savedJobSteps': saved,
-            'savedJobSeconds': round(saved * seconds / used, 3) if used else 0.0,
-            'savedFraction': round(saved / compute['jobStepsFull'], 4) if compute['jobStepsFull'] else 0.0}
+            'savedJobSeconds': round(clamped(_ratio(saved, used) * seconds), 3) if used else 0.0,
+            'savedFraction': round(_ratio(saved, compute['jobStepsFull']), 4) if compute['jobStepsFull'] else 0.0}
+
+
+def _ratio(part, whole):
+    """part / whole as a float that never raises nor overflows (counts from a journal of an older run may be huge
+    integers; the result is clamped to the largest float)."""
+    try:
+        return clamped(part / whole)
+    except (OverflowError, ZeroDivisionError, TypeError):
+        return 0.0 if not whole else clamped(float('inf') if (part > 0) == (whole > 0) else float('-inf'))
 
 
 def _compute(jobs, generated_at):

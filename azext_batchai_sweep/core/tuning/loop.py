@@ -358,6 +358,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
         self.strict = bool(strict or (self.objective or {}).get('strict'))
         self.unreported = None
+        self._step_refused_said = False
 
     def warm_start(self):
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
@@ -414,6 +415,10 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         states = {job.name: job_state(job) for job in jobs}
         if self.follower is not None:
             self.follower.update(states.items())
+            refused = self.follower.parser.refused_step_text()
+            if refused is not None and not self._step_refused_said:
+                self._step_refused_said = True
+                self.progress(refused)  # said once
         trials = []
         for position, job in enumerate(sorted(jobs, key=lambda j: (_created(j) or 0, j.name))):
             reports = self.follower.reports(job.name) if self.follower else ()

@@ -6,7 +6,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 """
 import re
 
-from ..outputs.metrics import as_metric, katib_pattern, last_match
+from ..outputs.metrics import MAX_STEP, as_metric, as_step, katib_pattern, last_match
 from ..outputs.names import NameCounter
 from .trial import Report
 
@@ -30,13 +30,23 @@ class ReportParser:
             self.group = 'value'
             self.step_pattern = re.compile(katib_pattern(objective['step'])) if objective.get('step') else None
             self.step_group = 'value'
+        self.step_name = objective.get('step') or 'step'
+        self.refused_step = None  # the first step value refused (not a whole number from 0 to MAX_STEP), or None
+
+    def refused_step_text(self):
+        """What to say, once, when a line's step was refused, else None."""
+        if self.refused_step is None:
+            return None
+        text = self.refused_step if isinstance(self.refused_step, str) else str(self.refused_step)
+        return ('{}={}: not a step (a whole number from 0 to {}); lines with such a step are not reports'.format(
+            self.step_name, text[:40] + ('...' if len(text) > 40 else ''), MAX_STEP))
 
     def step_of(self, line):
         """The value of the step key on a line (with or without the metric), or None."""
         if self.step_pattern is None or self.step_pattern is self.pattern:
             return None
         found = last_match(self.step_pattern, line)
-        return as_metric(found.group(self.step_group)) if found is not None else None
+        return as_step(found.group(self.step_group)) if found is not None else None
 
     def metrics_of(self, line):
         """[(name, value), ...] of the extra metrics on a line."""
@@ -59,8 +69,10 @@ class ReportParser:
         step = None
         if self.step_pattern is not None:
             found = match if self.step_pattern is self.pattern else last_match(self.step_pattern, line)
-            step = as_metric(found.group(self.step_group)) if found is not None else None
+            step = as_step(found.group(self.step_group)) if found is not None else None
             if step is None:
+                if found is not None and self.refused_step is None:
+                    self.refused_step = found.group(self.step_group)  # said once (refused_step_text)
                 return None  # a line with the metric but no step is not a report of a step
         return Report(step=float(step if step is not None else count + 1), value=value)
 

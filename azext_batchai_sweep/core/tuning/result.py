@@ -1,7 +1,7 @@
 """The outcome of a sweep run, and the per-job rows `status` shows: pure functions of the trials and decisions."""
 from collections import Counter
 
-from .decision import fmt
+from .decision import NOT_PROMOTED, STOPPED, fmt
 
 CONTINUED = 'ran to the end'
 
@@ -78,6 +78,8 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, 
     """
     best = best_trial(trials, goal, objectives)
     used, full = job_steps(trials)
+    if not any(d is not None and d.kind in (STOPPED, NOT_PROMOTED) for d in decisions.values()):
+        full = used  # "saved" counts only what a decision cut: with nothing stopped, nothing was saved
     by_decision = Counter()
     for t in trials:
         decision = decisions.get(t.name)
