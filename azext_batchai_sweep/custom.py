@@ -752,7 +752,7 @@ def _plan_infos(identity):
 
 def _said_importance(identity, entries):
     for entry in entries:
-        if entry['tooFewJobs']:
+        if entry['tooFewJobs'] or entry.get('nothingRanked'):
             logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
                            entry['message'])
         said = entry.get('resource')
