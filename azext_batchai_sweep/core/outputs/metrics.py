@@ -185,11 +185,10 @@ class MetricExtractor:
             self.group = 'value'
             bytes_pattern = katib_pattern_bytes(metric_name)
             self.bytes_pattern = re.compile(bytes_pattern, re.MULTILINE) if bytes_pattern else None
-            # A line holding the name twice (then only line_matches reads it as every consumer does).
-            single = katib_pattern(metric_name).replace('(?P<value>', '(?:')
-            self.repeated = re.compile('{0}[^\n]*?{0}'.format(single), re.MULTILINE)
-            self.bytes_repeated = re.compile(self.repeated.pattern.encode('ascii'), re.MULTILINE) \
-                if bytes_pattern else None
+            # The first match of each line, the rest of the line skipped (see _matches).
+            self.first = re.compile(katib_pattern(metric_name) + '[^\n]*', re.MULTILINE)
+            self.bytes_first = re.compile(bytes_pattern + b'[^\n]*', re.MULTILINE) if bytes_pattern else None
+            self.bytes_name = metric_name.encode('ascii') if bytes_pattern else None
         else:
             raise SpecError('give a regular expression or a metric name', path='metric')
         if regex:
@@ -203,13 +202,17 @@ class MetricExtractor:
         if self.metric_name is not None:
             # Katib's pattern cannot span lines and has one group, whose text always parses: findall and float
             # run in C, and findall returns that group's text (float takes bytes as well as str).
-            pattern = self.bytes_pattern if isinstance(text, bytes) else self.pattern
-            found = pattern.findall(text, pos) if endpos is None else pattern.findall(text, pos, endpos)
-            if len(found) > 1:
-                repeated = self.bytes_repeated if isinstance(text, bytes) else self.repeated
-                if (repeated.search(text, pos) if endpos is None else repeated.search(text, pos, endpos)):
-                    # A line holds the name twice: its reading is its last value (line_matches), as everywhere.
-                    found = [m.group('value') for m in line_matches(pattern, text, pos, endpos)]
+            as_bytes = isinstance(text, bytes)
+            end = len(text) if endpos is None else endpos
+            # The first value of each line (the pattern then skips the rest of its line): a line's reading when it
+            # holds the name once, which the name's count tells (a line naming it twice has more names than lines).
+            first = self.bytes_first if as_bytes else self.first
+            found = first.findall(text, pos, end)
+            if text.count(self.bytes_name if as_bytes else self.metric_name, pos, end) > len(found):
+                pattern = self.bytes_pattern if as_bytes else self.pattern
+                if len(pattern.findall(text, pos, end)) > len(found):
+                    # A line holds the metric twice: its reading is its last value (line_matches), as everywhere.
+                    found = [m.group('value') for m in line_matches(pattern, text, pos, end)]
             values = list(map(float, found))
             return values if all(map(math.isfinite, values)) else [v for v in values if math.isfinite(v)]
         if pos or endpos is not None:
