@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 
 SCRYPT_PREFIX = 'scrypt:'
 # scrypt's parameters (RFC 7914's interactive ones: 16 MiB, ~50 ms a value): a cluster create checks a handful.
@@ -131,12 +132,16 @@ class _Sealer:
 
 
 _SEALER = None
+_SEALER_LOCK = threading.Lock()
 
 
 def _sealer():
+    """The service's one sealer, made once (under a lock: concurrent PUTs must not make two keys)."""
     global _SEALER  # pylint: disable=global-statement
     if _SEALER is None:
-        _SEALER = _Sealer()
+        with _SEALER_LOCK:
+            if _SEALER is None:
+                _SEALER = _Sealer()
     return _SEALER
 
 

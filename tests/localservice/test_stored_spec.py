@@ -64,3 +64,25 @@ def test_requests_without_credentials_are_kept_as_they_are():
     plain = {'properties': {'vmSize': 'Standard_D2s_v3', 'scaleSettings': {'manual': {'targetNodeCount': 1}}}}
     assert without_credentials(plain) == plain
     assert without_credentials({}) == {} and without_credentials({'properties': None}) == {'properties': None}
+
+
+def test_jobs_sealed_by_concurrent_requests_open_with_the_one_key():
+    """Parallel PUTs seal at once: they must share the service's one key (a race made two, and jobs failed with
+    SecretsNotKept on a service that never restarted)."""
+    import json
+    import threading
+    from azext_batchai_sweep.localservice import stored_spec
+    stored_spec._SEALER = None  # pylint: disable=protected-access  # as in a service just started
+    barrier, rows = threading.Barrier(8), []
+
+    def put(i):
+        barrier.wait()
+        rows.append({'key': 'job{}'.format(i), 'spec': json.dumps(stored_spec.sealed_job(
+            {'secrets': [{'name': 'S', 'value': 'v{}'.format(i)}]}, 'job{}'.format(i)))})
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(stored_spec.job_spec(row)['secrets'][0]['value'] for row in rows) == ['v{}'.format(i)
+                                                                                         for i in range(8)]
