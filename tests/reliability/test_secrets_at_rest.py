@@ -13,7 +13,6 @@ account keys (cluster); `secrets` values, the container registry password and a 
 - a service restarted while a job with secrets waits fails that job, saying why (the secrets were never on disk).
 """
 import hashlib
-import json
 import os
 import secrets
 import time

@@ -6,7 +6,6 @@ going to the earlier job. Every command ranks through ``rank_key`` (metrics' row
 report's jobs), so they cannot disagree; what a job's value *is* (its last report, a reduction of its log) is the
 caller's, passed in as ``value``.
 """
-GOALS = ('max', 'min')
 
 
 def rank_key(goal, value, *, finished=True, feasible=True, tie=''):
