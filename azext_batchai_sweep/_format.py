@@ -135,7 +135,8 @@ def sweep_submit_table_format(result):
 def sweep_status_table_format(result):
     """One row per job with a column per parameter; or, for `--job --tail`, one row per line of output."""
     if isinstance(result, list):
-        return [OrderedDict([('Line', line)]) for line in result]
+        from .core.outputs.terminal import escape_controls  # a job's text never acts on the terminal
+        return [OrderedDict([('Line', escape_controls(line))]) for line in result]
     jobs = result['jobs']
     rows = []
     for job, parameters in zip(jobs, _aligned_parameters(jobs)):
@@ -219,6 +220,8 @@ def sweep_metrics_table_format(result):
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
         row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
+        if 'infeasible' in job:  # a `sweep run` with constraints: whether the job broke one
+            row['Feasible'] = 'no' if job['infeasible'] else 'yes'
         rows.append(_with_parameters(row, parameters))
     return rows
 

@@ -226,12 +226,15 @@ def _run_outcome(cmd, result, definition, identity, spec):
     _say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
+    pareto = result.get('pareto') or {}
     if result['ended'] == END_UNREPORTED:
         from azure.cli.core.azclierror import InvalidArgumentValueError
+        fields = 'objective.metric (or objective.regex)' if '].metric)' not in result['objectiveNotReported'] else \
+            'the field named there'
         fail_after_output(cmd.cli_ctx, InvalidArgumentValueError(
             'Sweep {} stopped: {}'.format(identity.name, result['objectiveNotReported']),
-            recommendation='Fix objective.metric (or objective.regex) in {} to a name the jobs print (see "az batchai '
-                           'sweep run -h", section Objective), then run the same command again.'.format(spec)))
+            recommendation='Fix {} in {} to a name the jobs print (see "az batchai sweep run -h", section '
+                           'Objective), then run the same command again.'.format(fields, spec)))
     elif result['ended'] == END_STOPPED:
         fail_after_output(cmd.cli_ctx, JobsFailedError(
             'Jobs of sweep {} were terminated by someone else: the run ended without running them to the end'.format(
@@ -241,10 +244,29 @@ def _run_outcome(cmd, result, definition, identity, spec):
             'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
                 identity.name, ' with a value of the objective' if definition.objective else ''),
             recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
-    elif definition.objective and result['best'] is None:
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            'No job of sweep {} ran to the end with a value of the objective'.format(identity.name),
-            recommendation=see))
+    elif definition.objective and (result['best'] is None or (
+            len(pareto.get('objectives') or ()) > 1 and not pareto.get('front'))):
+        fail_after_output(cmd.cli_ctx, JobsFailedError(_no_best_text(identity, result), recommendation=see))
+
+
+def _no_best_text(identity, result):
+    """Why a run has no best job (or, with several objectives, an empty front): every job that ran to the end with
+    its values broke a constraint (named), or none ran to the end with a value of every objective."""
+    pareto = result.get('pareto') or {}
+    several = len(pareto.get('objectives') or ()) > 1
+    broken = [entry for entry in pareto.get('infeasible') or () if entry.get('values') or not several]
+    if broken and not pareto.get('ranked'):
+        causes = sorted({part.split(' (')[0] for entry in broken for part in (entry.get('failed') or '').split('; ')
+                         if part})
+        return ('No job of sweep {} met the constraints: all {} job(s) that ran to the end with a value broke {} '
+                '({})'.format(identity.name, len(broken), ' or '.join(causes) or 'a constraint',
+                              '; '.join('{}: {}'.format(e['name'], e['failed']) for e in broken[:3]) +
+                              (' and {} more'.format(len(broken) - 3) if len(broken) > 3 else '')))
+    if several:
+        text = 'No job of sweep {} ran to the end with a value of every objective ({})'.format(
+            identity.name, ', '.join(o['metric'] for o in pareto['objectives']))
+        return text + (': ' + result['objectiveNotReported'] if result.get('objectiveNotReported') else '')
+    return 'No job of sweep {} ran to the end with a value of the objective'.format(identity.name)
 
 
 def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,
@@ -371,7 +393,11 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
     if job:
-        return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        lines = _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        if _output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
+            return lines  # these formats escape control characters themselves
+        from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
+        return [escape_controls(line) for line in lines]
     plan = _status_plan(plan_file, identity)
     run_view = _RunView(cmd, client, identity)
     if wait:
@@ -565,8 +591,9 @@ def _tail(client, identity, job, lines, stderr=False):
     if state in ('failed', 'terminated'):
         info = found.execution_info
         errors = '; '.join('{}: {}'.format(error.code, error.message) for error in (info.errors or ())) if info else ''
+        from .core.outputs.terminal import escape_controls
         logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
-                       ' ({})'.format(errors) if errors else '')
+                       ' ({})'.format(escape_controls(errors)) if errors else '')
     return result
 
 
@@ -676,9 +703,14 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
         _say_figures(identity, figures)
     if importance:
         return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
+    infeasible = _mark_infeasible(identity, rows, run_rows, top)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
-        rows = sort_rows(rows, goal=goal, top=top) if goal else sorted(rows, key=lambda row: row['name'])[:top]
+        if goal:
+            rows = sort_rows(rows, goal=goal, top=top, infeasible=infeasible)
+        else:
+            rows = [row for row in sorted(rows, key=lambda row: row['name'])
+                    if top is None or row['name'] not in infeasible][:top]
         for row in rows:
             row['metricName'] = metric  # the table's column is named after the metric (None for --regex)
         if csv:
@@ -686,6 +718,22 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
     return rows
+
+
+def _mark_infeasible(identity, rows, run_rows, top):
+    """A `sweep run` with constraints: each row's `infeasible` (the constraints its job broke, or None); returns the
+    names of the infeasible jobs, which rank below every feasible one and never come with --top (core/tuning/best.py:
+    an infeasible job is never the best, in any command)."""
+    if not any('infeasible' in (row or {}) for row in (run_rows or {}).values()):
+        return set()
+    broken = {name: (row or {}).get('infeasible') for name, row in run_rows.items()}
+    for row in rows:
+        row['infeasible'] = broken.get(row['name'])
+    names = {name for name, text in broken.items() if text}
+    if names:
+        logger.warning('Sweep %s: %d job(s) broke a constraint (marked infeasible%s): %s', identity.name, len(names),
+                       '; left out of --top' if top is not None else '', _listed(sorted(names)))
+    return names
 
 
 def _front_importance(identity, pareto):
@@ -704,7 +752,7 @@ def _plan_infos(identity):
 
 def _said_importance(identity, entries):
     for entry in entries:
-        if entry['tooFewJobs']:
+        if entry['tooFewJobs'] or entry.get('nothingRanked'):
             logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
                            entry['message'])
         said = entry.get('resource')

@@ -41,10 +41,6 @@ RETRY_AFTER = '1'
 DELETE_WAIT_SECONDS = 15.0
 
 
-def _canonical(value):
-    return json.dumps(value, sort_keys=True, separators=(',', ':'))
-
-
 def _op_token(action, key, started):
     """The id of an operation: what it does, to which resource, and when it started (ms since the epoch)."""
     payload = json.dumps([action, key, int(started.timestamp() * 1000)])
@@ -528,7 +524,7 @@ class _Request:
         existing = self.store.get(key)
         if existing is None:
             self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
-        from .stored_spec import without_credentials  # pylint: disable=import-outside-toplevel
+        from .stored_spec import same_cluster_request, without_credentials  # pylint: disable=import-outside-toplevel
         if self.store.insert(key, 'cluster', ws_key, body, spec=without_credentials(params)):
             try:
                 self.runner.create_cluster(key, body, params)
@@ -537,7 +533,8 @@ class _Request:
                 raise
             self.runner.wake()
             return self._accepted('create', key)
-        return self._same_or_conflict(key, without_credentials(params), 'cluster', name)
+        return self._same_or_conflict(key, lambda row: same_cluster_request(json.loads(row['spec']), params),
+                                      'cluster', name)
 
     def cluster_update(self, rg, workspace, name, key):
         """PATCH (Batch AI's Clusters_Update: `az batchai cluster resize` and `auto-scale`): new scale settings,
@@ -573,11 +570,12 @@ class _Request:
             return self._deletable(key, kind, name)
         raise ArmError(405, 'MethodNotAllowed', "The method '{}' is not allowed here.".format(self.method))
 
-    def _same_or_conflict(self, key, params, kind, name):
+    def _same_or_conflict(self, key, same, kind, name):
+        """200 with the resource when same(its stored row) says the repeated PUT is the same request, else 409."""
         row = self.store.get(key)
         if row['state'] == 'deleting':
             raise conflict('Conflict', "The {} '{}' is being deleted.".format(kind, name))
-        if _canonical(json.loads(row['spec'])) != _canonical(params):
+        if not same(row):
             raise conflict('{}AlreadyExists'.format(kind.capitalize()),
                            "The {} '{}' already exists with different properties; Batch AI {}s cannot be changed: "
                            'delete it first or use another name.'.format(kind, name, kind))
@@ -607,9 +605,10 @@ class _Request:
         self._get(exp_key, 'experiment', experiment)
         params = self._params()
         props, toolkit = validate_job(params)
+        from .stored_spec import same_job_request, sealed_job  # pylint: disable=import-outside-toplevel
         existing = self.store.get(key)
         if existing is not None:
-            return self._same_or_conflict(key, props, 'job', name)
+            return self._same_or_conflict(key, lambda row: same_job_request(row, props), 'job', name)
         cluster_sub, cluster_rg, cluster_ws, cluster_name = parse_cluster_id(props['cluster']['id'])
         cluster_key = resource_key(cluster_sub, cluster_rg, cluster_ws, 'clusters', cluster_name)
         cluster_row = self.store.get(cluster_key)
@@ -623,11 +622,12 @@ class _Request:
         self.runner.check_job(props, toolkit, cluster_props)  # what this scheduler cannot run: 400 now
         body = job_body(self.sub, rg, workspace, experiment, name, props, toolkit, utcnow())
         JobLayout(self.api._data_dir, body, cluster_key).check_inside_data_dir()  # pylint: disable=protected-access
-        inserted = self.store.insert(key, 'job', exp_key, body, spec=props, cluster=cluster_key, state='queued',
+        inserted = self.store.insert(key, 'job', exp_key, body, spec=sealed_job(props, key), cluster=cluster_key,
+                                     state='queued',
                                      priority=PRIORITIES[props.get('schedulingPriority', 'normal')],
                                      node_count=props['nodeCount'])
         if not inserted:  # a concurrent PUT of the same name won the race
-            return self._same_or_conflict(key, props, 'job', name)
+            return self._same_or_conflict(key, lambda row: same_job_request(row, props), 'job', name)
         self.runner.wake()
         return self._accepted('create', key)
 

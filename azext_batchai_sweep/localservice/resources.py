@@ -2,7 +2,8 @@
 
 Bodies follow the 2018-05-01 swagger definitions (`Workspace`, `Cluster`, `Experiment`, `Job`) exactly: what the
 service stores is what GET returns, so the stored form never contains a secret value (job `secrets` keep their
-names only, storage credentials lose their keys, cluster user accounts lose their password).
+names only, storage credentials lose their keys, cluster user accounts lose their password, registry credentials
+theirs, Application Insights references their instrumentation key).
 """
 import copy
 import datetime
@@ -264,6 +265,10 @@ def cluster_body(sub, rg, workspace, name, params, now):
     setup_task = (public.get('nodeSetup') or {}).get('setupTask') or {}
     for secret in setup_task.get('secrets') or []:
         secret.pop('value', None)
+    insights = ((public.get('nodeSetup') or {}).get('performanceCountersSettings') or {}).get(
+        'azureApplicationInsightsReference')
+    if isinstance(insights, dict):  # a key Batch AI never returned
+        insights.pop('instrumentationKey', None)
     if setup_task:
         # Where Batch AI put the setup task's logs under stdOutErrPathPrefix: a folder of its own per cluster.
         setup_task['stdOutErrPathSuffix'] = '/'.join([sub, rg, 'workspaces', workspace, 'clusters', name,
@@ -385,6 +390,9 @@ def job_body(sub, rg, workspace, experiment, name, props, toolkit, now):
         del public['secrets']
     if public.get('mountVolumes'):
         public['mountVolumes'] = _public_mount_volumes(public['mountVolumes'])
+    credentials = ((public.get('containerSettings') or {}).get('imageSourceRegistry') or {}).get('credentials')
+    if isinstance(credentials, dict):  # a password Batch AI never returned (passwordSecretReference stays)
+        credentials.pop('password', None)
     public.setdefault('schedulingPriority', 'normal')
     public['constraints'] = {'maxWallClockTime': format_duration(job_wall_clock(props))}
     if TOOLKITS[toolkit]:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from . import launcher
 from .errors import bad_request, is_disk_full
 from .gpus import gpus_per_node
+from .stored_spec import SecretsNotKept, job_spec
 from .jobenv import MARKER_VARIABLE
 from .resources import job_wall_clock
 from .scheduler import REQUEUED, HeldJobsScheduler, ending, error as _error, requeued
@@ -230,7 +231,7 @@ class Runner(HeldJobsScheduler):
         exit_code, reason, errors = None, None, []
         try:
             row = self._store.get(key)
-            spec = json.loads(row['spec'])
+            spec = job_spec(row)  # its secret values, sealed in service.db (stored_spec.py)
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             env = layout.environment(spec)
             plan = launcher.plan(spec, toolkit, [LOCAL_NODE] * spec['nodeCount'], layout.host_file,
@@ -267,6 +268,8 @@ class Runner(HeldJobsScheduler):
             logger.exception('job %s could not run', key)
             if is_disk_full(ex):
                 errors.append({'code': 'DiskFull', 'message': DISK_FULL_JOB_MESSAGE})
+            elif isinstance(ex, SecretsNotKept):
+                errors.append({'code': 'SecretsNotKept', 'message': str(ex)})
             else:
                 errors.append({'code': 'JobStartFailed', 'message': str(ex)})
             exit_code = None

@@ -341,7 +341,8 @@ def test_run_result_with_steps_past_any_count():
     trials = [_t('a', [(1e308, 0.5)], 'succeeded'), _t('b', [(1, 0.1)], 'terminated', index=1)]
     result = summarize_run(trials, {}, 'max', 'exhausted', 'done')
     assert result['best']['name'] == 'a' and result['best']['step'] == 1e308
-    assert 99.9 <= result['compute']['savedPercent'] <= 100.0
+    # Nothing was stopped by a decision, so nothing was saved (issue 41, item 5: it said "100.0% saved").
+    assert result['compute']['savedPercent'] == 0.0 and result['compute']['jobStepsFull'] == 2
 
 
 def test_metrics_mean_of_six_reports_of_1e308_is_1e308():

@@ -58,6 +58,49 @@ def katib_pattern_bytes(metric_name):
         return None
 
 
+def line_matches(pattern, text, pos=0, endpos=None):
+    """The one reading of a metric per line, for every consumer (metrics, `sweep run`'s reports and its other
+    objectives and constraints, the report's curves): each line holding the pattern gives its **last** match (a line
+    ``acc=0.7 lat=1 lat=1e308`` reads lat 1e308), and a match that spans two lines does not count. Linear in the
+    text, however many matches a line holds."""
+    newline = b'\n' if isinstance(text, bytes) else '\n'
+    last, line_end = None, None  # the last match so far, and where its line ends
+    for match in pattern.finditer(text, pos) if endpos is None else pattern.finditer(text, pos, endpos):
+        if newline in match.group(0):
+            continue
+        if last is not None and match.start() > line_end:
+            yield last  # a match on a later line: the line before is read
+            last = None
+        if last is None:
+            found = text.find(newline, match.end())
+            line_end = found if found >= 0 else len(text)
+        last = match
+    if last is not None:
+        yield last
+
+
+def last_match(pattern, line):
+    """The match that is a line's reading of the pattern (line_matches), or None."""
+    found = None
+    for found in line_matches(pattern, line):
+        pass
+    return found
+
+
+# A step (an epoch, an iteration) is a whole number from 0 to this: a billion steps is past any training loop, and
+# keeps every count made of steps (job-steps used, full, saved) an exact, modest integer.
+MAX_STEP = 10 ** 9
+
+
+def as_step(text):
+    """The step of a report as a float holding a whole number in [0, MAX_STEP], or None: `epoch=1e308`, `epoch=-1`,
+    `epoch=2.5` and `epoch=nan` are not steps (the line is then no report of a step)."""
+    value = as_metric(text)
+    if value is None or value < 0 or value > MAX_STEP or not float(value).is_integer():
+        return None
+    return float(value)
+
+
 def as_metric(text):
     """The float of a matched value, or None: nan and inf would poison sorting and JSON output."""
     try:
@@ -142,6 +185,10 @@ class MetricExtractor:
             self.group = 'value'
             bytes_pattern = katib_pattern_bytes(metric_name)
             self.bytes_pattern = re.compile(bytes_pattern, re.MULTILINE) if bytes_pattern else None
+            # The first match of each line, the rest of the line skipped (see _matches).
+            self.first = re.compile(katib_pattern(metric_name) + '[^\n]*', re.MULTILINE)
+            self.bytes_first = re.compile(bytes_pattern + b'[^\n]*', re.MULTILINE) if bytes_pattern else None
+            self.bytes_name = metric_name.encode('ascii') if bytes_pattern else None
         else:
             raise SpecError('give a regular expression or a metric name', path='metric')
         if regex:
@@ -155,18 +202,26 @@ class MetricExtractor:
         if self.metric_name is not None:
             # Katib's pattern cannot span lines and has one group, whose text always parses: findall and float
             # run in C, and findall returns that group's text (float takes bytes as well as str).
-            pattern = self.bytes_pattern if isinstance(text, bytes) else self.pattern
-            found = pattern.findall(text, pos) if endpos is None else pattern.findall(text, pos, endpos)
+            as_bytes = isinstance(text, bytes)
+            end = len(text) if endpos is None else endpos
+            # The first value of each line (the pattern then skips the rest of its line): a line's reading when it
+            # holds the name once, which the name's count tells (a line naming it twice has more names than lines).
+            first = self.bytes_first if as_bytes else self.first
+            found = first.findall(text, pos, end)
+            if text.count(self.bytes_name if as_bytes else self.metric_name, pos, end) > len(found):
+                pattern = self.bytes_pattern if as_bytes else self.pattern
+                if len(pattern.findall(text, pos, end)) > len(found):
+                    # A line holds the metric twice: its reading is its last value (line_matches), as everywhere.
+                    found = [m.group('value') for m in line_matches(pattern, text, pos, end)]
             values = list(map(float, found))
             return values if all(map(math.isfinite, values)) else [v for v in values if math.isfinite(v)]
         if pos or endpos is not None:
             text = text[pos:endpos]
         values = []
-        for match in self.pattern.finditer(text):
-            if '\n' not in match.group(0):
-                value = as_metric(match.group(self.group))
-                if value is not None:
-                    values.append(value)
+        for match in line_matches(self.pattern, text):
+            value = as_metric(match.group(self.group))
+            if value is not None:
+                values.append(value)
         return values
 
     def _edge_value(self, block, from_end):
@@ -187,7 +242,7 @@ class MetricExtractor:
                 end = len(block) if end < 0 else end
                 values = self._matches(block[pos:end])
                 if values:
-                    return values[0]
+                    return values[-1]  # the line's reading: its last value (line_matches)
                 pos = end + 1
             return None
         end = len(block)
@@ -303,18 +358,25 @@ class MetricExtractor:
         return reduction.result()
 
 
-def sort_rows(rows, goal='max', top=None):
-    """Rows best first for the goal (max or min); ties by job name.
+def sort_rows(rows, goal='max', top=None, infeasible=()):
+    """Rows best first for the goal (max or min); ties by job name (core/tuning/best.rank_key, the rule `run`,
+    `status` and `report` name the best by).
 
-    A job that did not succeed (failed, terminated, still running) never ranks above one that did, and a job without
-    the metric never above one with it: the best job is a finished one with a value.
+    A job that did not succeed (failed, terminated, still running) never ranks above one that did, a job without
+    the metric never above one with it, and a job named in ``infeasible`` (it broke a constraint of its `sweep run`)
+    never above a feasible one: the best job is a finished, feasible one with a value. ``top`` keeps the first
+    ``top`` of the jobs that can be the best (infeasible ones never come with ``top``).
     """
+    from ..tuning.best import rank_key
     if goal not in GOALS:
         raise SpecError('goal must be max or min, not {!r}'.format(goal), path='goal')
-    sign = -1 if goal == 'max' else 1
-    ranked = sorted(rows, key=lambda row: (row.get('state') not in (None, 'succeeded'), row['metric'] is None,
-                                           sign * (row['metric'] or 0.0), row['name']))
-    return ranked[:top] if top is not None else ranked
+    infeasible = set(infeasible)
+    ranked = sorted(rows, key=lambda row: rank_key(goal, row['metric'],
+                                                   finished=row.get('state') in (None, 'succeeded'),
+                                                   feasible=row['name'] not in infeasible, tie=row['name']))
+    if top is None:
+        return ranked
+    return [row for row in ranked if row['name'] not in infeasible][:top]
 
 
 def get_metrics(client, resource_group, workspace, experiment, extractor, *, sweep_name=None, job_names=None,
@@ -367,10 +429,12 @@ def get_metrics(client, resource_group, workspace, experiment, extractor, *, swe
 def write_metrics_csv(rows, stream, metric_column='metric'):
     """Write rows as CSV: name, state, the metric, then one column per parameter (dict values as JSON)."""
     parameter_names = sorted({key for row in rows for key in (row.get('parameters') or {})})
+    marked = any('infeasible' in row for row in rows)  # a `sweep run` with constraints: the ones each job broke
     writer = csv.writer(stream)
-    writer.writerow(['name', 'state', metric_column] + parameter_names)
+    writer.writerow(['name', 'state', metric_column] + (['infeasible'] if marked else []) + parameter_names)
     for row in rows:
         parameters = row.get('parameters') or {}
         values = [parameters.get(key) for key in parameter_names]
         writer.writerow([row['name'], row.get('state'), '' if row['metric'] is None else repr(row['metric'])]
+                        + ([row.get('infeasible') or ''] if marked else [])
                         + ['' if v is None else json.dumps(v) if isinstance(v, (dict, list)) else v for v in values])

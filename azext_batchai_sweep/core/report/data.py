@@ -20,7 +20,8 @@ import random
 
 from ..floats import clamped, lerp
 from ..service.status import summarize_rows
-from ..tuning.result import best_trial
+from ..tuning.best import best_of
+from ..tuning.result import final_trials
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
 from .importance import report_importance
@@ -51,7 +52,7 @@ def _mark(job, best_name):
     return 'finished'
 
 
-def _job_row(trial, objective):
+def _job_row(trial, objective, infeasible):
     extra = trial.extra or {}
     decision = extra.get(EXTRA_DECISION)
     cut = (decision or {}).get('step') if (decision or {}).get('action') == 'stopped' else None
@@ -83,13 +84,21 @@ def _job_row(trial, objective):
         'decision': decision,
         'resource': trial.resource,
         'parent': trial.parent,
+        'infeasible': infeasible.get(trial.name),  # the constraints it broke (a `sweep run`'s), or None
     }
 
 
-def _best(trials, jobs, objective):
-    """The best job as `sweep run` names it (core/tuning/result.best_trial): the best last value among the jobs that
-    ran to the end, at the largest resource for Hyperband."""
-    best = best_trial(trials, objective.goal)
+def _infeasible(figures):
+    """{job name: the constraints it broke} of a `sweep run` with constraints (its figures' Pareto part)."""
+    return {entry['name']: entry.get('failed') or 'a constraint'
+            for entry in ((figures or {}).get('pareto') or {}).get('infeasible') or ()}
+
+
+def _best(trials, jobs, objective, infeasible):
+    """The best job as `sweep run` names it (core/tuning/best.py, the one rule): the best last value among the jobs
+    that ran to the end, at the largest resource for Hyperband, that broke no constraint."""
+    best = best_of(final_trials(trials), objective.goal, lambda t: t.last, feasible=lambda t: t.name not in infeasible,
+                   tie=lambda t: t.index)
     return next(job for job in jobs if job['name'] == best.name) if best is not None else None
 
 
@@ -116,8 +125,17 @@ def _run_compute(figures):
     compute = figures['compute']
     used, saved, seconds = compute['jobSteps'], compute['jobStepsSaved'], compute['jobSeconds'] or 0.0
     return {'jobSeconds': seconds, 'jobSteps': used, 'savedJobSteps': saved,
-            'savedJobSeconds': round(saved * seconds / used, 3) if used else 0.0,
-            'savedFraction': round(saved / compute['jobStepsFull'], 4) if compute['jobStepsFull'] else 0.0}
+            'savedJobSeconds': round(clamped(_ratio(saved, used) * seconds), 3) if used else 0.0,
+            'savedFraction': round(_ratio(saved, compute['jobStepsFull']), 4) if compute['jobStepsFull'] else 0.0}
+
+
+def _ratio(part, whole):
+    """part / whole as a float that never raises nor overflows (counts from a journal of an older run may be huge
+    integers; the result is clamped to the largest float)."""
+    try:
+        return clamped(part / whole)
+    except (OverflowError, ZeroDivisionError, TypeError):
+        return 0.0 if not whole else clamped(float('inf') if (part > 0) == (whole > 0) else float('-inf'))
 
 
 def _compute(jobs, generated_at):
@@ -239,7 +257,9 @@ def _sampled_for(jobs, limit, best, objective):
 
 def _best_so_far(jobs, objective):
     """The best objective so far against the number of finished jobs that reported one, in end-time order."""
-    finished = [job for job in jobs if job['state'] == 'succeeded' and job['objective'] is not None]
+    # An infeasible job never counts as the best, so never as an improvement (core/tuning/best.py).
+    finished = [job for job in jobs if job['state'] == 'succeeded' and job['objective'] is not None
+                and not job['infeasible']]
     finished.sort(key=lambda job: (job['endTime'] or '', job['index']))
     points, best = [], None
     for count, job in enumerate(finished, start=1):
@@ -325,8 +345,9 @@ def report_data(record: SweepRecord, figures=None, run=None) -> dict:
     start inherited, why it ended), or None."""
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
-    jobs = [_job_row(trial, objective) for trial in trials]
-    best = _best(trials, jobs, objective)
+    infeasible = _infeasible(figures)
+    jobs = [_job_row(trial, objective, infeasible) for trial in trials]
+    best = _best(trials, jobs, objective, infeasible)
     for job in jobs:
         job['mark'] = _mark(job, best and best['name'])
     axes = parameter_axes([job['values'] for job in jobs], record.parameters)

@@ -338,6 +338,8 @@ def _table_payload(data):
     for job in data['jobs']:
         decision = job['decision'] or {}
         reason = decision.get('reason') or decision.get('action') or ('stopped early' if job['stoppedEarly'] else '')
+        if job.get('infeasible'):  # never the best (core/tuning/best.py): say which constraint it broke
+            reason = '; '.join(part for part in (reason, 'infeasible: breaks ' + job['infeasible']) if part)
         row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
                job['durationSeconds']]
         row += [_cell(job['values'].get(name)) for name in names]

@@ -201,7 +201,9 @@ def _raw_importances(grids, cells, losses, quantile):
         counted_all = Counter(column)  # Counter and compress count in C: a bootstrap of 10,000 jobs stays quick
         counted_top = Counter(compress(column, top))
         active, active_top = n_all - counted_all.pop(None, 0), n_top - counted_top.pop(None, 0)
-        if grid.size < 2 or active < 2 or not active_top:
+        if grid.size < 2 or active < 2 or not active_top or len(counted_all) < 2:
+            # A parameter that took one value among these jobs explains nothing: no share, ever (the prior
+            # kernel alone would give it one).
             raw.append(0.0)
             continue
         counts_all = [counted_all.get(i, 0) for i in range(grid.size)]
@@ -213,8 +215,9 @@ def _raw_importances(grids, cells, losses, quantile):
 
 
 def _normalised(raw):
+    """Shares summing to 1; all 0 when nothing diverges (no parameter can be ranked: none gets an equal share)."""
     total = sum(raw)
-    return [value / total for value in raw] if total > 0 else [1.0 / len(raw)] * len(raw)
+    return [value / total for value in raw] if total > 0 else [0.0] * len(raw)
 
 
 def _resamples(asked, count):
@@ -245,7 +248,7 @@ def importance(jobs, params_space, objective_values, goal='max', *, quantile=Non
     pairs = [(values, value) for values, value in zip(jobs, objective_values) if is_number(value)]
     result = {'method': METHOD, 'goal': goal, 'jobs': len(pairs), 'targetQuantile': None, 'topJobs': None,
               'resamples': 0,
-              'tooFewJobs': False, 'message': None, 'parameters': []}
+              'tooFewJobs': False, 'nothingRanked': False, 'message': None, 'parameters': []}
     grids = [_Grid(axis) for axis in params_space]
     if len(pairs) < MIN_JOBS or not grids:
         result['tooFewJobs'] = bool(grids)
@@ -274,6 +277,11 @@ def importance(jobs, params_space, objective_values, goal='max', *, quantile=Non
     rows.sort(key=lambda row: -row['importance'])  # stable: equal importances keep the sweep's order
     result.update(targetQuantile=quantile, topJobs=sum(_top_mask(losses, quantile)), resamples=len(draws),
                   parameters=rows)
+    if not sum(raw):  # nothing diverges: say so, rather than share the importance out equally
+        result['nothingRanked'] = True
+        result['message'] = ('every one of the {} jobs has the same value: no parameter can be ranked'.format(
+            len(pairs)) if len(set(losses)) == 1 else 'no parameter took more than one value among the {} jobs, '
+            'or none changed the best jobs\' values: no parameter can be ranked'.format(len(pairs)))
     return result
 
 

@@ -20,7 +20,7 @@ def percent(share):
 def importance_bars(entry):
     """The SVG for one objective's importance entry, or None when there is nothing to draw (too few jobs)."""
     rows = entry['parameters']
-    if entry['tooFewJobs'] or not rows:
+    if entry['tooFewJobs'] or entry.get('nothingRanked') or not rows:
         return None
     top, left, right = MARGIN['top'], MARGIN['left'] + LABELS - 70, WIDTH - MARGIN['right'] - 60
     bottom = top + ROW * len(rows)

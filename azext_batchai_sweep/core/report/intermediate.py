@@ -8,7 +8,7 @@ STEP_KEYS present on every report line of the job; without one, reports are numb
 """
 import re
 
-from ..outputs.metrics import MAX_LINE, as_metric, katib_pattern
+from ..outputs.metrics import MAX_LINE, as_metric, as_step, katib_pattern, last_match, line_matches
 
 STEP_KEYS = ('epoch', 'step', 'iteration', 'iter')
 REGEX_STEP = 'step'  # a regex's named group holding the step
@@ -37,9 +37,7 @@ class ReportReader:
 
     def _scan(self, text, found):
         """Append (line steps, value) for each metric match in whole lines of `text`."""
-        for match in self.pattern.finditer(text):
-            if '\n' in match.group(0):
-                continue
+        for match in line_matches(self.pattern, text):  # one reading per line, as metrics and `sweep run` read it
             value = as_metric(match.group(self.group))
             if value is None:
                 continue
@@ -47,15 +45,17 @@ class ReportReader:
             end = text.find('\n', match.end())
             line = text[start:end if end >= 0 else len(text)]
             steps = {}
-            if self.regex_step:
-                try:
-                    steps[None] = float(match.group(REGEX_STEP))
-                except (TypeError, ValueError):
-                    pass
+            if self.regex_step and match.group(REGEX_STEP) is not None:
+                steps[None] = as_step(match.group(REGEX_STEP))
             for key, step_pattern in self.step_patterns:
-                step = step_pattern.search(line)
+                step = last_match(step_pattern, line)
                 if step is not None:
-                    steps[key] = float(step.group('value'))
+                    steps[key] = as_step(step.group('value'))
+            refused_regex_step = self.regex_step and None in steps and steps[None] is None
+            refused_key = self.step_key is not None and self.step_key in steps and steps[self.step_key] is None
+            if refused_regex_step or refused_key:
+                continue  # a step that is no whole number from 0 to MAX_STEP: not a report, as `sweep run` reads it
+            steps = {key: step for key, step in steps.items() if step is not None}  # a detected key: not on this line
             found.append((steps, value))
 
     def read_chunks(self, chunks, encoding='utf-8'):

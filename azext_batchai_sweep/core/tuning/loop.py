@@ -33,7 +33,7 @@ from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Li
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
 from .objectives import Objectives
-from .reports import objective_unreported
+from .reports import metrics_unreported, objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
@@ -358,6 +358,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         # strict (--strict, or the sweep file's objective.strict): a misnamed objective ends the sweep at once.
         self.strict = bool(strict or (self.objective or {}).get('strict'))
         self.unreported = None
+        self._step_refused_said = False
 
     def warm_start(self):
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
@@ -414,6 +415,10 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         states = {job.name: job_state(job) for job in jobs}
         if self.follower is not None:
             self.follower.update(states.items())
+            refused = self.follower.parser.refused_step_text()
+            if refused is not None and not self._step_refused_said:
+                self._step_refused_said = True
+                self.progress(refused)  # said once
         trials = []
         for position, job in enumerate(sorted(jobs, key=lambda j: (_created(j) or 0, j.name))):
             reports = self.follower.reports(job.name) if self.follower else ()
@@ -502,13 +507,19 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if self.follower is None or self.unreported is not None:
             return False
         why = objective_unreported(self.objective, self.follower.readers, self.follower.complete)
+        other = None
+        if why is None:  # every other objective and constraint is checked like the first (issue 41)
+            succeeded = {t.name for t in trials if t.state == 'succeeded' and t.name in self.follower.complete}
+            why = other = metrics_unreported(self.objectives, self.follower.readers, succeeded)
         if why is None:
             return False
         self.unreported = why
         if not self.strict:
-            self.progress('{}. No rule can judge a job without it: stop the sweep ("az batchai sweep stop") and fix '
-                          'the objective (see "az batchai sweep run -h"), or run with --strict to stop at once.'
-                          .format(why))
+            self.progress('{}. {}: stop the sweep ("az batchai sweep stop") and fix {} (see "az batchai sweep run '
+                          '-h"), or run with --strict to stop at once.'.format(
+                              why, 'No rule can judge a job without it' if other is None else
+                              'No job can be on the Pareto front or feasible without it',
+                              'the objective' if other is None else 'that metric in the sweep file'))
             return False
         self.progress('{}: stopping the sweep (strict)'.format(why))
         for t in trials:

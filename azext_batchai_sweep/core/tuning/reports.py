@@ -6,7 +6,7 @@ the group ``step`` when the regex has one. Without a step the report's number (1
 """
 import re
 
-from ..outputs.metrics import as_metric, katib_pattern
+from ..outputs.metrics import MAX_STEP, as_metric, as_step, katib_pattern, last_match
 from ..outputs.names import NameCounter
 from .trial import Report
 
@@ -30,19 +30,29 @@ class ReportParser:
             self.group = 'value'
             self.step_pattern = re.compile(katib_pattern(objective['step'])) if objective.get('step') else None
             self.step_group = 'value'
+        self.step_name = objective.get('step') or 'step'
+        self.refused_step = None  # the first step value refused (not a whole number from 0 to MAX_STEP), or None
+
+    def refused_step_text(self):
+        """What to say, once, when a line's step was refused, else None."""
+        if self.refused_step is None:
+            return None
+        text = self.refused_step if isinstance(self.refused_step, str) else str(self.refused_step)
+        return ('{}={}: not a step (a whole number from 0 to {}); lines with such a step are not reports'.format(
+            self.step_name, text[:40] + ('...' if len(text) > 40 else ''), MAX_STEP))
 
     def step_of(self, line):
         """The value of the step key on a line (with or without the metric), or None."""
         if self.step_pattern is None or self.step_pattern is self.pattern:
             return None
-        found = self.step_pattern.search(line)
-        return as_metric(found.group(self.step_group)) if found is not None else None
+        found = last_match(self.step_pattern, line)
+        return as_step(found.group(self.step_group)) if found is not None else None
 
     def metrics_of(self, line):
         """[(name, value), ...] of the extra metrics on a line."""
         found = []
         for name, pattern in self.extra:
-            match = pattern.search(line)
+            match = last_match(pattern, line)
             value = as_metric(match.group('value')) if match is not None else None
             if value is not None:
                 found.append((name, value))
@@ -50,7 +60,7 @@ class ReportParser:
 
     def parse_line(self, line, count):
         """The Report of one line (text), or None."""
-        match = self.pattern.search(line)
+        match = last_match(self.pattern, line)  # the one reading of a line (core/outputs/metrics.line_matches)
         if match is None:
             return None
         value = as_metric(match.group(self.group))
@@ -58,9 +68,11 @@ class ReportParser:
             return None
         step = None
         if self.step_pattern is not None:
-            found = match if self.step_pattern is self.pattern else self.step_pattern.search(line)
-            step = as_metric(found.group(self.step_group)) if found is not None else None
+            found = match if self.step_pattern is self.pattern else last_match(self.step_pattern, line)
+            step = as_step(found.group(self.step_group)) if found is not None else None
             if step is None:
+                if found is not None and self.refused_step is None:
+                    self.refused_step = found.group(self.step_group)  # said once (refused_step_text)
                 return None  # a line with the metric but no step is not a report of a step
         return Report(step=float(step if step is not None else count + 1), value=value)
 
@@ -98,6 +110,9 @@ class LogReader:
                 step = self.parser.step_of(line)
                 if step is not None:
                     self.steps.add(step)
+                continue
+            if len(self.metrics) < len(self.parser.extra) and self.names.lines < EXTRA_NAME_LINES:
+                self.names.add_line(line)  # what it prints instead of a missing other objective or constraint
 
 
 # A job's output is evidence that the objective is misnamed once it has: finished; with a step key, got through this
@@ -106,6 +121,9 @@ class LogReader:
 STEPS_WITHOUT = 2
 NAME_VALUE_LINES = 100
 REGEX_LINES = 200
+# The name=value lines of a job counted while one of the other metrics is missing from its log: enough to say what
+# it prints instead, without scanning every line of a long log twice.
+EXTRA_NAME_LINES = 1000
 
 
 def objective_unreported(objective, readers, finished):
@@ -142,3 +160,30 @@ def objective_unreported(objective, readers, finished):
     seen = sorted(names, key=lambda key: -names[key])[:12]
     return '{}: no job has reported it; seen: {} (in the output of {})'.format(
         objective['metric'], ', '.join(seen), jobs)
+
+
+def metrics_unreported(objectives, readers, succeeded):
+    """None, or why an objective after the first or a constraint's metric is never reported: jobs ran to the end
+    (``succeeded``: the names of the jobs that succeeded and whose logs were read to their end) and not one printed
+    it. The same evidence and words as objective_unreported, for every metric the sweep judges by; each message names
+    the sweep file's field (``objectives[1].metric``, ``constraints[0].metric``)."""
+    witnesses = [name for name in sorted(readers) if name in succeeded]
+    if objectives is None or not witnesses:
+        return None
+    fields = [(metric, 'objectives[{}].metric'.format(i)) for i, (metric, _) in enumerate(objectives.objectives)
+              if i > 0]
+    fields += [(c.metric, 'constraints[{}].metric'.format(i)) for i, c in enumerate(objectives.constraints)]
+    first = objectives.objectives[0][0]
+    missing = [(metric, where) for metric, where in fields if metric != first
+               and not any(metric in reader.metrics for reader in readers.values())]
+    if not missing:
+        return None
+    names = {}
+    for name in witnesses:
+        for key, count in readers[name].names.names.items():
+            names[key] = names.get(key, 0) + count
+    seen = sorted(names, key=lambda key: -names[key])[:12]
+    jobs = '{}{}'.format(', '.join(witnesses[:3]), ' and {} more'.format(len(witnesses) - 3)
+                         if len(witnesses) > 3 else '')
+    return '; '.join('{}: no job has reported it ({}); seen: {} (in the output of {})'.format(
+        metric, where, ', '.join(seen) or 'no name=value pair at all', jobs) for metric, where in missing)

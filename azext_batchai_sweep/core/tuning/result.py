@@ -1,7 +1,7 @@
 """The outcome of a sweep run, and the per-job rows `status` shows: pure functions of the trials and decisions."""
 from collections import Counter
 
-from .decision import fmt
+from .decision import NOT_PROMOTED, STOPPED, fmt
 
 CONTINUED = 'ran to the end'
 
@@ -20,15 +20,11 @@ def final_trials(trials):
 
 
 def best_trial(trials, goal, objectives=None):
-    """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py); None
-    without one."""
-    finished = final_trials(trials)
-    if objectives is not None and objectives.constraints:
-        finished = [t for t in finished if objectives.feasible(t)]
-    if not finished:
-        return None
-    sign = -1 if goal == 'max' else 1
-    return min(finished, key=lambda t: (sign * t.last, t.index))
+    """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py), by the one
+    rule of core/tuning/best.py; None without one."""
+    from .best import best_of
+    feasible = objectives.feasible if objectives is not None and objectives.constraints else (lambda t: True)
+    return best_of(final_trials(trials), goal, lambda t: t.last, feasible=feasible, tie=lambda t: t.index)
 
 
 def job_steps(trials):
@@ -82,6 +78,8 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, 
     """
     best = best_trial(trials, goal, objectives)
     used, full = job_steps(trials)
+    if not any(d is not None and d.kind in (STOPPED, NOT_PROMOTED) for d in decisions.values()):
+        full = used  # "saved" counts only what a decision cut: with nothing stopped, nothing was saved
     by_decision = Counter()
     for t in trials:
         decision = decisions.get(t.name)

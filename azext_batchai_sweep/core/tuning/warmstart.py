@@ -66,12 +66,13 @@ class Record:  # pylint: disable=too-few-public-methods
 
 def read_results_file(path, where):
     """The records of an exported results file (JSON), or a SpecError naming the file and what was expected."""
+    from ..spec.bounded_read import TooLarge, read_regular_file
     try:
-        if os.path.getsize(path) > MAX_RESULTS_BYTES:
-            raise SpecError('{}: expected a results file of at most {} MiB'.format(path, MAX_RESULTS_BYTES >> 20),
-                            path=where)
-        with open(path, encoding='utf-8') as f:
-            document = json.load(f)
+        # Regular files only, never more than the limit: a FIFO or /dev/zero never hangs `run --plan-only`.
+        document = json.loads(read_regular_file(path, MAX_RESULTS_BYTES).decode('utf-8'), parse_int=_json_int)
+    except TooLarge:
+        raise SpecError('{}: expected a results file of at most {} MiB'.format(path, MAX_RESULTS_BYTES >> 20),
+                        path=where) from None
     except OSError as ex:
         raise SpecError('{}: expected a readable warm-start results file ({})'.format(path, ex.strerror or ex),
                         path=where) from None
@@ -79,7 +80,23 @@ def read_results_file(path, where):
         raise SpecError('{}: expected a results file that does not nest so deep'.format(path), path=where) from None
     except ValueError as ex:  # not JSON, or not UTF-8
         raise SpecError('{}: expected valid JSON ({})'.format(path, ex), path=where) from None
-    return records_from_document(document, path, where)
+    try:
+        return records_from_document(document, path, where)
+    except (TypeError, AttributeError, KeyError, OverflowError, ValueError, RecursionError) as ex:
+        # Whatever else a hand-edited file holds where a number, an object or a list belongs: said, never a traceback.
+        raise SpecError('{}: expected the JSON of `az batchai sweep metrics -o json` or `az batchai sweep report -o '
+                        'json` ({}: {})'.format(path, type(ex).__name__, ex), path=where) from None
+
+
+def _json_int(text):
+    """An integer of the file, refused (ValueError: not valid JSON here) when no float holds it: metrics and report
+    never write one, and every number of a results file is compared as a float."""
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        raise ValueError('a number no float holds: {}...'.format(text[:20])) from None
+    return value
 
 
 def records_from_document(document, source, where):
@@ -89,7 +106,12 @@ def records_from_document(document, source, where):
             'the JSON of `az batchai sweep metrics -o json` (a list of rows) or `az batchai sweep report -o json`',
             source, what), path=where)
     if isinstance(document, dict) and document.get('kind') == REPORT_KIND:
-        metric = (document.get('objective') or {}).get('metric')
+        objective = document.get('objective')
+        if objective is not None and not isinstance(objective, dict):
+            raise bad('its objective is a {}, not an object'.format(type(objective).__name__))
+        metric = (objective or {}).get('metric')
+        if metric is not None and not isinstance(metric, str):
+            raise bad('its objective.metric is a {}, not a name'.format(type(metric).__name__))
         rows = document.get('jobs')
         if not isinstance(rows, list):
             raise bad('a report without its jobs')
@@ -98,6 +120,7 @@ def records_from_document(document, source, where):
         for row in rows:
             if not isinstance(row, dict) or not isinstance(row.get('parameters'), dict):
                 raise bad('a job without its parameters')
+            _check_names(row, bad)
             reports = [(step, value) for step, value in _pairs(row.get('reports'))]
             if not reports and _finite(row.get('objective')):
                 reports = [(UNKNOWN_STEP, row['objective'])]
@@ -107,6 +130,8 @@ def records_from_document(document, source, where):
     if isinstance(document, list):
         records = []
         for row in document:
+            if isinstance(row, dict):
+                _check_names(row, bad)
             if isinstance(row, dict) and isinstance(row.get('values'), dict) and row['values'] \
                     and isinstance(row.get('parameters'), dict) and 'metric' not in row:
                 records.append(_front_record(row))
@@ -120,12 +145,33 @@ def records_from_document(document, source, where):
     raise bad('got a {}'.format(type(document).__name__))
 
 
+def _check_names(row, bad):
+    """A job's name and state are strings (a state may be absent)."""
+    if not isinstance(row.get('name'), str):
+        raise bad('a job whose name is a {}, not a string'.format(type(row.get('name')).__name__))
+    if row.get('state') is not None and not isinstance(row['state'], str):
+        raise bad('job {}: its state is a {}, not a string'.format(row['name'], type(row['state']).__name__))
+
+
 def _front_values(document):
     """{job name: {metric: value}}: every objective's value of the jobs of a report of a sweep with several
     objectives (its Pareto figures rank every feasible job that ran to the end), else {}."""
-    pareto = ((document.get('summary') or {}).get('figures') or {}).get('pareto') or {}
-    entries = [e for key in ('ranked', 'infeasible') for e in pareto.get(key) or () if isinstance(e, dict)]
-    return {e.get('name'): e['values'] for e in entries if isinstance(e.get('values'), dict)}
+    pareto, where = document, []
+    for key in ('summary', 'figures', 'pareto'):
+        pareto = pareto.get(key)
+        where.append(key)
+        if pareto is None:
+            return {}
+        if not isinstance(pareto, dict):
+            raise ValueError('{} is a {}, not an object'.format('.'.join(where), type(pareto).__name__))
+    entries = []
+    for key in ('ranked', 'infeasible'):
+        listed = pareto.get(key)
+        if listed is not None and not isinstance(listed, list):
+            raise ValueError('summary.figures.pareto.{} is a {}, not a list'.format(key, type(listed).__name__))
+        entries += [e for e in listed or () if isinstance(e, dict)]
+    return {e.get('name'): e['values'] for e in entries if isinstance(e.get('values'), dict)
+            and isinstance(e.get('name'), str)}
 
 
 def _front_record(row):
@@ -143,7 +189,13 @@ def _pairs(items):
 
 
 def _finite(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A number a float holds: a 400-digit integer (valid JSON) is not one."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _number(value):

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ..errors import ArmError, bad_request
 from ..layout import JobLayout
 from ..resources import iso
+from ..stored_spec import job_spec
 from ..scheduler import SubmittingScheduler, error
 from ..store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
@@ -365,8 +366,8 @@ class AzureBatchScheduler(SubmittingScheduler):
         row = self._store.get(key)
         if row is None or row['state'] != 'queued' or row['sched_id']:
             return None
-        spec = json.loads(row['spec'])
         try:
+            spec = job_spec(row)  # its secret values, sealed in service.db (stored_spec.py)
             cluster_row = self._store.get(row['cluster'])
             cluster_body = json.loads(cluster_row['body'])
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
@@ -465,7 +466,7 @@ class AzureBatchScheduler(SubmittingScheduler):
             row = self._store.get(key)
             if row is None:
                 continue
-            spec = json.loads(row['spec'])
+            spec = job_spec(row)  # its secret values, sealed in service.db (stored_spec.py)
             cluster_body = json.loads(self._store.get(row['cluster'])['body'])
             toolkit = _toolkit(spec)
             body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,

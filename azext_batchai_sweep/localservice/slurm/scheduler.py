@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from ..datadir import write_private
 from ..gpus import gpus_per_node
 from ..jobenv import base_environment
+from ..stored_spec import job_spec
 from ..layout import job_dir
 from ..runner import kill_orphaned_groups
 from ..resources import job_wall_clock
@@ -292,8 +293,8 @@ class SlurmScheduler(SubmittingScheduler):
         row = self._store.get(key)
         if row is None or row['state'] != 'queued' or row['sched_id']:
             return None
-        spec = json.loads(row['spec'])
         try:
+            spec = job_spec(row)  # its secret values, sealed in service.db (stored_spec.py)
             cluster_body = json.loads(self._store.get(row['cluster'])['body'])
             toolkit, layout = self._prepare_job(key, row, spec, cluster_body)
             gpus = gpus_per_node(cluster_body['properties'].get('vmSize'))
