@@ -2,6 +2,7 @@
 through the real SDK: 429/503 retried after Retry-After (plus jitter), an add whose answer was lost counted once
 (TaskExists for the same task is success, for another task a failure), a token rejected at expiry asked again,
 and one list call per poll whatever the number of tasks."""
+import json
 import time
 
 import pytest
@@ -128,3 +129,40 @@ def test_without_retry_after_the_backoff_is_full_jitter_under_its_cap(draw, atte
     retry = _JitteredRetryAfter(max_retries=8, base_delay=0.5, max_delay=20.0, random=lambda: draw)
     delay = retry.backoff(attempt, _Answer({}))
     assert 0 <= delay <= min(20.0, 0.5 * 2 ** attempt)
+
+
+def _adds(double, job='j'):
+    return [r for r in double.requests if r.method == 'POST' and r.path == '/jobs/{}/addtaskcollection'.format(job)]
+
+
+def test_no_request_carries_more_than_100_tasks_whatever_the_caller_hands_over(double):  # pylint: disable=W0621
+    """Batch refuses a collection of more than 100 tasks whole (TooManyTasks): add_tasks splits what any caller
+    gives it (the scheduler's re-add of missing tasks after a restart handed over all of them at once)."""
+    api = _api(double, [])
+    _pool_and_job(api)
+    added = api.add_tasks('j', [_task('t{}'.format(i)) for i in range(250)])
+    assert set(added) == {'t{}'.format(i) for i in range(250)} and set(added.values()) == {None}
+    assert [len(r.body['value']) for r in _adds(double)] == [100, 100, 50]
+    with double.account.lock:
+        assert len(double.account.jobs['j'].tasks) == 250
+
+
+def test_request_size_is_measured_on_the_bytes_the_sdk_sends(double):  # pylint: disable=redefined-outer-name
+    """The SDK sends json.dumps's defaults (', ' and ': '): 4 tasks of 9,500 small environment variables each are
+    0.95 MB as compact JSON (one request by that count) but 1.1 MB as sent, which Batch refuses
+    (RequestBodyTooLarge, the double's 1 MiB): chunks are cut on what is sent, and the measure is the wire's."""
+    from azext_batchai_sweep.localservice.azurebatch import tasks
+    api = _api(double, [])
+    _pool_and_job(api)
+    variables = [{'name': 'V{}'.format(i % 10), 'value': 'b'} for i in range(9500)]
+    bodies = [dict(_task('a{}'.format(i)), environmentSettings=variables) for i in range(4)]
+    compact = len(json.dumps({'value': bodies}, separators=(',', ':')))
+    assert compact < tasks.MAX_ADD_BYTES < 1024 * 1024 < len(json.dumps({'value': bodies}))
+    for chunk in tasks.chunks(bodies):  # as the scheduler cuts them
+        assert set(api.add_tasks('j', chunk).values()) == {None}
+    assert set(api.add_tasks('j', [dict(_task('b'), environmentSettings=[{'name': 'V', 'value': '\u00e9'}])])
+               .values()) == {None}
+    sent = _adds(double)
+    assert len(sent) == 3 and all(r.status == 200 for r in sent)
+    for request in sent:  # the measure is the bytes on the wire, to the byte
+        assert request.length == tasks.request_bytes(request.body) <= tasks.MAX_ADD_BYTES

@@ -45,6 +45,34 @@ def test_a_task_stored_but_never_added_is_added_once_at_the_next_start(batch_ser
     assert svc.double.count('POST', adds) == 2  # the throttled add, then one applied add
 
 
+def test_more_than_100_tasks_missing_at_a_restart_are_added_in_requests_batch_takes(batch_service):  # noqa: W0621
+    """150 task ids stored, none added (the first add throttled when the service was killed): the next start's
+    re-add of what Batch lacks sends them in requests of at most 100 tasks (one of 150 is refused whole,
+    TooManyTasks, and was sent again every poll for ever)."""
+    svc = batch_service
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'c', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
+                  'batchai', '-p', 'not-used-0A!').exit_code == 0
+    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))
+    # Every add answered "server busy" while the 150 jobs are submitted: each pass stores the new jobs' task ids,
+    # and its add fails after the client's retries.
+    svc.double.faults.throttle(count=10 ** 6, retry_after=0, status=503, method='POST', path=adds)
+    write_sweep(svc.directory, 'many.yaml', 'true', list(range(150)))
+    assert svc.az('batchai', 'sweep', 'submit', *svc.group(), '-e', 'many', '-n', 's', '--spec', 'many.yaml', '-c',
+                  'c').exit_code == 0
+    wait_until(lambda: len(_stored_task_ids(svc.data_dir)) == 150, what='the 150 task ids are stored')
+    svc.kill()
+    svc.double.faults.clear()
+    assert tasks(svc.double) == [] and len(_stored_task_ids(svc.data_dir)) == 150
+
+    svc.start()
+    wait_until(lambda: len(tasks(svc.double)) == 150, timeout=60, what='the 150 tasks are added after the restart')
+    sizes = [len(r.body['value']) for r in svc.double.requests
+             if r.method == 'POST' and r.path.endswith('/addtaskcollection') and r.status == 200]
+    assert max(sizes) <= 100 and sum(sizes) == 150, sizes
+    refused = [r.status for r in svc.double.requests if r.path.endswith('/addtaskcollection') and r.status == 400]
+    assert refused == [], refused
+
+
 def test_a_cluster_left_deleting_loses_its_pool_at_the_next_start(batch_service):  # pylint: disable=W0621
     svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'gone', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',

@@ -21,7 +21,8 @@ from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retrie
 
 logger = logging.getLogger(__name__)
 
-# Batch's task collection add takes at most this many tasks per request (and a request of at most 1 MB).
+# Batch's task collection add takes at most this many tasks per request (and a request of at most 1 MB:
+# tasks.MAX_ADD_BYTES).
 MAX_TASKS_PER_ADD = 100
 # The fields of a task one poll reads: its state and what decides its outcome; nothing else (environment, command
 # line) travels back.
@@ -202,9 +203,28 @@ class BatchApi:
     # ---- tasks ------------------------------------------------------------------------------------------------
 
     def add_tasks(self, job_id, bodies):
-        """Add tasks in one collection add (at most MAX_TASKS_PER_ADD, already chunked by size); {task id: None
-        when added (or there already with the same command line), else (code, message)}. A task the add reports
-        failed with a server error is tried again, alone, by the same rules."""
+        """Add tasks; {task id: None when added (or there already: _same_task), else (code, message)}.
+
+        Whoever built the list, it goes in as many collection adds as Batch's limits need (tasks.chunks: at most
+        MAX_TASKS_PER_ADD tasks and tasks.MAX_ADD_BYTES as the SDK sends them), never one Batch refuses whole
+        (TooManyTasks, RequestBodyTooLarge); a task too large for any request is answered RequestTooLarge, the others
+        are added."""
+        from .tasks import MAX_ADD_BYTES, chunks, request_bytes  # pylint: disable=import-outside-toplevel
+        results, fit = {}, []
+        for body in bodies:
+            size = request_bytes({'value': [body]})
+            if size > MAX_ADD_BYTES:
+                results[body['id']] = ('RequestTooLarge', 'The task is {} bytes, more than a Batch request may carry '
+                                       '({}).'.format(size, MAX_ADD_BYTES))
+            else:
+                fit.append(body)
+        for chunk in chunks(fit, max_count=MAX_TASKS_PER_ADD, max_bytes=MAX_ADD_BYTES):
+            results.update(self._add_request(job_id, chunk))
+        return results
+
+    def _add_request(self, job_id, bodies):
+        """One collection add of tasks within Batch's limits; a task the add reports failed with a server error is
+        tried again, alone, by the same rules."""
         results = {}
         pending = list(bodies)
         for _ in range(self._retry.max_retries + 1):

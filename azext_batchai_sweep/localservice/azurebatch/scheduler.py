@@ -53,6 +53,9 @@ CLOCK_MARGIN_SECONDS = 120
 # formula) before it fails with Batch's error: never queued for ever (issue 31 rule 1), yet long enough for an
 # autoscale evaluation (5 minutes) and a retried allocation.
 UNRUNNABLE_SECONDS = 20 * 60
+# The statuses of a task add Batch refused as a request (400 TooManyTasks, InvalidRequestBody...; 413
+# RequestBodyTooLarge): never added by sending it again.
+REFUSED_WHOLE = (400, 413)
 
 
 @dataclass
@@ -383,6 +386,13 @@ class AzureBatchScheduler(SubmittingScheduler):
         try:
             results = self.api.add_tasks(batch_job, [body for _, body, _ in ready])
         except BatchCallError as ex:
+            if ex.status in REFUSED_WHOLE:
+                # Batch refused the request itself (its form or size): sent again it would be refused again, every
+                # poll for ever. Its jobs fail with Batch's reason.
+                for task, _, key in ready:
+                    self._fail_held(key, task, 'AzureBatchTaskAddFailed', 'Azure Batch refused the task add: {}'
+                                    .format(ex))
+                return
             # Nothing is known of this add: each task stays followed, unconfirmed; the next full poll adds again
             # those Batch does not have.
             logger.warning('adding %d tasks to Batch job %s failed: %s', len(ready), batch_job, ex)
@@ -454,9 +464,10 @@ class AzureBatchScheduler(SubmittingScheduler):
             body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
                                           task.layout, output_container_url=self._logs_url(cluster_body, spec))
             again.setdefault(task.batch_job, []).append((task, body, key))
-        for batch_job, ready in again.items():
+        for batch_job, ready in again.items():  # (as many adds as Batch's limits need, as at the first add)
             self._ensure_job(batch_job, ready[0][0].cluster)
-            self._add(batch_job, ready)
+            for chunk in self._chunks(ready):
+                self._add(batch_job, chunk)
 
     def _update(self, key, task, answer):
         task.confirmed = True

@@ -65,6 +65,7 @@ class Recorded:
     query: dict
     body: object
     status: int = None
+    length: int = 0  # the request body's bytes, as received
 
 
 class Faults:
@@ -85,6 +86,11 @@ class Faults:
         """The next `count` matching requests answer `status` (429 TooManyRequests, 503 ServerBusy) with a
         Retry-After of `retry_after` seconds, without being applied."""
         self._add('throttle', count, method, path, status=status, retry_after=retry_after)
+
+    def clear(self):
+        """Drop every rule not fired yet (throttles, answers, timeouts; resize errors stay)."""
+        with self._lock:
+            self._rules.clear()
 
     def answer(self, status, body, count=1, method=None, path=None):
         """The next `count` matching requests are applied, and answered `status` with `body` instead of the real
@@ -205,7 +211,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except ValueError:
                 self._error(BatchError(400, 'InvalidRequestBody', 'The request body is not valid JSON.'))
                 return
-        record = Recorded(self.command, path, query, body)
+        record = Recorded(self.command, path, query, body, length=len(raw))
         with double.lock:
             double.requests.append(record)
         try:
