@@ -8,6 +8,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from azext_batchai_sweep.localservice.azurebatch import node_wrapper
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
 from tests.azurebatch.double import BatchDouble
@@ -38,8 +39,14 @@ def _pool_and_job(api):
     api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
 
 
-def _task(task_id, command='/bin/true'):
-    return {'id': task_id, 'commandLine': command}
+def _task(task_id, command='/bin/true', job=None):
+    """A task body as tasks.task_body makes it, as far as its identity goes: the Batch AI job's name as its display
+    name and its launch settings (with the job's output path segment, which holds the job's uid) in its
+    environment. ``job``: that segment (default: one per task id)."""
+    job = job or 'sub/rg/ws/exp/{}/uid-1'.format(task_id)
+    spec = json.dumps({'name': job.split('/')[-2], 'props': {'jobOutputDirectoryPathSegment': job}})
+    return {'id': task_id, 'commandLine': command, 'displayName': job.split('/')[-2],
+            'environmentSettings': [{'name': node_wrapper.TASK_VARIABLE, 'value': spec}]}
 
 
 def test_throttling_is_retried_after_retry_after_with_jitter(double):  # pylint: disable=redefined-outer-name
@@ -63,8 +70,26 @@ def test_an_add_whose_answer_was_lost_is_counted_once(double):  # pylint: disabl
     assert api.add_tasks('j', [_task('a')]) == {'a': None}  # the retry's TaskExists for the same task: success
     with double.account.lock:
         assert list(double.account.jobs['j'].tasks) == ['a']
-    refused = api.add_tasks('j', [_task('a', '/bin/false'), _task('b')])  # another task of the same id
+    refused = api.add_tasks('j', [_task('a', job='sub/rg/ws/exp/other/uid-2'), _task('b')])  # another job, same id
     assert refused['b'] is None and refused['a'][0] == 'TaskExists'
+
+
+def test_task_exists_is_the_same_task_when_it_runs_the_same_job_whatever_its_command_line(double):  # noqa: W0621
+    """Every task's command line is the same wrapper: the job it runs (its display name and output path segment,
+    which holds the job's uid) decides whether a TaskExists answer is our own earlier add."""
+    api = _api(double, [])
+    _pool_and_job(api)
+    assert api.add_tasks('j', [_task('a'), _task('c')]) == {'a': None, 'c': None}
+    # the same job added again by a newer service whose wrapper's command line changed: a success
+    assert api.add_tasks('j', [_task('a', command='/bin/bash -c new-wrapper')]) == {'a': None}
+    # another incarnation of the job (deleted and created again: a new uid), the same command line: refused
+    again = api.add_tasks('j', [_task('c', job='sub/rg/ws/exp/c/uid-2')])
+    assert again['c'][0] == 'TaskExists' and 'another job' in again['c'][1]
+    # a task someone else put there under the id, without the service's launch settings: refused
+    double.client().create_task('j', {'id': 'x', 'commandLine': '/bin/true'})
+    assert api.add_tasks('j', [_task('x')])['x'][0] == 'TaskExists'
+    with double.account.lock:
+        assert sorted(double.account.jobs['j'].tasks) == ['a', 'c', 'x']
 
 
 def test_a_token_rejected_at_expiry_is_asked_again(double):  # pylint: disable=redefined-outer-name

@@ -199,3 +199,13 @@ def test_what_passes_the_submit_check_fits_at_the_add(env_bytes, secret_bytes, n
         assert env_bytes + secret_bytes > 4000 - (2100 if storage else 400)
         return
     assert list(tasks.chunks([real], max_bytes=max_bytes)) == [[real]]
+
+
+def test_a_task_identity_is_its_job_incarnation_not_its_command_line():
+    body = tasks.task_body('t1', job(), 'customToolkitSettings', CLUSTER, {}, payload=PAYLOAD)
+    other = tasks.task_body('t1', dict(job(), name='j2'), 'customToolkitSettings', CLUSTER, {}, payload=PAYLOAD)
+    assert body['commandLine'] == other['commandLine']  # the same wrapper for every task
+    assert tasks.task_identity(body) == ('j1', 'sub/rg/ws/exp/j1/0a1b') != tasks.task_identity(other)
+    # as Batch answers the task (environmentSettings as sent), and a task the service did not make
+    assert tasks.task_identity(json.loads(json.dumps(body))) == tasks.task_identity(body)
+    assert tasks.task_identity({'id': 't1', 'commandLine': body['commandLine']}) is None

@@ -8,7 +8,8 @@ Retries (core/service/retry.py's rules, the SDK's own retry policy off): throttl
 503...) and lost connections are retried with exponential backoff and full jitter, or after the answer's
 Retry-After plus a little jitter (so that many services throttled at once do not come back at once). Adds are
 idempotent by construction: task ids are deterministic, so a retried add whose first try was applied answers
-TaskExists, which counts as success when the task there has the same command line (the same job); PoolExists and
+TaskExists, which counts as success when the task there runs the same job (its job identity, tasks.task_identity;
+the command line is the same wrapper for every task); PoolExists and
 JobExists likewise for the cluster's pool and job. Deletes of what is gone already count as done.
 """
 import logging
@@ -259,13 +260,16 @@ class BatchApi:
         return results
 
     def _same_task(self, job_id, body):
-        """A TaskExists answer: None when the task there is the one we add (a retried or re-sent add: success),
-        else (code, message)."""
+        """A TaskExists answer: None when the task there runs the same job as the one we add (its job identity,
+        tasks.task_identity: a retried or re-sent add, a success), else (code, message)."""
+        from .tasks import task_identity  # pylint: disable=import-outside-toplevel
         there = _plain(self._call('get_task', lambda: self.client.get_task(
-            job_id, body['id'], select=['id', 'commandLine'], **NO_SDK_RETRY)))
-        if there and there.get('commandLine') == body.get('commandLine'):
+            job_id, body['id'], select=['id', 'displayName', 'environmentSettings'], **NO_SDK_RETRY)))
+        ours = task_identity(body)
+        if there and ours is not None and task_identity(there) == ours:
             return None
-        return ('TaskExists', 'Batch job {} already has a different task {}.'.format(job_id, body['id']))
+        return ('TaskExists', 'Batch job {} already has a task {} of another job ({}).'.format(
+            job_id, body['id'], (there or {}).get('displayName') or 'not made by this service'))
 
     def list_tasks(self, job_id, since=None):
         """One list call (all pages) for the tasks of a Batch job: those whose state changed at or after `since` (an

@@ -172,6 +172,20 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
     return body
 
 
+def task_identity(task):
+    """Which Batch AI job incarnation a task (an add body, or a task as Batch answers it) runs: its display name (the
+    job's name) and its job's output path segment (sub/rg/workspace/experiment/job/uid, unique to the incarnation)
+    from the launch settings in its environment; None for a task the service did not make. The command line cannot
+    tell: it is the same wrapper for every task."""
+    spec = next((e.get('value') for e in task.get('environmentSettings') or []
+                 if e.get('name') == node_wrapper.TASK_VARIABLE), None)
+    try:
+        segment = json.loads(spec)['props']['jobOutputDirectoryPathSegment']
+    except (TypeError, ValueError, KeyError):
+        return None
+    return task.get('displayName'), segment
+
+
 def batch_job_body(batch_job_id, pool_id):
     """The Batch job add JSON of a cluster's one Batch job: tasks run on its pool; the job stays active when its
     tasks complete (more come), and is terminated and deleted with the cluster."""
