@@ -27,7 +27,7 @@ def test_a_task_stored_but_never_added_is_added_once_at_the_next_start(batch_ser
     svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'c', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
                   'batchai', '-p', 'not-used-0A!').exit_code == 0
-    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))
+    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c', *LOCAL))
     # Batch answers the add "server busy, come back in a minute" without applying it: the service has stored the
     # task id and waits to retry when it is killed.
     svc.double.faults.throttle(count=1, retry_after=60, status=503, method='POST', path=adds)
@@ -52,7 +52,7 @@ def test_more_than_100_tasks_missing_at_a_restart_are_added_in_requests_batch_ta
     svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'c', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
                   'batchai', '-p', 'not-used-0A!').exit_code == 0
-    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c'))
+    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c', *LOCAL))
     # Every add answered "server busy" while the 150 jobs are submitted: each pass stores the new jobs' task ids,
     # and its add fails after the client's retries.
     svc.double.faults.throttle(count=10 ** 6, retry_after=0, status=503, method='POST', path=adds)
@@ -77,7 +77,7 @@ def test_a_cluster_left_deleting_loses_its_pool_at_the_next_start(batch_service)
     svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'gone', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1',
                   '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
-    pool = pool_id('batchai', 'local', 'gone')
+    pool = pool_id('batchai', 'local', 'gone', *LOCAL)
     assert pool in svc.double.account.pools
     svc.kill()
     # As a service killed right after accepting the delete left it: the cluster marked deleting, its pool there.

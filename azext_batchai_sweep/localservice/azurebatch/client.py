@@ -172,10 +172,10 @@ class BatchApi:
 
     def list_pools(self, prefix=None):
         """The pools (whose id starts with `prefix`; None: all the account's) with their size, node counts,
-        allocation state and resize errors."""
+        allocation state, resize errors and metadata (their owner: ownership.py)."""
         select = ['id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
                   'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale',
-                  'autoScaleRun', 'autoScaleEvaluationInterval']
+                  'autoScaleRun', 'autoScaleEvaluationInterval', 'metadata']
         query = {'select': select}
         if prefix is not None:
             query['filter'] = "startswith(id,'{}')".format(prefix.replace("'", "''"))
@@ -196,6 +196,11 @@ class BatchApi:
         """Add a Batch job; True when added, False when it existed already."""
         return self._call('create_job', lambda: self.client.create_job(body, **NO_SDK_RETRY) or True,
                           ok_codes=('JobExists',)) is not None
+
+    def get_job(self, job_id, select=None):
+        """The Batch job's JSON, or None when there is none."""
+        return _plain(self._call('get_job', lambda: self.client.get_job(job_id, select=select, **NO_SDK_RETRY),
+                                 ok_status=(404,)))
 
     def delete_job(self, job_id):
         self._call('delete_job', lambda: self.client.delete_job(job_id, **NO_SDK_RETRY),

@@ -31,14 +31,14 @@ class AbMapMapping:
     # ---- names.py: deterministic Batch ids ---------------------------------------------------------------------
 
     @staticmethod
-    def pool_id(prefix, workspace, cluster):
+    def pool_id(prefix, workspace, cluster, subscription, resource_group):
         from . import names  # pylint: disable=import-outside-toplevel
-        return names.pool_id(prefix, workspace, cluster)
+        return names.pool_id(prefix, workspace, cluster, subscription, resource_group)
 
     @staticmethod
-    def batch_job_id(prefix, workspace, cluster):
+    def batch_job_id(prefix, workspace, cluster, subscription, resource_group):
         from . import names  # pylint: disable=import-outside-toplevel
-        return names.batch_job_id(prefix, workspace, cluster)
+        return names.batch_job_id(prefix, workspace, cluster, subscription, resource_group)
 
     @staticmethod
     def task_id(job_key, incarnation=''):
