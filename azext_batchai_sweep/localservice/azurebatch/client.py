@@ -183,9 +183,9 @@ class BatchApi:
             **query, **NO_SDK_RETRY)])
 
     def list_nodes(self, pool_id):
-        """The nodes of a pool (id, state, start task's outcome)."""
+        """The nodes of a pool (id, state, start task's outcome, errors: why an unusable node is so)."""
         return self._call('list_nodes', lambda: [_plain(n) for n in self.client.list_nodes(
-            pool_id, select=['id', 'state', 'startTaskInfo'], **NO_SDK_RETRY)], ok_status=(404,)) or []
+            pool_id, select=['id', 'state', 'startTaskInfo', 'errors'], **NO_SDK_RETRY)], ok_status=(404,)) or []
 
     def list_supported_images(self):
         """The account's supported images (imageReference, nodeAgentSKUId, capabilities, end of life)."""
