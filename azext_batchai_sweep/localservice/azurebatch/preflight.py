@@ -243,7 +243,8 @@ def check_cluster(account, cluster_props, vm_skus, supported_images, today=None,
     warnings = list(quota.check_quota(sku, pools.max_nodes(cluster_props), node_priority, account, in_use,
                                       compute_usages) or [])
     image_reference = (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference')
-    image = images.choose_image(image_reference, supported_images, today, gpu=_gpus(sku) > 0)
+    image = images.choose_image(image_reference, supported_images, today, gpu=_gpus(sku) > 0,
+                                mpi=pools.max_nodes(cluster_props) > 1)
     return ClusterPlan(sku, node_priority, image, warnings + list(image.warnings))
 
 

@@ -39,6 +39,11 @@ SUPPORTED_IMAGES = [
      'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
      'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'],
      'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+    # Azure's Ubuntu HPC image (MPI libraries, NVIDIA drivers: Microsoft's "HPC VM images" page), which Batch
+    # lists with the 22.04 node agent: what multi-node and GPU clusters get by default.
+    {'imageReference': {'publisher': 'microsoft-dsvm', 'offer': 'ubuntu-hpc', 'sku': '2204', 'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux',
+     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled']},
 ]
 
 
