@@ -92,3 +92,25 @@ def test_a_cluster_left_deleting_loses_its_pool_at_the_next_start(batch_service)
     assert shown.exit_code == 3, shown.stdout + shown.stderr
     svc.double.account.wait(lambda: pool not in svc.double.account.pools or
                             svc.double.account.pools[pool].state == 'deleting', timeout=10)
+
+
+def test_a_task_add_batch_refuses_whole_fails_its_jobs_and_is_not_sent_again(batch_service):  # noqa: W0621
+    """Batch refuses the collection add as a request (400: nothing of it applied): sending it again would be refused
+    again every poll for ever; its jobs fail with Batch's reason instead."""
+    svc = batch_service
+    assert svc.az('batchai', 'cluster', 'create', '-n', 'c', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '1', '-u',
+                  'batchai', '-p', 'not-used-0A!').exit_code == 0
+    adds = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('batchai', 'local', 'c', *LOCAL))
+    svc.double.faults.refuse(400, 'InvalidRequestBody', 'The request body is invalid.', method='POST', path=adds)
+    write_sweep(svc.directory, 'r.yaml', 'echo loss={{X}}', [1])
+    target = [*svc.group(), '-e', 'ref', '-n', 's']
+    assert svc.az('batchai', 'sweep', 'submit', *target, '--spec', 'r.yaml', '-c', 'c').exit_code == 0
+    waited = svc.az('batchai', 'sweep', 'status', *target, '--wait', '--interval', '0.5', '--timeout', '60',
+                    '-o', 'json')
+    assert waited.exit_code == 4 and waited.json()['counts']['failed'] == 1, waited.stdout + waited.stderr
+    (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ref', '-o', 'json').json()
+    error = job['executionInfo']['errors'][0]
+    assert error['code'] == 'AzureBatchTaskAddFailed' and 'InvalidRequestBody' in error['message'], error
+    import time
+    time.sleep(2)  # ten polls: none sends the add again
+    assert svc.double.count('POST', adds) == 1 and tasks(svc.double) == []
