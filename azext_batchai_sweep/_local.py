@@ -142,7 +142,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
                        info.get('poolPrefix'))
         from ._local_azure_batch import cloud_shell_notes, in_cloud_shell
         if in_cloud_shell():
-            for note in cloud_shell_notes(data_dir):
+            for note in cloud_shell_notes(data_dir, info.get('poolPrefix')):
                 logger.warning('%s', note)
     elif (info.get('scheduler') or 'processes') != scheduler:
         logger.warning('The service already running on %s uses the %s scheduler: stop it first to change it.',

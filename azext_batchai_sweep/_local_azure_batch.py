@@ -25,19 +25,42 @@ def in_cloud_shell():
         os.environ.get('AZUREPS_HOST_ENVIRONMENT', '').lower().startswith('cloud-shell')
 
 
-def cloud_shell_notes(data_dir):
+def ephemeral_cloud_shell(home=None):
+    """Cloud Shell without a storage account (an ephemeral session): nothing of it outlives the session, its home
+    included. A session with storage mounts its file share as ~/clouddrive (Microsoft's "Persist files in Azure
+    Cloud Shell": the share is mounted as clouddrive in $HOME, and $HOME is kept in an image on that share); an
+    ephemeral one has none."""
+    home = home or os.path.expanduser('~')
+    return not os.path.isdir(os.path.join(home, 'clouddrive'))
+
+
+def cloud_shell_notes(data_dir, pool_prefix=None):
     """What `local start` of an Azure Batch service says in Cloud Shell: the service stops with the session, the
-    pools drain by themselves, and whether the data dir survives the session (Cloud Shell persists $HOME only)."""
+    pools drain by themselves, whether the data dir survives the session (a session with storage keeps $HOME only;
+    an ephemeral one keeps nothing), and the commands that clean up at Batch when it does not."""
     notes = ['Cloud Shell ends this service with the session (after 20 idle minutes): the Batch tasks run on and '
              'the pools drain to zero nodes by themselves (their autoscale formula deallocates after the tasks '
              'complete); "az batchai sweep local start" again re-attaches to the tasks and collects what finished.']
     home = os.path.realpath(os.path.expanduser('~'))
     real = os.path.realpath(data_dir)
-    if os.path.commonpath([home, real]) == home:
+    pools = '{}-'.format(pool_prefix or 'batchai')
+    cleanup = ('Before it ends, collect what you need and delete your clusters (their Batch pools and jobs go '
+               'too): az batchai cluster delete -n CLUSTER -g batchai-local -w local -y. Once it is gone, list what '
+               'stays on the Batch account with: az batch pool list --query "[?starts_with(id, \'{pools}\')].id" '
+               '-o tsv; and delete each: az batch pool delete --pool-id POOL; az batch job delete --job-id JOB (the '
+               'same ids).').format(pools=pools)
+    if ephemeral_cloud_shell():
+        notes.append('This Cloud Shell session has no storage account (an ephemeral session: no ~/clouddrive), so '
+                     'nothing of it outlives the session, your home and the data dir {} included: the jobs\' '
+                     'records, logs and outputs go with it, while the Batch pools, jobs and tasks stay (and bill) '
+                     'on the account, and a new session cannot re-attach to them. {} For a data dir that outlives '
+                     'the session, use Cloud Shell with a storage account.'.format(data_dir, cleanup))
+    elif os.path.commonpath([home, real]) == home:
         notes.append('Its data dir {} is under your persisted home: it outlives the session.'.format(data_dir))
     else:
         notes.append('Its data dir {} is outside your home ({}), which is all Cloud Shell keeps: jobs, logs and '
-                     'outputs there are lost with the session. Give --data-dir under {}.'.format(data_dir, home, home))
+                     'outputs there are lost with the session. Give --data-dir under {}. {}'.format(
+                         data_dir, home, home, cleanup))
     return notes
 
 

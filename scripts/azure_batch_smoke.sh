@@ -23,9 +23,11 @@
 #   TOKEN_HOUR=1     one more job, of 65 minutes, whose log is read after az's first token expired. Without it token
 #                    refresh past an hour is not checked.
 #
-# Each check says "ok: ..." or stops the script with "FAILED: <the reason>" (exit code 1); the cleanup runs in
-# every case and ends with no pool of POOL_PREFIX (exit code 1 when one is left). docs/azure-batch.md has the
-# expected output.
+# Checked: a cluster over the quota refused; the pool made with a supported image and this service recorded as its
+# owner (metadata); a 3-job sweep succeeds on Batch tasks and its metrics read back; the pool drains to 0 nodes;
+# `local stop` lists no pool holding nodes. Each check says "ok: ..." or stops the script with "FAILED: <the
+# reason>" (exit code 1); the cleanup runs in every case and ends with no pool of POOL_PREFIX (exit code 1 when one
+# is left). docs/azure-batch.md has the expected output.
 set -euo pipefail
 
 : "${BATCH_ACCOUNT:?set BATCH_ACCOUNT to the name of your Batch account}"
@@ -116,6 +118,12 @@ az batch pool list --account-name "$BATCH_ACCOUNT" --account-endpoint "$(batch_e
 pool="$(awk 'NR == 3 {print $1}' "$WORK/pool.txt")"
 [ -n "$pool" ] || fail "Batch has no pool $POOL_PREFIX-local-smoke-<hash> after cluster create"
 ok "pool $pool made with an image of the account's supported images"
+# The service's owner id (one per data dir) in the pool's metadata: no other service adopts or deletes it.
+owner="$(az batch pool show --pool-id "$pool" --account-name "$BATCH_ACCOUNT" --account-endpoint "$(batch_endpoint)" \
+    --query "metadata[?name=='batchai-sweep-owner'].value | [0]" -o tsv)"
+[ -n "$owner" ] && [ "$owner" = "$(cat "$DATA_DIR/azure-batch-owner")" ] \
+    || fail "pool $pool does not record this service as its owner (metadata batchai-sweep-owner: '${owner}')"
+ok "pool $pool records this service as its owner"
 
 step "a 3-job sweep: the pool grows at its next evaluation, the node boots, the tasks run"
 cat > "$WORK/sweep.yaml" <<YAML
@@ -197,3 +205,13 @@ while :; do
     sleep 5
 done
 ok "pool $pool has no node left"
+
+step "local stop: no pool of the service holds nodes (then local start again: the cleanup deletes the cluster)"
+holding="$(az batchai sweep local stop --data-dir "$DATA_DIR" --query "pools[?nodes > \`0\`].pool" -o tsv)" \
+    || fail "local stop failed (above)"
+STARTED=''
+[ -z "$holding" ] || fail "local stop lists pools still holding nodes: $holding"
+az batchai sweep local start --data-dir "$DATA_DIR" --scheduler azure-batch --batch-account "$BATCH_ACCOUNT" \
+    -g "$RESOURCE_GROUP" --pool-prefix "$POOL_PREFIX" -o none
+STARTED=1
+ok "local stop lists no pool holding nodes"

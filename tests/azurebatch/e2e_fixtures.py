@@ -24,6 +24,9 @@ from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable
 from tests.fixtures_az import AzRunner
 
 ACCOUNT, RESOURCE_GROUP = 'testacct', 'batch-rg'
+# The local service's own subscription and resource group (where `-g batchai-local` clusters live): the last two
+# parts of names.pool_id and batch_job_id for its clusters.
+LOCAL = ('00000000-0000-0000-0000-000000000000', 'batchai-local')
 FAST_TIMINGS = 'poll=0.2,pools=0.5,files=0.5,unrunnable=2'
 # What a new account's quotas would be after a quota increase: 100 dedicated vCPUs of the D-series v3 family.
 QUOTAS = {'dedicatedCoreQuota': 100, 'lowPriorityCoreQuota': 100,
@@ -260,4 +263,4 @@ def write_sweep(directory, name, command, values, **job):
 
 __all__ = ['arm_double', 'az_offline_login', 'batch_login', '_module_arm_double', '_module_offline_login',
            'batch_user', 'batch_service', 'BatchService', 'add_account', 'tasks', 'wait_until', 'write_sweep',
-           'ACCOUNT', 'RESOURCE_GROUP']
+           'ACCOUNT', 'RESOURCE_GROUP', 'LOCAL']

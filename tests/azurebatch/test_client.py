@@ -2,11 +2,13 @@
 through the real SDK: 429/503 retried after Retry-After (plus jitter), an add whose answer was lost counted once
 (TaskExists for the same task is success, for another task a failure), a token rejected at expiry asked again,
 and one list call per poll whatever the number of tasks."""
+import json
 import time
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from azext_batchai_sweep.localservice.azurebatch import node_wrapper
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
 from tests.azurebatch.double import BatchDouble
@@ -37,8 +39,14 @@ def _pool_and_job(api):
     api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
 
 
-def _task(task_id, command='/bin/true'):
-    return {'id': task_id, 'commandLine': command}
+def _task(task_id, command='/bin/true', job=None):
+    """A task body as tasks.task_body makes it, as far as its identity goes: the Batch AI job's name as its display
+    name and its launch settings (with the job's output path segment, which holds the job's uid) in its
+    environment. ``job``: that segment (default: one per task id)."""
+    job = job or 'sub/rg/ws/exp/{}/uid-1'.format(task_id)
+    spec = json.dumps({'name': job.split('/')[-2], 'props': {'jobOutputDirectoryPathSegment': job}})
+    return {'id': task_id, 'commandLine': command, 'displayName': job.split('/')[-2],
+            'environmentSettings': [{'name': node_wrapper.TASK_VARIABLE, 'value': spec}]}
 
 
 def test_throttling_is_retried_after_retry_after_with_jitter(double):  # pylint: disable=redefined-outer-name
@@ -62,8 +70,26 @@ def test_an_add_whose_answer_was_lost_is_counted_once(double):  # pylint: disabl
     assert api.add_tasks('j', [_task('a')]) == {'a': None}  # the retry's TaskExists for the same task: success
     with double.account.lock:
         assert list(double.account.jobs['j'].tasks) == ['a']
-    refused = api.add_tasks('j', [_task('a', '/bin/false'), _task('b')])  # another task of the same id
+    refused = api.add_tasks('j', [_task('a', job='sub/rg/ws/exp/other/uid-2'), _task('b')])  # another job, same id
     assert refused['b'] is None and refused['a'][0] == 'TaskExists'
+
+
+def test_task_exists_is_the_same_task_when_it_runs_the_same_job_whatever_its_command_line(double):  # noqa: W0621
+    """Every task's command line is the same wrapper: the job it runs (its display name and output path segment,
+    which holds the job's uid) decides whether a TaskExists answer is our own earlier add."""
+    api = _api(double, [])
+    _pool_and_job(api)
+    assert api.add_tasks('j', [_task('a'), _task('c')]) == {'a': None, 'c': None}
+    # the same job added again by a newer service whose wrapper's command line changed: a success
+    assert api.add_tasks('j', [_task('a', command='/bin/bash -c new-wrapper')]) == {'a': None}
+    # another incarnation of the job (deleted and created again: a new uid), the same command line: refused
+    again = api.add_tasks('j', [_task('c', job='sub/rg/ws/exp/c/uid-2')])
+    assert again['c'][0] == 'TaskExists' and 'another job' in again['c'][1]
+    # a task someone else put there under the id, without the service's launch settings: refused
+    double.client().create_task('j', {'id': 'x', 'commandLine': '/bin/true'})
+    assert api.add_tasks('j', [_task('x')])['x'][0] == 'TaskExists'
+    with double.account.lock:
+        assert sorted(double.account.jobs['j'].tasks) == ['a', 'c', 'x']
 
 
 def test_a_token_rejected_at_expiry_is_asked_again(double):  # pylint: disable=redefined-outer-name
@@ -151,3 +177,40 @@ def test_the_autoscale_interval_goes_as_the_recordings_write_it(double):  # pyli
     assert sent[0].body['autoScaleEvaluationInterval'] == 'PT5M'
     assert re.fullmatch(r'PT\d+M', recorded_body['autoScaleEvaluationInterval'])
     assert api.get_pool('p')['autoScaleEvaluationInterval'] == 'PT5M'
+
+
+def _adds(double, job='j'):
+    return [r for r in double.requests if r.method == 'POST' and r.path == '/jobs/{}/addtaskcollection'.format(job)]
+
+
+def test_no_request_carries_more_than_100_tasks_whatever_the_caller_hands_over(double):  # pylint: disable=W0621
+    """Batch refuses a collection of more than 100 tasks whole (TooManyTasks): add_tasks splits what any caller
+    gives it (the scheduler's re-add of missing tasks after a restart handed over all of them at once)."""
+    api = _api(double, [])
+    _pool_and_job(api)
+    added = api.add_tasks('j', [_task('t{}'.format(i)) for i in range(250)])
+    assert set(added) == {'t{}'.format(i) for i in range(250)} and set(added.values()) == {None}
+    assert [len(r.body['value']) for r in _adds(double)] == [100, 100, 50]
+    with double.account.lock:
+        assert len(double.account.jobs['j'].tasks) == 250
+
+
+def test_request_size_is_measured_on_the_bytes_the_sdk_sends(double):  # pylint: disable=redefined-outer-name
+    """The SDK sends json.dumps's defaults (', ' and ': '): 4 tasks of 9,500 small environment variables each are
+    0.95 MB as compact JSON (one request by that count) but 1.1 MB as sent, which Batch refuses
+    (RequestBodyTooLarge, the double's 1 MiB): chunks are cut on what is sent, and the measure is the wire's."""
+    from azext_batchai_sweep.localservice.azurebatch import tasks
+    api = _api(double, [])
+    _pool_and_job(api)
+    variables = [{'name': 'V{}'.format(i % 10), 'value': 'b'} for i in range(9500)]
+    bodies = [dict(_task('a{}'.format(i)), environmentSettings=variables) for i in range(4)]
+    compact = len(json.dumps({'value': bodies}, separators=(',', ':')))
+    assert compact < tasks.MAX_ADD_BYTES < 1024 * 1024 < len(json.dumps({'value': bodies}))
+    for chunk in tasks.chunks(bodies):  # as the scheduler cuts them
+        assert set(api.add_tasks('j', chunk).values()) == {None}
+    assert set(api.add_tasks('j', [dict(_task('b'), environmentSettings=[{'name': 'V', 'value': '\u00e9'}])])
+               .values()) == {None}
+    sent = _adds(double)
+    assert len(sent) == 3 and all(r.status == 200 for r in sent)
+    for request in sent:  # the measure is the bytes on the wire, to the byte
+        assert request.length == tasks.request_bytes(request.body) <= tasks.MAX_ADD_BYTES

@@ -63,7 +63,7 @@ def test_two_node_job_is_a_multi_instance_task(batch_service):  # pylint: disabl
     svc = batch_service
     assert svc.az('batchai', 'cluster', 'create', '-n', 'mpi', *svc.group(), '-s', 'Standard_D2s_v3', '-t', '2',
                   '-u', 'batchai', '-p', 'not-used-0A!').exit_code == 0
-    assert svc.double.account.pools[pool_id('batchai', 'local', 'mpi')].body['enableInterNodeCommunication']
+    assert svc.double.account.pools[pool_id('batchai', 'local', 'mpi', *LOCAL)].body['enableInterNodeCommunication']
     write_sweep(svc.directory, 'm.yaml', 'echo hosts=$(wc -l < $AZ_BATCHAI_MPI_HOST_FILE) loss={{X}}', [1],
                 nodeCount=2)
     target = [*svc.group(), '-e', 'multi', '-n', 'm']
@@ -81,7 +81,7 @@ def test_autoscale_pool_grows_for_work_and_drains_to_zero(batch_service):  # pyl
     created = svc.az('batchai', 'cluster', 'create', '-n', 'auto', *svc.group(), '-s', 'Standard_D2s_v3', '--min',
                      '0', '--max', '2', '-u', 'batchai', '-p', 'not-used-0A!')
     assert created.exit_code == 0, created.stderr
-    pool = svc.double.account.pools[pool_id('batchai', 'local', 'auto')]
+    pool = svc.double.account.pools[pool_id('batchai', 'local', 'auto', *LOCAL)]
     assert pool.body['enableAutoScale'] and 'taskcompletion' in pool.body['autoScaleFormula']
     write_sweep(svc.directory, 'a.yaml', 'echo loss={{X}}', [1, 2])
     target = [*svc.group(), '-e', 'auto', '-n', 'a']
@@ -140,7 +140,7 @@ def test_a_cluster_whose_batch_job_is_refused_leaves_no_pool(batch_service):  # 
                      '-u', 'batchai', '-p', 'not-used-0A!')
     assert refused.exit_code != 0 and 'ActiveJobAndScheduleQuotaReached' in refused.stderr, refused.stderr
     assert 'its pool was deleted' in refused.stderr
-    pool = pool_id('batchai', 'local', 'nojob')
+    pool = pool_id('batchai', 'local', 'nojob', *LOCAL)
     svc.double.account.wait(lambda: pool not in svc.double.account.pools or
                             svc.double.account.pools[pool].state == 'deleting')
     shown = svc.az('batchai', 'cluster', 'show', '-n', 'nojob', *svc.group())

@@ -78,8 +78,8 @@ def test_local_service_on_azure_batch_survives_sigkill(batch_user):  # pylint: d
                  'batchai', '-p', 'not-used-0A!')
     assert created.exit_code == 0, created.stderr
     assert 'job slots on this machine' not in created.stderr  # a real pool: its VM size and nodes are used
-    assert list(double.account.pools) == [pool_id('lab', 'local', 'c1')]
-    adds_path = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('lab', 'local', 'c1'))
+    assert list(double.account.pools) == [pool_id('lab', 'local', 'c1', *LOCAL)]
+    adds_path = '^/jobs/{}/addtaskcollection$'.format(batch_job_id('lab', 'local', 'c1', *LOCAL))
 
     gate = os.path.join(svc.directory, 'gate')
     write_sweep(svc.directory, 'sweep.yaml',
@@ -152,7 +152,7 @@ def test_resize_and_auto_scale_reach_the_pool(batch_service):  # pylint: disable
     group = batch_service.group()
     assert az('batchai', 'cluster', 'create', '-n', 'r', *group, '-s', 'Standard_D2s_v3', '-t', '2', '-u', 'batchai',
               '-p', 'not-used-0A!').exit_code == 0
-    pool = double.account.pools[pool_id('batchai', 'local', 'r')]
+    pool = double.account.pools[pool_id('batchai', 'local', 'r', *LOCAL)]
     usages = az('batchai', 'list-usages', '-l', 'eastus', '-o', 'json')
     assert usages.exit_code == 0, usages.stderr
     usages = {u['name']['value']: (u['currentValue'], u['limit']) for u in usages.json()}

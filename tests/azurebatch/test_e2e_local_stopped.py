@@ -4,6 +4,8 @@ the session and the pools drain by themselves, and where the data dir is; with t
 ends it), `local status` and `local stop` still list the pools holding nodes, from the data dir's record of the
 last reading, with its time. The user's path: az's offline login, `local start --scheduler azure-batch
 --batch-account`, every Batch call through Prism (e2e_fixtures.py; the lifecycle double is TEST CODE)."""
+import os
+
 import pytest
 
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
@@ -18,7 +20,9 @@ def _local(svc, command):
 @pytest.mark.parametrize('cloud_shell', [{'ACC_CLOUD': 'PROD'}, {'AZUREPS_HOST_ENVIRONMENT': 'cloud-shell/1.0'}])
 def test_pools_holding_nodes_are_listed_after_the_service_is_gone(batch_user, cloud_shell):  # pylint: disable=W0621
     svc = batch_user
-    # The data dir is under HOME, as ~/.azure is in Cloud Shell (the only folder it keeps).
+    # The data dir is under HOME, as ~/.azure is in Cloud Shell (the only folder it keeps, in a session with a
+    # storage account: its share mounted as ~/clouddrive).
+    os.makedirs(os.path.join(svc.directory, 'clouddrive'), exist_ok=True)
     started = svc.start(env=dict(cloud_shell, HOME=svc.directory))
     assert 'Cloud Shell ends this service with the session' in started.stderr
     assert 'the pools drain to zero nodes by themselves' in started.stderr
@@ -46,3 +50,14 @@ def test_outside_cloud_shell_local_start_says_nothing_of_it(batch_user):  # pyli
     assert 'Cloud Shell' not in started.stderr
     status = _local(batch_user, 'status')
     assert status.exit_code == 0 and status.json()['pools'] == [], status.stderr
+
+
+def test_an_ephemeral_cloud_shell_session_is_said_with_the_cleanup_commands(batch_user):  # pylint: disable=W0621
+    """Cloud Shell without a storage account (no ~/clouddrive): `local start` says nothing outlives the session, not
+    that the data dir under home does, and names the commands that delete what stays at Batch."""
+    svc = batch_user
+    started = svc.start('--pool-prefix', 'eph', env={'ACC_CLOUD': 'PROD', 'HOME': svc.directory})
+    assert 'no storage account (an ephemeral session' in started.stderr, started.stderr
+    assert 'is under your persisted home' not in started.stderr
+    assert 'az batchai cluster delete -n CLUSTER' in started.stderr
+    assert "starts_with(id, 'eph-')" in started.stderr

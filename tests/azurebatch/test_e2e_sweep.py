@@ -31,7 +31,7 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
 
     created = _cluster(svc, 'c1')
     assert created.exit_code == 0, created.stderr
-    pool, job = pool_id('batchai', 'local', 'c1'), batch_job_id('batchai', 'local', 'c1')
+    pool, job = pool_id('batchai', 'local', 'c1', *LOCAL), batch_job_id('batchai', 'local', 'c1', *LOCAL)
     assert list(svc.double.account.pools) == [pool]
     assert svc.double.account.pools[pool].body['vmSize'] == 'Standard_D2s_v3'
 
@@ -83,7 +83,7 @@ def test_terminate_ends_the_batch_task(batch_service):  # pylint: disable=redefi
     (task,) = tasks(svc.double)
     wait_until(lambda: task.state == 'completed', what='the Batch task is terminated')
     assert svc.double.count('POST', '^/jobs/{}/tasks/[^/]+/terminate$'.format(
-        batch_job_id('batchai', 'local', 'c2'))) == 1
+        batch_job_id('batchai', 'local', 'c2', *LOCAL))) == 1
     (job,) = svc.az('batchai', 'job', 'list', *svc.group(), '-e', 'ab', '-o', 'json').json()
     assert job['executionState'] == 'failed' and job['executionInfo']['errors'][0]['code'] == 'JobTerminated'
     streamed = svc.az('batchai', 'job', 'file', 'stream', *svc.group(), '-e', 'ab', '-j', job['name'], '-f',

@@ -95,7 +95,7 @@ def test_a_job_on_a_pool_whose_nodes_fail_their_start_task_fails_with_its_error(
     shown = svc.az('batchai', 'cluster', 'show', '-n', 'badsetup', *svc.group(), '-o', 'json').json()
     assert 'SetupTaskFailed' in [e['code'] for e in shown['errors']]
     assert tasks(svc.double) == []  # removed from Batch: it never starts later
-    assert pool_id('batchai', 'local', 'badsetup') in svc.double.account.pools
+    assert pool_id('batchai', 'local', 'badsetup', *LOCAL) in svc.double.account.pools
 
 
 WAITING_LINE = re.compile(r'^WARNING: \d queued jobs?: waiting for the pool \(next evaluation (about \d\d:\d\d UTC|due '

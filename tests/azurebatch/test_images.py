@@ -91,10 +91,10 @@ def supported_lists(draw):
 
 
 @settings(max_examples=300, deadline=None)
-@given(supported_lists(), st.booleans())
-def test_the_default_choice_is_always_a_current_linux_entry_of_the_list_with_its_own_node_agent(supported, gpu):
+@given(supported_lists(), st.booleans(), st.booleans())
+def test_the_default_choice_is_always_a_current_linux_entry_of_the_list_with_its_own_node_agent(supported, gpu, mpi):
     try:
-        chosen = images.choose_image(None, supported, TODAY, gpu=gpu)
+        chosen = images.choose_image(None, supported, TODAY, gpu=gpu, mpi=mpi)
     except Refusal:
         assert not any(e['osType'] == 'linux' and 'ubuntu' in e['imageReference']['offer'] and (
             'batchSupportEndOfLife' not in e or e['batchSupportEndOfLife'][:10] > TODAY.isoformat())
@@ -105,6 +105,21 @@ def test_the_default_choice_is_always_a_current_linux_entry_of_the_list_with_its
         {k: chosen.image_reference[k] for k in ('publisher', 'offer', 'sku')}
     assert entry['osType'] == 'linux'
     assert 'batchSupportEndOfLife' not in entry or entry['batchSupportEndOfLife'][:10] > TODAY.isoformat()
+    # a cluster of several nodes gets an image with MPI whenever the list has a current one
+    if mpi and any(e['osType'] == 'linux' and images.has_mpi(e['imageReference']) and (
+            'batchSupportEndOfLife' not in e or e['batchSupportEndOfLife'][:10] > TODAY.isoformat())
+            for e in supported):
+        assert images.has_mpi(chosen.image_reference)
+
+
+def test_a_multi_node_cluster_gets_an_hpc_image_with_mpi_by_default():
+    assert images.choose_image(None, SUPPORTED, TODAY, mpi=True).image_reference['offer'] == 'ubuntu-hpc'
+    single = images.choose_image(None, SUPPORTED, TODAY)
+    assert single.image_reference['offer'] == 'ubuntu-24_04-lts' and not images.has_mpi(single.image_reference)
+    # no HPC image offered: the usual Ubuntu (multi-node jobs are then refused at submit: mapping.check_job)
+    assert not images.has_mpi(images.choose_image(None, [JAMMY], TODAY, mpi=True).image_reference)
+    assert images.has_mpi({'publisher': 'almalinux', 'offer': 'almalinux-hpc', 'sku': '8_7-hpc-gen2'})
+    assert not images.has_mpi({'publisher': 'canonical', 'offer': 'hpcless-ubuntu', 'sku': 'x'})
 
 
 @settings(max_examples=300, deadline=None)

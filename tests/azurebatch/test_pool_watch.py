@@ -58,12 +58,15 @@ def test_the_pools_record_round_trips_and_a_missing_one_is_none(tmp_path):
 
 
 def test_cloud_shell_notes_say_whether_the_data_dir_outlives_the_session(tmp_path, monkeypatch):
+    """A session with a storage account mounts its share as ~/clouddrive and keeps $HOME (Microsoft's "Persist files
+    in Azure Cloud Shell"): a data dir under home outlives the session, one outside does not."""
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
-    (tmp_path / 'home').mkdir()
+    (tmp_path / 'home' / 'clouddrive').mkdir(parents=True)
     inside = cloud_shell_notes(str(tmp_path / 'home' / '.azure' / 'local'))
     assert 'drain to zero nodes by themselves' in inside[0] and 'under your persisted home' in inside[1]
-    outside = cloud_shell_notes(str(tmp_path / 'elsewhere'))
+    outside = cloud_shell_notes(str(tmp_path / 'elsewhere'), 'lab')
     assert 'lost with the session' in outside[1] and 'Give --data-dir under' in outside[1]
+    assert "starts_with(id, 'lab-')" in outside[1] and 'az batch pool delete --pool-id POOL' in outside[1]
 
 
 def test_before_the_first_autoscale_run_the_note_gives_the_evaluation():
@@ -84,3 +87,17 @@ def test_a_partial_pool_says_it_waits_for_a_node_not_that_it_cannot_grow():
     assert pool_watch.waiting_note(pool, running, now=NOW) == 'waiting for a node of the pool'
     assert 'cannot grow (ResizeStopped)' in pool_watch.waiting_note(pool, running, now=NOW, needed=2)
     assert 'cannot grow (ResizeStopped)' in pool_watch.waiting_note(dict(pool, currentDedicatedNodes=0), now=NOW)
+
+
+
+
+def test_an_ephemeral_cloud_shell_is_said_and_nothing_said_to_outlive_it(tmp_path, monkeypatch):
+    """Cloud Shell without a storage account (no ~/clouddrive): even a data dir under home is lost with the session;
+    the notes say so, and name the commands that delete what stays at Batch."""
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    (tmp_path / 'home').mkdir()
+    notes = cloud_shell_notes(str(tmp_path / 'home' / '.azure' / 'local'), 'ci')
+    assert 'no storage account (an ephemeral session' in notes[1]
+    assert not any('outlives the session.' in n and 'persisted home' in n for n in notes)
+    assert 'az batchai cluster delete -n CLUSTER -g batchai-local -w local -y' in notes[1]
+    assert "starts_with(id, 'ci-')" in notes[1] and 'az batch job delete --job-id JOB' in notes[1]

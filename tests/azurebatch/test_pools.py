@@ -122,10 +122,15 @@ def test_spot_targets_in_the_formula_for_a_user_subscription_account():
     assert pools.autoscale_parameters(body['autoScaleFormula'])['target'] == '$TargetLowPriorityNodes'
 
 
-def test_low_priority_on_a_batch_service_account_is_refused_never_made_dedicated():
-    with pytest.raises(Refusal, match='retired on 2025-09-30') as refused:
-        pools.pool_body('p1', cluster(vmPriority='lowpriority'), BATCH_SERVICE, IMAGE, False, TODAY)
-    assert 'dedicated' in refused.value.reason and 'UserSubscription' in refused.value.reason
+def test_low_priority_on_a_batch_service_account_is_spot_through_the_same_fields_never_dedicated():
+    """After low-priority's retirement (2025-09-30) a Batch-service account gets Spot nodes in the same fields
+    (batch-spot-vms.md as updated in 2026)."""
+    auto = pools.pool_body('p1', cluster(vmPriority='lowpriority'), BATCH_SERVICE, IMAGE, False, TODAY)
+    assert pools.autoscale_parameters(auto['autoScaleFormula'])['target'] == '$TargetLowPriorityNodes'
+    assert pools.autoscale_parameters(auto['autoScaleFormula'])['other'] == '$TargetDedicatedNodes'
+    manual = pools.pool_body('p1', cluster(vmPriority='lowpriority', scaleSettings={'manual': {'targetNodeCount': 2}}),
+                             BATCH_SERVICE, IMAGE, False, TODAY)
+    assert manual['targetLowPriorityNodes'] == 2 and 'targetDedicatedNodes' not in manual
 
 
 def test_multi_node_clusters_get_inter_node_communication_one_slot_per_node_and_whole_jobs_of_nodes():

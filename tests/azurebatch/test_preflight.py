@@ -286,10 +286,14 @@ def test_quota_counts_what_other_pools_hold():
     assert "leaves 2 (limit 8, in use 6)" in refusal.reason
 
 
-def test_low_priority_on_a_batch_service_account_after_its_retirement():
-    refusal = _refused(_check, _batch_service(lowPriorityCoreQuota=100), _cluster(priority='lowpriority'))
-    assert refusal.code == 'LowPriorityUnavailable'
-    assert 'Batch retired on 2025-09-30' in refusal.reason
+def test_low_priority_on_a_batch_service_account_after_its_retirement_is_spot_on_the_account_quota():
+    """batch-spot-vms.md after the retirement: Spot nodes on a Batch-service account; batch-quota-limit.md: for Spot
+    nodes Batch enforces only the account's total (lowPriorityCoreQuota), whatever the family's dedicated quota."""
+    plan = _check(_batch_service(lowPriorityCoreQuota=100), _cluster(priority='lowpriority'))
+    assert plan.priority.kind == 'spot'
+    refusal = _refused(_check, _batch_service(lowPriorityCoreQuota=6, dedicatedCoreQuota=1000),
+                       _cluster(priority='lowpriority', max_nodes=4))
+    assert 'Spot/low-priority vCPUs (Batch account)' in refusal.reason
 
 
 def test_spot_on_a_user_subscription_account_uses_the_subscription_quota(batch_login, arm_target, credential):

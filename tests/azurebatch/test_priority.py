@@ -23,14 +23,16 @@ def test_user_subscription_accounts_get_spot(mode):
     assert got.kind == 'spot' and got.preemptible and got.target_property == 'targetLowPriorityNodes'
 
 
-def test_batch_service_accounts_got_low_priority_until_its_retirement_then_a_refusal():
+def test_batch_service_accounts_got_low_priority_until_its_retirement_then_spot_through_the_same_fields():
+    """Microsoft's batch-spot-vms.md as updated after the retirement of low-priority VMs (MicrosoftDocs/azure-docs
+    PR 314716, 2026): a Batch pool may hold Spot VMs whatever the account's allocation mode, through
+    targetLowPriorityNodes / $TargetLowPriorityNodes, on the account's Spot/low-priority vCPU quota."""
     assert priority.node_priority('lowpriority', {'poolAllocationMode': 'BatchService'}, BEFORE).kind == \
         'lowpriority'
-    for account in ({'poolAllocationMode': 'BatchService'}, {}):
-        with pytest.raises(Refusal) as refused:
-            priority.node_priority('LowPriority', account, AFTER)
-        assert refused.value.code == 'LowPriorityUnavailable'
-        assert 'Spot' in refused.value.reason and "'dedicated'" in refused.value.reason
+    for account in ({'poolAllocationMode': 'BatchService'}, {'poolAllocationMode': 'batch_service'}, {}):
+        got = priority.node_priority('LowPriority', account, AFTER)
+        assert got == priority.SPOT and got.preemptible
+        assert (got.target_property, got.formula_variable) == ('targetLowPriorityNodes', '$TargetLowPriorityNodes')
 
 
 def test_an_unknown_priority_is_refused():

@@ -49,7 +49,9 @@ def test_the_smoke_script_runs_to_the_end_against_the_double(batch_user):  # pyl
     done = run_script(batch_user)
     assert done.returncode == 0, done.stdout + done.stderr
     checks = re.findall(r'^ok: (.*)$', done.stdout, re.M)
-    assert len(checks) == 6 and 'refused, naming the quota' in checks, done.stdout
+    assert len(checks) == 8 and 'refused, naming the quota' in checks, done.stdout
+    assert re.search(r'^ok: pool smoke-local-smoke-\w+ records this service as its owner$', done.stdout, re.M)
+    assert 'ok: local stop lists no pool holding nodes' in done.stdout
     assert 'ok: 3 jobs succeeded on Batch tasks' in done.stdout
     assert "ok: the 3 jobs' metrics read back" in done.stdout
     assert re.search(r'^ok: pool smoke-local-smoke-\w+ has no node left$', done.stdout, re.M), done.stdout

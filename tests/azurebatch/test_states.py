@@ -3,7 +3,7 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import states
+from azext_batchai_sweep.localservice.azurebatch import pool_watch, states
 from tests.azurebatch.batch_shapes import validate
 
 
@@ -139,3 +139,35 @@ def test_before_its_first_autoscale_run_a_pool_is_evaluated_at_once():
     ran = dict(pool, autoScaleRun={'timestamp': '2024-03-21T23:32:21.0096445Z'})
     assert states.next_evaluation(ran, now) == datetime.datetime(2024, 3, 21, 23, 40, 21, 9644,
                                                                  tzinfo=datetime.timezone.utc)
+
+
+# A node whose storage mount failed, as Microsoft documents it (virtual-file-mount.md, "Diagnose mount errors": the
+# node's state is set to unusable, its ComputeNodeError says why; shown there as "Mount Configuration Error | An
+# error was encountered while configuring specified mount(s)" with Message and MountConfigurationPath). No public
+# recording holds one: the shape is the spec's ComputeNode.errors (validated below), the words the page's.
+MOUNT_FAILED = {'id': 'tvmps_1_d', 'state': 'unusable', 'errors': [{
+    'code': 'MountConfigurationError', 'message': 'An error was encountered while configuring specified mount(s)',
+    'errorDetails': [{'name': 'Message', 'value': 'mount error(13): Permission denied'},
+                     {'name': 'MountConfigurationPath', 'value': 'afs'}]}]}
+
+
+def test_an_unusable_node_with_errors_is_a_cluster_error_naming_the_mount_causes():
+    validate('ComputeNode', MOUNT_FAILED)
+    state = states.cluster_state({'allocationState': 'steady', 'currentDedicatedNodes': 1}, [MOUNT_FAILED])
+    (error,) = state['errors']
+    assert error['code'] == 'MountConfigurationError' and state['nodeStateCounts']['unusableNodeCount'] == 1
+    assert 'Node tvmps_1_d is unusable' in error['message'] and 'Permission denied' in error['message']
+    assert 'allowSharedKeyAccess' in error['message'] and 'port 445' in error['message']
+    assert error['details'] == MOUNT_FAILED['errors'][0]['errorDetails']
+
+
+def test_every_node_unusable_with_errors_is_a_pool_that_cannot_grow_like_start_task_failures():
+    setup_failed = {'id': 'n2', 'state': 'starttaskfailed', 'startTaskInfo': {
+        'state': 'completed', 'exitCode': 3, 'failureInfo': {'category': 'usererror', 'code': 'FailureExitCode'}}}
+    pool = {'allocationState': 'steady', 'currentDedicatedNodes': 2}
+    assert states.cannot_grow(pool, [MOUNT_FAILED])['code'] == 'MountConfigurationError'
+    assert states.cannot_grow(pool, [MOUNT_FAILED, setup_failed])['code'] == 'MountConfigurationError'
+    # one node can still run the job, or the unusable node says nothing (Batch may recover it): wait on
+    assert states.cannot_grow(pool, [MOUNT_FAILED, {'id': 'n3', 'state': 'idle'}]) is None
+    assert states.cannot_grow(pool, [{'id': 'n4', 'state': 'unusable'}]) is None
+    assert 'cannot grow (MountConfigurationError)' in pool_watch.waiting_note(pool, [MOUNT_FAILED])

@@ -8,7 +8,8 @@ Retries (core/service/retry.py's rules, the SDK's own retry policy off): throttl
 503...) and lost connections are retried with exponential backoff and full jitter, or after the answer's
 Retry-After plus a little jitter (so that many services throttled at once do not come back at once). Adds are
 idempotent by construction: task ids are deterministic, so a retried add whose first try was applied answers
-TaskExists, which counts as success when the task there has the same command line (the same job); PoolExists and
+TaskExists, which counts as success when the task there runs the same job (its job identity, tasks.task_identity;
+the command line is the same wrapper for every task); PoolExists and
 JobExists likewise for the cluster's pool and job. Deletes of what is gone already count as done.
 """
 import logging
@@ -22,7 +23,8 @@ from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retrie
 
 logger = logging.getLogger(__name__)
 
-# Batch's task collection add takes at most this many tasks per request (and a request of at most 1 MB).
+# Batch's task collection add takes at most this many tasks per request (and a request of at most 1 MB:
+# tasks.MAX_ADD_BYTES).
 MAX_TASKS_PER_ADD = 100
 # The fields of a task one poll reads: its state and what decides its outcome; nothing else (environment, command
 # line) travels back.
@@ -183,10 +185,10 @@ class BatchApi:
 
     def list_pools(self, prefix=None):
         """The pools (whose id starts with `prefix`; None: all the account's) with their size, node counts,
-        allocation state and resize errors."""
+        allocation state, resize errors and metadata (their owner: ownership.py)."""
         select = ['id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
                   'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale',
-                  'autoScaleRun', 'autoScaleEvaluationInterval']
+                  'autoScaleRun', 'autoScaleEvaluationInterval', 'metadata']
         query = {'select': select}
         if prefix is not None:
             query['filter'] = "startswith(id,'{}')".format(prefix.replace("'", "''"))
@@ -194,9 +196,9 @@ class BatchApi:
             **query, **NO_SDK_RETRY)])
 
     def list_nodes(self, pool_id):
-        """The nodes of a pool (id, state, start task's outcome)."""
+        """The nodes of a pool (id, state, start task's outcome, errors: why an unusable node is so)."""
         return self._call('list_nodes', lambda: [_plain(n) for n in self.client.list_nodes(
-            pool_id, select=['id', 'state', 'startTaskInfo'], **NO_SDK_RETRY)], ok_status=(404,)) or []
+            pool_id, select=['id', 'state', 'startTaskInfo', 'errors'], **NO_SDK_RETRY)], ok_status=(404,)) or []
 
     def list_supported_images(self):
         """The account's supported images (imageReference, nodeAgentSKUId, capabilities, end of life)."""
@@ -208,6 +210,11 @@ class BatchApi:
         return self._call('create_job', lambda: self.client.create_job(body, **NO_SDK_RETRY) or True,
                           ok_codes=('JobExists',)) is not None
 
+    def get_job(self, job_id, select=None):
+        """The Batch job's JSON, or None when there is none."""
+        return _plain(self._call('get_job', lambda: self.client.get_job(job_id, select=select, **NO_SDK_RETRY),
+                                 ok_status=(404,)))
+
     def delete_job(self, job_id):
         self._call('delete_job', lambda: self.client.delete_job(job_id, **NO_SDK_RETRY),
                    ok_codes=('JobNotFound', 'JobBeingDeleted'), ok_status=(404,))
@@ -215,9 +222,28 @@ class BatchApi:
     # ---- tasks ------------------------------------------------------------------------------------------------
 
     def add_tasks(self, job_id, bodies):
-        """Add tasks in one collection add (at most MAX_TASKS_PER_ADD, already chunked by size); {task id: None
-        when added (or there already with the same command line), else (code, message)}. A task the add reports
-        failed with a server error is tried again, alone, by the same rules."""
+        """Add tasks; {task id: None when added (or there already: _same_task), else (code, message)}.
+
+        Whoever built the list, it goes in as many collection adds as Batch's limits need (tasks.chunks: at most
+        MAX_TASKS_PER_ADD tasks and tasks.MAX_ADD_BYTES as the SDK sends them), never one Batch refuses whole
+        (TooManyTasks, RequestBodyTooLarge); a task too large for any request is answered RequestTooLarge, the others
+        are added."""
+        from .tasks import MAX_ADD_BYTES, chunks, request_bytes  # pylint: disable=import-outside-toplevel
+        results, fit = {}, []
+        for body in bodies:
+            size = request_bytes({'value': [body]})
+            if size > MAX_ADD_BYTES:
+                results[body['id']] = ('RequestTooLarge', 'The task is {} bytes, more than a Batch request may carry '
+                                       '({}).'.format(size, MAX_ADD_BYTES))
+            else:
+                fit.append(body)
+        for chunk in chunks(fit, max_count=MAX_TASKS_PER_ADD, max_bytes=MAX_ADD_BYTES):
+            results.update(self._add_request(job_id, chunk))
+        return results
+
+    def _add_request(self, job_id, bodies):
+        """One collection add of tasks within Batch's limits; a task the add reports failed with a server error is
+        tried again, alone, by the same rules."""
         results = {}
         pending = list(bodies)
         for _ in range(self._retry.max_retries + 1):
@@ -252,13 +278,16 @@ class BatchApi:
         return results
 
     def _same_task(self, job_id, body):
-        """A TaskExists answer: None when the task there is the one we add (a retried or re-sent add: success),
-        else (code, message)."""
+        """A TaskExists answer: None when the task there runs the same job as the one we add (its job identity,
+        tasks.task_identity: a retried or re-sent add, a success), else (code, message)."""
+        from .tasks import task_identity  # pylint: disable=import-outside-toplevel
         there = _plain(self._call('get_task', lambda: self.client.get_task(
-            job_id, body['id'], select=['id', 'commandLine'], **NO_SDK_RETRY)))
-        if there and there.get('commandLine') == body.get('commandLine'):
+            job_id, body['id'], select=['id', 'displayName', 'environmentSettings'], **NO_SDK_RETRY)))
+        ours = task_identity(body)
+        if there and ours is not None and task_identity(there) == ours:
             return None
-        return ('TaskExists', 'Batch job {} already has a different task {}.'.format(job_id, body['id']))
+        return ('TaskExists', 'Batch job {} already has a task {} of another job ({}).'.format(
+            job_id, body['id'], (there or {}).get('displayName') or 'not made by this service'))
 
     def list_tasks(self, job_id, since=None):
         """One list call (all pages) for the tasks of a Batch job: those whose state changed at or after `since` (an

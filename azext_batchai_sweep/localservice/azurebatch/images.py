@@ -30,6 +30,16 @@ BATCHAI_DEFAULT_IMAGE = ('microsoft-dsvm', 'amlcompute')
 GPU_PREFERENCE = [('microsoft-dsvm', r'ubuntu-hpc'), ('canonical', r'ubuntu'), ('microsoft-azure-batch', r'ubuntu')]
 CPU_PREFERENCE = [('canonical', r'ubuntu'), ('microsoft-azure-batch', r'ubuntu'), ('microsoft-dsvm', r'ubuntu-hpc')]
 GENERATION_2 = 'generation2vmimage'  # the supported-image capability of a Hyper-V generation 2 image
+# A cluster of more than one node runs multi-node jobs, whose processes on the other nodes start through mpirun
+# (node_wrapper.mpi_spawn, and the MPI toolkits): its default image is one of Azure's HPC images, which ship MPI
+# (HPC-X, Open MPI), first; the plain Ubuntu images have none.
+MPI_PREFERENCE = [('microsoft-dsvm', r'ubuntu-hpc'), ('almalinux', r'almalinux-hpc')]
+_MPI_OFFER = re.compile(r'(^|-)hpc($|-)')
+
+
+def has_mpi(image_reference):
+    """The image ships MPI: one of Azure's HPC images (offer ubuntu-hpc, almalinux-hpc...)."""
+    return bool(_MPI_OFFER.search(_key(image_reference)[1]))
 
 
 class ChosenImage(NamedTuple):
@@ -87,12 +97,13 @@ def _is_default(ref):
     return not ref or (not ref.get('virtualMachineImageId') and _key(ref)[:2] == BATCHAI_DEFAULT_IMAGE)
 
 
-def choose_image(image_reference, supported_images, today, gpu=False, generations=None, vm_size=None):
+def choose_image(image_reference, supported_images, today, gpu=False, generations=None, vm_size=None, mpi=False):
     """The ChosenImage for a cluster's Batch AI `imageReference` (None: Batch AI's default) from the account's
     supported images on the date `today`; Refusal for an image Batch does not support or no longer supports, or
     one of a Hyper-V generation the size does not boot. `gpu`: the size has GPUs (an image with NVIDIA drivers
     first); `generations`: the size's Hyper-V generations (vm_sizes.hyperv_generations; None: not known);
-    `vm_size`: its name, for the refusal."""
+    `vm_size`: its name, for the refusal; `mpi`: the cluster may run multi-node jobs: the default is an image with
+    MPI where the account offers one."""
     ref = image_reference or {}
     linux = [i for i in supported_images or [] if same(i.get('osType', 'linux'), 'linux')]
     if ref.get('virtualMachineImageId'):
@@ -101,7 +112,7 @@ def choose_image(image_reference, supported_images, today, gpu=False, generation
                       'Use a marketplace image from: az batch pool supported-images list.', code='UnsupportedImage')
     if _is_default(ref):
         current = [i for i in _current(linux, today) if not generations or generation(i) in generations]
-        for publisher, offer in (GPU_PREFERENCE if gpu else CPU_PREFERENCE):
+        for publisher, offer in (MPI_PREFERENCE if mpi else []) + (GPU_PREFERENCE if gpu else CPU_PREFERENCE):
             matches = [i for i in current if _key(i['imageReference'])[0] == publisher
                        and re.search(offer, _key(i['imageReference'])[1])]
             if matches:

@@ -35,14 +35,14 @@ class AbMapMapping:
     # ---- names.py: deterministic Batch ids ---------------------------------------------------------------------
 
     @staticmethod
-    def pool_id(prefix, workspace, cluster):
+    def pool_id(prefix, workspace, cluster, subscription, resource_group):
         from . import names  # pylint: disable=import-outside-toplevel
-        return names.pool_id(prefix, workspace, cluster)
+        return names.pool_id(prefix, workspace, cluster, subscription, resource_group)
 
     @staticmethod
-    def batch_job_id(prefix, workspace, cluster):
+    def batch_job_id(prefix, workspace, cluster, subscription, resource_group):
         from . import names  # pylint: disable=import-outside-toplevel
-        return names.batch_job_id(prefix, workspace, cluster)
+        return names.batch_job_id(prefix, workspace, cluster, subscription, resource_group)
 
     @staticmethod
     def task_id(job_key, incarnation=''):
@@ -94,8 +94,17 @@ class AbMapMapping:
         sku = self.offered_size(cluster_props.get('vmSize'))
         return images.choose_image((cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference'),
                                    self.supported_images, _today(), gpu=self.gpus(cluster_props) > 0,
-                                   generations=vm_sizes.hyperv_generations(sku),
+                                   generations=vm_sizes.hyperv_generations(sku), mpi=_multi_node(cluster_props),
                                    vm_size=cluster_props.get('vmSize'))
+
+    def _pool_image(self, cluster_props):
+        """The image reference the cluster's pool was made with (pool_body's choice), or None when it cannot be
+        told (no supported images known)."""
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        try:
+            return self.image(cluster_props).image_reference
+        except Refusal:
+            return None
 
     @staticmethod
     def scale_request(cluster_props, account):
@@ -122,12 +131,29 @@ class AbMapMapping:
         try:
             tasks.check_job(props, toolkit, cluster_props, _multi_node(cluster_props),
                             containers=self._container_pool(cluster_props))
+            self._check_mpi(props, cluster_props)
             if self._payload is None:
                 self._payload = node_wrapper.payload()
             tasks.check_task_size(props, toolkit, cluster_props, self._payload)
         except Refusal as ex:
             return ex.reason
         return None
+
+    def _check_mpi(self, props, cluster_props):
+        """Refusal for a multi-node job on a pool whose image has no MPI: its processes on the other nodes start
+        through mpirun (node_wrapper.mpi_spawn), which would fail on every node after the pool grew for it."""
+        from . import images  # pylint: disable=import-outside-toplevel
+        from .errors import Refusal  # pylint: disable=import-outside-toplevel
+        nodes = int(props.get('nodeCount') or 1)
+        image = self._pool_image(cluster_props) if nodes > 1 else None
+        if image is not None and not images.has_mpi(image):
+            raise Refusal('nodeCount {}: the cluster\'s pool runs image {} ({}), which has no MPI, and a job of '
+                          'several nodes starts its processes on the other nodes through mpirun. Create the cluster '
+                          'with an image that ships MPI (one of Azure\'s HPC images, e.g. microsoft-dsvm ubuntu-hpc: '
+                          'az batch pool supported-images list), or give the job nodeCount 1.'.format(
+                              nodes, '/'.join(str(image.get(k)) for k in ('publisher', 'offer', 'sku')),
+                              'the account offers no HPC image' if _is_default_image(cluster_props) else
+                              'the cluster\'s imageReference'), code='MultiNodeNeedsMpi')
 
     def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout,  # pylint: disable=unused-argument
                   output_container_url=None):
@@ -203,6 +229,12 @@ def _exit_record(text):
         return step, int(code)
     except ValueError:
         return None
+
+
+def _is_default_image(cluster_props):
+    from . import images  # pylint: disable=import-outside-toplevel
+    return images._is_default(  # pylint: disable=protected-access
+        (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference'))
 
 
 def _multi_node(cluster_props):

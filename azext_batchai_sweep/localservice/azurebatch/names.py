@@ -26,15 +26,19 @@ def _batch_id(parts, digest_parts):
     return readable[:MAX_ID - len(suffix)].rstrip('-_') + suffix
 
 
-def pool_id(prefix, workspace, cluster):
-    """The pool of a Batch AI cluster: `<prefix>-<workspace>-<cluster>-<hash>`."""
-    return _batch_id([prefix, workspace, cluster], ['pool', prefix, workspace, cluster])
+def pool_id(prefix, workspace, cluster, subscription, resource_group):
+    """The pool of a Batch AI cluster: `<prefix>-<workspace>-<cluster>-<hash>`, the hash over the cluster's whole
+    ARM path (subscription and resource group included: two clusters of one name in two resource groups are two
+    pools, whatever the readable part shows)."""
+    return _batch_id([prefix, workspace, cluster],
+                     ['pool', prefix, subscription, resource_group, workspace, cluster])
 
 
-def batch_job_id(prefix, workspace, cluster):
+def batch_job_id(prefix, workspace, cluster, subscription, resource_group):
     """The one Batch job of a cluster (issue 31 rule 3: accounts allow only 100-300 active jobs, so one per cluster,
-    terminated and deleted with it, rather than one per experiment)."""
-    return _batch_id([prefix, workspace, cluster], ['job', prefix, workspace, cluster])
+    terminated and deleted with it, rather than one per experiment); its hash as the pool's."""
+    return _batch_id([prefix, workspace, cluster],
+                     ['job', prefix, subscription, resource_group, workspace, cluster])
 
 
 def task_id(job_key, incarnation=''):

@@ -245,7 +245,8 @@ def check_cluster(account, cluster_props, vm_skus, supported_images, today=None,
                                       compute_usages) or [])
     image_reference = (cluster_props.get('virtualMachineConfiguration') or {}).get('imageReference')
     image = images.choose_image(image_reference, supported_images, today, gpu=vm_sizes.gpus(sku) > 0,
-                                generations=vm_sizes.hyperv_generations(sku), vm_size=cluster_props.get('vmSize'))
+                                generations=vm_sizes.hyperv_generations(sku), vm_size=cluster_props.get('vmSize'),
+                                mpi=pools.max_nodes(cluster_props) > 1)
     return ClusterPlan(sku, node_priority, image, warnings + list(image.warnings))
 
 
@@ -330,8 +331,14 @@ def storage_account_id(subscription_id, resource_group, name):
 def find_storage_account_id(name, credential, arm):
     """The ARM id of storage account ``name`` in az's subscription (names are global: one at most); Refusal when
     az's login cannot see it."""
+    return find_storage_account(name, credential, arm)['id']
+
+
+def find_storage_account(name, credential, arm):
+    """Storage account ``name`` in az's subscription as ARM lists it (id, properties); Refusal when az's login
+    cannot see it."""
     from .account import arm_get_all  # pylint: disable=import-outside-toplevel
-    found = [a['id'] for a in arm_get_all(
+    found = [a for a in arm_get_all(
         '/subscriptions/{}/providers/Microsoft.Storage/storageAccounts'.format(arm.subscription_id),
         STORAGE_API_VERSION, credential, arm, 'Listing the storage accounts of subscription {}'.format(
             arm.subscription_id)) if str(a.get('name', '')).lower() == name.lower()]
@@ -354,12 +361,29 @@ def cluster_storage(cluster_props):
     return kinds
 
 
+def check_shared_key_access(storage):
+    """Refusal when a storage account (ARM JSON) a cluster mounts disallows shared key access: Batch mounts Azure
+    Files and Blob containers with the account key here, so every node's mount would fail and the node be unusable
+    (Microsoft's virtual-file-mount.md), a pool that never runs a job. ARM's `allowSharedKeyAccess`: absent (null)
+    means allowed."""
+    if (storage.get('properties') or {}).get('allowSharedKeyAccess') is False:
+        raise Refusal("Storage account '{}' does not allow shared key access (allowSharedKeyAccess: false), and the "
+                      "pool mounts its shares and containers with the account key: every node's mount would fail "
+                      '(the node unusable, no job run). Allow it (az storage account update -n {} '
+                      '--allow-shared-key-access true, if your policy permits), or mount a storage account that '
+                      'allows it.'.format(storage.get('name'), storage.get('name')),
+                      code='StorageSharedKeyDisabled')
+
+
 def check_cluster_storage(cluster_props, credential, arm):
-    """check_storage_data_role for every storage account a cluster mounts (ARM: find it, read the permissions)."""
+    """For every storage account a cluster mounts (ARM: find it, read the permissions): check_shared_key_access,
+    then check_storage_data_role."""
     from .task_logs import logs_account  # pylint: disable=import-outside-toplevel
     logs = logs_account(cluster_props)
     for name, kinds in sorted(cluster_storage(cluster_props).items()):
-        storage_id = find_storage_account_id(name, credential, arm)
+        storage = find_storage_account(name, credential, arm)
+        check_shared_key_access(storage)
+        storage_id = storage['id']
         check_storage_data_role(storage_id, sorted(kinds) + (['logs'] if name == logs else []),
                                 list_permissions(storage_id, credential, arm))
 

@@ -1,11 +1,15 @@
 """Batch AI's `vmPriority` as the nodes a Batch account can actually get (issue 31 rule 2).
 
-Batch has two kinds of preemptible node and the account's pool allocation mode decides which one a pool gets, in
-the same pool fields (`targetLowPriorityNodes`, `$TargetLowPriorityNodes`):
+Batch has had two kinds of preemptible node, in the same pool fields (`targetLowPriorityNodes`,
+`$TargetLowPriorityNodes`):
 - `UserSubscription` accounts get Spot nodes (the subscription's Spot vCPU quota);
-- `BatchService` accounts got low-priority nodes, which Batch retired on 2025-09-30: from that day such an account
-  can get no preemptible node at all, so `lowpriority` is refused with the reason, never silently made dedicated.
-`dedicated` is dedicated in both modes.
+- `BatchService` accounts got low-priority nodes until Batch retired them on 2025-09-30; since then they get Spot
+  nodes through the same fields, drawing on the account's total Spot/low-priority vCPU quota
+  (`lowPriorityCoreQuota`, no per-family quota). Microsoft's "Use Spot VMs with Batch workloads"
+  (articles/batch/batch-spot-vms.md, as updated after the retirement, MicrosoftDocs/azure-docs PR 314716) no longer
+  ties Spot to an allocation mode, and "Batch service quotas and limits" (batch-quota-limit.md) says that for Spot
+  nodes Batch enforces only the account's total core quota.
+`dedicated` is dedicated in both modes. docs/azure-batch.md cites both pages.
 """
 import datetime
 from dataclasses import dataclass
@@ -51,14 +55,6 @@ def node_priority(vm_priority, account, today):
     if priority != 'lowpriority':
         raise Refusal("vmPriority '{}' is not a Batch AI priority: use 'dedicated' or 'lowpriority'.".format(
             vm_priority), code='InvalidRequestContent')
-    mode = allocation_mode(account)
-    if mode == USER_SUBSCRIPTION:
+    if allocation_mode(account) == USER_SUBSCRIPTION or today > LOW_PRIORITY_RETIRED:
         return SPOT
-    if today <= LOW_PRIORITY_RETIRED:
-        return LOW_PRIORITY
-    raise Refusal(
-        "vmPriority 'lowpriority' cannot be provided by this Batch account: it allocates pools in Batch service mode, "
-        'whose low-priority nodes Azure Batch retired on {}, and Spot nodes exist only in accounts in user '
-        "subscription mode. Use vmPriority 'dedicated' (full price), or create a Batch account with "
-        '--pool-allocation-mode UserSubscription (Spot) and start the service with it.'.format(
-            LOW_PRIORITY_RETIRED.isoformat()), code='LowPriorityUnavailable')
+    return LOW_PRIORITY

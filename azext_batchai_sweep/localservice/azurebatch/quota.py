@@ -9,7 +9,8 @@ where the quota depends on the account's pool allocation mode and the nodes' pri
 
 - BatchService account, dedicated nodes: the family's `dedicatedCoreQuotaPerVMFamily` entry (0 when absent) when
   `dedicatedCoreQuotaPerVMFamilyEnforced`, and always the account's `dedicatedCoreQuota`;
-- BatchService account, Spot/low-priority nodes: `lowPriorityCoreQuota`;
+- BatchService account, Spot nodes (low-priority until 2025-09-30): `lowPriorityCoreQuota`, the account's total
+  (Batch enforces no per-family quota for them: batch-quota-limit.md);
 - UserSubscription account, dedicated nodes: the subscription's compute quota in the region, the family's usage
   (`name.value` = the size's `familyName`) and `cores` (total regional vCPUs);
 - UserSubscription account, Spot nodes: `lowPriorityCores` (total regional Spot vCPUs).
@@ -80,7 +81,7 @@ def quota_lines(sku, priority, account, in_use=None, compute_usages=None):
         return [line(family, '{} vCPUs (subscription)'.format(family)),
                 line('cores', 'Total Regional vCPUs (subscription)')]
     if priority.preemptible:
-        return [QuotaLine('low-priority vCPUs (Batch account)', int(account.get('lowPriorityCoreQuota') or 0),
+        return [QuotaLine('Spot/low-priority vCPUs (Batch account)', int(account.get('lowPriorityCoreQuota') or 0),
                           int(in_use.get('lowPriority') or 0))]
     lines = []
     if account.get('dedicatedCoreQuotaPerVMFamilyEnforced'):

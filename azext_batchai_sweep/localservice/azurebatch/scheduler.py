@@ -54,6 +54,13 @@ CLOCK_MARGIN_SECONDS = 120
 # formula) before it fails with Batch's error: never queued for ever (issue 31 rule 1), yet long enough for an
 # autoscale evaluation (5 minutes) and a retried allocation.
 UNRUNNABLE_SECONDS = 20 * 60
+# The statuses of a task add Batch refused as a request (400 TooManyTasks, InvalidRequestBody...; 413
+# RequestBodyTooLarge): never added by sending it again.
+REFUSED_WHOLE = (400, 413)
+_NOT_OURS = ('Azure Batch already has a {what} {id}, {who}: this service never adopts or deletes what another '
+             'made (two services on one Batch account with the same --pool-prefix, or a data dir lost with its '
+             'clusters). Start this service with its own --pool-prefix, or give the cluster another name; if '
+             'that {what} is abandoned, delete it: az batch {delete} {id}.')
 
 
 @dataclass
@@ -85,9 +92,13 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
                  poll_seconds=POLL_SECONDS, pools_seconds=POOLS_SECONDS, files_seconds=FILES_SECONDS,
-                 unrunnable_seconds=UNRUNNABLE_SECONDS, shares=None, task_logs=None):
+                 unrunnable_seconds=UNRUNNABLE_SECONDS, shares=None, task_logs=None, owner=None):
         super().__init__(store, data_dir)
+        from . import ownership  # pylint: disable=import-outside-toplevel
         self.api = api
+        # what this service writes in the metadata of the pools and jobs it makes (ownership.py): it adopts and
+        # deletes no other
+        self.owner = owner or ownership.service_owner(data_dir)
         self.account = dict(account or {})
         if mapping is None:
             from .mapping import AbMapMapping  # pylint: disable=import-outside-toplevel
@@ -119,9 +130,18 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def _ids(self, cluster_key):
         """(pool id, Batch job id) of a cluster (its key: sub/rg/workspace/clusters/name)."""
-        _, _, workspace, _, cluster = cluster_key.split('/')
-        return (self.mapping.pool_id(self.pool_prefix, workspace, cluster),
-                self.mapping.batch_job_id(self.pool_prefix, workspace, cluster))
+        subscription, group, workspace, _, cluster = cluster_key.split('/')
+        return (self.mapping.pool_id(self.pool_prefix, workspace, cluster, subscription, group),
+                self.mapping.batch_job_id(self.pool_prefix, workspace, cluster, subscription, group))
+
+    def _foreign(self, resource):
+        """Who made a pool or job found under one of our ids when not this service (ownership.foreign), or None."""
+        from . import ownership  # pylint: disable=import-outside-toplevel
+        return ownership.foreign(resource, self.owner) if resource is not None else None
+
+    def _owned_metadata(self, cluster_id):
+        from . import ownership  # pylint: disable=import-outside-toplevel
+        return ownership.metadata(self.owner, cluster_id)
 
     def describe(self):
         info = {'scheduler': self.name, 'poolPrefix': self.pool_prefix}
@@ -177,19 +197,31 @@ class AzureBatchScheduler(SubmittingScheduler):
             pool = self.mapping.pool_body(pool_id, body, spec, self.account)
         except Refusal as ex:
             raise bad_request(ex.code, ex.reason) from None
+        pool['metadata'] = self._owned_metadata(body.get('id') or key)
+        job = dict(self.mapping.job_body(job_id, pool_id), metadata=self._owned_metadata(body.get('id') or key))
         try:
-            self.api.create_pool(pool)
+            made = self.api.create_pool(pool)
+            # PoolExists: ours only when this service made it (a create whose first try Batch applied)
+            who = None if made else self._foreign(self.api.get_pool(pool_id, select=['id', 'metadata']))
         except BatchCallError as ex:
             raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
                            'Azure Batch refused the pool of cluster {}: {}'.format(body['name'], ex)) from None
+        if who:
+            raise ArmError(409, 'AzureBatchPoolNotOurs', _NOT_OURS.format(what='pool', id=pool_id, who=who,
+                                                                          delete='pool delete --pool-id'))
         try:
-            self.api.create_job(self.mapping.job_body(job_id, pool_id))
+            made_job = self.api.create_job(job)
+            who = None if made_job else self._foreign(self.api.get_job(job_id, select=['id', 'metadata']))
         except BatchCallError as ex:
             # No cluster is stored without its Batch job: its pool goes too, or it would hold nodes nobody sees.
             self._call_quietly(self.api.delete_pool, pool_id)
             raise ArmError(400 if ex.status and 400 <= ex.status < 500 else 503, 'AzureBatchRefused',
                            'Azure Batch refused the Batch job of cluster {} ({}); its pool was deleted.'.format(
                                body['name'], ex)) from None
+        if who:
+            self._call_quietly(self.api.delete_pool, pool_id)  # the pool is ours (checked above)
+            raise ArmError(409, 'AzureBatchPoolNotOurs', _NOT_OURS.format(what='Batch job', id=job_id, who=who,
+                                                                          delete='job delete --job-id'))
         self._jobs_made.add(job_id)
         self._pools_stale = True  # read the new pool at the next pass
         logger.info('cluster %s is Batch pool %s (Batch job %s)', key, pool_id, job_id)
@@ -236,9 +268,17 @@ class AzureBatchScheduler(SubmittingScheduler):
                  used['lowPriority'], int(account.get('lowPriorityCoreQuota') or 0))]
 
     def delete_cluster(self, key, body):
+        """Delete the cluster's Batch job (its tasks go with it) and pool: only those this service made."""
         pool_id, job_id = self._ids(key)
-        self.api.delete_job(job_id)  # its tasks go with it
-        self.api.delete_pool(pool_id)
+        for what, get, delete, batch_id, select in (
+                ('Batch job', self.api.get_job, self.api.delete_job, job_id, ['id', 'metadata']),
+                ('pool', self.api.get_pool, self.api.delete_pool, pool_id, ['id', 'metadata'])):
+            found = get(batch_id, select=select)
+            who = self._foreign(found)
+            if who:
+                logger.warning('cluster %s: %s %s is left alone: %s', key, what, batch_id, who)
+            elif found is not None:
+                delete(batch_id)
         self._jobs_made.discard(job_id)
         with self._lock:
             self._pools.pop(key, None)
@@ -394,13 +434,23 @@ class AzureBatchScheduler(SubmittingScheduler):
         if batch_job in self._jobs_made:
             return
         pool_id, _ = self._ids(cluster_key)
-        self._call_quietly(self.api.create_job, self.mapping.job_body(batch_job, pool_id))
+        row = self._store.get(cluster_key)
+        cluster_id = (json.loads(row['body']).get('id') if row is not None else None) or cluster_key
+        self._call_quietly(self.api.create_job, dict(self.mapping.job_body(batch_job, pool_id),
+                                                     metadata=self._owned_metadata(cluster_id)))
         self._jobs_made.add(batch_job)
 
     def _add(self, batch_job, ready):
         try:
             results = self.api.add_tasks(batch_job, [body for _, body, _ in ready])
         except BatchCallError as ex:
+            if ex.status in REFUSED_WHOLE:
+                # Batch refused the request itself (its form or size): sent again it would be refused again, every
+                # poll for ever. Its jobs fail with Batch's reason.
+                for task, _, key in ready:
+                    self._fail_held(key, task, 'AzureBatchTaskAddFailed', 'Azure Batch refused the task add: {}'
+                                    .format(ex))
+                return
             # Nothing is known of this add: each task stays followed, unconfirmed; the next full poll adds again
             # those Batch does not have.
             logger.warning('adding %d tasks to Batch job %s failed: %s', len(ready), batch_job, ex)
@@ -472,9 +522,10 @@ class AzureBatchScheduler(SubmittingScheduler):
             body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
                                           task.layout, output_container_url=self._logs_url(cluster_body, spec))
             again.setdefault(task.batch_job, []).append((task, body, key))
-        for batch_job, ready in again.items():
+        for batch_job, ready in again.items():  # (as many adds as Batch's limits need, as at the first add)
             self._ensure_job(batch_job, ready[0][0].cluster)
-            self._add(batch_job, ready)
+            for chunk in self._chunks(ready):
+                self._add(batch_job, chunk)
 
     def _update(self, key, task, answer):
         task.confirmed = True
@@ -607,7 +658,8 @@ class AzureBatchScheduler(SubmittingScheduler):
         except BatchCallError as ex:
             logger.warning('listing the Batch pools failed: %s', ex)
             return
-        by_id = {p.get('id'): p for p in listed}
+        # (a pool under one of our ids that another service made is none of our clusters' nodes)
+        by_id = {p.get('id'): p for p in listed if not self._foreign(p)}
         clusters = [r['key'] for r in self._store.in_states(('deleting',), kind='cluster')]
         pools = {}
         for key in self._cluster_keys():

@@ -13,8 +13,10 @@ Batch task -> Batch AI job:
   message.
 
 Pools: `resizeErrors` and the autoscale run's error become the cluster's `errors` (with the fix for a quota code);
-nodes' states become `nodeStateCounts`; a start task that failed on a node is an error of the cluster.
+nodes' states become `nodeStateCounts`; a start task that failed on a node, and an unusable node's `errors` (a storage
+mount that failed), are errors of the cluster.
 """
+import datetime
 import re
 
 from ..resources import parse_duration
@@ -115,15 +117,43 @@ def _pool_error(error):
     return result
 
 
+# A node's errors that name its storage mount (Microsoft's virtual-file-mount.md: a mount that fails sets the node
+# unusable, its ComputeNodeError says why): the causes to check, for the user.
+MOUNT_FIX = (' The pool could not mount its storage: check the storage account key, that the account allows shared key '
+             'access (allowSharedKeyAccess: Batch mounts with the key), its firewall (the pool\'s nodes must reach '
+             'it) and, for Azure Files, outbound TCP port 445; then delete and create the cluster again (Batch mounts '
+             'only when a pool is created).')
+
+
+def _node_error(node, error):
+    """A Batch AI cluster error for one of a node's `errors` (ComputeNodeError: code, message, errorDetails)."""
+    code = error.get('code') or 'NodeUnusable'
+    details = [{'name': d.get('name'), 'value': d.get('value')} for d in error.get('errorDetails') or []]
+    words = ', '.join('{}: {}'.format(d['name'], d['value']) for d in details)
+    message = 'Node {} is {} ({}: {}{}).'.format(node.get('id'), node.get('state') or 'unusable', code,
+                                                  (error.get('message') or '').rstrip('.'),
+                                                  '; ' + words if words else '')
+    if 'mount' in (code + words).lower():
+        message += MOUNT_FIX
+    result = _error(code, message)
+    if details:
+        result['details'] = details
+    return result
+
+
 def cluster_errors(pool, nodes=()):
-    """Batch AI cluster errors of a pool: its resize errors, its autoscale run's error, and the start-task
-    failures of its nodes (one per failure code)."""
+    """Batch AI cluster errors of a pool: its resize errors, its autoscale run's error, the start-task failures
+    of its nodes and the errors of its unusable nodes (a failed mount...), one per code."""
     errors = [_pool_error(e) for e in pool.get('resizeErrors') or []]
     autoscale_error = (pool.get('autoScaleRun') or {}).get('error')
     if autoscale_error:
         errors.append(_pool_error(autoscale_error))
     seen = set()
     for node in nodes or []:
+        for error in node.get('errors') or []:
+            if (error.get('code') or 'NodeUnusable') not in seen:
+                seen.add(error.get('code') or 'NodeUnusable')
+                errors.append(_node_error(node, error))
         failure = ((node.get('startTaskInfo') or {}).get('failureInfo')) or {}
         if same(node.get('state'), 'starttaskfailed') or failure:
             code = failure.get('code') or 'StartTaskFailed'

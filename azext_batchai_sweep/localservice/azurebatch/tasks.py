@@ -32,7 +32,8 @@ from . import node_wrapper
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes
 
-# Batch's limits on one task collection add: 100 tasks, and the request body (its JSON) under 1 MB.
+# Batch's limits on one task collection add: 100 tasks, and the request body under 1 MB (TooManyTasks,
+# RequestBodyTooLarge), measured on the bytes the SDK sends (request_bytes).
 MAX_TASKS_PER_ADD = 100
 MAX_ADD_BYTES = 1000 * 1000
 LAUNCH_KEYS = ('nodeCount', 'jobPreparation', 'stdOutErrPathPrefix', 'outputDirectories', 'inputDirectories',
@@ -178,6 +179,20 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
     return body
 
 
+def task_identity(task):
+    """Which Batch AI job incarnation a task (an add body, or a task as Batch answers it) runs: its display name (the
+    job's name) and its job's output path segment (sub/rg/workspace/experiment/job/uid, unique to the incarnation)
+    from the launch settings in its environment; None for a task the service did not make. The command line cannot
+    tell: it is the same wrapper for every task."""
+    spec = next((e.get('value') for e in task.get('environmentSettings') or []
+                 if e.get('name') == node_wrapper.TASK_VARIABLE), None)
+    try:
+        segment = json.loads(spec)['props']['jobOutputDirectoryPathSegment']
+    except (TypeError, ValueError, KeyError):
+        return None
+    return task.get('displayName'), segment
+
+
 def batch_job_body(batch_job_id, pool_id):
     """The Batch job add JSON of a cluster's one Batch job: tasks run on its pool; the job stays active when its
     tasks complete (more come), and is terminated and deleted with the cluster."""
@@ -202,31 +217,37 @@ def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_A
     logs_url = _LONGEST_LOGS_URL if cluster_storage(cluster_props) else None  # (task_logs.logs_account)
     body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props, output_container_url=logs_url,
                      payload=payload)
-    own, limit = _size(body), max_bytes - _size({'value': []})
+    own, limit = request_bytes(body), max_bytes - request_bytes({'value': []})
     if own > limit:
-        variables = sum(_size(e) for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or [])
+        variables = sum(request_bytes(e) for kind in ('environmentVariables', 'secrets')
+                        for e in props.get(kind) or [])
         raise Refusal('The job\'s Batch task would be {} bytes, over the {} bytes a Batch request may carry (its '
                       'environmentVariables and secrets take {} bytes of it): pass large values as files (an '
                       'input directory or a mounted share) instead.'.format(own, limit, variables),
                       code='RequestTooLarge')
 
 
-def _size(body):
-    return len(json.dumps(body, separators=(',', ':')).encode('utf-8'))
+def request_bytes(body):
+    """The size of `body` as the SDK sends it: azure-batch serialises a request body with json.dumps and Python's
+    defaults (its SdkJSONEncoder only adds types plain JSON never holds): ', ' and ': ' between items, non-ASCII
+    characters escaped as \\uXXXX. Compact JSON would count 4 bytes fewer per name/value pair: a body of many small
+    environment variables is a sixth larger as sent than so counted."""
+    return len(json.dumps(body).encode('ascii'))
 
 
 def chunks(task_bodies, max_count=MAX_TASKS_PER_ADD, max_bytes=MAX_ADD_BYTES):
     """The task bodies as lists for task collection adds, in order: at most `max_count` each, and each list's
-    request body ({"value": [...]}) at most `max_bytes`. A single task too large for any request is a Refusal."""
-    envelope = _size({'value': []})
+    request body ({"value": [...]}) at most `max_bytes` as the SDK sends it (request_bytes). A single task too large
+    for any request is a Refusal."""
+    envelope = request_bytes({'value': []})
     current, size = [], envelope
     for body in task_bodies:
-        own = _size(body)
+        own = request_bytes(body)
         if envelope + own > max_bytes:
             raise Refusal('Job task {} is {} bytes, more than a Batch request may carry ({}): its environment '
                           'variables or secrets are too large.'.format(body.get('displayName') or body['id'], own,
                                                                        max_bytes), code='RequestTooLarge')
-        added = own + (1 if current else 0)  # the comma between two items
+        added = own + (len(', ') if current else 0)  # the separator between two items
         if current and (len(current) >= max_count or size + added > max_bytes):
             yield current
             current, size = [], envelope

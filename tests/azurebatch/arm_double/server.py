@@ -127,13 +127,14 @@ class ArmDouble:  # pylint: disable=too-many-instance-attributes
                                      'location': location, 'properties': props, 'tags': {}}
         return account_id
 
-    def add_storage_account(self, name, resource_group='data-rg', location='eastus'):
-        """A storage account (StorageV2) listed in the subscription; returns its id."""
+    def add_storage_account(self, name, resource_group='data-rg', location='eastus', **properties):
+        """A storage account (StorageV2) listed in the subscription, with more ARM ``properties`` (e.g.
+        allowSharedKeyAccess=False, as a policy sets it); returns its id."""
         storage_id = '{}/providers/Microsoft.Storage/storageAccounts/{}'.format(
             self.resource_group_id(resource_group), name)
         self.storage_accounts.append({'id': storage_id, 'name': name, 'type': 'Microsoft.Storage/storageAccounts',
                                       'location': location, 'kind': 'StorageV2', 'sku': {'name': 'Standard_LRS'},
-                                      'properties': {'provisioningState': 'Succeeded'}})
+                                      'properties': {'provisioningState': 'Succeeded', **properties}})
         return storage_id
 
     def assign(self, role, scope):

@@ -39,6 +39,11 @@ SUPPORTED_IMAGES = [
      'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 20.04', 'osType': 'linux',
      'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'],
      'batchSupportEndOfLife': '2025-04-23T00:00:00Z'},
+    # Azure's Ubuntu HPC image (MPI libraries, NVIDIA drivers: Microsoft's "HPC VM images" page), which Batch
+    # lists with the 22.04 node agent: what multi-node and GPU clusters get by default.
+    {'imageReference': {'publisher': 'microsoft-dsvm', 'offer': 'ubuntu-hpc', 'sku': '2204', 'version': 'latest'},
+     'verificationType': 'verified', 'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux',
+     'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled']},
 ]
 
 
@@ -69,6 +74,11 @@ class BatchAccount(TaskRunner):
         # spec's own spellings, for a test that compares the two.
         self.quirks = True
         self.resize_faults = []  # [{'pool', 'code', 'message', 'allowed', 'dedicated'}]
+        # Storage as the nodes' mounts meet it: {storage account name: its key} (a mount with another key fails, as
+        # Azure Files answers a wrong key: "mount error(13): Permission denied"), and the accounts whose mounts fail
+        # whatever the key (shared key access disabled by policy, a firewall, port 445 blocked). Unset: any key works.
+        self.storage_keys = {}
+        self.storage_refusing = set()
         self._addresses = itertools.count(1)
         self._node_ids = itertools.count(1)
         self._t0 = time.monotonic()
@@ -222,9 +232,31 @@ class BatchAccount(TaskRunner):
             os.makedirs(os.path.dirname(link), exist_ok=True)
             os.symlink(source, link)
         node.start_task = None
+        node.errors = []
         node.set_state('starting')
         node.allocated = now()
         node.ready_at = time.monotonic() + self.node_start_seconds
+
+    def _mount(self, node):
+        """Mount the pool's storage on a node as Batch does before its start task: a mount that fails makes the
+        node `unusable` with `errors` (Microsoft's virtual-file-mount.md, "Diagnose mount errors": the node's state
+        is set to unusable and its ComputeNodeError says why; the error's display there is "Mount Configuration
+        Error | An error was encountered while configuring specified mount(s)", with Message and
+        MountConfigurationPath details). True when every mount worked."""
+        for mount in node.pool.body.get('mountConfiguration') or []:
+            conf = mount.get('azureFileShareConfiguration') or mount.get('azureBlobFileSystemConfiguration') or {}
+            name = conf.get('accountName')
+            expected = self.storage_keys.get(name)
+            if name in self.storage_refusing or (expected is not None and conf.get('accountKey') != expected):
+                node.errors = [{'code': 'MountConfigurationError',
+                                'message': 'An error was encountered while configuring specified mount(s)',
+                                'errorDetails': [{'name': 'Message', 'value': 'mount error(13): Permission denied'},
+                                                 {'name': 'MountConfigurationPath',
+                                                  'value': conf.get('relativeMountPath')}]}]
+                node.set_state('unusable')
+                node.pool.touch()
+                return False
+        return True
 
     def mount_source(self, mount):
         """(local directory standing for the share/container, relativeMountPath) of a mountConfiguration entry:
@@ -278,6 +310,8 @@ class BatchAccount(TaskRunner):
                 node.recovers_at = None
                 self._fresh_disk(node)
             if node.state == 'starting' and time.monotonic() >= getattr(node, 'ready_at', 0):
+                if not self._mount(node):
+                    continue
                 self._start_task(node)
             if node.state == 'waitingforstarttask':
                 self._start_task_step(node)

@@ -123,6 +123,7 @@ class Node:
         self.start_task = None  # {'process', 'info'} while/after the pool's start task runs
         self.recovers_at = None  # a preempted node comes back (fresh) at this monotonic time
         self.leaving = None  # deallocation option while the node drains before removal
+        self.errors = []  # ComputeNodeError JSON (code, message, errorDetails): why the node is unusable
 
     def set_state(self, state):
         if state != self.state:
@@ -148,6 +149,8 @@ class Node:
             out['recentTasks'] = [{'taskUrl': '{}/jobs/{}/tasks/{}'.format(base, job, task), 'jobId': job,
                                    'taskId': task, 'taskState': 'running'}
                                   for (job, task, _instance) in self.running]
+        if self.errors:
+            out['errors'] = self.errors
         if pool.body.get('startTask'):
             out['startTask'] = pool.body['startTask']
             if self.start_task and self.start_task.get('info'):

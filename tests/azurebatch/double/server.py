@@ -66,6 +66,7 @@ class Recorded:
     query: dict
     body: object
     status: int = None
+    length: int = 0  # the request body's bytes, as received
 
 
 class Faults:
@@ -86,6 +87,16 @@ class Faults:
         """The next `count` matching requests answer `status` (429 TooManyRequests, 503 ServerBusy) with a
         Retry-After of `retry_after` seconds, without being applied."""
         self._add('throttle', count, method, path, status=status, retry_after=retry_after)
+
+    def refuse(self, status, code, message, count=1, method=None, path=None):
+        """The next `count` matching requests are refused whole, not applied: `status` with Batch's error `code`
+        and `message` (400 InvalidRequestBody, 413 RequestBodyTooLarge...)."""
+        self._add('refuse', count, method, path, status=status, code=code, message=message)
+
+    def clear(self):
+        """Drop every rule not fired yet (throttles, answers, timeouts; resize errors stay)."""
+        with self._lock:
+            self._rules.clear()
 
     def answer(self, status, body, count=1, method=None, path=None):
         """The next `count` matching requests are applied, and answered `status` with `body` instead of the real
@@ -206,7 +217,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except ValueError:
                 self._error(BatchError(400, 'InvalidRequestBody', 'The request body is not valid JSON.'))
                 return
-        record = Recorded(self.command, path, query, body)
+        record = Recorded(self.command, path, query, body, length=len(raw))
         with double.lock:
             double.requests.append(record)
         try:
@@ -222,6 +233,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                           if fault['status'] == 429 else ('ServerBusy', 'The server is currently unable to receive '
                                                                         'requests. Please retry your request.'))
             self._error(BatchError(fault['status'], code, text, headers={'Retry-After': str(fault['retry_after'])}))
+            return
+        if fault and fault['kind'] == 'refuse':
+            record.status = fault['status']
+            self._error(BatchError(fault['status'], fault['code'], fault['message']))
             return
         for method, pattern, handler in ROUTES:
             match = pattern.match(path)
