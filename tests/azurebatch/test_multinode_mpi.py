@@ -47,4 +47,9 @@ def test_a_multi_node_job_on_a_pool_without_mpi_is_refused_at_submit_with_the_re
     given = _mapping(JAMMY, NOBLE, HPC).check_job(_job(2), 'customToolkitSettings',
                                                   _cluster(4, image=JAMMY))
     assert 'canonical/0001-com-ubuntu-server-jammy/22_04-lts' in given and "imageReference" in given
-    assert _mapping(JAMMY, HPC).check_job(_job(2), 'customToolkitSettings', _cluster(4, image=HPC)) is None
+    # the user's own HPC image has MPI: no MPI refusal. Naming a Docker-compatible image makes the pool a container
+    # pool (pools.container_pool), so the job runs in its container there; a plain job is refused for that reason
+    boxed = dict(_job(2), containerSettings={'imageSourceRegistry': {'image': 'ubuntu:22.04'}})
+    assert _mapping(JAMMY, HPC).check_job(boxed, 'customToolkitSettings', _cluster(4, image=HPC)) is None
+    plain = _mapping(JAMMY, HPC).check_job(_job(2), 'customToolkitSettings', _cluster(4, image=HPC))
+    assert 'MPI' not in plain and 'ContainerTaskSettingsNotFound' in plain

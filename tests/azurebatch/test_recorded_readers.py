@@ -148,17 +148,28 @@ def test_terminate_and_delete_requests_as_recorded():
 
 
 def test_a_task_exists_answer_is_judged_by_the_recorded_task():
-    """A TaskExists answer makes the client read the task there (a recorded task get) and compare it."""
+    """A TaskExists answer makes the client read the task there (a recorded task get) and judge it by the job it
+    runs (tasks.task_identity), not by its command line: azure-cli's recorded task was not made by this service,
+    whatever command line our add carries; the same recorded answer carrying our job's launch settings is our add."""
+    import json
+    from azext_batchai_sweep.localservice.azurebatch.node_wrapper import TASK_VARIABLE
     recorded = interaction('task_create', 'task get')
     exists = {'name': 'add', 'method': 'POST', 'path': '/jobs/xplatJobForTaskTests/addtaskcollection', 'status': 200,
               'response': {'value': [{'status': 'ClientError', 'taskId': 'xplatTask',
                                       'error': {'code': 'TaskExists', 'message': {'value': 'exists'}}}]}}
+    launch = {'name': TASK_VARIABLE, 'value': json.dumps({'props': {'jobOutputDirectoryPathSegment': 's/rg/ws/e/j/1'}})}
+    ours = {'id': 'xplatTask', 'displayName': recorded['response']['displayName'],
+            'commandLine': recorded['response']['commandLine'], 'environmentSettings': [launch]}
     api, adapter = replaying_api(exists, recorded)
-    body = {'id': 'xplatTask', 'commandLine': recorded['response']['commandLine']}
-    assert api.add_tasks('xplatJobForTaskTests', [body]) == {'xplatTask': None}
-    assert adapter.sent[1]['query']['$select'] == 'id,commandLine'
-    api, _ = replaying_api(exists, recorded)
-    assert api.add_tasks('xplatJobForTaskTests', [dict(body, commandLine='other')])['xplatTask'][0] == 'TaskExists'
+    assert api.add_tasks('xplatJobForTaskTests', [ours])['xplatTask'][0] == 'TaskExists', 'same command, other job'
+    assert set(adapter.sent[1]['query']['$select'].split(',')) == {'id', 'displayName', 'environmentSettings'}
+    mine = dict(recorded, response=dict(recorded['response'], environmentSettings=[launch]))
+    api, _ = replaying_api(exists, mine)
+    assert api.add_tasks('xplatJobForTaskTests', [dict(ours, commandLine='other')]) == {'xplatTask': None}
+    api, _ = replaying_api(exists, mine)
+    other_incarnation = [dict(launch, value=json.dumps({'props': {'jobOutputDirectoryPathSegment': 's/rg/ws/e/j/2'}}))]
+    assert api.add_tasks('xplatJobForTaskTests', [dict(ours, environmentSettings=other_incarnation)]
+                         )['xplatTask'][0] == 'TaskExists'
 
 
 # ---- pools as Batch AI clusters -----------------------------------------------------------------------------
