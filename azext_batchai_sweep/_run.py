@@ -47,6 +47,40 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     return definition
 
 
+def check_before_run(cmd, client, identity, definition, spec, retry):
+    """What would make the run fail or take over another sweep, found before its first request that changes
+    anything (nothing is created, and there is nothing to resume): a missing cluster, as create and submit name it
+    (exit 3); jobs under the sweep's name that this sweep file would not make (exit 6, core/tuning/takeover.py)."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    from ._errors import core_errors
+    from .core.service.identity import experiment_jobs
+    from .core.service.listing import being_deleted, sweep_name_of
+    from .core.service.preflight import check_cluster, cluster_id_of
+    from .core.tuning.loop import JobFactory, Journal
+    from .core.tuning.takeover import differences
+    with core_errors():
+        check_cluster(client, cluster_id_of(definition.template), retry=retry)
+        jobs = [job for job in experiment_jobs(client, identity.resource_group, identity.workspace,
+                                               identity.experiment, retry=retry)
+                if sweep_name_of(job) == identity.name and not being_deleted(job)]
+        changes = differences(jobs, JobFactory(definition, identity.name))
+    if not changes:
+        return
+    journal_path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                                    identity.name)
+    earlier = Journal(journal_path).data.get('spec') if os.path.exists(journal_path) else None
+    plan_file = '{}.plan.jsonl'.format(identity.name)
+    made_by = ' (made by {})'.format(earlier) if earlier else (
+        ' (planned in {})'.format(plan_file) if os.path.exists(plan_file) else '')
+    raise InvalidArgumentValueError(
+        'Sweep {}{} already has {} job(s) that {} would not make: {}. A run never takes over another sweep: its jobs '
+        'are kept as they are, and status, metrics and report go on showing them as they were made and '
+        'judged'.format(identity.name, made_by, len(jobs), spec, '; '.join(changes)),
+        recommendation='Run {} as a new sweep: the same command with another name (-n {}-2, say); or delete sweep {} '
+                       'first ("az batchai sweep delete {} --yes"), then run the same command '
+                       'again.'.format(spec, identity.name, identity.name, identity.args()))
+
+
 # A grid run lists each parameter's values once (the configurations themselves are walked, never listed).
 MAX_LISTED_VALUES = 1000000
 

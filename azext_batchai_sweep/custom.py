@@ -136,8 +136,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
               strict=False, plan_only=False):
-    from ._run import ProgressLines, body_preparer, check_run_size, load_run_definition, run_journal_path, \
-        service_seed
+    from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
+        run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
@@ -164,6 +164,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         retry = _retry()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
+        check_before_run(cmd, client, identity, definition, spec, retry)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             progress = ProgressLines()

@@ -581,6 +581,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds(),
                                         objectives=self.objectives)
         data['objective'] = self.objective
+        data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
         self.journal.save()
 
