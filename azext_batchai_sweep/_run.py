@@ -81,6 +81,25 @@ def check_before_run(cmd, client, identity, definition, spec, retry):
                        'again.'.format(spec, identity.name, identity.name, identity.args()))
 
 
+def first_failure(client, identity, retry):
+    """(name, what the service says of it: exit code and errors) of the sweep's job that failed first; (None, '')
+    when none failed."""
+    from ._errors import core_errors
+    from .core.service.identity import sweep_jobs
+    with core_errors():
+        failed = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                            state='failed', retry=retry)
+    if not failed:
+        return None, ''
+    info = lambda job: getattr(job, '_execution_info', None) or {}  # noqa: E731  pylint: disable=protected-access
+    job = min(failed, key=lambda j: (info(j).get('endTime') or '', j.name))
+    said = ['exit code {}'.format(info(job)['exitCode'])] if info(job).get('exitCode') is not None else []
+    for error in info(job).get('errors') or ():
+        if isinstance(error, dict):
+            said.append(': '.join(str(part) for part in (error.get('code'), error.get('message')) if part))
+    return job.name, '; '.join(said) or 'the service gives no reason'
+
+
 # A grid run lists each parameter's values once (the configurations themselves are walked, never listed).
 MAX_LISTED_VALUES = 1000000
 

@@ -242,6 +242,19 @@ def _run_outcome(cmd, result, definition, identity, spec):
             'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
                 identity.name, ' with a value of the objective' if definition.objective else ''),
             recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
+    elif definition.objective and result['best'] is None and result['counts'].get('failed') \
+            and not result['counts'].get('succeeded'):
+        from ._run import first_failure
+        name, why = first_failure(_client(cmd), identity, _retry())
+        failed, total = result['counts']['failed'], sum(result['counts'].values())
+        fail_after_output(cmd.cli_ctx, JobsFailedError(
+            '{} of sweep {} failed; the first, {}: {}'.format(
+                'Every job ({})'.format(total) if failed == total else '{} of its {} jobs'.format(failed, total),
+                identity.name, name, why),
+            recommendation='See its output with "az batchai sweep status {} --job {} --tail 50", fix the job in {} '
+                           '(its command line, the script\'s path, limits.jobTimeoutMinutes), then run it as a new '
+                           'sweep (another -n) or delete this one first ("az batchai sweep delete {} --yes").'.format(
+                               identity.args(), name, spec, identity.args())))
     elif definition.objective and result['best'] is None:
         fail_after_output(cmd.cli_ctx, JobsFailedError(
             'No job of sweep {} ran to the end with a value of the objective'.format(identity.name),

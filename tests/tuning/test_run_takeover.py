@@ -6,6 +6,8 @@ as a user meets it: after a sweep `submit` made, or after a run, the same `-n` w
   anything (exit 6), naming the sweep file, what differs and both ways out (another -n, delete); the jobs stay as
   they were, so `status` and `metrics` still agree. The same sweep file again resumes (nothing refused).
 - A misspelled cluster: exit 3 with the message `create` and `submit` give, no job, no "Resume the run with".
+- Every job failed (a wrong script path, a jobTimeoutMinutes too small): the end says so with the first failure's
+  exit code and the service's reason, not "check the objective".
 """
 import pytest
 
@@ -114,3 +116,24 @@ def test_a_misspelled_cluster_is_named_before_anything_starts(setup, local_servi
     assert 'Cluster locall does not exist' in run.stderr and 'az batchai cluster list' in run.stderr
     assert 'Resume the run with' not in run.stderr and 'Traceback' not in run.stderr
     assert not Watcher(batchai_client, local_service, experiment, 'nocluster').jobs()
+
+
+@pytest.mark.parametrize('case', ['wrong script path', 'job timeout too small'])
+def test_when_every_job_failed_the_end_says_so_with_the_first_failure(setup, local_service, case):
+    az, directory, experiment = setup
+    sweep = 'allfail-' + case.split()[0]
+    if case == 'wrong script path':
+        spec = write_sweep(directory, sweep, [], [0.9, 0.8], epochs=2, sleep=0.01)
+        with open(spec, encoding='utf-8') as f:
+            text = f.read().replace('curve.py', 'no_such_script.py')
+        with open(spec, 'w', encoding='utf-8') as f:
+            f.write(text)
+    else:
+        spec = write_sweep(directory, sweep, ['limits: {jobTimeoutMinutes: 0.02}'], [0.9, 0.8], epochs=100, sleep=0.1)
+    run = az(*run_args(local_service, experiment, sweep, spec))
+    assert run.exit_code == 4, run.stderr  # jobs failed (docs/pipelines.md)
+    assert 'Every job (2) of sweep {} failed; the first, '.format(sweep) in run.stderr, run.stderr
+    assert 'check the objective' not in run.stderr
+    assert '--tail 50' in run.stderr and 'jobTimeoutMinutes' in run.stderr
+    # The first failure's own words: the script's exit code, or the service's reason.
+    assert (': exit code 2' if case == 'wrong script path' else 'MaxWallClockTimeExceeded') in run.stderr, run.stderr
