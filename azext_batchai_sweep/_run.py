@@ -266,6 +266,21 @@ def stop_unsteered(client, identity):
     return sorted(name for name in outcome['stopped'] if name not in left), left
 
 
+def remember_stopped_on_exit(cli_ctx, identity, names):
+    """Note in the run's journal the jobs --stop-on-exit stops: they were stopped by the run's end, not judged, so
+    the resumed run runs them again instead of counting their unfinished steps as saved."""
+    from .core.tuning.loop import STOPPED_ON_EXIT, Journal
+    journal = Journal(run_journal_path(cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                                       identity.name))
+    owed = journal.data.setdefault(STOPPED_ON_EXIT, [])
+    owed.extend(name for name in names if name not in owed)
+    try:
+        journal.save()
+    except OSError as ex:
+        logger.warning('The run journal could not be written (%s): a resumed run will not re-run %s', ex,
+                       ', '.join(names))
+
+
 def ended_early(cli_ctx, identity, why, stop_on_exit):
     """What a run that ends early says on stderr: the jobs left queued or running (after stopping them with
     --stop-on-exit) and the commands that stop or resume them. Returns (message, recommendation)."""
@@ -274,6 +289,8 @@ def ended_early(cli_ctx, identity, why, stop_on_exit):
     stop = 'az batchai sweep stop {} --yes'.format(identity.args())
     resume = resume_command()
     if busy and stop_on_exit:
+        # Kept before they are stopped: the resumed run re-runs these jobs (core/tuning/loop.py, stoppedOnExit).
+        remember_stopped_on_exit(cli_ctx, identity, busy)
         stopped, left = stop_unsteered(client, identity)
         left = busy if left is None else left
         message = 'Sweep {}: the run ended early ({}); --stop-on-exit stopped its {} queued or running job(s): {}'\

@@ -37,7 +37,7 @@ from .reports import objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
-from .trial import Report, Trial
+from .trial import Report, Suggestion, Trial
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,9 @@ ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
 # A sweep's objectives and constraints (core/tuning/objectives.py), in every job of a run that has them (only then).
 ENV_OBJECTIVES = 'BATCHAI_SWEEP_OBJECTIVES'
 JOURNAL_VERSION = 1
+# The journal's list of the jobs a run's --stop-on-exit stopped on its way out (_run.remember_stopped_on_exit): not
+# judged, so the resumed run re-runs them (from their first step) rather than counting them as stopped early.
+STOPPED_ON_EXIT = 'stoppedOnExit'
 
 
 # ---- jobs as the controller sees them ----------------------------------------------------------------------------
@@ -450,6 +453,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """One round; returns the result once the sweep has ended, else None."""
         seen_pending = {t.name for t in self.trials if t.pending} | self.submitted_names
         trials, elapsed = self.observe()
+        if self.journal.data.get(STOPPED_ON_EXIT) and self._rerun_stopped_on_exit(trials):
+            trials, elapsed = self.observe()
         stopped = [t.name for t in trials if t.state == 'terminated' and t.name in seen_pending
                    and t.name not in self.controller.decisions]
         if stopped:
@@ -487,6 +492,35 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._save(trials)
             return self.result()
         return None
+
+    def _rerun_stopped_on_exit(self, trials):
+        """Re-run the jobs the last run's --stop-on-exit stopped on its way out: deleted and created again under
+        their names with the same definition (index, Hyperband's place, parent), as an uninterrupted run would have
+        let them run. Each is dropped from the journal once created (a job already gone is left to the sampler).
+        True when a job was created again."""
+        from ..service.delete import delete_job
+        owed = self.journal.data[STOPPED_ON_EXIT]
+        by_name = {t.name: t for t in trials}
+        rerun = False
+        for name in list(owed):
+            trial = by_name.get(name)
+            if trial is not None and trial.state == 'terminating':
+                continue  # still stopping (or its log not read to the end yet): at a later poll
+            if trial is not None and trial.state == 'terminated' and name not in self.controller.decisions:
+                suggestion = Suggestion(params=dict(trial.params), resource=trial.resource, parent=trial.parent,
+                                        bracket=trial.bracket, rung=trial.rung, slot=trial.slot)
+                body = self.factory.body(suggestion, trial.index, self.jobs.get(trial.parent))
+                delete_job(self.client, *self.target, name, retry=self.retry, wait=True, interval=0.5)
+                create_job(self.client, *self.target, name, body, retry=self.retry)
+                self.submitted_names.add(name)
+                last = trial.reports[-1].step if trial.reports else None
+                self.progress('{}: run again from its start: the last run stopped it on its way out (--stop-on-exit)'
+                              '{}, before any rule judged it'.format(
+                                  name, ' at {} {}'.format(self.step_label, last) if last is not None else ''))
+                rerun = True
+            owed.remove(name)
+            self.journal.save()
+        return rerun
 
     def _settle(self, names, timeout=60.0):
         """Wait (at most `timeout` seconds) until the jobs just terminated have left queued and running, then look
