@@ -650,6 +650,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     with core_errors():
         client = _client(cmd)
     run_view = _RunView(cmd, client, identity)
+    by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
         front = _pareto_front(cmd, identity, top, run_view)
         if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
@@ -688,6 +689,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         _say_figures(identity, figures)
+        if by_objective:
+            from .core.tuning.job_value import STOPPING_KINDS
+            for row in rows:  # a job a rule stopped: its value when judged; what it printed later is shown apart
+                tuning = run_rows.get(row['name']) or {}
+                if tuning.get('decision') in STOPPING_KINDS and tuning.get('latest') is not None \
+                        and row['metric'] != tuning['latest']:
+                    row['afterDecision'], row['metric'] = row['metric'], tuning['latest']
     if importance:
         return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
     with core_errors():

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .decision import TIMEOUT, Decision
+# Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
+from .job_value import REPORTS_JUDGED, judged_reports
 
 logger = logging.getLogger(__name__)
-# Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
-REPORTS_JUDGED = 'reportsJudged'
 
 # Why a sweep ends.
 END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and every job has finished
@@ -176,13 +176,7 @@ def as_seen(trials, stops):
     for trial in trials:
         decision = stops.get(trial.name)
         if decision is not None:
-            reports = trial.reports
-            judged = decision.numbers.get(REPORTS_JUDGED)
-            if isinstance(judged, int):
-                reports = tuple(reports[:judged])
-            elif decision.step is not None:
-                reports = tuple(r for r in reports if r.step <= decision.step)
-            trial = replace(trial, reports=reports, stopped_early=True)
+            trial = replace(trial, reports=judged_reports(trial.reports, decision), stopped_early=True)
         elif trial.state == 'terminated':
             trial = replace(trial, stopped_early=True)
         seen.append(trial)

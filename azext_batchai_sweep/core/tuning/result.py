@@ -28,7 +28,8 @@ def best_trial(trials, goal, objectives=None):
     if not finished:
         return None
     sign = -1 if goal == 'max' else 1
-    return min(finished, key=lambda t: (sign * t.last, t.index))
+    # Ties: the first by name, as `metrics` ranks them (core/outputs/metrics.sort_rows) and `status` lists them.
+    return min(finished, key=lambda t: (sign * t.last, t.name))
 
 
 def job_steps(trials):
