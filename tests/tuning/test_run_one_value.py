@@ -3,7 +3,8 @@
 A job a bandit policy stops goes on printing for a moment (here: it traps SIGTERM and prints three better epochs
 before it exits, as a training loop finishing its epoch does). Its value is the one it had when it was judged
 (core/tuning/job_value.py): `run`'s result, `status` (Latest beside Best, -o table too), `metrics` (its later value
-shown apart, as afterDecision) and `report` all say the same number, and none ranks it above the sweep's best. Two
+shown apart, as afterDecision) and `report` all say the same number, and none ranks it above the sweep's best; its
+steps after the decision count as run, not saved (item 6). Two
 jobs tied for best: `metrics --top 1` names the job `run` names.
 """
 import sys
@@ -87,6 +88,13 @@ def test_a_stopped_jobs_value_is_its_value_when_judged_in_every_command(setup, l
     top = az('batchai', 'sweep', 'metrics', *sweep, '--top', '1', '-o', 'table').stdout
     assert 'After Decision' in az('batchai', 'sweep', 'metrics', *sweep, '-o', 'table').stdout
     assert result['best']['name'] in top and stopped['name'] not in top
+
+    # Savings are what was saved: the stopped job's steps count as its log shows them, the later ones too.
+    tail = az('batchai', 'sweep', 'status', *sweep, '--job', stopped['name'], '--tail', '100', '-o', 'json')
+    ran = sum(1 for line in tail.json() if line.startswith('epoch='))
+    assert ran >= stopped['tuning']['step'] + 3, tail.stdout  # three lines after the decision
+    assert (result['compute']['jobSteps'], result['compute']['jobStepsFull']) == (30 + ran, 60), result['compute']
+    assert '{} of 60 job-steps run'.format(30 + ran) in status.stderr
 
     made, _ = report_html(az, local_service, experiment, 'late', directory)
     report = made.json()

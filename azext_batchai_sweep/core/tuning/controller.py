@@ -16,7 +16,7 @@ from typing import Optional
 
 from .decision import TIMEOUT, Decision
 # Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
-from .job_value import REPORTS_JUDGED, judged_reports
+from .job_value import REPORTS_JUDGED, REPORTS_RUN, judged_reports
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,9 @@ def as_seen(trials, stops):
     for trial in trials:
         decision = stops.get(trial.name)
         if decision is not None:
-            trial = replace(trial, reports=judged_reports(trial.reports, decision), stopped_early=True)
+            # What ran still counts as run (the job-steps used): every report its log shows, the later ones too.
+            trial = replace(trial, reports=judged_reports(trial.reports, decision), stopped_early=True,
+                            extra=dict(trial.extra, **{REPORTS_RUN: len(trial.reports)}))
         elif trial.state == 'terminated':
             trial = replace(trial, stopped_early=True)
         seen.append(trial)

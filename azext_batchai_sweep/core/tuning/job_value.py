@@ -14,6 +14,14 @@ from .decision import STOPPED, TIMEOUT
 # Decision.numbers: how many reports the rule had read when it judged the job (set by the controller).
 REPORTS_JUDGED = 'reportsJudged'
 STOPPING_KINDS = (STOPPED, TIMEOUT)
+# Trial.extra: how many reports a stopped job's log shows in all (those after its decision too): the steps it ran.
+REPORTS_RUN = 'reportsRun'
+
+
+def steps_run(trial):
+    """The steps a job ran, as its log shows them: every report, the ones after a stop decision included (they were
+    run, so they were not saved), however many of them count for its value."""
+    return max(len(trial.reports), trial.extra.get(REPORTS_RUN, 0))
 
 
 def judged_reports(reports, decision):

@@ -2,6 +2,7 @@
 from collections import Counter
 
 from .decision import fmt
+from .job_value import steps_run
 
 CONTINUED = 'ran to the end'
 
@@ -35,11 +36,12 @@ def best_trial(trials, goal, objectives=None):
 def job_steps(trials):
     """(used, full): reports made, and what running every configuration to the end would have made.
 
-    A report is one step of work (an epoch). The full run of a configuration reaches the largest step a job that
+    A report is one step of work (an epoch), counted as the job's log shows it (a stopped job's steps after its
+    decision included: they ran). The full run of a configuration reaches the largest step a job that
     ran to the end reached; a configuration is its parameter values (a Hyperband promotion is the same one, and
     resumes from its parent: it reports only the steps it adds).
     """
-    used = sum(len(t.reports) for t in trials)
+    used = sum(steps_run(t) for t in trials)  # what the logs show: a stopped job's steps after its decision ran too
     ended = [t for t in trials if ran_to_end(t)]
     if not ended:
         return used, used
