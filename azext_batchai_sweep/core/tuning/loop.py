@@ -486,9 +486,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self._report(trials)
         if actions.end:
             self.end = actions.end
-            if terminate:
-                # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated.
-                trials = self._settle(list(terminate))
+            # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated, and
+            # every stopped job with the steps its whole log shows (it may print a few after its decision).
+            settling = sorted(set(terminate) | {t.name for t in trials if t.state == 'terminating'})
+            if settling:
+                trials = self._settle(settling)
             self._save(trials)
             return self.result()
         return None
