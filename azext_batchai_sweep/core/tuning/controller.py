@@ -66,7 +66,7 @@ class Actions:
     terminate: list = field(default_factory=list)   # Decisions, one per job to terminate
     submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
     end: Optional[str] = None                       # one of END_REASONS once the sweep is over
-    notes: list = field(default_factory=list)       # (job name, text): a policy let a job go on at a rung (ASHA)
+    notes: list = field(default_factory=list)       # (job name, text, report n): a policy let a job go on (ASHA)
 
 
 class Controller:
@@ -120,7 +120,7 @@ class Controller:
                         break
                     note = self._kept(trial, n, trials)
                     if note:
-                        actions.notes.append((trial.name, note))
+                        actions.notes.append((trial.name, note, n))
 
         free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
         budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)

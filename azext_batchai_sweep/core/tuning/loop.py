@@ -29,7 +29,7 @@ from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
 from .bayesian_settings import objectives_of
-from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
+from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, REPORTS_JUDGED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
 from .objectives import Objectives
@@ -297,6 +297,15 @@ def objectives_from_service(jobs, objective):
 
 # ---- the loop ----------------------------------------------------------------------------------------------------
 
+def decision_lines(actions):
+    """A poll's decisions (Actions: the stops and what a policy let go on) as the progress lines, in the order the
+    rules took them: by the report judged (a job let go on at its first rung before it was stopped at its second),
+    then by job; the sweep's own ends (timeout, stopAt) last."""
+    said = [(d.numbers.get(REPORTS_JUDGED, float('inf')), d.job, d.text) for d in actions.terminate]
+    said += [(n, name, text) for name, text, n in actions.notes]
+    return ['{}: {}'.format(name, text) for _, name, text in sorted(said, key=lambda line: (line[0], line[1]))]
+
+
 def _created(job):
     text = (job._raw.get('properties') or {}).get('creationTime')  # pylint: disable=protected-access
     if not text:
@@ -475,10 +484,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         terminate = {d.job: d for d in decided}
         terminate.update({d.job: d for d in actions.terminate})
         self._save(trials)  # the decisions are kept before they are acted on
-        for decision in actions.terminate:
-            self.progress('{}: {}'.format(decision.job, decision.text))
-        for name, text in actions.notes:
-            self.progress('{}: {}'.format(name, text))
+        for line in decision_lines(actions):
+            self.progress(line)
         self._announce(trials)
         for name in terminate:
             self._terminate(name)
