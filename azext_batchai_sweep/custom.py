@@ -4,6 +4,7 @@
 """The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
 # pylint: disable=too-many-arguments,too-many-locals
 import os
+from contextlib import contextmanager
 
 from knack.log import get_logger
 
@@ -593,6 +594,46 @@ def _no_such_job(client, identity, job):
                             identity.args()))
 
 
+def _mount_keys(cmd):
+    """For a job rebuilt from the service: its storage mounts' key, which the service never returns, given again
+    from where `job create` and `submit` take it (the local service's own key; else AZURE_BATCHAI_STORAGE_KEY or
+    `az config set batchai.storage_key`). None when no key is known: the job is then refused, naming the fix."""
+    from ._submission import fill_mount_credentials, storage_key
+    key = storage_key(cmd.cli_ctx)
+    if not key:
+        return None
+
+    def prepare(body):
+        fill_mount_credentials(body, key)
+        return body
+    return prepare
+
+
+@contextmanager
+def _hidden_secrets(identity, state, job_names):
+    """Jobs that cannot be re-created from the service alone: az's error naming the fix, not a sweep-file error."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._submission import STORAGE_KEY_VAR
+    from .core.service.resubmit import HiddenSecretsError
+    try:
+        yield
+    except HiddenSecretsError as ex:
+        example = next(iter(sorted(ex.paths)))
+        again = _command('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
+                                                 ['--state', state] if state else []))
+        if ex.only_credentials:
+            recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
+                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the sweep\'s '
+                              'plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
+        else:
+            recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
+                              '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))
+        raise RequiredArgumentMissingError(
+            '{} job(s) of sweep {} need write-only values the service does not return ({} in {})'.format(
+                len(ex.paths), identity.name, ', '.join(ex.paths[example]), example),
+            recommendation=recommendation) from None
+
+
 def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
                    state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL, timeout=None,
                    max_retries=DEFAULT_MAX_RETRIES):
@@ -619,10 +660,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
                                                     sweep_name, job_names=job_names, retry=_retry(max_retries))}
             _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
-        with Progress(cmd, 'Resubmitting') as progress:
+        with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
-                                   parallel=parallel, progress=progress, retry=_retry(max_retries))
+                                   parallel=parallel, progress=progress, retry=_retry(max_retries),
+                                   prepare_rebuilt=_mount_keys(cmd))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
     result = {'sweep': sweep_name, **result}
