@@ -91,7 +91,9 @@ def first_failure(client, identity, retry):
                             state='failed', retry=retry)
     if not failed:
         return None, ''
-    info = lambda job: getattr(job, '_execution_info', None) or {}  # noqa: E731  pylint: disable=protected-access
+    def info(job):
+        return getattr(job, '_execution_info', None) or {}  # the listing's raw executionInfo
+
     job = min(failed, key=lambda j: (info(j).get('endTime') or '', j.name))
     said = ['exit code {}'.format(info(job)['exitCode'])] if info(job).get('exitCode') is not None else []
     for error in info(job).get('errors') or ():

@@ -44,8 +44,13 @@ def after_decision(reports, decision):
     return reports[len(judged_reports(reports, decision)):]
 
 
+def counted_reports(reports, decision=None):
+    """The reports that count for a job whatever its decision: up to a stop decision, all of them otherwise (a
+    Hyperband promotion or non-promotion judged the job without stopping it)."""
+    return judged_reports(reports, decision if decision is not None and decision.kind in STOPPING_KINDS else None)
+
+
 def job_value(reports, decision=None):
     """The job's value: its objective at its last judged step, or None when it reported nothing that counts."""
-    judged = judged_reports(reports, decision if decision is not None and decision.kind in STOPPING_KINDS
-                            else None)
-    return judged[-1].value if judged else None
+    counted = counted_reports(reports, decision)
+    return counted[-1].value if counted else None

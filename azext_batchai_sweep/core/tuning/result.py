@@ -2,7 +2,7 @@
 from collections import Counter
 
 from .decision import fmt
-from .job_value import steps_run
+from .job_value import counted_reports, job_value, steps_run
 
 CONTINUED = 'ran to the end'
 
@@ -61,10 +61,13 @@ def _plain(number):
 
 
 def tuning_row(trial, decision, goal, step_label):
-    """What `status` adds to a job's row: latest and best objective, step, decision with rule and numbers."""
-    values = [r.value for r in trial.reports]
+    """What `status` adds to a job's row: latest (the job's value, core/tuning/job_value.py) and best objective of
+    its judged steps, its last judged step, the decision with rule and numbers."""
+    reports = counted_reports(trial.reports, decision)
+    values = [r.value for r in reports]
     best = (max(values) if goal == 'max' else min(values)) if values else None
-    row = {'latest': trial.last, 'best': best, 'step': _plain(trial.reports[-1].step) if trial.reports else None,
+    row = {'latest': job_value(trial.reports, decision), 'best': best,
+           'step': _plain(reports[-1].step) if reports else None,
            'stepLabel': step_label, 'decision': decision.kind if decision else None,
            'rule': decision.rule if decision else None, 'reason': decision.text if decision else None,
            'bracket': trial.bracket, 'rung': trial.rung, 'resource': trial.resource, 'parent': trial.parent}
