@@ -623,8 +623,8 @@ def _hidden_secrets(identity, state, job_names):
                                                  ['--state', state] if state else []))
         if ex.only_credentials:
             recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
-                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the sweep\'s '
-                              'plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
+                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the '
+                              'sweep\'s plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
         else:
             recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
                               '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))

@@ -68,7 +68,8 @@ def test_the_tour_runs_as_written_in_a_plain_shell(readme_clone, tmp_path):
     finally:
         plain_shell(stop, readme_clone, home, system_path())
     last = len(list(out_dir.glob('*.err'))) - 1  # the transcript command that ran last (set -e)
-    assert ran.returncode == 0, ran.stdout + ran.stderr + ((out_dir / ('%d.err' % last)).read_text() if last >= 0 else '')
+    failed_step = (out_dir / ('%d.err' % last)).read_text() if last >= 0 else ''
+    assert ran.returncode == 0, ran.stdout + ran.stderr + failed_step
     for number, (command, printed) in enumerate(shown):
         stdout = [line for line in (out_dir / ('%d.out' % number)).read_text().splitlines() if line.strip()]
         stderr = (out_dir / ('%d.err' % number)).read_text().splitlines()

@@ -119,7 +119,8 @@ def resubmit_jobs(client, resource_group, workspace, experiment, *, sweep_name, 
 
     plan: (name, body) pairs of the sweep (body a REST dict or JobCreateParameters); also re-creates plan jobs that
     are missing on the service. prepare_rebuilt: without a plan, called with each body rebuilt from the service (a
-    REST dict) before it is checked: gives back what the service does not return (a storage mount's key). Raises SpecError, before deleting anything, when a job would lose hidden secrets.
+    REST dict) before it is checked: gives back what the service does not return (a storage mount's key). Raises
+    HiddenSecretsError (a SpecError), before deleting anything, when a job would lose hidden secrets.
     Returns {resubmitted: [names], skipped: [{job, reason}], failed: [{job, error}]}; progress(done, total).
     """
     retry = retry or RetrySettings()
