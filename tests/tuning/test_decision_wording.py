@@ -1,7 +1,6 @@
 """How Hyperband and ASHA word their decisions (issue 42, item 10): a value tied with the cutoff is written "=" (a tie
 goes to the earlier slot), not "<"; with goal min a worse value is ">" the cutoff; ASHA's decisions of one poll are
 printed in the order they were taken (by step, then job), as Hyperband's are."""
-
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
 from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED
 from azext_batchai_sweep.core.tuning.samplers import HyperbandSampler
