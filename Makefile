@@ -58,10 +58,16 @@ $(AZ_STAMP):
 	$(BIN)/python -m pip install --quiet --upgrade azure-cli
 	touch $@
 
-$(DEV_STAMP): $(AZ_STAMP) setup.py
+# The venv's activate script exports the dev source too, so that after `. .venv/bin/activate` a plain shell's az
+# finds the extension as the Makefile's does (the README's tour). Written once (the marker line), re-run when this
+# Makefile changes.
+ACTIVATE_MARKER := \# azext-batchai-sweep (make dev): az finds this extension from source
+$(DEV_STAMP): $(AZ_STAMP) setup.py Makefile
 	$(BIN)/python setup.py --quiet egg_info
 	mkdir -p $(DEV_SOURCES)
 	ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
+	grep -qxF '$(ACTIVATE_MARKER)' $(BIN)/activate || \
+		printf '\n%s\nexport AZURE_EXTENSION_DEV_SOURCES="%s"\n' '$(ACTIVATE_MARKER)' '$(DEV_SOURCES)' >> $(BIN)/activate
 	touch $@
 
 test-tools: $(TEST_STAMP) $(NODE_STAMP)

@@ -178,6 +178,8 @@ def _tuning_cells(row, tuning):
     """The columns `sweep run` adds to status rows: its objective, step and decision; with several objectives or
     constraints, Pareto: `front` for a job on the Pareto front, its dominance rank otherwise, `infeasible`."""
     row['Step'] = _cell(tuning.get('step'))
+    # Latest: the job's value (core/tuning/job_value.py), the one it is ranked by; Best: its best judged step.
+    row['Latest'] = _short_float(tuning['latest']) if tuning.get('latest') is not None else ''
     row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
     if 'paretoRank' in tuning:
         row['Pareto'] = 'infeasible' if tuning.get('infeasible') else (
@@ -215,6 +217,7 @@ def sweep_metrics_table_format(result):
     if result and 'rank' in result[0] and 'values' in result[0]:  # a sweep with several objectives: its front
         return pareto_table(result)
     rows = []
+    after = any('afterDecision' in job for job in result)
     for job, parameters in zip(result, _aligned_parameters(result)):
         row = OrderedDict()
         row['Name'] = job['name']
@@ -222,6 +225,8 @@ def sweep_metrics_table_format(result):
         row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
         if 'infeasible' in job:  # a `sweep run` with constraints: whether the job broke one
             row['Feasible'] = 'no' if job['infeasible'] else 'yes'
+        if after:  # a stopped job's last value in its log, printed after the decision (not what it ranks by)
+            row['After Decision'] = _cell(job.get('afterDecision'))
         rows.append(_with_parameters(row, parameters))
     return rows
 

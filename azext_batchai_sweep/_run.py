@@ -47,6 +47,61 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     return definition
 
 
+def check_before_run(cmd, client, identity, definition, spec, retry):
+    """What would make the run fail or take over another sweep, found before its first request that changes
+    anything (nothing is created, and there is nothing to resume): a missing cluster, as create and submit name it
+    (exit 3); jobs under the sweep's name that this sweep file would not make (exit 6, core/tuning/takeover.py)."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    from ._errors import core_errors
+    from .core.service.identity import experiment_jobs
+    from .core.service.listing import being_deleted, sweep_name_of
+    from .core.service.preflight import check_cluster, cluster_id_of
+    from .core.tuning.loop import JobFactory, Journal
+    from .core.tuning.takeover import differences
+    with core_errors():
+        check_cluster(client, cluster_id_of(definition.template), retry=retry)
+        jobs = [job for job in experiment_jobs(client, identity.resource_group, identity.workspace,
+                                               identity.experiment, retry=retry)
+                if sweep_name_of(job) == identity.name and not being_deleted(job)]
+        changes = differences(jobs, JobFactory(definition, identity.name))
+    if not changes:
+        return
+    journal_path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                                    identity.name)
+    earlier = Journal(journal_path).data.get('spec') if os.path.exists(journal_path) else None
+    plan_file = '{}.plan.jsonl'.format(identity.name)
+    made_by = ' (made by {})'.format(earlier) if earlier else (
+        ' (planned in {})'.format(plan_file) if os.path.exists(plan_file) else '')
+    raise InvalidArgumentValueError(
+        'Sweep {}{} already has {} job(s) that {} would not make: {}. A run never takes over another sweep: its jobs '
+        'are kept as they are, and status, metrics and report go on showing them as they were made and '
+        'judged'.format(identity.name, made_by, len(jobs), spec, '; '.join(changes)),
+        recommendation='Run {} as a new sweep: the same command with another name (-n {}-2, say); or delete sweep {} '
+                       'first ("az batchai sweep delete {} --yes"), then run the same command '
+                       'again.'.format(spec, identity.name, identity.name, identity.args()))
+
+
+def first_failure(client, identity, retry):
+    """(name, what the service says of it: exit code and errors) of the sweep's job that failed first; (None, '')
+    when none failed."""
+    from ._errors import core_errors
+    from .core.service.identity import sweep_jobs
+    with core_errors():
+        failed = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                            state='failed', retry=retry)
+    if not failed:
+        return None, ''
+    def info(job):
+        return getattr(job, '_execution_info', None) or {}  # the listing's raw executionInfo
+
+    job = min(failed, key=lambda j: (info(j).get('endTime') or '', j.name))
+    said = ['exit code {}'.format(info(job)['exitCode'])] if info(job).get('exitCode') is not None else []
+    for error in info(job).get('errors') or ():
+        if isinstance(error, dict):
+            said.append(': '.join(str(part) for part in (error.get('code'), error.get('message')) if part))
+    return job.name, '; '.join(said) or 'the service gives no reason'
+
+
 # A grid run lists each parameter's values once (the configurations themselves are walked, never listed).
 MAX_LISTED_VALUES = 1000000
 
@@ -213,6 +268,21 @@ def stop_unsteered(client, identity):
     return sorted(name for name in outcome['stopped'] if name not in left), left
 
 
+def remember_stopped_on_exit(cli_ctx, identity, names):
+    """Note in the run's journal the jobs --stop-on-exit stops: they were stopped by the run's end, not judged, so
+    the resumed run runs them again instead of counting their unfinished steps as saved."""
+    from .core.tuning.loop import STOPPED_ON_EXIT, Journal
+    journal = Journal(run_journal_path(cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                                       identity.name))
+    owed = journal.data.setdefault(STOPPED_ON_EXIT, [])
+    owed.extend(name for name in names if name not in owed)
+    try:
+        journal.save()
+    except OSError as ex:
+        logger.warning('The run journal could not be written (%s): a resumed run will not re-run %s', ex,
+                       ', '.join(names))
+
+
 def ended_early(cli_ctx, identity, why, stop_on_exit):
     """What a run that ends early says on stderr: the jobs left queued or running (after stopping them with
     --stop-on-exit) and the commands that stop or resume them. Returns (message, recommendation)."""
@@ -221,6 +291,8 @@ def ended_early(cli_ctx, identity, why, stop_on_exit):
     stop = 'az batchai sweep stop {} --yes'.format(identity.args())
     resume = resume_command()
     if busy and stop_on_exit:
+        # Kept before they are stopped: the resumed run re-runs these jobs (core/tuning/loop.py, stoppedOnExit).
+        remember_stopped_on_exit(cli_ctx, identity, busy)
         stopped, left = stop_unsteered(client, identity)
         left = busy if left is None else left
         message = 'Sweep {}: the run ended early ({}); --stop-on-exit stopped its {} queued or running job(s): {}'\

@@ -4,6 +4,7 @@
 """The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
 # pylint: disable=too-many-arguments,too-many-locals
 import os
+from contextlib import contextmanager
 
 from knack.log import get_logger
 
@@ -136,8 +137,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
               strict=False, plan_only=False):
-    from ._run import ProgressLines, body_preparer, check_run_size, load_run_definition, run_journal_path, \
-        service_seed
+    from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
+        run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
@@ -164,6 +165,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         retry = _retry()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
+        check_before_run(cmd, client, identity, definition, spec, retry)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             progress = ProgressLines()
@@ -244,6 +246,19 @@ def _run_outcome(cmd, result, definition, identity, spec):
             'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
                 identity.name, ' with a value of the objective' if definition.objective else ''),
             recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
+    elif definition.objective and result['best'] is None and result['counts'].get('failed') \
+            and not result['counts'].get('succeeded'):
+        from ._run import first_failure
+        name, why = first_failure(_client(cmd), identity, _retry())
+        failed, total = result['counts']['failed'], sum(result['counts'].values())
+        fail_after_output(cmd.cli_ctx, JobsFailedError(
+            '{} of sweep {} failed; the first, {}: {}'.format(
+                'Every job ({})'.format(total) if failed == total else '{} of its {} jobs'.format(failed, total),
+                identity.name, name, why),
+            recommendation='See its output with "az batchai sweep status {} --job {} --tail 50", fix the job in {} '
+                           '(its command line, the script\'s path, limits.jobTimeoutMinutes), then run it as a new '
+                           'sweep (another -n) or delete this one first ("az batchai sweep delete {} --yes").'.format(
+                               identity.args(), name, spec, identity.args())))
     elif definition.objective and (result['best'] is None or (
             len(pareto.get('objectives') or ()) > 1 and not pareto.get('front'))):
         fail_after_output(cmd.cli_ctx, JobsFailedError(_no_best_text(identity, result), recommendation=see))
@@ -606,6 +621,46 @@ def _no_such_job(client, identity, job):
                             identity.args()))
 
 
+def _mount_keys(cmd):
+    """For a job rebuilt from the service: its storage mounts' key, which the service never returns, given again
+    from where `job create` and `submit` take it (the local service's own key; else AZURE_BATCHAI_STORAGE_KEY or
+    `az config set batchai.storage_key`). None when no key is known: the job is then refused, naming the fix."""
+    from ._submission import fill_mount_credentials, storage_key
+    key = storage_key(cmd.cli_ctx)
+    if not key:
+        return None
+
+    def prepare(body):
+        fill_mount_credentials(body, key)
+        return body
+    return prepare
+
+
+@contextmanager
+def _hidden_secrets(identity, state, job_names):
+    """Jobs that cannot be re-created from the service alone: az's error naming the fix, not a sweep-file error."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from ._submission import STORAGE_KEY_VAR
+    from .core.service.resubmit import HiddenSecretsError
+    try:
+        yield
+    except HiddenSecretsError as ex:
+        example = next(iter(sorted(ex.paths)))
+        again = _command('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
+                                                 ['--state', state] if state else []))
+        if ex.only_credentials:
+            recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
+                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the '
+                              'sweep\'s plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
+        else:
+            recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
+                              '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))
+        raise RequiredArgumentMissingError(
+            '{} job(s) of sweep {} need write-only values the service does not return ({} in {})'.format(
+                len(ex.paths), identity.name, ', '.join(ex.paths[example]), example),
+            recommendation=recommendation) from None
+
+
 def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
                    state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL, timeout=None,
                    max_retries=DEFAULT_MAX_RETRIES):
@@ -632,10 +687,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
                                                     sweep_name, job_names=job_names, retry=_retry(max_retries))}
             _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
-        with Progress(cmd, 'Resubmitting') as progress:
+        with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
-                                   parallel=parallel, progress=progress, retry=_retry(max_retries))
+                                   parallel=parallel, progress=progress, retry=_retry(max_retries),
+                                   prepare_rebuilt=_mount_keys(cmd))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
     result = {'sweep': sweep_name, **result}
@@ -663,6 +719,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     with core_errors():
         client = _client(cmd)
     run_view = _RunView(cmd, client, identity)
+    by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
         front = _pareto_front(cmd, identity, top, run_view)
         if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
@@ -701,6 +758,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         _say_figures(identity, figures)
+        if by_objective:
+            from .core.tuning.job_value import STOPPING_KINDS
+            for row in rows:  # a job a rule stopped: its value when judged; what it printed later is shown apart
+                tuning = run_rows.get(row['name']) or {}
+                if tuning.get('decision') in STOPPING_KINDS and tuning.get('latest') is not None \
+                        and row['metric'] != tuning['latest']:
+                    row['afterDecision'], row['metric'] = row['metric'], tuning['latest']
     if importance:
         return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
     infeasible = _mark_infeasible(identity, rows, run_rows, top)

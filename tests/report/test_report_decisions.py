@@ -11,7 +11,7 @@ import pytest
 
 from azext_batchai_sweep.core.report.decisions import decisions_from_run_rows
 from tests.fixtures_az import service_az
-from tests.tuning.run_helpers import write_sweep
+from tests.tuning.run_helpers import steps_in_log, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -55,7 +55,11 @@ def test_report_of_a_bandit_run_shows_its_decisions(local_service, tmp_path):
         assert re.fullmatch(r'stopped at epoch \d by bandit: .* < .* / 1\.2', jobs[name]['decision']['reason'])
     assert data['summary']['decisions'] == {'stopped': len(stopped)}
     assert data['summary']['best']['parameters'] == {'Q': 0.9}
-    assert data['summary']['compute']['savedJobSteps'] == sum(6 - jobs[n]['lastStep'] for n in stopped) > 0
+    # Saved: what the stopped jobs did not run, as their logs show it (a step printed after the decision ran: issue 42,
+    # item 6); their value is at the decision (lastStep).
+    ran = {name: steps_in_log(az, local_service, target[5], 'bandit', name) for name in stopped}
+    assert all(ran[name] >= jobs[name]['lastStep'] for name in stopped), (ran, jobs)
+    assert data['summary']['compute']['savedJobSteps'] == sum(6 - ran[name] for name in stopped) > 0
     with open(data['reportFile'], encoding='utf-8') as f:
         html = f.read()
     curves = ET.fromstring(re.search(r'<svg class="plot learning-curves.*?</svg>', html, re.S).group(0))

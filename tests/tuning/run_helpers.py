@@ -144,6 +144,14 @@ def target(service, experiment, sweep):
     return ['-g', service.resource_group, '-w', service.workspace, '-e', experiment, '-n', sweep]
 
 
+def steps_in_log(az, service, experiment, sweep, job):
+    """How many steps (`epoch=` lines) a job's log shows: what it ran, a stopped job's steps after its decision too."""
+    tail = az('batchai', 'sweep', 'status', *target(service, experiment, sweep), '--job', job, '--tail', '200',
+              '-o', 'json')
+    assert tail.exit_code == 0, tail.stderr
+    return sum(1 for line in tail.json() if line.startswith('epoch='))
+
+
 def run_args(service, experiment, sweep, spec, *extra):
     """`az batchai sweep run` of a sweep file on the service, polling often, JSON out."""
     return ['batchai', 'sweep', 'run', *target(service, experiment, sweep), '--spec', spec, '-c', service.cluster,

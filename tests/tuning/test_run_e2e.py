@@ -18,7 +18,7 @@ from azext_batchai_sweep.core.service.listing import env_of
 from azext_batchai_sweep.core.tuning.loop import job_state
 from tests.fixtures_az import AZ, base_env, service_az, service_env
 
-from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, write_sweep
+from .run_helpers import Watcher, hyperband_decisions, kill_and_resume, steps_in_log, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -56,8 +56,12 @@ def test_bandit_within_limits_and_job_timeout(setup, local_service, batchai_clie
     assert result['ended'] == 'exhausted' and result['jobs'] == 7
     assert result['best']['parameters'] == {'Q': 0.9} and result['best']['step'] == 6
     assert result['decisions']['stopped'] == 3 and result['decisions']['ran to the end'] == 3
-    # 3 ran 6 epochs, 3 were stopped after 2, the hung one reported nothing; 7 full runs are 42 epochs
-    assert (result['compute']['jobSteps'], result['compute']['jobStepsFull']) == (3 * 6 + 3 * 2, 7 * 6)
+    # 3 ran 6 epochs, 3 were stopped after 2 (and ran what their logs show: issue 42, item 6), the hung one
+    # reported nothing; 7 full runs are 42 epochs
+    stopped = [job.name for job in watcher.jobs() if env_of(job)['PARAM_Q'] in ('0.3', '0.2', '0.25')]
+    ran = [steps_in_log(az, local_service, experiment, 'bandit', name) for name in stopped]
+    assert all(2 <= steps < 6 for steps in ran), ran
+    assert (result['compute']['jobSteps'], result['compute']['jobStepsFull']) == (3 * 6 + sum(ran), 7 * 6)
     assert 'stopped at epoch 2 by bandit: 0.15 < 0.675 / 1.2' in run.stderr
 
     jobs = {env_of(job)['PARAM_Q']: job for job in watcher.jobs()}

@@ -61,7 +61,16 @@ def test_stops_a_kill_and_a_resubmit_give_one_answer(setup, local_service, batch
     first = run.json()
     stops = first['decisions']['stopped']
     assert stops >= 1 and first['decisions']['ran to the end'] == 6 - stops
-    assert (first['compute']['jobSteps'], first['compute']['jobStepsFull']) == ((6 - stops) * 6 + stops * 2, 6 * 6)
+    # Steps as the logs show them (issue 42, item 6): a stopped job's 2 judged epochs and any it printed after the
+    # decision, before it was gone.
+    shown = {row['name']: row['tuning']['step'] for row in az('batchai', 'sweep', 'status', *target(
+        local_service, experiment, 'agree'), '-o', 'json').json()['jobs'] if row['state'] == 'terminated'}
+    ran = {name: sum(1 for line in az('batchai', 'sweep', 'status', *target(local_service, experiment, 'agree'),
+                                      '--job', name, '--tail', '50', '-o', 'json').json() if line.startswith('epoch='))
+           for name in shown}
+    assert len(ran) == stops and all(2 <= steps <= 6 for steps in ran.values()), ran
+    assert (first['compute']['jobSteps'], first['compute']['jobStepsFull']) == (
+        (6 - stops) * 6 + sum(ran.values()), 6 * 6)
     assert_four_agree(az, local_service, experiment, 'agree', first, tmp_path)
 
     # One stopped job resubmitted: it runs its 6 epochs to the end as a new attempt under the same name.
@@ -73,8 +82,8 @@ def test_stops_a_kill_and_a_resubmit_give_one_answer(setup, local_service, batch
     status = az('batchai', 'sweep', 'status', *target(local_service, experiment, 'agree'), '-o', 'json').json()
     figures = status['figures']
     assert figures['decisions'] == dict({'ran to the end': 7 - stops}, **({'stopped': stops - 1} if stops > 1 else {}))
-    # the new attempt's 6 steps; the old attempt's 2 are not counted
-    assert figures['compute']['jobSteps'] == first['compute']['jobSteps'] + 4
+    # the new attempt's 6 steps; the old attempt's are not counted
+    assert figures['compute']['jobSteps'] == first['compute']['jobSteps'] + 6 - ran[stopped]
     row = next(row for row in status['jobs'] if row['name'] == stopped)
     assert row['tuning']['decision'] == 'ran to the end' and row['tuning']['step'] == 6
     # The run started again sees the same: the new attempt is no longer stopped, its log read from its start.

@@ -33,6 +33,23 @@ logger = logging.getLogger(__name__)
 _KEY_FIELDS = ('accountKey', 'accountKeySecretReference', 'password', 'passwordSecretReference')
 
 
+class HiddenSecretsError(SpecError):
+    """Jobs that cannot be re-created from the service alone: `paths` {job name: [paths of the write-only values it
+    lacks]} (a storage mount's credentials, the job's secrets)."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        example = next(iter(sorted(paths)))
+        super().__init__('{} job(s) have write-only values the service does not return ({} in {}): resubmit them '
+                         'with the sweep\'s plan file, which has the full definitions'.format(
+                             len(paths), ', '.join(paths[example]), example), path='plan')
+
+    @property
+    def only_credentials(self):
+        """True when every value missing is a storage mount's key (which the caller may give again)."""
+        return all(path.endswith('.credentials') for paths in self.paths.values() for path in paths)
+
+
 def rebuild_body(job) -> JobCreateParameters:
     """The JobCreateParameters of a job as the service returned it: every creation field, none of the read-only."""
     creation_fields = JobCreateParameters._attribute_map  # pylint: disable=protected-access
@@ -97,11 +114,13 @@ class _Journal:
 
 def resubmit_jobs(client, resource_group, workspace, experiment, *, sweep_name, job_names=None, state='failed',
                   plan=None, journal_path=None, parallel=8, progress=None, should_stop=None, retry=None,
-                  delete_timeout=600.0, poll_interval=1.0):
+                  delete_timeout=600.0, poll_interval=1.0, prepare_rebuilt=None):
     """Delete and re-create the sweep's jobs in `state` (default failed), or the named ones (state None: any state).
 
     plan: (name, body) pairs of the sweep (body a REST dict or JobCreateParameters); also re-creates plan jobs that
-    are missing on the service. Raises SpecError, before deleting anything, when a job would lose hidden secrets.
+    are missing on the service. prepare_rebuilt: without a plan, called with each body rebuilt from the service (a
+    REST dict) before it is checked: gives back what the service does not return (a storage mount's key). Raises
+    HiddenSecretsError (a SpecError), before deleting anything, when a job would lose hidden secrets.
     Returns {resubmitted: [names], skipped: [{job, reason}], failed: [{job, error}]}; progress(done, total).
     """
     retry = retry or RetrySettings()
@@ -137,6 +156,8 @@ def resubmit_jobs(client, resource_group, workspace, experiment, *, sweep_name, 
             return bodies[name]
         if job is None:
             return journaled[name]
+        if prepare_rebuilt is not None:  # e.g. the storage mounts' key, which the service never returns
+            return prepare_rebuilt(rebuild_body(job).serialize())
         return rebuild_body(job)
 
     planned = [(name, job, body_for(name, job)) for name, job in targets]
@@ -144,10 +165,7 @@ def resubmit_jobs(client, resource_group, workspace, experiment, *, sweep_name, 
         refused = {name: hidden_secrets(body) for name, job, body in planned if job is not None}
         refused = {name: paths for name, paths in refused.items() if paths}
         if refused:
-            example = next(iter(sorted(refused)))
-            raise SpecError('{} job(s) have write-only values the service does not return ({} in {}): resubmit them '
-                            'with the sweep\'s plan file, which has the full definitions'.format(
-                                len(refused), ', '.join(refused[example]), example), path='plan')
+            raise HiddenSecretsError(refused)
     journal = _Journal(journal_path if plan is None else None)
     result = {'resubmitted': [], 'skipped': skipped, 'failed': []}
     done = [0]

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from .decision import TIMEOUT, Decision
+# Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
+from .job_value import REPORTS_JUDGED, REPORTS_RUN, judged_reports
 
 logger = logging.getLogger(__name__)
-# Decision.numbers key: how many of the job's reports it had made when it was stopped (the reports it counts with).
-REPORTS_JUDGED = 'reportsJudged'
 
 # Why a sweep ends.
 END_EXHAUSTED = 'exhausted'        # the sampler has nothing more to run, and every job has finished
@@ -66,7 +66,7 @@ class Actions:
     terminate: list = field(default_factory=list)   # Decisions, one per job to terminate
     submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
     end: Optional[str] = None                       # one of END_REASONS once the sweep is over
-    notes: list = field(default_factory=list)       # (job name, text): a policy let a job go on at a rung (ASHA)
+    notes: list = field(default_factory=list)       # (job name, text, report n): a policy let a job go on (ASHA)
 
 
 class Controller:
@@ -120,7 +120,7 @@ class Controller:
                         break
                     note = self._kept(trial, n, trials)
                     if note:
-                        actions.notes.append((trial.name, note))
+                        actions.notes.append((trial.name, note, n))
 
         free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
         budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)
@@ -176,13 +176,9 @@ def as_seen(trials, stops):
     for trial in trials:
         decision = stops.get(trial.name)
         if decision is not None:
-            reports = trial.reports
-            judged = decision.numbers.get(REPORTS_JUDGED)
-            if isinstance(judged, int):
-                reports = tuple(reports[:judged])
-            elif decision.step is not None:
-                reports = tuple(r for r in reports if r.step <= decision.step)
-            trial = replace(trial, reports=reports, stopped_early=True)
+            # What ran still counts as run (the job-steps used): every report its log shows, the later ones too.
+            trial = replace(trial, reports=judged_reports(trial.reports, decision), stopped_early=True,
+                            extra=dict(trial.extra, **{REPORTS_RUN: len(trial.reports)}))
         elif trial.state == 'terminated':
             trial = replace(trial, stopped_early=True)
         seen.append(trial)

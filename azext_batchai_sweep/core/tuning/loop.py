@@ -29,7 +29,7 @@ from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
 from .bayesian_settings import objectives_of
-from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, Controller, Limits, as_seen
+from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, REPORTS_JUDGED, Controller, Limits, as_seen
 from .decision import STOPPED, TIMEOUT, Decision
 from .logs import LogFollower
 from .objectives import Objectives
@@ -37,7 +37,7 @@ from .reports import metrics_unreported, objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
-from .trial import Report, Trial
+from .trial import Report, Suggestion, Trial
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +54,9 @@ ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
 # A sweep's objectives and constraints (core/tuning/objectives.py), in every job of a run that has them (only then).
 ENV_OBJECTIVES = 'BATCHAI_SWEEP_OBJECTIVES'
 JOURNAL_VERSION = 1
+# The journal's list of the jobs a run's --stop-on-exit stopped on its way out (_run.remember_stopped_on_exit): not
+# judged, so the resumed run re-runs them (from their first step) rather than counting them as stopped early.
+STOPPED_ON_EXIT = 'stoppedOnExit'
 
 
 # ---- jobs as the controller sees them ----------------------------------------------------------------------------
@@ -294,6 +297,15 @@ def objectives_from_service(jobs, objective):
 
 # ---- the loop ----------------------------------------------------------------------------------------------------
 
+def decision_lines(actions):
+    """A poll's decisions (Actions: the stops and what a policy let go on) as the progress lines, in the order the
+    rules took them: by the report judged (a job let go on at its first rung before it was stopped at its second),
+    then by job; the sweep's own ends (timeout, stopAt) last."""
+    said = [(d.numbers.get(REPORTS_JUDGED, float('inf')), d.job, d.text) for d in actions.terminate]
+    said += [(n, name, text) for name, text, n in actions.notes]
+    return ['{}: {}'.format(name, text) for _, name, text in sorted(said, key=lambda line: (line[0], line[1]))]
+
+
 def _created(job):
     text = (job._raw.get('properties') or {}).get('creationTime')  # pylint: disable=protected-access
     if not text:
@@ -455,6 +467,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """One round; returns the result once the sweep has ended, else None."""
         seen_pending = {t.name for t in self.trials if t.pending} | self.submitted_names
         trials, elapsed = self.observe()
+        if self.journal.data.get(STOPPED_ON_EXIT) and self._rerun_stopped_on_exit(trials):
+            trials, elapsed = self.observe()
         stopped = [t.name for t in trials if t.state == 'terminated' and t.name in seen_pending
                    and t.name not in self.controller.decisions]
         if stopped:
@@ -475,10 +489,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         terminate = {d.job: d for d in decided}
         terminate.update({d.job: d for d in actions.terminate})
         self._save(trials)  # the decisions are kept before they are acted on
-        for decision in actions.terminate:
-            self.progress('{}: {}'.format(decision.job, decision.text))
-        for name, text in actions.notes:
-            self.progress('{}: {}'.format(name, text))
+        for line in decision_lines(actions):
+            self.progress(line)
         self._announce(trials)
         for name in terminate:
             self._terminate(name)
@@ -486,12 +498,43 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self._report(trials)
         if actions.end:
             self.end = actions.end
-            if terminate:
-                # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated.
-                trials = self._settle(list(terminate))
+            # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated, and
+            # every stopped job with the steps its whole log shows (it may print a few after its decision).
+            settling = sorted(set(terminate) | {t.name for t in trials if t.state == 'terminating'})
+            if settling:
+                trials = self._settle(settling)
             self._save(trials)
             return self.result()
         return None
+
+    def _rerun_stopped_on_exit(self, trials):
+        """Re-run the jobs the last run's --stop-on-exit stopped on its way out: deleted and created again under
+        their names with the same definition (index, Hyperband's place, parent), as an uninterrupted run would have
+        let them run. Each is dropped from the journal once created (a job already gone is left to the sampler).
+        True when a job was created again."""
+        from ..service.delete import delete_job
+        owed = self.journal.data[STOPPED_ON_EXIT]
+        by_name = {t.name: t for t in trials}
+        rerun = False
+        for name in list(owed):
+            trial = by_name.get(name)
+            if trial is not None and trial.state == 'terminating':
+                continue  # still stopping (or its log not read to the end yet): at a later poll
+            if trial is not None and trial.state == 'terminated' and name not in self.controller.decisions:
+                suggestion = Suggestion(params=dict(trial.params), resource=trial.resource, parent=trial.parent,
+                                        bracket=trial.bracket, rung=trial.rung, slot=trial.slot)
+                body = self.factory.body(suggestion, trial.index, self.jobs.get(trial.parent))
+                delete_job(self.client, *self.target, name, retry=self.retry, wait=True, interval=0.5)
+                create_job(self.client, *self.target, name, body, retry=self.retry)
+                self.submitted_names.add(name)
+                last = trial.reports[-1].step if trial.reports else None
+                self.progress('{}: run again from its start: the last run stopped it on its way out (--stop-on-exit)'
+                              '{}, before any rule judged it'.format(
+                                  name, ' at {} {}'.format(self.step_label, last) if last is not None else ''))
+                rerun = True
+            owed.remove(name)
+            self.journal.save()
+        return rerun
 
     def _settle(self, names, timeout=60.0):
         """Wait (at most `timeout` seconds) until the jobs just terminated have left queued and running, then look
@@ -592,6 +635,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds(),
                                         objectives=self.objectives)
         data['objective'] = self.objective
+        data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
         self.journal.save()
 

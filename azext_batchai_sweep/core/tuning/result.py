@@ -2,6 +2,7 @@
 from collections import Counter
 
 from .decision import NOT_PROMOTED, STOPPED, fmt
+from .job_value import counted_reports, job_value, steps_run
 
 CONTINUED = 'ran to the end'
 
@@ -21,20 +22,22 @@ def final_trials(trials):
 
 def best_trial(trials, goal, objectives=None):
     """The best job among final_trials (the feasible ones, with constraints: core/tuning/objectives.py), by the one
-    rule of core/tuning/best.py; None without one."""
+    rule of core/tuning/best.py (ties: the first by name, as `metrics` ranks them and `status` lists them);
+    None without one."""
     from .best import best_of
     feasible = objectives.feasible if objectives is not None and objectives.constraints else (lambda t: True)
-    return best_of(final_trials(trials), goal, lambda t: t.last, feasible=feasible, tie=lambda t: t.index)
+    return best_of(final_trials(trials), goal, lambda t: t.last, feasible=feasible, tie=lambda t: t.name)
 
 
 def job_steps(trials):
     """(used, full): reports made, and what running every configuration to the end would have made.
 
-    A report is one step of work (an epoch). The full run of a configuration reaches the largest step a job that
+    A report is one step of work (an epoch), counted as the job's log shows it (a stopped job's steps after its
+    decision included: they ran). The full run of a configuration reaches the largest step a job that
     ran to the end reached; a configuration is its parameter values (a Hyperband promotion is the same one, and
     resumes from its parent: it reports only the steps it adds).
     """
-    used = sum(len(t.reports) for t in trials)
+    used = sum(steps_run(t) for t in trials)  # what the logs show: a stopped job's steps after its decision ran too
     ended = [t for t in trials if ran_to_end(t)]
     if not ended:
         return used, used
@@ -54,10 +57,13 @@ def _plain(number):
 
 
 def tuning_row(trial, decision, goal, step_label):
-    """What `status` adds to a job's row: latest and best objective, step, decision with rule and numbers."""
-    values = [r.value for r in trial.reports]
+    """What `status` adds to a job's row: latest (the job's value, core/tuning/job_value.py) and best objective of
+    its judged steps, its last judged step, the decision with rule and numbers."""
+    reports = counted_reports(trial.reports, decision)
+    values = [r.value for r in reports]
     best = (max(values) if goal == 'max' else min(values)) if values else None
-    row = {'latest': trial.last, 'best': best, 'step': _plain(trial.reports[-1].step) if trial.reports else None,
+    row = {'latest': job_value(trial.reports, decision), 'best': best,
+           'step': _plain(reports[-1].step) if reports else None,
            'stepLabel': step_label, 'decision': decision.kind if decision else None,
            'rule': decision.rule if decision else None, 'reason': decision.text if decision else None,
            'bracket': trial.bracket, 'rung': trial.rung, 'resource': trial.resource, 'parent': trial.parent}

@@ -211,9 +211,19 @@ class HyperbandSampler(Sampler):
                         self.resource, fmt(bracket.rungs[i + 1].resource), rank, len(ranked), fmt(t.last), keep)
                     kind = PROMOTED
                 else:
-                    text = 'not promoted by hyperband: rank {}/{} at {} {} ({} < {}), the best {} go on'.format(
-                        rank, len(ranked), self.resource, fmt(rung.resource), fmt(t.last), fmt(cutoff), keep)
+                    text = 'not promoted by hyperband: rank {}/{} at {} {} ({} {} {}{}), the best {} go on'.format(
+                        rank, len(ranked), self.resource, fmt(rung.resource), fmt(t.last),
+                        _worse_sign(t.last, cutoff, self.goal), fmt(cutoff),
+                        '; a tie goes to the earlier slot' if t.last == cutoff else '', keep)
                     kind = NOT_PROMOTED
                 decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
                                              numbers=numbers, text=text)
         return decisions
+
+
+def _worse_sign(value, cutoff, goal):
+    """How a value that is not promoted compares with the cutoff, as written: '<' (max) or '>' (min), '=' for a tie
+    (ranked below by its slot)."""
+    if value == cutoff:
+        return '='
+    return '<' if goal == 'max' else '>'
