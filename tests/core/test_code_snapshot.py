@@ -117,7 +117,7 @@ def test_attach_code_uses_only_batch_ai_fields(folder):
     assert TEMPLATE['customToolkitSettings']['commandLine'] == 'python train.py --lr {{LR}}'  # a copy
     assert set(job) == set(TEMPLATE) | {'jobPreparation'}
     shares = job['mountVolumes']['azureFileShares']
-    assert shares[1] == {'azureFileUrl': 'https://acct.file.core.windows.net/sweep-code',
+    assert shares[1] == {'accountName': 'acct', 'azureFileUrl': 'https://acct.file.core.windows.net/sweep-code',
                          'relativeMountPath': 'sweep-code'}
     assert snapshot.archive_name in job['jobPreparation']['commandLine']
     assert job['customToolkitSettings']['commandLine'].endswith('; python train.py --lr {{LR}}')

@@ -73,7 +73,9 @@ def attach_code(template, snapshot, account_name, source=None):
     if CODE_MOUNT in mounts:
         raise SpecError('expected no mount at relativeMountPath {!r}: the code snapshot is mounted there'.format(
             CODE_MOUNT), source=source, path='job.mountVolumes')
-    shares.append({'azureFileUrl': 'https://{}.file.core.windows.net/{}'.format(account_name, CODE_SHARE),
+    # Credentials are filled at submit time, as for the template's own mounts (_submission.py).
+    shares.append({'accountName': account_name,
+                   'azureFileUrl': 'https://{}.file.core.windows.net/{}'.format(account_name, CODE_SHARE),
                    'relativeMountPath': CODE_MOUNT})
     preparation = template.get('jobPreparation') or {}
     own = preparation.get('commandLine')

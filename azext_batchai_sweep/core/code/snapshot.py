@@ -82,8 +82,8 @@ def take_snapshot(folder, limit_mb=DEFAULT_LIMIT_MB):
         raise CodeError('the code folder {} has no files to send (all are ignored?)'.format(folder))
     files = [(relative, path, os.path.getsize(path)) for relative, path in kept]
     size = sum(entry[2] for entry in files)
-    limit = int(limit_mb * 1024 * 1024)
-    if size > limit:
+    limit = None if limit_mb is None else int(limit_mb * 1024 * 1024)
+    if limit is not None and size > limit:
         raise CodeError('the code folder {} holds {} to send, more than the limit of {}; the largest: {}'.format(
             folder, format_size(size), format_size(limit), ', '.join(
                 '{} ({})'.format(name, format_size(amount)) for name, amount in largest_entries(files))))
