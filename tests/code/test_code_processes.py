@@ -2,7 +2,6 @@
 packed once per content and uploaded to the share sweep-code (an unchanged folder is not uploaded again, --plan-only
 uploads nothing), every job unpacks the planned snapshot and runs from it (ignored files never reach it), a changed
 folder does not change a submitted sweep's jobs, a re-plan with it is refused, and resubmit runs the same snapshot."""
-import json
 import os
 import subprocess
 import time
@@ -11,87 +10,15 @@ import uuid
 import pytest
 
 from azext_batchai_sweep.core.code.snapshot import take_snapshot
-from tests.code.code_sweep import ACCOUNT, KEPT, seen_by_jobs, share_dir, write_code, write_sweep
+from tests.code.code_sweep import (ACCOUNT, create_submit_resubmit, plan_jobs, seen_by_jobs, share_dir, write_code,
+                                   write_sweep)
 from tests.fixtures_az import AZ, base_env, service_az
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
 
-def _plan_header(path):
-    with open(path, encoding='utf-8') as f:
-        return json.loads(f.readline())
-
-
-def _plan_jobs(path):
-    with open(path, encoding='utf-8') as f:
-        return [json.loads(line) for line in f.readlines()[1:]]
-
-
 def test_create_submit_status_resubmit_with_code(local_service, tmp_path):
-    directory = str(tmp_path)
-    az = service_az(local_service, directory)
-    code = write_code(os.path.join(directory, 'src'))
-    fixed = os.path.join(directory, 'fixed')
-    write_sweep(directory, fixed)
-    experiment = 'code-' + uuid.uuid4().hex[:8]
-    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', experiment, '-n', 'code']
-    common = ['--spec', 'sweep.yaml', '-c', local_service.cluster, '--storage-account-name', ACCOUNT]
-    digest = take_snapshot(code).digest
-    archive = os.path.join(share_dir(local_service.data_dir, 'sweep-code'), digest + '.tar.gz')
-
-    planned = az('batchai', 'sweep', 'create', *args, *common, '--code', 'src', '--plan-only', '-o', 'json')
-    assert planned.exit_code == 0, planned.stderr
-    assert 'Would upload code snapshot {}'.format(digest[:12]) in planned.stderr
-    assert 'nothing is uploaded' in planned.stderr and not os.path.exists(archive)
-    header = _plan_header(os.path.join(directory, 'code.plan.jsonl'))
-    assert header['code']['hash'] == digest and header['code']['files'] == len(KEPT)
-    assert planned.json()['code']['hash'] == digest
-    for record in _plan_jobs(os.path.join(directory, 'code.plan.jsonl')):
-        props = record['job']['properties']
-        assert {'name': 'AZ_BATCHAI_SWEEP_CODE', 'value': digest} in props['environmentVariables']
-        assert props['jobPreparation']['commandLine'].endswith('; pwd > prep.txt')
-
-    # submit from that plan: the snapshot is not on the share yet, so it goes now (the folder still packs to it)
-    submitted = az('batchai', 'sweep', 'submit', *args, '-o', 'json')
-    assert submitted.exit_code == 0, submitted.stderr
-    assert 'Uploaded code snapshot {}'.format(digest[:12]) in submitted.stderr
-    assert os.path.isfile(archive)
-    uploaded_at = os.stat(archive).st_mtime_ns
-    # The folder changes while the sweep runs: its jobs still run the planned snapshot.
-    write_code(code, version='v2')
-    os.unlink(os.path.join(code, 'lib', 'util.py'))
-
-    waited = az('batchai', 'sweep', 'status', *args, '--wait', '--interval', '0.2', '-o', 'json')
-    assert waited.exit_code == 4, waited.stderr  # X=1 failed until $FIXED exists
-    rows = waited.json()['jobs']
-    assert len(rows) == 3 and {row['code'] for row in rows} == {digest}
-    seen = seen_by_jobs(share_dir(local_service.data_dir, 'logs'))
-    assert len(seen) == 3
-    for job in seen.values():
-        assert job['version'] == 'v1' and job['files'].split() == KEPT  # no secret.txt, train.log, data/, .git
-        assert job['pwd'] == job['dir'] == job['prep'] and job['dir'].endswith('/sweep-code')
-
-    # A re-plan with the changed folder would change the sweep: refused, naming the code.
-    replanned = az('batchai', 'sweep', 'submit', *args, *common, '--code', 'src')
-    assert replanned.exit_code != 0
-    assert 'the code snapshot: {} -> '.format(digest[:12]) in replanned.stderr
-
-    # resubmit runs the failed job again on the same snapshot, not on the folder as it is now.
-    open(fixed, 'w').close()
-    resubmitted = az('batchai', 'sweep', 'resubmit', *args, '--plan-file', 'code.plan.jsonl', '--wait', '--interval', '0.2', '-o', 'json')
-    assert resubmitted.exit_code == 0, resubmitted.stderr
-    assert len(resubmitted.json()['resubmitted']) == 1
-    again = seen_by_jobs(share_dir(local_service.data_dir, 'logs'))
-    assert {job['version'] for job in again.values()} == {'v1'}
-    assert all(job['files'].split() == KEPT for job in again.values())
-
-    # The unchanged folder (back to v1) is not uploaded again: the share is asked by name first.
-    write_code(code, version='v1')
-    same = az('batchai', 'sweep', 'create', *args, *common, '--code', 'src', '-o', 'json')
-    assert same.exit_code == 0, same.stderr
-    assert 'is already in share sweep-code of storage account {}: not uploaded again'.format(ACCOUNT) in same.stderr
-    assert same.json()['code']['uploaded'] is False
-    assert os.stat(archive).st_mtime_ns == uploaded_at
+    create_submit_resubmit(local_service, str(tmp_path))
 
 
 def test_sweep_file_code_relative_to_the_sweep_file_and_a_job_without_code(local_service, tmp_path):
@@ -114,7 +41,7 @@ def test_sweep_file_code_relative_to_the_sweep_file_and_a_job_without_code(local
     plain = az('batchai', 'sweep', 'create', *args, *common, '--plan-only', '--plan-file', 'plain.jsonl', '-o', 'json')
     assert plain.exit_code == 0, plain.stderr
     assert 'code' not in plain.json()
-    props = _plan_jobs(os.path.join(str(tmp_path), 'plain.jsonl'))[0]['job']['properties']
+    props = plan_jobs(os.path.join(str(tmp_path), 'plain.jsonl'))[0]['job']['properties']
     assert props['jobPreparation'] == {'commandLine': 'pwd > prep.txt'}
     assert [m['relativeMountPath'] for m in props['mountVolumes']['azureFileShares']] == ['logs']
 
