@@ -45,7 +45,7 @@ def attach_code_folder(definition, code=None, code_size_limit=None, storage_acco
         return None
     with core_errors():
         snapshot = take_snapshot(folder, DEFAULT_LIMIT_MB if code_size_limit is None else code_size_limit)
-    logger.warning('Code %s: %d file(s), %s, snapshot %s', snapshot.folder, len(snapshot.files),
+    logger.warning('Code %s: %d file(s), %s, snapshot %s', folder, len(snapshot.files),
                    format_size(snapshot.size), snapshot.digest[:12])
     if snapshot.key_like:
         logger.warning('The code folder holds files named like keys, sent with every job: %s (leave them out with a '
@@ -58,9 +58,8 @@ def attach_code_folder(definition, code=None, code_size_limit=None, storage_acco
 
 def say_plan_only(code):
     if code is not None:
-        logger.warning('Would upload code snapshot %s (%s) to share sweep-code of storage account %s, unless it is '
-                       'there already (--plan-only: nothing is uploaded)', code.snapshot.digest[:12],
-                       code.snapshot.archive_name, code.account)
+        logger.warning('Would upload code snapshot %s to share sweep-code of storage account %s unless it is there '
+                       '(--plan-only: nothing is uploaded)', code.snapshot.digest[:12], code.account)
 
 
 def upload_code(cli_ctx, code):
