@@ -8,8 +8,10 @@ import json
 import os
 import uuid
 
+from azext_batchai_sweep._submission import fill_mount_credentials
 from azext_batchai_sweep.core.code.snapshot import take_snapshot
 from tests.fixtures_az import service_az
+from tests.spec_conformance import validate
 
 ACCOUNT = 'codeacct'
 JOB_COMMAND = ('out=$AZ_BATCHAI_JOB_MOUNT_ROOT/logs/$AZ_BATCHAI_JOB_NAME.json; '
@@ -101,6 +103,9 @@ def create_submit_resubmit(service, directory):
     assert header['code']['hash'] == digest and header['code']['files'] == len(KEPT)
     assert planned.json()['code']['hash'] == digest
     for record in plan_jobs(os.path.join(directory, 'code.plan.jsonl')):
+        # What submit sends (the key filled in as submit fills it) is a valid Batch AI 2018-05-01 job.
+        fill_mount_credentials(record['job'], 'a2V5')
+        validate('JobCreateParameters', record['job'])
         props = record['job']['properties']
         assert {'name': 'AZ_BATCHAI_SWEEP_CODE', 'value': digest} in props['environmentVariables']
         assert props['jobPreparation']['commandLine'].endswith('; pwd > prep.txt')
