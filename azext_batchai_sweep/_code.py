@@ -156,3 +156,26 @@ def _has_snapshot(cli_ctx, code):
             return True
         except ResourceNotFoundError:
             return False
+
+
+def check_run_snapshot(client, identity, code, retry=None):
+    """A resumed `sweep run` with --code keeps its sweep on one snapshot: refused when the sweep's jobs on the
+    service ran another snapshot (or none)."""
+    from azure.cli.core.azclierror import InvalidArgumentValueError
+    from .core.code.job import CODE_HASH_VAR
+    from .core.service.identity import experiment_jobs
+    from .core.service.listing import env_of, select_jobs
+    if code is None:
+        return
+    with core_errors():
+        jobs = list(select_jobs(experiment_jobs(client, identity.resource_group, identity.workspace,
+                                                identity.experiment, retry=retry), sweep_name=identity.name))
+    ran = {env_of(job).get(CODE_HASH_VAR) for job in jobs}
+    wanted = code.snapshot.digest
+    others = sorted((digest or 'none')[:12] for digest in ran if digest != wanted)
+    if jobs and others:
+        raise InvalidArgumentValueError(
+            'Sweep {} already ran code snapshot {}; this run sends {}: the jobs of a sweep run one snapshot'.format(
+                identity.name, ', '.join(others), wanted[:12]),
+            recommendation='Resume it with the folder as it was (or its snapshot), or start a new sweep with '
+                           'another name (-n).')

@@ -178,8 +178,9 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         retry = _retry()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
+        from ._code import check_run_snapshot, upload_code
+        check_run_snapshot(client, identity, definition.code_snapshot, retry)
         if definition.code_snapshot is not None:
-            from ._code import upload_code
             upload_code(cmd.cli_ctx, definition.code_snapshot)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)

@@ -95,3 +95,10 @@ def test_run_jobs_see_one_snapshot_while_the_folder_changes(local_service, tmp_p
     assert len(ours) == 4, (out, err)
     assert {job['version'] for job in ours.values()} == {'v1'}
     assert all('./.env' in job['files'].split() for job in ours.values())
+    # Resuming the sweep with the changed folder would mix snapshots in one sweep: refused before any job.
+    resumed = subprocess.run(proc.args, cwd=directory, env=env, capture_output=True, text=True, timeout=300,
+                             check=False)
+    assert resumed.returncode != 0 and 'Traceback' not in resumed.stderr
+    now = take_snapshot(code).digest  # v2
+    assert 'this run sends {}: the jobs of a sweep run one snapshot'.format(now[:12]) in resumed.stderr
+    assert {name for name in seen_by_jobs(logs) if name not in before} == set(ours)
