@@ -43,6 +43,10 @@ def attach_code_folder(definition, code=None, code_size_limit=None, storage_acco
     folder = code or definition.code
     if not folder:
         return None
+    if code_size_limit is not None and not code_size_limit > 0:
+        from azure.cli.core.azclierror import InvalidArgumentValueError
+        raise InvalidArgumentValueError('--code-size-limit must be a positive number of MB, not {}'.format(
+            code_size_limit))
     with core_errors():
         snapshot = take_snapshot(folder, DEFAULT_LIMIT_MB if code_size_limit is None else code_size_limit)
     logger.warning('Code %s: %d file(s), %s, snapshot %s', folder, len(snapshot.files),
@@ -118,9 +122,9 @@ def _share_client(cli_ctx, account, share_name):
                        credential=credential, **RETRY_SETTINGS)
 
 
-def ensure_plan_code(cli_ctx, header, code=None):
-    """Before `submit` sends a plan's jobs: the plan's snapshot is on the share, uploaded now from its folder (or
-    --code) when it is not (a plan made with --plan-only) and the folder still packs to the planned hash."""
+def ensure_plan_code(cli_ctx, header):
+    """Before `submit` sends a plan's jobs: the plan's snapshot is on the share, uploaded now from its folder
+    when it is not (a plan made with --plan-only) and the folder still packs to the planned hash."""
     from azure.cli.core.azclierror import InvalidArgumentValueError
     from .core.code.snapshot import take_snapshot
     planned = header['code']
@@ -130,7 +134,7 @@ def ensure_plan_code(cli_ctx, header, code=None):
         logger.warning('Code snapshot %s is already in share sweep-code of storage account %s: not uploaded again',
                        planned['hash'][:12], account)
         return
-    folder = code or planned.get('folder')
+    folder = planned.get('folder')
     with core_errors():
         snapshot = take_snapshot(folder, None)  # the planned folder was checked then
     if snapshot.digest != planned['hash']:

@@ -98,11 +98,11 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                                code_size_limit=code_size_limit)['planFile']
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
-    if header.get('code') and not spec:
-        from ._code import ensure_plan_code
-        ensure_plan_code(cmd.cli_ctx, header, code)
         jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
         first = jobs.check_first()
+    if header.get('code') and not spec:  # a plan made by create: its snapshot must be on the share before its jobs
+        from ._code import ensure_plan_code
+        ensure_plan_code(cmd.cli_ctx, header)
     _preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
         _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)

@@ -102,3 +102,29 @@ def test_run_jobs_see_one_snapshot_while_the_folder_changes(local_service, tmp_p
     now = take_snapshot(code).digest  # v2
     assert 'this run sends {}: the jobs of a sweep run one snapshot'.format(now[:12]) in resumed.stderr
     assert {name for name in seen_by_jobs(logs) if name not in before} == set(ours)
+
+
+def test_submit_of_a_plan_whose_folder_changed_is_refused(local_service, tmp_path):
+    """A plan made with --plan-only uploads nothing; submitting it later uploads its snapshot only if the folder
+    still packs to the planned hash. --code belongs to planning: submit without --spec refuses it."""
+    directory = str(tmp_path)
+    az = service_az(local_service, directory)
+    code = write_code(os.path.join(directory, 'src'))
+    with open(os.path.join(code, 'unique.txt'), 'w', encoding='utf-8') as f:
+        f.write(uuid.uuid4().hex)  # a snapshot no other test uploaded
+    write_sweep(directory, '/nonexistent', values=(0,))
+    args = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'c-' + uuid.uuid4().hex[:8],
+            '-n', 'code']
+    planned = az('batchai', 'sweep', 'create', *args, '--spec', 'sweep.yaml', '-c', local_service.cluster,
+                 '--storage-account-name', ACCOUNT, '--code', 'src', '--plan-only', '-o', 'json')
+    assert planned.exit_code == 0, planned.stderr
+    digest = planned.json()['code']['hash']
+    with open(os.path.join(code, 'run.sh'), 'a', encoding='utf-8') as f:
+        f.write('echo changed\n')
+    refused = az('batchai', 'sweep', 'submit', *args)
+    assert refused.exit_code != 0 and 'Traceback' not in refused.stderr
+    assert 'changed since it was planned' in refused.stderr and digest[:12] in refused.stderr
+    assert not os.path.exists(os.path.join(share_dir(local_service.data_dir, 'sweep-code'), digest + '.tar.gz'))
+    assert az('batchai', 'sweep', 'status', *args, '--query', 'counts.queued').exit_code != 0  # no job was sent
+    usage = az('batchai', 'sweep', 'submit', *args, '--code', 'src')
+    assert usage.exit_code != 0 and '--code is an option of planning: it needs --spec' in usage.stderr
