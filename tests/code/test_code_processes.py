@@ -128,3 +128,26 @@ def test_submit_of_a_plan_whose_folder_changed_is_refused(local_service, tmp_pat
     assert az('batchai', 'sweep', 'status', *args, '--query', 'counts.queued').exit_code != 0  # no job was sent
     usage = az('batchai', 'sweep', 'submit', *args, '--code', 'src')
     assert usage.exit_code != 0 and '--code is an option of planning: it needs --spec' in usage.stderr
+
+
+def test_an_interrupted_upload_is_made_again(local_service, tmp_path):
+    """An archive without its `.done` marker (an upload cut short) is not taken as uploaded: it is sent again whole."""
+    directory = str(tmp_path)
+    az = service_az(local_service, directory)
+    code = write_code(os.path.join(directory, 'src'))
+    with open(os.path.join(code, 'unique.txt'), 'w', encoding='utf-8') as f:
+        f.write(uuid.uuid4().hex)
+    write_sweep(directory, '/nonexistent', values=(0,))
+    snapshot = take_snapshot(code)
+    shares = share_dir(local_service.data_dir, 'sweep-code')
+    os.makedirs(shares, exist_ok=True)
+    with open(os.path.join(shares, snapshot.archive_name), 'wb') as f:
+        f.write(b'cut short')
+    made = az('batchai', 'sweep', 'create', '-g', local_service.resource_group, '-w', local_service.workspace,
+              '-e', 'c-' + uuid.uuid4().hex[:8], '-n', 'code', '--spec', 'sweep.yaml', '-c', local_service.cluster,
+              '--storage-account-name', ACCOUNT, '--code', 'src', '-o', 'json')
+    assert made.exit_code == 0, made.stderr
+    assert made.json()['code']['uploaded'] is True
+    with open(os.path.join(shares, snapshot.archive_name), 'rb') as f:
+        assert f.read() == snapshot.archive_bytes()
+    assert os.path.isfile(os.path.join(shares, snapshot.digest + '.done'))
