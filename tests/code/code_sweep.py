@@ -138,7 +138,8 @@ def create_submit_resubmit(service, directory):
 
     # resubmit runs the failed job again on the same snapshot, not on the folder as it is now.
     open(fixed, 'w').close()
-    resubmitted = az('batchai', 'sweep', 'resubmit', *args, '--plan-file', 'code.plan.jsonl', '--wait', '--interval', '0.2', '-o', 'json')
+    resubmitted = az('batchai', 'sweep', 'resubmit', *args, '--plan-file', 'code.plan.jsonl', '--wait', '--interval',
+                     '0.2', '-o', 'json')
     assert resubmitted.exit_code == 0, resubmitted.stderr
     assert len(resubmitted.json()['resubmitted']) == 1
     again = {name: job for name, job in seen_by_jobs(share_dir(service.data_dir, 'logs')).items() if name in names}
