@@ -5,8 +5,8 @@
 the snapshot uploaded once per content to the share `sweep-code` of the jobs' storage account.
 
 The upload goes where the jobs' mount reads it: on the local service (every scheduler but Azure Batch reads its
-shares from its data dir) through its Files endpoint with its own key; on Azure with the AZURE_STORAGE_* credentials
-`az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the archive): that
+shares from its data dir) through its Files endpoint with its own key; on Azure, and for the Azure Batch scheduler
+(its pools mount Azure's shares), with the AZURE_STORAGE_* credentials `az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the archive): that
 name is asked first, so an unchanged folder is never uploaded twice and an interrupted upload is made again.
 """
 import os
@@ -98,9 +98,10 @@ def _share_client(cli_ctx, account, share_name):
     from ._local_storage import LocalFileStorage, local_data_dir
     from .core.spec.storage import RETRY_SETTINGS, resolve_storage_credentials
     data_dir = local_data_dir(cli_ctx)
-    if data_dir is not None:
-        storage = LocalFileStorage(data_dir)
-        endpoint = storage._service_info().get('filesEndpoint')  # pylint: disable=protected-access
+    storage = LocalFileStorage(data_dir) if data_dir is not None else None
+    info = storage._service_info() if storage is not None else {}  # pylint: disable=protected-access
+    if storage is not None and info.get('scheduler') != 'azure-batch':  # Azure Batch's pools mount Azure's shares
+        endpoint = info.get('filesEndpoint')
         if not endpoint:
             from azure.cli.core.azclierror import AzureConnectionError
             raise AzureConnectionError('The code snapshot goes to the local service\'s Files endpoint, but no running '
