@@ -133,6 +133,8 @@ examples:
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --plan-file lr.plan.jsonl --parallel 32 --query notSubmitted
   - name: Submit, then wait at most an hour for the jobs.
     text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --timeout 3600
+  - name: Plan and submit, sending the local folder ./src with every job (its command runs from $AZ_BATCHAI_SWEEP_CODE_DIR).
+    text: az batchai sweep submit -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --spec sweep.yaml -c nc6 --storage-account-name mystorage --code ./src
 """
 
 helps['batchai sweep run'] = """
@@ -213,6 +215,9 @@ examples:
   - name: Stop at once if no job reports the objective (a misnamed metric), instead of spending the budget.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --strict
+  - name: Send the local folder ./src with every job (uploaded once per content); the job's command runs from it.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --storage-account-name demostorage --code ./src
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4

@@ -51,6 +51,10 @@ def load_arguments(self, _):
                        help='Refuse a sweep of more jobs than this unless --yes is given.')
             c.argument('yes', options_list=['--yes', '-y'], action='store_true',
                        help='Plan the sweep even if it has more jobs than --max-jobs, and replace a plan file that holds another sweep or target.')
+            c.argument('code', options_list=['--code'], completer=FilesCompleter(),
+                       help='A folder sent with every job (overrides the sweep file\'s `code:`): packed once per content (leaving out .git and what .gitignore and .sweepignore ignore), uploaded to the share sweep-code of the jobs\' storage account, and unpacked into $AZ_BATCHAI_SWEEP_CODE_DIR, where the job\'s command runs (docs/code.md).')
+            c.argument('code_size_limit', options_list=['--code-size-limit'], type=float,
+                       help='Refuse a --code folder whose files total more than this many MB (default 100).')
             c.argument('allow_changes', options_list=['--allow-changes'], action='store_true',
                        help='The sweep file or template changed on purpose: replace the sweep\'s plan, and (submit) re-create its jobs whose definition changed. Without it, a re-plan that would change the sweep is refused.')
 

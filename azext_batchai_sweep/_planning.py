@@ -25,7 +25,7 @@ PROGRESS_EVERY = 1000
 
 def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, *, template, cluster,
                storage_account_name, sampling, count, seed, plan_file, max_jobs, yes, allow_changes=False,
-               client=None, before_commit=None, retry=None):
+               client=None, before_commit=None, retry=None, code=None, code_size_limit=None):
     """Expand the sweep file into the plan file; returns create's summary (sweep, planFile, jobCount, jobs...).
 
     :param client: the Batch AI client, or None for an offline plan (`--plan-only`): with it, the plan is checked
@@ -49,6 +49,10 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
                                      file_storage=local_file_storage(cmd.cli_ctx),
                                      recorded_seed=lambda: _recorded_seed(previous, service, plan_file))
         _report_seed(definition, sweep_name)
+    from ._code import attach_code_folder
+    template_digest = definition.template_digest  # of the template as written: a changed code is named apart
+    snapshot = attach_code_folder(definition, code, code_size_limit, storage_account_name)
+    with core_errors():
         jobs = definition.jobs(sweep_name=sweep_name)
     if len(jobs) > max_jobs and not yes:
         raise InvalidArgumentValueError(
@@ -57,9 +61,11 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     header = plan_header(sweep=sweep_name, resource_group=resource_group, workspace=workspace_name,
                          experiment=experiment_name, job_name_prefix=jobs.prefix, sampling=definition.sampling,
                          parameters=definition.parameter_summaries, job_count=len(jobs),
-                         template_digest=definition.template_digest)
+                         template_digest=template_digest)
     if definition.objective:
         header['objective'] = definition.objective  # the defaults of `sweep metrics`
+    if snapshot is not None:
+        header['code'] = snapshot.summary()  # the hash is also in every job (core/code/job.py)
     if previous is not None and not allow_changes:
         _refuse_changes(previous, header, plan_file, identity)  # against the plan file: before any request
     if client is not None:
@@ -79,6 +85,12 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
                 comparison.raise_conflicts(allow_changes=allow_changes, planned_parameters=values)
         if before_commit is not None:
             before_commit(first[0] if first else None)
+        if snapshot is not None:
+            from ._code import say_plan_only, upload_code
+            if client is None:
+                say_plan_only(snapshot)
+            else:
+                upload_code(cmd.cli_ctx, snapshot)
         with core_errors():
             commit_plan(draft, plan_file)
     finally:
@@ -97,6 +109,7 @@ def plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
         'seed': definition.sampling['seed'],
         'parameters': [spec.name for spec in definition.parameters],
         'jobs': listed,
+        **({'code': snapshot.summary()} if snapshot is not None else {}),
     }
 
 
@@ -241,6 +254,9 @@ def what_changed(previous, header):
             changes.append('sampling {}: {} -> {}'.format(key, old_sampling.get(key), new_sampling.get(key)))
     if previous.get('jobNamePrefix') != header.get('jobNamePrefix'):
         changes.append('jobNamePrefix: {} -> {}'.format(previous.get('jobNamePrefix'), header.get('jobNamePrefix')))
+    old_code, new_code = (previous.get('code') or {}).get('hash'), (header.get('code') or {}).get('hash')
+    if old_code != new_code:
+        changes.append('the code snapshot: {} -> {}'.format((old_code or 'none')[:12], (new_code or 'none')[:12]))
     if previous.get('templateDigest') and previous.get('templateDigest') != header.get('templateDigest'):
         changes.append('the job template (the sweep file\'s job, --template, --cluster or the storage account)')
     return changes

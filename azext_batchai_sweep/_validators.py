@@ -71,8 +71,9 @@ def validate_sweep_submit(cmd, namespace):
     if namespace.spec:
         _validate_planning(cmd, namespace)
         return
-    for option in ('template', 'cluster', 'storage_account_name', 'sampling', 'count', 'seed'):
-        if getattr(namespace, option) is not None:
+    for option in ('template', 'cluster', 'storage_account_name', 'sampling', 'count', 'seed', 'code',
+                   'code_size_limit'):
+        if getattr(namespace, option, None) is not None:
             raise ArgumentUsageError('--{} is an option of planning: it needs --spec'.format(
                 option.replace('_', '-')))
     namespace.plan_file = namespace.plan_file or '{}.plan.jsonl'.format(namespace.sweep_name)

@@ -60,7 +60,8 @@ def _preflight_cluster(client, body, retry):
 
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
-                 max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False):
+                 max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False, code=None,
+                 code_size_limit=None):
     from ._planning import plan_sweep
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     client = None if plan_only else _client(cmd)
@@ -72,13 +73,15 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
                       cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
                       seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
-                      client=client, before_commit=None if plan_only else before_commit)
+                      client=client, before_commit=None if plan_only else before_commit, code=code,
+                      code_size_limit=code_size_limit)
 
 
 def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, spec=None,
                  template=None, cluster=None, storage_account_name=None, sampling=None, count=None, seed=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, parallel=DEFAULT_PARALLEL, max_retries=DEFAULT_MAX_RETRIES,
-                 wait=False, interval=DEFAULT_INTERVAL, timeout=None, allow_changes=False):
+                 wait=False, interval=DEFAULT_INTERVAL, timeout=None, allow_changes=False, code=None,
+                 code_size_limit=None):
     from azure.cli.core.azclierror import AzureResponseError
     from ._exit_codes import NoServiceError
     from ._planning import _conflicts, plan_sweep
@@ -92,11 +95,15 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
                                sampling=sampling, count=count, seed=seed, plan_file=plan_file, max_jobs=max_jobs,
-                               yes=yes, allow_changes=allow_changes, client=client, retry=retry)['planFile']
+                               yes=yes, allow_changes=allow_changes, client=client, retry=retry, code=code,
+                               code_size_limit=code_size_limit)['planFile']
     with core_errors():
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name)
         jobs = PlannedJobs(plan_file, header, cmd.cli_ctx)
         first = jobs.check_first()
+    if header.get('code') and not spec:  # a plan made by create: its snapshot must be on the share before its jobs
+        from ._code import ensure_plan_code
+        ensure_plan_code(cmd.cli_ctx, header)
     _preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
         _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
@@ -136,7 +143,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
-              strict=False, plan_only=False):
+              strict=False, plan_only=False, code=None, code_size_limit=None):
     from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
         run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
@@ -151,13 +158,20 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                                          seed=seed, recorded_seed=recorded_seed, max_total_jobs=max_total_jobs)
         limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
         check_run_size(definition, limits, DEFAULT_MAX_JOBS)
+        from ._code import attach_code_folder
+        definition.code_snapshot = attach_code_folder(definition, code, code_size_limit, storage_account_name)
         return definition, limits
 
     if plan_only:  # the sweep file checked as run checks it, and its first jobs: no service, no login
+        from ._code import say_plan_only
         from ._run import plan_run
         definition, limits = checked(recorded_seed=None)
+        say_plan_only(definition.code_snapshot)
         with core_errors():
-            return plan_run(definition, identity, limits)
+            planned = plan_run(definition, identity, limits)
+        if definition.code_snapshot is not None:
+            planned['code'] = definition.code_snapshot.summary()
+        return planned
     steering = {'stopOnExit': stop_on_exit, 'started': False}
 
     def prepare_and_run():
@@ -166,6 +180,10 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
         check_before_run(cmd, client, identity, definition, spec, retry)
+        from ._code import check_run_snapshot, upload_code
+        check_run_snapshot(client, identity, definition.code_snapshot, retry)
+        if definition.code_snapshot is not None:
+            upload_code(cmd.cli_ctx, definition.code_snapshot)
         with core_errors():
             _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
             progress = ProgressLines()

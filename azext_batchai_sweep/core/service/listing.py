@@ -158,7 +158,15 @@ def job_summary(job) -> dict:
         'endTime': _iso(end),
         'durationSeconds': round((end - start).total_seconds(), 3) if start is not None and end is not None else None,
         'parameters': parameters_of(job),
+        **_code_of(job),
     }
+
+
+def _code_of(job):
+    """{'code': hash} of a job that runs a code snapshot (core/code/job.py), else {}."""
+    from ..code.job import CODE_HASH_VAR
+    digest = env_of(job).get(CODE_HASH_VAR)
+    return {'code': digest} if digest else {}
 
 
 def select_jobs(jobs, sweep_name=None, state=None, job_names=None):

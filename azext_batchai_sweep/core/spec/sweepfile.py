@@ -104,6 +104,7 @@ class SweepDefinition:  # pylint: disable=too-many-instance-attributes
     warm_start_files: dict = field(default_factory=dict)
     inherited: list = field(default_factory=list)
     objective_set: dict = None
+    code: str = None  # the file's `code:` folder, resolved against the sweep file's folder (core/code)
 
     @property
     def template_digest(self):
@@ -195,7 +196,15 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
                            unused_parameters=unused, seed_origin=seed_origin, objective=objective, limits=limits,
                            early_termination=early_termination, resource_spec=resource_spec,
                            warm_start_files=_warm_start_files(resolved_sampling, path),
-                           objective_set=objective_set)
+                           objective_set=objective_set, code=_code_folder(document, path))
+
+
+def _code_folder(document, path):
+    """The sweep file's `code:` folder, relative to the sweep file's folder; None without one."""
+    folder = document.get('code')
+    if not folder:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(path)), folder))
 
 
 def _warm_start_files(sampling, path):
