@@ -499,6 +499,10 @@ examples:
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --step epoch -o json
   - name: After "az batchai sweep run" - the sweep file's objective, and each job's decision; only write the file.
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n adaptive -f adaptive.html -o none
+  - name: Follow a running sweep - live.html updates itself in the open browser tab every 10 seconds until the sweep ends.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -f live.html --watch --interval 10 -o none
+  - name: The same live page on http://127.0.0.1:8080/ (loopback), for Cloud Shell's Web preview.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --serve --port 8080 -o none
 """
 
 helps['batchai sweep local'] = """

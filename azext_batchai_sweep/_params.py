@@ -162,6 +162,14 @@ def load_arguments(self, _):
                    help='Where to write the HTML report. Default: `<name>-report.html` in the current directory.')
         c.argument('open_report', options_list=['--open'], action='store_true',
                    help='Open the report in the default web browser once written.')
+        c.argument('watch', options_list=['--watch'], action='store_true',
+                   help='Keep the report current while the sweep runs, until it ends: the page opened in a browser (as a file, offline) updates itself every --interval and says "live, updated hh:mm:ss", then "final". Writes a data file beside it (`<name>.live.js`). See docs/report.md.')
+        c.argument('interval', type=seconds, default=10,
+                   help='With --watch or --serve: time between two looks at the sweep (and the page\'s own refresh): seconds, or with a unit (90s, 2m).')
+        c.argument('serve', options_list=['--serve'], action='store_true',
+                   help='Like --watch, and serve the live page on http://127.0.0.1:PORT/ (loopback only, read-only) for a browser on this machine or Azure Cloud Shell\'s "Web preview"; keeps serving the final page until Ctrl+C.')
+        c.argument('port', options_list=['--port'], type=int,
+                   help='With --serve: the loopback port (default 8080, Cloud Shell\'s web preview port; 0 picks a free one).')
         c.argument('regex', options_list=['--regex'],
                    help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('metric', options_list=['--metric'],

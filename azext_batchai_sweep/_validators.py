@@ -160,6 +160,11 @@ def validate_sweep_report(cmd, namespace):
             namespace.step))
     if namespace.plan_file:
         _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
+    port = getattr(namespace, 'port', None)
+    if port is not None and not getattr(namespace, 'serve', False):
+        raise RequiredArgumentMissingError('--port is where --serve serves the live report: it needs --serve')
+    if port is not None and not 0 <= port <= 65535:
+        raise InvalidArgumentValueError('--port must be 0 to 65535, not {}'.format(port))
     output = namespace.output_file or '{}-report.html'.format(namespace.sweep_name)
     directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):

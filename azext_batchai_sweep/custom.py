@@ -837,7 +837,8 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
 
 def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
                  open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
-                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
+                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL, watch=False,
+                 interval=10, serve=False, port=None):
     from ._planning import default_plan_header
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
@@ -864,6 +865,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
+    if watch or serve:
+        return _live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
+                            port=(8080 if port is None else port) if serve else None, open_report=open_report)
     decisions, figures = _run_decisions(cmd, client, identity)
     from ._run import run_journal_path
     from .core.tuning.loop import run_outline
@@ -889,6 +893,32 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if _output_format(cmd) == 'none':
         # Nothing is printed: skip az's conversion of the result, which walks every value of every job (1.5 s of a
         # 1,000-job report, docs/benchmarks.md).
+        return None
+    return dict(data, reportFile=output_file)
+
+
+def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
+                 open_report=False):
+    """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
+    from ._run import run_journal_path
+    from .core.report.live import LiveDocument, LiveSweep
+    from .core.report.serve import watch_and_maybe_serve
+    from .core.tuning.loop import run_outline
+    journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                               identity.name)
+
+    def context():
+        decisions, figures = _run_decisions(cmd, client, identity)
+        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': _scheduler_job_ids(cmd, client, identity),
+                'run': run_outline(journal) if figures is not None else None}
+    with core_errors():
+        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          objective, plan_header=header, context=context, parallel=parallel)
+        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
+                                     port=port, say=logger.warning, open_page=open_report)
+    if data is None:
+        _no_jobs(identity, client)
+    if _output_format(cmd) == 'none':
         return None
     return dict(data, reportFile=output_file)
 
