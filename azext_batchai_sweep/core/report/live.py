@@ -124,7 +124,7 @@ class LiveSweep:
         run = context.get('run')
         self.ended = bool(trials) and all(t.state in FINISHED_STATES for t in trials) and (
             context.get('figures') is None or bool((run or {}).get('ended')))
-        fingerprint = json.dumps([[t.name, t.state, len(t.reports), t.reports[-1:] and list(t.reports[-1]),
+        fingerprint = json.dumps([[t.name, t.state, len(t.reports), [(r.step, r.value) for r in t.reports[-1:]],
                                    t.extra] for t in trials] + [context.get('figures'), run], sort_keys=True,
                                  default=str)
         if fingerprint == self._fingerprint:
