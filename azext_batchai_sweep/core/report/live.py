@@ -251,6 +251,7 @@ class LiveDocument:
         self.parts = None
         self.keys = None
         self.writes = 0
+        self.final = False  # whether the page written last is the final one
 
     def write(self, data, changed, final, moment=None):
         """Write the sidecar (always: it carries the time of this look), and the page when it changed or ended."""
@@ -261,8 +262,9 @@ class LiveDocument:
         update = {'checked': checked, 'final': bool(final), 'parts': [[key, part] for key, part in
                                                                      zip(self.keys, self.parts)]}
         write_file_atomically(self.sidecar, 'sweepLive({});\n'.format(_script_json(update)))
-        if changed or final or self.writes == 0:
+        if changed or self.writes == 0 or bool(final) != self.final:
             write_file_atomically(self.output_file, self.page(data, checked, final))
+            self.final = bool(final)
         self.writes += 1
 
     def sidecar_text(self):
