@@ -213,6 +213,9 @@ examples:
   - name: Stop at once if no job reports the objective (a misnamed metric), instead of spending the budget.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --strict
+  - name: Keep a live report while the sweep runs - open live.html in a browser, it updates itself.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --report live.html
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4

@@ -102,6 +102,8 @@ def load_arguments(self, _):
                    help='When the run ends early (SIGTERM, SIGINT, SIGHUP, or an error), stop the sweep\'s queued and running jobs on the way out, as "az batchai sweep stop" does, so that nothing runs unsteered. Sweep file: limits.stopOnExit.')
         c.argument('plan_only', options_list=['--plan-only', '--validate-only'], action='store_true',
                    help='Check the sweep file as `run` does (every section, for every sampling type) and list the first jobs it would submit, with their names and values; no service is contacted, nothing is submitted and no login is needed.')
+        c.argument('report', options_list=['--report'], completer=FilesCompleter(),
+                   help='Keep a live HTML report of the sweep in this file while it runs (after each look at the jobs): opened in a browser it updates itself, offline, and says "final" once the run has ended. Writes a data file beside it (`<name>.live.js`). See docs/report.md.')
         c.argument('strict', options_list=['--strict'], action='store_true',
                    help='Stop the sweep (its jobs terminated, exit code 6, bad input) as soon as the jobs\' output shows that the objective is not reported: lines of NAME=VALUE pairs without the objective\'s metric, or lines its regex does not match. Without it, a warning naming the names seen. The sweep file\'s objective.strict: true does the same.')
 

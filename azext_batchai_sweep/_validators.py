@@ -40,6 +40,10 @@ def validate_sweep_run(cmd, namespace):
     _validate_file(namespace.spec, '--spec', 'the sweep file')
     if namespace.template is not None:
         _validate_file(namespace.template, '--template', 'the job template')
+    report = getattr(namespace, 'report', None)
+    if report is not None and not os.path.isdir(os.path.dirname(os.path.abspath(report))):
+        raise FileOperationError('The directory of --report, {}, does not exist'.format(
+            os.path.dirname(os.path.abspath(report))))
     _at_least(1, count=namespace.count, max_total_jobs=namespace.max_total_jobs,
               max_concurrent_jobs=namespace.max_concurrent_jobs)
     _at_least(0, seed=namespace.seed)

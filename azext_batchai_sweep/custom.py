@@ -135,7 +135,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
-              strict=False, plan_only=False):
+              strict=False, plan_only=False, report=None):
     from ._run import ProgressLines, body_preparer, check_run_size, load_run_definition, run_journal_path, \
         service_seed
     from .core.tuning.loop import SweepRun
@@ -174,10 +174,32 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                            strict=strict, waiting=_waiting_reader(cmd, client, identity),
                            repeat_waiting=progress.repeat)
             steering['started'] = True
-            return run.run(poll_interval), definition
+            if not report:
+                return run.run(poll_interval), definition
+            live = _run_report(cmd, client, identity, report, poll_interval, retry)
+            result = run.run(poll_interval, on_poll=live)
+            live.finish(run)
+            logger.warning('The live report of the run: %s', live.document.output_file)
+            return result, definition
     result, definition = _steer(cmd, identity, prepare_and_run, steering)
     _run_outcome(cmd, result, definition, identity, spec)
     return result
+
+
+def _run_report(cmd, client, identity, output_file, interval, retry):
+    """run --report FILE: the live page (core/report/live.RunReport) the run brings up to date after its polls."""
+    from .core.report.decisions import objective_from_run
+    from .core.report.live import LiveSweep, RunReport
+    from .core.report.model import Objective
+
+    def make_sweep(run):
+        def context():
+            decisions, figures = _run_decisions(cmd, client, identity)
+            return {'decisions': decisions, 'figures': figures,
+                    'scheduler_ids': _scheduler_job_ids(cmd, client, identity)}
+        return LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                         Objective(**objective_from_run(run.objective)), context=context, retry=retry)
+    return RunReport(os.path.abspath(output_file), make_sweep, interval=interval, warn=logger.warning)
 
 
 def _steer(cmd, identity, prepare_and_run, steering):

@@ -237,3 +237,58 @@ def _wait_text(process, text, timeout=120):
         assert time.monotonic() < deadline, process.stderr()
         time.sleep(0.1)
     return process.stderr()
+
+
+def test_run_keeps_its_report_live_and_makes_it_final(local_service, browser, tmp_path):  # noqa: F811
+    directory = str(tmp_path)
+    az = service_az(local_service, directory)
+    spec = gated_sweep(directory)
+    target = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'live-' + uuid.uuid4().hex[:8],
+              '-n', 'live']
+    page_file = os.path.join(directory, 'run.html')
+    run = Background(az, 'batchai', 'sweep', 'run', *target, '--spec', spec, '-c', local_service.cluster,
+                     '--poll-interval', '0.3', '--report', page_file, '-o', 'none')
+    try:
+        wait_file(page_file, process=run)
+        page = browser.page()
+        page.load(page_file, height=500)
+        page.send('Page.bringToFront')
+        assert page.evaluate(STATE) == 'live'
+        page.wait_for('({}) === 1'.format(ROWS), timeout=60)
+        page.click('#job-table tbody tr')
+        selected = page.evaluate('document.documentElement.getAttribute("data-selected")')
+        page.evaluate('window.scrollTo(0, 650)')
+        scrolled = page.evaluate('window.scrollY')
+        for count, value in enumerate(VALUES, start=1):
+            open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
+            page.wait_for('({}) === "{}"'.format(BEST, value), timeout=90)
+            if count < len(VALUES):
+                page.wait_for('({}) === {}'.format(ROWS, count + 1), timeout=90)
+            assert page.evaluate('document.querySelector("tr.sel").getAttribute("data-job")') == selected
+            assert page.evaluate('window.scrollY') == scrolled
+        assert run.wait(120) == 0, run.stderr()
+        page.wait_for('({}) === "final"'.format(STATE), timeout=30)
+        assert 'The live report of the run: ' + page_file in run.stderr()
+        with open(page_file, encoding='utf-8') as handle:
+            final = handle.read()
+        assert 'data-state="final"' in final and 'live-config' not in final
+        assert all(url.startswith('file://') for url in page.requests())
+        assert not page.errors(), page.errors()
+    finally:
+        for value in VALUES:
+            open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
+        run.stop()
+
+
+def test_report_options_are_checked_before_any_request(local_service, tmp_path):
+    az = service_az(local_service, str(tmp_path))
+    target = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'none', '-n', 'live']
+    alone = az('batchai', 'sweep', 'report', *target, '--port', '8080')
+    assert alone.exit_code != 0 and '--port is where --serve serves the live report' in alone.stderr
+    wrong = az('batchai', 'sweep', 'report', *target, '--serve', '--port', '70000')
+    assert wrong.exit_code != 0 and '--port must be 0 to 65535' in wrong.stderr
+    nowhere = az('batchai', 'sweep', 'run', *target, '--spec', gated_sweep(str(tmp_path)), '-c', 'local',
+                 '--report', str(tmp_path / 'missing' / 'live.html'))
+    assert nowhere.exit_code != 0 and 'The directory of --report' in nowhere.stderr
+    for text in (alone.stderr, wrong.stderr, nowhere.stderr):
+        assert 'Traceback' not in text

@@ -304,4 +304,46 @@ def watch(sweep, document, *, interval=DEFAULT_INTERVAL, sleep=time.sleep, on_er
         sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
-__all__ = ['LiveSweep', 'LiveDocument', 'watch', 'sidecar_path', 'DEFAULT_INTERVAL', 'SCRIPT']
+class RunReport:
+    """`sweep run --report FILE`: the run's live page, brought up to date after each of the run's polls (at most
+    every `interval` seconds) and made final when the run has ended. An error of the report never stops the run:
+    it is said once, and the page keeps its last complete state.
+
+    :param make_sweep: make_sweep(run) -> a LiveSweep of the run's sweep (called at the first poll, when the run's
+        objective is known).
+    """
+
+    def __init__(self, output_file, make_sweep, *, interval=DEFAULT_INTERVAL, clock=time.monotonic, warn=None):
+        self.document = LiveDocument(output_file, interval=interval)
+        self.make_sweep, self.interval, self.clock = make_sweep, interval, clock
+        self.warn = warn or (lambda text: None)
+        self.sweep = None
+        self.last = None
+        self.failed = False
+
+    def __call__(self, run):
+        """The run's on_poll."""
+        if self.last is not None and self.clock() - self.last < self.interval:
+            return
+        self.last = self.clock()
+        self._update(run, final=False)
+
+    def finish(self, run):
+        """The run has ended: write the final page."""
+        self._update(run, final=True)
+
+    def _update(self, run, final):
+        try:
+            if self.sweep is None:
+                self.sweep = self.make_sweep(run)
+            changed = self.sweep.update(on_error=self.warn)
+            if self.sweep.data is not None:
+                self.document.write(self.sweep.data, changed, final)
+        except Exception as exc:  # pylint: disable=broad-except
+            if not self.failed:
+                self.failed = True
+                self.warn('The live report {} was not updated: {}'.format(self.document.output_file,
+                                                                          describe_error(exc)))
+
+
+__all__ = ['RunReport', 'LiveSweep', 'LiveDocument', 'watch', 'sidecar_path', 'DEFAULT_INTERVAL', 'SCRIPT']
