@@ -108,6 +108,8 @@ def load_arguments(self, _):
                    help='Stop the sweep (its jobs terminated, exit code 6, bad input) as soon as the jobs\' output shows that the objective is not reported: lines of NAME=VALUE pairs without the objective\'s metric, or lines its regex does not match. Without it, a warning naming the names seen. The sweep file\'s objective.strict: true does the same.')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
+        c.argument('watch', options_list=['--watch'], action='store_true',
+                   help='Follow the sweep until every job has ended: a one-screen summary on stderr, redrawn in place every --interval on a terminal (counts, the best job so far, the running jobs with their last step and value), one line per change elsewhere; then the status as without it.')
         c.argument('state', arg_type=get_enum_type(STATES + ['missing']),
                    help='Only the jobs in this execution state; "missing": planned jobs that are not on the service (needs the plan).')
         c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt (and of a non-empty stderr.txt, both labelled) instead of the sweep\'s status (of a multi-process job, its master\'s: stdout-wk-0.txt for TensorFlow, stdout-0.txt for Caffe2/PyTorch on several nodes); a failed job\'s exit code and error go to stderr.')

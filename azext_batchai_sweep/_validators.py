@@ -96,6 +96,8 @@ def validate_sweep_status(cmd, namespace):
     if namespace.tail is not None and not namespace.job:
         raise RequiredArgumentMissingError('--tail needs --job: the name of the job whose output to print')
     _at_least(1, tail=namespace.tail)
+    if namespace.job and getattr(namespace, 'watch', False):
+        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --watch')
     if namespace.job and (namespace.wait or namespace.state or namespace.plan_file):
         raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait, --state or '
                                              '--plan-file')

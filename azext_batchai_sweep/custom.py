@@ -193,12 +193,9 @@ def _run_report(cmd, client, identity, output_file, interval, retry):
     from .core.report.model import Objective
 
     def make_sweep(run):
-        def context():
-            decisions, figures = _run_decisions(cmd, client, identity)
-            return {'decisions': decisions, 'figures': figures,
-                    'scheduler_ids': _scheduler_job_ids(cmd, client, identity)}
         return LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                         Objective(**objective_from_run(run.objective)), context=context, retry=retry)
+                         Objective(**objective_from_run(run.objective)), context=_live_context(cmd, client, identity),
+                         retry=retry)
     return RunReport(os.path.abspath(output_file), make_sweep, interval=interval, warn=logger.warning)
 
 
@@ -373,6 +370,27 @@ def _check_selection(client, identity, job_names=None):
     _require_jobs(identity, found, job_names, client)
 
 
+def _watch_status(cmd, client, identity, interval, max_retries):
+    """status --watch: the live one-screen summary on stderr (core/report/screen.py) until every job has ended."""
+    import sys
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from .core.report.decisions import objective_from_run
+    from .core.report.live import LiveSweep
+    from .core.report.model import Objective
+    from .core.report.screen import Screen, watch_status
+    try:
+        objective = Objective(**objective_from_run(_saved_objective(
+            cmd, identity.resource_group, identity.workspace, identity.experiment, identity.name)))
+    except RequiredArgumentMissingError:
+        objective = None  # no objective known: the states only
+
+    with core_errors():
+        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          objective, context=_live_context(cmd, client, identity), retry=_retry(max_retries))
+        if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
+            _no_jobs(identity, client)
+
+
 def _no_jobs(identity, client=None):
     """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
     from .core.errors import NotFoundError
@@ -387,13 +405,15 @@ def _no_jobs(identity, client=None):
 
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
-                 max_retries=DEFAULT_MAX_RETRIES):
+                 max_retries=DEFAULT_MAX_RETRIES, watch=False):
     from .core.service.status import sweep_status as core_sweep_status
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = _client(cmd)
     if job:
         return _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+    if watch:
+        _watch_status(cmd, client, identity, interval, max_retries)
     plan = _status_plan(plan_file, identity)
     run_view = _RunView(cmd, client, identity)
     if wait:
@@ -922,9 +942,25 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
                  open_report=False):
     """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
-    from ._run import run_journal_path
     from .core.report.live import LiveDocument, LiveSweep
     from .core.report.serve import watch_and_maybe_serve
+    with core_errors():
+        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          objective, plan_header=header, context=_live_context(cmd, client, identity),
+                          parallel=parallel)
+        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
+                                     port=port, say=logger.warning, open_page=open_report)
+    if data is None:
+        _no_jobs(identity, client)
+    if _output_format(cmd) == 'none':
+        return None
+    return dict(data, reportFile=output_file)
+
+
+def _live_context(cmd, client, identity):
+    """What a live view (core/report/live.LiveSweep) asks at each look besides the jobs: a `sweep run`'s decisions,
+    figures and outline (its journal: whether it has ended), the Slurm job ids."""
+    from ._run import run_journal_path
     from .core.tuning.loop import run_outline
     journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
                                identity.name)
@@ -933,16 +969,7 @@ def _live_report(cmd, client, identity, objective, header, output_file, interval
         decisions, figures = _run_decisions(cmd, client, identity)
         return {'decisions': decisions, 'figures': figures, 'scheduler_ids': _scheduler_job_ids(cmd, client, identity),
                 'run': run_outline(journal) if figures is not None else None}
-    with core_errors():
-        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, plan_header=header, context=context, parallel=parallel)
-        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
-                                     port=port, say=logger.warning, open_page=open_report)
-    if data is None:
-        _no_jobs(identity, client)
-    if _output_format(cmd) == 'none':
-        return None
-    return dict(data, reportFile=output_file)
+    return context
 
 
 def _run_decisions(cmd, client, identity):

@@ -10,6 +10,7 @@ its data, and only to a loopback Host.
 import http.client
 import json
 import os
+import pty
 import re
 import signal
 import subprocess
@@ -68,14 +69,22 @@ def wait_file(path, timeout=120, process=None):
 class Background:
     """An az command running in the background, its stderr collected as it comes."""
 
-    def __init__(self, az, *args):
+    def __init__(self, az, *args, terminal=False):
+        """terminal: stderr on a pseudo-terminal (as a person's shell has it), else a pipe."""
+        master = slave = None
+        if terminal:
+            master, slave = pty.openpty()
         self.proc = subprocess.Popen(  # pylint: disable=consider-using-with
             [AZ, *args], cwd=az.cwd, env=base_env(az.config_dir, az.env), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            stderr=slave if terminal else subprocess.PIPE, text=True)
         self.err = []
         self.out = []
-        self._threads = [threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True),
-                         threading.Thread(target=self._drain, args=(self.proc.stdout, self.out), daemon=True)]
+        if terminal:
+            os.close(slave)
+            err = threading.Thread(target=self._drain_pty, args=(master, self.err), daemon=True)
+        else:
+            err = threading.Thread(target=self._drain, args=(self.proc.stderr, self.err), daemon=True)
+        self._threads = [err, threading.Thread(target=self._drain, args=(self.proc.stdout, self.out), daemon=True)]
         for thread in self._threads:
             thread.start()
 
@@ -83,6 +92,18 @@ class Background:
     def _drain(stream, into):
         for line in stream:
             into.append(line)
+
+    @staticmethod
+    def _drain_pty(master, into):
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the other end is closed
+                break
+            if not chunk:
+                break
+            into.append(chunk.decode('utf-8', 'replace'))
+        os.close(master)
 
     def stderr(self):
         return ''.join(self.err)
@@ -248,7 +269,12 @@ def test_run_keeps_its_report_live_and_makes_it_final(local_service, browser, tm
     page_file = os.path.join(directory, 'run.html')
     run = Background(az, 'batchai', 'sweep', 'run', *target, '--spec', spec, '-c', local_service.cluster,
                      '--poll-interval', '0.3', '--report', page_file, '-o', 'none')
+    watchers = []
     try:
+        wait_file(os.path.join(directory, 'started-0.3'), process=run)
+        # status --watch beside it: on a terminal (redrawn in place) and on a pipe (lines).
+        watchers = [Background(az, 'batchai', 'sweep', 'status', *target, '--watch', '--interval', '0.3', '-o', 'json',
+                               terminal=terminal) for terminal in (True, False)]
         wait_file(page_file, process=run)
         page = browser.page()
         page.load(page_file, height=500)
@@ -259,11 +285,15 @@ def test_run_keeps_its_report_live_and_makes_it_final(local_service, browser, tm
         selected = page.evaluate('document.documentElement.getAttribute("data-selected")')
         page.evaluate('window.scrollTo(0, 650)')
         scrolled = page.evaluate('window.scrollY')
+        for watcher in watchers:
+            _wait_text(watcher, '1 job(s): 1 running')
         for count, value in enumerate(VALUES, start=1):
             open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
             page.wait_for('({}) === "{}"'.format(BEST, value), timeout=90)
             if count < len(VALUES):
                 page.wait_for('({}) === {}'.format(ROWS, count + 1), timeout=90)
+                for watcher in watchers:
+                    _wait_text(watcher, '{} job(s): '.format(count + 1))
             assert page.evaluate('document.querySelector("tr.sel").getAttribute("data-job")') == selected
             assert page.evaluate('window.scrollY') == scrolled
         assert run.wait(120) == 0, run.stderr()
@@ -274,10 +304,24 @@ def test_run_keeps_its_report_live_and_makes_it_final(local_service, browser, tm
         assert 'data-state="final"' in final and 'live-config' not in final
         assert all(url.startswith('file://') for url in page.requests())
         assert not page.errors(), page.errors()
+
+        on_terminal, on_pipe = watchers
+        for watcher in watchers:
+            assert watcher.wait(120) == 0, watcher.stderr()
+            assert json.loads(''.join(watcher.out))['counts']['succeeded'] == len(VALUES)  # then the status
+        screen = on_terminal.stderr()
+        assert re.search(r'\x1b\[\d+F\x1b\[J', screen)  # redrawn in place
+        assert 'Sweep live - final' in screen and 'running:' in screen and re.search(r'  live\S* +step 1 0\.15', screen)
+        lines = [line for line in on_pipe.stderr().splitlines() if 'job(s):' in line]
+        assert '\x1b' not in on_pipe.stderr()
+        assert lines[-1].endswith('(final)') and 'best val_accuracy 0.9' in lines[-1]
+        assert any(' 1 job(s): ' in line for line in lines) and ' 3 job(s): 3 succeeded' in lines[-1]
+        assert len(lines) == len(set(line.split(' ', 2)[2] for line in lines))  # one line per change
     finally:
         for value in VALUES:
             open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
-        run.stop()
+        for process in [run] + watchers:
+            process.stop()
 
 
 def test_report_options_are_checked_before_any_request(local_service, tmp_path):

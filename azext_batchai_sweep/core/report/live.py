@@ -37,6 +37,7 @@ from .build import data_of_trials, write_file_atomically
 from .collect import in_submission_order, trial_of
 from .html import SCRIPT, report_parts, render_html
 from .intermediate import ReportReader
+from .model import Objective
 
 DEFAULT_INTERVAL = 10.0
 LINK_RENEW_SECONDS = 45 * 60  # listOutputFiles links are asked for 60 minutes
@@ -77,7 +78,7 @@ class JobLog:
 class LiveSweep:
     """The sweep's jobs and their values, brought up to date by each update() at the cost of what is new.
 
-    :param objective: a model.Objective.
+    :param objective: a model.Objective; None to follow the jobs' states only.
     :param context: a callable returning {'decisions', 'figures', 'run', 'scheduler_ids'} as they stand now (a
         `sweep run`'s journal), or None.
     """
@@ -85,6 +86,9 @@ class LiveSweep:
     def __init__(self, client, resource_group, workspace, experiment, sweep_name, objective, *, plan_header=None,
                  context=None, parallel=8, retry=None, clock=time.monotonic):
         self.client, self.target = client, (resource_group, workspace, experiment)
+        # Without an objective (`status --watch` of a sweep with none known): states only, no log is read.
+        self.read_logs = objective is not None
+        objective = objective if objective is not None else Objective(metric='objective')
         self.sweep_name, self.objective, self.plan_header = sweep_name, objective, plan_header
         self.context = context or (lambda: {})
         self.parallel, self.retry, self.clock = parallel, retry or RetrySettings(), clock
@@ -107,7 +111,7 @@ class LiveSweep:
         for job in jobs:
             state = state_of(job)
             log = self.logs.setdefault(job.name, JobLog())
-            if not log.complete and state != 'queued':
+            if self.read_logs and not log.complete and state != 'queued':
                 todo.append((job.name, state in FINISHED_STATES))
 
         def on_result(item, _, exc):
@@ -130,7 +134,7 @@ class LiveSweep:
         if fingerprint == self._fingerprint:
             return False
         finished = [t.name for t in trials if t.state in FINISHED_STATES]
-        if finished and len(finished) == len(trials) and not any(t.reports for t in trials):
+        if self.read_logs and finished and len(finished) == len(trials) and not any(t.reports for t in trials):
             raise nothing_matched(self.client, *self.target, self.sweep_name, finished,
                                   metric=self.objective.metric, regex=self.objective.regex, file=self.objective.file,
                                   output_directory_id=self.objective.output_directory_id, retry=self.retry)
