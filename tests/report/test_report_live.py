@@ -195,6 +195,11 @@ def test_live_page_follows_a_sweep_whose_jobs_finish_one_by_one(local_service, b
             if count < len(VALUES):
                 page.wait_for('({}) === {}'.format(ROWS, count + 1), timeout=90)
                 assert page.evaluate(STATE) == 'live'
+                if count == 1:  # docs/img/report-live.png (REPORT_SCREENSHOTS=DIR)
+                    page.send('Page.bringToFront')  # a background tab draws no frame to capture
+                    page.evaluate('window.scrollTo(0, 0)')
+                    keep(page, tmp_path, 'report-live.png')
+                    page.evaluate('window.scrollTo(0, {})'.format(scrolled))
             assert page.evaluate('document.documentElement.getAttribute("data-selected")') == selected
             assert page.evaluate('document.querySelectorAll("tr.sel").length') == 1
             assert page.evaluate('document.querySelector("tr.sel").getAttribute("data-job")') == selected

@@ -230,6 +230,14 @@ LIVE_SCRIPT = """
 """
 
 
+# The page's "live, updated hh:mm:ss" / "final" badge, in a corner whatever the reader scrolled to.
+STATUS_CSS = ('#live-status { position: fixed; top: 8px; right: 12px; z-index: 3; background: #fff; '
+              'border: 1px solid var(--line); border-radius: 12px; padding: 2px 10px; font-size: 13px; '
+              'box-shadow: 0 1px 3px rgba(0,0,0,.12); } '
+              '#live-status::before { content: "\\25CF  "; color: #2ca02c; } '
+              '#live-status[data-state="final"]::before { color: #8a919c; }')
+
+
 def _checked_text(moment=None):
     moment = moment or datetime.datetime.now(datetime.timezone.utc)
     return moment.strftime('%H:%M:%S UTC')
@@ -280,8 +288,8 @@ class LiveDocument:
         config = {'sidecar': os.path.basename(self.sidecar), 'interval': self.interval, 'final': bool(final)}
         live = {
             'nonce': self.nonce,
-            'status': '<div id="live-status" class="note" data-state="{}" style="position:sticky;top:0;z-index:2;'
-                      'background:#f6f7f9;padding:4px 0">{}, updated {}</div>'.format(state, state, checked),
+            'status': '<style>{}</style><div id="live-status" data-state="{}">{}, updated {}</div>'.format(
+                STATUS_CSS, state, state, checked),
             'parts': ['<div class="live-part" id="live-part-{}" data-key="{}">{}</div>'.format(i, key, part)
                       for i, (key, part) in enumerate(zip(self.keys, self.parts))],
             'script': '<script type="application/json" id="live-config">{}</script>'
