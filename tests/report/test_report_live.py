@@ -175,6 +175,11 @@ def test_live_page_follows_a_sweep_whose_jobs_finish_one_by_one(local_service, b
         page.click('#job-table tbody tr')
         selected = page.evaluate('document.documentElement.getAttribute("data-selected")')
         assert selected and selected.startswith('live')
+        page.click('#job-table th[data-column="2"]')  # sorted by state, then descending
+        page.click('#job-table th[data-column="2"]')
+        sorted_by = 'document.querySelector("#job-table th[aria-sort]").getAttribute("data-column") + " " + ' \
+                    'document.querySelector("#job-table th[aria-sort]").getAttribute("aria-sort")'
+        assert page.evaluate(sorted_by) == '2 descending'
         page.evaluate('window.scrollTo(0, 700)')
         scrolled = page.evaluate('window.scrollY')
         assert scrolled > 300
@@ -201,6 +206,10 @@ def test_live_page_follows_a_sweep_whose_jobs_finish_one_by_one(local_service, b
                     keep(page, tmp_path, 'report-live.png')
                     page.evaluate('window.scrollTo(0, {})'.format(scrolled))
             assert page.evaluate('document.documentElement.getAttribute("data-selected")') == selected
+            assert page.evaluate(sorted_by) == '2 descending'
+            states = page.evaluate('Array.from(document.querySelectorAll("#job-table tbody tr td:nth-child(3)"))'
+                                   '.map(function (td) { return td.textContent; })')
+            assert states == sorted(states, reverse=True)
             assert page.evaluate('document.querySelectorAll("tr.sel").length') == 1
             assert page.evaluate('document.querySelector("tr.sel").getAttribute("data-job")') == selected
             assert page.evaluate('window.scrollY') == scrolled

@@ -76,6 +76,17 @@ def test_a_second_look_at_a_finished_sweep_reads_nothing_and_draws_nothing(batch
     assert os.stat(document.sidecar).st_ino != side.st_ino  # the sidecar was (the time of the look)
 
 
+@pytest.mark.az
+@pytest.mark.service
+def test_without_an_objective_the_states_only_and_no_log_read(batchai_client, reported_sweep):
+    args = dict(zip(reported_sweep.args[::2], reported_sweep.args[1::2]))
+    sweep = LiveSweep(batchai_client, args['-g'], args['-w'], args['-e'], args['-n'], None)
+    assert sweep.update() is True and sweep.ended
+    assert sweep.bytes_read == 0 and sweep.requests == 1  # the listing only
+    assert sweep.data['summary']['counts'] == reported_sweep.data['summary']['counts']
+    assert sweep.data['summary']['best'] is None and all(not job['reports'] for job in sweep.data['jobs'])
+
+
 WRITER = '''
 import sys
 from azext_batchai_sweep.core.report.build import write_file_atomically
