@@ -35,7 +35,7 @@ from ..service.retry import RetrySettings, describe_error
 from ..tuning.trial import FINISHED_STATES
 from .build import data_of_trials, write_file_atomically
 from .collect import in_submission_order, trial_of
-from .html import SCRIPT, report_parts, render_html
+from .html import report_parts, render_html
 from .intermediate import ReportReader
 from .model import Objective
 
@@ -47,6 +47,11 @@ def sidecar_path(output_file):
     """`live.html` -> `live.live.js`, beside it."""
     root, _ = os.path.splitext(output_file)
     return root + '.live.js'
+
+
+def _scan(reader, data, found):
+    """The reports in whole lines of `data` (bytes), read exactly as ReportReader.read_chunks reads a log."""
+    reader._scan(data.decode('utf-8', errors='replace'), found)  # pylint: disable=protected-access
 
 
 class JobLog:
@@ -66,11 +71,11 @@ class JobLog:
         if cut == 0 and len(data) > MAX_LINE:
             cut = len(data)  # a "line" this long is scanned in pieces, as metrics does
         if cut:
-            reader._scan(data[:cut].decode('utf-8', errors='replace'), self.found)  # pylint: disable=protected-access
+            _scan(reader, data[:cut], self.found)
         self.partial = data[cut:]
         if final:
             if self.partial:
-                reader._scan(self.partial.decode('utf-8', errors='replace'), self.found)  # pylint: disable=protected-access
+                _scan(reader, self.partial, self.found)
                 self.partial = b''
             self.complete = True
 
@@ -358,4 +363,3 @@ class RunReport:
                                                                           describe_error(exc)))
 
 
-__all__ = ['RunReport', 'LiveSweep', 'LiveDocument', 'watch', 'sidecar_path', 'DEFAULT_INTERVAL', 'SCRIPT']
