@@ -218,6 +218,9 @@ examples:
   - name: Send the local folder ./src with every job (uploaded once per content); the job's command runs from it.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --storage-account-name demostorage --code ./src
+  - name: Keep a live report while the sweep runs - open live.html in a browser, it updates itself.
+    text: >
+        az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --report live.html
   - name: Bayesian sampling (TPE) of 30 jobs, 4 at a time, whatever the sweep file's sampling says.
     text: >
         az batchai sweep run -g batchai-local -w local -e demo -n moons --spec sweep.yaml -c local --sampling bayesian --count 30 --max-concurrent-jobs 4
@@ -257,6 +260,9 @@ parameters:
   - name: --interval
     type: string
     short-summary: Time between two checks while waiting; seconds, or with a unit (90s, 15m).
+  - name: --watch
+    type: bool
+    short-summary: Follow the sweep until every job has ended - a one-screen summary on stderr redrawn in place on a terminal (counts, best so far, running jobs and their last step), one line per change elsewhere; then the status.
   - name: --timeout
     type: string
     short-summary: With --wait, give up after this long (exit code 5, naming the unfinished jobs).
@@ -288,6 +294,8 @@ examples:
     text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --job lr-0123456789abcdef --stderr
   - name: Wait at most ten minutes (in CI, a progress line appears on stderr while waiting).
     text: az batchai sweep status -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --wait --timeout 600
+  - name: Follow a running sweep on one screen that redraws itself, then print its status.
+    text: az batchai sweep status -g batchai-local -w local -e demo -n moons --watch --interval 5 -o table
 """
 
 helps['batchai sweep resubmit'] = """
@@ -492,6 +500,15 @@ parameters:
   - name: --output-directory-id
     type: string
     short-summary: ID of the output directory holding the file; default is stdouterr.
+  - name: --watch
+    type: bool
+    short-summary: Keep the report current until the sweep ends; the open page updates itself (offline) and says "live, updated hh:mm:ss", then "final".
+  - name: --serve
+    type: bool
+    short-summary: Like --watch, and serve the live page on http://127.0.0.1:PORT/ (loopback only, read-only), for Cloud Shell's Web preview.
+  - name: --port
+    type: int
+    short-summary: With --serve, the loopback port (default 8080; 0 picks a free one).
   - name: --plan-file
     type: string
     short-summary: The sweep's plan, for its sampling and the parameters' scales; default is `<name>.plan.jsonl` when it exists.
@@ -504,6 +521,10 @@ examples:
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --metric val_accuracy --step epoch -o json
   - name: After "az batchai sweep run" - the sweep file's objective, and each job's decision; only write the file.
     text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n adaptive -f adaptive.html -o none
+  - name: Follow a running sweep - live.html updates itself in the open browser tab every 10 seconds until the sweep ends.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr -f live.html --watch --interval 10 -o none
+  - name: The same live page on http://127.0.0.1:8080/ (loopback), for Cloud Shell's Web preview.
+    text: az batchai sweep report -g MyResourceGroup -w MyWorkspace -e MyExperiment -n lr --serve --port 8080 -o none
 """
 
 helps['batchai sweep local'] = """

@@ -106,10 +106,14 @@ def load_arguments(self, _):
                    help='When the run ends early (SIGTERM, SIGINT, SIGHUP, or an error), stop the sweep\'s queued and running jobs on the way out, as "az batchai sweep stop" does, so that nothing runs unsteered. Sweep file: limits.stopOnExit.')
         c.argument('plan_only', options_list=['--plan-only', '--validate-only'], action='store_true',
                    help='Check the sweep file as `run` does (every section, for every sampling type) and list the first jobs it would submit, with their names and values; no service is contacted, nothing is submitted and no login is needed.')
+        c.argument('report', options_list=['--report'], completer=FilesCompleter(),
+                   help='Keep a live HTML report of the sweep in this file while it runs (after each look at the jobs): opened in a browser it updates itself, offline, and says "final" once the run has ended. Writes a data file beside it (`<name>.live.js`). See docs/report.md.')
         c.argument('strict', options_list=['--strict'], action='store_true',
                    help='Stop the sweep (its jobs terminated, exit code 6, bad input) as soon as the jobs\' output shows that the objective is not reported: lines of NAME=VALUE pairs without the objective\'s metric, or lines its regex does not match. Without it, a warning naming the names seen. The sweep file\'s objective.strict: true does the same.')
 
     with self.argument_context('batchai sweep status', validator=validate_sweep_status) as c:
+        c.argument('watch', options_list=['--watch'], action='store_true',
+                   help='Follow the sweep until every job has ended: a one-screen summary on stderr, redrawn in place every --interval on a terminal (counts, the best job so far, the running jobs with their last step and value), one line per change elsewhere; then the status as without it.')
         c.argument('state', arg_type=get_enum_type(STATES + ['missing']),
                    help='Only the jobs in this execution state; "missing": planned jobs that are not on the service (needs the plan).')
         c.argument('job', options_list=['--job'], help='Name of one job of the sweep: print the end of its stdout.txt (and of a non-empty stderr.txt, both labelled) instead of the sweep\'s status (of a multi-process job, its master\'s: stdout-wk-0.txt for TensorFlow, stdout-0.txt for Caffe2/PyTorch on several nodes); a failed job\'s exit code and error go to stderr.')
@@ -166,6 +170,14 @@ def load_arguments(self, _):
                    help='Where to write the HTML report. Default: `<name>-report.html` in the current directory.')
         c.argument('open_report', options_list=['--open'], action='store_true',
                    help='Open the report in the default web browser once written.')
+        c.argument('watch', options_list=['--watch'], action='store_true',
+                   help='Keep the report current while the sweep runs, until it ends: the page opened in a browser (as a file, offline) updates itself every --interval and says "live, updated hh:mm:ss", then "final". Writes a data file beside it (`<name>.live.js`). See docs/report.md.')
+        c.argument('interval', type=seconds, default=10,
+                   help='With --watch or --serve: time between two looks at the sweep (and the page\'s own refresh): seconds, or with a unit (90s, 2m).')
+        c.argument('serve', options_list=['--serve'], action='store_true',
+                   help='Like --watch, and serve the live page on http://127.0.0.1:PORT/ (loopback only, read-only) for a browser on this machine or Azure Cloud Shell\'s "Web preview"; keeps serving the final page until Ctrl+C.')
+        c.argument('port', options_list=['--port'], type=int,
+                   help='With --serve: the loopback port (default 8080, Cloud Shell\'s web preview port; 0 picks a free one).')
         c.argument('regex', options_list=['--regex'],
                    help='Regular expression finding the objective in each line; its group named "value" (or its first group) is the number. Every match is an intermediate value. Default: the sweep file\'s objective, as `sweep run` or `create` kept it.')
         c.argument('metric', options_list=['--metric'],

@@ -40,6 +40,10 @@ def validate_sweep_run(cmd, namespace):
     _validate_file(namespace.spec, '--spec', 'the sweep file')
     if namespace.template is not None:
         _validate_file(namespace.template, '--template', 'the job template')
+    report = getattr(namespace, 'report', None)
+    if report is not None and not os.path.isdir(os.path.dirname(os.path.abspath(report))):
+        raise FileOperationError('The directory of --report, {}, does not exist'.format(
+            os.path.dirname(os.path.abspath(report))))
     _at_least(1, count=namespace.count, max_total_jobs=namespace.max_total_jobs,
               max_concurrent_jobs=namespace.max_concurrent_jobs)
     _at_least(0, seed=namespace.seed)
@@ -93,6 +97,8 @@ def validate_sweep_status(cmd, namespace):
     if namespace.tail is not None and not namespace.job:
         raise RequiredArgumentMissingError('--tail needs --job: the name of the job whose output to print')
     _at_least(1, tail=namespace.tail)
+    if namespace.job and getattr(namespace, 'watch', False):
+        raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --watch')
     if namespace.job and (namespace.wait or namespace.state or namespace.plan_file):
         raise MutuallyExclusiveArgumentError('--job prints one job\'s output: it takes no --wait, --state or '
                                              '--plan-file')
@@ -161,6 +167,11 @@ def validate_sweep_report(cmd, namespace):
             namespace.step))
     if namespace.plan_file:
         _validate_file(namespace.plan_file, '--plan-file', 'the plan file')
+    port = getattr(namespace, 'port', None)
+    if port is not None and not getattr(namespace, 'serve', False):
+        raise RequiredArgumentMissingError('--port is where --serve serves the live report: it needs --serve')
+    if port is not None and not 0 <= port <= 65535:
+        raise InvalidArgumentValueError('--port must be 0 to 65535, not {}'.format(port))
     output = namespace.output_file or '{}-report.html'.format(namespace.sweep_name)
     directory = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(directory):

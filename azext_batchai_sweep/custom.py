@@ -143,7 +143,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None, cluster=None,
               storage_account_name=None, sampling=None, count=None, seed=None, max_total_jobs=None,
               max_concurrent_jobs=None, timeout=None, poll_interval=DEFAULT_POLL_INTERVAL, stop_on_exit=False,
-              strict=False, plan_only=False, code=None, code_size_limit=None):
+              strict=False, plan_only=False, code=None, code_size_limit=None, report=None):
     from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
         run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
@@ -194,10 +194,29 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                            strict=strict, waiting=_waiting_reader(cmd, client, identity),
                            repeat_waiting=progress.repeat)
             steering['started'] = True
-            return run.run(poll_interval), definition
+            if not report:
+                return run.run(poll_interval), definition
+            live = _run_report(cmd, client, identity, report, poll_interval, retry)
+            result = run.run(poll_interval, on_poll=live)
+            live.finish(run)
+            logger.warning('The live report of the run: %s', live.document.output_file)
+            return result, definition
     result, definition = _steer(cmd, identity, prepare_and_run, steering)
     _run_outcome(cmd, result, definition, identity, spec)
     return result
+
+
+def _run_report(cmd, client, identity, output_file, interval, retry):
+    """run --report FILE: the live page (core/report/live.RunReport) the run brings up to date after its polls."""
+    from .core.report.decisions import objective_from_run
+    from .core.report.live import LiveSweep, RunReport
+    from .core.report.model import Objective
+
+    def make_sweep(run):
+        return LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                         Objective(**objective_from_run(run.objective)), context=_live_context(cmd, client, identity),
+                         retry=retry)
+    return RunReport(os.path.abspath(output_file), make_sweep, interval=interval, warn=logger.warning)
 
 
 def _steer(cmd, identity, prepare_and_run, steering):
@@ -406,6 +425,27 @@ def _check_selection(client, identity, job_names=None):
     _require_jobs(identity, found, job_names, client)
 
 
+def _watch_status(cmd, client, identity, interval, max_retries):
+    """status --watch: the live one-screen summary on stderr (core/report/screen.py) until every job has ended."""
+    import sys
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from .core.report.decisions import objective_from_run
+    from .core.report.live import LiveSweep
+    from .core.report.model import Objective
+    from .core.report.screen import Screen, watch_status
+    try:
+        objective = Objective(**objective_from_run(_saved_objective(
+            cmd, identity.resource_group, identity.workspace, identity.experiment, identity.name)))
+    except RequiredArgumentMissingError:
+        objective = None  # no objective known: the states only
+
+    with core_errors():
+        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          objective, context=_live_context(cmd, client, identity), retry=_retry(max_retries))
+        if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
+            _no_jobs(identity, client)
+
+
 def _no_jobs(identity, client=None):
     """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
     from .core.errors import NotFoundError
@@ -420,7 +460,7 @@ def _no_jobs(identity, client=None):
 
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
-                 max_retries=DEFAULT_MAX_RETRIES):
+                 max_retries=DEFAULT_MAX_RETRIES, watch=False):
     from .core.service.status import sweep_status as core_sweep_status
     resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
     identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
@@ -431,6 +471,8 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             return lines  # these formats escape control characters themselves
         from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
         return [escape_controls(line) for line in lines]
+    if watch:
+        _watch_status(cmd, client, identity, interval, max_retries)
     plan = _status_plan(plan_file, identity)
     run_view = _RunView(cmd, client, identity)
     if wait:
@@ -967,7 +1009,8 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
 
 def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_name, output_file=None,
                  open_report=False, regex=None, metric=None, goal=None, step=None, file=None,
-                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL):
+                 output_directory_id=None, plan_file=None, parallel=DEFAULT_PARALLEL, watch=False,
+                 interval=10, serve=False, port=None):
     from ._planning import default_plan_header
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
@@ -994,6 +1037,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = _client(cmd)
+    if watch or serve:
+        return _live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
+                            port=(8080 if port is None else port) if serve else None, open_report=open_report)
     decisions, figures = _run_decisions(cmd, client, identity)
     from ._run import run_journal_path
     from .core.tuning.loop import run_outline
@@ -1021,6 +1067,39 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         # 1,000-job report, docs/benchmarks.md).
         return None
     return dict(data, reportFile=output_file)
+
+
+def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
+                 open_report=False):
+    """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
+    from .core.report.live import LiveDocument, LiveSweep
+    from .core.report.serve import watch_and_maybe_serve
+    with core_errors():
+        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                          objective, plan_header=header, context=_live_context(cmd, client, identity),
+                          parallel=parallel)
+        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
+                                     port=port, say=logger.warning, open_page=open_report)
+    if data is None:
+        _no_jobs(identity, client)
+    if _output_format(cmd) == 'none':
+        return None
+    return dict(data, reportFile=output_file)
+
+
+def _live_context(cmd, client, identity):
+    """What a live view (core/report/live.LiveSweep) asks at each look besides the jobs: a `sweep run`'s decisions,
+    figures and outline (its journal: whether it has ended), the Slurm job ids."""
+    from ._run import run_journal_path
+    from .core.tuning.loop import run_outline
+    journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                               identity.name)
+
+    def context():
+        decisions, figures = _run_decisions(cmd, client, identity)
+        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': _scheduler_job_ids(cmd, client, identity),
+                'run': run_outline(journal) if figures is not None else None}
+    return context
 
 
 def _run_decisions(cmd, client, identity):

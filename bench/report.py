@@ -9,6 +9,8 @@ Usage: python bench/report.py [--jobs 1000] [--epochs 30] [--repeat 3] [--large 
 2. In process, at `--large` jobs (synthetic, tests/report/synthetic.py: 30 epochs, a fifth stopped early): the time
    to make the report's data and its HTML, the HTML's size, the JSON's size, and the time headless Chromium takes
    to load and draw it (until the page's script has filled the table), when Chromium is installed.
+3. With `live` (on the sweep of 1.): one update of the live page (core/report/live.py) after 10 jobs' logs changed,
+   and one with nothing new, beside one full report of the same sweep in the same process (time, bytes read).
 Setup (creating and running the jobs) is never timed.
 """
 import argparse
@@ -83,6 +85,8 @@ def through_az(args, root):
             times['metrics'].append(run([AZ, 'batchai', 'sweep', 'metrics', *sweep, '--metric', 'val_accuracy',
                                          '--reduce', 'max', '-o', 'none'], env=env))
         size = os.path.getsize(report_file)
+        if 'live' in args.only:
+            live_update(args, info, root)
     finally:
         stop_service(info)
     median = {key: statistics.median(t for t, _ in runs) for key, runs in times.items()}
@@ -94,6 +98,50 @@ def through_az(args, root):
     print('| `report -o json` of {} jobs x {} epochs | {:.2f} s | `metrics --reduce max` {:.2f} s | {:.2f}x | peak '
           'RSS {:.0f} MB |'.format(args.jobs, args.epochs, median['report-json'], median['metrics'],
                                    median['report-json'] / median['metrics'], peak['report-json']))
+
+
+def live_update(args, info, root, changed_jobs=10):
+    """One update of the live page (core/report/live.py) beside one full report, in process on the same service:
+    the full report reads every log and draws everything; an update after `changed_jobs` jobs' logs are new again
+    (their offsets set back to 0: whole logs, more than a poll's appended lines) reads those bytes only and draws the
+    page again; an update with nothing new reads no log and draws nothing."""
+    from azext_batchai_sweep.core.report.build import make_report
+    from azext_batchai_sweep.core.report.live import LiveDocument, LiveSweep
+    from azext_batchai_sweep.core.report.model import Objective
+    client = local_batchai_client(info.endpoint, info.token_file)
+    objective = Objective(metric='val_accuracy')
+    target = (info.resource_group, info.workspace, EXPERIMENT, SWEEP)
+    full = []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        make_report(client, *target, objective, os.path.join(root, 'full.html'))
+        full.append(time.perf_counter() - started)
+    sweep = LiveSweep(client, *target, objective)
+    document = LiveDocument(os.path.join(root, 'live.html'))
+    sweep.update()
+    document.write(sweep.data, True, False)
+    changed, unchanged, read = [], [], []
+    for _ in range(args.repeat):
+        for name in sorted(sweep.logs)[:changed_jobs]:  # these jobs' logs are new again: read from their start
+            log = sweep.logs[name]
+            log.offset, log.partial, log.complete = 0, b'', False
+            log.found.clear()
+        sweep._fingerprint = None  # pylint: disable=protected-access
+        before = sweep.bytes_read
+        started = time.perf_counter()
+        was = sweep.update()
+        document.write(sweep.data, was, False)
+        changed.append(time.perf_counter() - started)
+        read.append(sweep.bytes_read - before)
+        started = time.perf_counter()
+        was = sweep.update()
+        document.write(sweep.data, was, False)
+        unchanged.append(time.perf_counter() - started)
+    t_full, t_changed, t_same = (statistics.median(x) for x in (full, changed, unchanged))
+    print('| live update of {} jobs, {} with new bytes | {:.2f} s ({:.2f}x the full report\'s {:.2f} s), {:,} bytes '
+          'read | nothing new: {:.2f} s ({:.2f}x), 0 bytes |'.format(
+              args.jobs, changed_jobs, t_changed, t_changed / t_full, t_full, int(statistics.median(read)), t_same,
+              t_same / t_full))
 
 
 def in_process(args, root):
@@ -139,14 +187,14 @@ def main():
     parser.add_argument('--epochs', type=int, default=30)
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--large', type=int, default=10000)
-    parser.add_argument('--only', default='az,large')
+    parser.add_argument('--only', default='az,large,live')
     args = parser.parse_args()
     print('{} {}, {} CPUs, Python {}'.format(platform.system(), platform.machine(), os.cpu_count(),
                                             platform.python_version()))
     root = tempfile.mkdtemp(prefix='bench-report-')
     if 'large' in args.only:
         in_process(args, root)
-    if 'az' in args.only:
+    if 'az' in args.only or 'live' in args.only:
         through_az(args, root)
     subprocess.run(['rm', '-rf', root], check=False)
 

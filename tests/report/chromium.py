@@ -133,8 +133,29 @@ class Page:
         # A load event of an earlier navigation must not answer for this one.
         self.browser.events = [e for e in self.browser.events if not (
             e.get('sessionId') == self.session and e.get('method') == 'Page.loadEventFired')]
-        self.send('Page.navigate', {'url': 'file://' + os.path.abspath(path)})
+        self.open_url('file://' + os.path.abspath(path), timeout=timeout)
+
+    def open_url(self, url, timeout=60):
+        """Navigate to a URL (a served page) and wait for its load event."""
+        self.browser.events = [e for e in self.browser.events if not (
+            e.get('sessionId') == self.session and e.get('method') == 'Page.loadEventFired')]
+        self.send('Page.navigate', {'url': url})
         self.browser.wait_event('Page.loadEventFired', session=self.session, timeout=timeout)
+
+    def wait_for(self, expression, timeout=60, interval=0.2):
+        """Evaluate `expression` until it is truthy (then return its value); raise after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise ChromiumError('not true in {} s: {}'.format(timeout, expression))
+            time.sleep(interval)
+
+    def pump(self):
+        """Read the events Chromium has sent so far (requests made while no command was waiting)."""
+        self.evaluate('1')
 
     def evaluate(self, expression):
         result = self.send('Runtime.evaluate', {'expression': expression, 'returnByValue': True,

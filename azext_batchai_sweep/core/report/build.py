@@ -58,12 +58,19 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
         raise nothing_matched(client, resource_group, workspace, experiment, sweep_name, finished,
                               metric=objective.metric, regex=objective.regex, file=objective.file,
                               output_directory_id=objective.output_directory_id, retry=retry)
+    data = data_of_trials(trials, sweep_name, objective, resource_group=resource_group, workspace=workspace,
+                          experiment=experiment, plan_header=plan_header, figures=figures, run=run)
+    write_file_atomically(output_file, render_html(data))
+    return data
+
+
+def data_of_trials(trials, sweep_name, objective, *, resource_group=None, workspace=None, experiment=None,
+                   plan_header=None, figures=None, run=None):
+    """The report's data of the sweep's trials (read_trials), with what the plan or the jobs say of its sampling."""
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
     if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
         carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}
         sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
-    data = report_data(record, figures=figures, run=run)
-    write_file_atomically(output_file, render_html(data))
-    return data
+    return report_data(record, figures=figures, run=run)

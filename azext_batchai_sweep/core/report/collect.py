@@ -67,25 +67,34 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
         step_key, reports = result if result is not None else (None, [])
         if exc is not None:
             logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
-        summary = job_summary(job)
-        env = env_of(job)
-        decision = decisions.get(job.name)
-        extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
-                 EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
-                 EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(exc) if exc is not None else None,
-                 EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env),
-                 EXTRA_SCHEDULER_JOB_ID: scheduler_ids.get(job.name.lower())}
-        trials.append(Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job),
-                            state=state_of(job),
-                            reports=tuple(Report(step, value) for step, value in reports),
-                            resource=_number(env, ENV_RESOURCE, float), parent=env.get(ENV_PARENT) or None,
-                            stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra))
+        trials.append(trial_of(job, step_key, reports, error=exc, decisions=decisions, scheduler_ids=scheduler_ids))
         done[0] += 1
         if progress is not None:
             progress(done[0], len(jobs))
 
     run_parallel(work, jobs, parallel=parallel, on_result=on_result)
-    # Submission order: the controller's index where it recorded one, else the start time, then the name.
+    return in_submission_order(trials)
+
+
+def trial_of(job, step_key, reports, *, error=None, decisions=None, scheduler_ids=None):
+    """One job of the service as a Trial: its state, parameters, (step, value) reports and what the report shows."""
+    summary = job_summary(job)
+    env = env_of(job)
+    decision = (decisions or {}).get(job.name)
+    extra = {EXTRA_START: summary['startTime'], EXTRA_END: summary['endTime'],
+             EXTRA_DURATION: summary['durationSeconds'], EXTRA_EXIT_CODE: summary['exitCode'],
+             EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(error) if error is not None else None,
+             EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env),
+             EXTRA_SCHEDULER_JOB_ID: (scheduler_ids or {}).get(job.name.lower())}
+    return Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job), state=state_of(job),
+                 reports=tuple(Report(step, value) for step, value in reports),
+                 resource=_number(env, ENV_RESOURCE, float), parent=env.get(ENV_PARENT) or None,
+                 stopped_early=bool(decision and decision.get('action') == 'stopped'), extra=extra)
+
+
+def in_submission_order(trials):
+    """The trials sorted as submitted, numbered 0, 1, 2...: the controller's index where it recorded one, else the
+    start time, then the name."""
     trials.sort(key=lambda t: (t.index is None, t.index if t.index is not None else 0,
                                t.extra[EXTRA_START] or '~', t.name))
     for position, trial in enumerate(trials):

@@ -81,6 +81,8 @@ td.wrap { white-space: normal; min-width: 200px; max-width: 320px; font-size: 12
 tr.mark-best td { background: #fde8e8; font-weight: 600; }
 tr.mark-stopped td:nth-child(3) { color: #b35c00; } tr.mark-failed td:nth-child(3) { color: #a11; }
 tr.hl td { background: #fff3c4; }
+tr.sel td { background: #d8ecff; } tr { cursor: pointer; }
+.sel { stroke-width: 4 !important; stroke-opacity: 1 !important; fill-opacity: 1 !important; }
 .table-wrap { max-height: 640px; overflow: auto; border: 1px solid var(--line); }
 .pager { margin: 8px 0 0; display: flex; gap: 8px; align-items: center; }
 .pager button { font: inherit; padding: 2px 10px; }
@@ -89,12 +91,9 @@ tr.hl td { background: #fff3c4; }
 SCRIPT = """
 (function () {
   'use strict';
-  var table = JSON.parse(document.getElementById('report-table-data').textContent);
-  var body = document.querySelector('#job-table tbody');
-  var heads = document.querySelectorAll('#job-table th');
-  var info = document.getElementById('page-info');
-  var order = table.rows.slice();
-  var sortColumn = table.sort[0], descending = table.sort[1], page = 0, size = table.pageSize;
+  // Kept across a live update that replaces the table (live.js): the reader's sorting, page and selected job.
+  var sortColumn = null, descending = false, page = 0, selected = null;
+  var table, body, heads, info, order, size;
   function compare(a, b) {
     var x = a[sortColumn], y = b[sortColumn];
     if (x === null || x === undefined) { return (y === null || y === undefined) ? 0 : 1; }
@@ -129,24 +128,41 @@ SCRIPT = """
       if (i === sortColumn) { th.setAttribute('aria-sort', descending ? 'descending' : 'ascending'); }
       else { th.removeAttribute('aria-sort'); }
     });
+    reselect();
   }
   function format(value) {
     if (typeof value !== 'number') { return value; }
     if (Number.isInteger(value)) { return String(value); }
     return Number(value.toPrecision(5)).toString();
   }
-  heads.forEach(function (th) {
-    th.addEventListener('click', function () {
-      var i = Number(th.getAttribute('data-column'));
-      descending = (i === sortColumn) ? !descending : false;
-      sortColumn = i;
-      order.sort(compare);
-      page = 0;
-      render();
+  function setupTable() {
+    var source = document.getElementById('report-table-data');
+    if (!source) { return; }
+    table = JSON.parse(source.textContent);
+    body = document.querySelector('#job-table tbody');
+    heads = document.querySelectorAll('#job-table th');
+    info = document.getElementById('page-info');
+    size = table.pageSize;
+    if (sortColumn === null || sortColumn >= table.columns.length) {
+      sortColumn = table.sort[0];
+      descending = table.sort[1];
+    }
+    order = table.rows.slice();
+    heads.forEach(function (th) {
+      th.addEventListener('click', function () {
+        var i = Number(th.getAttribute('data-column'));
+        descending = (i === sortColumn) ? !descending : false;
+        sortColumn = i;
+        order.sort(compare);
+        page = 0;
+        render();
+      });
     });
-  });
-  document.getElementById('page-prev').addEventListener('click', function () { page -= 1; render(); });
-  document.getElementById('page-next').addEventListener('click', function () { page += 1; render(); });
+    document.getElementById('page-prev').addEventListener('click', function () { page -= 1; render(); });
+    document.getElementById('page-next').addEventListener('click', function () { page += 1; render(); });
+    order.sort(compare);
+    render();
+  }
   var lit = [];
   function light(name) {
     lit.forEach(function (el) { el.classList.remove('hl'); });
@@ -156,12 +172,28 @@ SCRIPT = """
       if (el.getAttribute('data-job') === name) { el.classList.add('hl'); lit.push(el); }
     });
   }
+  // A click on a job (a row, a curve, a dot) selects it in every plot and the table until clicked again.
+  function reselect() {
+    document.querySelectorAll('.sel').forEach(function (el) { el.classList.remove('sel'); });
+    if (selected === null) { document.documentElement.removeAttribute('data-selected'); return; }
+    document.documentElement.setAttribute('data-selected', selected);
+    document.querySelectorAll('[data-job]').forEach(function (el) {
+      if (el.getAttribute('data-job') === selected) { el.classList.add('sel'); }
+    });
+  }
   document.addEventListener('mouseover', function (event) {
     var target = event.target.closest ? event.target.closest('[data-job]') : null;
     light(target ? target.getAttribute('data-job') : null);
   });
-  order.sort(compare);
-  render();
+  document.addEventListener('click', function (event) {
+    var target = event.target.closest ? event.target.closest('[data-job]') : null;
+    if (!target) { return; }
+    var name = target.getAttribute('data-job');
+    selected = (selected === name) ? null : name;
+    reselect();
+  });
+  window.sweepReport = {setupTable: setupTable, reselect: reselect, light: function () { lit = []; }};
+  setupTable();
   document.documentElement.setAttribute('data-ready', 'true');
 })();
 """
@@ -398,8 +430,9 @@ def _curves_caption(data):
     return text
 
 
-def render_html(data):
-    """The whole report document for report data (data.report_data)."""
+def report_parts(data):
+    """The document's parts in order (the header and summary, each section, the table): a live page replaces
+    only those whose text changed (live.py)."""
     label = data['objective']['metric'] or 'objective'
     curves = plots.learning_curves(data)
     pc = plots.parallel_coordinates(data)
@@ -408,7 +441,7 @@ def render_html(data):
     pc_plot = data['plots']['parallelCoordinates']
     scatter_plot = data['plots']['objectiveVsParameter']
     no_values = 'No job has reported {} yet.'.format(label)
-    sections = [
+    return [
         _summary(data),
         _section('learning-curves', 'Learning curves', curves, _curves_caption(data),
                  'No learning curves: {}.'.format(data['plots']['learningCurves']['why'])),
@@ -432,14 +465,36 @@ def render_html(data):
         _table(data),
         _inherited(data),
     ]
+
+
+# What a page allows itself: nothing from anywhere but its inline style and scripts (and, live, its data sidecar:
+# the scripts carry a nonce, so a script the page itself inserts may load that one file and nothing else can run).
+STATIC_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+LIVE_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-{nonce}'; img-src data:"
+
+
+def render_html(data, parts=None, live=None):
+    """The whole report document for report data (data.report_data).
+
+    :param parts: report_parts(data) already made, if any.
+    :param live: for a live page (live.py), the HTML of its status line, its wrapped parts and its script
+        (live.LiveDocument); None for a snapshot.
+    """
+    parts = report_parts(data) if parts is None else parts
+    if live is None:
+        csp, body, scripts = STATIC_CSP, ''.join(parts), '<script>{}</script>'.format(SCRIPT)
+    else:
+        csp = LIVE_CSP.format(nonce=live['nonce'])
+        body = live['status'] + ''.join(live['parts'])
+        scripts = '<script nonce="{nonce}">{script}</script>{extra}'.format(nonce=live['nonce'], script=SCRIPT,
+                                                                           extra=live['script'])
     return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-            'script-src \'unsafe-inline\'; img-src data:">'
+            '<meta http-equiv="Content-Security-Policy" content="{csp}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="generator" content="az batchai sweep report">'
             '<title>Sweep {title} report</title><style>{css}</style></head><body><main>{body}</main>'
-            '<script>{script}</script></body></html>\n').format(title=esc(data['sweep']), css=CSS + pareto_css(data),
-                                                                body=''.join(sections), script=SCRIPT)
+            '{scripts}</body></html>\n').format(csp=csp, title=esc(data['sweep']), css=CSS + pareto_css(data),
+                                                body=body, scripts=scripts)
 
 
 def _resource_note(said):

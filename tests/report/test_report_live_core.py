@@ -1,0 +1,116 @@
+"""The live report's core (core/report/live.py): each look reads only the bytes appended to the jobs' logs, finds the
+same values a full `sweep report` finds, draws nothing again when nothing changed, and writes its files so that a
+reader (or a kill) never leaves half of one."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from azext_batchai_sweep.core.outputs.metrics import MetricExtractor
+from azext_batchai_sweep.core.report.intermediate import ReportReader
+from azext_batchai_sweep.core.report.live import JobLog, LiveDocument, LiveSweep, sidecar_path
+from azext_batchai_sweep.core.report.model import Objective
+
+LOG = (b'training lr=0.1\nepoch=1 loss=0.9 val_accuracy=0.41\nepoch=2 loss=0.5 val_accuracy=0.62\n'
+       b'noise val_accuracy=oops\nepoch=3 loss=0.4 val_accuracy=0.70\r\nepoch=4 val_accuracy=0.73')
+
+
+def reader(step=None):
+    return ReportReader(MetricExtractor(metric_name='val_accuracy'), step_key=step)
+
+
+@pytest.mark.parametrize('cuts', [[], [5], [20, 21, 22], list(range(1, len(LOG))), [len(LOG) - 3], [30, 95, 140]])
+def test_a_log_fed_in_pieces_gives_what_the_whole_log_gives(cuts):
+    whole = reader().read_text(LOG.decode())
+    log = JobLog()
+    pieces = [LOG[a:b] for a, b in zip([0] + cuts, cuts + [len(LOG)])]
+    for number, piece in enumerate(pieces):
+        log.feed(reader(), piece, final=number == len(pieces) - 1)
+    assert log.offset == len(LOG)
+    assert reader().with_steps(log.found) == whole
+    assert whole[0] == 'epoch' and [v for _, v in whole[1]] == [0.41, 0.62, 0.70, 0.73]
+
+
+def test_a_line_being_written_waits_for_its_end():
+    log = JobLog()
+    log.feed(reader(), b'epoch=1 val_accuracy=0.5\nepoch=2 val_accur', final=False)
+    assert reader().with_steps(log.found)[1] == [(1.0, 0.5)]  # the cut line is not read as val_accur...
+    log.feed(reader(), b'acy=0.75\n', final=False)
+    assert reader().with_steps(log.found)[1] == [(1.0, 0.5), (2.0, 0.75)]
+    assert not log.complete and log.partial == b''
+
+
+@pytest.mark.az
+@pytest.mark.service
+def test_a_second_look_at_a_finished_sweep_reads_nothing_and_draws_nothing(batchai_client, local_service,
+                                                                           reported_sweep, tmp_path):
+    args = dict(zip(reported_sweep.args[::2], reported_sweep.args[1::2]))
+    sweep = LiveSweep(batchai_client, args['-g'], args['-w'], args['-e'], args['-n'],
+                      Objective(metric='val_accuracy'), parallel=4)
+    assert sweep.update() is True
+    assert sweep.ended
+    full = reported_sweep.data  # what a full `sweep report` found
+    shown = [(j['name'], j['state'], j['objective'], j['bestValue'], j['lastStep']) for j in sweep.data['jobs']]
+    assert shown == [(j['name'], j['state'], j['objective'], j['bestValue'], j['lastStep']) for j in full['jobs']]
+    assert sweep.data['summary']['best'] == full['summary']['best']
+    first_bytes, first_requests = sweep.bytes_read, sweep.requests
+    assert first_bytes > 0 and all(log.complete for log in sweep.logs.values())
+
+    document = LiveDocument(str(tmp_path / 'live.html'), interval=2)
+    document.write(sweep.data, True, sweep.ended)
+    page = os.stat(document.output_file)
+    side = os.stat(document.sidecar)
+    assert document.sidecar == sidecar_path(document.output_file) == str(tmp_path / 'live.live.js')
+
+    time.sleep(0.05)
+    assert sweep.update() is False  # nothing changed
+    assert sweep.bytes_read == first_bytes  # every log was read to its end once
+    assert sweep.requests == first_requests + 1  # the listing only
+    parts = document.parts
+    document.write(sweep.data, False, sweep.ended)
+    assert document.parts is parts  # not drawn again
+    assert os.stat(document.output_file).st_ino == page.st_ino  # the page was not rewritten
+    assert os.stat(document.sidecar).st_ino != side.st_ino  # the sidecar was (the time of the look)
+
+
+@pytest.mark.az
+@pytest.mark.service
+def test_without_an_objective_the_states_only_and_no_log_read(batchai_client, reported_sweep):
+    args = dict(zip(reported_sweep.args[::2], reported_sweep.args[1::2]))
+    sweep = LiveSweep(batchai_client, args['-g'], args['-w'], args['-e'], args['-n'], None)
+    assert sweep.update() is True and sweep.ended
+    assert sweep.bytes_read == 0 and sweep.requests == 1  # the listing only
+    assert sweep.data['summary']['counts'] == reported_sweep.data['summary']['counts']
+    assert sweep.data['summary']['best'] is None and all(not job['reports'] for job in sweep.data['jobs'])
+
+
+WRITER = '''
+import sys
+from azext_batchai_sweep.core.report.build import write_file_atomically
+path = sys.argv[1]
+number = 0
+while True:
+    number += 1
+    write_file_atomically(path, ('<!-- %d -->' % number) + 'x' * 3000000 + '</html>\\n')
+'''
+
+
+@pytest.mark.parametrize('delay', [0.3, 0.45, 0.6, 0.8])
+def test_a_writer_killed_mid_write_leaves_the_last_complete_file(tmp_path, delay):
+    path = str(tmp_path / 'live.html')
+    proc = subprocess.Popen([sys.executable, '-c', WRITER, path],  # pylint: disable=consider-using-with
+                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    deadline = time.monotonic() + 60
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    assert text.startswith('<!-- ') and text.endswith('</html>\n') and len(text) == len(text.split('-->')[0]) + 3 \
+        + 3000000 + 8
