@@ -179,9 +179,10 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         retry = _retry()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
-        check_before_run(cmd, client, identity, definition, spec, retry)
         from ._code import check_run_snapshot, upload_code
+        # The snapshot first: its refusal names what changed more precisely than the takeover check would.
         check_run_snapshot(client, identity, definition.code_snapshot, retry)
+        check_before_run(cmd, client, identity, definition, spec, retry)
         if definition.code_snapshot is not None:
             upload_code(cmd.cli_ctx, definition.code_snapshot)
         with core_errors():
