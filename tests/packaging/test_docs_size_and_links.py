@@ -12,7 +12,7 @@ from tests.fixtures_az import REPO_ROOT
 
 KB = 1024
 # A page's cap in bytes. Reference pages that a user reads front to back: 20 KB; the benchmarks' current figures:
-# 30 KB; any other page: 40 KB (a sane cap: the largest today is well under it).
+# 30 KB; any other page: 40 KB (the largest today, docs/sweep-run.md, is 33 KB: past 40, split it).
 CAPS = {
     'README.md': 20 * KB,
     'docs/benchmarks.md': 30 * KB,
@@ -101,7 +101,7 @@ def test_the_capped_pages_exist():
         assert os.path.exists(os.path.join(REPO_ROOT, page)), page
 
 
-def test_the_checks_catch_a_broken_link_and_anchor(tmp_path):
+def test_the_checks_catch_a_broken_link_and_anchor():
     """The rules above on pages that drifted: a missing file, a missing anchor, a heading's anchor and its repeat."""
     page = '# Title\n\n## Where it goes (`pathPrefix`), and why\n\n## Twice\n\n## Twice\n\n```\n## not a heading\n```\n'
     assert anchors(page) == {'title', 'where-it-goes-pathprefix-and-why', 'twice', 'twice-1'}
