@@ -1,8 +1,10 @@
 """Parameter specifications: names, grid values, random draws, validation, FileParamSpec's mapping and secrets."""
+import math
 import pickle
 import random
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpec, FileParamSpec, NumParamSpec
@@ -134,6 +136,78 @@ def test_num_sampling_distributions():
     assert ints == {1, 2, 3, 4}
     log_ints = {num(start=1, end=4, scale='LOG', dataType='INTEGER').sample(rng) for _ in range(500)}
     assert log_ints == {1, 2, 3, 4}
+
+
+@pytest.mark.parametrize('kwargs, grid', [
+    # 0.4, 1.5, 2.6 round to 0, 2, 3: 0 and 3 lie outside 0.4..2.6 and become 1 and 2 (2 twice: one kept)
+    (dict(start=0.4, end=2.6, numValues=3), [1, 2]),
+    # 0.4, sqrt(0.4 * 2.6) = 1.02, 2.6 round to 0, 1, 3 -> 1, 1, 2
+    (dict(start=0.4, end=2.6, numValues=3, scale='LOG'), [1, 2]),
+    # 0.4, 1.4, 2.4, 3.4 round to 0, 1, 2, 3 -> 1, 1, 2, 3
+    (dict(start=0.4, end=3.6, step=1), [1, 2, 3]),
+    # 1.4, 4.13, 6.87, 9.6 round to 1, 4, 7, 10 -> 2, 4, 7, 9: moved to the bounds, none lost
+    (dict(start=1.4, end=9.6, numValues=4), [2, 4, 7, 9]),
+    # 0.4 and 1.6 round to 0 and 2, both outside: the one integer between them
+    (dict(start=0.4, end=1.6, numValues=2), [1]),
+    (dict(start=0.6, end=3.4, step=1), [1, 2, 3]),  # 0.6, 1.6, 2.6 round within the range already
+])
+def test_integer_grid_with_non_integer_bounds_stays_within_them(kwargs, grid):
+    """An INTEGER grid takes only the integers a random draw can give (space_size() counts them): a value that
+    rounds past a non-integer bound becomes that bound; count() says how many values the grid has."""
+    spec = num(dataType='INTEGER', **kwargs)
+    assert num(dataType='INTEGER', **kwargs).count() == len(grid)  # counted before (and without) listing
+    assert spec.values() == grid
+    assert spec.count() == len(grid)
+    draws = {spec.sample(random.Random(seed)) for seed in range(300)}
+    assert set(grid) <= draws == set(range(math.ceil(kwargs['start']), math.floor(kwargs['end']) + 1))
+    assert spec.space_size() == len(draws)
+
+
+_BOUNDS = st.decimals(min_value='0.1', max_value='40', places=1).map(float)
+
+
+@settings(max_examples=300, deadline=None)
+@given(start=_BOUNDS, width=_BOUNDS, form=st.sampled_from(['LINEAR', 'LOG', 'step']),
+       size=st.integers(min_value=1, max_value=60), step=st.sampled_from([0.3, 0.5, 1, 1.5, 2, 3.7]))
+def test_integer_grid_count_and_space_agree(start, width, form, size, step):
+    """For every INTEGER grid: count() (computed, not listed) == len(values()); every value is an integer of
+    [ceil(start), floor(end)], which space_size() counts and random draws give."""
+    end = round(start + width, 1)
+    if math.ceil(start) > math.floor(end):
+        return
+    kwargs = dict(start=start, end=end, dataType='INTEGER', scale='LINEAR' if form == 'step' else form)
+    kwargs.update(step=step) if form == 'step' else kwargs.update(numValues=size)
+    grid = num(**kwargs).values()
+    assert num(**kwargs).count() == len(grid) == len(set(grid))
+    assert all(type(v) is int and math.ceil(start) <= v <= math.floor(end) for v in grid)
+    assert len(grid) <= num(**kwargs).space_size() == math.floor(end) - math.ceil(start) + 1
+
+
+@pytest.mark.parametrize('kwargs', [
+    dict(start=0.4, end=100000.6, step=1),
+    dict(start=0.4, end=2000.6, numValues=100001),
+    dict(start=0.4, end=1e6 + 0.6, numValues=100001, scale='LOG'),
+    dict(start=1.4, end=9.6, numValues=100001, scale='LOG'),
+])
+def test_a_long_integer_grid_is_counted_as_listed(kwargs):
+    """Past 100,000 values count() uses its formulas (a grid of 10^12 is refused without listing it): they agree
+    with the listed grid, non-integer bounds included."""
+    counted = num(dataType='INTEGER', **kwargs).count()
+    grid = num(dataType='INTEGER', **kwargs).values()
+    assert counted == len(grid)
+    assert min(grid) == math.ceil(kwargs['start']) and max(grid) == math.floor(kwargs['end'])
+
+
+@pytest.mark.parametrize('scale', ['LINEAR', 'LOG'])
+def test_integer_draws_with_non_integer_bounds_stay_within_them(scale):
+    """1.4..9.6 draws the integers 2..9, each of them, and never 1 or 10 (a log-uniform draw near 1.4 rounds to
+    1, near 9.6 to 10: it must be brought within the range)."""
+    spec = num(start=1.4, end=9.6, dataType='INTEGER', scale=scale)
+    rng = random.Random(11)
+    draws = [spec.sample(rng) for _ in range(1000)]
+    assert set(draws) == set(range(2, 10))
+    assert all(type(v) is int for v in draws)
+    assert spec.space_size() == 8
 
 
 def test_space_sizes():
