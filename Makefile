@@ -49,7 +49,11 @@ system-deps-chromium:
 test-reliability: dev test-tools
 	$(BIN)/python -m pytest tests/reliability -m soak -s $(PYTEST_ARGS)
 
+# The link is made again on every run: a venv linked into another worktree or clone must load this checkout's
+# code (the tests do not use it: tests/fixtures_az.py links the checkout under test in a folder of their own).
 dev: $(DEV_STAMP)
+	@mkdir -p $(DEV_SOURCES)
+	@ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
 
 $(AZ_STAMP):
 	$(PYTHON) -m venv $(VENV)
@@ -60,8 +64,6 @@ $(AZ_STAMP):
 
 $(DEV_STAMP): $(AZ_STAMP) setup.py
 	$(BIN)/python setup.py --quiet egg_info
-	mkdir -p $(DEV_SOURCES)
-	ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
 	touch $@
 
 test-tools: $(TEST_STAMP) $(NODE_STAMP)
