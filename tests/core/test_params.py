@@ -114,6 +114,48 @@ def test_invalid_numeric_specs_are_clear_errors(kwargs, path):
     assert exc_info.value.path == path
 
 
+@pytest.mark.parametrize('make, path, message', [
+    (lambda: num(start='0'), 'start', "must be a finite number, not '0'"),
+    (lambda: num(end=float('nan')), 'end', 'must be a finite number, not nan'),
+    (lambda: num(start=2, end=1), 'start', 'start (2) must be less than end (1)'),
+    (lambda: num(dataType='FLOAT'), 'dataType', "must be one of INTEGER, REAL, not 'FLOAT'"),
+    (lambda: num(scale='EXP'), 'scale', "must be one of LINEAR, LOG, RANDOM_UNIFORM, not 'EXP'"),
+    (lambda: num(numValues=True), 'numValues', 'numValues must be an integer of at least 1, not True'),
+    (lambda: num(step=0), 'step', 'step must be a number greater than 0, not 0'),
+    (lambda: num(step=float('inf')), 'step', 'step must be a number greater than 0, not inf'),
+    (lambda: num(scale='LOG', start=1, end=10, step=1), 'step',
+     'step only applies to scale LINEAR; use numValues with scale LOG'),
+    (lambda: num(step=0.1, numValues=3), 'step', 'give either step or numValues, not both'),
+    (lambda: num(scale='LOG', start=0, end=1), 'start', 'scale LOG needs start > 0, not 0'),
+    (lambda: num(start=0.2, end=0.8, dataType='INTEGER'), 'end', 'no integer lies between start (0.2) and end (0.8)'),
+    (lambda: num(scale='LOG', start=1, end=10).values(), 'numValues', 'a grid search with scale LOG needs numValues'),
+    (lambda: num().count(), 'numValues', 'a grid search with scale LINEAR needs step or numValues'),
+    (lambda: num(scale='RANDOM_UNIFORM', seed=1).values(), 'numValues',
+     'a grid search with scale RANDOM_UNIFORM needs numValues'),
+    (lambda: num(scale='RANDOM_UNIFORM', seed=1).count(), 'numValues',
+     'a grid search with scale RANDOM_UNIFORM needs numValues'),
+    (lambda: num(start=1, end=5, numValues=6, scale='RANDOM_UNIFORM', dataType='INTEGER', seed=1).values(), 'numValues',
+     'numValues (6) is more than the 5 integers between start and end'),
+    (lambda: num(start=0.5, end=5.5, numValues=6, scale='RANDOM_UNIFORM', dataType='INTEGER', seed=1).count(),
+     'numValues', 'numValues (6) is more than the 5 integers between start and end'),
+    (lambda: DiscreteParamSpec(parameterName='D', values=()), 'values', 'values must be a non-empty list'),
+    (lambda: DiscreteParamSpec(parameterName='D', values=[1, 'a', 1]), 'values[2]', 'value 1 is listed twice'),
+    (lambda: DiscreteParamSpec(parameterName='D', values=[1, float('inf')]), 'values[1]',
+     'a parameter value must be a string, an integer or a finite number, not inf'),
+    (lambda: DictParamSpec(parameterName='H', values=[{'A': 1, 'B': 2}, {'A': 2}]), 'values[1]',
+     'every value must have the keys A, B, this one has A'),
+    (lambda: DictParamSpec(parameterName='H', values=[{}]), 'values[0]', 'each value must be a non-empty dict, not {}'),
+    (lambda: DictParamSpec(parameterName='H', values=[{'1A': 1}]), 'values[0]',
+     "key '1A' is invalid: use letters, digits and underscores, not starting with a digit"),
+    (lambda: DictParamSpec(parameterName='H', values=[{'A': None}]), 'values[0].A',
+     'a parameter value must be a string, an integer or a finite number, not None'),
+])
+def test_each_error_names_its_field_and_says_what_is_expected(make, path, message):
+    with pytest.raises(SpecError) as refused:
+        make()
+    assert (refused.value.path, refused.value.message) == (path, message)
+
+
 def test_grid_without_step_or_num_values_is_an_error_random_search_is_not():
     log = num(start=1e-4, end=1e-1, scale='LOG')
     with pytest.raises(SpecError, match='numValues') as exc_info:
@@ -166,7 +208,7 @@ def test_integer_grid_with_non_integer_bounds_stays_within_them(kwargs, grid):
 _BOUNDS = st.decimals(min_value='0.1', max_value='40', places=1).map(float)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None, database=None)
 @given(start=_BOUNDS, width=_BOUNDS, form=st.sampled_from(['LINEAR', 'LOG', 'step']),
        size=st.integers(min_value=1, max_value=60), step=st.sampled_from([0.3, 0.5, 1, 1.5, 2, 3.7]))
 def test_integer_grid_count_and_space_agree(start, width, form, size, step):
@@ -188,6 +230,10 @@ def test_integer_grid_count_and_space_agree(start, width, form, size, step):
     dict(start=0.4, end=2000.6, numValues=100001),
     dict(start=0.4, end=1e6 + 0.6, numValues=100001, scale='LOG'),
     dict(start=1.4, end=9.6, numValues=100001, scale='LOG'),
+    # every value at least 2.3 from the next (ratio 1.000023 from 1e5): 100,001 integers
+    dict(start=1e5, end=1e6, numValues=100001, scale='LOG'),
+    # a ratio that is 1.0 in floats: every value is 1
+    dict(start=0.9999999999999, end=1.0000000000001, numValues=100001, scale='LOG'),
 ])
 def test_a_long_integer_grid_is_counted_as_listed(kwargs):
     """Past 100,000 values count() uses its formulas (a grid of 10^12 is refused without listing it): they agree
@@ -208,6 +254,14 @@ def test_integer_draws_with_non_integer_bounds_stay_within_them(scale):
     assert set(draws) == set(range(2, 10))
     assert all(type(v) is int for v in draws)
     assert spec.space_size() == 8
+
+
+def test_integers_past_28_digits_round_as_smaller_ones():
+    """Decimal's quantize stops at 28 digits: an INTEGER LOG grid or draw up to 1e30 was a decimal.InvalidOperation."""
+    spec = num(start=1, end=1e30, numValues=3, scale='LOG', dataType='INTEGER')
+    assert spec.values() == [1, 10 ** 15, 10 ** 30]
+    assert spec.count() == 3
+    assert all(1 <= spec.sample(random.Random(seed)) <= 10 ** 30 for seed in range(50))
 
 
 def test_space_sizes():

@@ -66,7 +66,8 @@ def _decimal(number):
 
 
 def _round_half_up(number):
-    return int(_decimal(number).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    # to_integral_value, not quantize: quantize fails past the context's 28 digits (an INTEGER LOG grid up to 1e30)
+    return int(_decimal(number).to_integral_value(rounding=ROUND_HALF_UP))
 
 
 def _unique(values):
