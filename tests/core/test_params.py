@@ -354,23 +354,60 @@ def test_file_share_directory_is_passed(fake_listing):
     assert (kwargs['share'], kwargs['directory'], kwargs['sas_token']) == ('example_share', 'data', 'sv=sig')
 
 
-@pytest.mark.parametrize('kwargs, path', [
-    (dict(storageType='DISK'), 'storageType'),
-    (dict(mountMethod='NODE'), 'mountMethod'),
-    (dict(mountPath=None), 'mountPath'),
-    (dict(mountPath='/'), 'mountPath'),
-    (dict(container=None), 'container'),
-    (dict(fileshare='share'), 'fileshare'),
-    (dict(storageType='FILE', container=None), 'fileshare'),
-    (dict(storageType='FILE', fileshare='s'), 'container'),
-    (dict(filterStr='(['), 'filterStr'),
-    (dict(storageAccountName=''), 'storageAccountName'),
+@pytest.mark.parametrize('kwargs, path, message', [
+    (dict(storageType='DISK'), 'storageType', "must be one of BLOB, FILE, not 'DISK'"),
+    (dict(mountMethod='NODE'), 'mountMethod', "must be one of JOB, CLUSTER, not 'NODE'"),
+    (dict(mountPath=None), 'mountPath', 'mountPath (the relative mount path of the container or share) is required'),
+    (dict(mountPath='/'), 'mountPath', 'mountPath (the relative mount path of the container or share) is required'),
+    (dict(container=None), 'container', 'container is required when storageType is BLOB'),
+    (dict(fileshare='share'), 'fileshare', 'fileshare only applies to storageType FILE; give container'),
+    (dict(storageType='FILE', container=None), 'fileshare', 'fileshare is required when storageType is FILE'),
+    (dict(storageType='FILE', fileshare='s'), 'container',
+     'container only applies to storageType BLOB; give fileshare'),
+    (dict(filterStr='(['), 'filterStr',
+     "filterStr '([' is not a valid regular expression: unterminated character set at position 1"),
+    (dict(storageAccountName=''), 'storageAccountName', 'storageAccountName is required'),
 ])
-def test_file_spec_arguments_are_validated(kwargs, path):
+def test_file_spec_arguments_are_validated(kwargs, path, message):
     with pytest.raises(SpecError) as exc_info:
         blob_spec(**kwargs)
-    assert exc_info.value.path == path
+    assert (exc_info.value.path, exc_info.value.message) == (path, message)
     assert 's3cr3t-key' not in str(exc_info.value)
+
+
+def test_file_spec_passes_the_storage_it_names_to_the_listing(fake_listing):
+    spec = FileParamSpec(parameterName='D', storageAccountName='acct', storageAccountKey='k', storageType='BLOB',
+                         mountMethod='cluster', mountPath='/bfs/', container='c', directory='/in/',
+                         filterStr='/data/.+', accountUrl='https://acct.blob.core.chinacloudapi.cn')
+    assert (spec.mount_method, spec.mount_path, spec.directory) == ('CLUSTER', 'bfs', 'in')
+    spec.values()
+    assert fake_listing == [('BLOB', 'acct', {
+        'container': 'c', 'share': None, 'directory': 'in', 'account_url': 'https://acct.blob.core.chinacloudapi.cn',
+        'account_key': 'k', 'connection_string': None, 'sas_token': None})]
+
+
+@pytest.mark.parametrize('kwargs, path, message', [
+    (dict(filterStr='/none/.+'), 'filterStr',
+     "no file in container 'example_container' of example_name matches (directory=None, filterStr='/none/.+')"),
+    (dict(storageType='FILE', container=None, fileshare='sh', directory='/empty/'), 'directory',
+     "no file in file share 'sh' of example_name matches (directory='empty', filterStr=None)"),
+])
+def test_a_file_parameter_matching_no_file_says_where_it_looked(monkeypatch, kwargs, path, message):
+    from azext_batchai_sweep.core.spec import storage
+    monkeypatch.setattr(storage, 'list_file_paths', lambda *args, **kw: [] if kw.get('directory') else list(BLOBS))
+    with pytest.raises(SpecError) as refused:
+        blob_spec(**kwargs).values()
+    assert (refused.value.path, refused.value.message) == (path, message)
+
+
+def test_file_spec_repr_names_its_storage_and_selection():
+    assert repr(blob_spec(directory='d', filterStr='.+')) == (
+        "FileParamSpec(parameterName='DATA_INPUT', storageAccountName='example_name', storageType='BLOB', "
+        "mountMethod='CLUSTER', mountPath='bfs', container='example_container', directory='d', filterStr='.+')")
+    share = blob_spec(storageType='FILE', container=None, fileshare='sh', mountMethod='JOB')
+    assert str(share) == (
+        "FileParamSpec(parameterName='DATA_INPUT', storageAccountName='example_name', storageType='FILE', "
+        "mountMethod='JOB', mountPath='bfs', fileshare='sh', directory=None, filterStr=None)")
 
 
 def test_file_spec_never_shows_secrets(fake_listing):
@@ -379,7 +416,9 @@ def test_file_spec_never_shows_secrets(fake_listing):
     shown = repr(spec) + str(spec) + repr(vars(spec).keys()) + repr(pickle.dumps(spec))
     for secret in ('s3cr3t-key', 'c0nn-secret', 's4s-secret'):
         assert secret not in shown
-    assert pickle.loads(pickle.dumps(spec)).values() == spec.values()
+    copy = pickle.loads(pickle.dumps(spec))
+    assert copy.values() == spec.values()
+    assert (copy._account_key, copy._connection_string, copy._sas_token) == (None, None, None)
 
 
 def test_file_spec_falls_back_to_environment_credentials(fake_listing, monkeypatch):
