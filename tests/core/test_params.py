@@ -425,3 +425,19 @@ def test_file_spec_falls_back_to_environment_credentials(fake_listing, monkeypat
     monkeypatch.setenv('AZURE_STORAGE_KEY', 'env-key')
     blob_spec(storageAccountKey=None).values()
     assert fake_listing[0][2]['account_key'] == 'env-key'
+
+
+def test_reprs_show_every_field_as_written():
+    assert repr(num(start=0.5, end=2, numValues=3, scale='LOG', dataType='INTEGER')) == (
+        "NumParamSpec(parameterName='X', start=0.5, end=2, dataType='INTEGER', scale='LOG', numValues=3, step=None, "
+        "seed=None)")
+    assert repr(num(step=0.25)) == (
+        "NumParamSpec(parameterName='X', start=0, end=1, dataType='REAL', scale='LINEAR', numValues=None, step=0.25, "
+        "seed=None)")
+    assert repr(num(numValues=2, scale='random_uniform', seed=9)) == (
+        "NumParamSpec(parameterName='X', start=0, end=1, dataType='REAL', scale='RANDOM_UNIFORM', numValues=2, "
+        "step=None, seed=9)")
+    assert repr(DiscreteParamSpec(parameterName='D', values=['a', 1])) == (
+        "DiscreteParamSpec(parameterName='D', values=['a', 1])")
+    assert repr(DictParamSpec(parameterName='H', values=[{'A': 1}])) == (
+        "DictParamSpec(parameterName='H', values=[{'A': 1}])")
