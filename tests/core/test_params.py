@@ -142,8 +142,8 @@ def test_invalid_numeric_specs_are_clear_errors(kwargs, path):
     (lambda: DiscreteParamSpec(parameterName='D', values=[1, 'a', 1]), 'values[2]', 'value 1 is listed twice'),
     (lambda: DiscreteParamSpec(parameterName='D', values=[1, float('inf')]), 'values[1]',
      'a parameter value must be a string, an integer or a finite number, not inf'),
-    (lambda: DictParamSpec(parameterName='H', values=[{'A': 1, 'B': 2}, {'A': 2}]), 'values[1]',
-     'every value must have the keys A, B, this one has A'),
+    (lambda: DictParamSpec(parameterName='H', values=[{'A': 1, 'B': 2, 'C': 3}, {'A': 2, 'C': 1}]), 'values[1]',
+     'every value must have the keys A, B, C, this one has A, C'),
     (lambda: DictParamSpec(parameterName='H', values=[{}]), 'values[0]', 'each value must be a non-empty dict, not {}'),
     (lambda: DictParamSpec(parameterName='H', values=[{'1A': 1}]), 'values[0]',
      "key '1A' is invalid: use letters, digits and underscores, not starting with a digit"),
@@ -376,13 +376,14 @@ def test_file_spec_arguments_are_validated(kwargs, path, message):
 
 
 def test_file_spec_passes_the_storage_it_names_to_the_listing(fake_listing):
+    # only the '/' around mountPath and directory goes (an 'X' there is part of the name)
     spec = FileParamSpec(parameterName='D', storageAccountName='acct', storageAccountKey='k', storageType='BLOB',
-                         mountMethod='cluster', mountPath='/bfs/', container='c', directory='/in/',
+                         mountMethod='cluster', mountPath='/X/', container='c', directory='/Xin/',
                          filterStr='/data/.+', accountUrl='https://acct.blob.core.chinacloudapi.cn')
-    assert (spec.mount_method, spec.mount_path, spec.directory) == ('CLUSTER', 'bfs', 'in')
-    spec.values()
+    assert (spec.mount_method, spec.mount_path, spec.directory) == ('CLUSTER', 'X', 'Xin')
+    assert spec.values()[0] == '$AZ_BATCHAI_MOUNT_ROOT/X/data/c.txt'
     assert fake_listing == [('BLOB', 'acct', {
-        'container': 'c', 'share': None, 'directory': 'in', 'account_url': 'https://acct.blob.core.chinacloudapi.cn',
+        'container': 'c', 'share': None, 'directory': 'Xin', 'account_url': 'https://acct.blob.core.chinacloudapi.cn',
         'account_key': 'k', 'connection_string': None, 'sas_token': None})]
 
 
