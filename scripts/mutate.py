@@ -10,6 +10,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py                      # every module (hours on 2 cores)
     python scripts/mutate.py params store         # some of them
     python scripts/mutate.py --list               # the modules and their tests
+    python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
 import argparse
@@ -113,10 +114,40 @@ def run_module(name, children):
     return summary
 
 
+def recheck(name):
+    """Run each mutant an earlier run left alive (survived, no tests) against the checkout's tests as they are now,
+    one pytest per mutant (mutmut's own switch, MUTANT_UNDER_TEST): the survivors new tests have killed, without
+    running every mutant again. Updates summary.json's survivors with 'now': killed|survived."""
+    files, tests = MODULES[name]
+    work = os.path.join(BUILD, name)
+    with open(os.path.join(work, 'summary.json'), encoding='utf-8') as f:
+        summary = json.load(f)
+    mutants = os.path.join(work, 'mutants')
+    shutil.rmtree(os.path.join(mutants, 'tests'))
+    shutil.copytree(os.path.join(REPO, 'tests'), os.path.join(mutants, 'tests'),
+                    ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    for survivor in summary['survivors']:
+        env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
+        ran = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider',
+                              *tests], cwd=mutants, env=env, capture_output=True, text=True, check=False)
+        survivor['now'] = 'survived' if ran.returncode == 0 else 'killed'
+        print('{}: {}'.format(survivor['mutant'], survivor['now']), flush=True)
+    left = [s for s in summary['survivors'] if s['now'] == 'survived']
+    summary['survivors_now'] = len(left)
+    with open(os.path.join(work, 'summary.json'), 'w', encoding='utf-8') as f:
+        json.dump(summary, f, indent=1)
+    print('{}: {} of {} survivors still alive'.format(name, len(left), len(summary['survivors'])))
+    for survivor in left:
+        print(survivor['diff'])
+    return summary
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
     parser.add_argument('modules', nargs='*', help='names from --list (default: all)')
     parser.add_argument('--list', action='store_true', help='list the modules and their tests')
+    parser.add_argument('--recheck', action='store_true',
+                        help="run an earlier run's survivors against the tests as they are now")
     args = parser.parse_args(argv)
     if args.list:
         for name, (files, tests) in MODULES.items():
@@ -127,7 +158,10 @@ def main(argv=None):
         parser.error('unknown module(s) {}; --list shows them'.format(', '.join(unknown)))
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
-        run_module(name, children)
+        if args.recheck:
+            recheck(name)
+        else:
+            run_module(name, children)
     return 0
 
 

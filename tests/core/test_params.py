@@ -57,6 +57,11 @@ def test_log_num_values_readme_example_is_exact():
     assert spec.values() == [1e-4, 1e-3, 1e-2, 1e-1]
 
 
+def test_log_with_one_or_two_values_is_its_bounds():
+    assert num(start=0.01, end=10, numValues=1, scale='LOG').values() == [0.01]
+    assert num(start=0.01, end=10, numValues=2, scale='LOG').values() == [0.01, 10]
+
+
 def test_log_is_geometric():
     values = num(start=1, end=1000, numValues=3, scale='LOG').values()
     assert values[0] == 1 and values[2] == 1000
@@ -192,6 +197,8 @@ def test_num_sampling_distributions():
     # 0.4 and 1.6 round to 0 and 2, both outside: the one integer between them
     (dict(start=0.4, end=1.6, numValues=2), [1]),
     (dict(start=0.6, end=3.4, step=1), [1, 2, 3]),  # 0.6, 1.6, 2.6 round within the range already
+    # 1.6 rounds to 2, 2.6 to 3, which becomes 2: the one integer, once
+    (dict(start=1.6, end=2.6, numValues=2), [2]),
 ])
 def test_integer_grid_with_non_integer_bounds_stays_within_them(kwargs, grid):
     """An INTEGER grid takes only the integers a random draw can give (space_size() counts them): a value that
