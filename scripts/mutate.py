@@ -50,7 +50,9 @@ MODULES = {
     'batch-tasks': (['localservice/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
 }
 
-STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault')
+STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
+            'check was interrupted by user')
+ALIVE = ('survived', 'no tests', 'suspicious')  # what a test should have killed (timeouts count as killed)
 
 
 def _copy_tree(name):
@@ -70,7 +72,10 @@ def _config(files, tests):
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
-    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider', '']
+    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
+    # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
+    # or one such mutant waits minutes
+    lines += ['timeout_multiplier = 4', '']
     return '\n'.join(lines)
 
 
@@ -98,9 +103,10 @@ def run_module(name, children):
         if not key:
             continue
         counts[status] = counts.get(status, 0) + 1
-        if status != 'killed':
+        if status in ALIVE:
             survivors.append({'mutant': key, 'status': status, 'diff': _mutmut(work, 'show', key).stdout})
-    tested = sum(counts.values()) - counts['skipped']
+    tested = sum(counts[status] for status in ('killed', 'timeout', 'caught by type check') + ALIVE
+                 if status in counts)
     summary = {'module': name, 'files': files, 'tests': tests, 'counts': counts,
                'killed_percent': round(100.0 * (counts['killed'] + counts['timeout']) / tested, 1) if tested else None,
                'survivors': survivors}
