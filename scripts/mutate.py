@@ -95,6 +95,13 @@ def run_module(name, children):
     ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False)
     if ran.returncode:
         print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
+    return summarize(name)
+
+
+def summarize(name):
+    """build/mutate/<name>/summary.json from mutmut's results: counts, the kill rate, each survivor's diff."""
+    files, tests = MODULES[name]
+    work = os.path.join(BUILD, name)
     listed = _mutmut(work, 'results', '--all', 'true').stdout
     counts = dict.fromkeys(STATUSES, 0)
     survivors = []

@@ -26,7 +26,9 @@ def test_valid_names(name):
 def test_bad_name_is_an_error_naming_it(name):
     with pytest.raises(SpecError) as exc_info:
         DiscreteParamSpec(parameterName=name, values=[1])
-    assert repr(name) in str(exc_info.value)
+    assert exc_info.value.message == (
+        'parameter name {!r} is invalid: use capital letters, digits and underscores, not starting with a digit '
+        '(^[A-Z_][A-Z0-9_]*$)'.format(name))
     assert exc_info.value.path == 'parameterName'
 
 
@@ -72,6 +74,27 @@ def test_integer_rounds_to_nearest_and_drops_repeats_keeping_order():
     # LOG 1..10 with 7 values: 1, 1.47, 2.15, 3.16, 4.64, 6.81, 10 -> 1, 1, 2, 3, 5, 7, 10 -> repeats dropped.
     assert num(start=1, end=10, numValues=7, scale='LOG', dataType='INTEGER').values() == [1, 2, 3, 5, 7, 10]
     assert num(start=0, end=2, numValues=5, dataType='INTEGER').values() == [0, 1, 2]  # 0.5 -> 1, 1.5 -> 2
+
+
+def test_integer_halves_round_away_from_zero():
+    # 0, 2.5, 5 and 0, 1.5, 3: half up (3 and 2), not to even (2 and 2)
+    assert num(start=0, end=5, numValues=3, dataType='INTEGER').values() == [0, 3, 5]
+    assert num(start=0, end=3, numValues=3, dataType='INTEGER').values() == [0, 2, 3]
+    assert num(start=-5, end=0, numValues=3, dataType='INTEGER').values() == [-5, -3, 0]
+
+
+def test_a_huge_grid_is_counted_without_listing_it():
+    """10^12 values: counted from start, step and end (listing them would never end)."""
+    assert num(start=0, end=10 ** 12, step=1, dataType='INTEGER').count() == 10 ** 12 + 1
+    assert num(start=0.5, end=10 ** 12, step=1, dataType='INTEGER').count() == 10 ** 12
+    assert num(start=0, end=1, step=1e-12).count() == 10 ** 12 + 1
+    assert num(start=1, end=2, numValues=10 ** 12).count() == 10 ** 12
+
+
+def test_random_uniform_integer_may_take_every_integer():
+    spec = num(start=0.5, end=5.5, numValues=5, scale='RANDOM_UNIFORM', dataType='INTEGER', seed=3)
+    assert spec.count() == 5
+    assert sorted(spec.values()) == [1, 2, 3, 4, 5]
 
 
 def test_random_uniform_draws_num_values_seeded():
@@ -199,6 +222,7 @@ def test_num_sampling_distributions():
     (dict(start=0.6, end=3.4, step=1), [1, 2, 3]),  # 0.6, 1.6, 2.6 round within the range already
     # 1.6 rounds to 2, 2.6 to 3, which becomes 2: the one integer, once
     (dict(start=1.6, end=2.6, numValues=2), [2]),
+    (dict(start=0.6, end=1.4, numValues=2), [1]),  # both round to 1
 ])
 def test_integer_grid_with_non_integer_bounds_stays_within_them(kwargs, grid):
     """An INTEGER grid takes only the integers a random draw can give (space_size() counts them): a value that

@@ -260,10 +260,8 @@ class NumParamSpec(ParamSpec):
         if self.scale == 'LINEAR' and self.step is not None:
             return _decimal(self.start) + _decimal(self.step) * index
         last = size - 1
-        if index == 0:
-            return _decimal(self.start) if self.scale == 'LINEAR' else self.start
-        if index == last:
-            return _decimal(self.end) if self.scale == 'LINEAR' else self.end
+        if index in (0, last):
+            return self.start if index == 0 else self.end
         if self.scale == 'LINEAR':
             start = _decimal(self.start)
             return start + (_decimal(self.end) - start) * index / last
