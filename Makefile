@@ -14,7 +14,7 @@ DEV_STAMP := $(VENV)/.ext-linked
 TEST_STAMP := $(VENV)/.test-tools
 NODE_STAMP := node_modules/.azurite-installed
 
-.PHONY: demo test test-reliability dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
+.PHONY: demo test test-reliability mutate dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
 	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo bench-mf bench-warmstart \
 	bench-report wheel lint clean
 
@@ -49,7 +49,24 @@ system-deps-chromium:
 test-reliability: dev test-tools
 	$(BIN)/python -m pytest tests/reliability -m soak -s $(PYTEST_ARGS)
 
+# Mutation testing of the core (mutmut 3, scripts/mutate.py): each module's mutants against its own tests; kill
+# rates and survivors in docs/development.md. Long (hours for every module on 2 cores): MUTATE_MODULES='params
+# store' runs some (`scripts/mutate.py --list` names them), MUTATE_CHILDREN=2 two mutants at once. Not in `make test`.
+MUTATE_STAMP := $(VENV)/.mutate-tools
+MUTATE_MODULES ?=
+
+mutate: dev $(TEST_STAMP) $(MUTATE_STAMP)
+	nice -n 19 $(BIN)/python scripts/mutate.py $(MUTATE_MODULES)
+
+$(MUTATE_STAMP): $(TEST_STAMP) requirements-mutate.txt
+	$(BIN)/python -m pip install --quiet -r requirements-mutate.txt
+	touch $@
+
+# The link is made again on every run: a venv linked into another worktree or clone must load this checkout's
+# code (the tests do not use it: tests/fixtures_az.py links the checkout under test in a folder of their own).
 dev: $(DEV_STAMP)
+	@mkdir -p $(DEV_SOURCES)
+	@ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
 
 $(AZ_STAMP):
 	$(PYTHON) -m venv $(VENV)
@@ -64,8 +81,6 @@ $(AZ_STAMP):
 ACTIVATE_MARKER := \# azext-batchai-sweep (make dev): az finds this extension from source
 $(DEV_STAMP): $(AZ_STAMP) setup.py Makefile
 	$(BIN)/python setup.py --quiet egg_info
-	mkdir -p $(DEV_SOURCES)
-	ln -sfn $(CURDIR) $(DEV_SOURCES)/batchai-sweep
 	grep -qxF '$(ACTIVATE_MARKER)' $(BIN)/activate || \
 		printf '\n%s\nexport AZURE_EXTENSION_DEV_SOURCES="%s"\n' '$(ACTIVATE_MARKER)' '$(DEV_SOURCES)' >> $(BIN)/activate
 	touch $@

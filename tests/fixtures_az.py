@@ -1,13 +1,18 @@
 """Run the real `az` executable of the project's venv against a throw-away config dir.
 
 Tests never touch the user's ~/.azure: every az run gets a temporary AZURE_CONFIG_DIR, and the extension is
-loaded from source through AZURE_EXTENSION_DEV_SOURCES (set up by `make dev`).
+loaded from source through AZURE_EXTENSION_DEV_SOURCES: a folder of the test process linking to this checkout (the
+one whose tests run), whichever checkout made the venv.
 """
+import atexit
+import functools
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 import pytest
@@ -15,7 +20,8 @@ import pytest
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
 AZ = os.path.join(VENV_BIN, 'az') if os.path.exists(os.path.join(VENV_BIN, 'az')) else shutil.which('az')
-DEV_SOURCES = os.path.join(REPO_ROOT, '.venv', 'az-dev')
+# az names a dev extension after its folder (here a link), whatever the checkout is called.
+EXTENSION_NAME = 'batchai-sweep'
 # The Batch AI 2018-05-01 swagger and schemas the tests check against, copied into the repository (see its README).
 SPECS_DIR = os.path.join(REPO_ROOT, 'tests', 'specs')
 
@@ -30,13 +36,27 @@ class AzResult:
         return json.loads(self.stdout)
 
 
+@functools.lru_cache(maxsize=None)
+def dev_sources():
+    """AZURE_EXTENSION_DEV_SOURCES for the tests' az runs: a folder of this test process holding one link,
+    batchai-sweep, to this checkout. Not .venv/az-dev: its link points at the checkout that made the venv, and a
+    venv linked into another worktree or clone would have az load the first checkout's code, silently."""
+    if not glob.glob(os.path.join(REPO_ROOT, '*.egg-info')):
+        raise RuntimeError('az finds a dev extension by its *.egg-info, and {} has none: run `make dev` there (or '
+                           '`python setup.py egg_info`)'.format(REPO_ROOT))
+    folder = tempfile.mkdtemp(prefix='az-dev-')
+    os.symlink(REPO_ROOT, os.path.join(folder, EXTENSION_NAME))
+    atexit.register(shutil.rmtree, folder, True)  # removes the link, never what it points at
+    return folder
+
+
 def base_env(config_dir, extra=None):
     """The environment of an az run: no inherited Azure settings, a private config dir, the dev extension."""
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith('AZURE_') or k.startswith('AZ_BATCHAI') or k == 'AZURE_BATCHAI_STORAGE_ACCOUNT')}
     env.update({
         'AZURE_CONFIG_DIR': config_dir,
-        'AZURE_EXTENSION_DEV_SOURCES': DEV_SOURCES,
+        'AZURE_EXTENSION_DEV_SOURCES': dev_sources(),
         'AZURE_CORE_COLLECT_TELEMETRY': 'no',
         'AZURE_CORE_NO_COLOR': 'true',
         'AZURE_CORE_ONLY_SHOW_ERRORS': 'false',

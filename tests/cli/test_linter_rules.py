@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from tests.fixtures_az import DEV_SOURCES, REPO_ROOT, base_env
+from tests.fixtures_az import REPO_ROOT, base_env, dev_sources
 
 LONG_OPTION_LIMIT = 22  # azdev's option_length_too_long threshold
 # Arguments az adds to every command; their help and options are az's own.
@@ -24,7 +24,7 @@ AZ_GLOBAL = {'cmd', '_subscription', 'ids'}
 @pytest.fixture(scope='module')
 def table(tmp_path_factory):
     config_dir = str(tmp_path_factory.mktemp('azure-config'))
-    env = base_env(config_dir, {'AZURE_EXTENSION_DEV_SOURCES': DEV_SOURCES})
+    env = base_env(config_dir, {'AZURE_EXTENSION_DEV_SOURCES': dev_sources()})
     proc = subprocess.run([sys.executable, '-m', 'tests.cli.command_table'], capture_output=True, text=True, env=env,
                           cwd=REPO_ROOT, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

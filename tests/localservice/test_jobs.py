@@ -65,10 +65,31 @@ def test_terminate_kills_the_process_group(client, local_service, tmp_path):
     while process_alive(child):
         assert time.monotonic() < deadline, 'the job\'s background child survived terminate'
         time.sleep(0.05)
-    client.jobs.begin_create(rg, ws, 'term', 'queued', job_params(local_service, 'true'),
+
+
+def test_terminate_of_a_queued_job_fails_it_before_it_runs(client, local_service, tmp_path):
+    """A job still queued (its one-node cluster busy) fails at once with JobTerminated, and never runs after."""
+    rg, ws = local_service.resource_group, local_service.workspace
+    client.clusters.begin_create(rg, ws, 'busy', models.ClusterCreateParameters(
+        vm_size='LOCAL', user_account_settings=models.UserAccountSettings(admin_user_name='me'),
+        scale_settings=models.ScaleSettings(manual=models.ManualScaleSettings(target_node_count=1)))).result()
+    cluster_id = local_service.cluster_id.rsplit('/', 1)[0] + '/busy'
+    client.experiments.begin_create(rg, ws, 'termq').result()
+    client.jobs.begin_create(rg, ws, 'termq', 'blocker', job_params(local_service, 'sleep 0.5', cluster_id=cluster_id),
                              polling=False)
-    client.jobs.begin_terminate(rg, ws, 'term', 'queued').result()
-    assert client.jobs.get(rg, ws, 'term', 'queued').execution_state in ('failed', 'succeeded')
+    wait_state(client, local_service, 'termq', 'blocker', ('running',))
+    ran = tmp_path / 'ran'
+    client.jobs.begin_create(rg, ws, 'termq', 'queued', job_params(
+        local_service, 'touch {}'.format(ran), cluster_id=cluster_id), polling=False)
+    assert client.jobs.get(rg, ws, 'termq', 'queued').execution_state == 'queued'
+    client.jobs.begin_terminate(rg, ws, 'termq', 'queued').result()
+    job = client.jobs.get(rg, ws, 'termq', 'queued')
+    assert job.execution_state == 'failed'
+    assert [e.code for e in job.execution_info.errors] == ['JobTerminated']
+    assert wait_state(client, local_service, 'termq', 'blocker').execution_state == 'succeeded'
+    time.sleep(0.5)  # the slot is free: a job still queued would have started by now
+    assert client.jobs.get(rg, ws, 'termq', 'queued').execution_state == 'failed'
+    assert not ran.exists(), 'the terminated job ran once the cluster was free'
 
 
 def test_max_wall_clock_time_is_enforced(client, local_service):

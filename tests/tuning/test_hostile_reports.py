@@ -140,17 +140,38 @@ def test_every_policy_decides_any_reports_without_an_error_and_as_documented(tri
                                                                     n, trials)
 
 
+def _oracle_asha(goal, trial, n, trials, rungs=(1, 3, 9), eta=3):
+    """(rung step, jobs competing) where the n-th report is stopped, or None: at each rung its report is the first
+    to reach (in order), the values every other job had when it first reported at or past the rung, and its own;
+    stopped when at least max(1, count // eta) of them are strictly better."""
+    report = trial.reports[n - 1]
+    before = max((r.step for r in trial.reports[:n - 1]), default=-math.inf)
+    for rung in rungs:
+        if not before < rung <= report.step:
+            continue
+        crossed = [next(r.value for r in t.reports if r.step >= rung) for t in trials
+                   if t.name != trial.name and any(r.step >= rung for r in t.reports)]
+        if sum(better(v, report.value, goal) for v in crossed) >= max(1, (len(crossed) + 1) // eta):
+            return rung, len(crossed) + 1
+    return None
+
+
 @FAST
 @given(sweeps(), st.sampled_from(['max', 'min']))
 def test_asha_judges_a_job_once_per_rung_whatever_the_order_of_its_steps(trials, goal):
+    """Rungs 1, 3, 9; steps in any order and between the rungs: each job is judged once per rung, and stopped
+    exactly where the oracle (the rule as documented, counted another way) stops it, among the same jobs."""
     policy = make_policy({'policy': 'asha', 'minResource': 1, 'maxResource': 27, 'eta': 3}, goal)
     for trial in trials:
         judged = [step for n in policy.evaluation_points(trial) for _, step in policy.rungs_crossed(trial, n)]
         assert len(judged) == len(set(judged))
-        for n in policy.evaluation_points(trial):
-            decision = _decide(policy, trial, n, trials)
+        for n in range(1, len(trial.reports) + 1):
+            decision = _decide(policy, trial, n, trials) if n in policy.evaluation_points(trial) else None
+            expected = _oracle_asha(goal, trial, n, trials)
+            assert (decision is None) == (expected is None)
             if decision is not None:  # the documented cut: not among the best max(1, count // eta)
                 numbers = decision.numbers
+                assert (numbers['rungStep'], numbers['competing']) == expected
                 assert numbers['keep'] == max(1, numbers['competing'] // 3)
                 assert better(numbers['cutoff'], numbers['value'], goal)
 

@@ -96,3 +96,32 @@ def test_asha_one_report_crossing_two_rungs_is_judged_at_both():
     b = trial('b', [0.5], steps=[3])
     assert policy.rungs_crossed(b, 1) == [(0, 1), (1, 3)]
     assert 'at rung 0' in policy.judge(b, 1, [a, b]).text
+
+
+def test_asha_counts_a_job_at_a_rung_it_passed_between_rung_steps():
+    """Rungs 2, 4, 8; every job reports at odd steps. A job's value at a rung is its first report at or past the
+    rung's step (step 3 for rung 2, step 5 for rung 4), not only a report exactly there; one that has not reached
+    the rung (d, step 1 only) is not counted."""
+    policy = make_policy({'policy': 'asha', 'minResource': 2, 'maxResource': 16, 'eta': 2}, 'min')
+    assert policy.rungs == [2, 4, 8]
+    a = trial('a', [0.9, 0.5, 0.4, 0.3], steps=[1, 3, 5, 9], state='succeeded')
+    b = trial('b', [0.8, 0.6], steps=[1, 3])
+    d = trial('d', [0.1], steps=[1])
+    c = trial('c', [0.55], steps=[3])
+    trials = [a, b, c, d]
+    assert policy.evaluation_points(b) == [2] and policy.evaluation_points(d) == []
+    # c at rung 0: a's 0.5 (step 3), b's 0.6 (step 3) and its own 0.55; keep max(1, 3 // 2) = 1, the best is 0.5
+    decision = policy.judge(c, 1, trials)
+    assert decision.text == ('stopped at step 3 by asha: 0.55 is not in the top 1 of 3 at rung 0 (step 2; '
+                             'cutoff 0.5)')
+    assert (decision.numbers['competing'], decision.numbers['cutoff']) == (3, 0.5)
+    e = trial('e', [0.7, 0.45, 0.35], steps=[1, 3, 5])
+    trials.append(e)
+    # e at rung 0 (its step 3): 0.5, 0.6, 0.55 and 0.45: keep 2, cutoff 0.5: kept
+    assert policy.judge(e, 2, trials) is None
+    # e at rung 1 (its step 5): a's 0.4 (step 5) and its 0.35; b, c and d never reached step 4: keep 1, kept
+    assert policy.judge(e, 3, trials) is None
+    assert policy.kept(e, 3, trials) == 'promoted past rung 1 (step 4) by asha: 0.35 is in the top 1 of 2 (cutoff 0.35)'
+    worse = trial('worse', [0.7, 0.5, 0.45], steps=[1, 3, 6])
+    # at rung 1: a's 0.4, e's 0.35 and its 0.45: keep 1, cutoff 0.35
+    assert 'not in the top 1 of 3 at rung 1 (step 4; cutoff 0.35)' in policy.judge(worse, 3, trials + [worse]).text

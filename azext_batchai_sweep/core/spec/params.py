@@ -66,7 +66,8 @@ def _decimal(number):
 
 
 def _round_half_up(number):
-    return int(_decimal(number).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    # to_integral_value, not quantize: quantize fails past the context's 28 digits (an INTEGER LOG grid up to 1e30)
+    return int(_decimal(number).to_integral_value(rounding=ROUND_HALF_UP))
 
 
 def _unique(values):
@@ -109,7 +110,8 @@ class NumParamSpec(ParamSpec):
     ``numValues`` gives that many evenly spaced values, start and end included; LOG with ``numValues`` gives a
     geometric series from start to end inclusive (start > 0); RANDOM_UNIFORM draws ``numValues`` values uniformly in
     [start, end] from ``random.Random(seed)``. INTEGER rounds each value to the nearest integer (halves away from
-    zero) and drops repeats, keeping the order. A grid needs ``step`` or ``numValues`` (LINEAR), ``numValues`` (LOG,
+    zero), keeps it within [ceil(start), floor(end)] (the integers a random draw gives, as ``space_size()`` counts)
+    and drops repeats, keeping the order. A grid needs ``step`` or ``numValues`` (LINEAR), ``numValues`` (LOG,
     RANDOM_UNIFORM); a random search needs neither.
 
     Random search draws: LINEAR and RANDOM_UNIFORM uniformly in [start, end], LOG log-uniformly, INTEGER as integers.
@@ -187,12 +189,37 @@ class NumParamSpec(ParamSpec):
             step = (last - start) / (raw - 1) if raw > 1 else Decimal(1)
         if self.data_type != 'INTEGER':
             return raw
-        if self.scale == 'LOG' and raw > _COUNT_LISTED:
-            return self._log_integer_count()
-        if self.scale == 'LOG':
+        if self.scale == 'LOG' and raw <= _COUNT_LISTED:
             return len(self.values())
-        # Rounded to integers: values at least 1 apart stay distinct; closer ones hit every integer in between.
-        return raw if step >= 1 else _round_half_up(last) - _round_half_up(start) + 1
+        if self.scale == 'LOG':
+            rounded = self._log_integer_count()
+        else:
+            # Rounded to integers: values at least 1 apart stay distinct; closer ones hit every integer in between.
+            rounded = raw if step >= 1 else _round_half_up(last) - _round_half_up(start) + 1
+        return self._within_count(rounded, raw)
+
+    def _within_count(self, rounded, size):
+        """The grid's count once its `rounded` distinct rounded values (of `size` grid values) are brought within
+        [ceil(start), floor(end)], as _grid does: with non-integer bounds the first value may round to ceil(start) - 1
+        and the last to floor(end) + 1; each becomes the bound, a repeat when the bound is already in the grid."""
+        low, high = math.ceil(self.start), math.floor(self.end)
+
+        def rounded_at(index):
+            return _round_half_up(self._raw_value(index, size))
+
+        def in_grid(integer):
+            # rounding keeps the grid's order: the first index rounding to `integer` or more, found by bisection
+            first, past = 0, size
+            while first < past:
+                middle = (first + past) // 2
+                if rounded_at(middle) < integer:
+                    first = middle + 1
+                else:
+                    past = middle
+            return first < size and rounded_at(first) == integer
+        below, above = rounded_at(0) < low, rounded_at(size - 1) > high
+        added = {bound for bound, strays in ((low, below), (high, above)) if strays and not in_grid(bound)}
+        return rounded - below - above + len(added)
 
     def _log_integer_count(self):
         """The distinct integers of a long geometric grid: where consecutive values are less than 1 apart they hit
@@ -223,8 +250,23 @@ class NumParamSpec(ParamSpec):
         else:
             raw = self._log_grid()
         if self.data_type == 'INTEGER':
-            return _unique(_round_half_up(v) for v in raw)
+            # Within the range the random draws and space_size() use: 0.4..2.6 rounds 0.4 to 0, which is not in it.
+            low, high = math.ceil(self.start), math.floor(self.end)
+            return _unique(min(max(_round_half_up(v), low), high) for v in raw)
         return [float(v) for v in raw]
+
+    def _raw_value(self, index, size):
+        """The index-th of the `size` values of the (LINEAR or LOG) grid before rounding, computed as _grid does."""
+        if self.scale == 'LINEAR' and self.step is not None:
+            return _decimal(self.start) + _decimal(self.step) * index
+        last = size - 1
+        if index in (0, last):
+            return self.start if index == 0 else self.end
+        if self.scale == 'LINEAR':
+            start = _decimal(self.start)
+            return start + (_decimal(self.end) - start) * index / last
+        low, high = math.log10(self.start), math.log10(self.end)
+        return float('%.15g' % 10 ** (low + (high - low) * index / last))
 
     def _log_grid(self):
         if self.num_values == 1:

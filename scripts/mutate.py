@@ -1,0 +1,182 @@
+"""Mutation testing of the core (`make mutate`, mutmut 3): does a test fail when a module's behaviour changes?
+
+For each module of MODULES, mutmut makes small changes to it one at a time (a comparison flipped, a constant moved,
+an argument dropped...) and runs the module's own tests (its narrowest selection, not the suite) on each: a mutant
+that no test kills is a behaviour no test checks, or an equivalent change. Each module runs in a folder of its own,
+build/mutate/<name>/ (a copy of the package and the tests: mutmut writes its mutants/ beside them), so that the
+modules' runs and the source tree never meet. Results: build/mutate/<name>/summary.json, and the figures printed;
+docs/development.md keeps the kill rates and the survivors with why each one is left.
+
+    python scripts/mutate.py                      # every module (hours on 2 cores)
+    python scripts/mutate.py params store         # some of them
+    python scripts/mutate.py --list               # the modules and their tests
+    python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
+    MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = 'azext_batchai_sweep'
+BUILD = os.path.join(REPO, 'build', 'mutate')
+
+# name: (the module's files, relative to the package; the tests of its behaviour)
+MODULES = {
+    'params': (['core/spec/params.py'], ['tests/core/test_params.py', 'tests/sweepfile/test_random_uniform.py']),
+    'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
+    'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py']),
+    'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_hostile_reports.py',
+                                                 'tests/tuning/test_stop_rules.py']),
+    'samplers': (['core/tuning/samplers/*.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
+                                                 'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
+                                                 'tests/tuning/test_pareto.py']),
+    'metrics': (['core/outputs/metrics.py'], ['tests/experiment', 'tests/tuning/test_hostile_reports.py']),
+    'report-data': (['core/report/data.py'], ['tests/report']),
+    'store': (['localservice/store.py'], ['tests/localservice/test_store_tree.py',
+                                          'tests/localservice/test_store_queue.py']),
+    'runner': (['localservice/runner.py'], ['tests/localservice/test_jobs.py', 'tests/localservice/test_lifecycle.py',
+                                            'tests/localservice/test_job_preparation.py']),
+    'slurm-mapping': (['localservice/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py']),
+    'batch-states': (['localservice/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
+                                                             'tests/azurebatch/test_states_outcomes.py',
+                                                             'tests/azurebatch/test_task_logs.py']),
+    'batch-client': (['localservice/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
+                                                             'tests/azurebatch/test_client_task_retry.py']),
+    'batch-pools': (['localservice/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py']),
+    'batch-tasks': (['localservice/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
+}
+
+STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
+            'check was interrupted by user')
+ALIVE = ('survived', 'no tests', 'suspicious')  # what a test should have killed (timeouts count as killed)
+
+
+def _copy_tree(name):
+    """build/mutate/<name>/: the package, the tests and pytest.ini, fresh (an earlier run's mutants/ removed)."""
+    work = os.path.join(BUILD, name)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    ignore = shutil.ignore_patterns('__pycache__', '*.pyc')
+    for folder in (PACKAGE, 'tests'):
+        shutil.copytree(os.path.join(REPO, folder), os.path.join(work, folder), ignore=ignore)
+    shutil.copy(os.path.join(REPO, 'pytest.ini'), work)
+    return work
+
+
+def _config(files, tests):
+    lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
+    lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
+    lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
+    # -x: a mutant is killed by its first failing test; no cache folder written into the copy
+    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
+    # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
+    # or one such mutant waits minutes
+    lines += ['timeout_multiplier = 4', '']
+    return '\n'.join(lines)
+
+
+def _mutmut(work, *args, check=True):
+    mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
+    return subprocess.run([mutmut, *args], cwd=work, check=check, capture_output=True, text=True)
+
+
+def run_module(name, children):
+    files, tests = MODULES[name]
+    work = _copy_tree(name)
+    with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
+        f.write(_config(files, tests))
+    print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
+    env_children = ['--max-children', str(children)]
+    mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
+    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False)
+    if ran.returncode:
+        print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
+    return summarize(name)
+
+
+def summarize(name):
+    """build/mutate/<name>/summary.json from mutmut's results: counts, the kill rate, each survivor's diff."""
+    files, tests = MODULES[name]
+    work = os.path.join(BUILD, name)
+    listed = _mutmut(work, 'results', '--all', 'true').stdout
+    counts = dict.fromkeys(STATUSES, 0)
+    survivors = []
+    for line in listed.splitlines():
+        key, _, status = line.strip().rpartition(': ')
+        if not key:
+            continue
+        counts[status] = counts.get(status, 0) + 1
+        if status in ALIVE:
+            survivors.append({'mutant': key, 'status': status, 'diff': _mutmut(work, 'show', key).stdout})
+    tested = sum(counts[status] for status in ('killed', 'timeout', 'caught by type check') + ALIVE
+                 if status in counts)
+    summary = {'module': name, 'files': files, 'tests': tests, 'counts': counts,
+               'killed_percent': round(100.0 * (counts['killed'] + counts['timeout']) / tested, 1) if tested else None,
+               'survivors': survivors}
+    with open(os.path.join(work, 'summary.json'), 'w', encoding='utf-8') as f:
+        json.dump(summary, f, indent=1)
+    print('{}: {} mutants, {} killed ({}%), {} survived, {} without a test'.format(
+        name, tested, counts['killed'] + counts['timeout'], summary['killed_percent'], counts['survived'],
+        counts['no tests']), flush=True)
+    for survivor in survivors:
+        print(survivor['diff'])
+    return summary
+
+
+def recheck(name):
+    """Run each mutant an earlier run left alive (survived, no tests) against the checkout's tests as they are now,
+    one pytest per mutant (mutmut's own switch, MUTANT_UNDER_TEST): the survivors new tests have killed, without
+    running every mutant again. Updates summary.json's survivors with 'now': killed|survived."""
+    files, tests = MODULES[name]
+    work = os.path.join(BUILD, name)
+    with open(os.path.join(work, 'summary.json'), encoding='utf-8') as f:
+        summary = json.load(f)
+    mutants = os.path.join(work, 'mutants')
+    shutil.rmtree(os.path.join(mutants, 'tests'))
+    shutil.copytree(os.path.join(REPO, 'tests'), os.path.join(mutants, 'tests'),
+                    ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    for survivor in summary['survivors']:
+        env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
+        ran = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider',
+                              *tests], cwd=mutants, env=env, capture_output=True, text=True, check=False)
+        survivor['now'] = 'survived' if ran.returncode == 0 else 'killed'
+        print('{}: {}'.format(survivor['mutant'], survivor['now']), flush=True)
+    left = [s for s in summary['survivors'] if s['now'] == 'survived']
+    summary['survivors_now'] = len(left)
+    with open(os.path.join(work, 'summary.json'), 'w', encoding='utf-8') as f:
+        json.dump(summary, f, indent=1)
+    print('{}: {} of {} survivors still alive'.format(name, len(left), len(summary['survivors'])))
+    for survivor in left:
+        print(survivor['diff'])
+    return summary
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', 1)[0])
+    parser.add_argument('modules', nargs='*', help='names from --list (default: all)')
+    parser.add_argument('--list', action='store_true', help='list the modules and their tests')
+    parser.add_argument('--recheck', action='store_true',
+                        help="run an earlier run's survivors against the tests as they are now")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (files, tests) in MODULES.items():
+            print('{:20} {:45} {}'.format(name, ', '.join(files), ' '.join(tests)))
+        return 0
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error('unknown module(s) {}; --list shows them'.format(', '.join(unknown)))
+    children = int(os.environ.get('MUTATE_CHILDREN', '1'))
+    for name in args.modules or list(MODULES):
+        if args.recheck:
+            recheck(name)
+        else:
+            run_module(name, children)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
