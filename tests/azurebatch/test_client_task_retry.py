@@ -6,12 +6,14 @@ the task it added itself as success.
 
 A task answered servererror is sent again, alone; one answered servererror every time fails with TaskAddFailed
 after the retry budget; a clienterror is never retried."""
+import json
 import time
 
 import pytest
 
 from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, _JitteredRetryAfter
+from azext_batchai_sweep.localservice.azurebatch.node_wrapper import TASK_VARIABLE
 from tests.azurebatch.double import BatchDouble
 
 ADD = r'/jobs/j/addtaskcollection$'
@@ -50,6 +52,14 @@ def _result(task_id, status, code=None, message=None):
             'error': {'code': code, 'message': {'lang': 'en-US', 'value': message}}}
 
 
+def _task(name, command='/bin/true'):
+    """A task add body as the scheduler builds it: the job's identity (tasks.task_identity: its display name and its
+    output path segment in the launch settings) is what a TaskExists answer is judged by."""
+    launch = json.dumps({'props': {'jobOutputDirectoryPathSegment': 'sub/rg/ws/e/{}/uid-1'.format(name)}})
+    return {'id': name, 'displayName': name, 'commandLine': command,
+            'environmentSettings': [{'name': TASK_VARIABLE, 'value': launch}]}
+
+
 SERVER_ERROR = ('ServerError', 'The server encountered an internal error. Please retry the request.')
 
 
@@ -63,7 +73,7 @@ def _adds(double):
 def test_a_task_answered_servererror_is_sent_again_alone(double, api):  # pylint: disable=redefined-outer-name
     double.faults.answer(200, {'value': [_result('a', 'success'), _result('b', 'servererror', *SERVER_ERROR),
                                          _result('c', 'success')]}, method='POST', path=ADD)
-    tasks = [{'id': name, 'commandLine': '/bin/echo ' + name} for name in 'abc']
+    tasks = [_task(name, '/bin/echo ' + name) for name in 'abc']
     assert api.add_tasks('j', tasks) == {'a': None, 'b': None, 'c': None}
     assert _adds(double) == [['a', 'b', 'c'], ['b']]
     with double.account.lock:
@@ -74,7 +84,7 @@ def test_a_task_answered_servererror_is_sent_again_alone(double, api):  # pylint
 def test_a_task_answered_servererror_every_time_fails_after_the_retries(double, api):
     double.faults.answer(200, {'value': [_result('a', 'servererror', *SERVER_ERROR)]}, count=5, method='POST',
                          path=ADD)
-    assert api.add_tasks('j', [{'id': 'a', 'commandLine': '/bin/true'}]) == {
+    assert api.add_tasks('j', [_task('a')]) == {
         'a': ('TaskAddFailed', 'Batch kept answering a server error to the task add.')}
     assert _adds(double) == [['a']] * 5  # the first add and max_retries (4) more
     assert api.calls['add_task_collection'] == 5
@@ -83,13 +93,13 @@ def test_a_task_answered_servererror_every_time_fails_after_the_retries(double, 
 def test_a_task_answered_servererror_then_added_counts_once(double, api):  # pylint: disable=redefined-outer-name
     double.faults.answer(200, {'value': [_result('a', 'servererror', *SERVER_ERROR)]}, count=2, method='POST',
                          path=ADD)
-    assert api.add_tasks('j', [{'id': 'a', 'commandLine': '/bin/true'}]) == {'a': None}
+    assert api.add_tasks('j', [_task('a')]) == {'a': None}
     assert _adds(double) == [['a']] * 3
 
 
 def test_a_clienterror_is_not_retried(double, api):  # pylint: disable=redefined-outer-name
     double.faults.answer(200, {'value': [_result('a', 'clienterror', 'InvalidPropertyValue', 'bad command')]},
                          method='POST', path=ADD)
-    assert api.add_tasks('j', [{'id': 'a', 'commandLine': '/bin/true'}]) == {
+    assert api.add_tasks('j', [_task('a')]) == {
         'a': ('InvalidPropertyValue', 'bad command')}
     assert _adds(double) == [['a']]
