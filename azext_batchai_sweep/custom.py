@@ -1073,6 +1073,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
 def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
                  open_report=False):
     """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
+    from azure.cli.core.util import open_page_in_browser
     from .core.report.live import LiveDocument, LiveSweep
     from .core.report.serve import watch_and_maybe_serve
     with core_errors():
@@ -1080,7 +1081,8 @@ def _live_report(cmd, client, identity, objective, header, output_file, interval
                           objective, plan_header=header, context=_live_context(cmd, client, identity),
                           parallel=parallel)
         data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
-                                     port=port, say=logger.warning, open_page=open_report)
+                                     port=port, say=logger.warning,
+                                     open_page=open_page_in_browser if open_report else None)
     if data is None:
         _no_jobs(identity, client)
     if _output_format(cmd) == 'none':
