@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 from knack.log import get_logger
 
+from ._command_context import (client_of, command_line, create_experiment_if_missing, output_format, plain_names,
+                               preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
@@ -17,59 +19,18 @@ logger = get_logger(__name__)
 
 
 
-def _command(command, identity, *extra):
-    """A pasteable `az batchai sweep` command line with this run's -g/-w/-e/-n (hints never say "the same
-    command": they name it)."""
-    import shlex
-    return ' '.join(['az batchai sweep', command, identity.args()] + [shlex.quote(str(item)) for item in extra])
-
-
-def _names(resource_group, workspace_name, experiment_name):
-    # Configured defaults arrive as str subclasses that az's output would turn into {"isDefault": true}.
-    return str(resource_group), str(workspace_name), str(experiment_name)
-
-
-def _client(cmd):
-    from ._targeting import batchai_client
-    return batchai_client(cmd.cli_ctx)
-
-
-def _retry(max_retries=DEFAULT_MAX_RETRIES):
-    from .core.service.retry import RetrySettings
-    return RetrySettings(max_retries=max_retries)
-
-
-def _identity(resource_group, workspace_name, experiment_name, sweep_name):
-    from .core.service.identity import SweepIdentity
-    return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
-
-
-def _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry):
-    """Create the experiment if the workspace lacks it (and say so); call inside core_errors()."""
-    from .core.service.submit import ensure_experiment
-    if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-        logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
-
-
-def _preflight_cluster(client, body, retry):
-    """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
-    from .core.service.preflight import check_cluster, cluster_id_of
-    with core_errors():
-        check_cluster(client, cluster_id_of(body) if body is not None else None, retry=retry)
-
-
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
                  cluster=None, storage_account_name=None, sampling=None, count=None, seed=None, plan_file=None,
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False, code=None,
                  code_size_limit=None):
     from ._planning import plan_sweep
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    client = None if plan_only else _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    client = None if plan_only else client_of(cmd)
 
     def before_commit(_first_body):
         # Every check passed: the experiment is the one thing create makes on the service, just before the plan.
         with core_errors():
-            _ensure_experiment(client, resource_group, workspace_name, experiment_name, _retry())
+            create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry_settings())
     return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
                       cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
                       seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
@@ -87,10 +48,10 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
     from .core.service.submit import submit_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
-    retry = _retry(max_retries)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
+    retry = retry_settings(max_retries)
     if spec:
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
@@ -104,9 +65,9 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if header.get('code') and not spec:  # a plan made by create: its snapshot must be on the share before its jobs
         from ._code import ensure_plan_code
         ensure_plan_code(cmd.cli_ctx, header)
-    _preflight_cluster(client, first, retry)
+    preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
-        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+        create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry)
         with Progress(cmd, 'Submitting') as progress:
             outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
                                   progress=progress, retry=retry, sweep_name=sweep_name,
@@ -119,7 +80,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                    '; {} re-created with their changed definition'.format(result['replaced'])
                    if result['replaced'] else '')
     if result['notSubmitted']:
-        again = _command('submit', identity, '--plan-file', os.path.abspath(plan_file))
+        again = command_line('submit', identity, '--plan-file', os.path.abspath(plan_file))
         if outcome['stopped']:  # the service stopped answering: a later run finishes the sweep
             recommendation = ('Run "{}" once the service answers again: jobs already on the service are skipped, '
                               'none is duplicated.'.format(again))
@@ -127,7 +88,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             recommendation = ('The service refused them (see each job\'s error in "failed"); running the same plan '
                               'again will not help. Fix what the error names (the job in the sweep file, the '
                               'cluster), then plan and submit again: "{}".'.format(
-                                  _command('submit', identity, '--spec', 'FILE', '--allow-changes')))
+                                  command_line('submit', identity, '--spec', 'FILE', '--allow-changes')))
         # Exit NO_SERVICE when the service stopped answering (run again later), else the service's refusal.
         error = NoServiceError if outcome['stopped'] else AzureResponseError
         fail_after_output(cmd.cli_ctx, error(
@@ -147,8 +108,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
         run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
 
     def checked(recorded_seed):
         """The sweep file and the run's limits, checked as a run checks them, before any request that changes
@@ -175,8 +136,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     steering = {'stopOnExit': stop_on_exit, 'started': False}
 
     def prepare_and_run():
-        client = _client(cmd)
-        retry = _retry()
+        client = client_of(cmd)
+        retry = retry_settings()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
         from ._code import check_run_snapshot, upload_code
@@ -186,7 +147,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         if definition.code_snapshot is not None:
             upload_code(cmd.cli_ctx, definition.code_snapshot)
         with core_errors():
-            _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+            create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry)
             progress = ProgressLines()
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                            limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
@@ -287,7 +248,7 @@ def _run_outcome(cmd, result, definition, identity, spec):
     elif definition.objective and result['best'] is None and result['counts'].get('failed') \
             and not result['counts'].get('succeeded'):
         from ._run import first_failure
-        name, why = first_failure(_client(cmd), identity, _retry())
+        name, why = first_failure(client_of(cmd), identity, retry_settings())
         failed, total = result['counts']['failed'], sum(result['counts'].values())
         fail_after_output(cmd.cli_ctx, JobsFailedError(
             '{} of sweep {} failed; the first, {}: {}'.format(
@@ -334,7 +295,7 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
                                  waiting=_waiting_reader(cmd, client, identity)) as progress:
         status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                                sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
-                               progress_rows=True, timeout=timeout, retry=_retry(max_retries))
+                               progress_rows=True, timeout=timeout, retry=retry_settings(max_retries))
     counts = ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs'
     if status.get('timedOut'):
         busy = unfinished(status)
@@ -380,15 +341,15 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
                parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.service.stop import stop_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     if job_names:  # every name must be the sweep's before anything is stopped
         with core_errors():
             _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Stopping') as progress:
         result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
-                           parallel=parallel, wait=not no_wait, progress=progress, retry=_retry())
+                           parallel=parallel, wait=not no_wait, progress=progress, retry=retry_settings())
         selected = result['stopped'] + result['notRunning'] + [item['job'] for item in result['failed']]
         _require_jobs(identity, selected, job_names, client)
     if result['stopped']:
@@ -422,7 +383,7 @@ def _check_selection(client, identity, job_names=None):
     from .core.service.identity import sweep_jobs
     found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
                                             identity.experiment, identity.name, job_names=job_names,
-                                            retry=_retry())]
+                                            retry=retry_settings())]
     _require_jobs(identity, found, job_names, client)
 
 
@@ -442,7 +403,7 @@ def _watch_status(cmd, client, identity, interval, max_retries):
 
     with core_errors():
         sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, context=_live_context(cmd, client, identity), retry=_retry(max_retries))
+                          objective, context=_live_context(cmd, client, identity), retry=retry_settings(max_retries))
         if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
             _no_jobs(identity, client)
 
@@ -452,7 +413,7 @@ def _no_jobs(identity, client=None):
     from .core.errors import NotFoundError
     from .core.service.identity import check_workspace
     if client is not None:
-        check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
+        check_workspace(client, identity.resource_group, identity.workspace, retry=retry_settings())
     raise NotFoundError('Sweep {} has no jobs in experiment {} (workspace {}, resource group {})'.format(
         identity.name, identity.experiment, identity.workspace, identity.resource_group),
         recommendation='Check -n/-e; submit the sweep with "az batchai sweep submit {} --spec FILE".'.format(
@@ -463,12 +424,12 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
                  max_retries=DEFAULT_MAX_RETRIES, watch=False):
     from .core.service.status import sweep_status as core_sweep_status
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     if job:
         lines = _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
-        if _output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
+        if output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
             return lines  # these formats escape control characters themselves
         from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
         return [escape_controls(line) for line in lines]
@@ -483,7 +444,7 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             # With a plan, every job of the sweep: what is missing is only known against all of them.
             status = core_sweep_status(client, resource_group, workspace_name, experiment_name,
                                        sweep_name=sweep_name, state=None if plan or wait else state,
-                                       retry=_retry(max_retries))
+                                       retry=retry_settings(max_retries))
     result = {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
     if plan is not None:
         _compare_with_plan(result, plan)
@@ -585,9 +546,9 @@ def _run_view(cmd, client, identity):
                             identity.name)
     with core_errors():
         jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          retry=_retry())
+                          retry=retry_settings())
         return run_view(client, identity.resource_group, identity.workspace, identity.experiment, jobs, path,
-                        retry=_retry())
+                        retry=retry_settings())
 
 
 def _status_plan(plan_file, identity):
@@ -676,7 +637,7 @@ def _tail(client, identity, job, lines, stderr=False):
 def _no_such_job(client, identity, job):
     from .core.errors import NotFoundError
     from .core.service.identity import check_workspace
-    check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
+    check_workspace(client, identity.resource_group, identity.workspace, retry=retry_settings())
     raise NotFoundError('Job {} does not exist in experiment {}'.format(job, identity.experiment),
                         recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
                             identity.args()))
@@ -707,7 +668,7 @@ def _hidden_secrets(identity, state, job_names):
         yield
     except HiddenSecretsError as ex:
         example = next(iter(sorted(ex.paths)))
-        again = _command('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
+        again = command_line('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
                                                  ['--state', state] if state else []))
         if ex.only_credentials:
             recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
@@ -729,11 +690,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
     from ._submission import PlannedJobs, load_plan
     from ._targeting import journal_path
     from .core.service.resubmit import resubmit_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     if state is None and not job_names:
         state = 'failed'
-    client = _client(cmd)
+    client = client_of(cmd)
     plan, journal = None, None
     with core_errors():
         if plan_file:
@@ -746,12 +707,12 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         if job_names:
             from .core.service.identity import sweep_jobs
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
-                                                    sweep_name, job_names=job_names, retry=_retry(max_retries))}
+                                                    sweep_name, job_names=job_names, retry=retry_settings(max_retries))}
             _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
         with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
-                                   parallel=parallel, progress=progress, retry=_retry(max_retries),
+                                   parallel=parallel, progress=progress, retry=retry_settings(max_retries),
                                    prepare_rebuilt=_mount_keys(cmd))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
@@ -761,7 +722,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             '{} job(s) of sweep {} were not resubmitted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
             recommendation='Run "{}" again: jobs already re-created are not touched, none is lost.'.format(
-                _command('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
+                command_line('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
                          *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
         status = _wait(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
@@ -774,11 +735,11 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                   reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
                   parallel=DEFAULT_PARALLEL, importance=False):
     from .core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
     with core_errors():
-        client = _client(cmd)
+        client = client_of(cmd)
     run_view = _RunView(cmd, client, identity)
     by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
@@ -812,7 +773,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             from .core.outputs.names import nothing_matched
             raise nothing_matched(client, resource_group, workspace_name, experiment_name, sweep_name, finished,
                                   metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
-                                  retry=_retry())
+                                  retry=retry_settings())
         missing = sum(1 for row in rows if row['metric'] is None)
         if missing:  # of every job of the sweep, not of the --top shown
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
@@ -926,14 +887,14 @@ def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep
     with core_errors():
         objective = Journal(path).data.get('objective') if os.path.exists(path) else None
     if objective is None:  # `<name>.plan.jsonl` here, only when it is this sweep's (same target)
-        header = default_plan_header(_identity(resource_group, workspace_name, experiment_name, sweep_name))
+        header = default_plan_header(sweep_identity(resource_group, workspace_name, experiment_name, sweep_name))
         objective = (header or {}).get('objective')
     if objective is None:
         from .core.service.identity import sweep_jobs
         from .core.tuning.loop import objective_from_service
         with core_errors():
-            objective = objective_from_service(sweep_jobs(_client(cmd), resource_group, workspace_name,
-                                                          experiment_name, sweep_name, retry=_retry()))
+            objective = objective_from_service(sweep_jobs(client_of(cmd), resource_group, workspace_name,
+                                                          experiment_name, sweep_name, retry=retry_settings()))
     if not objective:
         raise RequiredArgumentMissingError(
             'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
@@ -946,9 +907,9 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
                       parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.service.delete import delete_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     with core_errors():
         _note_nothing_to_delete(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
@@ -962,7 +923,7 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not deleted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation='Run "{}" again.'.format(_command(
+            recommendation='Run "{}" again.'.format(command_line(
                 'delete', identity, '--jobs', *[item['job'] for item in result['failed']], '--yes'))))
     return {'sweep': sweep_name, **result}
 
@@ -973,7 +934,7 @@ def _note_nothing_to_delete(client, identity, job_names):
     experiment that does not exist is still one (exit 3): nothing could have been deleted from it."""
     from .core.service.identity import sweep_jobs
     found = {job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                                            identity.name, job_names=job_names, retry=_retry())}
+                                            identity.name, job_names=job_names, retry=retry_settings())}
     if not found:
         logger.warning('Sweep %s has no %s in experiment %s: nothing to delete (already deleted; else check -n%s)',
                        identity.name, 'jobs' if not job_names else 'job named ' + _listed(sorted(job_names)),
@@ -987,10 +948,10 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
                            output_directory_id=None, dest=None, parallel=DEFAULT_PARALLEL):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.outputs.download import download_outputs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
-    client = _client(cmd)
+    client = client_of(cmd)
     with core_errors():
         _check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Downloading') as progress:
@@ -1003,7 +964,7 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} file(s) were not downloaded'.format(len(result['failed'])),
             recommendation='Run "{}" again: the files already there are skipped.'.format(
-                _command('download', identity, '--dest', dest,
+                command_line('download', identity, '--dest', dest,
                          *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
     return {'sweep': sweep_name, 'destination': dest, **result}
 
@@ -1018,8 +979,8 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from .core.report.build import make_report
     from .core.report.decisions import objective_from_run
     from .core.report.model import Objective
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
     with core_errors():
         # --plan-file, else `<name>.plan.jsonl` here only when it is this sweep's (another target's plan of a sweep
@@ -1037,7 +998,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
-    client = _client(cmd)
+    client = client_of(cmd)
     if watch or serve:
         return _live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
                             port=(8080 if port is None else port) if serve else None, open_report=open_report)
@@ -1063,7 +1024,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if open_report:
         from azure.cli.core.util import open_page_in_browser
         open_page_in_browser('file://' + output_file)
-    if _output_format(cmd) == 'none':
+    if output_format(cmd) == 'none':
         # Nothing is printed: skip az's conversion of the result, which walks every value of every job (1.5 s of a
         # 1,000-job report, docs/benchmarks.md).
         return None
@@ -1085,7 +1046,7 @@ def _live_report(cmd, client, identity, objective, header, output_file, interval
                                      open_page=open_page_in_browser if open_report else None)
     if data is None:
         _no_jobs(identity, client)
-    if _output_format(cmd) == 'none':
+    if output_format(cmd) == 'none':
         return None
     return dict(data, reportFile=output_file)
 
@@ -1111,11 +1072,6 @@ def _run_decisions(cmd, client, identity):
     from .core.report.decisions import decisions_from_run_rows
     rows, figures = _run_view(cmd, client, identity)
     return decisions_from_run_rows(rows), figures
-
-
-def _output_format(cmd):
-    invocation = getattr(cmd.cli_ctx, 'invocation', None)
-    return (getattr(invocation, 'data', None) or {}).get('output')
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
