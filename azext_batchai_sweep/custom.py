@@ -14,6 +14,8 @@ from ._errors import core_errors
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
+from ._scheduler_view import add_scheduler_notes, scheduler_job_ids, waiting_reader_of
+from ._selection import check_selection, no_jobs, no_such_job, note_nothing_to_delete, require_jobs
 
 logger = get_logger(__name__)
 
@@ -153,7 +155,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
                            limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
                            progress=progress, journal_path=run_journal_path(
                                cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name),
-                           strict=strict, waiting=_waiting_reader(cmd, client, identity),
+                           strict=strict, waiting=waiting_reader_of(cmd, client, identity),
                            repeat_waiting=progress.repeat)
             steering['started'] = True
             if not report:
@@ -292,7 +294,7 @@ def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_ret
     from ._output import wait_line_period
     from .core.service.status import unfinished, wait_for_jobs
     with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval),
-                                 waiting=_waiting_reader(cmd, client, identity)) as progress:
+                                 waiting=waiting_reader_of(cmd, client, identity)) as progress:
         status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
                                sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
                                progress_rows=True, timeout=timeout, retry=retry_settings(max_retries))
@@ -346,12 +348,12 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     client = client_of(cmd)
     if job_names:  # every name must be the sweep's before anything is stopped
         with core_errors():
-            _check_selection(client, identity, job_names)
+            check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Stopping') as progress:
         result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
                            parallel=parallel, wait=not no_wait, progress=progress, retry=retry_settings())
         selected = result['stopped'] + result['notRunning'] + [item['job'] for item in result['failed']]
-        _require_jobs(identity, selected, job_names, client)
+        require_jobs(identity, selected, job_names, client)
     if result['stopped']:
         logger.warning('Sweep %s: stopped %d job(s)%s: %s', sweep_name, len(result['stopped']),
                        ' (termination requested)' if no_wait else '', _listed(result['stopped']))
@@ -363,28 +365,6 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
             '{} job(s) of sweep {} were not stopped: {}'.format(len(names), sweep_name, _listed(names)),
             recommendation='Run "az batchai sweep stop {} --yes" again.'.format(identity.args())))
     return {'sweep': sweep_name, **result}
-
-
-def _require_jobs(identity, found, job_names, client=None):
-    """A name that matches nothing is an error: a sweep with no jobs, or --jobs names that are not the sweep's."""
-    from .core.errors import NotFoundError
-    if job_names:
-        unknown = sorted(set(job_names) - set(found))
-        if unknown:
-            raise NotFoundError('{} job(s) given with --jobs are not jobs of sweep {} in experiment {}: {}'.format(
-                len(unknown), identity.name, identity.experiment, _listed(unknown)),
-                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(identity.args()))
-    elif not found:
-        _no_jobs(identity, client)
-
-
-def _check_selection(client, identity, job_names=None):
-    """Before anything changes: the sweep has jobs, and every name given with --jobs is one of them."""
-    from .core.service.identity import sweep_jobs
-    found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
-                                            identity.experiment, identity.name, job_names=job_names,
-                                            retry=retry_settings())]
-    _require_jobs(identity, found, job_names, client)
 
 
 def _watch_status(cmd, client, identity, interval, max_retries):
@@ -405,19 +385,7 @@ def _watch_status(cmd, client, identity, interval, max_retries):
         sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
                           objective, context=_live_context(cmd, client, identity), retry=retry_settings(max_retries))
         if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
-            _no_jobs(identity, client)
-
-
-def _no_jobs(identity, client=None):
-    """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
-    from .core.errors import NotFoundError
-    from .core.service.identity import check_workspace
-    if client is not None:
-        check_workspace(client, identity.resource_group, identity.workspace, retry=retry_settings())
-    raise NotFoundError('Sweep {} has no jobs in experiment {} (workspace {}, resource group {})'.format(
-        identity.name, identity.experiment, identity.workspace, identity.resource_group),
-        recommendation='Check -n/-e; submit the sweep with "az batchai sweep submit {} --spec FILE".'.format(
-            identity.args()))
+            no_jobs(identity, client)
 
 
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
@@ -454,48 +422,10 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                                      with_missing=plan is not None))
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
-            _no_jobs(identity, client)
+            no_jobs(identity, client)
     _add_run_decisions(result['jobs'], identity, result, run_view)
-    _add_scheduler_job_ids(cmd, client, result['jobs'], identity)
+    add_scheduler_notes(cmd, client, result['jobs'], identity)
     return result
-
-
-def _add_scheduler_job_ids(cmd, client, rows, identity):
-    """On a local service whose scheduler has job ids of its own (Slurm, Azure Batch): each row's
-    `schedulerJobId`, and the scheduler's notes (Azure Batch: why a queued job waits, its requeues), the waiting
-    ones also said on stderr (the table has no room for them)."""
-    view = _scheduler_view(cmd, client, identity) if rows else None
-    if view is not None:
-        from .core.service.scheduler_ids import add_scheduler_job_ids, job_ids_of, waiting_summary
-        add_scheduler_job_ids(rows, job_ids_of(view), view)
-        for line in waiting_summary(rows):
-            logger.warning('%s', line)
-
-
-def _waiting_reader(cmd, client, identity):
-    """On a local service: the progress's reader of why queued jobs wait (scheduler_ids.waiting_reader); None on
-    Azure (no such view)."""
-    from ._targeting import local_target
-    if not local_target(cmd.cli_ctx):
-        return None
-    from .core.service.scheduler_ids import waiting_reader
-    return waiting_reader(client, identity.resource_group, identity.workspace, identity.experiment)
-
-
-def _scheduler_view(cmd, client, identity):
-    """The local service's scheduler view of the experiment's jobs (scheduler_ids.scheduler_job_view: one
-    request); None on Azure (no such view)."""
-    from ._targeting import local_target
-    if not local_target(cmd.cli_ctx):
-        return None
-    from .core.service.scheduler_ids import scheduler_job_view
-    return scheduler_job_view(client, identity.resource_group, identity.workspace, identity.experiment)
-
-
-def _scheduler_job_ids(cmd, client, identity):
-    """{job name, lower case: Slurm job id} on a local service (one request); {} on Azure."""
-    from .core.service.scheduler_ids import job_ids_of
-    return job_ids_of(_scheduler_view(cmd, client, identity) or {})
 
 
 def _add_run_decisions(rows, identity, result, run_view):
@@ -605,7 +535,7 @@ def _tail(client, identity, job, lines, stderr=False):
         try:
             found = client.jobs.get(*args, **NO_SDK_RETRY)
         except ResourceNotFoundError:
-            _no_such_job(client, identity, job)
+            no_such_job(client, identity, job)
         owner = sweep_name_of(found)
         if owner != identity.name:
             raise NotFoundError('Job {} is not a job of sweep {} (its sweep: {})'.format(job, identity.name, owner),
@@ -632,15 +562,6 @@ def _tail(client, identity, job, lines, stderr=False):
         logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
                        ' ({})'.format(escape_controls(errors)) if errors else '')
     return result
-
-
-def _no_such_job(client, identity, job):
-    from .core.errors import NotFoundError
-    from .core.service.identity import check_workspace
-    check_workspace(client, identity.resource_group, identity.workspace, retry=retry_settings())
-    raise NotFoundError('Job {} does not exist in experiment {}'.format(job, identity.experiment),
-                        recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
-                            identity.args()))
 
 
 def _mount_keys(cmd):
@@ -703,12 +624,12 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
         if not job_names:  # a sweep without jobs is not found, as for every other command
-            _check_selection(client, identity)
+            check_selection(client, identity)
         if job_names:
             from .core.service.identity import sweep_jobs
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
                                                     sweep_name, job_names=job_names, retry=retry_settings(max_retries))}
-            _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
+            require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
         with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
@@ -759,7 +680,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
                                goal=goal or 'max', parallel=parallel, progress=progress, stats=stats)
         if not rows:
-            _no_jobs(identity, client)
+            no_jobs(identity, client)
         finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
         if not stats['filesFound'] and finished:
             from .core.errors import NotFoundError
@@ -911,7 +832,7 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
     identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = client_of(cmd)
     with core_errors():
-        _note_nothing_to_delete(client, identity, job_names)
+        note_nothing_to_delete(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
         # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
         result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
@@ -928,22 +849,6 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
     return {'sweep': sweep_name, **result}
 
 
-def _note_nothing_to_delete(client, identity, job_names):
-    """A delete is idempotent, as ARM's DELETE (and with it az's delete commands) is: jobs already gone, or --jobs
-    names that match nothing, are said on stderr, not an error (exit 0), so a retried cleanup succeeds. A workspace or
-    experiment that does not exist is still one (exit 3): nothing could have been deleted from it."""
-    from .core.service.identity import sweep_jobs
-    found = {job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                                            identity.name, job_names=job_names, retry=retry_settings())}
-    if not found:
-        logger.warning('Sweep %s has no %s in experiment %s: nothing to delete (already deleted; else check -n%s)',
-                       identity.name, 'jobs' if not job_names else 'job named ' + _listed(sorted(job_names)),
-                       identity.experiment, ' and --jobs' if job_names else '/-e')
-    elif job_names and set(job_names) - found:
-        logger.warning('%d job(s) given with --jobs are not jobs of sweep %s (already deleted?): %s',
-                       len(set(job_names) - found), identity.name, _listed(sorted(set(job_names) - found)))
-
-
 def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                            output_directory_id=None, dest=None, parallel=DEFAULT_PARALLEL):
     from azure.cli.core.azclierror import AzureResponseError
@@ -953,7 +858,7 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
     client = client_of(cmd)
     with core_errors():
-        _check_selection(client, identity, job_names)
+        check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Downloading') as progress:
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
@@ -1011,10 +916,10 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
                                output_file, plan_header=header, decisions=decisions, figures=figures, run=outline,
-                               scheduler_ids=_scheduler_job_ids(cmd, client, identity),
+                               scheduler_ids=scheduler_job_ids(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:
-            _no_jobs(identity, client)
+            no_jobs(identity, client)
     summary = data['summary']
     best = summary['best']
     if figures is not None:
@@ -1045,7 +950,7 @@ def _live_report(cmd, client, identity, objective, header, output_file, interval
                                      port=port, say=logger.warning,
                                      open_page=open_page_in_browser if open_report else None)
     if data is None:
-        _no_jobs(identity, client)
+        no_jobs(identity, client)
     if output_format(cmd) == 'none':
         return None
     return dict(data, reportFile=output_file)
@@ -1061,7 +966,7 @@ def _live_context(cmd, client, identity):
 
     def context():
         decisions, figures = _run_decisions(cmd, client, identity)
-        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': _scheduler_job_ids(cmd, client, identity),
+        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': scheduler_job_ids(cmd, client, identity),
                 'run': run_outline(journal) if figures is not None else None}
     return context
 
