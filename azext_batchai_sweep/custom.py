@@ -11,11 +11,15 @@ from knack.log import get_logger
 from ._command_context import (client_of, command_line, create_experiment_if_missing, output_format, plain_names,
                                preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
+from ._live import live_report, run_report, watch_status_screen
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
+from ._run_view import RunView, add_run_decisions, run_decisions, saved_objective, say_figures, say_front
 from ._scheduler_view import add_scheduler_notes, scheduler_job_ids, waiting_reader_of
-from ._selection import check_selection, no_jobs, no_such_job, note_nothing_to_delete, require_jobs
+from ._selection import check_selection, no_jobs, note_nothing_to_delete, require_jobs
+from ._status import compare_with_plan, status_plan, tail_job
+from ._wait import wait_for_sweep
 
 logger = get_logger(__name__)
 
@@ -98,7 +102,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
             recommendation=recommendation))
     elif wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
+        status = wait_for_sweep(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -160,7 +164,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
             steering['started'] = True
             if not report:
                 return run.run(poll_interval), definition
-            live = _run_report(cmd, client, identity, report, poll_interval, retry)
+            live = run_report(cmd, client, identity, report, poll_interval, retry)
             result = run.run(poll_interval, on_poll=live)
             live.finish(run)
             logger.warning('The live report of the run: %s', live.document.output_file)
@@ -168,19 +172,6 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     result, definition = _steer(cmd, identity, prepare_and_run, steering)
     _run_outcome(cmd, result, definition, identity, spec)
     return result
-
-
-def _run_report(cmd, client, identity, output_file, interval, retry):
-    """run --report FILE: the live page (core/report/live.RunReport) the run brings up to date after its polls."""
-    from .core.report.decisions import objective_from_run
-    from .core.report.live import LiveSweep, RunReport
-    from .core.report.model import Objective
-
-    def make_sweep(run):
-        return LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                         Objective(**objective_from_run(run.objective)), context=_live_context(cmd, client, identity),
-                         retry=retry)
-    return RunReport(os.path.abspath(output_file), make_sweep, interval=interval, warn=logger.warning)
 
 
 def _steer(cmd, identity, prepare_and_run, steering):
@@ -226,7 +217,7 @@ def _run_outcome(cmd, result, definition, identity, spec):
     from .core.tuning.result import describe
     goal = definition.objective['goal'] if definition.objective else 'max'
     logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
-    _say_front(identity, result)
+    say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))
     pareto = result.get('pareto') or {}
@@ -285,60 +276,6 @@ def _no_best_text(identity, result):
     return 'No job of sweep {} ran to the end with a value of the objective'.format(identity.name)
 
 
-def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,
-          run_view=None):
-    """Block until the jobs have finished; after the output, a failed job or one terminated by someone else (not by a
-    `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT.
-    `run_view`: the caller's _RunView, when it shows the run's decisions too (read once)."""
-    from ._exit_codes import JobsFailedError, SweepTimeoutError
-    from ._output import wait_line_period
-    from .core.service.status import unfinished, wait_for_jobs
-    with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval),
-                                 waiting=waiting_reader_of(cmd, client, identity)) as progress:
-        status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                               sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
-                               progress_rows=True, timeout=timeout, retry=retry_settings(max_retries))
-    counts = ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs'
-    if status.get('timedOut'):
-        busy = unfinished(status)
-        logger.warning('Sweep %s not finished after %gs: %s', identity.name, timeout, counts)
-        fail_after_output(cmd.cli_ctx, SweepTimeoutError(
-            'Sweep {} did not finish within --timeout {:g}s: {}'.format(identity.name, timeout, '; '.join(
-                '{} {}: {}'.format(len(names), state, _listed(names)) for state, names in busy.items())),
-            recommendation='Wait longer with "az batchai sweep status {} --wait --timeout SECONDS", or stop it with '
-                           '"az batchai sweep stop {} --yes".'.format(identity.args(), identity.args())))
-        return status
-    logger.warning('Sweep %s finished: %s', identity.name, counts)
-    failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
-    stopped = _stopped_by_someone_else(status['jobs'], run_view or _RunView(cmd, client, identity))
-    if failed or stopped:
-        what = '; '.join(part for part in (
-            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)) if failed else '',
-            '{} job(s) of sweep {} were terminated before they finished: {}'.format(
-                len(stopped), identity.name, _listed(stopped)) if stopped else '') if part)
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            what,
-            recommendation=failed_recommendation(identity, (failed or stopped)[0],
-                                                 state='failed' if failed else 'terminated')))
-    return status
-
-
-def _stopped_by_someone_else(rows, run_view):
-    """The terminated jobs among `rows` that no `sweep run` decision terminated (its journal here, else what its jobs
-    carry on the service): stopped by `az batchai sweep stop` or by hand, so they did not finish their work."""
-    terminated = [row['name'] for row in rows if row['state'] == 'terminated']
-    if not terminated:
-        return []
-    decided = run_view.get()[0]
-    return [name for name in terminated if (decided.get(name) or {}).get('decision') is None]
-
-
-def failed_recommendation(identity, job, state='failed'):
-    return ('See why with "az batchai sweep status {} --job {} --tail 50"; run the {} jobs again with '
-            '"az batchai sweep resubmit {}{}".'.format(identity.args(), job, state, identity.args(),
-                                                       '' if state == 'failed' else ' --state ' + state))
-
-
 def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
@@ -367,27 +304,6 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     return {'sweep': sweep_name, **result}
 
 
-def _watch_status(cmd, client, identity, interval, max_retries):
-    """status --watch: the live one-screen summary on stderr (core/report/screen.py) until every job has ended."""
-    import sys
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from .core.report.decisions import objective_from_run
-    from .core.report.live import LiveSweep
-    from .core.report.model import Objective
-    from .core.report.screen import Screen, watch_status
-    try:
-        objective = Objective(**objective_from_run(_saved_objective(
-            cmd, identity.resource_group, identity.workspace, identity.experiment, identity.name)))
-    except RequiredArgumentMissingError:
-        objective = None  # no objective known: the states only
-
-    with core_errors():
-        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, context=_live_context(cmd, client, identity), retry=retry_settings(max_retries))
-        if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
-            no_jobs(identity, client)
-
-
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
                  max_retries=DEFAULT_MAX_RETRIES, watch=False):
@@ -396,17 +312,18 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     client = client_of(cmd)
     if job:
-        lines = _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        lines = tail_job(client, identity, job, tail or DEFAULT_TAIL, stderr)
         if output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
             return lines  # these formats escape control characters themselves
         from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
         return [escape_controls(line) for line in lines]
     if watch:
-        _watch_status(cmd, client, identity, interval, max_retries)
-    plan = _status_plan(plan_file, identity)
-    run_view = _RunView(cmd, client, identity)
+        watch_status_screen(cmd, client, identity, interval, max_retries)
+    plan = status_plan(plan_file, identity)
+    run_view = RunView(cmd, client, identity)
     if wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries, run_view=run_view)
+        status = wait_for_sweep(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries,
+                                run_view=run_view)
     else:
         with core_errors():
             # With a plan, every job of the sweep: what is missing is only known against all of them.
@@ -415,7 +332,7 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                                        retry=retry_settings(max_retries))
     result = {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
     if plan is not None:
-        _compare_with_plan(result, plan)
+        compare_with_plan(result, plan)
     if state and (plan is not None or wait):
         from .core.service.status import summarize_rows
         result.update(summarize_rows([row for row in result['jobs'] if row['state'] == state],
@@ -423,144 +340,8 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
             no_jobs(identity, client)
-    _add_run_decisions(result['jobs'], identity, result, run_view)
+    add_run_decisions(result['jobs'], identity, result, run_view)
     add_scheduler_notes(cmd, client, result['jobs'], identity)
-    return result
-
-
-def _add_run_decisions(rows, identity, result, run_view):
-    """A `sweep run`'s objective, step and decision per job, and the sweep's figures (see _run_view)."""
-    tuning, figures = run_view.get() if rows else ({}, None)
-    for row in rows:
-        if row['name'] in tuning:
-            row['tuning'] = tuning[row['name']]
-    if figures is not None:
-        result['figures'] = figures
-        _say_figures(identity, figures)
-
-
-def _say_figures(identity, figures):
-    from .core.tuning.result import describe_figures
-    logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
-    _say_front(identity, figures)
-
-
-def _say_front(identity, figures):
-    """The Pareto front's line, for a sweep with several objectives or constraints."""
-    if figures.get('pareto'):
-        from .core.tuning.front import describe_front
-        logger.warning('Sweep %s: %s', identity.name, describe_front(figures['pareto']))
-
-
-class _RunView:
-    """_run_view of one command, read when first asked and then kept (`status --wait` asks twice: for the jobs
-    stopped by someone else, and for its rows)."""
-
-    def __init__(self, cmd, client, identity):
-        self._args, self._view = (cmd, client, identity), None
-
-    def get(self):
-        if self._view is None:
-            self._view = _run_view(*self._args)
-        return self._view
-
-
-def _run_view(cmd, client, identity):
-    """({job name: status row additions}, the sweep's figures) of a `sweep run` of this sweep: from its journal on
-    this machine when it saw every job's current attempt, else rebuilt from the jobs on the service
-    (core/tuning/loop.run_view: their objective, rules and logs); ({}, None) for a sweep no controller ran."""
-    from ._run import run_journal_path
-    from .core.service.identity import sweep_jobs
-    from .core.tuning.loop import run_view
-    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                            identity.name)
-    with core_errors():
-        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          retry=retry_settings())
-        return run_view(client, identity.resource_group, identity.workspace, identity.experiment, jobs, path,
-                        retry=retry_settings())
-
-
-def _status_plan(plan_file, identity):
-    """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
-    from ._planning import default_plan_header
-    from ._submission import load_plan
-    if plan_file:
-        with core_errors():
-            load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
-            return plan_file
-    return '{}.plan.jsonl'.format(identity.name) if default_plan_header(identity) is not None else None
-
-
-def _compare_with_plan(result, plan_file):
-    """Add the planned jobs missing on the service (state 'missing') and name the service's jobs the plan lacks."""
-    from .core.spec.plan import read_plan
-    on_service = {row['name'] for row in result['jobs']}
-    missing, planned = [], set()
-    with core_errors():
-        _, records = read_plan(plan_file)
-        for record in records:
-            planned.add(record['name'])
-            if record['name'] not in on_service:
-                missing.append({'name': record['name'], 'state': 'missing', 'exitCode': None, 'startTime': None,
-                                'endTime': None, 'durationSeconds': None, 'parameters': record['parameters']})
-    unplanned = sorted(on_service - planned)
-    result['counts']['missing'] = len(missing)
-    result['missing'] = [row['name'] for row in missing]
-    result['notInPlan'] = unplanned
-    result['jobs'] = sorted(result['jobs'] + missing, key=lambda row: row['name'])
-    if missing:
-        logger.warning('%d planned job(s) are not on the service (deleted, or never submitted): %s', len(missing),
-                       _listed(result['missing']))
-    if unplanned:
-        logger.warning('%d job(s) of sweep %s on the service are not in the plan %s: %s', len(unplanned),
-                       result['sweep'], plan_file, _listed(unplanned))
-
-
-def _tail(client, identity, job, lines, stderr=False):
-    """The last lines of the job's stdout.txt (or stderr.txt) as a list of strings: `-o tsv` prints them as they are.
-    (Of a job with several processes, its master's: stdout-wk-0.txt of TensorFlow, stdout-0.txt of Caffe2/PyTorch.)
-
-    Without --stderr, a non-empty stderr.txt follows, both files labelled as `tail` labels several files; a failed
-    job's exit code and Batch AI's error message go to stderr.
-    """
-    from .core.outputs.download import master_output_files, tail_job_output
-    from .core.service.listing import state_of
-    from azure.core.exceptions import ResourceNotFoundError
-    from .core.errors import NotFoundError
-    from .core.service.listing import sweep_name_of
-    from .core.service.retry import NO_SDK_RETRY
-    args = (identity.resource_group, identity.workspace, identity.experiment, job)
-    with core_errors():
-        try:
-            found = client.jobs.get(*args, **NO_SDK_RETRY)
-        except ResourceNotFoundError:
-            no_such_job(client, identity, job)
-        owner = sweep_name_of(found)
-        if owner != identity.name:
-            raise NotFoundError('Job {} is not a job of sweep {} (its sweep: {})'.format(job, identity.name, owner),
-                                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
-                                    identity.args()))
-        out, err = master_output_files(found)
-        files = [err] if stderr else [out, err]
-        outputs = [tail_job_output(client, *args, file=name, lines=lines) for name in files]
-    shown = [output for output in outputs if output['lines'] or output['file'] == files[0]]
-    for output in outputs:
-        if not output['found'] and output['file'] == files[0]:
-            logger.warning('Job %s has no %s yet', job, output['file'])
-    if len(shown) > 1:
-        result = []
-        for output in shown:
-            result += ['==> {} <=='.format(output['file'])] + output['lines']
-    else:
-        result = shown[0]['lines'] if shown else []
-    state = state_of(found)
-    if state in ('failed', 'terminated'):
-        info = found.execution_info
-        errors = '; '.join('{}: {}'.format(error.code, error.message) for error in (info.errors or ())) if info else ''
-        from .core.outputs.terminal import escape_controls
-        logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
-                       ' ({})'.format(escape_controls(errors)) if errors else '')
     return result
 
 
@@ -646,7 +427,7 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
                 command_line('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
                          *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
-        status = _wait(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
+        status = wait_for_sweep(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
                        max_retries=max_retries)
         result['counts'] = status['counts']
     return result
@@ -661,13 +442,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     stats = {}
     with core_errors():
         client = client_of(cmd)
-    run_view = _RunView(cmd, client, identity)
+    run_view = RunView(cmd, client, identity)
     by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
         front = _pareto_front(cmd, identity, top, run_view)
         if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
             return _front_importance(identity, run_view.get()[1]['pareto']) if importance else front
-        objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+        objective = saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
         file = objective.get('file') if file == 'stdout.txt' and objective.get('file') else file
@@ -700,7 +481,7 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
             logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
     run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
-        _say_figures(identity, figures)
+        say_figures(identity, figures)
         if by_objective:
             from .core.tuning.job_value import STOPPING_KINDS
             for row in rows:  # a job a rule stopped: its value when judged; what it printed later is shown apart
@@ -794,34 +575,8 @@ def _pareto_front(cmd, identity, top, run_view):
     pareto = (figures or {}).get('pareto') or {}
     if len(pareto.get('objectives') or ()) < 2:
         return None
-    _say_figures(identity, figures)
+    say_figures(identity, figures)
     return pareto['front'][:top] if top else pareto['front']
-
-
-def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
-    """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from ._planning import default_plan_header
-    from ._run import run_journal_path
-    from .core.tuning.loop import Journal
-    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
-    with core_errors():
-        objective = Journal(path).data.get('objective') if os.path.exists(path) else None
-    if objective is None:  # `<name>.plan.jsonl` here, only when it is this sweep's (same target)
-        header = default_plan_header(sweep_identity(resource_group, workspace_name, experiment_name, sweep_name))
-        objective = (header or {}).get('objective')
-    if objective is None:
-        from .core.service.identity import sweep_jobs
-        from .core.tuning.loop import objective_from_service
-        with core_errors():
-            objective = objective_from_service(sweep_jobs(client_of(cmd), resource_group, workspace_name,
-                                                          experiment_name, sweep_name, retry=retry_settings()))
-    if not objective:
-        raise RequiredArgumentMissingError(
-            'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
-            recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
-                           '`create` keep it for metrics.')
-    return objective
 
 
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
@@ -897,7 +652,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     elif header is not None and header.get('objective'):
         objective = objective_from_run(header['objective'])
     else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
-        objective = objective_from_run(_saved_objective(cmd, resource_group, workspace_name, experiment_name,
+        objective = objective_from_run(saved_objective(cmd, resource_group, workspace_name, experiment_name,
                                                         sweep_name))
     given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
     objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
@@ -905,9 +660,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = client_of(cmd)
     if watch or serve:
-        return _live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
+        return live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
                             port=(8080 if port is None else port) if serve else None, open_report=open_report)
-    decisions, figures = _run_decisions(cmd, client, identity)
+    decisions, figures = run_decisions(cmd, client, identity)
     from ._run import run_journal_path
     from .core.tuning.loop import run_outline
     with core_errors():
@@ -923,7 +678,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     summary = data['summary']
     best = summary['best']
     if figures is not None:
-        _say_figures(identity, figures)
+        say_figures(identity, figures)
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
                    ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
     if open_report:
@@ -934,49 +689,6 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         # 1,000-job report, docs/benchmarks.md).
         return None
     return dict(data, reportFile=output_file)
-
-
-def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
-                 open_report=False):
-    """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
-    from azure.cli.core.util import open_page_in_browser
-    from .core.report.live import LiveDocument, LiveSweep
-    from .core.report.serve import watch_and_maybe_serve
-    with core_errors():
-        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, plan_header=header, context=_live_context(cmd, client, identity),
-                          parallel=parallel)
-        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
-                                     port=port, say=logger.warning,
-                                     open_page=open_page_in_browser if open_report else None)
-    if data is None:
-        no_jobs(identity, client)
-    if output_format(cmd) == 'none':
-        return None
-    return dict(data, reportFile=output_file)
-
-
-def _live_context(cmd, client, identity):
-    """What a live view (core/report/live.LiveSweep) asks at each look besides the jobs: a `sweep run`'s decisions,
-    figures and outline (its journal: whether it has ended), the Slurm job ids."""
-    from ._run import run_journal_path
-    from .core.tuning.loop import run_outline
-    journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                               identity.name)
-
-    def context():
-        decisions, figures = _run_decisions(cmd, client, identity)
-        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': scheduler_job_ids(cmd, client, identity),
-                'run': run_outline(journal) if figures is not None else None}
-    return context
-
-
-def _run_decisions(cmd, client, identity):
-    """({job name: decision dict}, figures) of a `sweep run` of this sweep, for the report: the rows and figures
-    `status` shows."""
-    from .core.report.decisions import decisions_from_run_rows
-    rows, figures = _run_view(cmd, client, identity)
-    return decisions_from_run_rows(rows), figures
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,
