@@ -52,7 +52,7 @@ def watch_status_screen(cmd, client, identity, interval, max_retries):
 
 
 def live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
-                 open_report=False):
+                open_report=False):
     """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
     from azure.cli.core.util import open_page_in_browser
     from .core.report.live import LiveDocument, LiveSweep

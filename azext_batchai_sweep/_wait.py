@@ -17,7 +17,7 @@ logger = get_logger(__name__)
 
 
 def wait_for_sweep(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,
-          run_view=None):
+                   run_view=None):
     """Block until the jobs have finished; after the output, a failed job or one terminated by someone else (not by a
     `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT.
     `run_view`: the caller's RunView, when it shows the run's decisions too (read once)."""

@@ -4,7 +4,6 @@
 """The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
 # pylint: disable=too-many-arguments,too-many-locals
 import os
-from contextlib import contextmanager
 
 from knack.log import get_logger
 
@@ -12,6 +11,7 @@ from ._command_context import (client_of, command_line, create_experiment_if_mis
                                preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
 from ._live import live_report, run_report, watch_status_screen
+from ._metrics import importance_of_metric, importance_per_objective, mark_infeasible, pareto_front
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
@@ -21,10 +21,10 @@ from ._run_view import RunView, add_run_decisions, run_decisions, saved_objectiv
 from ._scheduler_view import add_scheduler_notes, scheduler_job_ids, waiting_reader_of
 from ._selection import check_selection, no_jobs, note_nothing_to_delete, require_jobs
 from ._status import compare_with_plan, status_plan, tail_job
+from ._submission import hidden_secrets_explained, mount_keys_preparer
 from ._wait import wait_for_sweep
 
 logger = get_logger(__name__)
-
 
 
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
@@ -245,46 +245,6 @@ def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     return result
 
 
-def _mount_keys(cmd):
-    """For a job rebuilt from the service: its storage mounts' key, which the service never returns, given again
-    from where `job create` and `submit` take it (the local service's own key; else AZURE_BATCHAI_STORAGE_KEY or
-    `az config set batchai.storage_key`). None when no key is known: the job is then refused, naming the fix."""
-    from ._submission import fill_mount_credentials, storage_key
-    key = storage_key(cmd.cli_ctx)
-    if not key:
-        return None
-
-    def prepare(body):
-        fill_mount_credentials(body, key)
-        return body
-    return prepare
-
-
-@contextmanager
-def _hidden_secrets(identity, state, job_names):
-    """Jobs that cannot be re-created from the service alone: az's error naming the fix, not a sweep-file error."""
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from ._submission import STORAGE_KEY_VAR
-    from .core.service.resubmit import HiddenSecretsError
-    try:
-        yield
-    except HiddenSecretsError as ex:
-        example = next(iter(sorted(ex.paths)))
-        again = command_line('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
-                                                 ['--state', state] if state else []))
-        if ex.only_credentials:
-            recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
-                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the '
-                              'sweep\'s plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
-        else:
-            recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
-                              '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))
-        raise RequiredArgumentMissingError(
-            '{} job(s) of sweep {} need write-only values the service does not return ({} in {})'.format(
-                len(ex.paths), identity.name, ', '.join(ex.paths[example]), example),
-            recommendation=recommendation) from None
-
-
 def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
                    state=None, parallel=DEFAULT_PARALLEL, wait=False, interval=DEFAULT_INTERVAL, timeout=None,
                    max_retries=DEFAULT_MAX_RETRIES):
@@ -311,11 +271,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
                                                     sweep_name, job_names=job_names, retry=retry_settings(max_retries))}
             require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
-        with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
+        with Progress(cmd, 'Resubmitting') as progress, hidden_secrets_explained(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
                                    parallel=parallel, progress=progress, retry=retry_settings(max_retries),
-                                   prepare_rebuilt=_mount_keys(cmd))
+                                   prepare_rebuilt=mount_keys_preparer(cmd))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
     result = {'sweep': sweep_name, **result}
@@ -325,10 +285,10 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
             recommendation='Run "{}" again: jobs already re-created are not touched, none is lost.'.format(
                 command_line('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
-                         *(['--jobs'] + [item['job'] for item in result['failed']])))))
+                             *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
         status = wait_for_sweep(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
-                       max_retries=max_retries)
+                                max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -345,9 +305,9 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     run_view = RunView(cmd, client, identity)
     by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
-        front = _pareto_front(cmd, identity, top, run_view)
+        front = pareto_front(cmd, identity, top, run_view)
         if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
-            return _front_importance(identity, run_view.get()[1]['pareto']) if importance else front
+            return importance_per_objective(identity, run_view.get()[1]['pareto']) if importance else front
         objective = saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
@@ -390,8 +350,8 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                         and row['metric'] != tuning['latest']:
                     row['afterDecision'], row['metric'] = row['metric'], tuning['latest']
     if importance:
-        return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
-    infeasible = _mark_infeasible(identity, rows, run_rows, top)
+        return importance_of_metric(identity, rows, goal, metric or regex, run_rows)
+    infeasible = mark_infeasible(identity, rows, run_rows, top)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         if goal:
@@ -406,77 +366,6 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                 write_metrics_csv(rows, stream, metric_column=metric or 'metric')
             logger.warning('Wrote %d rows to %s', len(rows), csv)
     return rows
-
-
-def _mark_infeasible(identity, rows, run_rows, top):
-    """A `sweep run` with constraints: each row's `infeasible` (the constraints its job broke, or None); returns the
-    names of the infeasible jobs, which rank below every feasible one and never come with --top (core/tuning/best.py:
-    an infeasible job is never the best, in any command)."""
-    if not any('infeasible' in (row or {}) for row in (run_rows or {}).values()):
-        return set()
-    broken = {name: (row or {}).get('infeasible') for name, row in run_rows.items()}
-    for row in rows:
-        row['infeasible'] = broken.get(row['name'])
-    names = {name for name, text in broken.items() if text}
-    if names:
-        logger.warning('Sweep %s: %d job(s) broke a constraint (marked infeasible%s): %s', identity.name, len(names),
-                       '; left out of --top' if top is not None else '', _listed(sorted(names)))
-    return names
-
-
-def _front_importance(identity, pareto):
-    """metrics --importance on a `sweep run` with several objectives: the importance for each of them."""
-    from .core.report.importance import front_importance
-    return _said_importance(identity, front_importance(pareto, infos=_plan_infos(identity)))
-
-
-def _plan_infos(identity):
-    """The parameters' types and scales from the sweep's plan here (`<name>.plan.jsonl`), else none."""
-    from ._planning import default_plan_header
-    from .core.report.collect import plan_details
-    header = default_plan_header(identity)
-    return plan_details(header)[1] if header else ()
-
-
-def _said_importance(identity, entries):
-    for entry in entries:
-        if entry['tooFewJobs'] or entry.get('nothingRanked'):
-            logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
-                           entry['message'])
-        said = entry.get('resource')
-        if said:  # Hyperband: values at different resources do not compare (core/report/importance.at_one_resource)
-            logger.warning('Sweep %s: importance for %s from the jobs at %s %g only (%d; %d at other %s left out).',
-                           identity.name, entry['objective'], said['name'], said['value'], said['jobs'],
-                           said['leftOut'], said['name'])
-    return {'sweep': identity.name, 'importance': entries}
-
-
-def _metrics_importance(identity, rows, goal, metric, run_rows):
-    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
-    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
-    from .core.report.importance import metrics_importance
-    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
-    resources = {name: (row or {}).get('resource') for name, row in (run_rows or {}).items()}
-    return _said_importance(identity, metrics_importance(rows, goal, metric, infos=_plan_infos(identity),
-                                                         stopped=stopped, resources=resources))
-
-
-def _pareto_front(cmd, identity, top, run_view):
-    """A `sweep run` with several objectives: its Pareto front (core/tuning/front.py), else None."""
-    from ._run import run_journal_path
-    from .core.tuning.loop import Journal
-    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                            identity.name)
-    with core_errors():
-        journal = Journal(path).data if os.path.exists(path) else {}
-    if journal.get('objective') is not None and 'objectives' not in (journal.get('figures') or {}).get('pareto', {}):
-        return None  # this machine ran it with one objective: no front to show, and no need to list the jobs
-    figures = run_view.get()[1]
-    pareto = (figures or {}).get('pareto') or {}
-    if len(pareto.get('objectives') or ()) < 2:
-        return None
-    say_figures(identity, figures)
-    return pareto['front'][:top] if top else pareto['front']
 
 
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
@@ -525,7 +414,7 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
             '{} file(s) were not downloaded'.format(len(result['failed'])),
             recommendation='Run "{}" again: the files already there are skipped.'.format(
                 command_line('download', identity, '--dest', dest,
-                         *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
+                             *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
@@ -553,7 +442,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         objective = objective_from_run(header['objective'])
     else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
         objective = objective_from_run(saved_objective(cmd, resource_group, workspace_name, experiment_name,
-                                                        sweep_name))
+                                                       sweep_name))
     given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
     objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
     with core_errors():
@@ -561,7 +450,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     client = client_of(cmd)
     if watch or serve:
         return live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
-                            port=(8080 if port is None else port) if serve else None, open_report=open_report)
+                           port=(8080 if port is None else port) if serve else None, open_report=open_report)
     decisions, figures = run_decisions(cmd, client, identity)
     from ._run import run_journal_path
     from .core.tuning.loop import run_outline
