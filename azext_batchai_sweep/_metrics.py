@@ -8,6 +8,7 @@ import os
 
 from knack.log import get_logger
 
+from ._command_context import retry_settings
 from ._errors import core_errors
 from ._output import listed as _listed
 from ._run_view import say_figures
@@ -84,3 +85,36 @@ def pareto_front(cmd, identity, top, run_view):
         return None
     say_figures(identity, figures)
     return pareto['front'][:top] if top else pareto['front']
+
+
+def check_values_read(client, identity, rows, files_found, *, metric, regex, file, output_directory_id):
+    """Raise when nothing could be read: no finished job has the file, or no job's file has a value of the metric
+    (naming the metrics the jobs do print); else say how many jobs have no value. Call inside core_errors()."""
+    finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
+    if not files_found and finished:
+        from .core.errors import NotFoundError
+        raise NotFoundError(
+            'None of the {} job(s) of sweep {} has the file {} in output directory {}'.format(
+                len(rows), identity.name, file, output_directory_id),
+            recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
+                           'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
+    finished = [row['name'] for row in rows if row['state'] in ('succeeded', 'failed', 'terminated')]
+    if finished and all(row['metric'] is None for row in rows):
+        from .core.outputs.names import nothing_matched
+        raise nothing_matched(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
+                              finished, metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
+                              retry=retry_settings())
+    missing = sum(1 for row in rows if row['metric'] is None)
+    if missing:  # of every job of the sweep, not of the --top shown
+        logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+
+
+def values_when_judged(rows, run_rows):
+    """Rows ranked by a `sweep run`'s objective: a job a rule stopped has its value when judged; what it printed
+    later is shown apart (`afterDecision`)."""
+    from .core.tuning.job_value import STOPPING_KINDS
+    for row in rows:
+        tuning = run_rows.get(row['name']) or {}
+        if tuning.get('decision') in STOPPING_KINDS and tuning.get('latest') is not None \
+                and row['metric'] != tuning['latest']:
+            row['afterDecision'], row['metric'] = row['metric'], tuning['latest']

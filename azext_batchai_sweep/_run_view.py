@@ -2,7 +2,8 @@
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
 """What a `sweep run` of a sweep adds to what the other commands show of it: its decision per job and its figures (from
-its journal here, else rebuilt from the jobs on the service), the lines that say them, and the objective it kept.
+its journal here, else rebuilt from the jobs on the service), the lines that say them, and the objective it kept
+(with the one `sweep report` reads the jobs' values with).
 """
 import os
 
@@ -99,3 +100,20 @@ def saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_
             recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
                            '`create` keep it for metrics.')
     return objective
+
+
+def report_objective(cmd, identity, header, *, metric, regex, goal, step, file, output_directory_id):
+    """The objective `sweep report` reads the jobs' values with (core/report/model.Objective): --metric/--regex, else
+    the plan's, else the sweep file's as `sweep run` or `create` kept it (else an error); --goal, --step, --file and
+    --output-directory-id over it."""
+    from .core.report.decisions import objective_from_run
+    from .core.report.model import Objective
+    if metric or regex:
+        objective = {'metric': metric, 'regex': regex}
+    elif header is not None and header.get('objective'):
+        objective = objective_from_run(header['objective'])
+    else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
+        objective = objective_from_run(saved_objective(cmd, identity.resource_group, identity.workspace,
+                                                       identity.experiment, identity.name))
+    given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
+    return Objective(**dict(objective, **{key: value for key, value in given.items() if value}))

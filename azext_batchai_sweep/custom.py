@@ -1,7 +1,13 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
+"""The commands (commands.py's table): each maps its arguments to calls.
+
+What they share lives beside this file: _command_context.py (the sweep's names, client and retries), _selection.py
+(the jobs a command names), _wait.py, _status.py, _metrics.py, _live.py (status --watch, the live report),
+_run.py, _run_end.py and _run_view.py (`sweep run`, and what it adds to the other commands), _scheduler_view.py,
+_planning.py and _submission.py; the sweep library is core/.
+"""
 # pylint: disable=too-many-arguments,too-many-locals
 import os
 
@@ -11,13 +17,14 @@ from ._command_context import (client_of, command_line, create_experiment_if_mis
                                preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
 from ._live import live_report, run_report, watch_status_screen
-from ._metrics import importance_of_metric, importance_per_objective, mark_infeasible, pareto_front
+from ._metrics import (check_values_read, importance_of_metric, importance_per_objective, mark_infeasible, pareto_front,
+                       values_when_judged)
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
 from ._run import run_limits
 from ._run_end import run_outcome, steer
-from ._run_view import RunView, add_run_decisions, run_decisions, saved_objective, say_figures
+from ._run_view import RunView, add_run_decisions, report_objective, run_decisions, saved_objective, say_figures
 from ._scheduler_view import add_scheduler_notes, scheduler_job_ids, waiting_reader_of
 from ._selection import check_selection, no_jobs, note_nothing_to_delete, require_jobs
 from ._status import compare_with_plan, status_plan, tail_job
@@ -322,33 +329,13 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                                goal=goal or 'max', parallel=parallel, progress=progress, stats=stats)
         if not rows:
             no_jobs(identity, client)
-        finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
-        if not stats['filesFound'] and finished:
-            from .core.errors import NotFoundError
-            raise NotFoundError(
-                'None of the {} job(s) of sweep {} has the file {} in output directory {}'.format(
-                    len(rows), sweep_name, file, output_directory_id),
-                recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
-                               'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
-        finished = [row['name'] for row in rows if row['state'] in ('succeeded', 'failed', 'terminated')]
-        if finished and all(row['metric'] is None for row in rows):
-            from .core.outputs.names import nothing_matched
-            raise nothing_matched(client, resource_group, workspace_name, experiment_name, sweep_name, finished,
-                                  metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
-                                  retry=retry_settings())
-        missing = sum(1 for row in rows if row['metric'] is None)
-        if missing:  # of every job of the sweep, not of the --top shown
-            logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+        check_values_read(client, identity, rows, stats['filesFound'], metric=metric, regex=regex, file=file,
+                          output_directory_id=output_directory_id)
     run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
         say_figures(identity, figures)
         if by_objective:
-            from .core.tuning.job_value import STOPPING_KINDS
-            for row in rows:  # a job a rule stopped: its value when judged; what it printed later is shown apart
-                tuning = run_rows.get(row['name']) or {}
-                if tuning.get('decision') in STOPPING_KINDS and tuning.get('latest') is not None \
-                        and row['metric'] != tuning['latest']:
-                    row['afterDecision'], row['metric'] = row['metric'], tuning['latest']
+            values_when_judged(rows, run_rows)
     if importance:
         return importance_of_metric(identity, rows, goal, metric or regex, run_rows)
     infeasible = mark_infeasible(identity, rows, run_rows, top)
@@ -426,8 +413,6 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
     from .core.report.build import make_report
-    from .core.report.decisions import objective_from_run
-    from .core.report.model import Objective
     resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
     identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
@@ -436,15 +421,8 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         # with the same name says nothing of this one's sampling or objective).
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
             if plan_file else default_plan_header(identity)
-    if metric or regex:
-        objective = {'metric': metric, 'regex': regex}
-    elif header is not None and header.get('objective'):
-        objective = objective_from_run(header['objective'])
-    else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
-        objective = objective_from_run(saved_objective(cmd, resource_group, workspace_name, experiment_name,
-                                                       sweep_name))
-    given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
-    objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
+    objective = report_objective(cmd, identity, header, metric=metric, regex=regex, goal=goal, step=step, file=file,
+                                 output_directory_id=output_directory_id)
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
     client = client_of(cmd)
