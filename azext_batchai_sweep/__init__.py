@@ -1,9 +1,16 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""The `az batchai sweep` command group: parameter sweeps on Azure Batch AI.
+"""The `az batchai sweep` command group: parameter sweeps on Azure Batch AI, or on a local Batch AI service.
 
-Only the command layer lives at this level; the sweep library is `core/` (it never imports azure.cli).
+    (this level)   the az command layer: commands.py (the command table), _params.py, _help.py, _validators.py, and
+                   custom.py, which maps each command's arguments to calls; the _*.py modules beside it hold what the
+                   commands share on the az side (targeting and client, errors and exit codes, output and tables,
+                   planning, submission, `sweep run`'s plumbing, `local start|status|stop`)
+    core/          the sweep library (spec, service client, tuning, outputs, report, code); it never imports azure.cli
+    localservice/  a local service speaking Batch AI's REST API, whose jobs run on a scheduler: local processes,
+                   Slurm or Azure Batch
+    utilities/     a drop-in replacement of the Batch AI repository's `utilities` package, on the core
 """
 try:
     from azure.cli.core import AzCommandsLoader

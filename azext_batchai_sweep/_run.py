@@ -366,3 +366,14 @@ def _plan_warm_start(definition):
         if entry not in files:
             logger.warning('warmStart %s: a sweep, read from the service by `run` (not by --plan-only)', entry)
     return inheritance.sources
+
+
+def run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout):
+    """The run's limits: the options, else the sweep file's."""
+    from .core.tuning.controller import Limits
+    written = definition.limits
+    return Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
+                  max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
+                  timeout_minutes=timeout or written.get('timeoutMinutes'),
+                  job_timeout_minutes=written.get('jobTimeoutMinutes'), stop_at=written.get('stopAt'),
+                  no_improvement_jobs=written.get('noImprovementJobs'))

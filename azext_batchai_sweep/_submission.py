@@ -11,8 +11,11 @@ storage key (every local account has it), so what is sent has credentials wherev
 The values only ever go into request bodies.
 """
 import os
+from contextlib import contextmanager
 
 from knack.log import get_logger
+
+from ._command_context import command_line
 
 logger = get_logger(__name__)
 
@@ -107,3 +110,41 @@ def load_plan(path, sweep_name, resource_group, workspace, experiment):
         logger.warning('The plan was made for group %s, workspace %s, experiment %s; submitting to %s, %s, %s',
                        *planned, resource_group, workspace, experiment)
     return header
+
+
+def mount_keys_preparer(cmd):
+    """For a job rebuilt from the service: its storage mounts' key, which the service never returns, given again
+    from where `job create` and `submit` take it (the local service's own key; else AZURE_BATCHAI_STORAGE_KEY or
+    `az config set batchai.storage_key`). None when no key is known: the job is then refused, naming the fix."""
+    key = storage_key(cmd.cli_ctx)
+    if not key:
+        return None
+
+    def prepare(body):
+        fill_mount_credentials(body, key)
+        return body
+    return prepare
+
+
+@contextmanager
+def hidden_secrets_explained(identity, state, job_names):
+    """Jobs that cannot be re-created from the service alone: az's error naming the fix, not a sweep-file error."""
+    from azure.cli.core.azclierror import RequiredArgumentMissingError
+    from .core.service.resubmit import HiddenSecretsError
+    try:
+        yield
+    except HiddenSecretsError as ex:
+        example = next(iter(sorted(ex.paths)))
+        again = command_line('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
+                                                     ['--state', state] if state else []))
+        if ex.only_credentials:
+            recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
+                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the '
+                              'sweep\'s plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
+        else:
+            recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
+                              '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))
+        raise RequiredArgumentMissingError(
+            '{} job(s) of sweep {} need write-only values the service does not return ({} in {})'.format(
+                len(ex.paths), identity.name, ', '.join(ex.paths[example]), example),
+            recommendation=recommendation) from None

@@ -1,61 +1,37 @@
 # --------------------------------------------------------------------------------------------
 # Licensed under the MIT License.
 # --------------------------------------------------------------------------------------------
-"""The commands: arguments mapped to the core library; the rest lives in the small _*.py helpers and core/."""
+"""The commands (commands.py's table): each maps its arguments to calls.
+
+What they share lives beside this file: _command_context.py (the sweep's names, client and retries), _selection.py
+(the jobs a command names), _wait.py, _status.py, _metrics.py, _live.py (status --watch, the live report),
+_run.py, _run_end.py and _run_view.py (`sweep run`, and what it adds to the other commands), _scheduler_view.py,
+_planning.py and _submission.py; the sweep library is core/.
+"""
 # pylint: disable=too-many-arguments,too-many-locals
 import os
-from contextlib import contextmanager
 
 from knack.log import get_logger
 
+from ._command_context import (client_of, command_line, create_experiment_if_missing, output_format, plain_names,
+                               preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
+from ._live import live_report, run_report, watch_status_screen
+from ._metrics import (check_values_read, importance_of_metric, importance_per_objective, mark_infeasible, pareto_front,
+                       values_when_judged)
 from ._output import Progress, fail_after_output, listed as _listed
 from ._params import (DEFAULT_INTERVAL, DEFAULT_MAX_JOBS, DEFAULT_MAX_RETRIES, DEFAULT_PARALLEL, DEFAULT_POLL_INTERVAL,
                       DEFAULT_TAIL)
+from ._run import run_limits
+from ._run_end import run_outcome, steer
+from ._run_view import RunView, add_run_decisions, report_objective, run_decisions, saved_objective, say_figures
+from ._scheduler_view import add_scheduler_notes, scheduler_job_ids, waiting_reader_of
+from ._selection import check_selection, no_jobs, note_nothing_to_delete, require_jobs
+from ._status import compare_with_plan, status_plan, tail_job
+from ._submission import hidden_secrets_explained, mount_keys_preparer
+from ._wait import wait_for_sweep
 
 logger = get_logger(__name__)
-
-
-
-def _command(command, identity, *extra):
-    """A pasteable `az batchai sweep` command line with this run's -g/-w/-e/-n (hints never say "the same
-    command": they name it)."""
-    import shlex
-    return ' '.join(['az batchai sweep', command, identity.args()] + [shlex.quote(str(item)) for item in extra])
-
-
-def _names(resource_group, workspace_name, experiment_name):
-    # Configured defaults arrive as str subclasses that az's output would turn into {"isDefault": true}.
-    return str(resource_group), str(workspace_name), str(experiment_name)
-
-
-def _client(cmd):
-    from ._targeting import batchai_client
-    return batchai_client(cmd.cli_ctx)
-
-
-def _retry(max_retries=DEFAULT_MAX_RETRIES):
-    from .core.service.retry import RetrySettings
-    return RetrySettings(max_retries=max_retries)
-
-
-def _identity(resource_group, workspace_name, experiment_name, sweep_name):
-    from .core.service.identity import SweepIdentity
-    return SweepIdentity(resource_group, workspace_name, experiment_name, sweep_name)
-
-
-def _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry):
-    """Create the experiment if the workspace lacks it (and say so); call inside core_errors()."""
-    from .core.service.submit import ensure_experiment
-    if ensure_experiment(client, resource_group, workspace_name, experiment_name, retry=retry):
-        logger.warning('Created experiment %s in workspace %s', experiment_name, workspace_name)
-
-
-def _preflight_cluster(client, body, retry):
-    """A job without a cluster, or a cluster that does not exist, would fail every job: refuse before any change."""
-    from .core.service.preflight import check_cluster, cluster_id_of
-    with core_errors():
-        check_cluster(client, cluster_id_of(body) if body is not None else None, retry=retry)
 
 
 def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=None,
@@ -63,13 +39,13 @@ def create_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                  max_jobs=DEFAULT_MAX_JOBS, yes=False, plan_only=False, allow_changes=False, code=None,
                  code_size_limit=None):
     from ._planning import plan_sweep
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    client = None if plan_only else _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    client = None if plan_only else client_of(cmd)
 
     def before_commit(_first_body):
         # Every check passed: the experiment is the one thing create makes on the service, just before the plan.
         with core_errors():
-            _ensure_experiment(client, resource_group, workspace_name, experiment_name, _retry())
+            create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry_settings())
     return plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec, template=template,
                       cluster=cluster, storage_account_name=storage_account_name, sampling=sampling, count=count,
                       seed=seed, plan_file=plan_file, max_jobs=max_jobs, yes=yes, allow_changes=allow_changes,
@@ -87,10 +63,10 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from ._planning import _conflicts, plan_sweep
     from ._submission import PlannedJobs, load_plan
     from .core.service.submit import submit_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
-    retry = _retry(max_retries)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
+    retry = retry_settings(max_retries)
     if spec:
         plan_file = plan_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, spec,
                                template=template, cluster=cluster, storage_account_name=storage_account_name,
@@ -104,9 +80,9 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     if header.get('code') and not spec:  # a plan made by create: its snapshot must be on the share before its jobs
         from ._code import ensure_plan_code
         ensure_plan_code(cmd.cli_ctx, header)
-    _preflight_cluster(client, first, retry)
+    preflight_cluster(client, first, retry)
     with core_errors(), _conflicts(identity, command='submit'):
-        _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+        create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry)
         with Progress(cmd, 'Submitting') as progress:
             outcome = submit_jobs(client, resource_group, workspace_name, experiment_name, jobs, parallel=parallel,
                                   progress=progress, retry=retry, sweep_name=sweep_name,
@@ -119,7 +95,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                    '; {} re-created with their changed definition'.format(result['replaced'])
                    if result['replaced'] else '')
     if result['notSubmitted']:
-        again = _command('submit', identity, '--plan-file', os.path.abspath(plan_file))
+        again = command_line('submit', identity, '--plan-file', os.path.abspath(plan_file))
         if outcome['stopped']:  # the service stopped answering: a later run finishes the sweep
             recommendation = ('Run "{}" once the service answers again: jobs already on the service are skipped, '
                               'none is duplicated.'.format(again))
@@ -127,7 +103,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             recommendation = ('The service refused them (see each job\'s error in "failed"); running the same plan '
                               'again will not help. Fix what the error names (the job in the sweep file, the '
                               'cluster), then plan and submit again: "{}".'.format(
-                                  _command('submit', identity, '--spec', 'FILE', '--allow-changes')))
+                                  command_line('submit', identity, '--spec', 'FILE', '--allow-changes')))
         # Exit NO_SERVICE when the service stopped answering (run again later), else the service's refusal.
         error = NoServiceError if outcome['stopped'] else AzureResponseError
         fail_after_output(cmd.cli_ctx, error(
@@ -135,7 +111,7 @@ def submit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_nam
                 len(result['notSubmitted']), sweep_name, _listed(result['notSubmitted'])),
             recommendation=recommendation))
     elif wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
+        status = wait_for_sweep(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -147,8 +123,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     from ._run import ProgressLines, body_preparer, check_before_run, check_run_size, load_run_definition, \
         run_journal_path, service_seed
     from .core.tuning.loop import SweepRun
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
 
     def checked(recorded_seed):
         """The sweep file and the run's limits, checked as a run checks them, before any request that changes
@@ -156,7 +132,7 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         definition = load_run_definition(cmd, spec, template=template, cluster=cluster,
                                          storage_account_name=storage_account_name, sampling=sampling, count=count,
                                          seed=seed, recorded_seed=recorded_seed, max_total_jobs=max_total_jobs)
-        limits = _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
+        limits = run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout)
         check_run_size(definition, limits, DEFAULT_MAX_JOBS)
         from ._code import attach_code_folder
         definition.code_snapshot = attach_code_folder(definition, code, code_size_limit, storage_account_name)
@@ -175,8 +151,8 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
     steering = {'stopOnExit': stop_on_exit, 'started': False}
 
     def prepare_and_run():
-        client = _client(cmd)
-        retry = _retry()
+        client = client_of(cmd)
+        retry = retry_settings()
         definition, limits = checked(recorded_seed=service_seed(client, identity, retry))
         steering['stopOnExit'] = stop_on_exit or definition.limits.get('stopOnExit', False)
         from ._code import check_run_snapshot, upload_code
@@ -186,211 +162,42 @@ def run_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, 
         if definition.code_snapshot is not None:
             upload_code(cmd.cli_ctx, definition.code_snapshot)
         with core_errors():
-            _ensure_experiment(client, resource_group, workspace_name, experiment_name, retry)
+            create_experiment_if_missing(client, resource_group, workspace_name, experiment_name, retry)
             progress = ProgressLines()
             run = SweepRun(client, resource_group, workspace_name, experiment_name, sweep_name, definition,
                            limits=limits, retry=retry, prepare_body=body_preparer(cmd.cli_ctx),
                            progress=progress, journal_path=run_journal_path(
                                cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name),
-                           strict=strict, waiting=_waiting_reader(cmd, client, identity),
+                           strict=strict, waiting=waiting_reader_of(cmd, client, identity),
                            repeat_waiting=progress.repeat)
             steering['started'] = True
             if not report:
                 return run.run(poll_interval), definition
-            live = _run_report(cmd, client, identity, report, poll_interval, retry)
+            live = run_report(cmd, client, identity, report, poll_interval, retry)
             result = run.run(poll_interval, on_poll=live)
             live.finish(run)
             logger.warning('The live report of the run: %s', live.document.output_file)
             return result, definition
-    result, definition = _steer(cmd, identity, prepare_and_run, steering)
-    _run_outcome(cmd, result, definition, identity, spec)
+    result, definition = steer(cmd, identity, prepare_and_run, steering)
+    run_outcome(cmd, result, definition, identity, spec)
     return result
-
-
-def _run_report(cmd, client, identity, output_file, interval, retry):
-    """run --report FILE: the live page (core/report/live.RunReport) the run brings up to date after its polls."""
-    from .core.report.decisions import objective_from_run
-    from .core.report.live import LiveSweep, RunReport
-    from .core.report.model import Objective
-
-    def make_sweep(run):
-        return LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                         Objective(**objective_from_run(run.objective)), context=_live_context(cmd, client, identity),
-                         retry=retry)
-    return RunReport(os.path.abspath(output_file), make_sweep, interval=interval, warn=logger.warning)
-
-
-def _steer(cmd, identity, prepare_and_run, steering):
-    """Run the sweep with SIGINT, SIGTERM and SIGHUP caught from the start. Ended by one of them: say which jobs still
-    run and how to stop or resume them (stopping them with --stop-on-exit), then exit 128 + the signal. Ended by an
-    error once it steers jobs: the same, then the error (an error before, such as a bad sweep file, is only that)."""
-    from ._exit_codes import InterruptedByASignalError
-    from ._run import Interrupted, ended_early, signals_interrupt
-    try:
-        with signals_interrupt():
-            return prepare_and_run()
-    except Interrupted as ex:
-        import signal
-        name = signal.Signals(ex.signum).name
-        message, recommendation = ended_early(cmd.cli_ctx, identity, 'interrupted by {}'.format(name),
-                                              steering['stopOnExit'])
-        raise InterruptedByASignalError(ex.signum, message, recommendation=recommendation) from None
-    except Exception as ex:  # an error ends the run: nothing may be left running unsaid (or, asked, unstopped)
-        if steering['started']:
-            message, recommendation = ended_early(cmd.cli_ctx, identity, type(ex).__name__, steering['stopOnExit'])
-            logger.warning('%s. %s', message, recommendation)
-        raise
-
-
-def _run_limits(definition, max_total_jobs, max_concurrent_jobs, timeout):
-    """The run's limits: the options, else the sweep file's."""
-    from .core.tuning.controller import Limits
-    written = definition.limits
-    return Limits(max_total_jobs=max_total_jobs or written.get('maxTotalJobs'),
-                  max_concurrent_jobs=max_concurrent_jobs or written.get('maxConcurrentJobs'),
-                  timeout_minutes=timeout or written.get('timeoutMinutes'),
-                  job_timeout_minutes=written.get('jobTimeoutMinutes'), stop_at=written.get('stopAt'),
-                  no_improvement_jobs=written.get('noImprovementJobs'))
-
-
-def _run_outcome(cmd, result, definition, identity, spec):
-    """The run's exit code, once its result is printed: 0 with a best job (a timeout is a budget), BAD_INPUT when no
-    job reports the objective (strict), JOBS_FAILED when someone else stopped its jobs or no job ran to the end with a
-    value, TIMEOUT when its timeout came first."""
-    from ._exit_codes import JobsFailedError, SweepTimeoutError
-    from ._run import resume_command
-    from .core.tuning.controller import END_STOPPED, END_TIMEOUT, END_UNREPORTED
-    from .core.tuning.result import describe
-    goal = definition.objective['goal'] if definition.objective else 'max'
-    logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
-    _say_front(identity, result)
-    see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
-           'sweep file against what the jobs print.'.format(identity.args()))
-    pareto = result.get('pareto') or {}
-    if result['ended'] == END_UNREPORTED:
-        from azure.cli.core.azclierror import InvalidArgumentValueError
-        fields = 'objective.metric (or objective.regex)' if '].metric)' not in result['objectiveNotReported'] else \
-            'the field named there'
-        fail_after_output(cmd.cli_ctx, InvalidArgumentValueError(
-            'Sweep {} stopped: {}'.format(identity.name, result['objectiveNotReported']),
-            recommendation='Fix {} in {} to a name the jobs print (see "az batchai sweep run -h", section '
-                           'Objective), then run the same command again.'.format(fields, spec)))
-    elif result['ended'] == END_STOPPED:
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            'Jobs of sweep {} were terminated by someone else: the run ended without running them to the end'.format(
-                identity.name), recommendation='Go on with "{}".'.format(resume_command())))
-    elif result['ended'] == END_TIMEOUT and result['best'] is None:
-        fail_after_output(cmd.cli_ctx, SweepTimeoutError(
-            'Sweep {} reached its timeout before any job ran to the end{}; its running jobs were terminated'.format(
-                identity.name, ' with a value of the objective' if definition.objective else ''),
-            recommendation='Give it more time (--timeout, limits.timeoutMinutes). ' + see))
-    elif definition.objective and result['best'] is None and result['counts'].get('failed') \
-            and not result['counts'].get('succeeded'):
-        from ._run import first_failure
-        name, why = first_failure(_client(cmd), identity, _retry())
-        failed, total = result['counts']['failed'], sum(result['counts'].values())
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            '{} of sweep {} failed; the first, {}: {}'.format(
-                'Every job ({})'.format(total) if failed == total else '{} of its {} jobs'.format(failed, total),
-                identity.name, name, why),
-            recommendation='See its output with "az batchai sweep status {} --job {} --tail 50", fix the job in {} '
-                           '(its command line, the script\'s path, limits.jobTimeoutMinutes), then run it as a new '
-                           'sweep (another -n) or delete this one first ("az batchai sweep delete {} --yes").'.format(
-                               identity.args(), name, spec, identity.args())))
-    elif definition.objective and (result['best'] is None or (
-            len(pareto.get('objectives') or ()) > 1 and not pareto.get('front'))):
-        fail_after_output(cmd.cli_ctx, JobsFailedError(_no_best_text(identity, result), recommendation=see))
-
-
-def _no_best_text(identity, result):
-    """Why a run has no best job (or, with several objectives, an empty front): every job that ran to the end with
-    its values broke a constraint (named), or none ran to the end with a value of every objective."""
-    pareto = result.get('pareto') or {}
-    several = len(pareto.get('objectives') or ()) > 1
-    broken = [entry for entry in pareto.get('infeasible') or () if entry.get('values') or not several]
-    if broken and not pareto.get('ranked'):
-        causes = sorted({part.split(' (')[0] for entry in broken for part in (entry.get('failed') or '').split('; ')
-                         if part})
-        return ('No job of sweep {} met the constraints: all {} job(s) that ran to the end with a value broke {} '
-                '({})'.format(identity.name, len(broken), ' or '.join(causes) or 'a constraint',
-                              '; '.join('{}: {}'.format(e['name'], e['failed']) for e in broken[:3]) +
-                              (' and {} more'.format(len(broken) - 3) if len(broken) > 3 else '')))
-    if several:
-        text = 'No job of sweep {} ran to the end with a value of every objective ({})'.format(
-            identity.name, ', '.join(o['metric'] for o in pareto['objectives']))
-        return text + (': ' + result['objectiveNotReported'] if result.get('objectiveNotReported') else '')
-    return 'No job of sweep {} ran to the end with a value of the objective'.format(identity.name)
-
-
-def _wait(cmd, client, identity, interval, job_names=None, timeout=None, max_retries=DEFAULT_MAX_RETRIES,
-          run_view=None):
-    """Block until the jobs have finished; after the output, a failed job or one terminated by someone else (not by a
-    `sweep run`'s decision) makes the command exit JOBS_FAILED, jobs still unfinished at --timeout exit TIMEOUT.
-    `run_view`: the caller's _RunView, when it shows the run's decisions too (read once)."""
-    from ._exit_codes import JobsFailedError, SweepTimeoutError
-    from ._output import wait_line_period
-    from .core.service.status import unfinished, wait_for_jobs
-    with core_errors(), Progress(cmd, 'Waiting for the jobs', period=wait_line_period(interval),
-                                 waiting=_waiting_reader(cmd, client, identity)) as progress:
-        status = wait_for_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                               sweep_name=identity.name, job_names=job_names, interval=interval, progress=progress,
-                               progress_rows=True, timeout=timeout, retry=_retry(max_retries))
-    counts = ', '.join('{} {}'.format(n, state) for state, n in status['counts'].items() if n) or 'no jobs'
-    if status.get('timedOut'):
-        busy = unfinished(status)
-        logger.warning('Sweep %s not finished after %gs: %s', identity.name, timeout, counts)
-        fail_after_output(cmd.cli_ctx, SweepTimeoutError(
-            'Sweep {} did not finish within --timeout {:g}s: {}'.format(identity.name, timeout, '; '.join(
-                '{} {}: {}'.format(len(names), state, _listed(names)) for state, names in busy.items())),
-            recommendation='Wait longer with "az batchai sweep status {} --wait --timeout SECONDS", or stop it with '
-                           '"az batchai sweep stop {} --yes".'.format(identity.args(), identity.args())))
-        return status
-    logger.warning('Sweep %s finished: %s', identity.name, counts)
-    failed = [row['name'] for row in status['jobs'] if row['state'] == 'failed']
-    stopped = _stopped_by_someone_else(status['jobs'], run_view or _RunView(cmd, client, identity))
-    if failed or stopped:
-        what = '; '.join(part for part in (
-            '{} job(s) of sweep {} failed: {}'.format(len(failed), identity.name, _listed(failed)) if failed else '',
-            '{} job(s) of sweep {} were terminated before they finished: {}'.format(
-                len(stopped), identity.name, _listed(stopped)) if stopped else '') if part)
-        fail_after_output(cmd.cli_ctx, JobsFailedError(
-            what,
-            recommendation=failed_recommendation(identity, (failed or stopped)[0],
-                                                 state='failed' if failed else 'terminated')))
-    return status
-
-
-def _stopped_by_someone_else(rows, run_view):
-    """The terminated jobs among `rows` that no `sweep run` decision terminated (its journal here, else what its jobs
-    carry on the service): stopped by `az batchai sweep stop` or by hand, so they did not finish their work."""
-    terminated = [row['name'] for row in rows if row['state'] == 'terminated']
-    if not terminated:
-        return []
-    decided = run_view.get()[0]
-    return [name for name in terminated if (decided.get(name) or {}).get('decision') is None]
-
-
-def failed_recommendation(identity, job, state='failed'):
-    return ('See why with "az batchai sweep status {} --job {} --tail 50"; run the {} jobs again with '
-            '"az batchai sweep resubmit {}{}".'.format(identity.args(), job, state, identity.args(),
-                                                       '' if state == 'failed' else ' --state ' + state))
 
 
 def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.service.stop import stop_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     if job_names:  # every name must be the sweep's before anything is stopped
         with core_errors():
-            _check_selection(client, identity, job_names)
+            check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Stopping') as progress:
         result = stop_jobs(client, resource_group, workspace_name, experiment_name, sweep_name, job_names=job_names,
-                           parallel=parallel, wait=not no_wait, progress=progress, retry=_retry())
+                           parallel=parallel, wait=not no_wait, progress=progress, retry=retry_settings())
         selected = result['stopped'] + result['notRunning'] + [item['job'] for item in result['failed']]
-        _require_jobs(identity, selected, job_names, client)
+        require_jobs(identity, selected, job_names, client)
     if result['stopped']:
         logger.warning('Sweep %s: stopped %d job(s)%s: %s', sweep_name, len(result['stopped']),
                        ' (termination requested)' if no_wait else '', _listed(result['stopped']))
@@ -404,322 +211,45 @@ def stop_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name,
     return {'sweep': sweep_name, **result}
 
 
-def _require_jobs(identity, found, job_names, client=None):
-    """A name that matches nothing is an error: a sweep with no jobs, or --jobs names that are not the sweep's."""
-    from .core.errors import NotFoundError
-    if job_names:
-        unknown = sorted(set(job_names) - set(found))
-        if unknown:
-            raise NotFoundError('{} job(s) given with --jobs are not jobs of sweep {} in experiment {}: {}'.format(
-                len(unknown), identity.name, identity.experiment, _listed(unknown)),
-                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(identity.args()))
-    elif not found:
-        _no_jobs(identity, client)
-
-
-def _check_selection(client, identity, job_names=None):
-    """Before anything changes: the sweep has jobs, and every name given with --jobs is one of them."""
-    from .core.service.identity import sweep_jobs
-    found = [job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace,
-                                            identity.experiment, identity.name, job_names=job_names,
-                                            retry=_retry())]
-    _require_jobs(identity, found, job_names, client)
-
-
-def _watch_status(cmd, client, identity, interval, max_retries):
-    """status --watch: the live one-screen summary on stderr (core/report/screen.py) until every job has ended."""
-    import sys
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from .core.report.decisions import objective_from_run
-    from .core.report.live import LiveSweep
-    from .core.report.model import Objective
-    from .core.report.screen import Screen, watch_status
-    try:
-        objective = Objective(**objective_from_run(_saved_objective(
-            cmd, identity.resource_group, identity.workspace, identity.experiment, identity.name)))
-    except RequiredArgumentMissingError:
-        objective = None  # no objective known: the states only
-
-    with core_errors():
-        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, context=_live_context(cmd, client, identity), retry=_retry(max_retries))
-        if watch_status(sweep, Screen(sys.stderr), interval=interval, on_error=logger.warning) is None:
-            _no_jobs(identity, client)
-
-
-def _no_jobs(identity, client=None):
-    """Raise: the sweep has no jobs on the service (naming the workspace when that is what is missing)."""
-    from .core.errors import NotFoundError
-    from .core.service.identity import check_workspace
-    if client is not None:
-        check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
-    raise NotFoundError('Sweep {} has no jobs in experiment {} (workspace {}, resource group {})'.format(
-        identity.name, identity.experiment, identity.workspace, identity.resource_group),
-        recommendation='Check -n/-e; submit the sweep with "az batchai sweep submit {} --spec FILE".'.format(
-            identity.args()))
-
-
 def sweep_status(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, wait=False,
                  interval=DEFAULT_INTERVAL, job=None, tail=None, stderr=False, plan_file=None, timeout=None,
                  max_retries=DEFAULT_MAX_RETRIES, watch=False):
     from .core.service.status import sweep_status as core_sweep_status
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     if job:
-        lines = _tail(client, identity, job, tail or DEFAULT_TAIL, stderr)
-        if _output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
+        lines = tail_job(client, identity, job, tail or DEFAULT_TAIL, stderr)
+        if output_format(cmd) in ('json', 'jsonc', 'yaml', 'yamlc'):
             return lines  # these formats escape control characters themselves
         from .core.outputs.terminal import escape_controls  # table, tsv: a job cannot write to the terminal
         return [escape_controls(line) for line in lines]
     if watch:
-        _watch_status(cmd, client, identity, interval, max_retries)
-    plan = _status_plan(plan_file, identity)
-    run_view = _RunView(cmd, client, identity)
+        watch_status_screen(cmd, client, identity, interval, max_retries)
+    plan = status_plan(plan_file, identity)
+    run_view = RunView(cmd, client, identity)
     if wait:
-        status = _wait(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries, run_view=run_view)
+        status = wait_for_sweep(cmd, client, identity, interval, timeout=timeout, max_retries=max_retries,
+                                run_view=run_view)
     else:
         with core_errors():
             # With a plan, every job of the sweep: what is missing is only known against all of them.
             status = core_sweep_status(client, resource_group, workspace_name, experiment_name,
                                        sweep_name=sweep_name, state=None if plan or wait else state,
-                                       retry=_retry(max_retries))
+                                       retry=retry_settings(max_retries))
     result = {'sweep': sweep_name, 'counts': status['counts'], 'jobs': status['jobs']}
     if plan is not None:
-        _compare_with_plan(result, plan)
+        compare_with_plan(result, plan)
     if state and (plan is not None or wait):
         from .core.service.status import summarize_rows
         result.update(summarize_rows([row for row in result['jobs'] if row['state'] == state],
                                      with_missing=plan is not None))
     if not status['jobs'] and not state and not result.get('missing'):
         with core_errors():
-            _no_jobs(identity, client)
-    _add_run_decisions(result['jobs'], identity, result, run_view)
-    _add_scheduler_job_ids(cmd, client, result['jobs'], identity)
+            no_jobs(identity, client)
+    add_run_decisions(result['jobs'], identity, result, run_view)
+    add_scheduler_notes(cmd, client, result['jobs'], identity)
     return result
-
-
-def _add_scheduler_job_ids(cmd, client, rows, identity):
-    """On a local service whose scheduler has job ids of its own (Slurm, Azure Batch): each row's
-    `schedulerJobId`, and the scheduler's notes (Azure Batch: why a queued job waits, its requeues), the waiting
-    ones also said on stderr (the table has no room for them)."""
-    view = _scheduler_view(cmd, client, identity) if rows else None
-    if view is not None:
-        from .core.service.scheduler_ids import add_scheduler_job_ids, job_ids_of, waiting_summary
-        add_scheduler_job_ids(rows, job_ids_of(view), view)
-        for line in waiting_summary(rows):
-            logger.warning('%s', line)
-
-
-def _waiting_reader(cmd, client, identity):
-    """On a local service: the progress's reader of why queued jobs wait (scheduler_ids.waiting_reader); None on
-    Azure (no such view)."""
-    from ._targeting import local_target
-    if not local_target(cmd.cli_ctx):
-        return None
-    from .core.service.scheduler_ids import waiting_reader
-    return waiting_reader(client, identity.resource_group, identity.workspace, identity.experiment)
-
-
-def _scheduler_view(cmd, client, identity):
-    """The local service's scheduler view of the experiment's jobs (scheduler_ids.scheduler_job_view: one
-    request); None on Azure (no such view)."""
-    from ._targeting import local_target
-    if not local_target(cmd.cli_ctx):
-        return None
-    from .core.service.scheduler_ids import scheduler_job_view
-    return scheduler_job_view(client, identity.resource_group, identity.workspace, identity.experiment)
-
-
-def _scheduler_job_ids(cmd, client, identity):
-    """{job name, lower case: Slurm job id} on a local service (one request); {} on Azure."""
-    from .core.service.scheduler_ids import job_ids_of
-    return job_ids_of(_scheduler_view(cmd, client, identity) or {})
-
-
-def _add_run_decisions(rows, identity, result, run_view):
-    """A `sweep run`'s objective, step and decision per job, and the sweep's figures (see _run_view)."""
-    tuning, figures = run_view.get() if rows else ({}, None)
-    for row in rows:
-        if row['name'] in tuning:
-            row['tuning'] = tuning[row['name']]
-    if figures is not None:
-        result['figures'] = figures
-        _say_figures(identity, figures)
-
-
-def _say_figures(identity, figures):
-    from .core.tuning.result import describe_figures
-    logger.warning('Sweep %s: %s', identity.name, describe_figures(figures))
-    _say_front(identity, figures)
-
-
-def _say_front(identity, figures):
-    """The Pareto front's line, for a sweep with several objectives or constraints."""
-    if figures.get('pareto'):
-        from .core.tuning.front import describe_front
-        logger.warning('Sweep %s: %s', identity.name, describe_front(figures['pareto']))
-
-
-class _RunView:
-    """_run_view of one command, read when first asked and then kept (`status --wait` asks twice: for the jobs
-    stopped by someone else, and for its rows)."""
-
-    def __init__(self, cmd, client, identity):
-        self._args, self._view = (cmd, client, identity), None
-
-    def get(self):
-        if self._view is None:
-            self._view = _run_view(*self._args)
-        return self._view
-
-
-def _run_view(cmd, client, identity):
-    """({job name: status row additions}, the sweep's figures) of a `sweep run` of this sweep: from its journal on
-    this machine when it saw every job's current attempt, else rebuilt from the jobs on the service
-    (core/tuning/loop.run_view: their objective, rules and logs); ({}, None) for a sweep no controller ran."""
-    from ._run import run_journal_path
-    from .core.service.identity import sweep_jobs
-    from .core.tuning.loop import run_view
-    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                            identity.name)
-    with core_errors():
-        jobs = sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          retry=_retry())
-        return run_view(client, identity.resource_group, identity.workspace, identity.experiment, jobs, path,
-                        retry=_retry())
-
-
-def _status_plan(plan_file, identity):
-    """The plan status compares with: --plan-file, else `<name>.plan.jsonl` here when it is this sweep's."""
-    from ._planning import default_plan_header
-    from ._submission import load_plan
-    if plan_file:
-        with core_errors():
-            load_plan(plan_file, identity.name, identity.resource_group, identity.workspace, identity.experiment)
-            return plan_file
-    return '{}.plan.jsonl'.format(identity.name) if default_plan_header(identity) is not None else None
-
-
-def _compare_with_plan(result, plan_file):
-    """Add the planned jobs missing on the service (state 'missing') and name the service's jobs the plan lacks."""
-    from .core.spec.plan import read_plan
-    on_service = {row['name'] for row in result['jobs']}
-    missing, planned = [], set()
-    with core_errors():
-        _, records = read_plan(plan_file)
-        for record in records:
-            planned.add(record['name'])
-            if record['name'] not in on_service:
-                missing.append({'name': record['name'], 'state': 'missing', 'exitCode': None, 'startTime': None,
-                                'endTime': None, 'durationSeconds': None, 'parameters': record['parameters']})
-    unplanned = sorted(on_service - planned)
-    result['counts']['missing'] = len(missing)
-    result['missing'] = [row['name'] for row in missing]
-    result['notInPlan'] = unplanned
-    result['jobs'] = sorted(result['jobs'] + missing, key=lambda row: row['name'])
-    if missing:
-        logger.warning('%d planned job(s) are not on the service (deleted, or never submitted): %s', len(missing),
-                       _listed(result['missing']))
-    if unplanned:
-        logger.warning('%d job(s) of sweep %s on the service are not in the plan %s: %s', len(unplanned),
-                       result['sweep'], plan_file, _listed(unplanned))
-
-
-def _tail(client, identity, job, lines, stderr=False):
-    """The last lines of the job's stdout.txt (or stderr.txt) as a list of strings: `-o tsv` prints them as they are.
-    (Of a job with several processes, its master's: stdout-wk-0.txt of TensorFlow, stdout-0.txt of Caffe2/PyTorch.)
-
-    Without --stderr, a non-empty stderr.txt follows, both files labelled as `tail` labels several files; a failed
-    job's exit code and Batch AI's error message go to stderr.
-    """
-    from .core.outputs.download import master_output_files, tail_job_output
-    from .core.service.listing import state_of
-    from azure.core.exceptions import ResourceNotFoundError
-    from .core.errors import NotFoundError
-    from .core.service.listing import sweep_name_of
-    from .core.service.retry import NO_SDK_RETRY
-    args = (identity.resource_group, identity.workspace, identity.experiment, job)
-    with core_errors():
-        try:
-            found = client.jobs.get(*args, **NO_SDK_RETRY)
-        except ResourceNotFoundError:
-            _no_such_job(client, identity, job)
-        owner = sweep_name_of(found)
-        if owner != identity.name:
-            raise NotFoundError('Job {} is not a job of sweep {} (its sweep: {})'.format(job, identity.name, owner),
-                                recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
-                                    identity.args()))
-        out, err = master_output_files(found)
-        files = [err] if stderr else [out, err]
-        outputs = [tail_job_output(client, *args, file=name, lines=lines) for name in files]
-    shown = [output for output in outputs if output['lines'] or output['file'] == files[0]]
-    for output in outputs:
-        if not output['found'] and output['file'] == files[0]:
-            logger.warning('Job %s has no %s yet', job, output['file'])
-    if len(shown) > 1:
-        result = []
-        for output in shown:
-            result += ['==> {} <=='.format(output['file'])] + output['lines']
-    else:
-        result = shown[0]['lines'] if shown else []
-    state = state_of(found)
-    if state in ('failed', 'terminated'):
-        info = found.execution_info
-        errors = '; '.join('{}: {}'.format(error.code, error.message) for error in (info.errors or ())) if info else ''
-        from .core.outputs.terminal import escape_controls
-        logger.warning('Job %s %s with exit code %s%s', job, state, getattr(info, 'exit_code', None),
-                       ' ({})'.format(escape_controls(errors)) if errors else '')
-    return result
-
-
-def _no_such_job(client, identity, job):
-    from .core.errors import NotFoundError
-    from .core.service.identity import check_workspace
-    check_workspace(client, identity.resource_group, identity.workspace, retry=_retry())
-    raise NotFoundError('Job {} does not exist in experiment {}'.format(job, identity.experiment),
-                        recommendation='List the sweep\'s jobs with "az batchai sweep status {}".'.format(
-                            identity.args()))
-
-
-def _mount_keys(cmd):
-    """For a job rebuilt from the service: its storage mounts' key, which the service never returns, given again
-    from where `job create` and `submit` take it (the local service's own key; else AZURE_BATCHAI_STORAGE_KEY or
-    `az config set batchai.storage_key`). None when no key is known: the job is then refused, naming the fix."""
-    from ._submission import fill_mount_credentials, storage_key
-    key = storage_key(cmd.cli_ctx)
-    if not key:
-        return None
-
-    def prepare(body):
-        fill_mount_credentials(body, key)
-        return body
-    return prepare
-
-
-@contextmanager
-def _hidden_secrets(identity, state, job_names):
-    """Jobs that cannot be re-created from the service alone: az's error naming the fix, not a sweep-file error."""
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from ._submission import STORAGE_KEY_VAR
-    from .core.service.resubmit import HiddenSecretsError
-    try:
-        yield
-    except HiddenSecretsError as ex:
-        example = next(iter(sorted(ex.paths)))
-        again = _command('resubmit', identity, *(['--jobs'] + list(job_names) if job_names else
-                                                 ['--state', state] if state else []))
-        if ex.only_credentials:
-            recommendation = ('Give the storage account key as for "az batchai job create": export {}=KEY (or "az '
-                              'config set batchai.storage_key=KEY"), then run "{}" again; or resubmit with the '
-                              'sweep\'s plan file (--plan-file).'.format(STORAGE_KEY_VAR, again))
-        else:
-            recommendation = ('Only the plan file holds the job\'s secrets: run "{} --plan-file FILE". A sweep made by '
-                              '"sweep run" has no plan file: run it again as a new sweep (another -n).'.format(again))
-        raise RequiredArgumentMissingError(
-            '{} job(s) of sweep {} need write-only values the service does not return ({} in {})'.format(
-                len(ex.paths), identity.name, ', '.join(ex.paths[example]), example),
-            recommendation=recommendation) from None
 
 
 def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_name, plan_file=None, job_names=None,
@@ -729,11 +259,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
     from ._submission import PlannedJobs, load_plan
     from ._targeting import journal_path
     from .core.service.resubmit import resubmit_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     if state is None and not job_names:
         state = 'failed'
-    client = _client(cmd)
+    client = client_of(cmd)
     plan, journal = None, None
     with core_errors():
         if plan_file:
@@ -742,17 +272,17 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
         else:
             journal = journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
         if not job_names:  # a sweep without jobs is not found, as for every other command
-            _check_selection(client, identity)
+            check_selection(client, identity)
         if job_names:
             from .core.service.identity import sweep_jobs
             known = {job.name for job in sweep_jobs(client, resource_group, workspace_name, experiment_name,
-                                                    sweep_name, job_names=job_names, retry=_retry(max_retries))}
-            _require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
-        with Progress(cmd, 'Resubmitting') as progress, _hidden_secrets(identity, state, job_names):
+                                                    sweep_name, job_names=job_names, retry=retry_settings(max_retries))}
+            require_jobs(identity, known | {name for name, _ in plan or ()}, job_names, client)
+        with Progress(cmd, 'Resubmitting') as progress, hidden_secrets_explained(identity, state, job_names):
             result = resubmit_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
                                    job_names=job_names, state=state, plan=plan, journal_path=journal,
-                                   parallel=parallel, progress=progress, retry=_retry(max_retries),
-                                   prepare_rebuilt=_mount_keys(cmd))
+                                   parallel=parallel, progress=progress, retry=retry_settings(max_retries),
+                                   prepare_rebuilt=mount_keys_preparer(cmd))
     logger.warning('Sweep %s: %d job(s) resubmitted, %d skipped, %d failed', sweep_name, len(result['resubmitted']),
                    len(result['skipped']), len(result['failed']))
     result = {'sweep': sweep_name, **result}
@@ -761,11 +291,11 @@ def resubmit_sweep(cmd, resource_group, workspace_name, experiment_name, sweep_n
             '{} job(s) of sweep {} were not resubmitted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
             recommendation='Run "{}" again: jobs already re-created are not touched, none is lost.'.format(
-                _command('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
-                         *(['--jobs'] + [item['job'] for item in result['failed']])))))
+                command_line('resubmit', identity, *(['--plan-file', os.path.abspath(plan_file)] if plan_file else []),
+                             *(['--jobs'] + [item['job'] for item in result['failed']])))))
     elif wait and result['resubmitted']:
-        status = _wait(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
-                       max_retries=max_retries)
+        status = wait_for_sweep(cmd, client, identity, interval, job_names=result['resubmitted'], timeout=timeout,
+                                max_retries=max_retries)
         result['counts'] = status['counts']
     return result
 
@@ -774,18 +304,18 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                   reduce='last', file='stdout.txt', output_directory_id='stdouterr', goal=None, top=None, csv=None,
                   parallel=DEFAULT_PARALLEL, importance=False):
     from .core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     stats = {}
     with core_errors():
-        client = _client(cmd)
-    run_view = _RunView(cmd, client, identity)
+        client = client_of(cmd)
+    run_view = RunView(cmd, client, identity)
     by_objective = not regex and not metric and reduce == 'last'  # ranked by the run's objective: the job's value
     if not regex and not metric and not csv:
-        front = _pareto_front(cmd, identity, top, run_view)
+        front = pareto_front(cmd, identity, top, run_view)
         if front is not None:  # several objectives: the front, or (--importance) the importance for each objective
-            return _front_importance(identity, run_view.get()[1]['pareto']) if importance else front
-        objective = _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
+            return importance_per_objective(identity, run_view.get()[1]['pareto']) if importance else front
+        objective = saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name)
         regex, metric = objective.get('regex'), objective.get('metric')
         goal = goal or objective['goal']
         file = objective.get('file') if file == 'stdout.txt' and objective.get('file') else file
@@ -798,37 +328,17 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
                                sweep_name=sweep_name, file=file, output_directory_id=output_directory_id,
                                goal=goal or 'max', parallel=parallel, progress=progress, stats=stats)
         if not rows:
-            _no_jobs(identity, client)
-        finished = any(row['state'] in ('succeeded', 'failed', 'terminated') for row in rows)
-        if not stats['filesFound'] and finished:
-            from .core.errors import NotFoundError
-            raise NotFoundError(
-                'None of the {} job(s) of sweep {} has the file {} in output directory {}'.format(
-                    len(rows), sweep_name, file, output_directory_id),
-                recommendation='Check --file and --output-directory-id; "az batchai sweep download {} --jobs {}" '
-                               'shows what a job wrote.'.format(identity.args(), rows[0]['name']))
-        finished = [row['name'] for row in rows if row['state'] in ('succeeded', 'failed', 'terminated')]
-        if finished and all(row['metric'] is None for row in rows):
-            from .core.outputs.names import nothing_matched
-            raise nothing_matched(client, resource_group, workspace_name, experiment_name, sweep_name, finished,
-                                  metric=metric, regex=regex, file=file, output_directory_id=output_directory_id,
-                                  retry=_retry())
-        missing = sum(1 for row in rows if row['metric'] is None)
-        if missing:  # of every job of the sweep, not of the --top shown
-            logger.warning('%d of %d job(s) have no value for the metric', missing, len(rows))
+            no_jobs(identity, client)
+        check_values_read(client, identity, rows, stats['filesFound'], metric=metric, regex=regex, file=file,
+                          output_directory_id=output_directory_id)
     run_rows, figures = run_view.get()
     if figures is not None:  # a `sweep run`'s sweep: the figures run, status and report show
-        _say_figures(identity, figures)
+        say_figures(identity, figures)
         if by_objective:
-            from .core.tuning.job_value import STOPPING_KINDS
-            for row in rows:  # a job a rule stopped: its value when judged; what it printed later is shown apart
-                tuning = run_rows.get(row['name']) or {}
-                if tuning.get('decision') in STOPPING_KINDS and tuning.get('latest') is not None \
-                        and row['metric'] != tuning['latest']:
-                    row['afterDecision'], row['metric'] = row['metric'], tuning['latest']
+            values_when_judged(rows, run_rows)
     if importance:
-        return _metrics_importance(identity, rows, goal, metric or regex, run_rows)
-    infeasible = _mark_infeasible(identity, rows, run_rows, top)
+        return importance_of_metric(identity, rows, goal, metric or regex, run_rows)
+    infeasible = mark_infeasible(identity, rows, run_rows, top)
     with core_errors():
         # Without a goal there is no "best": the jobs come in name order, like status.
         if goal:
@@ -845,112 +355,15 @@ def sweep_metrics(cmd, resource_group, workspace_name, experiment_name, sweep_na
     return rows
 
 
-def _mark_infeasible(identity, rows, run_rows, top):
-    """A `sweep run` with constraints: each row's `infeasible` (the constraints its job broke, or None); returns the
-    names of the infeasible jobs, which rank below every feasible one and never come with --top (core/tuning/best.py:
-    an infeasible job is never the best, in any command)."""
-    if not any('infeasible' in (row or {}) for row in (run_rows or {}).values()):
-        return set()
-    broken = {name: (row or {}).get('infeasible') for name, row in run_rows.items()}
-    for row in rows:
-        row['infeasible'] = broken.get(row['name'])
-    names = {name for name, text in broken.items() if text}
-    if names:
-        logger.warning('Sweep %s: %d job(s) broke a constraint (marked infeasible%s): %s', identity.name, len(names),
-                       '; left out of --top' if top is not None else '', _listed(sorted(names)))
-    return names
-
-
-def _front_importance(identity, pareto):
-    """metrics --importance on a `sweep run` with several objectives: the importance for each of them."""
-    from .core.report.importance import front_importance
-    return _said_importance(identity, front_importance(pareto, infos=_plan_infos(identity)))
-
-
-def _plan_infos(identity):
-    """The parameters' types and scales from the sweep's plan here (`<name>.plan.jsonl`), else none."""
-    from ._planning import default_plan_header
-    from .core.report.collect import plan_details
-    header = default_plan_header(identity)
-    return plan_details(header)[1] if header else ()
-
-
-def _said_importance(identity, entries):
-    for entry in entries:
-        if entry['tooFewJobs'] or entry.get('nothingRanked'):
-            logger.warning('Sweep %s: no importance for %s: %s.', identity.name, entry['objective'],
-                           entry['message'])
-        said = entry.get('resource')
-        if said:  # Hyperband: values at different resources do not compare (core/report/importance.at_one_resource)
-            logger.warning('Sweep %s: importance for %s from the jobs at %s %g only (%d; %d at other %s left out).',
-                           identity.name, entry['objective'], said['name'], said['value'], said['jobs'],
-                           said['leftOut'], said['name'])
-    return {'sweep': identity.name, 'importance': entries}
-
-
-def _metrics_importance(identity, rows, goal, metric, run_rows):
-    """metrics --importance: each parameter's importance for the metric (core/report/importance.py), on the
-    scales of the sweep's plan where it is here; the jobs a `sweep run` decision stopped count with their value."""
-    from .core.report.importance import metrics_importance
-    stopped = {name for name, row in (run_rows or {}).items() if (row or {}).get('decision') == 'stopped'}
-    resources = {name: (row or {}).get('resource') for name, row in (run_rows or {}).items()}
-    return _said_importance(identity, metrics_importance(rows, goal, metric, infos=_plan_infos(identity),
-                                                         stopped=stopped, resources=resources))
-
-
-def _pareto_front(cmd, identity, top, run_view):
-    """A `sweep run` with several objectives: its Pareto front (core/tuning/front.py), else None."""
-    from ._run import run_journal_path
-    from .core.tuning.loop import Journal
-    path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                            identity.name)
-    with core_errors():
-        journal = Journal(path).data if os.path.exists(path) else {}
-    if journal.get('objective') is not None and 'objectives' not in (journal.get('figures') or {}).get('pareto', {}):
-        return None  # this machine ran it with one objective: no front to show, and no need to list the jobs
-    figures = run_view.get()[1]
-    pareto = (figures or {}).get('pareto') or {}
-    if len(pareto.get('objectives') or ()) < 2:
-        return None
-    _say_figures(identity, figures)
-    return pareto['front'][:top] if top else pareto['front']
-
-
-def _saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_name):
-    """The sweep file's objective, as `sweep run` (its journal, its jobs) or `create` (the plan's header) kept it."""
-    from azure.cli.core.azclierror import RequiredArgumentMissingError
-    from ._planning import default_plan_header
-    from ._run import run_journal_path
-    from .core.tuning.loop import Journal
-    path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
-    with core_errors():
-        objective = Journal(path).data.get('objective') if os.path.exists(path) else None
-    if objective is None:  # `<name>.plan.jsonl` here, only when it is this sweep's (same target)
-        header = default_plan_header(_identity(resource_group, workspace_name, experiment_name, sweep_name))
-        objective = (header or {}).get('objective')
-    if objective is None:
-        from .core.service.identity import sweep_jobs
-        from .core.tuning.loop import objective_from_service
-        with core_errors():
-            objective = objective_from_service(sweep_jobs(_client(cmd), resource_group, workspace_name,
-                                                          experiment_name, sweep_name, retry=_retry()))
-    if not objective:
-        raise RequiredArgumentMissingError(
-            'Give --metric or --regex: no objective is known for sweep {}'.format(sweep_name),
-            recommendation='Or put an objective (metric or regex, and goal) in the sweep file: `sweep run` and '
-                           '`create` keep it for metrics.')
-    return objective
-
-
 def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, sweep_name, state=None, job_names=None,
                       parallel=DEFAULT_PARALLEL, no_wait=False):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.service.delete import delete_jobs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
-    client = _client(cmd)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
+    client = client_of(cmd)
     with core_errors():
-        _note_nothing_to_delete(client, identity, job_names)
+        note_nothing_to_delete(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Deleting') as progress:
         # sweep_name is always given (-n is required): a delete never reaches jobs outside the sweep.
         result = delete_jobs(client, resource_group, workspace_name, experiment_name, sweep_name=sweep_name,
@@ -962,37 +375,21 @@ def delete_sweep_jobs(cmd, resource_group, workspace_name, experiment_name, swee
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} job(s) of sweep {} were not deleted: {}'.format(
                 len(result['failed']), sweep_name, _listed([item['job'] for item in result['failed']])),
-            recommendation='Run "{}" again.'.format(_command(
+            recommendation='Run "{}" again.'.format(command_line(
                 'delete', identity, '--jobs', *[item['job'] for item in result['failed']], '--yes'))))
     return {'sweep': sweep_name, **result}
-
-
-def _note_nothing_to_delete(client, identity, job_names):
-    """A delete is idempotent, as ARM's DELETE (and with it az's delete commands) is: jobs already gone, or --jobs
-    names that match nothing, are said on stderr, not an error (exit 0), so a retried cleanup succeeds. A workspace or
-    experiment that does not exist is still one (exit 3): nothing could have been deleted from it."""
-    from .core.service.identity import sweep_jobs
-    found = {job.name for job in sweep_jobs(client, identity.resource_group, identity.workspace, identity.experiment,
-                                            identity.name, job_names=job_names, retry=_retry())}
-    if not found:
-        logger.warning('Sweep %s has no %s in experiment %s: nothing to delete (already deleted; else check -n%s)',
-                       identity.name, 'jobs' if not job_names else 'job named ' + _listed(sorted(job_names)),
-                       identity.experiment, ' and --jobs' if job_names else '/-e')
-    elif job_names and set(job_names) - found:
-        logger.warning('%d job(s) given with --jobs are not jobs of sweep %s (already deleted?): %s',
-                       len(set(job_names) - found), identity.name, _listed(sorted(set(job_names) - found)))
 
 
 def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name, sweep_name, job_names=None,
                            output_directory_id=None, dest=None, parallel=DEFAULT_PARALLEL):
     from azure.cli.core.azclierror import AzureResponseError
     from .core.outputs.download import download_outputs
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     dest = os.path.abspath(dest or '{}-outputs'.format(sweep_name))
-    client = _client(cmd)
+    client = client_of(cmd)
     with core_errors():
-        _check_selection(client, identity, job_names)
+        check_selection(client, identity, job_names)
     with core_errors(), Progress(cmd, 'Downloading') as progress:
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
@@ -1003,8 +400,8 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} file(s) were not downloaded'.format(len(result['failed'])),
             recommendation='Run "{}" again: the files already there are skipped.'.format(
-                _command('download', identity, '--dest', dest,
-                         *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
+                command_line('download', identity, '--dest', dest,
+                             *(['--output-directory-id', output_directory_id] if output_directory_id else [])))))
     return {'sweep': sweep_name, 'destination': dest, **result}
 
 
@@ -1016,32 +413,23 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
     from .core.report.build import make_report
-    from .core.report.decisions import objective_from_run
-    from .core.report.model import Objective
-    resource_group, workspace_name, experiment_name = _names(resource_group, workspace_name, experiment_name)
-    identity = _identity(resource_group, workspace_name, experiment_name, sweep_name)
+    resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
+    identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))
     with core_errors():
         # --plan-file, else `<name>.plan.jsonl` here only when it is this sweep's (another target's plan of a sweep
         # with the same name says nothing of this one's sampling or objective).
         header = load_plan(plan_file, sweep_name, resource_group, workspace_name, experiment_name) \
             if plan_file else default_plan_header(identity)
-    if metric or regex:
-        objective = {'metric': metric, 'regex': regex}
-    elif header is not None and header.get('objective'):
-        objective = objective_from_run(header['objective'])
-    else:  # the sweep file's, as `sweep run` (its journal) or `create` (the plan) kept it; else an error
-        objective = objective_from_run(_saved_objective(cmd, resource_group, workspace_name, experiment_name,
-                                                        sweep_name))
-    given = {'goal': goal, 'step': step, 'file': file, 'output_directory_id': output_directory_id}
-    objective = Objective(**dict(objective, **{key: value for key, value in given.items() if value}))
+    objective = report_objective(cmd, identity, header, metric=metric, regex=regex, goal=goal, step=step, file=file,
+                                 output_directory_id=output_directory_id)
     with core_errors():
         MetricExtractor(regex=objective.regex, metric_name=objective.metric)  # a bad regex fails before any request
-    client = _client(cmd)
+    client = client_of(cmd)
     if watch or serve:
-        return _live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
-                            port=(8080 if port is None else port) if serve else None, open_report=open_report)
-    decisions, figures = _run_decisions(cmd, client, identity)
+        return live_report(cmd, client, identity, objective, header, output_file, interval, parallel,
+                           port=(8080 if port is None else port) if serve else None, open_report=open_report)
+    decisions, figures = run_decisions(cmd, client, identity)
     from ._run import run_journal_path
     from .core.tuning.loop import run_outline
     with core_errors():
@@ -1050,70 +438,24 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
         with Progress(cmd, 'Reading the jobs\' values') as progress:
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
                                output_file, plan_header=header, decisions=decisions, figures=figures, run=outline,
-                               scheduler_ids=_scheduler_job_ids(cmd, client, identity),
+                               scheduler_ids=scheduler_job_ids(cmd, client, identity),
                                parallel=parallel, progress=progress)
         if data is None:
-            _no_jobs(identity, client)
+            no_jobs(identity, client)
     summary = data['summary']
     best = summary['best']
     if figures is not None:
-        _say_figures(identity, figures)
+        say_figures(identity, figures)
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
                    ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
     if open_report:
         from azure.cli.core.util import open_page_in_browser
         open_page_in_browser('file://' + output_file)
-    if _output_format(cmd) == 'none':
+    if output_format(cmd) == 'none':
         # Nothing is printed: skip az's conversion of the result, which walks every value of every job (1.5 s of a
         # 1,000-job report, docs/benchmarks.md).
         return None
     return dict(data, reportFile=output_file)
-
-
-def _live_report(cmd, client, identity, objective, header, output_file, interval, parallel, port=None,
-                 open_report=False):
-    """report --watch / --serve: the live page (core/report/live.py, serve.py) until the sweep has ended."""
-    from .core.report.live import LiveDocument, LiveSweep
-    from .core.report.serve import watch_and_maybe_serve
-    with core_errors():
-        sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
-                          objective, plan_header=header, context=_live_context(cmd, client, identity),
-                          parallel=parallel)
-        data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
-                                     port=port, say=logger.warning, open_page=open_report)
-    if data is None:
-        _no_jobs(identity, client)
-    if _output_format(cmd) == 'none':
-        return None
-    return dict(data, reportFile=output_file)
-
-
-def _live_context(cmd, client, identity):
-    """What a live view (core/report/live.LiveSweep) asks at each look besides the jobs: a `sweep run`'s decisions,
-    figures and outline (its journal: whether it has ended), the Slurm job ids."""
-    from ._run import run_journal_path
-    from .core.tuning.loop import run_outline
-    journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
-                               identity.name)
-
-    def context():
-        decisions, figures = _run_decisions(cmd, client, identity)
-        return {'decisions': decisions, 'figures': figures, 'scheduler_ids': _scheduler_job_ids(cmd, client, identity),
-                'run': run_outline(journal) if figures is not None else None}
-    return context
-
-
-def _run_decisions(cmd, client, identity):
-    """({job name: decision dict}, figures) of a `sweep run` of this sweep, for the report: the rows and figures
-    `status` shows."""
-    from .core.report.decisions import decisions_from_run_rows
-    rows, figures = _run_view(cmd, client, identity)
-    return decisions_from_run_rows(rows), figures
-
-
-def _output_format(cmd):
-    invocation = getattr(cmd.cli_ctx, 'invocation', None)
-    return (getattr(invocation, 'data', None) or {}).get('output')
 
 
 def local_start(cmd, port=0, data_dir=None, slots=None, faults=None, scheduler='processes', gpus=None,

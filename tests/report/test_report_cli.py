@@ -59,6 +59,23 @@ def test_table_without_plan_and_open(reported_sweep, tmp_path):
     assert data == [None, None, 'log']  # no plan: no random-search curve; LEARNING_RATE spans 10^4, a log axis
 
 
+def test_watch_opens_the_live_page_once(reported_sweep, tmp_path):
+    # --watch --open: the browser az opens ($BROWSER) gets the live page once it is written; the sweep has ended, so
+    # the first look makes the page final and the command returns.
+    opened = tmp_path / 'opened.txt'
+    browser = tmp_path / 'browser.sh'
+    browser.write_text('#!/bin/sh\necho "$1" >> {}\n'.format(opened))
+    browser.chmod(0o755)
+    page = tmp_path / 'live.html'
+    result = reported_sweep.run('report', '--metric', 'val_accuracy', '--watch', '--interval', '1', '--open',
+                                '--output-file', str(page), '-o', 'none', cwd=str(tmp_path),
+                                env={'BROWSER': str(browser), 'DISPLAY': ':0'}, timeout=120)
+    assert result.exit_code == 0, result.stderr
+    assert 'The sweep has ended: {} is final.'.format(page) in result.stderr
+    assert page.is_file()
+    assert opened.read_text().splitlines() == ['file://' + str(page)]
+
+
 def test_a_metric_no_job_prints_is_an_error_naming_the_names_there(reported_sweep, tmp_path):
     # Issue 27: a report of empty plots for a misspelt --metric (exit 0) cost a user the sweep's look; now it names
     # what the jobs do print, and writes nothing.

@@ -21,7 +21,7 @@ import random
 from ..floats import clamped, lerp
 from ..service.status import summarize_rows
 from ..tuning.best import best_of
-from ..tuning.result import final_trials
+from ..tuning.final import final_trials
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
 from .importance import report_importance

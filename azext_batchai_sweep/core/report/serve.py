@@ -101,9 +101,13 @@ def how_to_open(port):
             'browse"; on this machine, open the address in a browser.'.format(port=port))
 
 
-def watch_and_maybe_serve(sweep, document, *, interval, port=None, say=None, open_page=False, wait_forever=None):
+def watch_and_maybe_serve(sweep, document, *, interval, port=None, say=None, open_page=None, wait_forever=None):
     """Watch the sweep (live.watch) writing the live page; with a port, serve it on loopback meanwhile, and after
-    the sweep has ended keep serving the final page until interrupted (Ctrl+C). Returns the last report data."""
+    the sweep has ended keep serving the final page until interrupted (Ctrl+C). Returns the last report data.
+
+    :param open_page: None, or a function of a URL that opens it in a browser, called once the page is first written
+        (the command layer passes az's; the core never imports azure.cli).
+    """
     say = say or (lambda *args: None)
     server = None
     if port is not None:
@@ -116,9 +120,8 @@ def watch_and_maybe_serve(sweep, document, *, interval, port=None, say=None, ope
             return
         if open_page and not opened[0]:
             opened[0] = True
-            from azure.cli.core.util import open_page_in_browser  # pylint: disable=import-outside-toplevel
-            open_page_in_browser('http://127.0.0.1:{}/'.format(server.server_address[1]) if server
-                                 else 'file://' + document.output_file)
+            open_page('http://127.0.0.1:{}/'.format(server.server_address[1]) if server
+                      else 'file://' + document.output_file)
         summary = live_sweep.data['summary']
         say('{} jobs, best {}'.format(summary['jobs'], (summary.get('best') or {}).get('value')))
 

@@ -3,7 +3,8 @@ sampler, core/tuning/samplers/tpe.py; with multiFidelity under ASHA, samplers/mu
 ``sampler: bayesian`` (BOHB, samplers/bohb.py), resolved and checked with the same SpecErrors as the rest of the file.
 
 Kept apart from settings.py (objective, limits, earlyTermination, Hyperband) so that each sampling type's rules
-live beside each other; settings.py and sweepfile.py call the two functions below.
+live beside each other; settings.py and sweepfile.py call the two functions below. It imports no sampler (the
+samplers read its constants; samplers/__init__.py builds the sampler these settings describe: make_tpe_sampler).
 """
 from ..errors import SpecError
 
@@ -81,33 +82,6 @@ def objectives_of(definition):
         return None
     from .objectives import Objectives
     return Objectives.from_spec(definition.objective_set, definition.objective)
-
-
-def make_tpe_sampler(definition, goal, limits=None):
-    """The sampler of a bayesian sweep (the factory core/tuning/samplers registers): the multi-fidelity TPE under ASHA
-    (samplers/multifidelity.py; with several objectives fitted on the first at each rung, as BOHB is), MOTPE
-    (samplers/motpe.py) with several objectives or constraints, else TPE, told the sweep's number of jobs
-    (jobs_to_run: its local phase takes the last part of them)."""
-    sampling = definition.sampling
-    inherited = getattr(definition, 'inherited', ())
-    objectives = objectives_of(definition)
-    if sampling.get('multiFidelity'):
-        from .policies.asha import AshaPolicy
-        from .samplers.multifidelity import MultiFidelityTPESampler
-        asha = definition.early_termination
-        rungs = AshaPolicy(goal, asha['minResource'], asha['maxResource'], asha.get('eta', 3)).rungs
-        step = (definition.objective or {}).get('step') or 'step'
-        return MultiFidelityTPESampler(definition.parameters, goal, sampling['seed'], sampling['count'], rungs,
-                                       asha['maxResource'], min_points=sampling['startupJobs'],
-                                       random_fraction=sampling['randomFraction'], resource=step,
-                                       inherited=inherited, objectives=objectives)
-    if objectives is not None:
-        from .samplers.motpe import MOTPESampler
-        return MOTPESampler(definition.parameters, objectives, seed=sampling['seed'], count=sampling['count'],
-                            startup_jobs=sampling['startupJobs'], inherited=inherited)
-    from .samplers.tpe import TPESampler
-    return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=jobs_to_run(sampling, limits),
-                      startup_jobs=sampling['startupJobs'], inherited=inherited)
 
 
 def jobs_to_run(sampling, limits):

@@ -192,7 +192,8 @@ def results_end(trials, limits, goal, objectives=None):
     ends where an uninterrupted one would. With constraints (objectives), an infeasible job counts as none."""
     if limits.stop_at is None and limits.no_improvement_jobs is None:
         return None
-    from .result import best_trial, ran_to_end
+    from .final import ran_to_end
+    from .result import best_trial
     if objectives is not None and objectives.constraints:
         trials = [t for t in trials if not ran_to_end(t) or objectives.feasible(t)]
     better = (lambda a, b: a > b) if goal == 'max' else (lambda a, b: a < b)

@@ -5,7 +5,7 @@ Only jobs that ran to the end with every objective count (at Hyperband's largest
 infeasible job is never on the front and is listed with the constraints it broke.
 """
 from .objectives import CONSTRAINTS, OBJECTIVES
-from .result import final_trials
+from .final import final_trials
 
 FRONT = 'front'
 INFEASIBLE = 'infeasible'
@@ -19,7 +19,7 @@ def _entry(trial, values, rank, objectives):
 def front_figures(final, trials, objectives):
     """{'objectives', 'constraints', 'front': [entry, ...], 'ranked': [entry, ...], 'infeasible': [...]}.
 
-    :param final: the jobs that count (result.final_trials).
+    :param final: the jobs that count (final.final_trials).
     :param trials: every job (the infeasible ones are named from all the finished jobs).
     Entries: {name, rank (0: on the front), values {metric: value}, parameters}; 'ranked' holds every feasible job
     with all objectives, by dominance rank then submission order; 'front' those of rank 0; 'infeasible' entries:

@@ -2,22 +2,10 @@
 from collections import Counter
 
 from .decision import NOT_PROMOTED, STOPPED, fmt
+from .final import final_trials, ran_to_end
 from .job_value import counted_reports, job_value, steps_run
 
 CONTINUED = 'ran to the end'
-
-
-def ran_to_end(trial):
-    return trial.state == 'succeeded' and not trial.stopped_early
-
-
-def final_trials(trials):
-    """The jobs that ran to the end with a value, at the largest resource (Hyperband): the candidates for best."""
-    finished = [t for t in trials if ran_to_end(t) and t.last is not None]
-    top = max((t.resource for t in finished if t.resource is not None), default=None)
-    if top is not None:
-        finished = [t for t in finished if t.resource == top]
-    return finished
 
 
 def best_trial(trials, goal, objectives=None):

@@ -8,7 +8,7 @@ Its sampling type goes into core/spec/schemas/sweep.schema.json's `sampling.oneO
 from .grid import GridSampler
 from .hyperband import HyperbandSampler, hyperband_brackets
 from .random_search import RandomSampler
-from ..bayesian_settings import BAYESIAN, make_tpe_sampler, objectives_of
+from ..bayesian_settings import BAYESIAN, jobs_to_run, objectives_of
 
 
 def _grid(definition, goal, limits=None):  # pylint: disable=unused-argument
@@ -32,6 +32,33 @@ def _hyperband(definition, goal, limits=None):  # pylint: disable=unused-argumen
                                     inherited=getattr(definition, 'inherited', ()),
                                     objectives=objectives_of(definition))
     return sampler
+
+
+def make_tpe_sampler(definition, goal, limits=None):
+    """The sampler of a bayesian sweep (the factory SAMPLERS registers): the multi-fidelity TPE under ASHA
+    (multifidelity.py; with several objectives fitted on the first at each rung, as BOHB is), MOTPE
+    (motpe.py) with several objectives or constraints, else TPE, told the sweep's number of jobs
+    (jobs_to_run: its local phase takes the last part of them)."""
+    sampling = definition.sampling
+    inherited = getattr(definition, 'inherited', ())
+    objectives = objectives_of(definition)
+    if sampling.get('multiFidelity'):
+        from ..policies.asha import AshaPolicy
+        from .multifidelity import MultiFidelityTPESampler
+        asha = definition.early_termination
+        rungs = AshaPolicy(goal, asha['minResource'], asha['maxResource'], asha.get('eta', 3)).rungs
+        step = (definition.objective or {}).get('step') or 'step'
+        return MultiFidelityTPESampler(definition.parameters, goal, sampling['seed'], sampling['count'], rungs,
+                                       asha['maxResource'], min_points=sampling['startupJobs'],
+                                       random_fraction=sampling['randomFraction'], resource=step,
+                                       inherited=inherited, objectives=objectives)
+    if objectives is not None:
+        from .motpe import MOTPESampler
+        return MOTPESampler(definition.parameters, objectives, seed=sampling['seed'], count=sampling['count'],
+                            startup_jobs=sampling['startupJobs'], inherited=inherited)
+    from .tpe import TPESampler
+    return TPESampler(definition.parameters, goal=goal, seed=sampling['seed'], count=jobs_to_run(sampling, limits),
+                      startup_jobs=sampling['startupJobs'], inherited=inherited)
 
 
 SAMPLERS = {'grid': _grid, 'random': _random, 'hyperband': _hyperband, BAYESIAN: make_tpe_sampler}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from ...spec.naming import canonical_json
 from ...spec.sweep import redraw_limit
-from ..result import ran_to_end
+from ..final import ran_to_end
 from ..decision import NOT_PROMOTED, PROMOTED, Decision, fmt
 from ..trial import Sampler, Suggestion
 from .bohb import pending_suggestion

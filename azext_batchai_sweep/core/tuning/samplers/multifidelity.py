@@ -12,7 +12,7 @@ The random share and the suggestions made while no rung has enough values are un
 stream (a finite space gets no configuration twice), and ``count`` is the TPE's, so the sampler stops where plain
 bayesian sampling would.
 """
-from ..result import ran_to_end
+from ..final import ran_to_end
 from ..trial import Sampler, Suggestion
 from .bohb import DEFAULT_RANDOM_FRACTION, BudgetModel, pending_suggestion
 from .tpe import TPESampler
