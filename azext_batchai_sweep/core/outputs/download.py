@@ -409,3 +409,19 @@ def read_new_bytes(url, offset, retry=None):
             data = _whole_body(response)
             return data if response.status_code == 206 else data[offset:]
     return call_with_retries(attempt, settings=retry or RetrySettings(), what='download')
+
+
+def read_new_bytes_of(link, offset, retry=None):
+    """read_new_bytes of the file whose download URL `link()` gives (None: the file is not there yet, b''), asking
+    `link(renew=True)` once for a new URL when the one in hand is refused (403, 404: an expired or revoked SAS), as
+    a log followed for hours outlives its link (core/tuning/logs.py, core/report/live.py)."""
+    url = link()
+    if url is None:
+        return None
+    try:
+        return read_new_bytes(url, offset, retry=retry)
+    except requests.HTTPError as exc:
+        if exc.response is None or exc.response.status_code not in (403, 404):
+            raise
+    url = link(renew=True)
+    return read_new_bytes(url, offset, retry=retry) if url else b''

@@ -24,9 +24,8 @@ import secrets
 import threading
 import time
 
-import requests
 
-from ..outputs.download import find_output_file, read_new_bytes
+from ..outputs.download import find_output_file, read_new_bytes_of
 from ..outputs.metrics import MAX_LINE, MetricExtractor
 from ..outputs.names import nothing_matched
 from ..service.listing import list_jobs, select_jobs, state_of
@@ -161,18 +160,11 @@ class LiveSweep:
 
     def _read(self, name, final):
         log = self.logs[name]
-        url = self._link(name, log)
-        if url is None:
+        data = read_new_bytes_of(lambda renew=False: self._link(name, log, renew=renew), log.offset, retry=self.retry)
+        if data is None:
             if final:  # the job ended without ever writing the file: nothing will come
                 log.complete = True
             return
-        try:
-            data = read_new_bytes(url, log.offset, retry=self.retry)
-        except requests.HTTPError as exc:
-            if exc.response is None or exc.response.status_code not in (403, 404):
-                raise
-            url = self._link(name, log, renew=True)  # an expired or revoked link: ask for a new one, once
-            data = read_new_bytes(url, log.offset, retry=self.retry) if url else b''
         with self._lock:
             self.bytes_read += len(data)
             self.requests += 1

@@ -8,9 +8,8 @@ finished job's log is read to its end once more and then never again.
 import threading
 import time
 
-import requests
 
-from ..outputs.download import find_output_file, read_new_bytes
+from ..outputs.download import find_output_file, read_new_bytes_of
 from ..service.parallel import run_parallel
 from ..service.retry import describe_error
 from .reports import LogReader, ReportParser
@@ -90,18 +89,11 @@ class LogFollower:
 
     def _read(self, name, final):
         reader = self.readers[name]
-        url = self._link(name)
-        if url is None:
+        data = read_new_bytes_of(lambda renew=False: self._link(name, renew=renew), reader.offset, retry=self.retry)
+        if data is None:
             if final:  # the job ended without ever writing the file: nothing will come
                 self.complete.add(name)
             return
-        try:
-            data = read_new_bytes(url, reader.offset, retry=self.retry)
-        except requests.HTTPError as exc:
-            if exc.response is None or exc.response.status_code not in (403, 404):
-                raise
-            url = self._link(name, renew=True)  # an expired or revoked link: ask for a new one, once
-            data = read_new_bytes(url, reader.offset, retry=self.retry) if url else b''
         with self._lock:
             self.bytes_read += len(data)
             self.requests += 1
