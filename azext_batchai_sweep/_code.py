@@ -7,8 +7,8 @@ the snapshot uploaded once per content to the share `sweep-code` of the jobs' st
 The upload goes where the jobs' mount reads it: on the local service (its processes and Slurm schedulers read its
 shares from its data dir; its Azure Batch scheduler copies the snapshot to the cluster's storage and hands it to
 each task as a resource file) through its Files endpoint with its own key; on Azure with the AZURE_STORAGE_*
-credentials `az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the archive): that
-name is asked first, so an unchanged folder is never uploaded twice and an interrupted upload is made again.
+credentials `az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the
+archive): that name is asked first, so an unchanged folder is never uploaded twice and an interrupted upload is made again.
 """
 import os
 

@@ -1,7 +1,8 @@
 """How the Batch double runs tasks (TEST CODE ONLY): scheduling on free node slots, local process groups started
 without a shell (Batch does not use one) in Batch's directory layout with the AZ_BATCH_* variables Batch sets,
 multi-instance tasks (the coordination command on every node, then the command on the primary), retries, the wall
-clock, resourceFiles downloads, outputFiles uploads, terminate and requeue. A mixin of account.BatchAccount, which holds the lock.
+clock, resourceFiles downloads, outputFiles uploads, terminate and requeue. A mixin of account.BatchAccount, which
+holds the lock.
 """
 import glob
 import os
