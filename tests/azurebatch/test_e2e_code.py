@@ -19,7 +19,7 @@ import pytest
 from azext_batchai_sweep.localservice.azurebatch.task_logs import CONTAINER
 from tests.azurebatch.e2e_fixtures import tasks
 from tests.azurebatch.test_e2e_task_logs import (  # noqa: F401 pylint: disable=unused-import
-    STORAGE, _cluster, _job_names, _text, _wait, logs_service)
+    STORAGE, _assert_no_secret, _cluster, _job_names, _text, _wait, logs_service)
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -126,3 +126,8 @@ def test_a_three_job_sweep_with_code_runs_its_snapshot_from_resource_files(logs_
     assert len(_code_blobs(svc)) == 2
     (name,) = _job_names(svc, 'three')
     assert _text(svc, 'three', name, 'stdout.txt').splitlines()[1] == 'version 2'
+
+    # The read SAS went to Batch in the task bodies only: never into the data dir, az's output or the job's view.
+    shown = svc.az('batchai', 'job', 'show', *svc.group(), '-e', 'three', '-n', name, '-o', 'json', '--debug')
+    sas = [r['httpUrl'].split('?', 1)[1] for t in tasks(svc.double) for r in t.body['resourceFiles']]
+    _assert_no_secret(svc, sas, submitted.stderr + again.stderr + changed.stderr, shown.stdout + shown.stderr)
