@@ -4,10 +4,11 @@
 """--code (or the sweep file's `code:`): the folder packed into a snapshot, the job template made to unpack it, and
 the snapshot uploaded once per content to the share `sweep-code` of the jobs' storage account.
 
-The upload goes where the jobs' mount reads it: on the local service (every scheduler but Azure Batch reads its
-shares from its data dir) through its Files endpoint with its own key; on Azure, and for the Azure Batch scheduler
-(its pools mount Azure's shares), with the AZURE_STORAGE_* credentials `az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the archive): that
-name is asked first, so an unchanged folder is never uploaded twice and an interrupted upload is made again.
+The upload goes where the jobs' mount reads it: on the local service (its processes and Slurm schedulers read its
+shares from its data dir; its Azure Batch scheduler copies the snapshot to the cluster's storage and hands it to
+each task as a resource file) through its Files endpoint with its own key; on Azure with the AZURE_STORAGE_*
+credentials `az storage` reads. An archive is complete once its marker `<hash>.done` exists (written after the
+archive): that name is asked first, so an unchanged folder is never uploaded twice and an interrupted upload is made again.
 """
 import os
 
@@ -100,7 +101,7 @@ def _share_client(cli_ctx, account, share_name):
     data_dir = local_data_dir(cli_ctx)
     storage = LocalFileStorage(data_dir) if data_dir is not None else None
     info = storage._service_info() if storage is not None else {}  # pylint: disable=protected-access
-    if storage is not None and info.get('scheduler') != 'azure-batch':  # Azure Batch's pools mount Azure's shares
+    if storage is not None:  # (on Azure Batch the service hands it to each task: localservice/azurebatch/code_files)
         endpoint = info.get('filesEndpoint')
         if not endpoint:
             from azure.cli.core.azclierror import AzureConnectionError

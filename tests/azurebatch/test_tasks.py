@@ -228,3 +228,37 @@ def test_a_task_identity_is_its_job_incarnation_not_its_command_line():
     # as Batch answers the task (environmentSettings as sent), and a task the service did not make
     assert tasks.task_identity(json.loads(json.dumps(body))) == tasks.task_identity(body)
     assert tasks.task_identity({'id': 't1', 'commandLine': body['commandLine']}) is None
+
+
+def _code_props(nodes=1, digest='ab' * 32, share='sweep-code', path='sweep-code'):
+    """A job's properties as core/code/job.attach_code makes them (the code share mounted, its hash named)."""
+    return {'nodeCount': nodes, 'environmentVariables': [{'name': 'AZ_BATCHAI_SWEEP_CODE', 'value': digest}],
+            'mountVolumes': {'azureFileShares': [{'accountName': 'other', 'relativeMountPath': path,
+                                                  'azureFileUrl': 'https://other.file.core.windows.net/' + share}]}}
+
+
+def test_a_one_node_code_job_gets_its_snapshot_as_a_resource_file_not_a_mount():
+    props = _code_props()
+    tasks.check_job(props, 'customToolkitSettings', CLUSTER, multi_node=False, containers=False)  # no refusal
+    assert tasks.job_mounts(props, CLUSTER) == {}
+    body = tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, props, payload=PAYLOAD,
+                           code_url='https://acct.blob.core.windows.net/c/code/x?sig=s')
+    validate('TaskAddParameter', body)
+    assert body['resourceFiles'] == [{'httpUrl': 'https://acct.blob.core.windows.net/c/code/x?sig=s',
+                                      'filePath': 'mounts/sweep-code/{}.tar.gz'.format('ab' * 32)}]
+    assert 'sig=s' not in json.dumps(body['environmentSettings'])
+    assert 'resourceFiles' not in tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, {}, payload=PAYLOAD)
+
+
+@pytest.mark.parametrize('props', [_code_props(nodes=2), _code_props(digest='not-a-hash'),
+                                   _code_props(share='other-share'), _code_props(path='elsewhere')])
+def test_other_code_like_mounts_stay_mounts_the_cluster_must_have(props):
+    with pytest.raises(Refusal, match="cluster's nodeSetup.mountVolumes"):
+        tasks.check_job(props, 'customToolkitSettings', CLUSTER, multi_node=True, containers=False)
+
+
+def test_a_code_job_on_a_cluster_without_storage_is_refused_at_submit():
+    bare = {k: v for k, v in CLUSTER.items() if k != 'nodeSetup'}
+    with pytest.raises(Refusal, match='mounts no storage account') as refused:
+        tasks.check_job(_code_props(), 'customToolkitSettings', bare, multi_node=False, containers=False)
+    assert refused.value.code == 'CodeStorageMissing'

@@ -1,7 +1,7 @@
-"""Where the snapshot is uploaded: the local service's Files endpoint with its own key for the schedulers that read
-its data dir (processes, Slurm); Azure's Files endpoint with the AZURE_STORAGE_* credentials for the Azure Batch
-scheduler (its pools mount Azure's shares) and without a local target; a clear error without credentials. Only the
-client is built here: nothing is sent."""
+"""Where the snapshot is uploaded: the local service's Files endpoint with its own key on every scheduler (processes
+and Slurm read its data dir; Azure Batch's scheduler hands the snapshot to each task as a resource file:
+tests/azurebatch/test_e2e_code.py); Azure's Files endpoint with the AZURE_STORAGE_* credentials without a local
+target; a clear error without credentials. Only the client is built here: nothing is sent."""
 import json
 
 import pytest
@@ -23,17 +23,16 @@ def _clean_env(monkeypatch):
     return monkeypatch
 
 
-@pytest.mark.parametrize('scheduler', ['processes', 'slurm'])
+@pytest.mark.parametrize('scheduler', ['processes', 'slurm', 'azure-batch'])
 def test_local_schedulers_get_the_local_share(clean_env, tmp_path, scheduler):
+    clean_env.setenv('AZURE_STORAGE_KEY', 'YXp1cmU=')  # (not used: the local service's own key is)
     clean_env.setattr(_local_storage, 'local_data_dir', lambda _ctx: _data_dir(tmp_path, scheduler))
     share = _code._share_client(None, 'acct', 'sweep-code')  # pylint: disable=protected-access
     assert share.url.startswith('http://127.0.0.1:9/files/acct/sweep-code')
 
 
-@pytest.mark.parametrize('local', [True, False])
-def test_azure_batch_and_azure_get_azure_files_with_the_environment_key(clean_env, tmp_path, local):
-    clean_env.setattr(_local_storage, 'local_data_dir',
-                      lambda _ctx: _data_dir(tmp_path, 'azure-batch') if local else None)
+def test_azure_gets_azure_files_with_the_environment_key(clean_env):
+    clean_env.setattr(_local_storage, 'local_data_dir', lambda _ctx: None)
     clean_env.setenv('AZURE_STORAGE_KEY', 'YXp1cmU=')
     share = _code._share_client(None, 'acct', 'sweep-code')  # pylint: disable=protected-access
     assert share.url.startswith('https://acct.file.core.windows.net/sweep-code')

@@ -156,7 +156,7 @@ class AbMapMapping:
                               'the cluster\'s imageReference'), code='MultiNodeNeedsMpi')
 
     def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout,  # pylint: disable=unused-argument
-                  output_container_url=None):
+                  output_container_url=None, code_url=None):
         """The task add JSON; ``output_container_url``: the task-log container's SAS URL (task_logs.py), where
         Batch uploads the task's own stdout/stderr at its completion (None: no outputFiles)."""
         from . import node_wrapper, tasks  # pylint: disable=import-outside-toplevel
@@ -164,7 +164,7 @@ class AbMapMapping:
             self._payload = node_wrapper.payload()
         return tasks.task_body(task_id, job_body, toolkit, cluster_body['properties'], spec,
                                output_container_url=output_container_url, payload=self._payload,
-                               gpus=self.gpus(cluster_body['properties']))
+                               gpus=self.gpus(cluster_body['properties']), code_url=code_url)
 
     def _container_pool(self, cluster_props):
         """Whether the cluster's pool has a container configuration (pools.container_pool, as pool_body decided

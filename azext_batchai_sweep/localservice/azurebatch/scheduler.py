@@ -414,7 +414,8 @@ class AzureBatchScheduler(SubmittingScheduler):
             _, batch_job = self._ids(row['cluster'])
             task_id = self.mapping.task_id(key, layout.uid)
             body = self.mapping.task_body(task_id, json.loads(row['body']), spec, toolkit, cluster_body, layout,
-                                          output_container_url=self._logs_url(cluster_body, spec))
+                                          output_container_url=self._logs_url(cluster_body, spec),
+                                          code_url=self._code_url(cluster_body, spec))
         except Exception as ex:  # pylint: disable=broad-except
             logger.exception('job %s could not be made a Batch task', key)
             self._fail_unsubmitted(key, 'JobStartFailed', str(ex))
@@ -520,7 +521,8 @@ class AzureBatchScheduler(SubmittingScheduler):
             cluster_body = json.loads(self._store.get(row['cluster'])['body'])
             toolkit = _toolkit(spec)
             body = self.mapping.task_body(task.task_id, json.loads(row['body']), spec, toolkit, cluster_body,
-                                          task.layout, output_container_url=self._logs_url(cluster_body, spec))
+                                          task.layout, output_container_url=self._logs_url(cluster_body, spec),
+                                          code_url=self._code_url(cluster_body, spec, key))
             again.setdefault(task.batch_job, []).append((task, body, key))
         for batch_job, ready in again.items():  # (as many adds as Batch's limits need, as at the first add)
             self._ensure_job(batch_job, ready[0][0].cluster)
@@ -620,6 +622,40 @@ class AzureBatchScheduler(SubmittingScheduler):
         from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
         return self.task_logs.container_url(cluster_body.get('properties') or {},
                                             job_wall_clock(spec).total_seconds())
+
+    def _code_url(self, cluster_body, spec, readding=None):
+        """A read-only URL of the job's code snapshot in the cluster's storage (code_files.py), or None for a job
+        without one (or of several nodes: it keeps the cluster's mount). Raises when the job cannot get it, but
+        for a task added again (``readding``: its job's key), which goes without (its preparation then fails
+        saying it cannot unpack the snapshot)."""
+        from . import code_files  # pylint: disable=import-outside-toplevel
+        if code_files.code_mount(spec) is None:
+            return None
+        if readding is not None:
+            try:
+                return self._code_url(cluster_body, spec)
+            except Exception as ex:  # pylint: disable=broad-except
+                logger.warning('job %s: %s', readding, ex)
+                return None
+        archive = code_files.local_archive(self._data_dir, spec)
+        if not os.path.isfile(archive):
+            raise FileNotFoundError('the code snapshot {} is not in the service\'s share {} (upload it with the '
+                                    'sweep\'s --code)'.format(code_files.archive_name(spec), code_files.CODE_SHARE))
+        if self.task_logs is None:
+            raise LookupError('the code snapshot reaches a Batch task through the cluster\'s storage, which this '
+                              'service does not write to')
+        from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
+        try:
+            return self.task_logs.readable_url(cluster_body.get('properties') or {},
+                                               code_files.BLOB_PREFIX + code_files.archive_name(spec), archive,
+                                               job_wall_clock(spec).total_seconds())
+        except LookupError:
+            raise
+        except Exception as ex:  # pylint: disable=broad-except
+            # (the storage's words by kind and status only: a SAS or key never goes into the job's errors)
+            from .task_logs import _why  # pylint: disable=import-outside-toplevel
+            raise RuntimeError('the code snapshot could not be copied to the cluster\'s storage ({})'.format(
+                _why(ex))) from None
 
     def _read_task_logs(self, task, files):
         """Batch's own stdout/stderr of an ended task that the task file API no longer serves (its node is gone,

@@ -28,7 +28,7 @@ import datetime
 import logging
 import threading
 import time
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from .auth import LoginError
 
@@ -133,6 +133,34 @@ class TaskLogs:
                            'now', ex)
                 return None
         return '{}/{}?{}'.format(base, CONTAINER, sas)
+
+    def readable_url(self, cluster_props, blob, path, wall_clock_seconds):
+        """`<blob URL>?<SAS>` of blob ``blob`` of the cluster's task-log container, uploaded from the file ``path``
+        unless it is there (its name says its content: code_files.py), readable (read only) until the task's wall
+        clock plus the queue margin has passed. Raises what the storage answered (the job cannot run without it).
+        """
+        account = logs_account(cluster_props)
+        if account is None:
+            raise LookupError('the cluster mounts no storage account to hand the file to Batch through')
+        base = self._endpoint(account, cluster_props).rstrip('/')
+        now = self._clock()
+        from azure.core.exceptions import ResourceNotFoundError  # pylint: disable=import-outside-toplevel
+        with self._lock:
+            key, key_expiry = self._key(base, now, wall_clock_seconds + QUEUE_MARGIN_SECONDS)
+            self._ensure_container(base)
+            client = self._client(base).get_blob_client(CONTAINER, blob)
+            try:
+                client.get_blob_properties()
+            except ResourceNotFoundError:
+                with open(path, 'rb') as f:
+                    client.upload_blob(f, overwrite=True)
+                logger.info('uploaded %s to container %s of %s', blob, CONTAINER, base)
+            from azure.storage.blob import BlobSasPermissions, generate_blob_sas  # pylint: disable=C0415
+            sas = generate_blob_sas(account, CONTAINER, blob, user_delegation_key=key,
+                                    permission=BlobSasPermissions(read=True), start=_utc(now - CLOCK_SKEW_SECONDS),
+                                    expiry=_utc(min(now + wall_clock_seconds + QUEUE_MARGIN_SECONDS, key_expiry)),
+                                    protocol='https')
+        return '{}/{}/{}?{}'.format(base, CONTAINER, quote(blob), sas)
 
     def _key(self, base, now, needed):
         """(user delegation key, its expiry) covering ``needed`` seconds from now, or the longest one allowed."""

@@ -15,7 +15,8 @@ Batch AI job -> Batch task:
 - `containerSettings.imageSourceRegistry` (+ `shmSize`) -> `containerSettings` (`imageName`, `registry`,
   `--shm-size`), on a pool with a container configuration;
 - `mountVolumes` (job level) -> links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage
-  (Batch mounts at pool creation only);
+  (Batch mounts at pool creation only), except the code snapshot's share (--code) of a one-node job, which comes as
+  a `resourceFiles` entry instead (code_files.py);
 - `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
 - (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion to
   the cluster storage's task-log container with a write-only user delegation SAS (task_logs.py), so a failure
@@ -29,6 +30,7 @@ import json
 from ..gpus import gpus_per_node
 from ..resources import format_duration, job_wall_clock
 from . import node_wrapper
+from .code_files import code_mount, resource_files
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes
 
@@ -57,12 +59,15 @@ def job_mounts(props, cluster_props):
             cluster.setdefault(_storage(ref), ref['relativeMountPath'].strip('/'))
     mounts = {}
     volumes = props.get('mountVolumes') or {}
+    code = code_mount(props)  # (its archive comes as a resource file: no mount needed)
     for kind in ('fileServers', 'unmanagedFileSystems'):
         if volumes.get(kind):
             raise Refusal('mountVolumes.{}: Azure Batch mounts only Azure file shares and blob containers, and only '
                           'those of the cluster.'.format(kind), code='UnsupportedMountVolume')
     for kind in ('azureFileShares', 'azureBlobFileSystems'):
         for ref in volumes.get(kind) or []:
+            if ref is code:
+                continue
             target = cluster.get(_storage(ref))
             if target is None:
                 raise Refusal("mountVolumes.{} '{}': Azure Batch mounts storage only when a pool is created; mount "
@@ -106,6 +111,13 @@ def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint:
                       'reference cannot be given to Azure Batch; give the password.',
                       code='UnsupportedSecretReference')
     job_mounts(props, cluster_props)
+    if code_mount(props) is not None:
+        from .task_logs import logs_account  # pylint: disable=import-outside-toplevel
+        if logs_account(cluster_props) is None:
+            raise Refusal("--code: the code snapshot reaches a Batch task through the cluster's storage account (a "
+                          'resource file of its task-log container), and this cluster mounts no storage account; '
+                          "create the cluster with an Azure file share or blob container in nodeSetup.mountVolumes.",
+                          code='CodeStorageMissing')
 
 
 def container_settings(settings):
@@ -144,7 +156,7 @@ def launch_spec(job_body, toolkit, cluster_props, props, gpus=None):
 
 
 def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None,
-              gpus=None):
+              gpus=None, code_url=None):
     """The Batch task add JSON of a Batch AI job.
 
     :param job_body: the job as the service stores it (name, jobOutputDirectoryPathSegment, launch settings).
@@ -155,6 +167,7 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
     :param payload: node_wrapper.payload() (bytes), built once by the caller for all its tasks.
     :param gpus: GPUs of one node (vm_sizes.gpus of the cluster's offered size: AZ_BATCHAI_NUM_GPUS); None: from
         the VM size's name as the other schedulers count them (gpus.py: Batch AI's N-series).
+    :param code_url: a URL Batch may read the job's code snapshot from (code_files.py), for a job with one.
     """
     payload = node_wrapper.payload() if payload is None else payload
     spec = launch_spec(job_body, toolkit, cluster_props, props, gpus)
@@ -176,6 +189,8 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
         body['containerSettings'] = container_settings(props['containerSettings'])
     if output_container_url:
         body['outputFiles'] = output_files(output_container_url, task_id)
+    if code_url:
+        body['resourceFiles'] = resource_files(code_url, props)
     return body
 
 

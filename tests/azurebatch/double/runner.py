@@ -1,7 +1,8 @@
 """How the Batch double runs tasks (TEST CODE ONLY): scheduling on free node slots, local process groups started
 without a shell (Batch does not use one) in Batch's directory layout with the AZ_BATCH_* variables Batch sets,
 multi-instance tasks (the coordination command on every node, then the command on the primary), retries, the wall
-clock, outputFiles uploads, terminate and requeue. A mixin of account.BatchAccount, which holds the lock.
+clock, resourceFiles downloads, outputFiles uploads, terminate and requeue. A mixin of account.BatchAccount, which
+holds the lock.
 """
 import glob
 import os
@@ -54,6 +55,48 @@ def _put_blob(container_url, name, path, ca_file):
         return 'HTTP {} {}'.format(ex.code, ex.headers.get('x-ms-error-code') or '').strip()
     except OSError as ex:
         return type(ex).__name__
+
+
+def _get_blob(url, path, ca_file):
+    """Download `url` (a blob URL with its SAS, from a loopback Blob service) to `path`; the failure's words
+    (status and storage error code, never the SAS), or None."""
+    import ssl  # pylint: disable=import-outside-toplevel
+    import urllib.error  # pylint: disable=import-outside-toplevel
+    import urllib.request  # pylint: disable=import-outside-toplevel
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={'x-ms-version': '2021-08-06'}),  # noqa: S310
+                                    timeout=10, context=ssl.create_default_context(cafile=ca_file)) as answer:
+            data = answer.read()
+    except urllib.error.HTTPError as ex:
+        return 'HTTP {} {}'.format(ex.code, ex.headers.get('x-ms-error-code') or '').strip()
+    except OSError as ex:
+        return type(ex).__name__
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+        f.write(data)
+    os.chmod(path, 0o770)
+    return None
+
+
+def resource_file_failure(task, working_dir, ca_file):
+    """Batch's resourceFiles contract (Batch spec 2024-02-01.19.0, ResourceFile and TaskAddParameter.resourceFiles;
+    no recorded answer holds a download): each `httpUrl` is downloaded to `filePath` relative to the task's
+    working directory (which it cannot leave), mode 0770, on the primary node, before the command line runs.
+    Only `httpUrl` on a loopback Blob service is honoured here. A failed download fails the task without running
+    its command; the failure's code is the one tests/azurebatch/test_states_outcomes.py maps (not from a
+    recording). Returns that failureInfo, or None."""
+    for spec in task.body.get('resourceFiles') or []:
+        target = os.path.normpath(os.path.join(working_dir, spec.get('filePath') or ''))
+        url = spec.get('httpUrl')
+        if not url or not target.startswith(working_dir.rstrip('/') + '/') or \
+                urllib.parse.urlparse(url).hostname not in ('127.0.0.1', 'localhost'):
+            problem = 'not a loopback httpUrl with a filePath in the working directory (not honoured here)'
+        else:
+            problem = _get_blob(url, target, ca_file)
+        if problem:
+            return {'category': 'usererror', 'code': 'ResourceFileDownloadFailed',
+                    'message': 'Resource file download failed: {} ({})'.format(spec.get('filePath'), problem)}
+    return None
 
 
 class TaskRunner:
@@ -136,6 +179,11 @@ class TaskRunner:
             instance = {'node': node, 'env': env, 'dir': task_dir, 'started': now(), 'process': None,
                         'phase': 'coordination' if coordination else 'application'}
             task.instances.append(instance)
+            if index == 0:
+                instance['failure'] = resource_file_failure(task, env['AZ_BATCH_TASK_WORKING_DIR'],
+                                                            self.upload_ca_file)
+                if instance['failure']:
+                    continue
             if coordination or index == 0:
                 self._start_instance(task, instance, coordination or task.body['commandLine'])
         primary = nodes[0]
