@@ -24,9 +24,9 @@ from .errors import ArmError, disk_full, is_disk_full
 from .faults import FaultInjector
 from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
-from .runner import Runner
-from .slurm.commands import SlurmCli, SlurmError
-from .slurm.scheduler import SlurmScheduler
+from .schedulers.processes.runner import Runner
+from .schedulers.slurm.commands import SlurmCli, SlurmError
+from .schedulers.slurm.scheduler import SlurmScheduler
 from .store import Store, resource_key
 
 logger = logging.getLogger(__name__)
@@ -317,7 +317,7 @@ class LocalService:
                 raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
                                    'service with --scheduler slurm to follow them (or use another data dir)'.format(
                                        len(on_elsewhere)))
-            from .azurebatch.connect import connect  # pylint: disable=import-outside-toplevel
+            from .schedulers.azurebatch.connect import connect  # pylint: disable=import-outside-toplevel
             return connect(self.store, self.data_dir, self.azure_batch)
         if self.scheduler_name != 'slurm':
             raise ValueError("unknown scheduler '{}'".format(self.scheduler_name))

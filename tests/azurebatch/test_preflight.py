@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import account as account_mod
-from azext_batchai_sweep.localservice.azurebatch import preflight
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import account as account_mod
+from azext_batchai_sweep.localservice.schedulers.azurebatch import preflight
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.arm_double.server import default_supported_images, default_vm_skus
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 from tests.fixtures_az import REPO_ROOT, AzRunner

@@ -13,9 +13,9 @@ import urllib.request
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import states, tasks
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.task_logs import (
+from azext_batchai_sweep.localservice.schedulers.azurebatch import states, tasks
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.task_logs import (
     CONTAINER, KEY_LIFETIME_SECONDS, QUEUE_MARGIN_SECONDS, TaskLogs, default_endpoint, logs_account)
 from tests.azurebatch.tls_ca import TestCA
 from tests.fixtures_azurite import azurite_oauth
@@ -177,5 +177,5 @@ def test_a_sas_quoted_by_batch_never_reaches_a_stored_error():
         'details': [{'name': 'Url', 'value': 'https://a.blob.core.windows.net/c?sp=cw&sig=SECRET'}]}}}
     _, _, errors = states.outcome(task)
     assert 'SECRET' not in str(errors) and '?<SAS removed>' in errors[0]['message'], errors
-    from azext_batchai_sweep.localservice.azurebatch.client import BatchCallError
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchCallError
     assert 'SECRET' not in str(BatchCallError('add', 400, 'InvalidPropertyValue', 'containerUrl x?sig=SECRET'))

@@ -32,12 +32,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..errors import ArmError, bad_request
-from ..layout import JobLayout
-from ..resources import iso
-from ..stored_spec import job_spec
+from ...errors import ArmError, bad_request
+from ...layout import JobLayout
+from ...resources import iso
+from ...stored_spec import job_spec
 from ..scheduler import SubmittingScheduler, error
-from ..store import resource_key
+from ...store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
 from .share_reader import copy_new_bytes
 
@@ -617,7 +617,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         """The task-log container's write-only SAS URL for a task of the cluster (task_logs.py), or None."""
         if self.task_logs is None:
             return None
-        from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
+        from ...resources import job_wall_clock  # pylint: disable=import-outside-toplevel
         return self.task_logs.container_url(cluster_body.get('properties') or {},
                                             job_wall_clock(spec).total_seconds())
 
@@ -776,7 +776,7 @@ def _empty_local_outputs(layout):
 
 
 def _toolkit(spec):
-    from ..resources import TOOLKITS  # pylint: disable=import-outside-toplevel
+    from ...resources import TOOLKITS  # pylint: disable=import-outside-toplevel
     return next(k for k in TOOLKITS if spec.get(k) is not None)
 
 

@@ -186,7 +186,7 @@ class AbMapMapping:
         """Where the task file `remote` (relative to the task directory) goes in the job's folders of the data
         dir, or None: the job's stdouterr and output directories when the wrapper wrote them in the task's
         working directory, and Batch's own stdout/stderr of the task (as batch-stdout.txt / batch-stderr.txt)."""
-        from ..layout import output_paths  # pylint: disable=import-outside-toplevel
+        from ...layout import output_paths  # pylint: disable=import-outside-toplevel
         if remote in BATCH_STREAMS:
             return os.path.join(layout.stdouterr_dir, BATCH_STREAMS[remote])
         stdouterr, outputs, _ = output_paths(layout.props, _NODE_ROOTS)

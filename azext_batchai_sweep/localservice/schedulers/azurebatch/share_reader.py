@@ -51,7 +51,7 @@ def storage_folders(job_props, cluster_props, job_mounts):
     'blob' (a Blob container, blobfuse: URL its container's https://<account>.blob.<suffix>/<container>, whose
     directories are `/`-separated name prefixes). `job_mounts`: {job relativeMountPath: cluster relativeMountPath}
     (tasks.job_mounts)."""
-    from ..layout import output_paths  # pylint: disable=import-outside-toplevel
+    from ...layout import output_paths  # pylint: disable=import-outside-toplevel
     from .task_logs import default_endpoint as blob_endpoint  # pylint: disable=import-outside-toplevel
     mounts = {}  # node path -> (kind, account, URL)
     volumes = (cluster_props.get('nodeSetup') or {}).get('mountVolumes') or {}

@@ -27,7 +27,7 @@ import base64
 import json
 
 from ..gpus import gpus_per_node
-from ..resources import format_duration, job_wall_clock
+from ...resources import format_duration, job_wall_clock
 from . import node_wrapper
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes

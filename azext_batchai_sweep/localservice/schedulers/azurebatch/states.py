@@ -19,7 +19,7 @@ mount that failed), are errors of the cluster.
 import datetime
 import re
 
-from ..resources import parse_duration
+from ...resources import parse_duration
 from ..scheduler import REASONS
 from .spelling import folded, parse_time, same
 
