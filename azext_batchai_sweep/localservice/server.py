@@ -1,7 +1,9 @@
-"""The service process: two HTTP listeners (ARM API + download links, files API), the store and the runner.
+"""The service process: three HTTP listeners (ARM API + download links, Files API, Blob API), the store and the
+scheduler (schedulers/: processes, Slurm or Azure Batch).
 
 Every ARM request needs the bearer token of `<data-dir>/token`; fault injection applies to ARM requests only.
-Download links carry their own HMAC signature; the files API does its own (Shared Key) authentication.
+Download links carry their own HMAC signature; the Files and Blob APIs do their own (Shared Key, SAS)
+authentication.
 """
 import fcntl
 import json

@@ -213,7 +213,7 @@ def files_reader(double):
     in-process service (TEST CODE: the storage token comes from the Files double instead of `az account
     get-access-token --resource https://storage.azure.com/`, the endpoint is the Files double's)."""
     from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
-    from azext_batchai_sweep.localservice.schedulers.azurebatch.share_reader import ShareMirror
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.share_reader import ShareMirror
     from tests.azurebatch.files_double import FilesDouble
     files = FilesDouble(os.path.join(double.account.root, 'storage'), double.ca)
     return files, ShareMirror(credential=AzLoginCredential(source=lambda: (files.issue_token(), time.time() + 3600)),

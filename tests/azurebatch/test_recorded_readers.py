@@ -7,8 +7,8 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.schedulers.azurebatch import (account, images, node_wrapper, pools, preflight, spelling,
-                                                       states, tasks, vm_sizes)
+from azext_batchai_sweep.localservice.schedulers.azurebatch import (account, images, node_wrapper, pools, preflight,
+                                                                 spelling, states, tasks, vm_sizes)
 from azext_batchai_sweep.localservice.schedulers.azurebatch.client import POLL_SELECT, BatchCallError
 from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from azext_batchai_sweep.localservice.schedulers.azurebatch.images import ChosenImage

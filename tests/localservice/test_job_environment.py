@@ -2,7 +2,8 @@
 variables, the job's own; never the environment of the shell that started the service."""
 import pytest
 
-from azext_batchai_sweep.localservice.schedulers.jobenv import BASE_VARIABLES, DEFAULT_PATH, base_environment, job_environment
+from azext_batchai_sweep.localservice.schedulers.jobenv import (BASE_VARIABLES, DEFAULT_PATH, base_environment,
+                                                               job_environment)
 from tests.localservice.conftest import job_params, wait_state
 from azext_batchai_sweep.core.service.client import local_batchai_client
 

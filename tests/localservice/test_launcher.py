@@ -1,5 +1,5 @@
-"""The launch plan of a job (localservice/schedulers/launcher.py): Batch AI's processes, variables and output names from a job's
-settings and its nodes, whatever scheduler got the nodes; and running a plan's processes."""
+"""The launch plan of a job (localservice/schedulers/launcher.py): Batch AI's processes, variables and output names
+from a job's settings and its nodes, whatever scheduler got the nodes; and running a plan's processes."""
 import json
 import os
 import sys
