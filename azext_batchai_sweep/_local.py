@@ -89,7 +89,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     from azure.cli.core.azclierror import ValidationError
     from ._exit_codes import NoServiceError
     from .localservice import control
-    from .localservice.datadir import DataDirError
+    from .localservice.data.datadir import DataDirError
     from .localservice.ports import PortInUseError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if not retarget:

@@ -2,8 +2,9 @@
 listings), an Azure Files and a Blob Storage REST subset over the data dir (the shares and containers jobs mount),
 and the jobs run by one of three schedulers (schedulers/: local process groups, Slurm, Azure Batch).
 
-server.py puts it together (the listeners, the store, the scheduler); control.py starts, inspects and stops it in
-the background for `az batchai sweep local start|status|stop`. Foreground:
+server.py puts it together (the listeners, the store, the scheduler): api/ holds what the listeners answer, data/
+what the service keeps (the data dir, service.db), schedulers/ what runs the jobs; control.py starts, inspects and
+stops it in the background for `az batchai sweep local start|status|stop`. Foreground:
 `python -m azext_batchai_sweep.localservice --data-dir DIR [--scheduler processes|slurm|azure-batch]`.
 """
 API_VERSION = '2018-05-01'

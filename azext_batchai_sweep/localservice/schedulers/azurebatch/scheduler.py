@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from ...errors import ArmError, bad_request
 from ...layout import JobLayout
 from ...resources import iso
-from ...stored_spec import job_spec
+from ...data.stored_spec import job_spec
 from ..scheduler import SubmittingScheduler, error
-from ...store import resource_key
+from ...data.store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
 from .storage.rest import copy_new_bytes
 
