@@ -101,7 +101,7 @@ def _share_client(cli_ctx, account, share_name):
     data_dir = local_data_dir(cli_ctx)
     storage = LocalFileStorage(data_dir) if data_dir is not None else None
     info = storage._service_info() if storage is not None else {}  # pylint: disable=protected-access
-    if storage is not None:  # (on Azure Batch the service hands it to each task: localservice/azurebatch/code_files)
+    if storage is not None:  # (on Azure Batch the service hands it to each task: localservice/schedulers/azurebatch/code_files)
         endpoint = info.get('filesEndpoint')
         if not endpoint:
             from azure.cli.core.azclierror import AzureConnectionError

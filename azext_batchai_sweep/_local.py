@@ -29,7 +29,7 @@ def _report(info):
 def _check_slurm(slurm_conf, partition, account):
     """Refuse before starting anything when Slurm cannot take jobs from here (the service checks again)."""
     from azure.cli.core.azclierror import ValidationError
-    from .localservice.slurm.commands import SlurmCli, SlurmError
+    from .localservice.schedulers.slurm.commands import SlurmCli, SlurmError
     try:
         return SlurmCli(slurm_conf, partition, account).check()
     except SlurmError as ex:
@@ -89,7 +89,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
     from azure.cli.core.azclierror import ValidationError
     from ._exit_codes import NoServiceError
     from .localservice import control
-    from .localservice.datadir import DataDirError
+    from .localservice.data.datadir import DataDirError
     from .localservice.ports import PortInUseError
     data_dir = os.path.abspath(data_dir or default_data_dir(cli_ctx))
     if not retarget:
@@ -99,7 +99,7 @@ def start(cli_ctx, data_dir=None, port=0, slots=None, faults=None, scheduler='pr
         logger.warning('A local Batch AI service already runs on %s: this start shares it, and a "local stop" stops '
                        'it for everyone using it.', data_dir)
     if scheduler == 'slurm':
-        from .localservice.slurm.commands import resolve_conf
+        from .localservice.schedulers.slurm.commands import resolve_conf
         # --slurm-conf, else this shell's SLURM_CONF: checked here, handed to the service, used for every command.
         slurm_conf = resolve_conf(slurm_conf)
         if not already_running:

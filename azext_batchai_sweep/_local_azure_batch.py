@@ -65,7 +65,7 @@ def cloud_shell_notes(data_dir, pool_prefix=None):
 
 
 def _last_pools(data_dir):
-    from .localservice.azurebatch.pool_watch import read_last_pools
+    from .localservice.schedulers.azurebatch.pool_watch import read_last_pools
     return read_last_pools(data_dir)
 
 

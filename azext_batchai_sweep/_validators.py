@@ -219,7 +219,7 @@ def _validate_scheduler_options(namespace):
         raise InvalidArgumentValueError('--slots is for the processes scheduler: on Slurm the cluster has the '
                                         'nodes of the partition')
     if namespace.gpus:
-        from .localservice.gpus import parse_gpus
+        from .localservice.schedulers.gpus import parse_gpus
         try:
             parse_gpus(namespace.gpus if namespace.gpus.strip().lower() != 'auto' else '0')
         except ValueError as ex:
@@ -247,7 +247,7 @@ def _validate_azure_batch_options(namespace, batch):
             raise InvalidArgumentValueError('{} is for the processes scheduler: on Azure Batch each cluster is a '
                                             'pool, with the nodes and GPUs of its VM size'.format(option))
     if namespace.pool_prefix:
-        from .localservice.azurebatch.connect import check_pool_prefix
+        from .localservice.schedulers.azurebatch.connect import check_pool_prefix
         try:
             check_pool_prefix(namespace.pool_prefix)
         except ValueError as ex:

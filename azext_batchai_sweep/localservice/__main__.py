@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from .gpus import parse_gpus
+from .schedulers.gpus import parse_gpus
 from .server import LocalService
 
 

@@ -14,7 +14,8 @@ import time
 import urllib.error
 import urllib.request
 
-from . import SERVICE_FILE, datadir
+from . import SERVICE_FILE
+from .data import datadir
 from .ports import check_free
 
 logger = logging.getLogger(__name__)

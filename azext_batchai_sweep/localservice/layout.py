@@ -15,7 +15,7 @@ import re
 import urllib.parse
 
 from .errors import bad_request
-from .jobenv import MARKER_VARIABLE, job_environment
+from .schedulers.jobenv import MARKER_VARIABLE, job_environment
 
 _VARIABLE = re.compile(r'\$(\w+)|\$\{(\w+)\}')
 

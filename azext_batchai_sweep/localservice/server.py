@@ -1,7 +1,9 @@
-"""The service process: two HTTP listeners (ARM API + download links, files API), the store and the runner.
+"""The service process: three HTTP listeners (ARM API + download links, Files API, Blob API), the store and the
+scheduler (schedulers/: processes, Slurm or Azure Batch).
 
 Every ARM request needs the bearer token of `<data-dir>/token`; fault injection applies to ARM requests only.
-Download links carry their own HMAC signature; the files API does its own (Shared Key) authentication.
+Download links carry their own HMAC signature; the Files and Blob APIs do their own (Shared Key, SAS)
+authentication.
 """
 import fcntl
 import json
@@ -16,18 +18,19 @@ from http.server import BaseHTTPRequestHandler
 
 from . import (DEFAULT_CLUSTER, DEFAULT_LOCATION, DEFAULT_RESOURCE_GROUP, DEFAULT_SUBSCRIPTION, DEFAULT_WORKSPACE,
                SERVICE_FILE)
-from . import datadir, downloads
 from ..core.service.loopback import is_loopback
-from .arm_api import ArmApi, JSON
+from .api import downloads
+from .api.arm_api import ArmApi, JSON
 from .auth import check_bearer, load_or_create_secrets
+from .data import datadir
+from .data.store import Store, resource_key
 from .errors import ArmError, disk_full, is_disk_full
 from .faults import FaultInjector
 from .httpserver import BoundedHTTPServer
 from .resources import cluster_body, utcnow, workspace_body
-from .runner import Runner
-from .slurm.commands import SlurmCli, SlurmError
-from .slurm.scheduler import SlurmScheduler
-from .store import Store, resource_key
+from .schedulers.processes.runner import Runner
+from .schedulers.slurm.commands import SlurmCli, SlurmError
+from .schedulers.slurm.scheduler import SlurmScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +231,7 @@ class _BlobHandler(_FilesHandler):
 def _load_files_api(data_dir, storage_key):
     """The files API of files_api.py when that module exists (written separately); None answers 501."""
     try:
-        from .files_api import FilesApi  # pylint: disable=import-outside-toplevel
+        from .api.files_api import FilesApi  # pylint: disable=import-outside-toplevel
     except ImportError:
         logger.warning('files API not available: files_api.py is missing')
         return None
@@ -273,7 +276,7 @@ class LocalService:
         self._create_defaults()
         self.api = ArmApi(self.store, self.runner, self.data_dir, self.secrets.link_key)
         self.files_api = _load_files_api(self.data_dir, self.secrets.storage_key)
-        from .blob_api import BlobApi  # pylint: disable=import-outside-toplevel
+        from .api.blob_api import BlobApi  # pylint: disable=import-outside-toplevel
         self.blob_api = BlobApi(os.path.join(self.data_dir, 'storage'), self.secrets.storage_key)
         arm = BoundedHTTPServer((self.host, self.port), _ArmHandler, self)
         files = BoundedHTTPServer((self.host, self.files_port), _FilesHandler, self)
@@ -317,7 +320,7 @@ class LocalService:
                 raise RuntimeError('{} job(s) of this data dir were handed to Slurm by an earlier start: start the '
                                    'service with --scheduler slurm to follow them (or use another data dir)'.format(
                                        len(on_elsewhere)))
-            from .azurebatch.connect import connect  # pylint: disable=import-outside-toplevel
+            from .schedulers.azurebatch.connect import connect  # pylint: disable=import-outside-toplevel
             return connect(self.store, self.data_dir, self.azure_batch)
         if self.scheduler_name != 'slurm':
             raise ValueError("unknown scheduler '{}'".format(self.scheduler_name))

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.connect import TIMINGS_ENV
-from azext_batchai_sweep.localservice.azurebatch.preflight import AccountFacts
+from azext_batchai_sweep.localservice.schedulers.azurebatch.connect import TIMINGS_ENV
+from azext_batchai_sweep.localservice.schedulers.azurebatch.preflight import AccountFacts
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 from tests.fixtures_az import AzRunner
 
@@ -185,7 +185,7 @@ class InProcessService:
 def start(double, data_dir, poll_seconds=0.2, **extra):
     """A LocalService on Azure Batch built with the parts above (``extra``: more construction options, e.g. the
     share reader `shares`)."""
-    from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
     from azext_batchai_sweep.localservice.server import LocalService
     account = account_info(double)
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
@@ -212,8 +212,8 @@ def files_reader(double):
     """(the Files REST double over ``double``'s share folders, a share_reader.ShareMirror reading it) for an
     in-process service (TEST CODE: the storage token comes from the Files double instead of `az account
     get-access-token --resource https://storage.azure.com/`, the endpoint is the Files double's)."""
-    from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-    from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.share_reader import ShareMirror
     from tests.azurebatch.files_double import FilesDouble
     files = FilesDouble(os.path.join(double.account.root, 'storage'), double.ca)
     return files, ShareMirror(credential=AzLoginCredential(source=lambda: (files.issue_token(), time.time() + 3600)),

@@ -199,7 +199,7 @@ def batch_login(az_offline_login, monkeypatch):
 @pytest.fixture
 def arm_target(az_offline_login):
     """account.ArmTarget of the login (what account.az_arm_target() finds: tests/azurebatch/test_account.py)."""
-    from azext_batchai_sweep.localservice.azurebatch.account import ArmTarget
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.account import ArmTarget
     return ArmTarget(az_offline_login.arm_endpoint, az_offline_login.arm_audience, az_offline_login.subscription_id)
 
 

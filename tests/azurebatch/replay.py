@@ -19,7 +19,7 @@ from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 from urllib3.response import HTTPResponse
 
-from azext_batchai_sweep.localservice.azurebatch.client import BatchApi
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchApi
 
 ENDPOINT = 'https://recorded.region.batch.azure.com'
 
@@ -94,7 +94,7 @@ def replaying_api(*items):
 
 
 def _settings():
-    from azext_batchai_sweep.localservice.azurebatch.client import _JitteredRetryAfter
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.client import _JitteredRetryAfter
     return _JitteredRetryAfter(max_retries=2, base_delay=0.0, max_delay=0.0, sleep=lambda _s: None,
                                random=lambda: 0.0)
 

@@ -3,8 +3,8 @@ service finds them: az's real login (offline: tests/azurebatch/login_fixtures.py
 SDK over TLS to the loopback ARM double (tests/azurebatch/arm_double/, test code standing in for ARM)."""
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import account as account_mod
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import account as account_mod
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 
 pytestmark = pytest.mark.az
@@ -56,7 +56,7 @@ def test_find_account_without_group_searches_the_subscription(batch_login, arm_t
 
 def test_find_account_with_defaults_uses_az_login(batch_login):
     """No credential and no ARM target given: both come from az (auth.py's credential, az cloud/account show)."""
-    pytest.importorskip('azext_batchai_sweep.localservice.azurebatch.auth',
+    pytest.importorskip('azext_batchai_sweep.localservice.schedulers.azurebatch.auth',
                         reason='auth.py (az login as a credential) comes with the scheduler branch')
     batch_login.double.add_batch_account('acct', resource_group='rg1')
     batch_login.double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
@@ -247,8 +247,8 @@ def test_importing_account_and_preflight_loads_no_sdk():
     """`--scheduler processes` never pays for the SDKs: they are imported by the functions that call Azure."""
     import subprocess
     import sys
-    code = ('import sys; import azext_batchai_sweep.localservice.scheduler; before = set(sys.modules); '
-            'from azext_batchai_sweep.localservice.azurebatch import account, preflight; '
+    code = ('import sys; import azext_batchai_sweep.localservice.schedulers.scheduler; before = set(sys.modules); '
+            'from azext_batchai_sweep.localservice.schedulers.azurebatch import account, preflight; '
             'print("\\n".join(m for m in set(sys.modules) - before if m.split(".")[0] in '
             '("azure", "msrest", "knack", "requests", "msal")))')
     loaded = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split()

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential, LoginError, az_cli_token
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential, LoginError, az_cli_token
 
 SECRET = 'eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.secret-token-value'
 

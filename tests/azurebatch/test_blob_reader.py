@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror, storage_folders
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.mounts import storage_folders
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.share_reader import ShareMirror
 from azext_batchai_sweep.localservice.layout import JobLayout
 from tests.azurebatch.double.blobfuse import BlobfuseStandIn
 from tests.azurebatch.test_share_reader import assert_refused_once
@@ -116,8 +117,8 @@ def test_blobs_are_read_once_and_again_whole_when_uploaded_again(blob, tmp_path)
 
 
 def test_a_large_blob_is_read_in_ranges_and_a_read_cut_off_resumes(blob, tmp_path, monkeypatch):
-    from azext_batchai_sweep.localservice.azurebatch import share_reader
-    monkeypatch.setattr(share_reader, 'MAX_READ_BYTES', 1000)
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.storage import rest
+    monkeypatch.setattr(rest, 'MAX_READ_BYTES', 1000)
     segment = SEGMENT + '-b'
     layout, mirror = _layout(tmp_path, segment), _mirror(blob)
     folders = mirror.folders(layout, {'properties': CLUSTER})
@@ -160,7 +161,7 @@ def test_a_missing_container_or_prefix_reads_nothing_and_warns_nothing(blob, tmp
 def test_a_blob_uploaded_again_between_listing_and_read_is_read_at_the_next_poll(blob, tmp_path, monkeypatch):
     """Get Blob carries If-Match of the listed ETag: Azurite answers 412 for the newer upload, nothing is copied
     from a mix of two uploads, and the next poll reads the new one whole."""
-    from azext_batchai_sweep.localservice.azurebatch.blob_reader import BlobClient
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.blob_reader import BlobClient
     segment = SEGMENT + '-d'
     name = segment + '/stdouterr/stdout.txt'
     layout, mirror = _layout(tmp_path, segment), _mirror(blob)

@@ -8,9 +8,9 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import node_wrapper
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
+from azext_batchai_sweep.localservice.schedulers.azurebatch import node_wrapper
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
 from tests.azurebatch.double import BatchDouble
 
 
@@ -161,7 +161,7 @@ def test_the_autoscale_interval_goes_as_the_recordings_write_it(double):  # pyli
     autoscale settings (mapping.scale_request) reaches Batch with the interval in the recorded short form
     (Azure PowerShell's PoolTests/TestAutoScaleActions: `PT8M`) and the recorded field names."""
     import re
-    from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.mapping import AbMapMapping
     from tests.azurebatch.gpu_recorded import recorded
     api = _api(double, [])
     _pool_and_job(api)
@@ -199,7 +199,7 @@ def test_request_size_is_measured_on_the_bytes_the_sdk_sends(double):  # pylint:
     """The SDK sends json.dumps's defaults (', ' and ': '): 4 tasks of 9,500 small environment variables each are
     0.95 MB as compact JSON (one request by that count) but 1.1 MB as sent, which Batch refuses
     (RequestBodyTooLarge, the double's 1 MiB): chunks are cut on what is sent, and the measure is the wire's."""
-    from azext_batchai_sweep.localservice.azurebatch import tasks
+    from azext_batchai_sweep.localservice.schedulers.azurebatch import tasks
     api = _api(double, [])
     _pool_and_job(api)
     variables = [{'name': 'V{}'.format(i % 10), 'value': 'b'} for i in range(9500)]

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.client import BatchApi, _JitteredRetryAfter
-from azext_batchai_sweep.localservice.azurebatch.node_wrapper import TASK_VARIABLE
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchApi, _JitteredRetryAfter
+from azext_batchai_sweep.localservice.schedulers.azurebatch.node_wrapper import TASK_VARIABLE
 from tests.azurebatch.double import BatchDouble
 
 ADD = r'/jobs/j/addtaskcollection$'

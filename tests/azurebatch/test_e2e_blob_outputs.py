@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.share_reader import ShareMirror
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.share_reader import ShareMirror
 from tests.azurebatch.double.blobfuse import BlobfuseStandIn
 from tests.azurebatch.e2e_fixtures import serve, wait_until
 from tests.azurebatch.test_e2e_share_outputs import _open, _text, submit_gated

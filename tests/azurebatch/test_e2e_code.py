@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.task_logs import CONTAINER
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import CONTAINER
 from tests.azurebatch.e2e_fixtures import tasks
 from tests.azurebatch.test_e2e_task_logs import (  # noqa: F401 pylint: disable=unused-import
     STORAGE, _assert_no_secret, _cluster, _job_names, _text, _wait, logs_service)

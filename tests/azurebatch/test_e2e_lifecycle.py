@@ -6,7 +6,7 @@ Batch call through Prism (e2e_fixtures.py)."""
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.names import pool_id
+from azext_batchai_sweep.localservice.schedulers.azurebatch.names import pool_id
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]

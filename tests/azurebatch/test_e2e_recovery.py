@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.names import batch_job_id, pool_id
-from azext_batchai_sweep.localservice.store import Store
+from azext_batchai_sweep.localservice.schedulers.azurebatch.names import batch_job_id, pool_id
+from azext_batchai_sweep.localservice.data.store import Store
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 pytestmark = [pytest.mark.az, pytest.mark.service]

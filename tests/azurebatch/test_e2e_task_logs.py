@@ -19,8 +19,9 @@ import urllib.parse
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.task_logs import CONTAINER, QUEUE_MARGIN_SECONDS, TaskLogs
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import (CONTAINER, QUEUE_MARGIN_SECONDS,
+                                                                               TaskLogs)
 from tests.azurebatch.e2e_fixtures import files_service, start, tasks, wait_until
 from tests.fixtures_azurite import DEV_ACCOUNT_NAME, azurite_oauth
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.names import pool_id
+from azext_batchai_sweep.localservice.schedulers.azurebatch.names import pool_id
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 from tests.cli.test_sweep_errors_and_tables import fits
 

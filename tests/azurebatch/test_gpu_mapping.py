@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import node_wrapper
-from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
+from azext_batchai_sweep.localservice.schedulers.azurebatch import node_wrapper
+from azext_batchai_sweep.localservice.schedulers.azurebatch.mapping import AbMapMapping
 from tests.azurebatch.gpu_recorded import documented, supported_images
 from tests.azurebatch.test_node_wrapper import Node, job
 

@@ -4,8 +4,8 @@ import datetime
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import images
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import images
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.batch_shapes import validate
 
 TODAY = datetime.date(2026, 11, 26)
@@ -143,7 +143,7 @@ def test_a_given_image_is_taken_only_from_the_list_and_never_past_end_of_life(su
 # ---- Hyper-V generations, on the recorded supported-image list (tests/azurebatch/recorded/gpu_pools) -----------
 
 def _size_generations(name):
-    from azext_batchai_sweep.localservice.azurebatch import vm_sizes
+    from azext_batchai_sweep.localservice.schedulers.azurebatch import vm_sizes
     from tests.azurebatch.gpu_recorded import size
     return vm_sizes.hyperv_generations(size(name))
 

@@ -7,8 +7,8 @@ MODULES = ['errors', 'names', 'pools', 'priority', 'images', 'vm_sizes', 'quota'
 
 
 def test_importing_the_mapping_imports_no_sdk():
-    code = ('import sys\nimport azext_batchai_sweep.localservice.scheduler\nbefore = set(sys.modules)\n' +
-            ''.join('import azext_batchai_sweep.localservice.azurebatch.{}\n'.format(m) for m in MODULES) +
+    code = ('import sys\nimport azext_batchai_sweep.localservice.schedulers.scheduler\nbefore = set(sys.modules)\n' +
+            ''.join('import azext_batchai_sweep.localservice.schedulers.azurebatch.{}\n'.format(m) for m in MODULES) +
             'print(sorted(m for m in set(sys.modules) - before if not m.startswith("azext_batchai_sweep")))')
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     added = eval(out)  # pylint: disable=eval-used  # a list of module names printed by the child

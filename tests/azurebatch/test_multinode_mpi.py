@@ -2,7 +2,7 @@
 nodes start through mpirun (node_wrapper.mpi_spawn), so on an image without MPI such a job is refused at submit
 with the reason, never left to fail on every node after the pool grew for it. Through the mapping the scheduler uses
 (mapping.AbMapMapping), with supported images in the shape the data plane lists them."""
-from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
+from azext_batchai_sweep.localservice.schedulers.azurebatch.mapping import AbMapMapping
 from tests.azurebatch.test_images import HPC, JAMMY, NOBLE, TODAY  # noqa: F401 pylint: disable=unused-import
 
 ACCOUNT = {'poolAllocationMode': 'BatchService'}

@@ -4,7 +4,7 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import names
+from azext_batchai_sweep.localservice.schedulers.azurebatch import names
 
 BATCH_ID = re.compile(r'[A-Za-z0-9_-]{1,64}')
 name = st.text(st.characters(codec='utf-8', exclude_categories=('Cs',)), min_size=1, max_size=100)

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from azext_batchai_sweep.localservice import launcher
-from azext_batchai_sweep.localservice.azurebatch import node_wrapper, tasks
+from azext_batchai_sweep.localservice.schedulers import launcher
+from azext_batchai_sweep.localservice.schedulers.azurebatch import node_wrapper, tasks
 
 SEGMENT = 'sub/rg/ws/exp/j1/0a1b'
 FILE_URL = 'https://acct.file.core.windows.net/share'
@@ -153,7 +153,7 @@ def test_the_payload_is_small_deterministic_and_carries_no_azure_cli_import():
     with zipfile.ZipFile(io.BytesIO(payload)) as archive:
         assert archive.read('azext_batchai_sweep/__init__.py') == b''
         assert '__main__.py' in archive.namelist()
-        launcher_source = archive.read('azext_batchai_sweep/localservice/launcher.py').decode()
+        launcher_source = archive.read('azext_batchai_sweep/localservice/schedulers/launcher.py').decode()
     assert '# ----' not in launcher_source and 'How Batch AI launched' not in launcher_source
     compile(launcher_source, 'launcher.py', 'exec')
     # Every task carries it: 60 tasks with theirs must fit one task collection add (1 MB).

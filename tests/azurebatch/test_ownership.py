@@ -1,5 +1,5 @@
 """ownership.py: one owner id per data dir, kept across restarts; a pool or job is ours only with our owner id."""
-from azext_batchai_sweep.localservice.azurebatch import ownership
+from azext_batchai_sweep.localservice.schedulers.azurebatch import ownership
 
 
 def test_the_owner_is_made_once_per_data_dir_and_kept(tmp_path):

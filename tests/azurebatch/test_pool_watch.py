@@ -4,7 +4,7 @@ nodes whose start task failed."""
 import datetime
 
 from azext_batchai_sweep._local_azure_batch import cloud_shell_notes
-from azext_batchai_sweep.localservice.azurebatch import pool_watch, states
+from azext_batchai_sweep.localservice.schedulers.azurebatch import pool_watch, states
 
 UTC = datetime.timezone.utc
 NOW = datetime.datetime(2026, 11, 26, 10, 1, tzinfo=UTC)

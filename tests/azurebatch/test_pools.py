@@ -7,9 +7,9 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import pools
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
-from azext_batchai_sweep.localservice.azurebatch.images import ChosenImage
+from azext_batchai_sweep.localservice.schedulers.azurebatch import pools
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch.images import ChosenImage
 from azext_batchai_sweep.localservice.resources import parse_duration
 from tests.azurebatch.autoscale_eval import Samples, evaluate
 from tests.azurebatch.batch_shapes import validate
@@ -148,7 +148,7 @@ def test_the_image_and_node_agent_come_from_the_choice_and_containers_only_where
     the default GPU image of the recorded list (microsoft-dsvm ubuntu-hpc 2204, DockerCompatible) makes a plain
     pool, whose plain jobs run; a cluster that names a Docker-compatible image itself gets containerConfiguration;
     one that names a plain image does not."""
-    from azext_batchai_sweep.localservice.azurebatch import images
+    from azext_batchai_sweep.localservice.schedulers.azurebatch import images
     from tests.azurebatch.gpu_recorded import supported_images
     hpc = images.choose_image(None, supported_images(), TODAY, gpu=True)
     assert hpc.image_reference['offer'] == 'ubuntu-hpc' and 'DockerCompatible' in hpc.capabilities

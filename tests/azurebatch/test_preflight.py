@@ -7,9 +7,11 @@ import os
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import account as account_mod
-from azext_batchai_sweep.localservice.azurebatch import preflight
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import account as account_mod
+from azext_batchai_sweep.localservice.schedulers.azurebatch import preflight
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage import mounts as storage_mounts
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage import roles as storage_roles
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.arm_double.server import default_supported_images, default_vm_skus
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 from tests.fixtures_az import REPO_ROOT, AzRunner
@@ -365,7 +367,7 @@ def test_gpu_size_quota_of_a_new_account():
 
 @pytest.fixture
 def storage(batch_login):
-    return preflight.storage_account_id(batch_login.subscription_id, 'data-rg', 'outputs')
+    return storage_roles.storage_account_id(batch_login.subscription_id, 'data-rg', 'outputs')
 
 
 @pytest.mark.parametrize('role, scope, kind, missing, assign', [
@@ -397,7 +399,7 @@ def test_storage_without_the_data_role_names_it(batch_login, arm_target, credent
     if role:
         batch_login.double.assign(role, scopes[scope])
     permissions = preflight.list_permissions(storage, credential, arm_target)
-    refusal = _refused(preflight.check_storage_data_role, storage, [kind], permissions)
+    refusal = _refused(storage_roles.check_storage_data_role, storage, [kind], permissions)
     assert refusal.code == 'StorageRoleMissing'
     assert "The service reads job outputs from storage account 'outputs' with az's login" in refusal.reason
     assert "which lacks {} there".format(missing) in refusal.reason
@@ -415,7 +417,7 @@ def test_storage_without_the_data_role_names_it(batch_login, arm_target, credent
 def test_storage_with_the_data_role_passes(batch_login, arm_target, credential, storage, roles, kinds):
     for role in roles:
         batch_login.double.assign(role, batch_login.double.resource_group_id('data-rg'))
-    preflight.check_storage_data_role(storage, kinds, preflight.list_permissions(storage, credential, arm_target))
+    storage_roles.check_storage_data_role(storage, kinds, preflight.list_permissions(storage, credential, arm_target))
 
 
 # ---- cluster create with what the account holds ---------------------------------------------------------------
@@ -504,9 +506,9 @@ def _mounting(files=(), blobs=()):
 
 
 def test_cluster_storage_kinds():
-    assert preflight.cluster_storage(_mounting(files=['a', 'b'], blobs=['a'])) == {'a': {'file', 'blob'},
+    assert storage_mounts.cluster_storage(_mounting(files=['a', 'b'], blobs=['a'])) == {'a': {'file', 'blob'},
                                                                                     'b': {'file'}}
-    assert preflight.cluster_storage({'vmSize': 'x'}) == {}
+    assert storage_mounts.cluster_storage({'vmSize': 'x'}) == {}
 
 
 def test_cluster_storage_roles_through_arm(batch_login, arm_target, credential):
@@ -516,29 +518,29 @@ def test_cluster_storage_roles_through_arm(batch_login, arm_target, credential):
     double.assign('Reader', '/subscriptions/' + batch_login.subscription_id)
     double.assign('Storage File Data Privileged Reader', outputs)
     # The task-log container is on the cluster's one storage account: its Blob role is needed there too.
-    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs']), credential, arm_target)
+    refusal = _refused(storage_roles.check_cluster_storage, _mounting(files=['outputs']), credential, arm_target)
     assert "Assign the role Storage Blob Data Contributor: az role assignment create --role 'Storage Blob Data " \
         "Contributor' --assignee <your user or principal> --scope {}".format(outputs) in refusal.reason
     double.assign('Storage Blob Data Contributor', outputs)
-    preflight.check_cluster_storage(_mounting(files=['outputs']), credential, arm_target)
+    storage_roles.check_cluster_storage(_mounting(files=['outputs']), credential, arm_target)
     # Two accounts: the task logs go to the first by name ('data'), where the contributor role covers the reads.
-    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
+    refusal = _refused(storage_roles.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
                        arm_target)
     assert refusal.code == 'StorageRoleMissing'
     assert "storage account 'data'" in refusal.reason and 'Storage Blob Data Reader' not in refusal.reason
     assert "Assign the role Storage Blob Data Contributor: az role assignment create --role 'Storage Blob Data " \
         "Contributor' --assignee <your user or principal> --scope {}".format(data) in refusal.reason
     double.assign('Storage Blob Data Reader', data)  # reads, but cannot hold the task logs
-    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
+    refusal = _refused(storage_roles.check_cluster_storage, _mounting(files=['outputs'], blobs=['data']), credential,
                        arm_target)
     assert 'Storage Blob Data Contributor' in refusal.reason
     double.assign('Storage Blob Data Contributor', data)
-    preflight.check_cluster_storage(_mounting(files=['outputs'], blobs=['data']), credential, arm_target)
+    storage_roles.check_cluster_storage(_mounting(files=['outputs'], blobs=['data']), credential, arm_target)
 
 
 def test_cluster_storage_not_visible(batch_login, arm_target, credential):
     batch_login.double.add_storage_account('elsewhere', 'data-rg')  # no role: ARM does not list it
-    refusal = _refused(preflight.check_cluster_storage, _mounting(files=['elsewhere']), credential, arm_target)
+    refusal = _refused(storage_roles.check_cluster_storage, _mounting(files=['elsewhere']), credential, arm_target)
     assert refusal.code == 'StorageAccountNotFound'
     assert refusal.reason.startswith("Storage account 'elsewhere' is not in subscription {} (or az's login may not "
                                      'see it)'.format(batch_login.subscription_id))

@@ -3,9 +3,9 @@ batch_prism: every request and answer validated against tests/specs/batch-2024-0
 token from the offline login: the account found through the ARM double, its endpoint the Prism relay."""
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import account as account_mod
-from azext_batchai_sweep.localservice.azurebatch import preflight
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import account as account_mod
+from azext_batchai_sweep.localservice.schedulers.azurebatch import preflight
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.login_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import (fixtures)
 
 pytestmark = pytest.mark.az

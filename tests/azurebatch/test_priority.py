@@ -3,8 +3,8 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import priority
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import priority
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 
 BEFORE = datetime.date(2025, 9, 30)
 AFTER = datetime.date(2025, 10, 1)

@@ -2,9 +2,9 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import quota
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
-from azext_batchai_sweep.localservice.azurebatch.priority import DEDICATED, LOW_PRIORITY, SPOT
+from azext_batchai_sweep.localservice.schedulers.azurebatch import quota
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch.priority import DEDICATED, LOW_PRIORITY, SPOT
 
 
 def sku(cpus, family='standardNCASv3_T4Family'):

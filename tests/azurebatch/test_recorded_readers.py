@@ -7,12 +7,12 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import (account, images, node_wrapper, pools, preflight, spelling,
-                                                       states, tasks, vm_sizes)
-from azext_batchai_sweep.localservice.azurebatch.client import POLL_SELECT, BatchCallError
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
-from azext_batchai_sweep.localservice.azurebatch.images import ChosenImage
-from azext_batchai_sweep.localservice.azurebatch.mapping import AbMapMapping
+from azext_batchai_sweep.localservice.schedulers.azurebatch import (account, images, node_wrapper, pools, preflight,
+                                                                 spelling, states, tasks, vm_sizes)
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import POLL_SELECT, BatchCallError
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch.images import ChosenImage
+from azext_batchai_sweep.localservice.schedulers.azurebatch.mapping import AbMapMapping
 from tests.azurebatch.recorded_batch import interaction, load, operation
 from tests.azurebatch.replay import field_names, path_template, replaying_api, unknown_fields
 
@@ -152,7 +152,7 @@ def test_a_task_exists_answer_is_judged_by_the_recorded_task():
     runs (tasks.task_identity), not by its command line: azure-cli's recorded task was not made by this service,
     whatever command line our add carries; the same recorded answer carrying our job's launch settings is our add."""
     import json
-    from azext_batchai_sweep.localservice.azurebatch.node_wrapper import TASK_VARIABLE
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.node_wrapper import TASK_VARIABLE
     recorded = interaction('task_create', 'task get')
     exists = {'name': 'add', 'method': 'POST', 'path': '/jobs/xplatJobForTaskTests/addtaskcollection', 'status': 200,
               'response': {'value': [{'status': 'ClientError', 'taskId': 'xplatTask',

@@ -8,9 +8,10 @@ import time
 import pytest
 import requests
 
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.share_reader import (FILES_API_VERSION, ShareMirror,
-                                                                      default_endpoint, share_folders)
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.mounts import share_folders
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.share_reader import (FILES_API_VERSION, ShareMirror,
+                                                                                  default_endpoint)
 from azext_batchai_sweep.localservice.layout import JobLayout
 from tests.azurebatch.files_double import FilesDouble
 from tests.azurebatch.tls_ca import TestCA
@@ -152,6 +153,6 @@ def test_the_files_double_refuses_what_azure_files_refuses(files, drop):
 
 def test_listing_names_azure_files_percent_encodes_are_decoded():
     import xml.etree.ElementTree as ET
-    from azext_batchai_sweep.localservice.azurebatch.share_reader import _name
-    assert _name(ET.fromstring('<File><Name Encoded="true">a%0Bb.txt</Name></File>')) == 'a\x0bb.txt'
-    assert _name(ET.fromstring('<File><Name>a%20b.txt</Name></File>')) == 'a%20b.txt'
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.rest import entry_name
+    assert entry_name(ET.fromstring('<File><Name Encoded="true">a%0Bb.txt</Name></File>')) == 'a\x0bb.txt'
+    assert entry_name(ET.fromstring('<File><Name>a%20b.txt</Name></File>')) == 'a%20b.txt'

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import spelling, states
+from azext_batchai_sweep.localservice.schedulers.azurebatch import spelling, states
 from tests.azurebatch.recorded_batch import interaction
 
 UTC = datetime.timezone.utc

@@ -3,7 +3,7 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import pool_watch, states
+from azext_batchai_sweep.localservice.schedulers.azurebatch import pool_watch, states
 from tests.azurebatch.batch_shapes import validate
 
 

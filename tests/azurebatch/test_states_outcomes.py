@@ -6,7 +6,7 @@ start) fails the job even then, and the service's own reason (terminate, delete)
 """
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import states
+from azext_batchai_sweep.localservice.schedulers.azurebatch import states
 from tests.azurebatch.batch_shapes import validate
 
 START, END = '2026-11-26T10:00:00Z', '2026-11-26T10:01:00Z'

@@ -4,7 +4,7 @@ The user's path: az's offline login, `local start --scheduler azure-batch --batc
 Prism (e2e_fixtures.py). A missing role refuses, naming the role and the command that assigns it; nothing is made."""
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.storage_roles import StorageRoleCheck
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.roles import StorageRoleCheck
 from tests.azurebatch.e2e_fixtures import *  # noqa: F401,F403 pylint: disable=wildcard-import,unused-wildcard-import
 
 ROLE = 'Storage File Data Privileged Reader'

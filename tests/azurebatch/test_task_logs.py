@@ -13,10 +13,11 @@ import urllib.request
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import states, tasks
-from azext_batchai_sweep.localservice.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.azurebatch.task_logs import (
-    CONTAINER, KEY_LIFETIME_SECONDS, QUEUE_MARGIN_SECONDS, TaskLogs, default_endpoint, logs_account)
+from azext_batchai_sweep.localservice.schedulers.azurebatch import states, tasks
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.mounts import blob_endpoint, logs_account
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import (CONTAINER, KEY_LIFETIME_SECONDS,
+                                                                               QUEUE_MARGIN_SECONDS, TaskLogs)
 from tests.azurebatch.tls_ca import TestCA
 from tests.fixtures_azurite import azurite_oauth
 
@@ -151,13 +152,13 @@ def test_the_task_body_carries_the_sas_url_as_output_files_and_the_size_check_co
 def test_the_logs_account_and_its_blob_endpoint():
     assert logs_account(_cluster('zeta', 'alpha')) == 'alpha'
     assert logs_account({'vmSize': 'x'}) is None
-    assert default_endpoint('alpha', _cluster('alpha')) == 'https://alpha.blob.core.windows.net'
+    assert blob_endpoint('alpha', _cluster('alpha')) == 'https://alpha.blob.core.windows.net'
     china = {'nodeSetup': {'mountVolumes': {'azureFileShares': [
         {'accountName': 'cn', 'azureFileUrl': 'https://cn.file.core.chinacloudapi.cn/s', 'relativeMountPath': 'a'}]}}}
-    assert default_endpoint('cn', china) == 'https://cn.blob.core.chinacloudapi.cn'
+    assert blob_endpoint('cn', china) == 'https://cn.blob.core.chinacloudapi.cn'
     blob_only = {'nodeSetup': {'mountVolumes': {'azureBlobFileSystems': [
         {'accountName': 'b', 'containerName': 'c', 'relativeMountPath': 'b'}]}}}
-    assert logs_account(blob_only) == 'b' and default_endpoint('b', blob_only) == 'https://b.blob.core.windows.net'
+    assert logs_account(blob_only) == 'b' and blob_endpoint('b', blob_only) == 'https://b.blob.core.windows.net'
 
 
 @pytest.mark.parametrize('failure, expected', [
@@ -177,5 +178,5 @@ def test_a_sas_quoted_by_batch_never_reaches_a_stored_error():
         'details': [{'name': 'Url', 'value': 'https://a.blob.core.windows.net/c?sp=cw&sig=SECRET'}]}}}
     _, _, errors = states.outcome(task)
     assert 'SECRET' not in str(errors) and '?<SAS removed>' in errors[0]['message'], errors
-    from azext_batchai_sweep.localservice.azurebatch.client import BatchCallError
+    from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchCallError
     assert 'SECRET' not in str(BatchCallError('add', 400, 'InvalidPropertyValue', 'containerUrl x?sig=SECRET'))

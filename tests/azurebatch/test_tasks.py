@@ -5,8 +5,8 @@ import json
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from azext_batchai_sweep.localservice.azurebatch import node_wrapper, tasks
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import node_wrapper, tasks
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 from tests.azurebatch.batch_shapes import validate
 
 FILE_URL = 'https://acct.file.core.windows.net/share'

@@ -2,7 +2,7 @@
 `local start` may set, and the message naming what is wrong."""
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch.connect import TIMINGS_ENV, timings_from_env
+from azext_batchai_sweep.localservice.schedulers.azurebatch.connect import TIMINGS_ENV, timings_from_env
 
 
 @pytest.mark.parametrize('text, expected', [

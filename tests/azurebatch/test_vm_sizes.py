@@ -3,8 +3,8 @@ import datetime
 
 import pytest
 
-from azext_batchai_sweep.localservice.azurebatch import vm_sizes
-from azext_batchai_sweep.localservice.azurebatch.errors import Refusal
+from azext_batchai_sweep.localservice.schedulers.azurebatch import vm_sizes
+from azext_batchai_sweep.localservice.schedulers.azurebatch.errors import Refusal
 
 TODAY = datetime.date(2026, 11, 26)
 
@@ -61,7 +61,7 @@ def test_vcpus_and_gpus_come_from_the_capabilities():
 def test_what_a_size_is_comes_from_its_offered_entry_not_its_name(name, gpus, cpus, generations):
     """Issue 40 item 3 (documented entries: tests/azurebatch/recorded/gpu_pools/documented_sizes.json). The name's
     rule of the other schedulers (gpus.py: 6/12/24 cores -> 1/2/4 GPUs) says 0 for the T4 and 4 for the A100."""
-    from azext_batchai_sweep.localservice.gpus import gpus_per_node
+    from azext_batchai_sweep.localservice.schedulers.gpus import gpus_per_node
     from tests.azurebatch.gpu_recorded import documented
     offered = documented('vmSkus')
     sku = vm_sizes.offered_size(name.lower(), offered)  # Batch answers sizes lower-cased

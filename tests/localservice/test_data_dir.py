@@ -6,7 +6,8 @@ import stat
 
 import pytest
 
-from azext_batchai_sweep.localservice import control, datadir
+from azext_batchai_sweep.localservice import control
+from azext_batchai_sweep.localservice.data import datadir
 
 pytestmark = pytest.mark.service
 

@@ -10,7 +10,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.service.client import local_batchai_client
-from azext_batchai_sweep.localservice.gpus import detect, gpus_per_node, parse_gpus
+from azext_batchai_sweep.localservice.schedulers.gpus import detect, gpus_per_node, parse_gpus
 from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params
 from tests.localservice.test_job_launch import caffe2_params, hang_script, pids_of

@@ -11,7 +11,7 @@ import pytest
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.service.client import local_batchai_client
-from azext_batchai_sweep.localservice.gpus import detect
+from azext_batchai_sweep.localservice.schedulers.gpus import detect
 from tests.fixtures_service import start_service, stop_service
 
 pytestmark = pytest.mark.service

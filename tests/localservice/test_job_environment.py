@@ -1,8 +1,9 @@
-"""A job's environment is what Batch AI would give it (localservice/jobenv.py): a minimal base, the Batch AI
+"""A job's environment is what Batch AI would give it (localservice/schedulers/jobenv.py): a minimal base, the Batch AI
 variables, the job's own; never the environment of the shell that started the service."""
 import pytest
 
-from azext_batchai_sweep.localservice.jobenv import BASE_VARIABLES, DEFAULT_PATH, base_environment, job_environment
+from azext_batchai_sweep.localservice.schedulers.jobenv import (BASE_VARIABLES, DEFAULT_PATH, base_environment,
+                                                               job_environment)
 from tests.localservice.conftest import job_params, wait_state
 from azext_batchai_sweep.core.service.client import local_batchai_client
 

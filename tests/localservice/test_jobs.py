@@ -9,7 +9,8 @@ import pytest
 from azure.core.exceptions import ResourceNotFoundError
 from azure.mgmt.batchai import models
 
-from azext_batchai_sweep.localservice import auth, downloads
+from azext_batchai_sweep.localservice import auth
+from azext_batchai_sweep.localservice.api import downloads
 from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
 from tests.localservice.test_job_launch import need_mpirun
 

@@ -1,5 +1,5 @@
-"""The launch plan of a job (localservice/launcher.py): Batch AI's processes, variables and output names from a job's
-settings and its nodes, whatever scheduler got the nodes; and running a plan's processes."""
+"""The launch plan of a job (localservice/schedulers/launcher.py): Batch AI's processes, variables and output names
+from a job's settings and its nodes, whatever scheduler got the nodes; and running a plan's processes."""
 import json
 import os
 import sys
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from azext_batchai_sweep.localservice import launcher
-from azext_batchai_sweep.localservice.launcher import Node, plan
+from azext_batchai_sweep.localservice.schedulers import launcher
+from azext_batchai_sweep.localservice.schedulers.launcher import Node, plan
 
 NODES = [Node('10.0.0.4', '10.0.0.4'), Node('10.0.0.5', '10.0.0.5')]
 
@@ -150,7 +150,7 @@ def test_the_launcher_runs_as_a_script_without_its_package(tmp_path):
 
 def test_an_mpi_job_is_refused_at_submit_where_mpirun_is_missing(monkeypatch, tmp_path):
     # Mock: this machine has mpirun (make test installs it); its absence is what the service must name.
-    from azext_batchai_sweep.localservice import runner
+    from azext_batchai_sweep.localservice.schedulers.processes import runner
     monkeypatch.setattr(runner.shutil, 'which', lambda name: None)
     scheduler = runner.Runner(store=None, data_dir=str(tmp_path))
     cluster = {'properties': {'vmSize': 'LOCAL'}}

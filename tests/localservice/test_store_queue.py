@@ -1,5 +1,5 @@
 """Store.clusters_with_queue: the scheduler's per-wake question, answered from the queue index."""
-from azext_batchai_sweep.localservice.store import Store, resource_key
+from azext_batchai_sweep.localservice.data.store import Store, resource_key
 
 
 def _cluster(store, name):
@@ -38,7 +38,7 @@ def test_a_data_dir_of_0_1_1_gains_the_scheduler_id_column(tmp_path):
     """0.1.1's table had no sched_id (the Slurm job id): opening it adds the column; unsubmitted jobs come in
     Batch AI order (priority, then creation) and leave the list once they have an id."""
     import sqlite3
-    from azext_batchai_sweep.localservice.store import Store as _Store
+    from azext_batchai_sweep.localservice.data.store import Store as _Store
     path = str(tmp_path / 'old.db')
     old = sqlite3.connect(path)
     old.executescript('CREATE TABLE resources (seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL UNIQUE, '

@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
-from azext_batchai_sweep.localservice.store import Store, resource_key
+from azext_batchai_sweep.localservice.data.store import Store, resource_key
 
 from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
 

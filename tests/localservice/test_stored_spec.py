@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from azext_batchai_sweep.localservice.stored_spec import (SCRYPT_N, SCRYPT_P, SCRYPT_PREFIX, SCRYPT_R,
+from azext_batchai_sweep.localservice.data.stored_spec import (SCRYPT_N, SCRYPT_P, SCRYPT_PREFIX, SCRYPT_R,
                                                           same_cluster_request, without_credentials)
 
 
@@ -71,7 +71,7 @@ def test_jobs_sealed_by_concurrent_requests_open_with_the_one_key():
     SecretsNotKept on a service that never restarted)."""
     import json
     import threading
-    from azext_batchai_sweep.localservice import stored_spec
+    from azext_batchai_sweep.localservice.data import stored_spec
     stored_spec._SEALER = None  # pylint: disable=protected-access  # as in a service just started
     barrier, rows = threading.Barrier(8), []
 

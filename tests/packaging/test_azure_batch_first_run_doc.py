@@ -39,7 +39,8 @@ def test_the_page_opens_with_the_first_run_in_a_beginners_order():
 def test_the_roles_it_asks_for_are_the_ones_the_service_checks():
     opening, _ = _opening()
     code = ''
-    for path in glob.glob(os.path.join(REPO_ROOT, 'azext_batchai_sweep', 'localservice', 'azurebatch', '*.py')):
+    azure_batch = os.path.join(REPO_ROOT, 'azext_batchai_sweep', 'localservice', 'schedulers', 'azurebatch')
+    for path in glob.glob(os.path.join(azure_batch, '**', '*.py'), recursive=True):
         with open(path, encoding='utf-8') as f:
             code += f.read()
     for role in ROLES:

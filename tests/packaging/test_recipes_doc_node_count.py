@@ -3,7 +3,7 @@
 launches themselves run through az in tests/launch_jobs.py (a 2-node customMpi job: both ranks write stdout.txt)."""
 import os
 
-from azext_batchai_sweep.localservice import launcher
+from azext_batchai_sweep.localservice.schedulers import launcher
 from tests.fixtures_az import REPO_ROOT
 
 NODES = [launcher.Node('node-0', '10.0.0.4'), launcher.Node('node-1', '10.0.0.5')]

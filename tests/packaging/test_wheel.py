@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import zipfile
 
 import pytest
 
@@ -21,6 +22,21 @@ def test_setup_declares_no_install_requires():
     keywords = {keyword.arg: keyword.value for keyword in setup_call.keywords}
     assert 'install_requires' in keywords
     assert ast.literal_eval(keywords['install_requires']) == []
+
+
+def test_wheel_holds_every_module_of_the_package(wheel):
+    # setup.py's find_packages takes only folders with an __init__.py: a sub-package without one (the schedulers'
+    # processes/, slurm/, azurebatch/ sit three levels down) would install, then fail at its first import.
+    package_dir = os.path.join(REPO_ROOT, 'azext_batchai_sweep')
+    modules = {os.path.relpath(os.path.join(folder, name), REPO_ROOT).replace(os.sep, '/')
+               for folder, _, names in os.walk(package_dir) if '__pycache__' not in folder
+               for name in names if name.endswith('.py')}
+    assert 'azext_batchai_sweep/localservice/schedulers/processes/runner.py' in modules
+    assert 'azext_batchai_sweep/localservice/schedulers/azurebatch/node_wrapper.py' in modules
+    with zipfile.ZipFile(wheel) as archive:
+        held = set(archive.namelist())
+    assert sorted(modules - held) == []
+    assert 'azext_batchai_sweep/azext_metadata.json' in held
 
 
 def test_installed_wheel_runs_sweep_create(wheel, tmp_path):

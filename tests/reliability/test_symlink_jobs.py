@@ -170,7 +170,7 @@ def test_download_never_writes_through_a_symlink_planted_in_the_destination(batc
 
 
 def test_a_storage_folder_replaced_by_a_symlink_after_the_start_is_refused(tmp_path):
-    from azext_batchai_sweep.localservice.files_api import FilesApi, StorageApiError
+    from azext_batchai_sweep.localservice.api.files_api import FilesApi, StorageApiError
     storage, elsewhere = tmp_path / 'storage', tmp_path / 'elsewhere'
     (elsewhere / 'acct' / 'shares' / 'logs').mkdir(parents=True)
     storage.mkdir()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from azext_batchai_sweep.core.service.client import local_batchai_client
-from azext_batchai_sweep.localservice.slurm.scheduler import ARRAYS_DIR, ENV_FILE
+from azext_batchai_sweep.localservice.schedulers.slurm.scheduler import ARRAYS_DIR, ENV_FILE
 from tests.fixtures_service import kill_service, start_service, stop_service
 from tests.localservice.conftest import job_params
 from tests.slurm.conftest import slurm_service_args
@@ -204,7 +204,7 @@ def test_a_refused_array_goes_job_by_job(slurm_cluster, tmp_path, monkeypatch):
 
 
 def test_the_cluster_says_how_large_an_array_may_be(slurm_cluster):
-    from azext_batchai_sweep.localservice.slurm.commands import SlurmCli
+    from azext_batchai_sweep.localservice.schedulers.slurm.commands import SlurmCli
     shown = slurm_cluster.run('scontrol', 'show', 'config').stdout
     expected = int(next(line.split('=', 1)[1] for line in shown.splitlines() if line.startswith('MaxArraySize')))
     assert SlurmCli(slurm_cluster.conf).check()['maxArraySize'] == expected

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from azext_batchai_sweep.localservice import control
-from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, resolve_conf
+from azext_batchai_sweep.localservice.schedulers.slurm.commands import SlurmCli, resolve_conf
 from tests.fixtures_az import AzRunner
 from tests.slurm.test_slurm_arrays import Gate
 

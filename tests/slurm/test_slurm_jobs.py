@@ -7,7 +7,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.mgmt.batchai import models
 
 from azext_batchai_sweep.core.service.client import local_batchai_client
-from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, SlurmError
+from azext_batchai_sweep.localservice.schedulers.slurm.commands import SlurmCli, SlurmError
 from tests.fixtures_service import start_service, stop_service
 from tests.localservice.conftest import job_params
 from tests.localservice.test_stdouterr_prefix import ACCEPTED, check_stdouterr, prefix_job

@@ -3,8 +3,8 @@ import subprocess
 
 import pytest
 
-from azext_batchai_sweep.localservice.slurm import mapping
-from azext_batchai_sweep.localservice.slurm.commands import SlurmCli, SlurmError
+from azext_batchai_sweep.localservice.schedulers.slurm import mapping
+from azext_batchai_sweep.localservice.schedulers.slurm.commands import SlurmCli, SlurmError
 
 
 def test_start_checks_say_what_is_missing(tmp_path, monkeypatch):
@@ -84,7 +84,7 @@ def test_environment_file_gives_bash_exactly_the_values(tmp_path, value):
 
 def test_jobs_group_by_resources_in_order_and_within_the_array_size_limit():
     from types import SimpleNamespace
-    from azext_batchai_sweep.localservice.slurm.scheduler import _groups
+    from azext_batchai_sweep.localservice.schedulers.slurm.scheduler import _groups
     jobs = [SimpleNamespace(key=k, resources=r) for k, r in
             [('a', 'x'), ('b', 'y'), ('c', 'x'), ('d', 'x'), ('e', 'x'), ('f', 'y'), ('g', 'x')]]
     keys = lambda groups: [[j.key for j in g] for g in groups]  # noqa: E731

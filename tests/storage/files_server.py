@@ -5,7 +5,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from azext_batchai_sweep.localservice.files_api import FilesApi, make_handler
+from azext_batchai_sweep.localservice.api.files_api import FilesApi, make_handler
 
 
 @dataclass(frozen=True)

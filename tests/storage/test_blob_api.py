@@ -1,4 +1,5 @@
-"""The local service's Blob endpoint (localservice/blob_api.py) through the real azure-storage-blob SDK over real HTTP.
+"""The local service's Blob endpoint (localservice/api/blob_api.py) through the real azure-storage-blob SDK over
+real HTTP.
 
 The behaviour tests run twice, against Azurite and against the local endpoint, with the same assertions: Azurite is
 the oracle of what the service answers (codes, listings, ranges, conditions). The local-only tests check what only
@@ -405,7 +406,7 @@ def test_the_spec_check_sees_every_listing_and_refuses_what_the_definition_lacks
 
 
 def test_a_restart_removes_interrupted_uploads_and_keeps_staged_blocks(tmp_path):
-    from azext_batchai_sweep.localservice.blob_api import BlobApi
+    from azext_batchai_sweep.localservice.api.blob_api import BlobApi
     uploads = tmp_path / 'acct' / 'blob-uploads' / 'data'
     (uploads / 'blocks' / 'abc').mkdir(parents=True)
     (uploads / 'blocks' / 'abc' / 'block').write_bytes(b'staged')

@@ -1,4 +1,4 @@
-"""localservice.files_api through the real azure-storage-file-share SDK (and raw HTTP where the SDK cannot go)."""
+"""localservice.api.files_api through the real azure-storage-file-share SDK (and raw HTTP where the SDK cannot go)."""
 import base64
 import http.client
 import os
@@ -15,7 +15,7 @@ from azure.storage.fileshare import (ShareClient, ShareServiceClient, generate_f
 from azext_batchai_sweep.core.errors import StorageError
 from azext_batchai_sweep.core.spec.params import FileParamSpec
 from azext_batchai_sweep.core.spec.storage import list_file_paths
-from azext_batchai_sweep.localservice.files_api import FilesApi
+from azext_batchai_sweep.localservice.api.files_api import FilesApi
 
 from .files_server import start_files_endpoint
 

@@ -26,13 +26,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import launcher
-from .errors import bad_request, is_disk_full
-from .gpus import gpus_per_node
-from .stored_spec import SecretsNotKept, job_spec
-from .jobenv import MARKER_VARIABLE
-from .resources import job_wall_clock
-from .scheduler import REQUEUED, HeldJobsScheduler, ending, error as _error, requeued
+from .. import launcher
+from ...errors import bad_request, is_disk_full
+from ..gpus import gpus_per_node
+from ...data.stored_spec import SecretsNotKept, job_spec
+from ..jobenv import MARKER_VARIABLE
+from ...resources import job_wall_clock
+from ..scheduler import REQUEUED, HeldJobsScheduler, ending, error as _error, requeued
 
 logger = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import os
 import re
 import urllib.parse
 
-from .auth import verify_link
-from .fileio import read_range
+from ..auth import verify_link
+from ..fileio import read_range
 _RANGE = re.compile(r'bytes=(\d*)-(\d*)', re.ASCII)
 # The folders of the data dir that jobs write to. Links never reach the rest (the token, the storage and link keys,
 # the database), even through a symlink a job left in its output.

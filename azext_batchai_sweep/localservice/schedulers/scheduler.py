@@ -3,9 +3,9 @@
 The ARM routes (arm_api.py) only ever talk to a `Scheduler`: they store a job as `queued` and `wake()` it (submit);
 they read what it runs (`used_slots`, `is_running`: poll); they `kill()` or `fail_queued()` a job (terminate); and
 the service calls `recover()` once at start (re-attach). Each implementation records the job's execution state and
-outcome in the store itself. Two exist:
+outcome in the store itself. Three exist, one sub-package each beside this module:
 
-- `runner.Runner` (`--scheduler processes`, the default): jobs are process groups on this machine;
+- `processes.runner.Runner` (`--scheduler processes`, the default): jobs are process groups on this machine;
 - `slurm.scheduler.SlurmScheduler` (`--scheduler slurm`): jobs are Slurm batch jobs (sbatch, squeue, scancel);
 - `azurebatch.scheduler.AzureBatchScheduler` (`--scheduler azure-batch`): jobs are Azure Batch tasks, clusters are
   Batch pools.
@@ -24,9 +24,10 @@ hold, at least its minimum) and allocationState `resizing` while running jobs st
 (stopped, or let finish, as its nodeDeallocationOption says; nothing new starts), then `steady`; a size over
 `node_limit` is answered in the cluster's `errors` (docs/cluster-scaling.md).
 
-Both are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in memory
-under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
-written into its body, they share.
+All three are a `HeldJobsScheduler`: one background thread making passes, and the jobs holding resources kept in
+memory under one lock; that part, how a job is laid out before it starts, and how a state change or a job's end is
+written into its body, they share (Slurm's and Azure Batch's through `SubmittingScheduler`, which submits to a
+system of their own and polls it).
 """
 import abc
 import json
@@ -34,8 +35,8 @@ import logging
 import threading
 import time
 
-from .layout import JobLayout
-from .resources import TOOLKITS, cluster_slots, iso, utcnow
+from ..layout import JobLayout
+from ..resources import TOOLKITS, cluster_slots, iso, utcnow
 
 logger = logging.getLogger(__name__)
 

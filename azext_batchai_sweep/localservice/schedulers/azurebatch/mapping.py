@@ -9,11 +9,8 @@ offered VM sizes (what a size is: its GPUs, for the image and AZ_BATCHAI_NUM_GPU
 import datetime
 import os
 
-# Where a task's files are, as the node wrapper places them (node_wrapper.node_roots), relative to the task
-# directory the task file API serves: the working directory is `wd`; the pool's mounts are outside it.
-_TASK = '/@task'
-_NODE_ROOTS = {'AZ_BATCHAI_JOB_TEMP': _TASK + '/wd', 'AZ_BATCHAI_JOB_MOUNT_ROOT': _TASK + '/wd/mounts',
-               'AZ_BATCHAI_MOUNT_ROOT': '/@node/fsmounts'}
+from .storage.mounts import NODE_ROOTS, TASK_ROOT
+
 # Batch's own stdout/stderr of the task (the wrapper's, and whatever failed before it ran), served beside the job's.
 BATCH_STREAMS = {'stdout.txt': 'batch-stdout.txt', 'stderr.txt': 'batch-stderr.txt'}
 
@@ -157,7 +154,7 @@ class AbMapMapping:
 
     def task_body(self, task_id, job_body, spec, toolkit, cluster_body, layout,  # pylint: disable=unused-argument
                   output_container_url=None, code_url=None):
-        """The task add JSON; ``output_container_url``: the task-log container's SAS URL (task_logs.py), where
+        """The task add JSON; ``output_container_url``: the task-log container's SAS URL (storage/task_logs.py), where
         Batch uploads the task's own stdout/stderr at its completion (None: no outputFiles)."""
         from . import node_wrapper, tasks  # pylint: disable=import-outside-toplevel
         if self._payload is None:
@@ -186,11 +183,11 @@ class AbMapMapping:
         """Where the task file `remote` (relative to the task directory) goes in the job's folders of the data
         dir, or None: the job's stdouterr and output directories when the wrapper wrote them in the task's
         working directory, and Batch's own stdout/stderr of the task (as batch-stdout.txt / batch-stderr.txt)."""
-        from ..layout import output_paths  # pylint: disable=import-outside-toplevel
+        from ...layout import output_paths  # pylint: disable=import-outside-toplevel
         if remote in BATCH_STREAMS:
             return os.path.join(layout.stdouterr_dir, BATCH_STREAMS[remote])
-        stdouterr, outputs, _ = output_paths(layout.props, _NODE_ROOTS)
-        remote_path = _TASK + '/' + remote
+        stdouterr, outputs, _ = output_paths(layout.props, NODE_ROOTS)
+        remote_path = TASK_ROOT + '/' + remote
         for node_dir, local_dir in [(stdouterr, layout.stdouterr_dir),
                                     *[(outputs[k], layout.outputs[k]) for k in outputs if k in layout.outputs]]:
             if remote_path.startswith(node_dir + '/'):

@@ -18,7 +18,7 @@ commonResourceFiles one folder above the working directory; such a job keeps the
 import os
 import re
 
-from ...core.code.job import CODE_HASH_VAR, CODE_MOUNT, CODE_SHARE
+from ....core.code.job import CODE_HASH_VAR, CODE_MOUNT, CODE_SHARE
 
 BLOB_PREFIX = 'code/'
 _HASH = re.compile(r'^[0-9a-f]{64}$')

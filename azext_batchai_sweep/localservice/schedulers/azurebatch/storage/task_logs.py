@@ -2,13 +2,13 @@
 `outputFiles`, uploaded at task completion whatever its result), and read back from there with az's token
 (issue 31 rule 3: a failure before the node wrapper or the mount works stays readable, after the node is gone).
 
-Where: the container CONTAINER of the cluster's storage account (logs_account: the first, by name, of the storage
+Where: the container CONTAINER of the cluster's storage account (mounts.logs_account: the first, by name, of the storage
 accounts its nodeSetup.mountVolumes mount; a cluster without a mount has no outputFiles), blob
-`<task id>/stdout.txt` and `<task id>/stderr.txt` (tasks.output_files).
+`<task id>/stdout.txt` and `<task id>/stderr.txt` (tasks.output_files, in ../tasks.py).
 
 How the node may write there without a key on disk: a **user delegation SAS**. The service asks the account's Blob
 service for a user delegation key with az's storage token (Get User Delegation Key; az's login needs Storage Blob
-Data Contributor there: preflight.TASK_LOGS_ROLE, checked at `cluster create` and `local start`), creates the
+Data Contributor there: roles.TASK_LOGS_ROLE, checked at `cluster create` and `local start`), creates the
 container if it is missing (once per account and service run), and signs a container SAS that allows create and
 write only (no read, list or delete), over https only, valid from 15 minutes ago (clock skew) until the task's
 maxWallClockTime plus QUEUE_MARGIN_SECONDS (a task may wait for a node before it runs), at most until the key
@@ -30,7 +30,10 @@ import threading
 import time
 from urllib.parse import quote, urlsplit
 
-from .auth import LoginError
+from ..auth import LoginError
+from .mounts import blob_endpoint, logs_account
+from .rest import STORAGE_RESOURCE
+from .roles import TASK_LOGS_ROLE, missing_role_hint
 
 logger = logging.getLogger(__name__)
 
@@ -42,24 +45,6 @@ QUEUE_MARGIN_SECONDS = 24 * 3600  # how long a task may wait for a node, beyond 
 CLOCK_SKEW_SECONDS = 15 * 60  # key and SAS start this long ago (the storage service's clock may be behind)
 RETRY_AFTER_FAILURE_SECONDS = 300  # an account that refused is asked again after this long (tasks go without)
 SAS_PERMISSIONS = {'create': True, 'write': True}  # nothing else: the node cannot read, list or delete
-
-
-def logs_account(cluster_props):
-    """The storage account a cluster's task logs go to (the first, by name, of those it mounts), or None."""
-    from .preflight import cluster_storage  # pylint: disable=import-outside-toplevel
-    accounts = sorted(cluster_storage(cluster_props or {}))
-    return accounts[0] if accounts else None
-
-
-def default_endpoint(account, cluster_props):
-    """The Blob service URL of storage account ``account``: an Azure Files mount's host with `.file.` as
-    `.blob.` (the cloud's storage suffix, as `cluster create` built it), else Azure's public suffix."""
-    volumes = ((cluster_props or {}).get('nodeSetup') or {}).get('mountVolumes') or {}
-    for ref in volumes.get('azureFileShares') or []:
-        host = urlsplit(ref.get('azureFileUrl') or '').netloc
-        if ref.get('accountName', '').lower() == account.lower() and '.file.' in host:
-            return 'https://' + host.replace('.file.', '.blob.', 1)
-    return 'https://{}.blob.core.windows.net'.format(account)
 
 
 def _utc(seconds):
@@ -80,16 +65,15 @@ class TaskLogs:
     `read` (a blob of it, with az's token).
 
     `credential`: a TokenCredential for the storage resource (default: az's login, asked lazily);
-    `endpoint(account, cluster_props)`: the account's Blob service URL (default default_endpoint);
+    `endpoint(account, cluster_props)`: the account's Blob service URL (default mounts.blob_endpoint);
     `connection_verify`: a CA bundle (tests); `clock`: epoch seconds."""
 
     def __init__(self, credential=None, endpoint=None, connection_verify=None, clock=time.time):
         if credential is None:
-            from .auth import az_credential  # pylint: disable=import-outside-toplevel
-            from .share_reader import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
+            from ..auth import az_credential  # pylint: disable=import-outside-toplevel
             credential = az_credential(STORAGE_RESOURCE)
         self._credential = credential
-        self._endpoint = endpoint or default_endpoint
+        self._endpoint = endpoint or blob_endpoint
         self._verify = connection_verify
         self._clock = clock
         self._lock = threading.Lock()
@@ -219,7 +203,5 @@ class TaskLogs:
         self._warned.add((account, what, why))
         hint = ''
         if str(why)[:3] in ('401', '403'):
-            from .preflight import TASK_LOGS_ROLE, _assign_hint  # pylint: disable=import-outside-toplevel
-            hint = "; az's login needs the role {} on storage account {}: {}".format(
-                TASK_LOGS_ROLE, account, _assign_hint(TASK_LOGS_ROLE, "<the storage account's resource id>"))
+            hint = '; ' + missing_role_hint(TASK_LOGS_ROLE, account)
         logger.warning('storage account %s, container %s: %s (%s)%s', account, CONTAINER, what, why, hint)

@@ -14,8 +14,8 @@ supported-image list, are not past end of life and of a Hyper-V generation the s
 are the mapping modules' (vm_sizes, priority, quota, images); this module fetches nothing: the caller passes what
 account.py fetched.
 
-Storage (check_storage_data_role): the service reads job outputs with az's token, so az's login needs a data role
-on the storage account holding them; the role to assign is named when it is missing.
+The storage a cluster mounts has checks of its own (storage/roles.py), built on effective_permissions,
+list_permissions and assign_hint here.
 """
 import datetime
 import fnmatch
@@ -32,30 +32,8 @@ PERMISSIONS_API_VERSION = '2022-04-01'
 # What the scheduler does on the data plane (Batch authorises Entra ID calls by these ARM actions).
 BATCH_DATA_ACTIONS = ('Microsoft.Batch/batchAccounts/pools/write', 'Microsoft.Batch/batchAccounts/pools/delete',
                       'Microsoft.Batch/batchAccounts/jobs/write', 'Microsoft.Batch/batchAccounts/jobs/delete')
-# Per storage kind: the dataActions the service's reads with az's token need, and the least role that grants them.
-# Azure Files over REST with an Entra ID token is authorised with backup semantics (x-ms-file-request-intent),
-# which only the "privileged" file roles grant; the SMB share roles do not apply to REST.
-STORAGE_READ = {
-    'file': (('Microsoft.Storage/storageAccounts/fileServices/fileshares/files/read',
-              'Microsoft.Storage/storageAccounts/fileServices/readFileBackupSemantics/action'),
-             'Storage File Data Privileged Reader'),
-    'blob': (('Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read',),
-             'Storage Blob Data Reader'),
-}
-
-
-# The task-log container (task_logs.py) of a cluster's first storage account: az's login asks a user delegation key
-# and creates the container (ARM actions of the Blob data roles), and the SAS it signs lets Batch write only what
-# az's login may write itself; the service reads the copies back. The least role granting all: Storage Blob Data
-# Contributor (it also grants what STORAGE_READ['blob'] needs).
-TASK_LOGS_ROLE = 'Storage Blob Data Contributor'
-TASK_LOGS_ACTIONS = ('Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action',
-                     'Microsoft.Storage/storageAccounts/blobServices/containers/write')
-TASK_LOGS_DATA_ACTIONS = ('Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write',
-                          'Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read')
-
-
-def _assign_hint(role, scope):
+def assign_hint(role, scope):
+    """The az command that assigns ``role`` at ``scope`` (a refusal's fix)."""
     return ("az role assignment create --role '{}' --assignee <your user or principal> --scope {}"
             .format(role, scope))
 
@@ -125,12 +103,12 @@ def check_data_plane(account, credential, client=None):
         if status == 403:
             raise Refusal("Batch account '{}' refused az's login ({}): it needs the role {} on the account. Assign "
                           'it: {}'.format(name, code or 'HTTP 403', BATCH_DATA_ROLE,
-                                          _assign_hint(BATCH_DATA_ROLE, scope)), code='BatchRoleMissing') from None
+                                          assign_hint(BATCH_DATA_ROLE, scope)), code='BatchRoleMissing') from None
         if status == 401:
             raise Refusal("Batch account '{}' did not accept az's token ({}). Log in again with 'az login'; if it "
                           'persists, check that the account allows Microsoft Entra ID authentication and that you '
                           'hold {} on it ({}).'.format(name, code or 'HTTP 401', BATCH_DATA_ROLE,
-                                                      _assign_hint(BATCH_DATA_ROLE, scope)),
+                                                      assign_hint(BATCH_DATA_ROLE, scope)),
                           code='BatchLoginRefused') from None
         raise Refusal("Batch account '{}' answered {} ({}) to a list of its pools.".format(
             name, status, code or ex.reason), code='BatchUnavailable') from None
@@ -181,7 +159,7 @@ def check_batch_data_role(account, permissions):
         raise Refusal("az's login may read Batch account '{}' but not run work on it (missing {}): the service "
                       'creates pools, jobs and tasks. Assign the role {}: {}'.format(
                           account.get('batchAccount'), ', '.join(missing), BATCH_DATA_ROLE,
-                          _assign_hint(BATCH_DATA_ROLE, account.get('batchAccountId'))), code='BatchRoleMissing')
+                          assign_hint(BATCH_DATA_ROLE, account.get('batchAccountId'))), code='BatchRoleMissing')
 
 
 def check_local_start(account, credential, permissions=None, client=None):
@@ -316,105 +294,3 @@ def check_cluster_create(facts, cluster_props, pools=None, today=None, active_jo
     sku = check_vm_size(cluster_props.get('vmSize'), facts.vm_skus, today)
     return check_cluster(facts.account, cluster_props, facts.vm_skus, facts.supported_images, today,
                          cores_in_use(pools, facts.vm_skus, sku.get('familyName')), facts.compute_usages())
-
-
-# ---- storage (issue 31 rule 4) ---------------------------------------------------------------------------------
-
-STORAGE_API_VERSION = '2023-05-01'
-
-
-def storage_account_id(subscription_id, resource_group, name):
-    return '/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Storage/storageAccounts/{}'.format(
-        subscription_id, resource_group, name)
-
-
-def find_storage_account_id(name, credential, arm):
-    """The ARM id of storage account ``name`` in az's subscription (names are global: one at most); Refusal when
-    az's login cannot see it."""
-    return find_storage_account(name, credential, arm)['id']
-
-
-def find_storage_account(name, credential, arm):
-    """Storage account ``name`` in az's subscription as ARM lists it (id, properties); Refusal when az's login
-    cannot see it."""
-    from .account import arm_get_all  # pylint: disable=import-outside-toplevel
-    found = [a for a in arm_get_all(
-        '/subscriptions/{}/providers/Microsoft.Storage/storageAccounts'.format(arm.subscription_id),
-        STORAGE_API_VERSION, credential, arm, 'Listing the storage accounts of subscription {}'.format(
-            arm.subscription_id)) if str(a.get('name', '')).lower() == name.lower()]
-    if not found:
-        raise Refusal("Storage account '{}' is not in subscription {} (or az's login may not see it): the service "
-                      "reads job outputs there with az's login. Use a storage account of this subscription, or "
-                      "choose the subscription that has it (az account set -s ...).".format(
-                          name, arm.subscription_id), code='StorageAccountNotFound')
-    return found[0]
-
-
-def cluster_storage(cluster_props):
-    """{storage account name: set of kinds ('file', 'blob')} a cluster's mountVolumes put job outputs on."""
-    volumes = (cluster_props.get('nodeSetup') or {}).get('mountVolumes') or {}
-    kinds = {}
-    for key, kind in (('azureFileShares', 'file'), ('azureBlobFileSystems', 'blob')):
-        for volume in volumes.get(key) or []:
-            if volume.get('accountName'):
-                kinds.setdefault(volume['accountName'], set()).add(kind)
-    return kinds
-
-
-def check_shared_key_access(storage):
-    """Refusal when a storage account (ARM JSON) a cluster mounts disallows shared key access: Batch mounts Azure
-    Files and Blob containers with the account key here, so every node's mount would fail and the node be unusable
-    (Microsoft's virtual-file-mount.md), a pool that never runs a job. ARM's `allowSharedKeyAccess`: absent (null)
-    means allowed."""
-    if (storage.get('properties') or {}).get('allowSharedKeyAccess') is False:
-        raise Refusal("Storage account '{}' does not allow shared key access (allowSharedKeyAccess: false), and the "
-                      "pool mounts its shares and containers with the account key: every node's mount would fail "
-                      '(the node unusable, no job run). Allow it (az storage account update -n {} '
-                      '--allow-shared-key-access true, if your policy permits), or mount a storage account that '
-                      'allows it.'.format(storage.get('name'), storage.get('name')),
-                      code='StorageSharedKeyDisabled')
-
-
-def check_cluster_storage(cluster_props, credential, arm):
-    """For every storage account a cluster mounts (ARM: find it, read the permissions): check_shared_key_access,
-    then check_storage_data_role."""
-    from .task_logs import logs_account  # pylint: disable=import-outside-toplevel
-    logs = logs_account(cluster_props)
-    for name, kinds in sorted(cluster_storage(cluster_props).items()):
-        storage = find_storage_account(name, credential, arm)
-        check_shared_key_access(storage)
-        storage_id = storage['id']
-        check_storage_data_role(storage_id, sorted(kinds) + (['logs'] if name == logs else []),
-                                list_permissions(storage_id, credential, arm))
-
-
-def check_storage_data_role(storage_id, kinds, permissions):
-    """Refusal unless ``permissions`` (list_permissions at the storage account ``storage_id``) let az's login do
-    what the service does there for each kind in ``kinds``: read the job outputs of an Azure Files share ('file')
-    or a Blob container ('blob'), hold the task-log container ('logs': task_logs.py). The refusal names every role
-    missing, each with the command that assigns it."""
-    actions, data_actions = effective_permissions(permissions)
-    missing, roles = [], []
-    for kind in kinds:
-        if kind == 'logs':
-            lacking = [a for a in TASK_LOGS_ACTIONS if not actions(a)]
-            lacking += [a for a in TASK_LOGS_DATA_ACTIONS if not data_actions(a)]
-            role = TASK_LOGS_ROLE
-        else:
-            needed, role = STORAGE_READ[kind]
-            lacking = [a for a in needed if not data_actions(a)]
-        if lacking:
-            missing += [a for a in lacking if a not in missing]
-            roles.append(role)
-    if TASK_LOGS_ROLE in roles and STORAGE_READ['blob'][1] in roles:  # the contributor may read too
-        roles.remove(STORAGE_READ['blob'][1])
-    if missing:
-        name = storage_id.rstrip('/').rsplit('/', 1)[-1]
-        logs = ' and holds the tasks\' own stdout/stderr there (a container written by Batch)' \
-            if 'logs' in kinds else ''
-        raise Refusal("The service reads job outputs from storage account '{}' with az's login{}, which lacks "
-                      '{} there (Owner or Contributor is not enough: data access needs a data role). {}'.format(
-                          name, logs, ', '.join(missing), '; and '.join(
-                              ('Assign the role {}: {}' if i == 0 else 'the role {}: {}').format(
-                                  role, _assign_hint(role, storage_id)) for i, role in enumerate(roles))),
-                      code='StorageRoleMissing')

@@ -103,7 +103,7 @@ def connect(store, data_dir, options):
             images = api.list_supported_images()
         storage_check = _storage_check(options, azure)
         if storage_check is not None:
-            from .storage_roles import check_stored_clusters  # pylint: disable=import-outside-toplevel
+            from .storage.roles import check_stored_clusters  # pylint: disable=import-outside-toplevel
             check_stored_clusters(store, storage_check)
     except Refusal as ex:
         raise RuntimeError(ex.reason) from None
@@ -119,18 +119,18 @@ def connect(store, data_dir, options):
         account, arm_credential=azure and azure.arm_credential, batch_credential=credential, arm=azure and azure.arm)
     # The job directories on a pool's Azure file share are read from the storage with az's token (asked when a job
     # first needs it, one token for both readers); tests give a reader of their own.
-    from .share_reader import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
+    from .storage.rest import STORAGE_RESOURCE  # pylint: disable=import-outside-toplevel
     storage_credential = az_credential(STORAGE_RESOURCE)
     shares = options.get('shares')
     if shares is None:
-        from .share_reader import ShareMirror  # pylint: disable=import-outside-toplevel
+        from .storage.share_reader import ShareMirror  # pylint: disable=import-outside-toplevel
         shares = ShareMirror(credential=storage_credential)
     # Batch's own stdout/stderr of each task go to the cluster storage's task-log container (a write-only user
-    # delegation SAS signed with a key asked with az's token, task_logs.py); tests give one of their own.
+    # delegation SAS signed with a key asked with az's token, storage/task_logs.py); tests give one of their own.
     if 'task_logs' in options:
         task_logs = options['task_logs']
     else:
-        from .task_logs import TaskLogs  # pylint: disable=import-outside-toplevel
+        from .storage.task_logs import TaskLogs  # pylint: disable=import-outside-toplevel
         task_logs = TaskLogs(credential=storage_credential)
     scheduler = AzureBatchScheduler(store, data_dir, api, account, mapping=options.get('mapping'),
                                     pool_prefix=prefix, facts=facts, shares=shares, task_logs=task_logs, **extra)
@@ -146,12 +146,12 @@ def connect(store, data_dir, options):
 
 
 def _storage_check(options, azure):
-    """The check of az's data role on the clusters' storage (storage_roles.StorageRoleCheck), through the ARM target
+    """The check of az's data role on the clusters' storage (storage.roles.StorageRoleCheck), through the ARM target
     and credential `azure` (an AzureLookup) already holds: tests that give the account as found give this check too
     (or None), as they give its facts."""
     if 'storage_check' in options:
         return options['storage_check']
     if options.get('account_info'):
         return None
-    from .storage_roles import StorageRoleCheck  # pylint: disable=import-outside-toplevel
+    from .storage.roles import StorageRoleCheck  # pylint: disable=import-outside-toplevel
     return StorageRoleCheck(azure and azure.arm_credential, azure and azure.arm)

@@ -39,7 +39,7 @@ from datetime import datetime, timezone
 from urllib.parse import quote, unquote, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from .fileio import is_within, read_range
+from ..fileio import is_within, read_range
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +51,14 @@ CLOCK_SKEW_SECONDS = 15 * 60
 SHARE_QUOTA_GIB = 5120  # the service's default share quota, answered in List Shares (local shares have no quota)  # as the service: older or later signed requests are refused
 
 # Matched whole (fullmatch): with `$`, a name ending in a newline passed.
-_ACCOUNT_NAME = re.compile(r'[a-z0-9]{3,24}')
-_SHARE_NAME = re.compile(r'[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}')
+ACCOUNT_NAME = re.compile(r'[a-z0-9]{3,24}')
+SHARE_NAME = re.compile(r'[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){2,62}')
 _RANGE = re.compile(r'bytes=(\d+)-(\d*)', re.ASCII)
 # Characters XML 1.0 cannot carry: such names are sent percent-encoded with Encoded="true", as the service does.
 _XML_UNSAFE = re.compile('[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 _SIGNED_HEADERS = ('content-encoding', 'content-language', 'content-length', 'content-md5', 'content-type', 'date',
                    'if-modified-since', 'if-match', 'if-none-match', 'if-unmodified-since', 'range')
-_SAS_FIELDS = ('sp', 'st', 'se', None, 'si', 'sip', 'spr', 'sv', 'rscc', 'rscd', 'rsce', 'rscl', 'rsct')
+SAS_FIELDS = ('sp', 'st', 'se', None, 'si', 'sip', 'spr', 'sv', 'rscc', 'rscd', 'rsce', 'rscl', 'rsct')
 _SAS_MIN_VERSION = '2015-04-05'  # the first version whose string-to-sign has sip and spr
 
 
@@ -77,17 +77,17 @@ def _os_error(error):
         return StorageApiError(507, 'InsufficientStorage', "The local service's disk is full: free space on its "
                                'data dir, then retry.')
     if error.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR):
-        return _not_found('ResourceNotFound', 'resource')
+        return not_found('ResourceNotFound', 'resource')
     logger.warning('files API: %s', error)
     return StorageApiError(500, 'InternalError', 'The local service could not access the file: {}.'.format(
         error.strerror or 'operating system error'))
 
 
-def _not_found(code, what):
+def not_found(code, what):
     return StorageApiError(404, code, 'The specified {} does not exist.'.format(what))
 
 
-def _paging(request):
+def list_paging(request):
     """(prefix, marker, maxresults) of a list request (shares, or a directory's entries): 400 for a bad maxresults."""
     try:
         max_results = int(request.arg('maxresults', MAX_RESULTS))
@@ -104,7 +104,7 @@ def _auth_failed(detail):
                            'value of the Authorization header is formed correctly including the signature.', detail)
 
 
-def _invalid_name():
+def invalid_name():
     return StorageApiError(400, 'InvalidResourceName', 'The specified resource name contains invalid characters.')
 
 
@@ -192,10 +192,10 @@ class FilesApi:
             raise StorageApiError(400, 'InvalidUri', 'The requested URI does not represent any resource on the '
                                   'server (account-level operations are not supported).')
         account, share, names = request.segments[0].lower(), request.segments[1], request.segments[2:]
-        if not _ACCOUNT_NAME.fullmatch(account) or not _SHARE_NAME.fullmatch(share):
-            raise _invalid_name()
+        if not ACCOUNT_NAME.fullmatch(account) or not SHARE_NAME.fullmatch(share):
+            raise invalid_name()
         if any(name in ('', '.', '..') or '\\' in name or '\0' in name for name in names):
-            raise _invalid_name()
+            raise invalid_name()
         restype, comp = request.arg('restype'), request.arg('comp')
         operation = _operation(request.method, restype, comp, names)
         self._authenticate(request, operation, share, names)
@@ -206,7 +206,7 @@ class FilesApi:
         if operation == 'create-share':
             return self._create_share(share_root)
         if not os.path.isdir(share_root):
-            raise _not_found('ShareNotFound', 'share')
+            raise not_found('ShareNotFound', 'share')
         target = self._resolve(share_root, names)
         handler = {
             'share-properties': self._directory_properties,
@@ -239,7 +239,7 @@ class FilesApi:
         """The local path of `names` in the share, symlinks resolved; they must not lead out of it."""
         real_target = os.path.realpath(os.path.join(share_root, *names))
         if not is_within(share_root, real_target):
-            raise _not_found('ResourceNotFound', 'resource')
+            raise not_found('ResourceNotFound', 'resource')
         return real_target
 
     # -- the account: List Shares -------------------------------------------------------------------------------
@@ -248,8 +248,8 @@ class FilesApi:
         """`GET /<account>?comp=list` (List Shares, what `az storage share list` sends; List Containers on the Blob
         endpoint); nothing else at this level."""
         account = request.segments[0].lower()
-        if not _ACCOUNT_NAME.match(account):
-            raise _invalid_name()
+        if not ACCOUNT_NAME.match(account):
+            raise invalid_name()
         if request.method != 'GET' or request.arg('comp') != 'list' or request.arg('restype') is not None:
             raise StorageApiError(400, 'UnsupportedOperation', 'The local {} endpoint supports only listing its {}s '
                                   '(GET ?comp=list) on an account.'.format(self.SAS_SERVICE, self.CONTAINER_NOUN))
@@ -264,14 +264,14 @@ class FilesApi:
 
     def _list_account(self, request, account):
         """The shares of `account` in the List Shares XML (names, Last-Modified, Etag, Quota), paged by name."""
-        prefix, marker, max_results = _paging(request)
+        prefix, marker, max_results = list_paging(request)
         shares_dir = os.path.join(self.storage_root, account, 'shares')
         shares = []
         try:
             with os.scandir(shares_dir) as listing:
                 for entry in listing:
                     # A share is a real directory of the storage tree: a link could lead out of it.
-                    if (entry.is_dir(follow_symlinks=False) and _SHARE_NAME.match(entry.name)
+                    if (entry.is_dir(follow_symlinks=False) and SHARE_NAME.match(entry.name)
                             and entry.name.startswith(prefix) and entry.name >= marker):
                         shares.append((entry.name, entry.stat(follow_symlinks=False)))
         except FileNotFoundError:
@@ -282,14 +282,14 @@ class FilesApi:
         parts = ['<?xml version="1.0" encoding="utf-8"?>',
                  '<EnumerationResults ServiceEndpoint={}>'.format(
                      quoteattr('http://{}/{}/'.format(host, request.segments[0]))),
-                 _element('Prefix', prefix) if prefix else '', _element('Marker', marker) if marker else '',
-                 _element('MaxResults', str(max_results)) if request.arg('maxresults') else '', '<Shares>']
+                 xml_element('Prefix', prefix) if prefix else '', xml_element('Marker', marker) if marker else '',
+                 xml_element('MaxResults', str(max_results)) if request.arg('maxresults') else '', '<Shares>']
         for name, stat in page:
-            headers = _entity_headers(stat)
+            headers = entity_headers(stat)
             parts.append('<Share>{}<Properties>{}{}<Quota>{}</Quota></Properties></Share>'.format(
-                _element('Name', name), _element('Last-Modified', headers['Last-Modified']),
-                _element('Etag', headers['ETag']), SHARE_QUOTA_GIB))
-        parts += ['</Shares>', _element('NextMarker', rest[0][0]) if rest else '<NextMarker />',
+                xml_element('Name', name), xml_element('Last-Modified', headers['Last-Modified']),
+                xml_element('Etag', headers['ETag']), SHARE_QUOTA_GIB))
+        parts += ['</Shares>', xml_element('NextMarker', rest[0][0]) if rest else '<NextMarker />',
                   '</EnumerationResults>']
         return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
 
@@ -328,7 +328,7 @@ class FilesApi:
                                'signature.')
 
     def _check_sas(self, request, operation, share, names):
-        fields = {name: request.arg(name, '') for name in _SAS_FIELDS if name}
+        fields = {name: request.arg(name, '') for name in SAS_FIELDS if name}
         resource_type = request.arg('sr')
         if request.arg('ss') or request.arg('srt') or resource_type not in (self.SAS_CONTAINER, self.SAS_ITEM):
             raise _auth_failed('Only service SAS for a {0} (sr={1}) or a {2} (sr={3}) is supported.'.format(
@@ -361,7 +361,7 @@ class FilesApi:
     def _sas_string_to_sign(request, fields, resource):
         """What a File service SAS signs (the same fields in every version since 2015-04-05)."""
         del request
-        return '\n'.join(resource if name is None else fields[name] for name in _SAS_FIELDS)
+        return '\n'.join(resource if name is None else fields[name] for name in SAS_FIELDS)
 
     # -- shares and directories ------------------------------------------------------------------------------------
 
@@ -371,7 +371,7 @@ class FilesApi:
             os.makedirs(share_root)
         except FileExistsError:
             raise StorageApiError(409, 'ShareAlreadyExists', 'The specified share already exists.') from None
-        return 201, _entity_headers(os.stat(share_root)), b''
+        return 201, entity_headers(os.stat(share_root)), b''
 
     @staticmethod
     def _delete_share(share_root, request):
@@ -385,8 +385,8 @@ class FilesApi:
     def _directory_properties(path, request):
         del request
         if not os.path.isdir(path):
-            raise _not_found('ResourceNotFound', 'resource')
-        headers = _entity_headers(os.stat(path))
+            raise not_found('ResourceNotFound', 'resource')
+        headers = entity_headers(os.stat(path))
         headers['x-ms-file-attributes'] = 'Directory'
         return 200, headers, b''
 
@@ -394,17 +394,17 @@ class FilesApi:
     def _create_directory(path, request):
         del request
         if not os.path.isdir(os.path.dirname(path)):
-            raise _not_found('ParentNotFound', 'parent path')
+            raise not_found('ParentNotFound', 'parent path')
         try:
             os.mkdir(path)
         except FileExistsError:
             raise StorageApiError(409, 'ResourceAlreadyExists', 'The specified resource already exists.') from None
-        return 201, _entity_headers(os.stat(path)), b''
+        return 201, entity_headers(os.stat(path)), b''
 
     def _list(self, path, request, share, names):
         if not os.path.isdir(path):
-            raise _not_found('ResourceNotFound', 'resource')
-        prefix, marker, max_results = _paging(request)
+            raise not_found('ResourceNotFound', 'resource')
+        prefix, marker, max_results = list_paging(request)
         entries = []
         with os.scandir(path) as listing:
             for entry in listing:
@@ -417,10 +417,10 @@ class FilesApi:
                  '<EnumerationResults ServiceEndpoint={} ShareName={} DirectoryPath={}>'.format(
                      quoteattr('http://{}/{}/'.format(host, request.segments[0])), quoteattr(share),
                      quoteattr('/'.join(names))),
-                 _element('Prefix', prefix) if prefix else '', _element('Marker', marker) if marker else '',
-                 _element('MaxResults', str(max_results)) if request.arg('maxresults') else '', '<Entries>']
+                 xml_element('Prefix', prefix) if prefix else '', xml_element('Marker', marker) if marker else '',
+                 xml_element('MaxResults', str(max_results)) if request.arg('maxresults') else '', '<Entries>']
         for entry in page:
-            name = _name_element(entry.name)
+            name = name_element(entry.name)
             if entry.is_dir():
                 parts.append('<Directory>{}<Properties /></Directory>'.format(name))
                 continue
@@ -430,7 +430,7 @@ class FilesApi:
                 size = 0
             parts.append('<File>{}<Properties><Content-Length>{}</Content-Length></Properties></File>'
                          .format(name, size))
-        parts += ['</Entries>', _element('NextMarker', rest[0].name) if rest else '<NextMarker />',
+        parts += ['</Entries>', xml_element('NextMarker', rest[0].name) if rest else '<NextMarker />',
                   '</EnumerationResults>']
         return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
 
@@ -449,9 +449,9 @@ class FilesApi:
     @staticmethod
     def _file_properties(path, request):
         if not os.path.isfile(path):
-            raise _not_found('ResourceNotFound', 'resource')
+            raise not_found('ResourceNotFound', 'resource')
         stat = os.stat(path)
-        headers = _entity_headers(stat)
+        headers = entity_headers(stat)
         headers.update({'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', 'x-ms-type': 'File',
                         'x-ms-file-attributes': 'Archive'})
         size = stat.st_size
@@ -461,7 +461,7 @@ class FilesApi:
         byte_range = request.headers.get('x-ms-range') or request.headers.get('range')
         start, end, status = 0, size - 1, 200
         if byte_range:
-            start, end = _parse_range(byte_range, size)
+            start, end = parse_range(byte_range, size)
             status = 206
             headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
         headers['Content-Length'] = str(end - start + 1)
@@ -480,20 +480,20 @@ class FilesApi:
         if size < 0:
             raise StorageApiError(400, 'InvalidHeaderValue', 'x-ms-content-length must not be negative.')
         if not os.path.isdir(os.path.dirname(path)):
-            raise _not_found('ParentNotFound', 'parent path')
+            raise not_found('ParentNotFound', 'parent path')
         if os.path.isdir(path):
             raise StorageApiError(409, 'ResourceTypeMismatch', 'The specified resource type does not match the type '
                                   'of the existing resource.')
         with open(path, 'wb') as created:
             created.truncate(size)
-        return 201, _entity_headers(os.stat(path)), b''
+        return 201, entity_headers(os.stat(path)), b''
 
     @staticmethod
     def _put_range(path, request):
         if not os.path.isfile(path):
-            raise _not_found('ResourceNotFound', 'resource')
+            raise not_found('ResourceNotFound', 'resource')
         size = os.path.getsize(path)
-        start, end = _parse_range(request.headers.get('x-ms-range') or request.headers.get('range') or '', size,
+        start, end = parse_range(request.headers.get('x-ms-range') or request.headers.get('range') or '', size,
                                   exact=True)
         length = end - start + 1
         if length > MAX_RANGE_BYTES:
@@ -514,7 +514,7 @@ class FilesApi:
         with open(path, 'r+b') as target:
             target.seek(start)
             target.write(data)
-        headers = _entity_headers(os.stat(path))
+        headers = entity_headers(os.stat(path))
         if write == 'update':
             headers['Content-MD5'] = base64.b64encode(hashlib.md5(data).digest()).decode()  # nosec: a checksum
         return 201, headers, b''
@@ -600,7 +600,7 @@ def _parse_time(text):
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def _parse_range(header, size, exact=False):
+def parse_range(header, size, exact=False):
     """(start, end) of a 'bytes=a-b' range, clipped to the file; `exact` ranges (writes) must fit as given."""
     match = _RANGE.fullmatch(header.strip())
     if not match or (exact and not match.group(2)):
@@ -627,7 +627,7 @@ def _check_md5(request, data):
                               'MD5 value calculated by the server.')
 
 
-def _entity_headers(stat):
+def entity_headers(stat):
     """ETag, Last-Modified and the SMB timestamps the SDK reads into its properties models."""
     iso = datetime.fromtimestamp(stat.st_mtime, timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%f0Z')
     created = datetime.fromtimestamp(stat.st_ctime, timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%f0Z')
@@ -642,22 +642,22 @@ def _entity_headers(stat):
 _XML_ENTITIES = {'\r': '&#13;'}
 
 
-def _element(tag, text):
+def xml_element(tag, text):
     return '<{0}>{1}</{0}>'.format(tag, escape(text, _XML_ENTITIES))
 
 
-def _name_element(name):
+def name_element(name):
     if _XML_UNSAFE.search(name):
         return '<Name Encoded="true">{}</Name>'.format(quote(os.fsencode(name), safe=''))
-    return _element('Name', name)
+    return xml_element('Name', name)
 
 
 def _error_xml(error, request_id):
     message = '{}\nRequestId:{}\nTime:{}'.format(error.message, request_id,
                                                  datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%f0Z'))
-    detail = _element('AuthenticationErrorDetail', error.detail) if error.detail else ''
+    detail = xml_element('AuthenticationErrorDetail', error.detail) if error.detail else ''
     return ('<?xml version="1.0" encoding="utf-8"?><Error>{}{}{}</Error>'.format(
-        _element('Code', error.code), _element('Message', message), detail)).encode('utf-8')
+        xml_element('Code', error.code), xml_element('Message', message), detail)).encode('utf-8')
 
 
 class _BodyReader:

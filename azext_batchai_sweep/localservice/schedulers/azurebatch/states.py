@@ -19,7 +19,7 @@ mount that failed), are errors of the cluster.
 import datetime
 import re
 
-from ..resources import parse_duration
+from ...resources import parse_duration
 from ..scheduler import REASONS
 from .spelling import folded, parse_time, same
 
@@ -89,7 +89,7 @@ def outcome(task, reason=None, exit_record=None):
         return 'succeeded', 0, []
     if code == 0 and 'upload' in str(failure.get('code', '')).lower():
         # The job succeeded; only Batch's upload of the task's own stdout/stderr copy failed (the service's one
-        # outputFiles, task_logs.py: e.g. its SAS ended, for a task longer than a user delegation key lives).
+        # outputFiles, storage/task_logs.py: e.g. its SAS ended, for a task longer than a user delegation key lives).
         return 'succeeded', 0, []
     if _timed_out(task) or 'wallclock' in str(failure.get('code', '')).lower():
         return 'failed', code, [_error(*REASONS['wallclock'])]

@@ -23,13 +23,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from ..datadir import write_private
+from ...data.datadir import write_private
 from ..gpus import gpus_per_node
 from ..jobenv import base_environment
-from ..stored_spec import job_spec
-from ..layout import job_dir
-from ..runner import kill_orphaned_groups
-from ..resources import job_wall_clock
+from ...data.stored_spec import job_spec
+from ...layout import job_dir
+from ..processes.runner import kill_orphaned_groups
+from ...resources import job_wall_clock
 from ..scheduler import REQUEUED, SubmittingScheduler, error, requeued
 from . import mapping
 from .commands import SlurmCli, SlurmError

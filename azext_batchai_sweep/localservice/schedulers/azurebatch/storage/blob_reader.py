@@ -10,12 +10,12 @@ with the ETag: a blob uploaded again has a new ETag and is read again from byte 
 doubled (its start may have changed: blobfuse uploads the whole file); a blob whose ETag did not change is not
 read at all. A blob that changes between the listing and the read (412) is read at the next poll.
 
-Plain REST through azure-core with az's storage token, as share_reader (the role: Storage Blob Data Reader,
-preflight.STORAGE_READ['blob'], which `cluster create` and `local start` check for a cluster's Blob mounts).
+Plain REST through azure-core with az's storage token (rest.py), as share_reader (the role: Storage Blob Data Reader,
+roles.STORAGE_READ['blob'], which `cluster create` and `local start` check for a cluster's Blob mounts).
 """
 from urllib.parse import quote
 
-from .share_reader import OFFSET_PREFIX, ShareReadError, StorageClient, _name, copy_new_bytes, local_file
+from .rest import OFFSET_PREFIX, ShareReadError, StorageClient, copy_new_bytes, entry_name, local_file
 
 BLOB_API_VERSION = '2021-08-06'
 FOLDER_MARKER = 'hdi_isfolder'  # the metadata of the empty blob blobfuse (and ADLS) keep for a directory
@@ -42,7 +42,7 @@ class BlobClient(StorageClient):
                 if (entry.findtext('Metadata/' + FOLDER_MARKER) or '').lower() == 'true':
                     continue
                 size = entry.findtext('Properties/Content-Length')
-                blobs[_name(entry)] = (int(size or 0), entry.findtext('Properties/Etag'))
+                blobs[entry_name(entry)] = (int(size or 0), entry.findtext('Properties/Etag'))
             marker = root.findtext('NextMarker') or ''
             if not marker:
                 return blobs

@@ -18,9 +18,9 @@ Outputs: while a task runs, and once more before its end is recorded, the files 
 Range reads (`ocp-range`) of only the bytes not read yet, so listOutputFiles, `job file stream/list`, `sweep status
 --tail`, metrics and the report read them through the service's API exactly as on the other schedulers. The
 directories on the pool's mounted Azure file share or Blob container (`$AZ_BATCHAI_MOUNT_ROOT/...`, Batch AI's
-recipes) are read from the storage itself, the same way (share_reader.py, blob_reader.py). Batch's own
+recipes) are read from the storage itself, the same way (storage/: share_reader.py, blob_reader.py). Batch's own
 stdout/stderr of each task are also uploaded by Batch at its completion (the task's outputFiles, a write-only SAS
-of the cluster storage's task-log container: task_logs.py), and read from there when the task file API no longer
+of the cluster storage's task-log container: storage/task_logs.py), and read from there when the task file API no longer
 has them (the node is gone).
 
 Killing or stopping the service touches no task: they run on, and the next start re-attaches to them.
@@ -32,14 +32,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..errors import ArmError, bad_request
-from ..layout import JobLayout
-from ..resources import iso
-from ..stored_spec import job_spec
+from ...errors import ArmError, bad_request
+from ...layout import JobLayout
+from ...resources import iso
+from ...data.stored_spec import job_spec
 from ..scheduler import SubmittingScheduler, error
-from ..store import resource_key
+from ...data.store import resource_key
 from .client import MAX_TASKS_PER_ADD, BatchCallError
-from .share_reader import copy_new_bytes
+from .storage.rest import copy_new_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     name = 'azure-batch'
     has_default_cluster = False
-    # storage_roles.StorageRoleCheck (set by connect.py): az's data role on a new cluster's storage; None: unchecked
+    # storage.roles.StorageRoleCheck (set by connect.py): az's data role on a new cluster's storage; None: unchecked
     storage_check = None
 
     def __init__(self, store, data_dir, api, account=None, mapping=None, pool_prefix='batchai', facts=None,
@@ -111,9 +111,10 @@ class AzureBatchScheduler(SubmittingScheduler):
         self.pools_seconds = pools_seconds
         self.files_seconds = files_seconds
         self.unrunnable_seconds = unrunnable_seconds
-        # share_reader.ShareMirror: the job directories on the pool's mounted file share or container (None: not read)
+        # storage.share_reader.ShareMirror: the job directories on the pool's mounted file share or container
+        # (None: not read)
         self.shares = shares
-        # task_logs.TaskLogs: Batch's own stdout/stderr of each task uploaded by Batch (outputFiles) to the
+        # storage.task_logs.TaskLogs: Batch's own stdout/stderr of each task uploaded by Batch (outputFiles) to the
         # cluster storage's task-log container, and read back from there (None: no outputFiles)
         self.task_logs = task_logs
         self.poll_count = 0
@@ -619,7 +620,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         """The task-log container's write-only SAS URL for a task of the cluster (task_logs.py), or None."""
         if self.task_logs is None:
             return None
-        from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
+        from ...resources import job_wall_clock  # pylint: disable=import-outside-toplevel
         return self.task_logs.container_url(cluster_body.get('properties') or {},
                                             job_wall_clock(spec).total_seconds())
 
@@ -680,7 +681,7 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def _mirror_shares(self, task):
         """Copy what is new of the job's directories on the pool's mounted file share or Blob container
-        (share_reader.py): read from the storage, so they stay readable when the node is gone."""
+        (storage/share_reader.py): read from the storage, so they stay readable when the node is gone."""
         if self.shares is None:
             return
         row = self._store.get(task.cluster)
@@ -812,7 +813,7 @@ def _empty_local_outputs(layout):
 
 
 def _toolkit(spec):
-    from ..resources import TOOLKITS  # pylint: disable=import-outside-toplevel
+    from ...resources import TOOLKITS  # pylint: disable=import-outside-toplevel
     return next(k for k in TOOLKITS if spec.get(k) is not None)
 
 

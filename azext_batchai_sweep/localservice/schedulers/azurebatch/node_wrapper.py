@@ -35,7 +35,7 @@ import zipfile
 
 from .. import launcher
 from ..jobenv import job_environment
-from ..layout import job_variables, output_paths
+from ...layout import job_variables, output_paths
 
 TASK_VARIABLE = 'AZ_BATCHAI_SWEEP_TASK'
 PAYLOAD_VARIABLE = 'AZ_BATCHAI_SWEEP_WRAPPER'
@@ -45,10 +45,12 @@ PREP_STDOUT = 'stdout-job_prep.txt'
 PREP_STDERR = 'stderr-job_prep.txt'
 # The modules the payload carries, relative to the package root (their imports are relative, so the zip keeps the
 # package's layout; the packages' own __init__ files are replaced by empty ones: the root one imports azure.cli).
-PAYLOAD_MODULES = ['localservice/launcher.py', 'localservice/jobenv.py', 'localservice/layout.py',
-                   'localservice/errors.py', 'localservice/azurebatch/node_wrapper.py']
+PAYLOAD_MODULES = ['localservice/schedulers/launcher.py', 'localservice/schedulers/jobenv.py',
+                   'localservice/layout.py', 'localservice/errors.py',
+                   'localservice/schedulers/azurebatch/node_wrapper.py']
 PACKAGE = 'azext_batchai_sweep'
-_MAIN = 'import sys\nfrom {}.localservice.azurebatch.node_wrapper import main\nsys.exit(main())\n'.format(PACKAGE)
+_MAIN = ('import sys\nfrom {}.localservice.schedulers.azurebatch.node_wrapper import main\n'
+         'sys.exit(main())\n').format(PACKAGE)
 
 
 # ---- the payload (built by the service) ----------------------------------------------------------------------
@@ -71,10 +73,14 @@ def without_comments(source):
 def payload():
     """The zip app of the wrapper, bytes; deterministic (fixed dates and order), so a task body written again after
     a restart is byte-identical and Batch's TaskExists for it counts as success."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.abspath(__file__)
+    for _ in range(__name__.count('.')):
+        root = os.path.dirname(root)  # up from this module to the package's root folder
     files = {'__main__.py': _MAIN.encode('utf-8')}
-    for package in ('', 'localservice/', 'localservice/azurebatch/'):
-        files[PACKAGE + '/' + package + '__init__.py'] = b''
+    for module in PAYLOAD_MODULES:  # every package on the modules' paths, from the root down
+        parts = module.split('/')[:-1]
+        for depth in range(len(parts) + 1):
+            files[PACKAGE + '/' + ''.join(part + '/' for part in parts[:depth]) + '__init__.py'] = b''
     for module in PAYLOAD_MODULES:
         with open(os.path.join(root, module), encoding='utf-8') as f:
             files[PACKAGE + '/' + module] = without_comments(f.read()).encode('utf-8')

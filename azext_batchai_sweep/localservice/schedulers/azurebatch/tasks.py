@@ -19,7 +19,7 @@ Batch AI job -> Batch task:
   a `resourceFiles` entry instead (code_files.py);
 - `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
 - (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion to
-  the cluster storage's task-log container with a write-only user delegation SAS (task_logs.py), so a failure
+  the cluster storage's task-log container with a write-only user delegation SAS (storage/task_logs.py), so a failure
   before the wrapper or the mount works stays readable (issue 31 rule 3).
 
 `check_job` refuses at submit what the cluster's pool cannot run, with the reason.
@@ -28,11 +28,12 @@ import base64
 import json
 
 from ..gpus import gpus_per_node
-from ..resources import format_duration, job_wall_clock
+from ...resources import format_duration, job_wall_clock
 from . import node_wrapper
 from .code_files import code_mount, resource_files
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes
+from .storage.mounts import cluster_storage, job_mounts
 
 # Batch's limits on one task collection add: 100 tasks, and the request body under 1 MB (TooManyTasks,
 # RequestBodyTooLarge), measured on the bytes the SDK sends (request_bytes).
@@ -40,43 +41,6 @@ MAX_TASKS_PER_ADD = 100
 MAX_ADD_BYTES = 1000 * 1000
 LAUNCH_KEYS = ('nodeCount', 'jobPreparation', 'stdOutErrPathPrefix', 'outputDirectories', 'inputDirectories',
                'jobOutputDirectoryPathSegment')
-
-
-def _storage(ref):
-    """What a mount volume reference points at, comparable between job and cluster."""
-    if 'containerName' in ref:
-        return ('blob', ref['accountName'].lower(), ref['containerName'])
-    return ('file', ref['accountName'].lower(), ref['azureFileUrl'].rstrip('/').lower())
-
-
-def job_mounts(props, cluster_props):
-    """{job relativeMountPath: cluster relativeMountPath} for the job's mountVolumes: each must be storage the
-    cluster mounts (Batch mounts at pool creation only), else Refusal."""
-    cluster = {}
-    cluster_volumes = ((cluster_props.get('nodeSetup') or {}).get('mountVolumes')) or {}
-    for kind in ('azureFileShares', 'azureBlobFileSystems'):
-        for ref in cluster_volumes.get(kind) or []:
-            cluster.setdefault(_storage(ref), ref['relativeMountPath'].strip('/'))
-    mounts = {}
-    volumes = props.get('mountVolumes') or {}
-    code = code_mount(props)  # (its archive comes as a resource file: no mount needed)
-    for kind in ('fileServers', 'unmanagedFileSystems'):
-        if volumes.get(kind):
-            raise Refusal('mountVolumes.{}: Azure Batch mounts only Azure file shares and blob containers, and only '
-                          'those of the cluster.'.format(kind), code='UnsupportedMountVolume')
-    for kind in ('azureFileShares', 'azureBlobFileSystems'):
-        for ref in volumes.get(kind) or []:
-            if ref is code:
-                continue
-            target = cluster.get(_storage(ref))
-            if target is None:
-                raise Refusal("mountVolumes.{} '{}': Azure Batch mounts storage only when a pool is created; mount "
-                              "the same storage in the cluster's nodeSetup.mountVolumes (it is then also at "
-                              '$AZ_BATCHAI_JOB_MOUNT_ROOT/{} for this job).'.format(
-                                  kind, ref['relativeMountPath'], ref['relativeMountPath']),
-                              code='UnsupportedMountVolume')
-            mounts[ref['relativeMountPath'].strip('/')] = target
-    return mounts
 
 
 def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint: disable=unused-argument
@@ -218,7 +182,7 @@ def batch_job_body(batch_job_id, pool_id):
 # The longest a Batch AI job name and a task id can be: the stand-ins of a size check made before either exists.
 _LONGEST_NAME = 'j' * 64
 _LONGEST_TASK_ID = 't' * 64
-# A stand-in of the task-log container's SAS URL (task_logs.py) on a cluster that mounts storage: the longest
+# A stand-in of the task-log container's SAS URL (storage/task_logs.py) on a cluster that mounts storage: the longest
 # account name (24), container name (63) and a user delegation SAS's query with margin (about 300 in practice).
 _LONGEST_LOGS_URL = 'https://{}.blob.core.usgovcloudapi.net/{}?{}'.format('a' * 24, 'c' * 63, 'q' * 512)
 
@@ -228,8 +192,7 @@ def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_A
     settings) cannot fit in a Batch request of `max_bytes` even alone: it would fail at every add. The body is
     built as the add builds it, with the longest job name and task id, so what passes here fits at the add."""
     job_body = {'name': _LONGEST_NAME, 'properties': dict(props, jobOutputDirectoryPathSegment='0' * 36)}
-    from .preflight import cluster_storage  # pylint: disable=import-outside-toplevel
-    logs_url = _LONGEST_LOGS_URL if cluster_storage(cluster_props) else None  # (task_logs.logs_account)
+    logs_url = _LONGEST_LOGS_URL if cluster_storage(cluster_props) else None  # (mounts.logs_account)
     body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props, output_container_url=logs_url,
                      payload=payload)
     own, limit = request_bytes(body), max_bytes - request_bytes({'value': []})

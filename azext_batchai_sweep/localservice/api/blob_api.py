@@ -45,8 +45,8 @@ from urllib.parse import unquote
 from xml.etree import ElementTree
 from xml.sax.saxutils import quoteattr
 
-from .files_api import (CHUNK_BYTES, FilesApi, StorageApiError, _ACCOUNT_NAME, _SHARE_NAME, _element, _entity_headers,
-                        _invalid_name, _name_element, _not_found, _paging, _parse_range, _SAS_FIELDS)
+from .files_api import (ACCOUNT_NAME, CHUNK_BYTES, SAS_FIELDS, SHARE_NAME, FilesApi, StorageApiError, entity_headers,
+                        invalid_name, list_paging, name_element, not_found, parse_range, xml_element)
 
 MIB = 1024 * 1024
 MAX_PUT_BLOB_BYTES = 5000 * MIB  # the service's limits (version 2019-12-12 and later)
@@ -65,11 +65,11 @@ _BLOB_SAS_SIGNS_SCOPE = '2020-12-06'  # and the encryption scope
 
 
 def _container_not_found():
-    return _not_found('ContainerNotFound', 'container')
+    return not_found('ContainerNotFound', 'container')
 
 
 def _blob_not_found():
-    return _not_found('BlobNotFound', 'blob')
+    return not_found('BlobNotFound', 'blob')
 
 
 def _path_conflict():
@@ -142,7 +142,7 @@ def _block_file(block_id):
 
 def _blob_headers(stat):
     """The headers of Get Blob; Get Blob Properties adds the access tier."""
-    headers = {name: _entity_headers(stat)[name] for name in ('ETag', 'Last-Modified')}
+    headers = {name: entity_headers(stat)[name] for name in ('ETag', 'Last-Modified')}
     headers.update({'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes',
                     'x-ms-blob-type': 'BlockBlob', 'x-ms-creation-time': headers['Last-Modified'],
                     'x-ms-lease-status': 'unlocked', 'x-ms-lease-state': 'available', 'x-ms-server-encrypted': 'true'})
@@ -217,8 +217,8 @@ class BlobApi(FilesApi):
             raise StorageApiError(400, 'InvalidUri', 'The requested URI does not represent any resource.')
         account, container = parts[1].lower(), parts[2]
         name = parts[3] if len(parts) == 4 and parts[3] else None
-        if not _ACCOUNT_NAME.fullmatch(account) or not _SHARE_NAME.fullmatch(container):
-            raise _invalid_name()
+        if not ACCOUNT_NAME.fullmatch(account) or not SHARE_NAME.fullmatch(container):
+            raise invalid_name()
         segments = _blob_segments(name) if name is not None else []
         operation = _operation(request.method, request.arg('restype'), request.arg('comp'), name)
         self._authenticate(request, operation, container, segments)
@@ -252,8 +252,8 @@ class BlobApi(FilesApi):
             extra = [request.arg('sr', ''), request.arg('sst', '')]
             if version >= _BLOB_SAS_SIGNS_SCOPE:
                 extra.append(request.arg('ses', ''))
-        values = [resource if name is None else fields[name] for name in _SAS_FIELDS]
-        position = _SAS_FIELDS.index('sv') + 1
+        values = [resource if name is None else fields[name] for name in SAS_FIELDS]
+        position = SAS_FIELDS.index('sv') + 1
         return '\n'.join(values[:position] + extra + values[position:])
 
     # -- containers ------------------------------------------------------------------------------------------------
@@ -264,13 +264,13 @@ class BlobApi(FilesApi):
             os.makedirs(root)
         except FileExistsError:
             raise StorageApiError(409, 'ContainerAlreadyExists', 'The specified container already exists.') from None
-        return 201, {name: value for name, value in _entity_headers(os.stat(root)).items()
+        return 201, {name: value for name, value in entity_headers(os.stat(root)).items()
                      if name in ('ETag', 'Last-Modified')}, b''
 
     @staticmethod
     def _container_properties(target, request):
         del request
-        headers = {name: _entity_headers(os.stat(target.root))[name] for name in ('ETag', 'Last-Modified')}
+        headers = {name: entity_headers(os.stat(target.root))[name] for name in ('ETag', 'Last-Modified')}
         headers.update({'x-ms-lease-status': 'unlocked', 'x-ms-lease-state': 'available',
                         'x-ms-has-immutability-policy': 'false', 'x-ms-has-legal-hold': 'false'})
         return 200, headers, b''
@@ -286,12 +286,12 @@ class BlobApi(FilesApi):
 
     def _list_account(self, request, account):
         """List Containers: the real folders of `<account>/containers` with a valid name, paged by name."""
-        prefix, marker, max_results = _paging(request)
+        prefix, marker, max_results = list_paging(request)
         names = []
         try:
             with os.scandir(os.path.join(self._real_root, account, self.FOLDER)) as listing:
                 names = sorted((entry.name, entry.stat(follow_symlinks=False)) for entry in listing
-                               if entry.is_dir(follow_symlinks=False) and _SHARE_NAME.fullmatch(entry.name)
+                               if entry.is_dir(follow_symlinks=False) and SHARE_NAME.fullmatch(entry.name)
                                and entry.name.startswith(prefix) and entry.name >= marker)
         except FileNotFoundError:
             pass
@@ -299,8 +299,8 @@ class BlobApi(FilesApi):
         items = ['<Container>{}<Properties>{}{}<LeaseStatus>unlocked</LeaseStatus><LeaseState>available'
                  '</LeaseState><HasImmutabilityPolicy>false</HasImmutabilityPolicy><HasLegalHold>false</HasLegalHold>'
                  '</Properties></Container>'.format(
-                     _element('Name', name), _element('Last-Modified', _entity_headers(stat)['Last-Modified']),
-                     _element('Etag', _entity_headers(stat)['ETag'])) for name, stat in page]
+                     xml_element('Name', name), xml_element('Last-Modified', entity_headers(stat)['Last-Modified']),
+                     xml_element('Etag', entity_headers(stat)['ETag'])) for name, stat in page]
         return self._enumeration(request, '', 'Containers', items, rest[0][0] if rest else None)
 
     def _enumeration(self, request, attributes, tag, items, next_marker):
@@ -309,18 +309,18 @@ class BlobApi(FilesApi):
         parts = ['<?xml version="1.0" encoding="utf-8"?>',
                  '<EnumerationResults ServiceEndpoint={}{}>'.format(
                      quoteattr('http://{}/{}/'.format(host, request.segments[0])), attributes),
-                 _element('Prefix', prefix) if prefix else '', _element('Marker', marker) if marker else '',
-                 _element('MaxResults', request.arg('maxresults')) if request.arg('maxresults') else '',
-                 _element('Delimiter', request.arg('delimiter')) if request.arg('delimiter') else '',
+                 xml_element('Prefix', prefix) if prefix else '', xml_element('Marker', marker) if marker else '',
+                 xml_element('MaxResults', request.arg('maxresults')) if request.arg('maxresults') else '',
+                 xml_element('Delimiter', request.arg('delimiter')) if request.arg('delimiter') else '',
                  '<{}>'.format(tag)] + items + [
-                     '</{}>'.format(tag), _element('NextMarker', next_marker) if next_marker else '<NextMarker />',
+                     '</{}>'.format(tag), xml_element('NextMarker', next_marker) if next_marker else '<NextMarker />',
                      '</EnumerationResults>']
         return 200, {'Content-Type': 'application/xml'}, ''.join(parts).encode('utf-8')
 
     def _list_blobs(self, target, request):
         """List Blobs: every regular file below the container folder (symlinks are no blobs), by name; with a
         delimiter, the names past the prefix that hold it are rolled up into BlobPrefix entries."""
-        prefix, marker, max_results = _paging(request)
+        prefix, marker, max_results = list_paging(request)
         delimiter = request.arg('delimiter', '')
         entries = {}
         for name, stat in self._walk(target.root):
@@ -337,7 +337,7 @@ class BlobApi(FilesApi):
         for name in page:
             stat = entries[name]
             if stat is None:
-                items.append('<BlobPrefix>{}</BlobPrefix>'.format(_name_element(name)))
+                items.append('<BlobPrefix>{}</BlobPrefix>'.format(name_element(name)))
                 continue
             headers = _blob_headers(stat)
             items.append(
@@ -345,9 +345,9 @@ class BlobApi(FilesApi):
                 '</Content-Type><BlobType>BlockBlob</BlobType><AccessTier>Hot</AccessTier><AccessTierInferred>true'
                 '</AccessTierInferred><LeaseStatus>unlocked</LeaseStatus><LeaseState>available</LeaseState>'
                 '<ServerEncrypted>true</ServerEncrypted></Properties></Blob>'.format(
-                    _name_element(name), _element('Creation-Time', headers['x-ms-creation-time']),
-                    _element('Last-Modified', headers['Last-Modified']),
-                    _element('Etag', headers['ETag']), stat.st_size))
+                    name_element(name), xml_element('Creation-Time', headers['x-ms-creation-time']),
+                    xml_element('Last-Modified', headers['Last-Modified']),
+                    xml_element('Etag', headers['ETag']), stat.st_size))
         attributes = ' ContainerName={}'.format(quoteattr(request.segments[1]))
         return self._enumeration(request, attributes, 'Blobs', items, rest[0] if rest else None)
 
@@ -458,7 +458,7 @@ class BlobApi(FilesApi):
             byte_range = request.headers.get('x-ms-range') or request.headers.get('range')
             start, end, status = 0, size - 1, 200
             if byte_range:
-                start, end = _parse_range(byte_range, size)
+                start, end = parse_range(byte_range, size)
                 status = 206
                 headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
         except BaseException:

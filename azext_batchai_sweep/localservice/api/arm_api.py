@@ -24,15 +24,15 @@ import time
 import urllib.parse
 from stat import S_ISDIR
 
-from . import API_VERSION, DEFAULT_LOCATION, LOCAL_VIEW
-from .auth import sign_link
+from .. import API_VERSION, DEFAULT_LOCATION, LOCAL_VIEW
+from ..auth import sign_link
 from .downloads import servable_path
-from .errors import ArmError, bad_request, conflict, not_found
-from .fileio import is_within
-from .layout import JobLayout
-from .resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, check_subscription, cluster_body,
+from ..errors import ArmError, bad_request, conflict, not_found
+from ..fileio import is_within
+from ..layout import JobLayout
+from ..resources import (PRIORITIES, RESOURCE_GROUP_RE, check_name, check_subscription, cluster_body,
                         experiment_body, iso, job_body, parse_cluster_id, utcnow, validate_job, workspace_body)
-from .store import resource_key
+from ..data.store import resource_key
 
 logger = logging.getLogger(__name__)
 
@@ -524,7 +524,8 @@ class _Request:
         existing = self.store.get(key)
         if existing is None:
             self.runner.check_cluster(key, body, params)  # what this scheduler cannot make: 400, nothing stored
-        from .stored_spec import same_cluster_request, without_credentials  # pylint: disable=import-outside-toplevel
+        # pylint: disable=import-outside-toplevel
+        from ..data.stored_spec import same_cluster_request, without_credentials
         if self.store.insert(key, 'cluster', ws_key, body, spec=without_credentials(params)):
             try:
                 self.runner.create_cluster(key, body, params)
@@ -605,7 +606,7 @@ class _Request:
         self._get(exp_key, 'experiment', experiment)
         params = self._params()
         props, toolkit = validate_job(params)
-        from .stored_spec import same_job_request, sealed_job  # pylint: disable=import-outside-toplevel
+        from ..data.stored_spec import same_job_request, sealed_job  # pylint: disable=import-outside-toplevel
         existing = self.store.get(key)
         if existing is not None:
             return self._same_or_conflict(key, lambda row: same_job_request(row, props), 'job', name)

@@ -15,8 +15,8 @@ import shlex
 import sys
 
 from .. import launcher
-from ..errors import bad_request
-from ..resources import job_wall_clock
+from ...errors import bad_request
+from ...resources import job_wall_clock
 from ..scheduler import REASONS
 
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')

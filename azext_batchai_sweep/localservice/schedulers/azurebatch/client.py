@@ -18,7 +18,7 @@ import random
 from .auth import LoginError
 from .spelling import same
 from .states import redact_sas
-from ...core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, retry_after_seconds,
+from ....core.service.retry import (NO_SDK_RETRY, RetrySettings, call_with_retries, is_retryable, retry_after_seconds,
                                    status_of)
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def _enable_autoscale(client, pool_id, body):
         from azure.batch._operations._operations import (  # pylint: disable=import-outside-toplevel
             BatchClientOperationsMixin as Generated)
     except ImportError:  # another SDK layout: the public operation
-        from ..resources import parse_duration  # pylint: disable=import-outside-toplevel
+        from ...resources import parse_duration  # pylint: disable=import-outside-toplevel
         interval = body.get('autoScaleEvaluationInterval')
         return client.enable_pool_auto_scale(
             pool_id, auto_scale_formula=body.get('autoScaleFormula'),

@@ -7,4 +7,6 @@ so `--scheduler processes` never pays for the SDK and the bodies can be checked 
 what the scheduler asks of them. auth.py: az's login as a token credential for the Batch resource; client.py: the
 data-plane calls through the SDK's BatchClient with the project's retry rules; scheduler.py: submit, poll,
 terminate, delete, re-attach, and the cluster hooks (pools); connect.py: the scheduler of a service start, checked.
+storage/: the storage the clusters mount, read (and the task-log container signed for Batch) with az's token, and
+the data roles that takes; the rest of the scheduler uses its public names only.
 """
