@@ -155,3 +155,26 @@ def test_a_live_update_makes_the_summaries_again_only_when_their_inputs_changed(
     live['importance'][0]['objective'] = 'changed by a reader'  # a copy: the memo's result is not the data's
     assert data_module.report_data(_steps(record, failed), memo=memo)['importance'][0]['objective'] != \
         'changed by a reader'
+
+
+def test_a_job_title_kept_from_an_earlier_drawing_is_the_one_its_job_has_now():
+    """Plot titles are kept from one drawing to the next (plots._job_title): a job whose state, value, decision or
+    parameters changed gets its new title, and values equal as numbers but written apart (True and 1) are told
+    apart; the same job gives the same text as one drawn without the kept titles."""
+    from azext_batchai_sweep.core.report import plots
+    job = {'name': 'j1', 'state': 'running', 'objective': 0.5, 'lastStep': 2.0, 'decision': None,
+           'stoppedEarly': False, 'resource': None, 'parent': None, 'error': None, 'values': {'X': 1}}
+    first = plots._job_title(job, 'acc')  # pylint: disable=protected-access
+    assert first == plots._make_job_title(job, 'acc') and 'j1 (running)' in first  # pylint: disable=protected-access
+    changes = [{'state': 'succeeded'}, {'objective': 0.75}, {'lastStep': 3.0}, {'stoppedEarly': True},
+               {'decision': {'reason': 'stopped at epoch 2 by bandit'}}, {'values': {'X': True}},
+               {'values': {'X': 'adam'}}, {'error': 'HTTP 500'}]
+    titles = {first}
+    for change in changes:
+        changed = dict(job, **change)
+        title = plots._job_title(changed, 'acc')  # pylint: disable=protected-access
+        assert title == plots._make_job_title(changed, 'acc'), change  # pylint: disable=protected-access
+        titles.add(title)
+    assert len(titles) == len(changes) + 1
+    assert plots._job_title(job, 'loss') != first  # pylint: disable=protected-access
+    assert plots._job_title(job, 'acc') == first  # pylint: disable=protected-access
