@@ -18,6 +18,7 @@ def test_run_report_follows_batch_tasks_to_the_end(batch_service):  # pylint: di
     # The logs in the task's folder on its node, read while the task runs through Batch's task file API (this
     # cluster mounts no share for $AZ_BATCHAI_MOUNT_ROOT).
     target = [*svc.group(), '-e', 'live', '-n', 'live']
-    _, result = follow_gated_run(svc.az, target, gated_sweep(svc.directory, logs='$AZ_BATCHAI_JOB_TEMP/logs'), 'live', svc.directory)
+    spec = gated_sweep(svc.directory, logs='$AZ_BATCHAI_JOB_TEMP/logs')
+    _, result = follow_gated_run(svc.az, target, spec, 'live', svc.directory)
     assert result['jobs'] == 3 and result['best']['parameters'] == {'Q': 0.9}
     assert len(tasks(svc.double)) == 3  # each job one Batch task
