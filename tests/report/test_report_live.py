@@ -38,9 +38,9 @@ print('epoch=2 val_accuracy=%.4f' % float(q), flush=True)
 '''
 
 
-def gated_sweep(directory):
+def gated_sweep(directory, logs='$AZ_BATCHAI_MOUNT_ROOT/logs'):
     """A grid over Q run one job at a time; a job prints epoch 1, waits for `gate-Q`, then prints its final value Q
-    (the later the job, the better)."""
+    (the later the job, the better). logs: the jobs' stdOutErrPathPrefix."""
     script = os.path.join(directory, 'gated.py')
     with open(script, 'w', encoding='utf-8') as out:
         out.write(GATED)
@@ -49,8 +49,7 @@ def gated_sweep(directory):
         'jobNamePrefix: live', 'objective: {metric: val_accuracy, goal: max, step: epoch}',
         'sampling: {type: grid}', 'limits: {maxConcurrentJobs: 1}', 'parameters:',
         '  - {{name: Q, type: discrete, values: {}}}'.format(list(VALUES)), 'job:', '  nodeCount: 1',
-        '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs', '  customToolkitSettings: {{commandLine: "{}"}}'.format(
-            command)])
+        '  stdOutErrPathPrefix: ' + logs, '  customToolkitSettings: {{commandLine: "{}"}}'.format(command)])
     path = os.path.join(directory, 'live.yaml')
     with open(path, 'w', encoding='utf-8') as out:
         out.write(text + '\n')
@@ -350,3 +349,62 @@ def test_report_options_are_checked_before_any_request(local_service, tmp_path):
     assert nowhere.exit_code != 0 and 'The directory of --report' in nowhere.stderr
     for text in (alone.stderr, wrong.stderr, nowhere.stderr):
         assert 'Traceback' not in text
+
+
+def sidecar_rows(update):
+    """The job table's rows an update carries ([#, job, state, decision, objective, best, step, duration, ...])."""
+    html = ''.join(part for _, part in update['parts'])
+    found = re.search(r'<script type="application/json" id="report-table-data">(.*?)</script>', html, re.S)
+    assert found, html[:200]
+    return json.loads(found.group(1))['rows']
+
+
+def follow_gated_run(az, target, spec, cluster, directory, timeout=120):
+    """`sweep run --spec SPEC (gated_sweep) --report DIRECTORY/run.html` on `cluster`, its jobs let end one by one,
+    reading the page's data sidecar as a page would, without a browser: before a job's gate opens the sidecar shows
+    it running with its first report (Q/2, read from the running job's log), after it the job succeeded with Q and
+    is the best; once the run has ended the sidecar says final and the page is a snapshot. Returns the last update
+    and the run's JSON output."""
+    page_file = os.path.join(directory, 'run.html')
+    sidecar = os.path.join(directory, 'run.live.js')
+    run = Background(az, 'batchai', 'sweep', 'run', *target, '--spec', spec, '-c', cluster, '--poll-interval', '0.3',
+                     '--report', page_file, '-o', 'json')
+    seen = []
+
+    def wait_update(condition, what):
+        deadline = time.monotonic() + timeout
+        while True:
+            if os.path.exists(sidecar):
+                update = sidecar_update(sidecar)
+                if not seen or update['parts'] != seen[-1]['parts']:
+                    seen.append(update)
+                if condition(update, sidecar_rows(update)):
+                    return update
+            assert run.proc.poll() is None or what == 'final', run.stderr()
+            assert time.monotonic() < deadline, 'no {} in {} s: {}; last rows {}'.format(
+                what, timeout, run.stderr(), sidecar_rows(seen[-1]) if seen else None)
+            time.sleep(0.1)
+
+    try:
+        for count, value in enumerate(VALUES, start=1):
+            wait_update(lambda update, rows, n=count, q=value: len(rows) == n and rows[-1][2] == 'running' and
+                        rows[-1][4] == q / 2 and not update['final'], 'job {} running at step 1'.format(count))
+            open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
+            wait_update(lambda update, rows, n=count, q=value: len(rows) >= n and rows[n - 1][2] == 'succeeded' and
+                        rows[n - 1][4] == q and '<div class="big best-value">{}</div>'.format(q) in
+                        update['parts'][0][1], 'job {} succeeded'.format(count))
+        assert run.wait(timeout) == 0, run.stderr()
+        last = wait_update(lambda update, rows: update['final'], 'final')
+        rows = sidecar_rows(last)
+        assert [(row[2], row[4]) for row in rows] == [('succeeded', value) for value in VALUES]
+        assert len(seen) >= 2 * len(VALUES)  # the data changed as the jobs ran and ended, not once at the end
+        with open(page_file, encoding='utf-8') as handle:
+            final = handle.read()
+        assert 'data-state="final"' in final and 'live-config' not in final  # a snapshot: no poller
+        assert not [name for name in os.listdir(directory) if name.startswith('.report-')]  # no temporary left
+        assert 'The live report of the run: ' + page_file in run.stderr()
+        return last, json.loads(''.join(run.out))
+    finally:
+        for value in VALUES:  # never leave a job waiting
+            open(os.path.join(directory, 'gate-{}'.format(value)), 'w').close()
+        run.stop()

@@ -1,6 +1,8 @@
 """The live report's core (core/report/live.py): each look reads only the bytes appended to the jobs' logs, finds the
 same values a full `sweep report` finds, draws nothing again when nothing changed, and writes its files so that a
 reader (or a kill) never leaves half of one."""
+import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +15,8 @@ from azext_batchai_sweep.core.outputs.metrics import MetricExtractor
 from azext_batchai_sweep.core.report.intermediate import ReportReader
 from azext_batchai_sweep.core.report.live import JobLog, LiveDocument, LiveSweep, sidecar_path
 from azext_batchai_sweep.core.report.model import Objective
+from azext_batchai_sweep.core.tuning.trial import Report
+from tests.report.synthetic import synthetic_record
 
 LOG = (b'training lr=0.1\nepoch=1 loss=0.9 val_accuracy=0.41\nepoch=2 loss=0.5 val_accuracy=0.62\n'
        b'noise val_accuracy=oops\nepoch=3 loss=0.4 val_accuracy=0.70\r\nepoch=4 val_accuracy=0.73')
@@ -114,3 +118,63 @@ def test_a_writer_killed_mid_write_leaves_the_last_complete_file(tmp_path, delay
         text = handle.read()
     assert text.startswith('<!-- ') and text.endswith('</html>\n') and len(text) == len(text.split('-->')[0]) + 3 \
         + 3000000 + 8
+
+
+def _steps(record, changes):
+    """The record after `changes`: {job index: (state, reports)}, as a live update sees the sweep go on."""
+    trials = [dataclasses.replace(trial, state=changes[trial.index][0], reports=changes[trial.index][1])
+              if trial.index in changes else trial for trial in record.trials]
+    return dataclasses.replace(record, trials=trials)
+
+
+def test_a_live_update_makes_the_summaries_again_only_when_their_inputs_changed(monkeypatch):
+    """The live data (report_data with a Memo, as LiveSweep makes it) is the full report's data at every step of a
+    sweep going on, while the importance and random search's expected curve are made again only when a job's counted
+    value (or the jobs' parameters) changed: a running job's new lines or a job started change neither."""
+    from azext_batchai_sweep.core.report import data as data_module
+    made = []
+    for name in ('report_importance', 'expected_best_of_random'):
+        real = getattr(data_module, name)
+        monkeypatch.setattr(data_module, name, lambda *a, _real=real, _name=name, **k: made.append(_name) or
+                            _real(*a, **k))
+    record = synthetic_record(60, epochs=8, seed=3, running=3)
+    running = [t for t in record.trials if t.state == 'running']
+    more = {t.index: ('running', t.reports + (Report(float(len(t.reports) + 1), 0.5),)) for t in running}
+    ended = {**more, running[0].index: ('succeeded', more[running[0].index][1] + (Report(99.0, 0.97),))}
+    failed = {**ended, running[1].index: ('failed', more[running[1].index][1])}
+    memo = data_module.Memo()
+    steps = [(record, 2), (record, 0), (_steps(record, more), 0), (_steps(record, ended), 2),
+             (_steps(record, ended), 0), (_steps(record, failed), 0)]
+    for step, (state, expected_made) in enumerate(steps):
+        del made[:]
+        live = data_module.report_data(state, memo=memo)
+        assert sorted(made) == sorted(['report_importance', 'expected_best_of_random'][:expected_made]), step
+        assert live == data_module.report_data(state), step  # the same data as made whole
+        assert json.dumps(live) == json.dumps(data_module.report_data(state))
+    assert live['importance'] != data_module.report_data(record)['importance']  # the ended job's value counted
+    live['importance'][0]['objective'] = 'changed by a reader'  # a copy: the memo's result is not the data's
+    assert data_module.report_data(_steps(record, failed), memo=memo)['importance'][0]['objective'] != \
+        'changed by a reader'
+
+
+def test_a_job_title_kept_from_an_earlier_drawing_is_the_one_its_job_has_now():
+    """Plot titles are kept from one drawing to the next (plots._job_title): a job whose state, value, decision or
+    parameters changed gets its new title, and values equal as numbers but written apart (True and 1) are told
+    apart; the same job gives the same text as one drawn without the kept titles."""
+    from azext_batchai_sweep.core.report import plots
+    job = {'name': 'j1', 'state': 'running', 'objective': 0.5, 'lastStep': 2.0, 'decision': None,
+           'stoppedEarly': False, 'resource': None, 'parent': None, 'error': None, 'values': {'X': 1}}
+    first = plots._job_title(job, 'acc')  # pylint: disable=protected-access
+    assert first == plots._make_job_title(job, 'acc') and 'j1 (running)' in first  # pylint: disable=protected-access
+    changes = [{'state': 'succeeded'}, {'objective': 0.75}, {'lastStep': 3.0}, {'stoppedEarly': True},
+               {'decision': {'reason': 'stopped at epoch 2 by bandit'}}, {'values': {'X': True}},
+               {'values': {'X': 'adam'}}, {'error': 'HTTP 500'}]
+    titles = {first}
+    for change in changes:
+        changed = dict(job, **change)
+        title = plots._job_title(changed, 'acc')  # pylint: disable=protected-access
+        assert title == plots._make_job_title(changed, 'acc'), change  # pylint: disable=protected-access
+        titles.add(title)
+    assert len(titles) == len(changes) + 1
+    assert plots._job_title(job, 'loss') != first  # pylint: disable=protected-access
+    assert plots._job_title(job, 'acc') == first  # pylint: disable=protected-access

@@ -65,12 +65,13 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
 
 
 def data_of_trials(trials, sweep_name, objective, *, resource_group=None, workspace=None, experiment=None,
-                   plan_header=None, figures=None, run=None):
-    """The report's data of the sweep's trials (read_trials), with what the plan or the jobs say of its sampling."""
+                   plan_header=None, figures=None, run=None, memo=None):
+    """The report's data of the sweep's trials (read_trials), with what the plan or the jobs say of its sampling.
+    `memo`: a data.Memo kept from one call to the next (a live report's: what did not change is not made again)."""
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
     if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling
         carried = {trial.extra.get(EXTRA_SAMPLING) for trial in trials} - {None}
         sampling = carried.pop() if len(carried) == 1 else None
     record = sweep_record(sweep_name, objective, trials, resource_group=resource_group, workspace=workspace,
                           experiment=experiment, sampling=sampling, parameters=parameters)
-    return report_data(record, figures=figures, run=run)
+    return report_data(record, figures=figures, run=run, memo=memo)

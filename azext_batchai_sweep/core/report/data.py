@@ -14,7 +14,9 @@ Large sweeps stay readable (and the file small) by drawing a sample, never by dr
 - the job table holds every job, a page at a time.
 """
 import bisect
+import copy
 import datetime
+import json
 import math
 import random
 
@@ -24,7 +26,7 @@ from ..tuning.best import best_of
 from ..tuning.final import final_trials
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
-from .importance import report_importance
+from .importance import counted_value, report_importance
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SCHEDULER_JOB_ID,
                     EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
@@ -289,7 +291,7 @@ def expected_best_of_random(values, counts, goal):
     return result
 
 
-def _expected_curve(jobs, record, finished):
+def _expected_curve(jobs, record, finished, memo=None):
     if record.sampling != 'random' or finished < 2:
         return None
     values = [job['objective'] for job in jobs if job['state'] == 'succeeded' and job['objective'] is not None]
@@ -298,7 +300,10 @@ def _expected_curve(jobs, record, finished):
     else:  # evenly on a log scale of k, ends included: the curve changes fastest at small k
         counts = sorted({max(1, min(finished, round(math.exp(i * math.log(finished) / (EXPECTED_CURVE_POINTS - 1)))))
                          for i in range(EXPECTED_CURVE_POINTS)})
-    return expected_best_of_random(values, counts, record.objective.goal)
+    if memo is None:
+        return expected_best_of_random(values, counts, record.objective.goal)
+    return memo.get('expected', [values, counts, record.objective.goal],
+                    lambda: expected_best_of_random(values, counts, record.objective.goal))
 
 
 def _scatter_medians(jobs, axis):
@@ -338,11 +343,40 @@ def _step_key(record):
     return keys.pop() if len(keys) == 1 else None
 
 
-def report_data(record: SweepRecord, figures=None, run=None) -> dict:
+class Memo:
+    """The last result of each costly sweep-level summary (the importance, random search's expected curve) with the
+    inputs it was made of. A live report (live.py) makes its data again at every change, and most changes (a
+    running job's new lines, a job started) leave these inputs as they were: the result is then given again, a copy,
+    instead of being computed again, so the data is the same as without a memo."""
+
+    def __init__(self):
+        self._last = {}
+
+    def get(self, name, inputs, compute):
+        key = json.dumps(inputs, sort_keys=True, default=str)
+        last = self._last.get(name)
+        if last is None or last[0] != key:
+            last = (key, compute())
+            self._last[name] = last
+        return copy.deepcopy(last[1])
+
+
+def _importance_of(jobs, axes, objective, pareto, memo):
+    if memo is None:
+        return report_importance(jobs, axes, objective, pareto)
+    # What report_importance reads of the rows: their parameters, resource and counted value (a running job's
+    # new lines change no counted value).
+    rows = [[job['values'], job.get('resource'), counted_value(job['state'], job['objective'], job['stoppedEarly'])]
+            for job in jobs]
+    return memo.get('importance', [rows, axes, objective.as_dict(), pareto],
+                    lambda: report_importance(jobs, axes, objective, pareto))
+
+
+def report_data(record: SweepRecord, figures=None, run=None, memo=None) -> dict:
     """The report's data (JSON-ready) for a sweep record; `figures`: a `sweep run`'s figures
     (core/tuning/result.sweep_figures, as `run` and `status` show them), whose compute the summary shows; `run`: the
     run's outline its journal keeps (core/tuning/loop.SweepRun.outline: sampling settings, limits, the jobs a warm
-    start inherited, why it ended), or None."""
+    start inherited, why it ended), or None; `memo`: a Memo kept from one call to the next (a live report's)."""
     objective = record.objective
     trials = sorted(record.trials, key=lambda trial: (trial.index, trial.name))
     infeasible = _infeasible(figures)
@@ -384,14 +418,15 @@ def report_data(record: SweepRecord, figures=None, run=None) -> dict:
         },
         'parameters': axes,
         # What mattered, per objective (importance.py); a run's several objectives from its Pareto figures.
-        'importance': report_importance(jobs, axes, objective, (figures or {}).get('pareto')),
+        'importance': _importance_of(jobs, axes, objective, (figures or {}).get('pareto'), memo),
         'plots': {
             'learningCurves': _learning_curves(jobs, best, objective),
             'parallelCoordinates': {'drawn': sampled_lines, 'jobs': len(objective_values)},
             'objectiveVsParameter': {
                 'drawn': sampled_points, 'jobs': len(objective_values),
                 'medians': {axis['name']: _scatter_medians(jobs, axis) for axis in axes}},
-            'bestSoFar': dict(best_so_far, expectedRandom=_expected_curve(jobs, record, best_so_far['finished'])),
+            'bestSoFar': dict(best_so_far, expectedRandom=_expected_curve(jobs, record, best_so_far['finished'],
+                                                                          memo)),
         },
         'jobs': jobs,
     }

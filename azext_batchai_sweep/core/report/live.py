@@ -34,6 +34,7 @@ from ..service.retry import RetrySettings, describe_error
 from ..tuning.trial import FINISHED_STATES
 from .build import data_of_trials, write_file_atomically
 from .collect import in_submission_order, trial_of
+from .data import Memo
 from .html import report_parts, render_html
 from .intermediate import ReportReader
 from .model import Objective
@@ -103,6 +104,7 @@ class LiveSweep:
         self.requests = 0
         self._lock = threading.Lock()
         self._fingerprint = None
+        self._memo = Memo()  # the sweep-level summaries of the last data, made again only when their inputs change
         self.data = None
         self.ended = False
 
@@ -145,7 +147,8 @@ class LiveSweep:
         self._fingerprint = fingerprint
         self.data = data_of_trials(trials, self.sweep_name, self.objective, resource_group=self.target[0],
                                    workspace=self.target[1], experiment=self.target[2],
-                                   plan_header=self.plan_header, figures=context.get('figures'), run=run) \
+                                   plan_header=self.plan_header, figures=context.get('figures'), run=run,
+                                   memo=self._memo) \
             if trials else None
         return True
 

@@ -26,7 +26,26 @@ def _svg(width, height, body, label, css_class):
                 cls=css_class, w=width, h=height, label=esc(label), body=body)
 
 
+# A job's title text by what it is made of (its repr: 1, 1.0 and True are told apart), kept from one plot to the
+# next and from one report to the next: each job is in several plots, and a live report (live.py) draws its plots
+# again at every change while most jobs did not change. Bounded: emptied when full.
+_TITLES = {}
+_TITLES_KEPT = 100000
+
+
 def _job_title(job, objective_label):
+    key = repr((objective_label, job['name'], job['state'], job['objective'], job['lastStep'], job.get('decision'),
+                job['stoppedEarly'], job.get('resource'), job.get('parent'), job.get('error'),
+                list(job['values'].items())))
+    title = _TITLES.get(key)
+    if title is None:
+        if len(_TITLES) >= _TITLES_KEPT:
+            _TITLES.clear()
+        title = _TITLES[key] = _make_job_title(job, objective_label)
+    return title
+
+
+def _make_job_title(job, objective_label):
     lines = ['{} ({})'.format(job['name'], job['state'])]
     if job['objective'] is not None:
         lines.append('{} = {}{}'.format(objective_label, fmt(job['objective']),
