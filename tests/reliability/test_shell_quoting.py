@@ -1,7 +1,8 @@
 """File names enumerated from storage reach job command lines shell-quoted: a blob named `a; touch <tmp>/pwned`
 is one argument of the job's command and runs nothing.
 
-Azurite holds the blobs, the real az plans and submits the sweep (`submit --spec`), the local service runs the jobs.
+The local service's Blob endpoint holds the blobs (what its jobs mount: a BLOB parameter with the local target lists
+the local container), the real az plans and submits the sweep (`submit --spec`), the local service runs the jobs.
 """
 import json
 
@@ -11,29 +12,35 @@ from tests.fixtures_az import service_env
 
 from .helpers import wait_until
 
-pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.azurite, pytest.mark.slow]
+pytestmark = [pytest.mark.service, pytest.mark.az, pytest.mark.slow]
 
 
-def test_hostile_blob_names_are_one_argument_each(az, azurite, service_factory, tmp_path):
+def test_hostile_blob_names_are_one_argument_each(az, service_factory, tmp_path):
+    import os  # pylint: disable=import-outside-toplevel
     from azure.storage.blob import BlobServiceClient  # pylint: disable=import-outside-toplevel
     marker = tmp_path / 'pwned'
     hostile = ['a; touch {}'.format(marker), '$(touch {})'.format(marker), "q'uote `touch {}`".format(marker),
                'plain.txt']
-    service = BlobServiceClient.from_connection_string(azurite.connection_string)
+    svc = service_factory(name='quoting', slots=2)
+    with open(os.path.join(svc.data_dir, 'storage.key'), encoding='ascii') as f:
+        key = f.read().strip()
+    account = 'quotingstore'
+    connection_string = 'DefaultEndpointsProtocol=http;AccountName={};AccountKey={};BlobEndpoint={}/{};'.format(
+        account, key, svc.blob_endpoint, account)
+    service = BlobServiceClient.from_connection_string(connection_string)
     container = service.get_container_client('quoting')
     container.create_container()
     for name in hostile:
         container.upload_blob(name, b'x')
 
-    svc = service_factory(name='quoting', slots=2)
     sweep = {'jobNamePrefix': 'q', 'parameters': [
-        {'name': 'F', 'type': 'file', 'storageType': 'BLOB', 'storageAccountName': azurite.account_name,
+        {'name': 'F', 'type': 'file', 'storageType': 'BLOB', 'storageAccountName': account,
          'container': 'quoting', 'mountPath': 'data'}],
         'job': {'nodeCount': 1, 'cluster': {'id': svc.cluster_id},
                 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_MOUNT_ROOT/logs',
                 'customToolkitSettings': {'commandLine': "printf 'ARG[%s]\\n' {{F}}"}}}
     (tmp_path / 'sweep.json').write_text(json.dumps(sweep))
-    env = dict(service_env(svc), AZURE_STORAGE_CONNECTION_STRING=azurite.connection_string)
+    env = service_env(svc)
     common = ['-g', svc.resource_group, '-w', svc.workspace, '-e', 'quoting', '-n', 'quoting']
     submitted = az('batchai', 'sweep', 'submit', *common, '--spec', 'sweep.json', '--wait', '--interval', '0.5',
                    env=env)

@@ -645,7 +645,7 @@ class AzureBatchScheduler(SubmittingScheduler):
         if self.task_logs is None:
             raise LookupError('the code snapshot reaches a Batch task through the cluster\'s storage, which this '
                               'service does not write to')
-        from ..resources import job_wall_clock  # pylint: disable=import-outside-toplevel
+        from ...resources import job_wall_clock  # pylint: disable=import-outside-toplevel
         try:
             return self.task_logs.readable_url(cluster_body.get('properties') or {},
                                                code_files.BLOB_PREFIX + code_files.archive_name(spec), archive,
@@ -654,9 +654,9 @@ class AzureBatchScheduler(SubmittingScheduler):
             raise
         except Exception as ex:  # pylint: disable=broad-except
             # (the storage's words by kind and status only: a SAS or key never goes into the job's errors)
-            from .task_logs import _why  # pylint: disable=import-outside-toplevel
+            from .storage.task_logs import failure_words  # pylint: disable=import-outside-toplevel
             raise RuntimeError('the code snapshot could not be copied to the cluster\'s storage ({})'.format(
-                _why(ex))) from None
+                failure_words(ex))) from None
 
     def _read_task_logs(self, task, files):
         """Batch's own stdout/stderr of an ended task that the task file API no longer serves (its node is gone,

@@ -33,7 +33,7 @@ from . import node_wrapper
 from .code_files import code_mount, resource_files
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes
-from .storage.mounts import cluster_storage, job_mounts
+from .storage.mounts import cluster_storage, job_mounts, logs_account
 
 # Batch's limits on one task collection add: 100 tasks, and the request body under 1 MB (TooManyTasks,
 # RequestBodyTooLarge), measured on the bytes the SDK sends (request_bytes).
@@ -76,7 +76,6 @@ def check_job(props, toolkit, cluster_props, multi_node, containers):  # pylint:
                       code='UnsupportedSecretReference')
     job_mounts(props, cluster_props)
     if code_mount(props) is not None:
-        from .task_logs import logs_account  # pylint: disable=import-outside-toplevel
         if logs_account(cluster_props) is None:
             raise Refusal("--code: the code snapshot reaches a Batch task through the cluster's storage account (a "
                           'resource file of its task-log container), and this cluster mounts no storage account; '

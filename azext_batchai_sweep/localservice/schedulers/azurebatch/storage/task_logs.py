@@ -51,7 +51,7 @@ def _utc(seconds):
     return datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc)
 
 
-def _why(ex):
+def failure_words(ex):
     """What failed, without any URL, token or SAS: the status and storage error code, or the exception's type."""
     status = getattr(ex, 'status_code', None)
     code = getattr(ex, 'error_code', None)
@@ -197,7 +197,7 @@ class TaskLogs:
             return None
 
     def _warn(self, account, what, ex):
-        why = _why(ex)
+        why = failure_words(ex)
         if (account, what, why) in self._warned:
             return
         self._warned.add((account, what, why))
