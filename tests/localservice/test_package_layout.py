@@ -1,7 +1,6 @@
 """The local service's layout as its docstrings describe it (issue 45): the three schedulers are one family under
-schedulers/, no module reaches into another's private names, and no two modules import each other, not even
-through an import inside a function (what a lazy import hides at start still runs later). Read from the source
-(ast), so a new circle or private import fails here before it fails anywhere else."""
+schedulers/, and no module reaches into another's private names (read from the source with ast, imports inside
+functions included). No import circle, here or anywhere in the package: tests/packaging/test_import_circles.py."""
 import ast
 import os
 
@@ -49,50 +48,6 @@ def _imports(name, path, is_package, modules):
 def _graph():
     modules = _modules()
     return {name: _imports(name, path, is_package, modules) for name, (path, is_package) in modules.items()}
-
-
-def circles(graph):
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index, low, stack, on_stack, found = {}, {}, [], set(), []
-
-    def visit(node):
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in graph[node]:
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def test_no_import_circle_in_the_local_service_not_even_inside_functions():
-    graph = {name: {t for t, _ in imports if t != name} for name, imports in _graph().items()}
-    assert len(graph) >= 60 and SERVICE + '.schedulers.azurebatch.storage.share_reader' in graph
-    assert circles(graph) == []
-
-
-def test_the_circle_finder_finds_a_circle_through_a_lazy_import():
-    # What the test above relies on: a circle of three, one edge of it a function-level import, is found.
-    graph = {'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': {'a'}}
-    assert circles(graph) == [['a', 'b', 'c']]
-    assert circles({'a': {'b'}, 'b': set()}) == []
 
 
 def test_no_module_imports_another_modules_private_names():
