@@ -46,7 +46,7 @@ from xml.etree import ElementTree
 from xml.sax.saxutils import quoteattr
 
 from .files_api import (ACCOUNT_NAME, CHUNK_BYTES, SAS_FIELDS, SHARE_NAME, FilesApi, StorageApiError, entity_headers,
-                        invalid_name, list_paging, name_element, not_found, parse_range, xml_element)
+                        invalid_name, list_paging, name_element, not_found, requested_range, xml_element)
 
 MIB = 1024 * 1024
 MAX_PUT_BLOB_BYTES = 5000 * MIB  # the service's limits (version 2019-12-12 and later)
@@ -455,16 +455,10 @@ class BlobApi(FilesApi):
                                 'x-ms-access-tier-inferred': 'true'})
                 stream.close()
                 return 200, headers, b''
-            byte_range = request.headers.get('x-ms-range') or request.headers.get('range')
-            start, end, status = 0, size - 1, 200
-            if byte_range:
-                start, end = parse_range(byte_range, size)
-                status = 206
-                headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
+            status, start, end = requested_range(request, size, headers)
         except BaseException:
             stream.close()
             raise
-        headers['Content-Length'] = str(end - start + 1)
         stream.seek(start)
         return status, headers, _read_file(stream, end - start + 1)
 

@@ -458,13 +458,7 @@ class FilesApi:
         if request.method == 'HEAD':
             headers['Content-Length'] = str(size)
             return 200, headers, b''
-        byte_range = request.headers.get('x-ms-range') or request.headers.get('range')
-        start, end, status = 0, size - 1, 200
-        if byte_range:
-            start, end = parse_range(byte_range, size)
-            status = 206
-            headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
-        headers['Content-Length'] = str(end - start + 1)
+        status, start, end = requested_range(request, size, headers)
         return status, headers, read_range(path, start, end - start + 1)
 
     @staticmethod
@@ -612,6 +606,19 @@ def parse_range(header, size, exact=False):
         raise StorageApiError(416, 'InvalidRange', 'The range specified is invalid for the current size of the '
                               'resource.')
     return start, min(end, size - 1)
+
+
+def requested_range(request, size, headers):
+    """(status, start, end) of a GET of `size` bytes: the whole (200), or its x-ms-range / Range (206, with
+    Content-Range); sets Content-Length in `headers` to what is sent (Files' Get File and Blob's Get Blob)."""
+    byte_range = request.headers.get('x-ms-range') or request.headers.get('range')
+    start, end, status = 0, size - 1, 200
+    if byte_range:
+        start, end = parse_range(byte_range, size)
+        status = 206
+        headers['Content-Range'] = 'bytes {}-{}/{}'.format(start, end, size)
+    headers['Content-Length'] = str(end - start + 1)
+    return status, start, end
 
 
 def _check_md5(request, data):
