@@ -60,7 +60,7 @@ def live_report(cmd, client, identity, objective, header, output_file, interval,
     with core_errors():
         sweep = LiveSweep(client, identity.resource_group, identity.workspace, identity.experiment, identity.name,
                           objective, plan_header=header, context=live_context(cmd, client, identity),
-                          parallel=parallel)
+                          parallel=parallel, cache=report_cache(cmd, identity, objective))
         data = watch_and_maybe_serve(sweep, LiveDocument(output_file, interval=interval), interval=interval,
                                      port=port, say=logger.warning,
                                      open_page=open_page_in_browser if open_report else None)
@@ -69,6 +69,16 @@ def live_report(cmd, client, identity, objective, header, output_file, interval,
     if output_format(cmd) == 'none':
         return None
     return dict(data, reportFile=output_file)
+
+
+def report_cache(cmd, identity, objective):
+    """What the last report (or live view) of the sweep read of its jobs' logs (core/report/log_cache.py), kept beside
+    the sweep's journal: one file per sweep and target."""
+    from ._run import run_journal_path
+    from .core.report.log_cache import LogCache
+    journal = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
+                               identity.name)
+    return LogCache(journal[:-len('.run.json')] + '.report-cache.json', objective)
 
 
 def live_context(cmd, client, identity):

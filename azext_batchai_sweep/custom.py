@@ -16,7 +16,7 @@ from knack.log import get_logger
 from ._command_context import (client_of, command_line, create_experiment_if_missing, output_format, plain_names,
                                preflight_cluster, retry_settings, sweep_identity)
 from ._errors import core_errors
-from ._live import live_report, run_report, watch_status_screen
+from ._live import live_report, report_cache, run_report, watch_status_screen
 from ._metrics import (check_values_read, importance_of_metric, importance_per_objective, mark_infeasible, pareto_front,
                        values_when_judged)
 from ._output import Progress, fail_after_output, listed as _listed
@@ -439,7 +439,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
             data = make_report(client, resource_group, workspace_name, experiment_name, sweep_name, objective,
                                output_file, plan_header=header, decisions=decisions, figures=figures, run=outline,
                                scheduler_ids=scheduler_job_ids(cmd, client, identity),
-                               parallel=parallel, progress=progress)
+                               parallel=parallel, progress=progress, cache=report_cache(cmd, identity, objective))
         if data is None:
             no_jobs(identity, client)
     summary = data['summary']

@@ -425,3 +425,42 @@ def read_new_bytes_of(link, offset, retry=None):
             raise
     url = link(renew=True)
     return read_new_bytes(url, offset, retry=retry) if url else b''
+
+
+def _chunks_after(response, skip):
+    """The response's body in chunks, its first `skip` bytes left out; the response is closed at the end."""
+    with response:
+        for chunk in response.iter_content(chunk_size=CHUNK_SIZE):
+            if skip:
+                if len(chunk) <= skip:
+                    skip -= len(chunk)
+                    continue
+                chunk, skip = chunk[skip:], 0
+            yield chunk
+
+
+def iter_new_bytes(url, offset, retry=None):
+    """read_new_bytes as a stream: the chunks of a download URL from `offset` to its current end (one open-ended
+    Range request, none when nothing is new), holding one chunk at a time however much was appended."""
+    try:
+        response = _get(url, {'Range': 'bytes={}-'.format(offset)}, retry=retry)
+    except requests.HTTPError as exc:
+        if exc.response is not None and exc.response.status_code == 416:
+            return iter(())
+        raise
+    return _chunks_after(response, 0 if response.status_code == 206 else offset)
+
+
+def iter_new_bytes_of(link, offset, retry=None):
+    """iter_new_bytes of the file whose download URL `link()` gives (None: the file is not there yet), with
+    read_new_bytes_of's one renewal of a refused link."""
+    url = link()
+    if url is None:
+        return None
+    try:
+        return iter_new_bytes(url, offset, retry=retry)
+    except requests.HTTPError as exc:
+        if exc.response is None or exc.response.status_code not in (403, 404):
+            raise
+    url = link(renew=True)
+    return iter_new_bytes(url, offset, retry=retry) if url else iter(())

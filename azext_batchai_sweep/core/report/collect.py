@@ -1,26 +1,19 @@
-"""A sweep read back from the service for its report: the jobs (as `status` lists them) and each job's
-intermediate values (every report of the metric in its log, read as `metrics` reads it, but all of it).
-
-Each job costs what `metrics --reduce max` costs: one listOutputFiles and one streamed download of its log, on
-`parallel` threads; a job whose log cannot be read keeps its state and parameters and gets no values, with the
-error said (never a crash).
+"""A sweep read back from the service for its report: each job (as `status` lists it) with its intermediate values
+(every report of the metric in its log, read as `metrics` reads it, but all of it) as a Trial, and the record of the
+sweep. The reading itself is live.LiveSweep's (one listing, then only what each log has beyond what was read): a
+job whose log cannot be read keeps its state and parameters and gets no values, with the error said (never a crash).
 """
 import datetime
 import json
-import logging
 
-from ..outputs.download import find_output_file, iter_url_chunks
-from ..service.listing import env_of, job_summary, list_jobs, parameters_of, select_jobs, state_of
-from ..service.parallel import run_parallel
-from ..service.retry import RetrySettings, describe_error
+from ..service.listing import env_of, job_summary, parameters_of, state_of
+from ..service.retry import describe_error
 # The variables `sweep run` sets: a job's position in the sweep, the run's rules as JSON (its sampling among them),
 # and for Hyperband its resource and the job it continues.
 from ..tuning.loop import ENV_INDEX, ENV_PARENT, ENV_RESOURCE, ENV_TUNING
 from ..tuning.trial import Report, Trial
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
                     EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
-
-logger = logging.getLogger(__name__)
 
 
 def _sampling(env):
@@ -36,44 +29,6 @@ def _number(env, name, kind=int):
         return kind(env.get(name))
     except (TypeError, ValueError):
         return None
-
-
-def read_trials(client, resource_group, workspace, experiment, sweep_name, reader, *, file='stdout.txt',
-                output_directory_id='stdouterr', decisions=None, scheduler_ids=None, parallel=8, progress=None,
-                retry=None):
-    """The sweep's jobs as Trials (reports = every value of the metric, with its step), in submission order.
-
-    :param reader: an intermediate.ReportReader (the metric and the step key).
-    :param decisions: {job name: decision dict (model.Decision.as_dict())} from the adaptive-sweep controller, if any.
-    :param scheduler_ids: {job name, lower case: its Slurm job id} on a local Slurm service (scheduler_ids.py).
-    :param progress: progress(done, total), counting jobs.
-    """
-    retry = retry or RetrySettings()
-    decisions = decisions or {}
-    scheduler_ids = scheduler_ids or {}
-    jobs = list(select_jobs(list_jobs(client, resource_group, workspace, experiment, retry=retry),
-                            sweep_name=sweep_name))
-    trials = []
-    done = [0]
-
-    def work(job):
-        item = find_output_file(client, resource_group, workspace, experiment, job.name, file, output_directory_id,
-                                retry=retry)
-        if item is None or not item.download_url:
-            return None, []
-        return reader.read_chunks(iter_url_chunks(item.download_url, retry=retry))
-
-    def on_result(job, result, exc):
-        step_key, reports = result if result is not None else (None, [])
-        if exc is not None:
-            logger.warning('job %s: values not read: %s', job.name, describe_error(exc))
-        trials.append(trial_of(job, step_key, reports, error=exc, decisions=decisions, scheduler_ids=scheduler_ids))
-        done[0] += 1
-        if progress is not None:
-            progress(done[0], len(jobs))
-
-    run_parallel(work, jobs, parallel=parallel, on_result=on_result)
-    return in_submission_order(trials)
 
 
 def trial_of(job, step_key, reports, *, error=None, decisions=None, scheduler_ids=None):

@@ -18,6 +18,7 @@ job's log is read to its end once and never again. Nothing is drawn again when n
 """
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import secrets
@@ -25,7 +26,7 @@ import threading
 import time
 
 
-from ..outputs.download import find_output_file, read_new_bytes_of
+from ..outputs.download import find_output_file, iter_new_bytes_of
 from ..outputs.metrics import MAX_LINE, MetricExtractor
 from ..outputs.names import nothing_matched
 from ..service.listing import list_jobs, select_jobs, state_of
@@ -37,6 +38,7 @@ from .collect import in_submission_order, trial_of
 from .data import Memo
 from .html import report_parts, render_html
 from .intermediate import ReportReader
+from .log_cache import TAIL_CHECK, tail_hash
 from .model import Objective
 
 DEFAULT_INTERVAL = 10.0
@@ -55,14 +57,26 @@ def _scan(reader, data, found):
 
 
 class JobLog:
-    """The reports of one job's log read so far: its offset, a line cut at the end, and (step keys, value) pairs."""
+    """The reports of one job's log read so far: its offset, a line cut at the end, and (step keys, value) pairs.
 
-    def __init__(self):
+    ``created`` is the creation time of the job the log belongs to; ``tail`` the last bytes (at most
+    log_cache.TAIL_CHECK) before ``consumed``, the end of the last whole line read, which the next read fetches again
+    to check that the log was not rewritten (``tail_check``: their length and hash, for a log restored from the cache).
+    """
+
+    def __init__(self, created=None):
+        self.created = created
         self.offset = 0
         self.partial = b''
         self.found = []
         self.complete = False
         self.link = None  # (download URL, when it was asked)
+        self.tail = b''
+        self.tail_check = None
+
+    @property
+    def consumed(self):
+        return self.offset - len(self.partial)
 
     def feed(self, reader, data, final):
         self.offset += len(data)
@@ -72,12 +86,33 @@ class JobLog:
             cut = len(data)  # a "line" this long is scanned in pieces, as metrics does
         if cut:
             _scan(reader, data[:cut], self.found)
+            self._keep_tail(data[max(0, cut - TAIL_CHECK):cut])
         self.partial = data[cut:]
         if final:
             if self.partial:
                 _scan(reader, self.partial, self.found)
+                self._keep_tail(self.partial[-TAIL_CHECK:])
                 self.partial = b''
             self.complete = True
+
+    def _keep_tail(self, data):
+        self.tail = (self.tail + data)[-TAIL_CHECK:] if len(data) < TAIL_CHECK else data
+        self.tail_check = None
+
+    def overlap(self):
+        """How many bytes before ``consumed`` the next read fetches again to check them."""
+        return len(self.tail) if self.tail else self.tail_check[0] if self.tail_check else 0
+
+    def same_tail(self, data):
+        """Whether ``data`` (the overlap() bytes read again) are the bytes read before."""
+        if self.tail:
+            return data == self.tail
+        return self.tail_check is None or (len(data) == self.tail_check[0] and tail_hash(data) == self.tail_check[1])
+
+    def resume(self, tail):
+        """Continue at ``consumed`` (the cut line is read again with what follows it); ``tail``: the checked bytes."""
+        self.offset, self.partial = self.consumed, b''
+        self.tail, self.tail_check = tail, None
 
 
 class LiveSweep:
@@ -86,10 +121,12 @@ class LiveSweep:
     :param objective: a model.Objective; None to follow the jobs' states only.
     :param context: a callable returning {'decisions', 'figures', 'run', 'scheduler_ids'} as they stand now (a
         `sweep run`'s journal), or None.
+    :param cache: a log_cache.LogCache: what an earlier report or view read of the logs, read from it at the start
+        and written back after each update that read something (a report reads only what changed since).
     """
 
     def __init__(self, client, resource_group, workspace, experiment, sweep_name, objective, *, plan_header=None,
-                 context=None, parallel=8, retry=None, clock=time.monotonic):
+                 context=None, parallel=8, retry=None, clock=time.monotonic, cache=None):
         self.client, self.target = client, (resource_group, workspace, experiment)
         # Without an objective (`status --watch` of a sweep with none known): states only, no log is read.
         self.read_logs = objective is not None
@@ -99,38 +136,54 @@ class LiveSweep:
         self.parallel, self.retry, self.clock = parallel, retry or RetrySettings(), clock
         self.reader = ReportReader(MetricExtractor(regex=objective.regex, metric_name=objective.metric),
                                    step_key=objective.step)
-        self.logs = {}
+        self.cache = cache if self.read_logs else None
+        self.logs = self.cache.load(JobLog) if self.cache is not None else {}
         self.bytes_read = 0
         self.requests = 0
         self._lock = threading.Lock()
         self._fingerprint = None
         self._memo = Memo()  # the sweep-level summaries of the last data, made again only when their inputs change
         self.data = None
+        self.trials = []
         self.ended = False
 
-    def update(self, on_error=None):
-        """Look at the sweep once; returns True when what the report shows changed (self.data is then new)."""
+    def update(self, on_error=None, progress=None):
+        """Look at the sweep once; returns True when what the report shows changed (self.data is then new).
+        progress(done, total) counts the jobs whose logs were read."""
         jobs = list(select_jobs(list_jobs(self.client, *self.target, retry=self.retry), sweep_name=self.sweep_name))
         with self._lock:
             self.requests += 1
         todo = []
         for job in jobs:
             state = state_of(job)
-            log = self.logs.setdefault(job.name, JobLog())
+            created = getattr(job, 'creation_time_text', None)
+            log = self.logs.get(job.name)
+            if log is None or log.created != created:  # new, or deleted and created again under its name
+                log = self.logs[job.name] = JobLog(created)
             if self.read_logs and not log.complete and state != 'queued':
                 todo.append((job.name, state in FINISHED_STATES))
+        done, errors = [0], {}
 
         def on_result(item, _, exc):
+            if exc is not None:
+                errors[item[0]] = exc
             if exc is not None and on_error is not None:
                 on_error('job {}: new log lines not read this time: {}'.format(item[0], describe_error(exc)))
+            done[0] += 1
+            if progress is not None:
+                progress(done[0], len(todo))
+        read_before = self.bytes_read
         run_parallel(lambda item: self._read(*item), todo, parallel=self.parallel, on_result=on_result)
+        if self.cache is not None and (todo or len(self.logs) != len(jobs) or self.bytes_read != read_before):
+            self.logs = {job.name: self.logs[job.name] for job in jobs}  # jobs deleted since are forgotten
+            self.cache.save(self.logs)
         context = self.context() or {}
         trials = []
         for job in jobs:
             step_key, reports = self.reader.with_steps(self.logs[job.name].found)
-            trials.append(trial_of(job, step_key, reports, decisions=context.get('decisions'),
-                                   scheduler_ids=context.get('scheduler_ids')))
-        trials = in_submission_order(trials)
+            trials.append(trial_of(job, step_key, reports, error=errors.get(job.name),
+                                   decisions=context.get('decisions'), scheduler_ids=context.get('scheduler_ids')))
+        trials = self.trials = in_submission_order(trials)
         run = context.get('run')
         self.ended = bool(trials) and all(t.state in FINISHED_STATES for t in trials) and (
             context.get('figures') is None or bool((run or {}).get('ended')))
@@ -162,16 +215,60 @@ class LiveSweep:
         return log.link[0] if log.link else None
 
     def _read(self, name, final):
+        """Read what was appended to a job's log since the last read (from its start the first time), a few bytes
+        before to check they are the ones read then: when they are not (the log was rewritten or cut), the job's
+        values are dropped and its log read from its start."""
         log = self.logs[name]
-        data = read_new_bytes_of(lambda renew=False: self._link(name, log, renew=renew), log.offset, retry=self.retry)
-        if data is None:
+        link = lambda renew=False: self._link(name, log, renew=renew)  # noqa: E731
+        overlap = log.overlap()
+        chunks = iter_new_bytes_of(link, log.consumed - overlap, retry=self.retry)
+        if chunks is None:
             if final:  # the job ended without ever writing the file: nothing will come
                 log.complete = True
             return
         with self._lock:
-            self.bytes_read += len(data)
             self.requests += 1
-        log.feed(self.reader, data, final)
+        source = chunks
+        head, chunks = _take(source, overlap)
+        self._count(len(head))
+        if log.same_tail(head):
+            log.resume(head)
+        else:
+            _close(source)
+            fresh = JobLog(log.created)
+            fresh.link = log.link
+            log = self.logs[name] = fresh
+            chunks = iter_new_bytes_of(link, 0, retry=self.retry) or iter(())
+            with self._lock:
+                self.requests += 1
+        for chunk in chunks:
+            self._count(len(chunk))
+            log.feed(self.reader, chunk, False)
+        if final:
+            log.feed(self.reader, b'', True)
+
+    def _count(self, size):
+        with self._lock:
+            self.bytes_read += size
+
+
+def _take(chunks, size):
+    """(the first `size` bytes of the chunks (fewer when they end first), the chunks after them)."""
+    if not size:
+        return b'', chunks
+    head = b''
+    for chunk in chunks:
+        head += chunk
+        if len(head) >= size:
+            rest = head[size:]
+            return head[:size], itertools.chain((rest,) if rest else (), chunks)
+    return head, iter(())
+
+
+def _close(chunks):
+    close = getattr(chunks, 'close', None)
+    if close is not None:
+        close()
 
 
 LIVE_SCRIPT = """

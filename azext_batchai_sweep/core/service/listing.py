@@ -41,6 +41,9 @@ class ListedJob:
         self.name = raw.get('name')
         self.execution_state = properties.get('executionState')
         self.provisioning_state = properties.get('provisioningState')
+        # The job's creation time as the service wrote it: what tells a job recreated under the same name (resubmit)
+        # from the one a report read before (core/report/log_cache.py).
+        self.creation_time_text = properties.get('creationTime')
         self.environment_variables = [SimpleNamespace(name=var.get('name'), value=var.get('value'))
                                       for var in properties.get('environmentVariables') or ()]
         self._execution_info = properties.get('executionInfo')
