@@ -17,7 +17,10 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
   observations the prior alone.
 
 Pure Python: the per-point cost is a few arithmetic operations per kernel and dimension, with the kernels' constant
-terms computed once per estimator and stepped/categorical terms computed once per distinct value.
+terms computed once per estimator and stepped/categorical terms computed once per distinct value. An estimator of
+many kernels (the bad group of a sweep of thousands of jobs) evaluates a point on the kernels that can matter only
+(_Pruned): every kernel left out is provably below e^-50 of the largest term, so the density is the same to the last
+bits or so, and the suggestions are the same (tests/tuning/test_tpe_scale.py).
 """
 import bisect
 import math
@@ -26,6 +29,15 @@ from . import _normal
 from .space import CATEGORICAL, STEPPED
 
 _NEG_INF = -math.inf
+# A standard normal's tail beyond this many standard deviations is below half an ulp of 1 (Phi(-8.5) = 9.5e-18 <
+# 2^-54): a kernel whose mean lies this far inside both ends of the range has the mass 1.0 there exactly, and log 0.0.
+_WHOLE_MASS_Z = 8.5
+# Past this many kernels, log_pdf evaluates the kernels that can matter only (_Pruned) ...
+PRUNE_KERNELS = 512
+# ... leaving out those whose term is below the largest by this much (e^-50 = 2e-22: ten thousand of them change the
+# sum by 2e-18 of itself, under a double's resolution); the slack covers rounding in the bounds.
+PRUNE_MARGIN = 50.0
+_BOUND_SLACK = 1.0
 
 
 class _Numeric:
@@ -43,7 +55,7 @@ class _Numeric:
         self.dim = dim
         self.inv = [1.0 / s for s in self.sigmas]
         # log of each kernel's mass on the range: the truncation's normalising constant.
-        self.log_norm = [_normal.log_mass((low - m) * i, (high - m) * i) for m, i in zip(self.mus, self.inv)]
+        self.log_norm = [_log_norm((low - m) * i, (high - m) * i) for m, i in zip(self.mus, self.inv)]
         # Continuous kernels' constant terms: -log sigma - log sqrt(2 pi) - log mass.
         self.consts = [-math.log(s) - _normal.LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
         self._cells = {}
@@ -63,13 +75,15 @@ class _Numeric:
             terms = self._cells[x] = self._cell_terms(x)
         return [a + t for a, t in zip(acc, terms)]
 
-    def _cell_terms(self, x):
-        # The grid value's cell, [value - step/2, value + step/2] (in log coordinates for an integer LOG parameter).
+    def cell(self, x):
+        """The grid value's cell, [value - step/2, value + step/2] (in log coordinates for an integer LOG parameter)."""
         if self.dim.log:
             value = round(math.exp(x))
-            left, right = math.log(value - 0.5), math.log(value + 0.5)
-        else:
-            left, right = x - self.dim.step / 2, x + self.dim.step / 2
+            return math.log(value - 0.5), math.log(value + 0.5)
+        return x - self.dim.step / 2, x + self.dim.step / 2
+
+    def _cell_terms(self, x):
+        left, right = self.cell(x)
         log_mass = _normal.log_mass
         return [log_mass((left - m) * i, (right - m) * i) - n
                 for m, i, n in zip(self.mus, self.inv, self.log_norm)]
@@ -102,6 +116,13 @@ class _Categorical:
             terms = [hit if o == x else miss for o in self.observed] + [self.log_uniform]
             self._terms[x] = terms
         return [a + t for a, t in zip(acc, terms)]
+
+
+def _log_norm(a, b):
+    """_normal.log_mass(a, b) of a kernel on its range, a <= 0 <= b: 0.0 at once where it is exactly 0.0."""
+    if a < -_WHOLE_MASS_Z and b > _WHOLE_MASS_Z:
+        return 0.0
+    return _normal.log_mass(a, b)
 
 
 def _adaptive_bandwidths(points, low, high, consider_endpoints):
@@ -145,7 +166,7 @@ class ParzenEstimator:
     """
 
     def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False,
-                 clip_count=None, grid_floor=None):
+                 clip_count=None, grid_floor=None, prune=True):
         self.dims = dims
         columns = list(zip(*points)) if points else [()] * len(dims)
         if points:
@@ -165,6 +186,8 @@ class ParzenEstimator:
             else _Numeric(dim, column, magic_clip, consider_endpoints,
                           _floor_count(dim, len(points), clip_count, grid_floor))
             for dim, column in zip(dims, columns)]
+        # Many kernels: points are evaluated on those that can matter (built at the first point; None: not here).
+        self._pruned = False if not prune or len(self.weights) <= PRUNE_KERNELS else None
 
     def sample(self, rng, size):
         """``size`` points drawn from the mixture, each a tuple of internal coordinates."""
@@ -177,7 +200,143 @@ class ParzenEstimator:
 
     def log_pdf(self, point):
         """log density of the mixture at ``point`` (a tuple of internal coordinates)."""
+        if self._pruned is None:
+            self._pruned = _Pruned.of(self)
+        if self._pruned:
+            return self._pruned.log_pdf(point)
         acc = self.log_weights
         for kernel, x in zip(self.kernels, point):
             acc = kernel.add_terms(acc, x)
         return _normal.log_sum_exp(acc)
+
+
+class _Pruned:
+    """log_pdf over the kernels that can matter at a point, for an estimator of many kernels.
+
+    The log of a kernel's term is its log weight plus one term per dimension; each dimension's term has an upper
+    bound (a continuous kernel's peak, 0 for a stepped one's share of its mass, a categorical one's larger value).
+    Kernels are sorted on a continuous "lead" dimension. For a point, the terms of a few kernels next to it (and of
+    the prior and of every wide kernel) are computed whole: the largest, L, is a lower bound of the largest term.
+    A kernel whose term cannot reach L - PRUNE_MARGIN adds less than e^-50 of the sum: only those within the window
+    of the lead dimension where it can are looked at, and their dimensions are added one at a time, those that fall
+    below the bound left out at each. The survivors' terms are then summed exactly as the whole mixture sums them
+    (same operations, same order), so each is the same float, and only terms under e^-50 of the largest are missing.
+    """
+
+    def __init__(self, estimator, lead):
+        self.estimator = estimator
+        self.kernels = estimator.kernels
+        self.lead = lead
+        count = len(estimator.weights) - 1  # the prior kernel is the last
+        self.prior = count
+        lead_kernel = self.kernels[lead]
+        sigmas = lead_kernel.sigmas
+        floor = min(sigmas[:count])
+        # Kernels much wider than most (sparse regions, the ends) are always evaluated: they would widen every window.
+        self.wide = [j for j in range(count) if sigmas[j] > 4.0 * floor]
+        narrow = sorted((lead_kernel.mus[j], j) for j in range(count) if sigmas[j] <= 4.0 * floor)
+        self.sorted_mus = [m for m, _ in narrow]
+        self.sorted_index = [j for _, j in narrow]
+        self.widest = max((sigmas[j] for j in self.sorted_index), default=floor)
+        log_weights = estimator.log_weights
+        self.max_log_weight = max(log_weights[:count])
+        self.bounds = [self._bound(kernel) for kernel in self.kernels]
+        self.total_bound = sum(self.bounds)
+        self.always = [count] + self.wide  # evaluated whole at every point
+        # Continuous dimensions first (their terms are cheap and narrow the kernels fastest), then categorical ones,
+        # stepped ones last (each term a normal mass); when that is the dimensions' own order, the partial sums are
+        # the terms themselves.
+        rank = {d: (0 if isinstance(k, _Numeric) and k.dim.kind != STEPPED else 1 if isinstance(k, _Categorical)
+                    else 2) for d, k in enumerate(self.kernels)}
+        self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
+        self.in_order = self.order == list(range(len(self.kernels)))
+
+    @classmethod
+    def of(cls, estimator):
+        for d, kernel in enumerate(estimator.kernels):
+            if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED:
+                return cls(estimator, d)
+        return False  # no continuous dimension to sort on: every kernel is evaluated
+
+    @staticmethod
+    def _bound(kernel):
+        """An upper bound of any non-prior kernel's term in this dimension."""
+        if isinstance(kernel, _Categorical):
+            return max(kernel.log_hit, kernel.log_miss)
+        if kernel.dim.kind == STEPPED:
+            return 0.0  # a cell's mass over the range's
+        return max(kernel.consts[:-1])
+
+    def _term(self, d, j, x, cells):
+        """Kernel j's term in dimension d at x, computed as add_terms computes it."""
+        kernel = self.kernels[d]
+        if isinstance(kernel, _Categorical):
+            if j == self.prior:
+                return kernel.log_uniform
+            return kernel.log_hit if kernel.observed[j] == x else kernel.log_miss
+        if kernel.dim.kind == STEPPED:
+            cached = kernel._cells.get(x)  # pylint: disable=protected-access
+            if cached is not None:
+                return cached[j]
+            left, right = cells[d]
+            m, i = kernel.mus[j], kernel.inv[j]
+            return _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
+        return None  # continuous: added in value() with its own operations
+
+    def value(self, j, point, cells):
+        """Kernel j's log term at point: add_terms' operations, in its order."""
+        acc = self.estimator.log_weights[j]
+        for d, x in enumerate(point):
+            kernel = self.kernels[d]
+            if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED:
+                acc = acc + kernel.consts[j] - 0.5 * ((x - kernel.mus[j]) * kernel.inv[j]) ** 2
+            else:
+                acc = acc + self._term(d, j, x, cells)
+        return acc
+
+    def log_pdf(self, point):
+        cells = [kernel.cell(x) if isinstance(kernel, _Numeric) and kernel.dim.kind == STEPPED else None
+                 for kernel, x in zip(self.kernels, point)]
+        x_lead = point[self.lead]
+        position = bisect.bisect_left(self.sorted_mus, x_lead)
+        near = self.sorted_index[max(0, position - 4):position + 4]
+        values = {j: self.value(j, point, cells) for j in self.always}
+        floor = max([self.value(j, point, cells) for j in near] + list(values.values()))
+        floor -= PRUNE_MARGIN + _BOUND_SLACK
+        # The window of the lead dimension where a narrow kernel's term can still reach the floor.
+        room = self.max_log_weight + self.total_bound - floor
+        if room > 0:
+            reach = math.sqrt(2.0 * room) * self.widest
+            low = bisect.bisect_left(self.sorted_mus, x_lead - reach)
+            high = bisect.bisect_right(self.sorted_mus, x_lead + reach)
+            survivors, partial = self._filter(self.sorted_index[low:high], point, cells, floor)
+            if not self.in_order:  # the partial sums were added in another order: each term again, in order
+                partial = [self.value(j, point, cells) for j in survivors]
+            values.update(zip(survivors, partial))
+        return _normal.log_sum_exp([values[j] for j in sorted(values)])
+
+    def _filter(self, survivors, point, cells, floor):
+        """(the kernels whose partial sums, plus the bounds of the dimensions not added yet, still reach the floor,
+        their sums); a continuous dimension's term and a categorical one's are added as add_terms adds them."""
+        log_weights = self.estimator.log_weights
+        partial = [log_weights[j] for j in survivors]
+        rest = self.total_bound
+        for d in self.order:
+            kernel, x = self.kernels[d], point[d]
+            rest -= self.bounds[d]
+            if isinstance(kernel, _Categorical):
+                observed, hit, miss = kernel.observed, kernel.log_hit, kernel.log_miss
+                partial = [p + (hit if observed[j] == x else miss) for p, j in zip(partial, survivors)]
+            elif kernel.dim.kind == STEPPED:
+                partial = [p + self._term(d, j, x, cells) for p, j in zip(partial, survivors)]
+            else:
+                consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
+                partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
+            need = floor - rest
+            kept = [k for k, p in enumerate(partial) if p >= need]
+            if len(kept) < len(partial):
+                survivors = [survivors[k] for k in kept]
+                partial = [partial[k] for k in kept]
+            if not survivors:
+                break
+        return survivors, partial
