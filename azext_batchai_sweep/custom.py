@@ -412,7 +412,7 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     from ._planning import default_plan_header
     from ._submission import load_plan
     from .core.outputs.metrics import MetricExtractor
-    from .core.report.build import make_report
+    from .core.report.snapshot import make_report
     resource_group, workspace_name, experiment_name = plain_names(resource_group, workspace_name, experiment_name)
     identity = sweep_identity(resource_group, workspace_name, experiment_name, sweep_name)
     output_file = os.path.abspath(output_file or '{}-report.html'.format(sweep_name))

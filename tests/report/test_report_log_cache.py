@@ -13,7 +13,7 @@ import os
 import pytest
 
 from azext_batchai_sweep.core.outputs.metrics import MetricExtractor
-from azext_batchai_sweep.core.report.build import make_report
+from azext_batchai_sweep.core.report.snapshot import make_report
 from azext_batchai_sweep.core.report.intermediate import ReportReader
 from azext_batchai_sweep.core.report.live import LiveSweep
 from azext_batchai_sweep.core.report.log_cache import LogCache

@@ -111,3 +111,60 @@ def test_bohbs_model_suggests_what_evaluating_every_kernel_suggests(monkeypatch)
     assert all(fast)
     _every_kernel(monkeypatch)
     assert [model.suggest(trials, 'b{}'.format(k))[0] for k in range(3)] == fast
+
+
+def _ranks_by_peeling(points):
+    """Non-domination ranks from the definition: rank 0 is what no point dominates, rank k what only the ranks
+    before it dominate (the reference the O(N log N) two-objective sort must equal)."""
+    from azext_batchai_sweep.core.tuning.pareto import dominates  # pylint: disable=import-outside-toplevel
+    ranks, left, rank = [None] * len(points), set(range(len(points))), 0
+    while left:
+        front = [i for i in left if not any(dominates(points[j], points[i]) for j in left)]
+        for i in front:
+            ranks[i] = rank
+        left -= set(front)
+        rank += 1
+    return ranks
+
+
+@pytest.mark.parametrize('levels', [2, 4, 30, None])
+def test_two_objective_ranks_are_the_definitions_with_ties_and_repeats(levels):
+    from azext_batchai_sweep.core.tuning.pareto import nondominated_ranks  # pylint: disable=import-outside-toplevel
+    rng = random.Random(levels or 0)
+    for _ in range(60):
+        count = rng.randint(1, 50)
+        points = [(float(rng.randint(0, levels)), float(rng.randint(0, levels))) if levels else
+                  (rng.random(), rng.random()) for _ in range(count)]
+        assert nondominated_ranks(points) == _ranks_by_peeling(points), points
+
+
+def test_two_objective_ranks_of_many_points_take_no_quadratic_step(monkeypatch):
+    """10,000 jobs: a quadratic sort compares 50 million pairs; this one never calls dominates."""
+    from azext_batchai_sweep.core.tuning import pareto  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(pareto, 'dominates', lambda a, b: pytest.fail('a pairwise comparison'))
+    rng = random.Random(3)
+    points = [(rng.random(), rng.random()) for _ in range(10000)]
+    ranks = pareto.nondominated_ranks(points)
+    assert min(ranks) == 0 and len(set(ranks)) > 10
+
+
+def test_a_sampler_asked_again_converts_no_parameters_again(monkeypatch):
+    """The conversion of a job's parameters to the sampler's coordinates is kept per parameter set (a run asks after
+    every poll with the same jobs): asked again, none is converted; True, 1 and 1.0 stay apart."""
+    from azext_batchai_sweep.core.tuning.samplers import space  # pylint: disable=import-outside-toplevel
+    specs = SPACES['mixed']
+    trials = _trials(specs, 300, 4)
+    sampler = TPESampler(specs, goal='min', seed=4)
+    first = sampler.suggest(trials, 2)
+    calls = []
+    original = space.Dimension.to_internal
+    monkeypatch.setattr(space.Dimension, 'to_internal', lambda self, value: calls.append(value) or original(self, value))
+    again = [dict(t.params) for t in trials]  # other dicts with the same items, as a new poll builds them
+    trials = [Trial(name=t.name, index=t.index, params=p, state=t.state, reports=t.reports) for t, p in zip(trials, again)]
+    assert sampler.suggest(trials, 2) == first
+    assert calls == []
+    ints = TPESampler([NumParamSpec('N', 1, 5, 'INTEGER', 'LINEAR')], goal='min', seed=0)
+    odd = [Trial(name='a', index=0, params={'N': 1}, state='succeeded', reports=(Report(1, 1.0),)),
+           Trial(name='b', index=1, params={'N': True}, state='succeeded', reports=(Report(1, 2.0),))]
+    history = ints._make_history(odd)  # pylint: disable=protected-access
+    assert [index for index, _, _ in history.scored] == [0]  # True is no INTEGER value, whatever 1 converted to

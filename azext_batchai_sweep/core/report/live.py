@@ -101,7 +101,8 @@ class JobLog:
 
     def overlap(self):
         """How many bytes before ``consumed`` the next read fetches again to check them."""
-        return len(self.tail) if self.tail else self.tail_check[0] if self.tail_check else 0
+        kept = len(self.tail) if self.tail else self.tail_check[0] if self.tail_check else 0
+        return min(kept, self.consumed)
 
     def same_tail(self, data):
         """Whether ``data`` (the overlap() bytes read again) are the bytes read before."""

@@ -27,6 +27,8 @@ def dominates(a, b):
 
 def nondominated_ranks(points):
     """The non-domination rank of each point (0: no point dominates it; 1: only rank-0 points do; ...)."""
+    if points and all(len(p) == 2 for p in points):
+        return _ranks_2d(points)
     n = len(points)
     dominated_by = [0] * n          # how many points dominate i
     dominating = [[] for _ in range(n)]  # the points i dominates
@@ -50,6 +52,35 @@ def nondominated_ranks(points):
                 if dominated_by[j] == 0:
                     following.append(j)
         front, rank = following, rank + 1
+    return ranks
+
+
+def _ranks_2d(points):
+    """nondominated_ranks of 2-objective points in O(N log N) (Deb's sort is O(N^2): 10,000 jobs took minutes).
+
+    In lexicographic order a point can only be dominated by points before it, and it is dominated by such a point q
+    exactly when q's second value is at most its own (q then is no worse in both and differs). Each rank's smallest
+    second value so far only grows with the rank (a point of rank k + 1 has a dominator of rank k, no larger in the
+    second value), so a point's rank is the number of ranks whose smallest second value is at most its own, found by
+    bisection. Equal points do not dominate each other: a run of them is ranked before any of it is recorded."""
+    import bisect
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
+    lowest = []  # lowest[k]: the smallest second value of the rank-k points so far
+    ranks = [0] * len(points)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and points[order[end + 1]] == points[order[start]]:
+            end += 1
+        second = points[order[start]][1]
+        rank = bisect.bisect_right(lowest, second)
+        for k in range(start, end + 1):
+            ranks[order[k]] = rank
+        if rank == len(lowest):
+            lowest.append(second)
+        else:
+            lowest[rank] = min(lowest[rank], second)
+        start = end + 1
     return ranks
 
 

@@ -38,6 +38,8 @@ PRUNE_KERNELS = 512
 # sum by 2e-18 of itself, under a double's resolution); the slack covers rounding in the bounds.
 PRUNE_MARGIN = 50.0
 _BOUND_SLACK = 1.0
+# The box (in kernel bandwidths: sqrt(2 x this)) whose kernels give the first lower bound of the largest term.
+_NEAR_ROOM = 2.0
 
 
 class _Numeric:
@@ -48,14 +50,14 @@ class _Numeric:
         span = high - low
         sigmas = _adaptive_bandwidths(points, low, high, consider_endpoints)
         minsigma = span / min(100.0, clip_count + 2.0) if magic_clip else 1e-12
-        sigmas = [min(max(s, minsigma), span) for s in sigmas]
+        sigmas = [minsigma if s < minsigma else span if s > span else s for s in sigmas]  # min(max(s, floor), span)
         self.mus = list(points) + [0.5 * (low + high)]
         self.sigmas = sigmas + [span]
         self.low, self.high = low, high
         self.dim = dim
         self.inv = [1.0 / s for s in self.sigmas]
         # log of each kernel's mass on the range: the truncation's normalising constant.
-        self.log_norm = [_log_norm((low - m) * i, (high - m) * i) for m, i in zip(self.mus, self.inv)]
+        self.log_norm = _log_norms(low, high, self.mus, self.inv)
         # Continuous kernels' constant terms: -log sigma - log sqrt(2 pi) - log mass.
         self.consts = [-math.log(s) - _normal.LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
         self._cells = {}
@@ -118,11 +120,15 @@ class _Categorical:
         return [a + t for a, t in zip(acc, terms)]
 
 
-def _log_norm(a, b):
-    """_normal.log_mass(a, b) of a kernel on its range, a <= 0 <= b: 0.0 at once where it is exactly 0.0."""
-    if a < -_WHOLE_MASS_Z and b > _WHOLE_MASS_Z:
-        return 0.0
-    return _normal.log_mass(a, b)
+def _log_norms(low, high, mus, inv):
+    """_normal.log_mass of each kernel on the range [low, high]: 0.0 at once where it is exactly 0.0 (the mean more
+    than _WHOLE_MASS_Z bandwidths inside both ends)."""
+    log_mass, whole = _normal.log_mass, _WHOLE_MASS_Z
+    norms = []
+    for m, i in zip(mus, inv):
+        a, b = (low - m) * i, (high - m) * i
+        norms.append(0.0 if a < -whole and b > whole else log_mass(a, b))
+    return norms
 
 
 def _adaptive_bandwidths(points, low, high, consider_endpoints):
@@ -132,7 +138,8 @@ def _adaptive_bandwidths(points, low, high, consider_endpoints):
         return []
     order = sorted(range(n), key=points.__getitem__)
     ends = [low] + [points[i] for i in order] + [high]
-    sorted_sigmas = [max(ends[k + 1] - ends[k], ends[k + 2] - ends[k + 1]) for k in range(n)]
+    gaps = [b - a for a, b in zip(ends, ends[1:])]
+    sorted_sigmas = [left if left >= right else right for left, right in zip(gaps, gaps[1:])]  # max, the left first
     if not consider_endpoints and n >= 2:
         sorted_sigmas[0] = ends[2] - ends[1]
         sorted_sigmas[-1] = ends[-2] - ends[-3]
@@ -223,21 +230,34 @@ class _Pruned:
     (same operations, same order), so each is the same float, and only terms under e^-50 of the largest are missing.
     """
 
-    def __init__(self, estimator, lead):
+    def __init__(self, estimator, box_dims):
         self.estimator = estimator
         self.kernels = estimator.kernels
-        self.lead = lead
         count = len(estimator.weights) - 1  # the prior kernel is the last
         self.prior = count
-        lead_kernel = self.kernels[lead]
-        sigmas = lead_kernel.sigmas
-        floor = min(sigmas[:count])
-        # Kernels much wider than most (sparse regions, the ends) are always evaluated: they would widen every window.
-        self.wide = [j for j in range(count) if sigmas[j] > 4.0 * floor]
-        narrow = sorted((lead_kernel.mus[j], j) for j in range(count) if sigmas[j] <= 4.0 * floor)
-        self.sorted_mus = [m for m, _ in narrow]
-        self.sorted_index = [j for _, j in narrow]
-        self.widest = max((sigmas[j] for j in self.sorted_index), default=floor)
+        self.box_dims = box_dims
+        # Kernels much wider than most (sparse regions, the ends) are always evaluated: they would widen every box.
+        wide = set()
+        for d in box_dims:
+            sigmas = self.kernels[d].sigmas
+            floor = min(sigmas[:count])
+            wide.update(j for j in range(count) if sigmas[j] > 4.0 * floor)
+        self.wide = sorted(wide)
+        narrow = [j for j in range(count) if j not in wide]
+        self.widest = [max((self.kernels[d].sigmas[j] for j in narrow), default=1.0) for d in box_dims]
+        lead_mus = self.kernels[box_dims[0]].mus
+        by_lead = sorted((lead_mus[j], j) for j in narrow)
+        self.sorted_mus = [m for m, _ in by_lead]
+        self.sorted_index = [j for _, j in by_lead]
+        self.buckets = None
+        if len(box_dims) == 2:  # cells of the lead dimension, each sorted on the second one
+            self.width = 4.0 * self.widest[0]
+            second_mus = self.kernels[box_dims[1]].mus
+            cells = {}
+            for m, j in by_lead:
+                cells.setdefault(int(m // self.width), []).append((second_mus[j], j))
+            self.buckets = {cell: ([m for m, _ in sorted(items)], [j for _, j in sorted(items)])
+                            for cell, items in cells.items()}
         log_weights = estimator.log_weights
         self.max_log_weight = max(log_weights[:count])
         self.bounds = [self._bound(kernel) for kernel in self.kernels]
@@ -253,10 +273,31 @@ class _Pruned:
 
     @classmethod
     def of(cls, estimator):
-        for d, kernel in enumerate(estimator.kernels):
-            if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED:
-                return cls(estimator, d)
-        return False  # no continuous dimension to sort on: every kernel is evaluated
+        continuous = [d for d, kernel in enumerate(estimator.kernels)
+                      if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED]
+        if not continuous:
+            return False  # no continuous dimension to sort on: every kernel is evaluated
+        return cls(estimator, continuous[:2])
+
+    def _box(self, point, room):
+        """The narrow kernels whose means lie within the box where their terms can reach a floor `room` below the
+        largest possible term: sqrt(2 room) of the widest bandwidth around the point in each box dimension."""
+        reach = [math.sqrt(2.0 * room) * w for w in self.widest]
+        x_lead = point[self.box_dims[0]]
+        if self.buckets is None:
+            low = bisect.bisect_left(self.sorted_mus, x_lead - reach[0])
+            return self.sorted_index[low:bisect.bisect_right(self.sorted_mus, x_lead + reach[0], low)]
+        x_second = point[self.box_dims[1]]
+        found = []
+        first, last = int((x_lead - reach[0]) // self.width), int((x_lead + reach[0]) // self.width)
+        cells = range(first, last + 1) if last - first < len(self.buckets) else sorted(self.buckets)
+        for cell in cells:
+            bucket = self.buckets.get(cell)
+            if bucket is not None and first <= cell <= last:
+                mus, index = bucket
+                low = bisect.bisect_left(mus, x_second - reach[1])
+                found.extend(index[low:bisect.bisect_right(mus, x_second + reach[1], low)])
+        return found
 
     @staticmethod
     def _bound(kernel):
@@ -297,23 +338,28 @@ class _Pruned:
     def log_pdf(self, point):
         cells = [kernel.cell(x) if isinstance(kernel, _Numeric) and kernel.dim.kind == STEPPED else None
                  for kernel, x in zip(self.kernels, point)]
-        x_lead = point[self.lead]
-        position = bisect.bisect_left(self.sorted_mus, x_lead)
-        near = self.sorted_index[max(0, position - 4):position + 4]
         values = {j: self.value(j, point, cells) for j in self.always}
-        floor = max([self.value(j, point, cells) for j in near] + list(values.values()))
-        floor -= PRUNE_MARGIN + _BOUND_SLACK
-        # The window of the lead dimension where a narrow kernel's term can still reach the floor.
+        # A few kernels right around the point: their largest term is a lower bound of the largest of all.
+        near = self._box(point, _NEAR_ROOM)
+        if not near:
+            position = bisect.bisect_left(self.sorted_mus, point[self.box_dims[0]])
+            near = self.sorted_index[max(0, position - 4):position + 4]
+        values.update(self._terms(near, point, cells, -math.inf))
+        floor = max(values.values()) - PRUNE_MARGIN - _BOUND_SLACK
         room = self.max_log_weight + self.total_bound - floor
         if room > 0:
-            reach = math.sqrt(2.0 * room) * self.widest
-            low = bisect.bisect_left(self.sorted_mus, x_lead - reach)
-            high = bisect.bisect_right(self.sorted_mus, x_lead + reach)
-            survivors, partial = self._filter(self.sorted_index[low:high], point, cells, floor)
-            if not self.in_order:  # the partial sums were added in another order: each term again, in order
-                partial = [self.value(j, point, cells) for j in survivors]
-            values.update(zip(survivors, partial))
+            seen = set(near)
+            values.update(self._terms([j for j in self._box(point, room) if j not in seen], point, cells, floor))
         return _normal.log_sum_exp([values[j] for j in sorted(values)])
+
+    def _terms(self, survivors, point, cells, floor):
+        """{kernel: its log term} of the kernels of `survivors` whose terms reach the floor (_filter)."""
+        if not survivors:
+            return {}
+        survivors, partial = self._filter(survivors, point, cells, floor)
+        if not self.in_order:  # the partial sums were added in another order: each term again, in order
+            partial = [self.value(j, point, cells) for j in survivors]
+        return zip(survivors, partial)
 
     def _filter(self, survivors, point, cells, floor):
         """(the kernels whose partial sums, plus the bounds of the dimensions not added yet, still reach the floor,

@@ -1,0 +1,137 @@
+"""Benchmark of one suggestion at many finished jobs: our TPE, MOTPE and BOHB's model beside Optuna's TPESampler.
+
+Usage: python bench/suggest.py [--jobs 10000] [--repeat 3] [--only tpe,motpe,bohb]
+
+For each case the same finished jobs (uniform random configurations, their values by the function) are given to
+ours and to Optuna (its trials added with ``study.add_trials``), and one suggestion is timed in CPU seconds
+(``time.process_time``: the machine is shared), interleaved, median of ``--repeat``:
+
+- *ours, cold*: a new sampler object (the first suggestion of a resumed `sweep run`);
+- *ours, warm*: the same object asked again (every later suggestion of a run: it has seen the jobs' parameters);
+- *Optuna*: ``study.ask()`` and its parameters suggested, with ``TPESampler(seed=1)`` (multivariate, constant liar:
+  its 5.0 defaults; with two objectives its multi-objective TPE).
+
+Cases: TPE on bench/tpe.py's branin (2 REAL), hartmann6 (6 REAL) and mixed (2 categorical, 2 INTEGER, 2 LOG REAL);
+MOTPE on ZDT1 with 2 objectives and 6 variables (bench/mo.py's); BOHB's model (samplers/bohb.BudgetModel: TPE fitted
+at one budget) on hartmann6's jobs, all at that budget. Goal (issue 44): at most 50 ms each and at most 0.5x Optuna's.
+"""
+import argparse
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+# pylint: disable=wrong-import-position
+from azext_batchai_sweep.core.spec.params import NumParamSpec  # noqa: E402
+from azext_batchai_sweep.core.tuning.objectives import Objectives  # noqa: E402
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel  # noqa: E402
+from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler  # noqa: E402
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler  # noqa: E402
+from azext_batchai_sweep.core.tuning.trial import Report, Trial  # noqa: E402
+from bench.mo import zdt1  # noqa: E402
+from bench.tpe import FUNCTIONS, _optuna_params  # noqa: E402
+
+MO_SPECS = [NumParamSpec('X%d' % i, 0, 1, 'REAL', 'LINEAR') for i in range(6)]
+
+
+def _history(specs, values_of, count):
+    rng = random.Random(0)
+    rows = []
+    for _ in range(count):
+        params = {spec.name: spec.sample(rng) for spec in specs}
+        rows.append((params, values_of(params)))
+    return rows
+
+
+def _trials(rows):
+    return [Trial(name='j%d' % i, index=i, params=params, state='succeeded', reports=(Report(1, values[0]),),
+                  metrics={'f%d' % k: v for k, v in enumerate(values[1:], start=2)})
+            for i, (params, values) in enumerate(rows)]
+
+
+def _distributions(specs):
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+    dists = {}
+    for spec in specs:
+        if isinstance(spec, NumParamSpec):
+            kind = IntDistribution if spec.data_type == 'INTEGER' else FloatDistribution
+            dists[spec.name] = kind(spec.start, spec.end, log=spec.scale == 'LOG')
+        else:
+            dists[spec.name] = CategoricalDistribution(spec.values())
+    return dists
+
+
+def _optuna_study(specs, rows, objectives):
+    import optuna
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(directions=['minimize'] * objectives, sampler=optuna.samplers.TPESampler(seed=1))
+    dists = _distributions(specs)
+    study.add_trials([optuna.trial.create_trial(params=params, distributions=dists, values=list(values))
+                      for params, values in rows])
+    return study
+
+
+def _cpu(call):
+    started = time.process_time()
+    call()
+    return time.process_time() - started
+
+
+def cases(only):
+    """(name, specs, rows, make_ours(trials) -> a callable suggesting once, objectives for Optuna)."""
+    found = []
+    for name in ('branin', 'hartmann6', 'mixed'):
+        func, _, specs = FUNCTIONS[name]
+        if 'tpe' in only:
+            found.append(('TPE ' + name, specs, (lambda f: lambda p: (f(p),))(func),
+                          (lambda s: lambda: (lambda sampler: lambda trials: sampler.suggest(trials, 1))(
+                              TPESampler(s, goal='min', seed=1)))(specs), 1))
+    if 'motpe' in only:
+        objectives = Objectives([('f1', 'min'), ('f2', 'min')])
+        found.append(('MOTPE zdt1 (2 objectives, 6 REAL)', MO_SPECS,
+                      lambda p: tuple(zdt1([p[s.name] for s in MO_SPECS])),
+                      lambda: (lambda sampler: lambda trials: sampler.suggest(trials, 1))(
+                          MOTPESampler(MO_SPECS, objectives, seed=1)), 2))
+    if 'bohb' in only:
+        func, _, specs = FUNCTIONS['hartmann6']
+        found.append(('BOHB model hartmann6', specs, lambda p: (func(p),),
+                      lambda: (lambda model: lambda trials: model.suggest(trials, 'b1'))(
+                          BudgetModel(specs, 'min', 1, values_at=lambda t: {81.0: t.last} if t.reports else {},
+                                      random_fraction=0.0)), 1))
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--jobs', type=int, default=10000)
+    parser.add_argument('--repeat', type=int, default=3)
+    parser.add_argument('--only', default='tpe,motpe,bohb')
+    args = parser.parse_args()
+    import optuna
+    print('# {} finished jobs; Python {}, optuna {}, {} CPUs, load average {}, {}'.format(
+        args.jobs, platform.python_version(), optuna.__version__, os.cpu_count(),
+        ' '.join('{:.1f}'.format(x) for x in os.getloadavg()), platform.platform()), flush=True)
+    print('\n| case | ours, cold (CPU ms) | ours, warm | Optuna | cold / Optuna | warm / Optuna |')
+    print('| --- | ---: | ---: | ---: | ---: | ---: |')
+    for name, specs, values_of, make_ours, objectives in cases(args.only.split(',')):
+        rows = _history(specs, values_of, args.jobs)
+        trials = _trials(rows)
+        study = _optuna_study(specs, rows, objectives)
+        cold, warm, peer = [], [], []
+        for _ in range(args.repeat):
+            suggest = make_ours()
+            cold.append(_cpu(lambda: suggest(trials)))  # noqa: B023
+            warm.append(_cpu(lambda: suggest(trials)))  # noqa: B023
+            peer.append(_cpu(lambda: _optuna_params(study.ask(), specs)))
+        c, w, o = (1000 * statistics.median(x) for x in (cold, warm, peer))
+        print('| {} | {:.0f} | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x |'.format(name, c, w, o, c / o, w / o), flush=True)
+    print('\nload average after: {}'.format(' '.join('{:.1f}'.format(x) for x in os.getloadavg())))
+
+
+if __name__ == '__main__':
+    main()
