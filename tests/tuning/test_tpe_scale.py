@@ -168,3 +168,14 @@ def test_a_sampler_asked_again_converts_no_parameters_again(monkeypatch):
            Trial(name='b', index=1, params={'N': True}, state='succeeded', reports=(Report(1, 2.0),))]
     history = ints._make_history(odd)  # pylint: disable=protected-access
     assert [index for index, _, _ in history.scored] == [0]  # True is no INTEGER value, whatever 1 converted to
+
+
+@pytest.mark.parametrize('levels', [2, 5, None])
+def test_two_objective_nondominated_points_are_the_definitions_in_their_first_order(levels):
+    from azext_batchai_sweep.core.tuning.pareto import dominates, nondominated  # pylint: disable=import-outside-toplevel
+    rng = random.Random(7 + (levels or 0))
+    for _ in range(80):
+        points = [(float(rng.randint(0, levels)), float(rng.randint(0, levels))) if levels else
+                  (rng.random(), rng.random()) for _ in range(rng.randint(1, 40))]
+        unique = list(dict.fromkeys(points))
+        assert nondominated(points) == [p for p in unique if not any(dominates(q, p) for q in unique)]

@@ -87,7 +87,20 @@ def _ranks_2d(points):
 def nondominated(points):
     """The points no other point dominates, each once (duplicates collapse), in their first order."""
     unique = list(dict.fromkeys(tuple(p) for p in points))
+    if unique and all(len(p) == 2 for p in unique):
+        return _nondominated_2d(unique)
     return [p for p in unique if not any(dominates(q, p) for q in unique)]
+
+
+def _nondominated_2d(unique):
+    """nondominated of distinct 2-objective points in O(N log N): in lexicographic order a point is dominated exactly
+    when a point before it has a second value no larger (see _ranks_2d); the same points, in the same order."""
+    lowest, dominated = float('inf'), set()
+    for point in sorted(unique):
+        if lowest <= point[1]:
+            dominated.add(point)
+        lowest = min(lowest, point[1])
+    return [p for p in unique if p not in dominated]
 
 
 def _hv2d(points, reference):

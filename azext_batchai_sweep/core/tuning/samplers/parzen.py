@@ -243,21 +243,22 @@ class _Pruned:
             floor = min(sigmas[:count])
             wide.update(j for j in range(count) if sigmas[j] > 4.0 * floor)
         self.wide = sorted(wide)
-        narrow = [j for j in range(count) if j not in wide]
-        self.widest = [max((self.kernels[d].sigmas[j] for j in narrow), default=1.0) for d in box_dims]
+        narrow = [j for j in range(count) if j not in wide] if wide else list(range(count))
+        self.widest = [max([self.kernels[d].sigmas[j] for j in narrow], default=1.0) for d in box_dims]
         lead_mus = self.kernels[box_dims[0]].mus
-        by_lead = sorted((lead_mus[j], j) for j in narrow)
-        self.sorted_mus = [m for m, _ in by_lead]
-        self.sorted_index = [j for _, j in by_lead]
+        self.sorted_index = sorted(narrow, key=lead_mus.__getitem__)
+        self.sorted_mus = [lead_mus[j] for j in self.sorted_index]
         self.buckets = None
         if len(box_dims) == 2:  # cells of the lead dimension, each sorted on the second one
             self.width = 4.0 * self.widest[0]
             second_mus = self.kernels[box_dims[1]].mus
             cells = {}
-            for m, j in by_lead:
-                cells.setdefault(int(m // self.width), []).append((second_mus[j], j))
-            self.buckets = {cell: ([m for m, _ in sorted(items)], [j for _, j in sorted(items)])
-                            for cell, items in cells.items()}
+            for m, j in zip(self.sorted_mus, self.sorted_index):
+                cells.setdefault(int(m // self.width), []).append(j)
+            self.buckets = {}
+            for cell, members in cells.items():
+                members.sort(key=second_mus.__getitem__)
+                self.buckets[cell] = ([second_mus[j] for j in members], members)
         log_weights = estimator.log_weights
         self.max_log_weight = max(log_weights[:count])
         self.bounds = [self._bound(kernel) for kernel in self.kernels]

@@ -68,9 +68,10 @@ pending], 1).
 """
 import itertools
 import math
+import operator
 import random
 
-from ..trial import Sampler, Suggestion
+from ..trial import PENDING_STATES, Sampler, Suggestion
 from .parzen import ParzenEstimator
 from .space import dimensions, space_size
 
@@ -95,6 +96,7 @@ _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
+_VALUE = operator.itemgetter(1)
 
 
 def default_gamma(n):
@@ -304,6 +306,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
 
     def _ranked(self, scored):
         """Scored observations (index, value, point), best first, ties by index."""
+        if all(a[0] < b[0] for a, b in zip(scored, scored[1:])):  # in index order (a history's): a stable sort on
+            return sorted(scored, key=_VALUE, reverse=self.goal == 'max')  # the value keeps ties by index
         return sorted(scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
 
     @staticmethod
@@ -417,16 +421,17 @@ class _History:
         self.pending = []   # (index, point) of queued/running jobs
         self.tried = set()  # keys of every configuration a job has had (finite spaces only)
         self.total = len(trials)
+        point_of, score, finite = self._point, sampler.score, self.finite
         for trial in trials:
-            point = self._point(trial.params)
+            point = point_of(trial.params)
             if point is None:
                 continue  # a job from another version of the sweep file: nothing to learn from it
-            if self.finite:
+            if finite:
                 self.tried.add(self.key(point))
-            if trial.pending:
+            if trial.state in PENDING_STATES:  # trial.pending
                 self.pending.append((trial.index, point))
                 continue
-            value = sampler.score(trial)
+            value = score(trial)
             if value is not None:
                 self.scored.append((trial.index, value, point))
 
