@@ -16,7 +16,7 @@ NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo test test-reliability mutate dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
 	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo bench-mf bench-warmstart \
-	bench-report wheel lint clean
+	bench-report bench-suggest wheel lint clean
 
 demo: dev
 	$(BIN)/python scripts/demo.py
@@ -104,7 +104,7 @@ wheel: $(TEST_STAMP)
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
 bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo \
-	bench-mf bench-warmstart bench-report
+	bench-mf bench-warmstart bench-report bench-suggest
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -170,6 +170,11 @@ bench-warmstart: $(BENCH_STAMP)
 
 bench-report: dev $(TEST_STAMP)
 	$(BIN)/python bench/report.py
+
+# One suggestion at 10,000 finished jobs: our TPE, MOTPE and BOHB's model beside Optuna's TPESampler (a test tool), CPU
+# time in one run. A few minutes.
+bench-suggest: dev $(TEST_STAMP)
+	nice -n 10 $(BIN)/python bench/suggest.py $(BENCH_ARGS)
 
 # azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
 # rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.
