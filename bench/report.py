@@ -11,6 +11,10 @@ Usage: python bench/report.py [--jobs 1000] [--epochs 30] [--repeat 3] [--large 
    to load and draw it (until the page's script has filled the table), when Chromium is installed.
 3. With `live` (on the sweep of 1.): one update of the live page (core/report/live.py) after 10 jobs' logs changed,
    and one with nothing new, beside one full report of the same sweep in the same process (time, bytes read).
+4. With `second` (on the sweep of 1., through az): `report -o none` with no cache (the first report of a sweep: its
+   cache file, core/report/log_cache.py, removed before each), then again at once (a second report of the unchanged
+   sweep, reading only what changed: nothing), interleaved; wall and CPU time (the az process's, from
+   getrusage of the children), medians of `--repeat`.
 Setup (creating and running the jobs) is never timed.
 """
 import argparse
@@ -76,7 +80,7 @@ def through_az(args, root):
         print('setup: {} jobs ran in {:.0f} s'.format(args.jobs, time.monotonic() - started), flush=True)
         report_file = os.path.join(root, 'report.html')
         times = {'report': [], 'report-json': [], 'metrics': [], 'version': []}
-        for _ in range(args.repeat):
+        for _ in range(args.repeat if 'az' in args.only else 0):
             times['version'].append(run([AZ, 'version'], env=env))
             times['report'].append(run([AZ, 'batchai', 'sweep', 'report', *sweep, '--metric', 'val_accuracy',
                                         '--output-file', report_file, '-o', 'none'], env=env))
@@ -84,11 +88,15 @@ def through_az(args, root):
                                              '--output-file', report_file, '-o', 'json'], env=env))
             times['metrics'].append(run([AZ, 'batchai', 'sweep', 'metrics', *sweep, '--metric', 'val_accuracy',
                                          '--reduce', 'max', '-o', 'none'], env=env))
-        size = os.path.getsize(report_file)
+        size = os.path.getsize(report_file) if times['report'] else 0
+        if 'second' in args.only:
+            second_report(args, env, sweep, config, root)
         if 'live' in args.only:
             live_update(args, info, root)
     finally:
         stop_service(info)
+    if not times['report']:
+        return
     median = {key: statistics.median(t for t, _ in runs) for key, runs in times.items()}
     peak = {key: max(rss for _, rss in runs) for key, runs in times.items()}
     print('| `report -o none` of {} jobs x {} epochs | {:.2f} s | `metrics --reduce max` {:.2f} s | {:.2f}x | az '
@@ -100,13 +108,45 @@ def through_az(args, root):
                                    median['report-json'] / median['metrics'], peak['report-json']))
 
 
+def _run_cpu(cmd, env):
+    """(wall s, CPU s, peak RSS MB) of a command: its CPU from the children's rusage, reaped by run()."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, peak = run(cmd, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, peak
+
+
+def second_report(args, env, sweep, config, root):
+    """The first report of the sweep (no cache) beside a second one of the unchanged sweep (the cache the first
+    left), interleaved."""
+    import glob
+    report = [AZ, 'batchai', 'sweep', 'report', *sweep, '--metric', 'val_accuracy', '--output-file',
+              os.path.join(root, 'second.html'), '-o', 'none']
+    first, second = [], []
+    for _ in range(args.repeat):
+        for path in glob.glob(os.path.join(config, '**', '*.report-cache.json'), recursive=True):
+            os.unlink(path)
+        first.append(_run_cpu(report, env))
+        second.append(_run_cpu(report, env))
+    caches = glob.glob(os.path.join(config, '**', '*.report-cache.json'), recursive=True)
+    wall1, cpu1, peak1 = (statistics.median(r[k] for r in first) for k in range(3))
+    wall2, cpu2, peak2 = (statistics.median(r[k] for r in second) for k in range(3))
+    print('| second `report -o none` of {} unchanged jobs | {:.2f} s wall, {:.2f} s CPU | first report {:.2f} s wall, '
+          '{:.2f} s CPU | {:.2f}x wall, {:.2f}x CPU | peak RSS {:.0f} / {:.0f} MB; cache {:,.0f} kB; runs {} / {} |'
+          .format(args.jobs, wall2, cpu2, wall1, cpu1, wall2 / wall1, cpu2 / cpu1, peak2, peak1,
+                  sum(os.path.getsize(p) for p in caches) / 1024,
+                  ' '.join('{:.2f}'.format(r[0]) for r in second), ' '.join('{:.2f}'.format(r[0]) for r in first)),
+          flush=True)
+
+
 def live_update(args, info, root, changed_jobs=10):
     """One update of the live page (core/report/live.py) beside one full report, in process on the same service:
     the full report reads every log and draws everything; an update after `changed_jobs` jobs' logs are new again
     (their offsets set back to 0: whole logs, more than a poll's appended lines) reads those bytes only and draws the
     page again; an update with nothing new reads no log and draws nothing."""
-    from azext_batchai_sweep.core.report.build import make_report
-    from azext_batchai_sweep.core.report.live import LiveDocument, LiveSweep
+    from azext_batchai_sweep.core.report.snapshot import make_report
+    from azext_batchai_sweep.core.report.live import JobLog, LiveDocument, LiveSweep
     from azext_batchai_sweep.core.report.model import Objective
     client = local_batchai_client(info.endpoint, info.token_file)
     objective = Objective(metric='val_accuracy')
@@ -123,9 +163,7 @@ def live_update(args, info, root, changed_jobs=10):
     changed, unchanged, read = [], [], []
     for _ in range(args.repeat):
         for name in sorted(sweep.logs)[:changed_jobs]:  # these jobs' logs are new again: read from their start
-            log = sweep.logs[name]
-            log.offset, log.partial, log.complete = 0, b'', False
-            log.found.clear()
+            sweep.logs[name] = JobLog(sweep.logs[name].created)
         sweep._fingerprint = None  # pylint: disable=protected-access
         before = sweep.bytes_read
         started = time.perf_counter()
@@ -187,14 +225,14 @@ def main():
     parser.add_argument('--epochs', type=int, default=30)
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--large', type=int, default=10000)
-    parser.add_argument('--only', default='az,large,live')
+    parser.add_argument('--only', default='az,large,live,second')
     args = parser.parse_args()
     print('{} {}, {} CPUs, Python {}'.format(platform.system(), platform.machine(), os.cpu_count(),
                                             platform.python_version()))
     root = tempfile.mkdtemp(prefix='bench-report-')
     if 'large' in args.only:
         in_process(args, root)
-    if 'az' in args.only or 'live' in args.only:
+    if 'az' in args.only or 'live' in args.only or 'second' in args.only:
         through_az(args, root)
     subprocess.run(['rm', '-rf', root], check=False)
 
