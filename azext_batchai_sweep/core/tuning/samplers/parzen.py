@@ -124,11 +124,8 @@ def _log_norms(low, high, mus, inv):
     """_normal.log_mass of each kernel on the range [low, high]: 0.0 at once where it is exactly 0.0 (the mean more
     than _WHOLE_MASS_Z bandwidths inside both ends)."""
     log_mass, whole = _normal.log_mass, _WHOLE_MASS_Z
-    norms = []
-    for m, i in zip(mus, inv):
-        a, b = (low - m) * i, (high - m) * i
-        norms.append(0.0 if a < -whole and b > whole else log_mass(a, b))
-    return norms
+    return [0.0 if (low - m) * i < -whole and (high - m) * i > whole else log_mass((low - m) * i, (high - m) * i)
+            for m, i in zip(mus, inv)]
 
 
 def _adaptive_bandwidths(points, low, high, consider_endpoints):
