@@ -106,6 +106,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         self.resource = resource
         self.agreement = agreement
         self._curves = CurveBook()  # the finished jobs' curves, read once each
+        self._points_seen = {}  # the TPE samplers' conversions of parameter sets, shared from one suggestion to the next
         self._measured = None  # (their curves, {(low, high): Agreement}) until another job finishes: _agreements()
 
     def results(self, trials):
@@ -177,6 +178,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             sampler = MOTPESampler(self.specs, self.constrained, seed=seed, startup_jobs=0)
         else:
             sampler = TPESampler(self.specs, goal=self.goal, seed=seed, startup_jobs=0)
+        sampler.points_seen = self._points_seen
         suggestions = sampler.suggest(self.model_view(self.inherited + list(trials), choice.budget), 1)
         return (dict(suggestions[0].params) if suggestions else None), choice
 
