@@ -60,7 +60,8 @@ def _code_folder(directory):
     code = os.path.join(directory, 'src')
     os.makedirs(os.path.join(code, 'lib'))
     files = {'data.txt': 'version 1\n', 'lib/util.py': 'print(1)\n', '.gitignore': 'secret.txt\n*.log\n',
-             '.sweepignore': 'big/\n', 'secret.txt': 'do not send\n', 'run.log': 'noise\n', 'big/blob.bin': 'x' * 999}
+             '.sweepignore': 'big/\n', 'secret.txt': 'do not send\n', 'run.log': 'noise\n', 'big/blob.bin': 'x' * 999,
+             '.git/HEAD': 'ref: refs/heads/main\n'}
     for name, text in files.items():
         os.makedirs(os.path.dirname(os.path.join(code, name)), exist_ok=True)
         with open(os.path.join(code, name), 'w', encoding='utf-8') as f:
@@ -138,7 +139,7 @@ def test_one_node_jobs_of_a_sweep_run_one_snapshot_uploaded_once_while_the_folde
     seen = set()
     for name in names:
         lines = _text(svc, 'one', name, 'stdout.txt').splitlines()
-        # every job sees the first snapshot, less what .gitignore and .sweepignore leave out (and .git, none here)
+        # every job sees the first snapshot, less .git and what .gitignore and .sweepignore leave out
         assert lines[0].split() == KEPT and lines[1] == 'version 1', lines
         x, directory, pwd = lines[2].split()
         seen.add(x)

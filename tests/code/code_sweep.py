@@ -146,6 +146,12 @@ def create_submit_resubmit(service, directory):
     assert len(again) == 3
     assert {job['version'] for job in again.values()} == {'v1'}
     assert all(job['files'].split() == KEPT for job in again.values())
+    # The report shows the snapshot the sweep ran.
+    reported = az('batchai', 'sweep', 'report', *args, '--metric', 'loss', '-f', 'code-report.html', '-o', 'json')
+    assert reported.exit_code == 0, reported.stderr
+    assert reported.json()['summary']['code'] == [digest]
+    with open(os.path.join(directory, 'code-report.html'), encoding='utf-8') as f:
+        assert '<code title="{}">{}</code>'.format(digest, digest[:12]) in f.read()
 
     # The unchanged folder (back to v1) is not uploaded again: the share is asked by name first.
     write_code(code, version='v1')

@@ -67,5 +67,5 @@ def resource_files(url, props):
 
 def common_resource_files(url, props):
     """A multi-instance task's commonResourceFiles: the snapshot in COMMON_FOLDER of the task's root directory on
-    every node (linked into the job's mount root there: node_wrapper.NodeJob.link_code)."""
+    every node (linked into the job's mount root there: node_wrapper.NodeJob.link_job_mounts)."""
     return [{'httpUrl': url, 'filePath': '{}/{}'.format(COMMON_FOLDER, archive_name(props))}]

@@ -8,10 +8,10 @@ tasks.py); its own variables and secrets are the task's environment settings.
 On the node, Batch AI's variables are (layout.job_variables, the same names as on every scheduler):
 AZ_BATCHAI_MOUNT_ROOT = $AZ_BATCH_NODE_MOUNTS_DIR (the pool's mounts); AZ_BATCHAI_JOB_MOUNT_ROOT = a `mounts` folder
 in the task's working directory whose links lead to the cluster's mounts of the same storage (and, for a
-multi-instance task's --code snapshot, to where Batch downloaded its common resource files: code_files.py); AZ_BATCHAI_JOB_TEMP =
-$AZ_BATCH_TASK_WORKING_DIR; AZ_BATCHAI_SHARED_JOB_TEMP = $AZ_BATCH_TASK_SHARED_DIR (one per node on Batch);
-stdouterr and output directories where Batch AI put them (on the mounted share); the host file and master node
-from AZ_BATCH_HOST_LIST / AZ_BATCH_MASTER_NODE (multi-instance tasks), else this node.
+multi-instance task's --code snapshot, to where Batch downloaded its common resource files: code_files.py);
+AZ_BATCHAI_JOB_TEMP = $AZ_BATCH_TASK_WORKING_DIR; AZ_BATCHAI_SHARED_JOB_TEMP = $AZ_BATCH_TASK_SHARED_DIR (one per
+node on Batch); stdouterr and output directories where Batch AI put them (on the mounted share); the host file and
+master node from AZ_BATCH_HOST_LIST / AZ_BATCH_MASTER_NODE (multi-instance tasks), else this node.
 
 Modes:
 - `task` (a single-node job): clean this attempt's outputs, run jobPreparation, run the job;
