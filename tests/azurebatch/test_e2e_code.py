@@ -26,7 +26,7 @@ from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginC
 from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import CONTAINER, TaskLogs
 from tests.azurebatch.e2e_fixtures import (HPC_IMAGE, SUPPORTED_IMAGES, files_service, tasks,  # noqa: F401
                                            wait_until)
-from tests.azurebatch.test_e2e_task_logs import SHARE, STORAGE, _assert_no_secret, _cluster, _job_names, _text, _wait
+from tests.azurebatch.test_e2e_task_logs import SHARE, STORAGE, _assert_no_secret, _cluster, _text, _wait
 from tests.fixtures_azurite import azurite_oauth
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
@@ -117,7 +117,10 @@ def test_one_node_jobs_of_a_sweep_run_one_snapshot_uploaded_once_while_the_folde
     _cluster(svc, 'c0', nodes=2)  # mounts its own share only: no `sweep-code` mount
     code = _code_folder(svc.directory)
     gate, fixed = os.path.join(svc.directory, 'gate'), os.path.join(svc.directory, 'fixed')
-    held = 'while [ ! -e {} ]; do sleep 0.1; done; {}; test {{{{X}}}} != 1 || test -e {}'.format(gate, COMMAND, fixed)
+    # Held until the gate opens; what it sees also goes to the cluster's share (seen-X.txt: read there, not through
+    # two az calls a job); X=1 fails until `fixed` exists.
+    held = ('while [ ! -e {} ]; do sleep 0.1; done; {{ {}; }} | tee "$AZ_BATCHAI_MOUNT_ROOT/afs/seen-{{{{X}}}}.txt"; '
+            'test {{{{X}}}} != 1 || test -e {}').format(gate, COMMAND, fixed)
     first_hash = take_snapshot(code).digest
     first, submitted = _submit(svc, 'one', 'c0', code, (1, 2, 3), command=held)
     assert 'Uploaded code snapshot' in submitted.stderr, submitted.stderr
@@ -135,20 +138,15 @@ def test_one_node_jobs_of_a_sweep_run_one_snapshot_uploaded_once_while_the_folde
     assert {row['code'] for row in ran.json()['jobs']} == {first_hash} and len(ran.json()['jobs']) == 3
     assert _wait(svc, second)['succeeded'] == 1 and _wait(svc, third)['succeeded'] == 1
 
-    names = _job_names(svc, 'one')
-    seen = set()
-    for name in names:
-        lines = _text(svc, 'one', name, 'stdout.txt').splitlines()
-        # every job sees the first snapshot, less .git and what .gitignore and .sweepignore leave out
-        assert lines[0].split() == KEPT and lines[1] == 'version 1', lines
-        x, directory, pwd = lines[2].split()
-        seen.add(x)
+    share = os.path.join(svc.double.account.root, 'storage', STORAGE, 'files', SHARE)  # (the cluster's `afs`)
+    for x, version in ((1, 1), (2, 1), (3, 1), (4, 1), (5, 2)):  # sweeps one and two: version 1; three: 2
+        with open(os.path.join(share, 'seen-{}.txt'.format(x)), encoding='utf-8') as f:
+            lines = f.read().splitlines()
+        # each job sees its snapshot, less .git and what .gitignore and .sweepignore leave out
+        assert lines[0].split() == KEPT and lines[1] == 'version {}'.format(version), lines
+        shown_x, directory, pwd = lines[2].split()
+        assert shown_x == 'X={}'.format(x), lines
         assert directory.endswith('/sweep-code') and pwd == directory.replace('dir=', 'pwd='), lines
-    assert seen == {'X=1', 'X=2', 'X=3'}
-    (name,) = _job_names(svc, 'two')
-    assert _text(svc, 'two', name, 'stdout.txt').splitlines()[1] == 'version 1'
-    (name,) = _job_names(svc, 'three')
-    assert _text(svc, 'three', name, 'stdout.txt').splitlines()[1] == 'version 2'
 
     # Each task got its snapshot as a resource file (one blob per snapshot, a read-only SAS); no `sweep-code` mount.
     blobs = _code_blobs(svc)
@@ -172,14 +170,14 @@ def test_one_node_jobs_of_a_sweep_run_one_snapshot_uploaded_once_while_the_folde
                          '--interval', '0.5', '-o', 'json')
     assert resubmitted.exit_code == 0, resubmitted.stdout + resubmitted.stderr
     (again_name,) = resubmitted.json()['resubmitted']
-    lines = _text(svc, 'one', again_name, 'stdout.txt').splitlines()
-    assert lines[1] == 'version 1' and lines[2].startswith('X=1 '), lines
+    lines = _text(svc, 'one', again_name, 'stdout.txt').splitlines()  # (as `job file stream` shows it)
+    assert lines[0].split() == KEPT and lines[1] == 'version 1' and lines[2].startswith('X=1 '), lines
     status = svc.az('batchai', 'sweep', 'status', *first, '-o', 'json')
     assert status.json()['counts']['succeeded'] == 3 and {r['code'] for r in status.json()['jobs']} == {first_hash}
     assert _code_blobs(svc) == blobs  # same blobs, same ETags: nothing copied again
 
     # The read SAS went to Batch in the task bodies only: never into the data dir, az's output or the job's view.
-    shown = svc.az('batchai', 'job', 'show', *svc.group(), '-e', 'three', '-n', name, '-o', 'json', '--debug')
+    shown = svc.az('batchai', 'job', 'show', *svc.group(), '-e', 'one', '-n', again_name, '-o', 'json', '--debug')
     sas = [r['httpUrl'].split('?', 1)[1] for t in tasks(svc.double) for r in t.body['resourceFiles']]
     _assert_no_secret(svc, sas, submitted.stderr + again.stderr + changed.stderr, shown.stdout + shown.stderr)
 
@@ -193,10 +191,11 @@ def test_every_node_of_a_multi_node_job_unpacks_the_snapshot(code_service):
     code = _code_folder(svc.directory)
     preparation = ('(find . -type f | sort | grep -v "^./mounts/" | tr "\\n" " "; cat data.txt; pwd) '
                    '> "$AZ_BATCHAI_MOUNT_ROOT/afs/prep-$AZ_BATCHAI_JOB_NAME-$AZ_BATCH_NODE_ID.txt"')
-    target, submitted = _submit(svc, 'multi', 'mn', code, (1, 2), nodeCount=2,
+    command = '{{ {}; }} > "$AZ_BATCHAI_MOUNT_ROOT/afs/main-$AZ_BATCHAI_JOB_NAME.txt"'.format(COMMAND)
+    target, submitted = _submit(svc, 'multi', 'mn', code, (1,), command=command, nodeCount=2,
                                 jobPreparation={'commandLine': preparation})
     assert 'Uploaded code snapshot' in submitted.stderr, submitted.stderr
-    assert _wait(svc, target)['succeeded'] == 2
+    assert _wait(svc, target)['succeeded'] == 1
 
     digest = take_snapshot(code).digest
     for task in tasks(svc.double):
@@ -205,17 +204,19 @@ def test_every_node_of_a_multi_node_job_unpacks_the_snapshot(code_service):
         assert common['filePath'] == 'sweep-code/{}.tar.gz'.format(digest)
         assert common['httpUrl'].split('?')[0].endswith('/{}/code/{}.tar.gz'.format(CONTAINER, digest))
     share = os.path.join(svc.double.account.root, 'storage', STORAGE, 'files', SHARE)  # (the cluster's `afs`)
-    for name in _job_names(svc, 'multi'):
-        views = sorted(f for f in os.listdir(share) if f.startswith('prep-' + name + '-'))
-        assert len(views) == 2, os.listdir(share)  # one per node
-        folders = set()
-        for view in views:
-            with open(os.path.join(share, view), encoding='utf-8') as f:
-                files, rest = f.read().split('./lib/util.py ', 1)
-            assert files.split() + ['./lib/util.py'] == KEPT
-            version, folder = rest.split('\n')[:2]
-            assert version == 'version 1' and folder.endswith('/wd/sweep-code')
-            folders.add(folder)
-        assert len(folders) == 2  # each node unpacked into its own working directory
-        lines = _text(svc, 'multi', name, 'stdout.txt').splitlines()
-        assert lines[0].split() == KEPT and lines[1] == 'version 1', lines
+    views = sorted(f for f in os.listdir(share) if f.startswith('prep-'))
+    assert len(views) == 2, os.listdir(share)  # one per node
+    folders = set()
+    for view in views:
+        with open(os.path.join(share, view), encoding='utf-8') as f:
+            files, rest = f.read().split('./lib/util.py ', 1)
+        assert files.split() + ['./lib/util.py'] == KEPT
+        version, folder = rest.split('\n')[:2]
+        assert version == 'version 1' and folder.endswith('/wd/sweep-code')
+        folders.add(folder)
+    assert len(folders) == 2  # each node unpacked into its own working directory
+    (main,) = [f for f in os.listdir(share) if f.startswith('main-')]
+    with open(os.path.join(share, main), encoding='utf-8') as f:
+        lines = f.read().splitlines()
+    assert lines[0].split() == KEPT and lines[1] == 'version 1', lines  # the master's command, from its copy
+    assert lines[2].split()[1][len('dir='):] in folders  # (the master's working directory's copy)
