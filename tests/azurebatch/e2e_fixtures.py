@@ -12,6 +12,7 @@ minutes. Nothing else of the service, of az or of the login is replaced.
 """
 import contextlib
 import os
+import pathlib
 import signal
 import time
 from dataclasses import dataclass, field
@@ -241,7 +242,7 @@ def files_service(tmp_path, monkeypatch, task_logs=lambda double: contextlib.nul
     from tests.azurebatch.double import BatchDouble
     double = prism if prism is not None else BatchDouble(str(tmp_path / 'batch'))
     bundle = tmp_path / 'ca-bundle.pem'
-    bundle.write_text(''.join(open(path, encoding='ascii').read().strip() + '\n'  # pylint: disable=R1732
+    bundle.write_text(''.join(pathlib.Path(path).read_text(encoding='ascii').strip() + '\n'
                               for path in sorted({double.ca_file, double.ca.ca_file})), encoding='ascii')
     monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(bundle))
     files, shares = files_reader(double)
