@@ -12,6 +12,7 @@ minutes. Nothing else of the service, of az or of the login is replaced.
 """
 import contextlib
 import os
+import pathlib
 import signal
 import time
 from dataclasses import dataclass, field
@@ -143,10 +144,19 @@ VM_SKUS = [{'name': 'Standard_D2s_v3', 'familyName': 'standardDSv3Family',
             'capabilities': [{'name': 'vCPUs', 'value': '2'}, {'name': 'GPUs', 'value': '0'}]}]
 
 
-def account_info(double):
-    """The account as account.find_account describes it, with QUOTAS; its data plane: ``double``."""
+# Azure's Ubuntu HPC image (it ships MPI) as the data plane lists it (the double's list): an account offering it
+# gives multi-node clusters an image a multi-node job may run on (mapping.AbMapMapping._check_mpi).
+HPC_IMAGE = {'nodeAgentSKUId': 'batch.node.ubuntu 22.04', 'osType': 'linux', 'verificationType': 'verified',
+             'capabilities': ['DockerCompatible', 'NvidiaTeslaDriverInstalled'],
+             'imageReference': {'publisher': 'microsoft-dsvm', 'offer': 'ubuntu-hpc', 'sku': '2204',
+                                'version': 'latest'}}
+
+
+def account_info(double, images=None):
+    """The account as account.find_account describes it, with QUOTAS and ``images`` (default SUPPORTED_IMAGES);
+    its data plane: ``double``."""
     return {'batchAccount': ACCOUNT, 'batchResourceGroup': RESOURCE_GROUP, 'batchEndpoint': double.endpoint,
-            'poolAllocationMode': 'BatchService', 'supportedImages': SUPPORTED_IMAGES, 'poolQuota': 100,
+            'poolAllocationMode': 'BatchService', 'supportedImages': images or SUPPORTED_IMAGES, 'poolQuota': 100,
             'dedicatedCoreQuotaPerVMFamilyEnforced': True, 'activeJobAndJobScheduleQuota': 300, **QUOTAS}
 
 
@@ -160,7 +170,7 @@ class GivenFacts(AccountFacts):
 
     @property
     def supported_images(self):
-        return SUPPORTED_IMAGES
+        return self.account['supportedImages']
 
 
 @dataclass
@@ -182,12 +192,12 @@ class InProcessService:
         return ['-g', self.info['resourceGroup'], '-w', self.info['workspace']]
 
 
-def start(double, data_dir, poll_seconds=0.2, **extra):
+def start(double, data_dir, poll_seconds=0.2, images=None, **extra):
     """A LocalService on Azure Batch built with the parts above (``extra``: more construction options, e.g. the
-    share reader `shares`)."""
+    share reader `shares`; ``images``: the account's supported images, default SUPPORTED_IMAGES)."""
     from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
     from azext_batchai_sweep.localservice.server import LocalService
-    account = account_info(double)
+    account = account_info(double, images)
     service = LocalService(data_dir, scheduler='azure-batch', azure_batch={
         'account_info': account, 'facts': GivenFacts(account),
         'credential': AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600)),
@@ -221,17 +231,24 @@ def files_reader(double):
 
 
 @contextlib.contextmanager
-def files_service(tmp_path, monkeypatch, task_logs=lambda double: contextlib.nullcontext(None)):
+def files_service(tmp_path, monkeypatch, task_logs=lambda double: contextlib.nullcontext(None), prism=None,
+                  **extra):
     """An in-process service (serve) on a new Batch double, reading the pools' shares from the Files double
     (files_reader); ``task_logs(double)``: a context manager giving its task_logs.TaskLogs (default: none, no
-    outputFiles). Every double's certificate comes from the Batch double's test CA (REQUESTS_CA_BUNDLE)."""
+    outputFiles). Every double's certificate comes from the Batch double's test CA (REQUESTS_CA_BUNDLE).
+    ``prism``: the test's `batch_prism` instead of a new double: the service's Batch traffic goes through Prism
+    (every request and answer checked against the Batch spec), whose relay's CA is trusted as well; the double
+    behind it is closed by its own fixture. ``extra``: more of start()'s options (e.g. ``images``)."""
     from tests.azurebatch.double import BatchDouble
-    double = BatchDouble(str(tmp_path / 'batch'))
-    monkeypatch.setenv('REQUESTS_CA_BUNDLE', double.ca_file)
+    double = prism if prism is not None else BatchDouble(str(tmp_path / 'batch'))
+    bundle = tmp_path / 'ca-bundle.pem'
+    bundle.write_text(''.join(pathlib.Path(path).read_text(encoding='ascii').strip() + '\n'
+                              for path in sorted({double.ca_file, double.ca.ca_file})), encoding='ascii')
+    monkeypatch.setenv('REQUESTS_CA_BUNDLE', str(bundle))
     files, shares = files_reader(double)
     try:
         with task_logs(double) as logs:
-            handle = serve(double, tmp_path, shares=shares, task_logs=logs)
+            handle = serve(double, tmp_path, shares=shares, task_logs=logs, **extra)
             handle.files = files
             try:
                 yield handle
@@ -239,7 +256,8 @@ def files_service(tmp_path, monkeypatch, task_logs=lambda double: contextlib.nul
                 handle.service.shutdown()
     finally:
         files.close()
-        double.close()
+        if prism is None:
+            double.close()
 
 
 def wait_until(condition, timeout=30, what=''):

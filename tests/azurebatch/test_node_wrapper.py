@@ -138,6 +138,44 @@ def test_a_multi_instance_task_plans_over_batch_host_list_master_first():
         zip(remote, remote[1:]))
 
 
+def test_a_multi_instance_code_job_unpacks_its_snapshot_on_every_node(tmp_path):
+    """Issue 50 (fails on the old code: nothing linked the common resource file, so a subtask's preparation found no
+    snapshot). Batch's node agent puts a multi-instance task's commonResourceFiles in the task's root directory on
+    every node (stood in for here: the archive copied there) and runs the coordination command on each; the wrapper
+    links it where the job's preparation reads it, so each node unpacks the snapshot into its own working
+    directory, and the master's command runs from there."""
+    from azext_batchai_sweep.core.code.job import attach_code
+    from azext_batchai_sweep.core.code.snapshot import take_snapshot
+    code = tmp_path / 'src'
+    code.mkdir()
+    (code / 'data.txt').write_text('version 1\n')
+    snapshot = take_snapshot(str(code))
+    template = {'nodeCount': 2, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/afs',
+                'jobPreparation': {'commandLine': 'cat data.txt > "$AZ_BATCHAI_MOUNT_ROOT/afs/seen-$AZ_BATCH_NODE_ID"'},
+                'customToolkitSettings': {'commandLine': 'echo "main $(cat data.txt) in $(pwd)"'}}
+    props = attach_code(template, snapshot, 'acct')
+    public = {k: v for k, v in props.items() if k not in ('mountVolumes', 'environmentVariables')}
+    body = tasks.task_body('t1', {'name': 'j1', 'properties': dict(public, jobOutputDirectoryPathSegment=SEGMENT)},
+                           'customToolkitSettings', CLUSTER, props, code_url='https://127.0.0.1:9/c/code/x?sig=s')
+    (common,) = body['multiInstanceSettings']['commonResourceFiles']
+    hosts = {'AZ_BATCH_HOST_LIST': '127.0.0.1,127.0.0.2', 'AZ_BATCH_MASTER_NODE': '127.0.0.1:6000'}
+    nodes = []
+    for name, master in (('master', 'true'), ('other', 'false')):
+        one = Node(tmp_path / name)
+        archive = one.task_dir / common['filePath']
+        archive.parent.mkdir(parents=True)
+        archive.write_bytes(snapshot.archive_bytes())
+        coordination = dict(body, commandLine=body['multiInstanceSettings']['coordinationCommandLine'])
+        done = one.run(coordination, dict(hosts, AZ_BATCH_IS_CURRENT_NODE_MASTER=master, AZ_BATCH_NODE_ID=name))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (one.work / 'sweep-code' / 'data.txt').read_text() == 'version 1\n'  # unpacked on this node
+        assert (one.share / ('seen-' + name)).read_text() == 'version 1\n'  # its preparation ran from there
+        nodes.append(one)
+    main = nodes[0].run(body, dict(hosts, AZ_BATCH_IS_CURRENT_NODE_MASTER='true'))
+    assert main.returncode == 0, main.stderr
+    assert nodes[0].stdouterr() == 'main version 1 in {}\n'.format(nodes[0].work / 'sweep-code')
+
+
 def test_mpi_over_several_nodes_forwards_the_job_environment():
     line = launcher.mpirun_line('python train.py', 4, '/wd/hostfile', exports=['LR', 'TOKEN'])
     assert ' -x LR -x TOKEN ' in line and '-np 4' in line

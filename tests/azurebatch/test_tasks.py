@@ -250,7 +250,31 @@ def test_a_one_node_code_job_gets_its_snapshot_as_a_resource_file_not_a_mount():
     assert 'resourceFiles' not in tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, {}, payload=PAYLOAD)
 
 
-@pytest.mark.parametrize('props', [_code_props(nodes=2), _code_props(digest='not-a-hash'),
+def test_a_multi_node_code_job_gets_its_snapshot_on_every_node_as_a_common_resource_file():
+    """Issue 50 (fails on the old code: a job of several nodes kept the `sweep-code` mount, which the cluster must
+    have had, and was refused without it). Batch downloads a task's resourceFiles on its primary node only, its
+    multiInstanceSettings.commonResourceFiles on every node, into the task's root directory (the Batch spec): the
+    snapshot goes there, and the launch settings tell the wrapper to link that folder where the job reads it."""
+    props = _code_props(nodes=2)
+    tasks.check_job(props, 'customToolkitSettings', CLUSTER, multi_node=True, containers=False)  # no refusal
+    assert tasks.job_mounts(props, CLUSTER) == {}
+    body = tasks.task_body('t', job(nodeCount=2), 'customToolkitSettings', CLUSTER, props, payload=PAYLOAD,
+                           code_url='https://acct.blob.core.windows.net/c/code/x?sig=s')
+    validate('TaskAddParameter', body)
+    assert 'resourceFiles' not in body
+    assert body['multiInstanceSettings']['commonResourceFiles'] == [{
+        'httpUrl': 'https://acct.blob.core.windows.net/c/code/x?sig=s',
+        'filePath': 'sweep-code/{}.tar.gz'.format('ab' * 32)}]
+    spec = json.loads(next(e['value'] for e in body['environmentSettings']
+                           if e['name'] == node_wrapper.TASK_VARIABLE))
+    assert spec['rootMounts'] == {'sweep-code': 'sweep-code'} and spec['mounts'] == {}
+    assert 'sig=s' not in json.dumps(body['environmentSettings'])
+    one = tasks.task_body('t', job(), 'customToolkitSettings', CLUSTER, _code_props(), payload=PAYLOAD,
+                          code_url='https://acct.blob.core.windows.net/c/code/x?sig=s')
+    assert 'rootMounts' not in one['environmentSettings'][1]['value'] and 'multiInstanceSettings' not in one
+
+
+@pytest.mark.parametrize('props', [_code_props(digest='not-a-hash'),
                                    _code_props(share='other-share'), _code_props(path='elsewhere')])
 def test_other_code_like_mounts_stay_mounts_the_cluster_must_have(props):
     with pytest.raises(Refusal, match="cluster's nodeSetup.mountVolumes"):

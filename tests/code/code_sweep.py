@@ -2,7 +2,7 @@
 
 Each job writes what it sees into the `logs` share of account `codeacct`: the folder it runs from, the code dir
 variable, the code's version.txt, every file it was given and the folder its own jobPreparation ran from; job X=1
-fails until the file $FIXED exists (for resubmit).
+fails until the file $FIXED exists (for resubmit). Each prints `loss=X`, which the report reads.
 """
 import json
 import os
@@ -14,7 +14,7 @@ from tests.fixtures_az import service_az
 from tests.spec_conformance import validate
 
 ACCOUNT = 'codeacct'
-JOB_COMMAND = ('out=$AZ_BATCHAI_JOB_MOUNT_ROOT/logs/$AZ_BATCHAI_JOB_NAME.json; '
+JOB_COMMAND = ('echo loss={{X}}; out=$AZ_BATCHAI_JOB_MOUNT_ROOT/logs/$AZ_BATCHAI_JOB_NAME.json; '
                'printf \'{"pwd": "%s", "dir": "%s", "version": "%s", "prep": "%s", "files": "%s"}\' "$(pwd)" '
                '"$AZ_BATCHAI_SWEEP_CODE_DIR" "$(cat version.txt)" "$(cat prep.txt)" '
                '"$(find . -type f ! -name prep.txt | sort | tr \'\\n\' \' \')" > "$out"; '
@@ -146,6 +146,12 @@ def create_submit_resubmit(service, directory):
     assert len(again) == 3
     assert {job['version'] for job in again.values()} == {'v1'}
     assert all(job['files'].split() == KEPT for job in again.values())
+    # The report shows the snapshot the sweep ran.
+    reported = az('batchai', 'sweep', 'report', *args, '--metric', 'loss', '-f', 'code-report.html', '-o', 'json')
+    assert reported.exit_code == 0, reported.stderr
+    assert reported.json()['summary']['code'] == [digest]
+    with open(os.path.join(directory, 'code-report.html'), encoding='utf-8') as f:
+        assert '<code title="{}">{}</code>'.format(digest, digest[:12]) in f.read()
 
     # The unchanged folder (back to v1) is not uploaded again: the share is asked by name first.
     write_code(code, version='v1')

@@ -221,3 +221,19 @@ def test_hyperband_decisions_compute_and_marks_agree_with_sweep_run():
     curves = svgs(html)[0]
     assert len(by_class(curves, 'circle', 'curve-dot')) == 3  # the first rung's single reports
     assert sorted(el.get('data-job') for el in by_class(curves, 'path', 'end-stopped')) == ['b0', 'c1']
+
+
+def test_the_report_shows_the_code_snapshot_the_jobs_ran():
+    """Issue 50 ("`report` shows it"; fails on the old code: the report said nothing of the snapshot): the hash of
+    the --code snapshot each job ran, the sweep's in the summary, shown on the Jobs card as az prints it (12 hex
+    digits, the whole hash on hover); a sweep without --code shows none."""
+    from azext_batchai_sweep.core.report.model import EXTRA_CODE
+    digest = 'c0de' * 16
+    record = synthetic_record(3)
+    for trial in record.trials:
+        trial.extra[EXTRA_CODE] = digest
+    data = report_data(record)
+    assert data['summary']['code'] == [digest] and {job['code'] for job in data['jobs']} == {digest}
+    assert 'code snapshot: <code title="{}">{}</code>'.format(digest, digest[:12]) in render_html(data)
+    plain = report_data(synthetic_record(3))
+    assert plain['summary']['code'] == [] and 'code snapshot' not in render_html(plain)

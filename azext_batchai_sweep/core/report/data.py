@@ -27,8 +27,8 @@ from ..tuning.final import final_trials
 from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
 from .importance import counted_value, report_importance
-from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SCHEDULER_JOB_ID,
-                    EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
+from .model import (EXTRA_CODE, EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE,
+                    EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
 DATA_VERSION = 1
 MAX_CURVES = 200
@@ -81,6 +81,7 @@ def _job_row(trial, objective, infeasible):
         'durationSeconds': extra.get(EXTRA_DURATION),
         'exitCode': extra.get(EXTRA_EXIT_CODE),
         'schedulerJobId': extra.get(EXTRA_SCHEDULER_JOB_ID),
+        'code': extra.get(EXTRA_CODE),  # the --code snapshot's hash, or None
         'error': extra.get(EXTRA_ERROR),
         'stoppedEarly': bool(trial.stopped_early or (decision or {}).get('action') in STOPPING_ACTIONS),
         'decision': decision,
@@ -415,6 +416,8 @@ def report_data(record: SweepRecord, figures=None, run=None, memo=None) -> dict:
             'figures': figures,
             'time': _time_span(jobs),
             'decided': any(job['decision'] for job in jobs),
+            # The --code snapshots the jobs ran (one for a sweep: docs/code.md), sorted.
+            'code': sorted({job['code'] for job in jobs if job['code']}),
         },
         'parameters': axes,
         # What mattered, per objective (importance.py); a run's several objectives from its Pareto figures.

@@ -247,8 +247,13 @@ def _summary(data):
     if summary['decisions']:
         decided = '<div class="note">decisions: {}</div>'.format(esc(', '.join(
             '{} {}'.format(count, action) for action, count in sorted(summary['decisions'].items()))))
-    cards.append(_card('Jobs', '<div class="big">{}</div><div>{}</div>{}<div class="note">sampling: {}</div>'.format(
-        summary['jobs'], chips or 'no jobs', decided, esc(data['sampling'] or 'unknown (no plan file)'))))
+    code = ''
+    if summary.get('code'):  # (the snapshot's first 12 hex digits, as az prints it; the full hash on hover)
+        code = '<div class="note code-snapshot">code snapshot: {}</div>'.format(', '.join(
+            '<code title="{0}">{1}</code>'.format(esc(digest), esc(digest[:12])) for digest in summary['code']))
+    cards.append(_card('Jobs', '<div class="big">{}</div><div>{}</div>{}<div class="note">sampling: {}</div>{}'
+                             ''.format(summary['jobs'], chips or 'no jobs', decided,
+                                       esc(data['sampling'] or 'unknown (no plan file)'), code)))
     best = summary['best']
     if best:
         params = ''.join('<dt>{}</dt><dd>{}</dd>'.format(esc(name), esc(fmt(value) if not isinstance(value, dict)

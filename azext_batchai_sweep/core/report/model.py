@@ -20,6 +20,7 @@ EXTRA_ERROR = 'error'
 EXTRA_SAMPLING = 'sampling'  # the sampling type a `sweep run` job carries, else None
 EXTRA_SCHEDULER_JOB_ID = 'schedulerJobId'  # the job's id at the local service's Slurm, else None
 EXTRA_STEP_KEY = 'stepKey'    # the key the job's steps were read from (epoch...), None when numbered
+EXTRA_CODE = 'code'  # the hash of the --code snapshot the job ran (core/code/), else None
 
 
 @dataclass

@@ -78,19 +78,29 @@ def _get_blob(url, path, ca_file):
     return None
 
 
-def resource_file_failure(task, working_dir, ca_file):
-    """Batch's resourceFiles contract (Batch spec 2024-02-01.19.0, ResourceFile and TaskAddParameter.resourceFiles;
-    no recorded answer holds a download): each `httpUrl` is downloaded to `filePath` relative to the task's
-    working directory (which it cannot leave), mode 0770, on the primary node, before the command line runs.
+def resource_file_failure(task, working_dir, ca_file, common_dir=None):
+    """Batch's resourceFiles contract (Batch spec 2024-02-01.19.0, ResourceFile, TaskAddParameter.resourceFiles and
+    MultiInstanceSettings.commonResourceFiles; no recorded answer holds a download): each `httpUrl` is downloaded to
+    `filePath`, mode 0770, before the command line runs. A task's `resourceFiles` go to its working directory (which
+    a filePath cannot leave), on the primary node only; a multi-instance task's `commonResourceFiles` go to every
+    node (primary and subtasks), before the coordination command, into the task's root directory, "one directory
+    above the working directory" (the spec's words), given as ``common_dir`` for a node that downloads them (None:
+    only the task's own resourceFiles, ``working_dir`` None: only the common ones).
     Only `httpUrl` on a loopback Blob service is honoured here. A failed download fails the task without running
     its command; the failure's code is the one tests/azurebatch/test_states_outcomes.py maps (not from a
     recording). Returns that failureInfo, or None."""
-    for spec in task.body.get('resourceFiles') or []:
-        target = os.path.normpath(os.path.join(working_dir, spec.get('filePath') or ''))
+    wanted = []
+    if working_dir is not None:
+        wanted += [(spec, working_dir) for spec in task.body.get('resourceFiles') or []]
+    if common_dir is not None:
+        wanted += [(spec, common_dir) for spec in
+                   (task.body.get('multiInstanceSettings') or {}).get('commonResourceFiles') or []]
+    for spec, base in wanted:
+        target = os.path.normpath(os.path.join(base, spec.get('filePath') or ''))
         url = spec.get('httpUrl')
-        if not url or not target.startswith(working_dir.rstrip('/') + '/') or \
+        if not url or not target.startswith(base.rstrip('/') + '/') or \
                 urllib.parse.urlparse(url).hostname not in ('127.0.0.1', 'localhost'):
-            problem = 'not a loopback httpUrl with a filePath in the working directory (not honoured here)'
+            problem = 'not a loopback httpUrl with a filePath in the task\'s folder (not honoured here)'
         else:
             problem = _get_blob(url, target, ca_file)
         if problem:
@@ -179,11 +189,12 @@ class TaskRunner:
             instance = {'node': node, 'env': env, 'dir': task_dir, 'started': now(), 'process': None,
                         'phase': 'coordination' if coordination else 'application'}
             task.instances.append(instance)
-            if index == 0:
-                instance['failure'] = resource_file_failure(task, env['AZ_BATCH_TASK_WORKING_DIR'],
-                                                            self.upload_ca_file)
-                if instance['failure']:
-                    continue
+            working_dir = env['AZ_BATCH_TASK_WORKING_DIR']
+            instance['failure'] = resource_file_failure(
+                task, working_dir if index == 0 else None, self.upload_ca_file,
+                common_dir=os.path.dirname(working_dir) if task.instance_count > 1 else None)
+            if instance['failure']:
+                continue
             if coordination or index == 0:
                 self._start_instance(task, instance, coordination or task.body['commandLine'])
         primary = nodes[0]
@@ -236,8 +247,9 @@ class TaskRunner:
                 'message': 'The task was ended because it exceeded its maxWallClockTime constraint.'})
             return
         primary = task.instances[0]
-        if primary.get('failure'):
-            self._finish(task, None, primary['failure'])
+        failed = next((i['failure'] for i in task.instances if i.get('failure')), None)
+        if failed:  # (on any node: a multi-instance task fails when one of its subtasks does)
+            self._finish(task, None, failed)
             return
         if primary['phase'] == 'coordination':
             if all(i['process'] and i['process'].poll() is not None for i in task.instances):

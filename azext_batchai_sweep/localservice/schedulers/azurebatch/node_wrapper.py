@@ -7,10 +7,11 @@ tasks.py); its own variables and secrets are the task's environment settings.
 
 On the node, Batch AI's variables are (layout.job_variables, the same names as on every scheduler):
 AZ_BATCHAI_MOUNT_ROOT = $AZ_BATCH_NODE_MOUNTS_DIR (the pool's mounts); AZ_BATCHAI_JOB_MOUNT_ROOT = a `mounts` folder
-in the task's working directory whose links lead to the cluster's mounts of the same storage; AZ_BATCHAI_JOB_TEMP =
-$AZ_BATCH_TASK_WORKING_DIR; AZ_BATCHAI_SHARED_JOB_TEMP = $AZ_BATCH_TASK_SHARED_DIR (one per node on Batch);
-stdouterr and output directories where Batch AI put them (on the mounted share); the host file and master node
-from AZ_BATCH_HOST_LIST / AZ_BATCH_MASTER_NODE (multi-instance tasks), else this node.
+in the task's working directory whose links lead to the cluster's mounts of the same storage (and, for a
+multi-instance task's --code snapshot, to where Batch downloaded its common resource files: code_files.py);
+AZ_BATCHAI_JOB_TEMP = $AZ_BATCH_TASK_WORKING_DIR; AZ_BATCHAI_SHARED_JOB_TEMP = $AZ_BATCH_TASK_SHARED_DIR (one per
+node on Batch); stdouterr and output directories where Batch AI put them (on the mounted share); the host file and
+master node from AZ_BATCH_HOST_LIST / AZ_BATCH_MASTER_NODE (multi-instance tasks), else this node.
 
 Modes:
 - `task` (a single-node job): clean this attempt's outputs, run jobPreparation, run the job;
@@ -143,14 +144,20 @@ class NodeJob:
         self.nodes = nodes(environ)
 
     def link_job_mounts(self):
-        """AZ_BATCHAI_JOB_MOUNT_ROOT/<job's relativeMountPath> -> the cluster's mount of the same storage."""
+        """AZ_BATCHAI_JOB_MOUNT_ROOT/<job's relativeMountPath> -> the cluster's mount of the same storage, or (the
+        launch settings' `rootMounts`: a multi-instance task's common resource files, e.g. the --code snapshot)
+        a folder of the task's root directory, one above the working directory, where Batch downloads them."""
         root = self.roots['AZ_BATCHAI_JOB_MOUNT_ROOT']
         os.makedirs(root, exist_ok=True)
-        for job_path, cluster_path in sorted((self.spec.get('mounts') or {}).items()):
+        targets = [(job_path, os.path.join(self.roots['AZ_BATCHAI_MOUNT_ROOT'], cluster_path.strip('/')))
+                   for job_path, cluster_path in (self.spec.get('mounts') or {}).items()]
+        targets += [(job_path, os.path.join(os.path.dirname(self.work.rstrip('/')), folder.strip('/')))
+                    for job_path, folder in (self.spec.get('rootMounts') or {}).items()]
+        for job_path, target in sorted(targets):
             link = os.path.join(root, job_path.strip('/'))
             os.makedirs(os.path.dirname(link), exist_ok=True)
             if not os.path.lexists(link):
-                os.symlink(os.path.join(self.roots['AZ_BATCHAI_MOUNT_ROOT'], cluster_path.strip('/')), link)
+                os.symlink(target, link)
 
     def environment(self):
         """The job's environment (jobenv.job_environment): the base, Batch AI's variables, the job's own variables

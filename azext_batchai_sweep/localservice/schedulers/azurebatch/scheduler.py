@@ -626,9 +626,8 @@ class AzureBatchScheduler(SubmittingScheduler):
 
     def _code_url(self, cluster_body, spec, readding=None):
         """A read-only URL of the job's code snapshot in the cluster's storage (code_files.py), or None for a job
-        without one (or of several nodes: it keeps the cluster's mount). Raises when the job cannot get it, but
-        for a task added again (``readding``: its job's key), which goes without (its preparation then fails
-        saying it cannot unpack the snapshot)."""
+        without one. Raises when the job cannot get it, but for a task added again (``readding``: its job's key),
+        which goes without (its preparation then fails saying it cannot unpack the snapshot)."""
         from . import code_files  # pylint: disable=import-outside-toplevel
         if code_files.code_mount(spec) is None:
             return None

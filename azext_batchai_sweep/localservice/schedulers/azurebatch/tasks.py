@@ -15,8 +15,9 @@ Batch AI job -> Batch task:
 - `containerSettings.imageSourceRegistry` (+ `shmSize`) -> `containerSettings` (`imageName`, `registry`,
   `--shm-size`), on a pool with a container configuration;
 - `mountVolumes` (job level) -> links in AZ_BATCHAI_JOB_MOUNT_ROOT to the cluster's mounts of the same storage
-  (Batch mounts at pool creation only), except the code snapshot's share (--code) of a one-node job, which comes as
-  a `resourceFiles` entry instead (code_files.py);
+  (Batch mounts at pool creation only), except the code snapshot's share (--code), whose archive comes as a
+  `resourceFiles` entry (a one-node job) or a `multiInstanceSettings.commonResourceFiles` entry (a job of several
+  nodes: every node gets it) instead (code_files.py);
 - `schedulingPriority` -> none: Batch tasks have no priority; tasks run in submission order;
 - (the task's own stdout/stderr) -> `outputFiles`: Batch's stdout.txt/stderr.txt uploaded at task completion to
   the cluster storage's task-log container with a write-only user delegation SAS (storage/task_logs.py), so a failure
@@ -30,7 +31,7 @@ import json
 from ..gpus import gpus_per_node
 from ...resources import format_duration, job_wall_clock
 from . import node_wrapper
-from .code_files import code_mount, resource_files
+from .code_files import CODE_MOUNT, COMMON_FOLDER, code_mount, common_resource_files, resource_files
 from .errors import Refusal
 from .pools import POOL_ADMIN, max_nodes
 from .storage.mounts import cluster_storage, job_mounts, logs_account
@@ -113,9 +114,13 @@ def launch_spec(job_body, toolkit, cluster_props, props, gpus=None):
     settings[toolkit] = public[toolkit]
     settings.setdefault('nodeCount', 1)
     names = [e['name'] for kind in ('environmentVariables', 'secrets') for e in props.get(kind) or []]
-    return {'name': job_body['name'], 'toolkit': toolkit, 'props': settings, 'variables': names,
+    spec = {'name': job_body['name'], 'toolkit': toolkit, 'props': settings, 'variables': names,
             'mounts': job_mounts(props, cluster_props),
             'gpus': gpus_per_node(cluster_props.get('vmSize')) if gpus is None else int(gpus)}
+    if int(settings['nodeCount']) > 1 and code_mount(props) is not None:
+        # {job relativeMountPath: folder of the task's root directory}: code_files.common_resource_files
+        spec['rootMounts'] = {CODE_MOUNT: COMMON_FOLDER}
+    return spec
 
 
 def task_body(task_id, job_body, toolkit, cluster_props, props, output_container_url=None, payload=None,
@@ -152,7 +157,9 @@ def task_body(task_id, job_body, toolkit, cluster_props, props, output_container
         body['containerSettings'] = container_settings(props['containerSettings'])
     if output_container_url:
         body['outputFiles'] = output_files(output_container_url, task_id)
-    if code_url:
+    if code_url and nodes > 1:
+        body['multiInstanceSettings']['commonResourceFiles'] = common_resource_files(code_url, props)
+    elif code_url:
         body['resourceFiles'] = resource_files(code_url, props)
     return body
 
