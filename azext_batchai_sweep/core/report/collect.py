@@ -18,7 +18,7 @@ from ..service.retry import RetrySettings, describe_error
 from ..tuning.loop import ENV_INDEX, ENV_PARENT, ENV_RESOURCE, ENV_TUNING
 from ..tuning.trial import Report, Trial
 from .model import (EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
-                    EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
+                    EXTRA_SCHEDULER, EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ def read_trials(client, resource_group, workspace, experiment, sweep_name, reade
 
     :param reader: an intermediate.ReportReader (the metric and the step key).
     :param decisions: {job name: decision dict (model.Decision.as_dict())} from the adaptive-sweep controller, if any.
-    :param scheduler_ids: {job name, lower case: its Slurm job id} on a local Slurm service (scheduler_ids.py).
+    :param scheduler_ids: {job name, lower case: its id at the scheduler} on a local Slurm or Azure Batch service
+        (scheduler_ids.SchedulerMap, which names the scheduler).
     :param progress: progress(done, total), counting jobs.
     """
     retry = retry or RetrySettings()
@@ -86,6 +87,8 @@ def trial_of(job, step_key, reports, *, error=None, decisions=None, scheduler_id
              EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(error) if error is not None else None,
              EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env),
              EXTRA_SCHEDULER_JOB_ID: (scheduler_ids or {}).get(job.name.lower())}
+    if extra[EXTRA_SCHEDULER_JOB_ID]:  # what the id is (scheduler_ids.SchedulerMap): a Slurm job, a Batch task
+        extra[EXTRA_SCHEDULER] = getattr(scheduler_ids, 'scheduler', None)
     return Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job), state=state_of(job),
                  reports=tuple(Report(step, value) for step, value in reports),
                  resource=_number(env, ENV_RESOURCE, float), parent=env.get(ENV_PARENT) or None,

@@ -14,6 +14,9 @@ from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
 TABLE_PAGE = 100
+# The job table's column of each job's id at the local service's scheduler, by scheduler: what that id is there (the
+# processes scheduler has none, so no column). An id from a scheduler the report does not know: 'scheduler job'.
+SCHEDULER_ID_LABELS = {'slurm': 'Slurm job', 'azure-batch': 'Batch task'}
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6473; --line: #d9dde3; --best: #d62728; --stopped: #f28e2b;
@@ -362,9 +365,9 @@ def _table_payload(data):
                {'label': 'step', 'numeric': True, 'format': True},
                {'label': 'duration (s)', 'numeric': True, 'format': True}]
     columns += [{'label': name, 'format': True} for name in names]
-    on_slurm = any(job.get('schedulerJobId') for job in data['jobs'])
-    if on_slurm:  # a local service's Slurm: the id squeue, sacct and scontrol know the job by
-        columns.append({'label': 'Slurm job'})
+    with_ids = any(job.get('schedulerJobId') for job in data['jobs'])
+    if with_ids:  # Slurm: the id squeue, sacct and scontrol know the job by; Azure Batch: '<batch job>/<task>'
+        columns.append({'label': SCHEDULER_ID_LABELS.get(data.get('scheduler'), 'scheduler job')})
     columns.append({'label': 'mark', 'hidden': True})
     rows = []
     for job in data['jobs']:
@@ -375,7 +378,7 @@ def _table_payload(data):
         row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
                job['durationSeconds']]
         row += [_cell(job['values'].get(name)) for name in names]
-        if on_slurm:
+        if with_ids:
             row.append(job.get('schedulerJobId'))
         row.append(job['mark'])
         rows.append(row)
