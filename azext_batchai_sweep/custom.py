@@ -446,8 +446,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     best = summary['best']
     if figures is not None:
         say_figures(identity, figures)
+    from .core.tuning.result import best_phrase
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
-                   ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
+                   ', ' + best_phrase(objective.metric, best['value'], best['name']) if best else '', output_file)
     if open_report:
         from azure.cli.core.util import open_page_in_browser
         open_page_in_browser('file://' + output_file)

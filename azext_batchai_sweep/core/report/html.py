@@ -8,6 +8,7 @@ job in every plot while the pointer is on it.
 import datetime
 import json
 
+from ..units import duration_text, percent_text, value_label
 from . import plots
 from .importance_chart import importance_bars
 from .pareto import pareto_css, pareto_section
@@ -212,17 +213,6 @@ def _when(text):
     return moment.strftime('%Y-%m-%d %H:%M:%S %Z').strip()
 
 
-def _duration(seconds):
-    if seconds is None:
-        return ''
-    seconds = float(seconds)
-    if seconds < 120:
-        return '{:.1f} s'.format(seconds)
-    if seconds < 7200:
-        return '{:.1f} min'.format(seconds / 60)
-    return '{:.1f} h'.format(seconds / 3600)
-
-
 # A hyphenated word a card must not break at its hyphen (a narrow card would show "job-" and "steps").
 JOB_STEPS = '<span class="nw">job-steps</span>'
 
@@ -234,7 +224,7 @@ def _card(title, body):
 def _summary(data):
     summary = data['summary']
     objective = data['objective']
-    label = objective['metric'] or 'the objective'
+    label = value_label(objective['metric'])
     goal_text = 'higher is better' if objective['goal'] == 'max' else 'lower is better'
     how = ('<code>{}=</code> lines'.format(esc(objective['metric'])) if objective['metric']
            else 'lines matching <code>{}</code>'.format(esc(objective['regex'])))
@@ -263,11 +253,12 @@ def _summary(data):
     else:
         cards.append(_card('Best job', '<div class="note">no job has run to the end with a value yet</div>'))
     compute = summary['compute']
-    saved = ('<div>saved by early termination: {} {} ({:.0%}), about {} of compute</div>'.format(
-        fmt(compute['savedJobSteps']), JOB_STEPS, compute['savedFraction'], _duration(compute['savedJobSeconds']))
+    saved = ('<div>saved by early termination: {} {} ({}), about {} of compute</div>'.format(
+        fmt(compute['savedJobSteps']), JOB_STEPS, percent_text(100 * compute['savedFraction']),
+        duration_text(compute['savedJobSeconds']))
              if compute['savedJobSteps'] else '<div class="note">no job was stopped early</div>')
     cards.append(_card('Compute', '<div class="big">{}</div><div>{} {}</div>{}'.format(
-        _duration(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), JOB_STEPS, saved)))
+        duration_text(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), JOB_STEPS, saved)))
     span = summary['time']
     ran = '<div>from {}</div>'.format(esc(_when(span['firstStart']) or 'not started'))
     ran += ('<div>still running</div>' if span['stillRunning']
@@ -357,7 +348,7 @@ def _inherited(data):
 def _table_payload(data):
     """Columns and rows of the job table (rows as arrays, the page's script sorts and pages them)."""
     names = [axis['name'] for axis in data['parameters']]
-    label = data['objective']['metric'] or 'objective'
+    label = value_label(data['objective']['metric'])
     columns = [{'label': '#', 'numeric': True}, {'label': 'job'}, {'label': 'state'},
                {'label': 'decision', 'wrap': True},
                {'label': label, 'numeric': True, 'format': True},
