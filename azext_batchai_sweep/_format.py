@@ -162,7 +162,10 @@ def sweep_run_table_format(result):
     row['Jobs'] = result['jobs']
     row['Best Job'] = _text(best.get('name'))
     row[_value_header(result.get('metric'))] = _cell(best.get('objective'))
-    row['Stopped'] = (result.get('decisions') or {}).get('stopped', 0)
+    decisions = result.get('decisions') or {}
+    row['Stopped'] = decisions.get('stopped', 0)
+    if decisions.get('not promoted'):  # Hyperband's cut, which the savings come from: said beside Stopped (0)
+        row['Not Promoted'] = decisions['not promoted']
     row['Job-Steps'] = '{}/{}'.format(compute.get('jobSteps'), compute.get('jobStepsFull'))
     row['Saved'] = percent_text(compute.get('savedPercent'))
     return [row]

@@ -143,3 +143,23 @@ def test_a_duration_options_default_shows_its_unit_in_help(az):
         entry = re.search(r'\n    ' + re.escape(option) + r'\s.*?(?=\n    --|\n\n|\nGlobal)', shown.stdout, re.S)
         said = ' '.join(entry.group(0).split())
         assert re.search(r'Default: {}\.?$'.format(default), said), said
+
+
+@pytest.mark.parametrize('decisions, columns', [
+    ({'stopped': 2, 'ran to the end': 4}, {'Stopped': 2}),
+    ({'promoted': 4, 'not promoted': 12, 'ran to the end': 6}, {'Stopped': 0, 'Not Promoted': 12}),
+    ({'stopped': 1, 'not promoted': 3}, {'Stopped': 1, 'Not Promoted': 3}),
+])
+def test_runs_table_counts_every_cut_its_savings_come_from(decisions, columns):
+    """A Hyperband run saves by not promoting: its row says so, not "Stopped 0" beside "54.9%" saved, within 100
+    columns."""
+    row = sweep_run_table_format(dict(_figures('val_accuracy', saved_percent=54.9), decisions=decisions,
+                                      sweep='hb', ended='exhausted', endedBecause='x'))[0]
+    assert {key: row[key] for key in ('Stopped', 'Not Promoted') if key in row} == columns
+    widths = [max(len(str(key)), len(str(cell))) for key, cell in row.items()]
+    assert sum(widths) + 2 * (len(widths) - 1) <= 100, row
+
+
+def test_hyperband_says_one_job_goes_on_in_the_singular():
+    from azext_batchai_sweep.core.tuning.samplers.hyperband import _going_on
+    assert [_going_on(k) for k in (1, 2, 3)] == ['the best one goes on', 'the best 2 go on', 'the best 3 go on']
