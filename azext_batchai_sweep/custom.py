@@ -394,8 +394,9 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
                                   parallel=parallel, progress=progress)
-    logger.warning('Downloaded %d file(s) (%d bytes) of %d job(s) to %s; %d already there', result['files'],
-                   result['bytes'], result['jobs'], dest, result['skipped'])
+    from .core.units import size_text
+    logger.warning('Downloaded %d file(s) (%s) of %d job(s) to %s; %d already there', result['files'],
+                   size_text(result['bytes']), result['jobs'], dest, result['skipped'])
     if result['failed']:
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} file(s) were not downloaded'.format(len(result['failed'])),

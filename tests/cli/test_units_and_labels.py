@@ -58,7 +58,8 @@ def test_a_jobs_value_has_one_header_in_status_metrics_report_and_run(metric, la
 
 
 def test_the_metric_keeps_its_case_in_the_header():
-    """knack upper-cases a header's first letter; a metric reads as the jobs print it (val_accuracy, not Val_accuracy)."""
+    """knack upper-cases a header's first letter; a metric reads as the jobs print it (val_accuracy, not
+    Val_accuracy)."""
     for row in (sweep_run_table_format(dict(_figures('val_accuracy'), sweep='lr', ended='x', endedBecause='x'))[0],):
         header = next(h for h in row if str(h) == 'val_accuracy')
         assert header[0].upper() + header[1:] == 'val_accuracy'
