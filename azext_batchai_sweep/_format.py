@@ -63,7 +63,7 @@ def _short_float(value):
 
 
 def _short_time(text):
-    """`2026-11-23T20:17:51.123+00:00` as `11-23 20:17` (the table's Start; the JSON has the full time)."""
+    """`2026-11-23T20:17:51.123+00:00` as `11-23 20:17` (the table's Start (UTC); the JSON has the full time)."""
     if not text or len(text) < 16 or text[10] != 'T':
         return _text(text)
     return '{} {}'.format(text[5:10], text[11:16])
@@ -142,7 +142,7 @@ def sweep_status_table_format(result):
             rows.append(_with_parameters(_tuning_cells(row, job['tuning'], label), parameters))
             continue
         row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
-        row['Start'] = _short_time(job['startTime'])
+        row['Start (UTC)'] = _short_time(job['startTime'])  # the zone said: a bare 20:17 reads as local time
         row['Duration'] = duration_text(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     return rows

@@ -25,7 +25,7 @@ def test_status_rows_have_a_column_per_parameter_and_empty_cells_for_missing_val
          'parameters': {'N': 3}},
     ]}
     rows = sweep_status_table_format(result)
-    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit', '0'), ('Start', 't0'),
+    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit', '0'), ('Start (UTC)', 't0'),
                                    ('Duration', '1.2s'), ('LR', '0.1'), ('N', '2')])
     assert list(rows[1].values()) == ['b', 'queued', '', '', '', '', '3']
     assert sweep_status_table_format(['line 1', 'line 2']) == [OrderedDict([('Line', 'line 1')]),

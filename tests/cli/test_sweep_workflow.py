@@ -96,7 +96,7 @@ def test_status_table_state_filter_and_tail(sweep):
     table = sweep.run('status', '-o', 'table')
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', 'Duration', 'X']
+    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', '(UTC)', 'Duration', 'X']
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == 6
     assert sorted((row[-1], row[1], row[2]) for row in rows) == [

@@ -164,3 +164,15 @@ def test_runs_table_counts_every_cut_its_savings_come_from(decisions, columns):
 def test_hyperband_says_one_job_goes_on_in_the_singular():
     from azext_batchai_sweep.core.tuning.samplers.hyperband import _going_on
     assert [_going_on(k) for k in (1, 2, 3)] == ['the best one goes on', 'the best 2 go on', 'the best 3 go on']
+
+
+def test_status_columns_of_a_time_or_duration_say_their_zone_or_unit():
+    """A sweep's status without `run`: its Start says UTC (the service's times are UTC), its Duration cells their
+    unit; both fit 100 columns with two parameters."""
+    rows = sweep_status_table_format({'sweep': 's', 'jobs': [
+        {'name': 'lr-0af3c2d1e4b5a697', 'state': 'succeeded', 'exitCode': 0, 'startTime': '2026-11-23T20:17:51+00:00',
+         'durationSeconds': 8297.0, 'parameters': {'LEARNING_RATE': 0.001, 'MOMENTUM': 0.9}}]})
+    row = rows[0]
+    assert row['Start (UTC)'] == '11-23 20:17' and row['Duration'] == '2h18m'
+    widths = [max(len(str(key)), len(str(cell))) for key, cell in row.items()]
+    assert sum(widths) + 2 * (len(widths) - 1) <= 100, row
