@@ -182,10 +182,13 @@ def _tuning_cells(row, tuning, label):
     row['Step'] = _cell(tuning.get('step'))
     # The job's value (core/tuning/job_value.py), headed by the metric as everywhere; Best: its best judged step.
     row[label] = _short_float(tuning['latest']) if tuning.get('latest') is not None else ''
-    row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
     if 'paretoRank' in tuning:
+        # Several objectives rank a job by its place on the front, not by its first objective's best step (-o json
+        # has tuning.best): Pareto takes Best's place, and the row keeps within 100 columns.
         row['Pareto'] = 'infeasible' if tuning.get('infeasible') else (
             'front' if tuning.get('onFront') else _text(tuning.get('paretoRank')))
+    else:
+        row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
     if tuning.get('bracket') is not None:
         row['B/R'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])  # Hyperband's bracket and rung
     row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))

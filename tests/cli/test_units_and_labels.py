@@ -176,3 +176,36 @@ def test_status_columns_of_a_time_or_duration_say_their_zone_or_unit():
     assert row['Start (UTC)'] == '11-23 20:17' and row['Duration'] == '2h18m'
     widths = [max(len(str(key)), len(str(cell))) for key, cell in row.items()]
     assert sum(widths) + 2 * (len(widths) - 1) <= 100, row
+
+
+@pytest.mark.parametrize('several', [False, True])
+def test_a_run_sweeps_status_row_fits_100_columns_with_the_metric_as_header(several):
+    """The value headed by its metric (12 characters for val_accuracy, 6 for the old Latest) keeps a status row of a
+    two-parameter sweep within 100 columns; with several objectives the Pareto mark stands in Best's place."""
+    tuning = {'step': 15, 'latest': 0.9667, 'best': 0.9833, 'decision': 'ran to the end', 'reason': None}
+    if several:
+        tuning.update(paretoRank=1, onFront=False, infeasible=True)
+    rows = sweep_status_table_format({'sweep': 'pareto', 'figures': {'metric': 'val_accuracy'}, 'jobs': [
+        {'name': 'pareto-0af3c2d1e4b5a697', 'state': 'succeeded', 'parameters': {'Q': 0.8, 'K': 2},
+         'tuning': tuning}]})
+    row = rows[0]
+    assert [str(key) for key in row][2:5] == ['Step', 'val_accuracy', 'Pareto' if several else 'Best'], row
+    widths = [max(len(str(key)), len(str(cell))) for key, cell in row.items()]
+    assert sum(widths) + 2 * (len(widths) - 1) <= 100, row
+
+
+@pytest.mark.parametrize('job_minutes, sweep_minutes', [(30, 10), (2.5, 1.5)])
+def test_the_timeouts_warning_says_minutes(az, tmp_path, job_minutes, sweep_minutes):
+    """limits.jobTimeoutMinutes longer than limits.timeoutMinutes: `run --plan-only` says both with their unit."""
+    from tests.tuning.run_helpers import write_sweep
+    spec = write_sweep(str(tmp_path), 'limits', ['limits: {{maxConcurrentJobs: 1, jobTimeoutMinutes: {}, '
+                                                 'timeoutMinutes: {}}}'.format(job_minutes, sweep_minutes)],
+                       [0.1, 0.2], epochs=2)
+    result = az('batchai', 'sweep', 'run', '-g', 'rg', '-w', 'ws', '-e', 'exp', '-n', 'limits', '--spec', spec,
+                '-c', 'local', '--plan-only', '-o', 'json',
+                env={'AZURE_BATCHAI_SWEEP_ENDPOINT': 'http://127.0.0.1:9',
+                     'AZURE_BATCHAI_SWEEP_TOKEN_FILE': str(tmp_path / 'none')})
+    assert result.exit_code == 0, result.stderr
+    said = 'limits.jobTimeoutMinutes ({:g} minutes) is longer than limits.timeoutMinutes ({:g} minutes)'.format(
+        job_minutes, sweep_minutes)
+    assert said in ' '.join(result.stderr.split()), result.stderr
