@@ -171,9 +171,17 @@ def sweep_run_table_format(result):
     return [row]
 
 
+# The tables' own headers beside a job's value: a metric named like one of them would take its column.
+_FIXED_HEADERS = frozenset(('Name', 'State', 'Step', 'Best', 'Pareto', 'B/R', 'Decision', 'Sweep', 'Ended', 'Jobs',
+                            'Best Job', 'Stopped', 'Not Promoted', 'Job-Steps', 'Saved', 'Report', 'Feasible',
+                            'After Decision'))
+
+
 def _value_header(metric):
-    """The column of a job's value: the objective's metric as the jobs print it (core/units.value_label)."""
-    return _AsWritten(value_label(metric))
+    """The column of a job's value: the objective's metric as the jobs print it (core/units.value_label); a metric
+    named like one of the table's own columns (`State`, `Best`) says it is the metric."""
+    label = value_label(metric)
+    return _AsWritten('metric ' + label if label in _FIXED_HEADERS else label)
 
 
 def _tuning_cells(row, tuning, label):

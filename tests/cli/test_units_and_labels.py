@@ -209,3 +209,12 @@ def test_the_timeouts_warning_says_minutes(az, tmp_path, job_minutes, sweep_minu
     said = 'limits.jobTimeoutMinutes ({:g} minutes) is longer than limits.timeoutMinutes ({:g} minutes)'.format(
         job_minutes, sweep_minutes)
     assert said in ' '.join(result.stderr.split()), result.stderr
+
+
+@pytest.mark.parametrize('metric', ['Best', 'State', 'Decision', 'Saved'])
+def test_a_metric_named_like_a_column_keeps_both(metric):
+    """A metric called `Best` (a job prints Best=0.9) must not take the status table's Best column, nor `Saved` the
+    run's: its column says `metric Best`, the same in every command."""
+    headers = _value_headers(metric, value=0.8125)
+    assert {command: found[:1] for command, found in headers.items()} == {
+        command: ['metric ' + metric] for command in ('status', 'metrics', 'report', 'run')}, headers
