@@ -46,7 +46,7 @@ def attach_code_folder(definition, code=None, code_size_limit=None, storage_acco
         return None
     if code_size_limit is not None and not code_size_limit > 0:
         from azure.cli.core.azclierror import InvalidArgumentValueError
-        raise InvalidArgumentValueError('--code-size-limit must be a positive number of MB, not {}'.format(
+        raise InvalidArgumentValueError('--code-size-limit must be a positive number of MiB, not {}'.format(
             code_size_limit))
     with core_errors():
         snapshot = take_snapshot(folder, DEFAULT_LIMIT_MB if code_size_limit is None else code_size_limit)

@@ -4,11 +4,14 @@
 """Table transformers (`-o table`): lists of OrderedDict rows, title-case headers, '' for a missing value.
 
 A table is for reading at a terminal: a sweep with two parameters fits 100 columns. Numbers are shown with at most
-6 significant digits, times as `MM-DD HH:MM` (UTC), durations as `12.3s`, `4m05s` or `2h17m`, long texts are cut;
-`-o json` keeps everything at full precision.
+6 significant digits, times as `MM-DD HH:MM` (UTC), durations, sizes and shares with their unit (core/units.py),
+long texts are cut; `-o json` keeps everything at full precision. A job's value is headed by the objective's metric
+(core/units.value_label) in every command's table.
 """
 import os
 from collections import OrderedDict
+
+from .core.units import duration_text, percent_text, value_label
 
 # A `failed: <error>` result cell: enough to recognise the error; the JSON output has all of it.
 MAX_RESULT_WIDTH = 60
@@ -60,20 +63,10 @@ def _short_float(value):
 
 
 def _short_time(text):
-    """`2026-11-23T20:17:51.123+00:00` as `11-23 20:17` (the table's Start; the JSON has the full time)."""
+    """`2026-11-23T20:17:51.123+00:00` as `11-23 20:17` (the table's Start (UTC); the JSON has the full time)."""
     if not text or len(text) < 16 or text[10] != 'T':
         return _text(text)
     return '{} {}'.format(text[5:10], text[11:16])
-
-
-def _short_duration(seconds):
-    if seconds is None:
-        return ''
-    if seconds < 60:
-        return '{:.1f}s'.format(seconds)
-    if seconds < 3600:
-        return '{}m{:02d}s'.format(int(seconds // 60), int(seconds % 60))
-    return '{}h{:02d}m'.format(int(seconds // 3600), int(seconds % 3600 // 60))
 
 
 def _cut(text, width=MAX_RESULT_WIDTH):
@@ -138,6 +131,7 @@ def sweep_status_table_format(result):
         from .core.outputs.terminal import escape_controls  # a job's text never acts on the terminal
         return [OrderedDict([('Line', escape_controls(line))]) for line in result]
     jobs = result['jobs']
+    label = _value_header((result.get('figures') or {}).get('metric'))
     rows = []
     for job, parameters in zip(jobs, _aligned_parameters(jobs)):
         row = OrderedDict()
@@ -145,11 +139,11 @@ def sweep_status_table_format(result):
         row['State'] = _text(job['state'])
         if job.get('tuning'):
             # A sweep run's jobs: their objective and decisions instead of exit code and times (-o json has all).
-            rows.append(_with_parameters(_tuning_cells(row, job['tuning']), parameters))
+            rows.append(_with_parameters(_tuning_cells(row, job['tuning'], label), parameters))
             continue
         row['Exit'] = _text(job['exitCode'])  # not 'Exit Code': with two parameters the row must fit 100 columns
-        row['Start'] = _short_time(job['startTime'])
-        row['Duration'] = _short_duration(job['durationSeconds'])
+        row['Start (UTC)'] = _short_time(job['startTime'])  # the zone said: a bare 20:17 reads as local time
+        row['Duration'] = duration_text(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     return rows
 
@@ -167,23 +161,42 @@ def sweep_run_table_format(result):
     row['Ended'] = _text(result['ended'])
     row['Jobs'] = result['jobs']
     row['Best Job'] = _text(best.get('name'))
-    row['Objective'] = _cell(best.get('objective'))
-    row['Stopped'] = (result.get('decisions') or {}).get('stopped', 0)
+    row[_value_header(result.get('metric'))] = _cell(best.get('objective'))
+    decisions = result.get('decisions') or {}
+    row['Stopped'] = decisions.get('stopped', 0)
+    if decisions.get('not promoted'):  # Hyperband's cut, which the savings come from: said beside Stopped (0)
+        row['Not Promoted'] = decisions['not promoted']
     row['Job-Steps'] = '{}/{}'.format(compute.get('jobSteps'), compute.get('jobStepsFull'))
-    row['Saved'] = '{}%'.format(compute.get('savedPercent'))
+    row['Saved'] = percent_text(compute.get('savedPercent'))
     return [row]
 
 
-def _tuning_cells(row, tuning):
+# The tables' own headers beside a job's value: a metric named like one of them would take its column.
+_FIXED_HEADERS = frozenset(('Name', 'State', 'Step', 'Best', 'Pareto', 'B/R', 'Decision', 'Sweep', 'Ended', 'Jobs',
+                            'Best Job', 'Stopped', 'Not Promoted', 'Job-Steps', 'Saved', 'Report', 'Feasible',
+                            'After Decision'))
+
+
+def _value_header(metric):
+    """The column of a job's value: the objective's metric as the jobs print it (core/units.value_label); a metric
+    named like one of the table's own columns (`State`, `Best`) says it is the metric."""
+    label = value_label(metric)
+    return _AsWritten('metric ' + label if label in _FIXED_HEADERS else label)
+
+
+def _tuning_cells(row, tuning, label):
     """The columns `sweep run` adds to status rows: its objective, step and decision; with several objectives or
     constraints, Pareto: `front` for a job on the Pareto front, its dominance rank otherwise, `infeasible`."""
     row['Step'] = _cell(tuning.get('step'))
-    # Latest: the job's value (core/tuning/job_value.py), the one it is ranked by; Best: its best judged step.
-    row['Latest'] = _short_float(tuning['latest']) if tuning.get('latest') is not None else ''
-    row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
+    # The job's value (core/tuning/job_value.py), headed by the metric as everywhere; Best: its best judged step.
+    row[label] = _short_float(tuning['latest']) if tuning.get('latest') is not None else ''
     if 'paretoRank' in tuning:
+        # Several objectives rank a job by its place on the front, not by its first objective's best step (-o json
+        # has tuning.best): Pareto takes Best's place, and the row keeps within 100 columns.
         row['Pareto'] = 'infeasible' if tuning.get('infeasible') else (
             'front' if tuning.get('onFront') else _text(tuning.get('paretoRank')))
+    else:
+        row['Best'] = _short_float(tuning['best']) if tuning.get('best') is not None else ''
     if tuning.get('bracket') is not None:
         row['B/R'] = '{}/{}'.format(tuning['bracket'], tuning['rung'])  # Hyperband's bracket and rung
     row['Decision'] = _text(tuning.get('reason') or tuning.get('decision'))
@@ -222,7 +235,7 @@ def sweep_metrics_table_format(result):
         row = OrderedDict()
         row['Name'] = job['name']
         row['State'] = _text(job['state'])
-        row[_AsWritten(job['metricName']) if job.get('metricName') else 'Metric'] = _cell(job['metric'])
+        row[_value_header(job.get('metricName'))] = _cell(job['metric'])
         if 'infeasible' in job:  # a `sweep run` with constraints: whether the job broke one
             row['Feasible'] = 'no' if job['infeasible'] else 'yes'
         if after:  # a stopped job's last value in its log, printed after the decision (not what it ranks by)
@@ -285,7 +298,7 @@ def sweep_report_table_format(result):
         if count:
             row[state.title()] = count
     row['Best Job'] = _text(best.get('name'))
-    row['Best'] = _cell(best.get('value'))
+    row[_value_header((result.get('objective') or {}).get('metric'))] = _cell(best.get('value'))
     row['Report'] = result['reportFile']
     return [row]
 

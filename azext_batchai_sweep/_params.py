@@ -17,6 +17,13 @@ DEFAULT_MAX_RETRIES = 12
 DEFAULT_INTERVAL = 10
 DEFAULT_TAIL = 50
 DEFAULT_POLL_INTERVAL = 5.0
+REPORT_INTERVAL = 10
+
+
+def _in_seconds(number):
+    """A duration option's default as its help shows it, with its unit ("Default: 10s", not "Default: 10"); argparse
+    reads it with the option's type, as a value typed on the command line."""
+    return '{:g}s'.format(number)
 STATES = ['queued', 'running', 'terminating', 'succeeded', 'failed', 'terminated']
 
 
@@ -54,7 +61,7 @@ def load_arguments(self, _):
             c.argument('code', options_list=['--code'], completer=FilesCompleter(),
                        help='A folder sent with every job (overrides the sweep file\'s `code:`): packed once per content (leaving out .git and what .gitignore and .sweepignore ignore), uploaded to the share sweep-code of the jobs\' storage account, and unpacked into $AZ_BATCHAI_SWEEP_CODE_DIR, where the job\'s command runs (docs/code.md).')
             c.argument('code_size_limit', options_list=['--code-size-limit'], type=float,
-                       help='Refuse a --code folder whose files total more than this many MB (default 100).')
+                       help='Refuse a --code folder whose files total more than this many MiB (1 MiB = 1,048,576 bytes; default 100).')
             c.argument('allow_changes', options_list=['--allow-changes'], action='store_true',
                        help='The sweep file or template changed on purpose: replace the sweep\'s plan, and (submit) re-create its jobs whose definition changed. Without it, a re-plan that would change the sweep is refused.')
 
@@ -70,7 +77,7 @@ def load_arguments(self, _):
                        help='Number of requests in flight at once.')
             c.argument('wait', action='store_true',
                        help='Block until every job has finished (progress on stderr); exit code 4 if a job failed or was terminated by someone else (docs/pipelines.md).')
-            c.argument('interval', type=seconds, default=DEFAULT_INTERVAL,
+            c.argument('interval', type=seconds, default=_in_seconds(DEFAULT_INTERVAL),
                        help='Time between two checks of the jobs while waiting: seconds, or with a unit (90s, 15m, 2h).')
             c.argument('timeout', type=seconds,
                        help='With --wait: give up after this long (seconds, or with a unit: 90s, 15m, 2h), with exit code 5 and the jobs still queued or running named.')
@@ -100,7 +107,7 @@ def load_arguments(self, _):
                    help='At most this many jobs queued or running at once. Overrides the sweep file\'s limits.maxConcurrentJobs.')
         c.argument('timeout', type=minutes,
                    help='How long after the sweep\'s first job was created its running jobs are terminated and the sweep ends: minutes (a plain number, fractions allowed, as limits.timeoutMinutes) or with a unit (90s, 15m, 2h). Overrides limits.timeoutMinutes.')
-        c.argument('poll_interval', type=seconds, default=DEFAULT_POLL_INTERVAL,
+        c.argument('poll_interval', type=seconds, default=_in_seconds(DEFAULT_POLL_INTERVAL),
                    help='Time between two looks at the jobs (states and new log lines): seconds, or with a unit (90s, 2m).')
         c.argument('stop_on_exit', options_list=['--stop-on-exit'], action='store_true',
                    help='When the run ends early (SIGTERM, SIGINT, SIGHUP, or an error), stop the sweep\'s queued and running jobs on the way out, as "az batchai sweep stop" does, so that nothing runs unsteered. Sweep file: limits.stopOnExit.')
@@ -172,7 +179,7 @@ def load_arguments(self, _):
                    help='Open the report in the default web browser once written.')
         c.argument('watch', options_list=['--watch'], action='store_true',
                    help='Keep the report current while the sweep runs, until it ends: the page opened in a browser (as a file, offline) updates itself every --interval and says "live, updated hh:mm:ss", then "final". Writes a data file beside it (`<name>.live.js`). See docs/report.md.')
-        c.argument('interval', type=seconds, default=10,
+        c.argument('interval', type=seconds, default=_in_seconds(REPORT_INTERVAL),
                    help='With --watch or --serve: time between two looks at the sweep (and the page\'s own refresh): seconds, or with a unit (90s, 2m).')
         c.argument('serve', options_list=['--serve'], action='store_true',
                    help='Like --watch, and serve the live page on http://127.0.0.1:PORT/ (loopback only, read-only) for a browser on this machine or Azure Cloud Shell\'s "Web preview"; keeps serving the final page until Ctrl+C.')

@@ -43,7 +43,7 @@ def load_run_definition(cmd, spec, *, template, cluster, storage_account_name, s
     from .core.tuning.objectives_settings import first_objective_note
     note = first_objective_note(definition)
     if note:
-        logger.warning('%s: %s (docs/sweep-run.md, "Several objectives and constraints")', spec, note)
+        logger.warning('%s: %s (docs/sweep-objectives.md)', spec, note)
     return definition
 
 

@@ -44,8 +44,7 @@ def run_outcome(cmd, result, definition, identity, spec):
     from ._run import resume_command
     from .core.tuning.controller import END_STOPPED, END_TIMEOUT, END_UNREPORTED
     from .core.tuning.result import describe
-    goal = definition.objective['goal'] if definition.objective else 'max'
-    logger.warning('Sweep %s: %s', identity.name, describe(result, goal))
+    logger.warning('Sweep %s: %s', identity.name, describe(result))
     say_front(identity, result)
     see = ('See a job\'s output with "az batchai sweep status {} --job NAME --tail 50", and check the objective of the '
            'sweep file against what the jobs print.'.format(identity.args()))

@@ -394,8 +394,9 @@ def download_sweep_outputs(cmd, resource_group, workspace_name, experiment_name,
         result = download_outputs(client, resource_group, workspace_name, experiment_name, dest, job_names=job_names,
                                   output_directory_id=output_directory_id, sweep_name=sweep_name,
                                   parallel=parallel, progress=progress)
-    logger.warning('Downloaded %d file(s) (%d bytes) of %d job(s) to %s; %d already there', result['files'],
-                   result['bytes'], result['jobs'], dest, result['skipped'])
+    from .core.units import size_text
+    logger.warning('Downloaded %d file(s) (%s) of %d job(s) to %s; %d already there', result['files'],
+                   size_text(result['bytes']), result['jobs'], dest, result['skipped'])
     if result['failed']:
         fail_after_output(cmd.cli_ctx, AzureResponseError(
             '{} file(s) were not downloaded'.format(len(result['failed'])),
@@ -446,8 +447,9 @@ def sweep_report(cmd, resource_group, workspace_name, experiment_name, sweep_nam
     best = summary['best']
     if figures is not None:
         say_figures(identity, figures)
+    from .core.tuning.result import best_phrase
     logger.warning('Wrote the report of sweep %s (%d jobs%s) to %s', sweep_name, summary['jobs'],
-                   ', best {} {}'.format(best['name'], best['value']) if best else '', output_file)
+                   ', ' + best_phrase(objective.metric, best['value'], best['name']) if best else '', output_file)
     if open_report:
         from azure.cli.core.util import open_page_in_browser
         open_page_in_browser('file://' + output_file)

@@ -139,9 +139,9 @@ def tour(az):
         'it again resumes the sweep without duplicating a job.')
     az('batchai', 'sweep', 'run', *ADAPTIVE, '--spec', 'examples/demo/adaptive.yaml', '-c', 'local',
        '--storage-account-name', ACCOUNT, '--poll-interval', '0.5', '-o', 'table')
-    say('Each job with its latest and best val_accuracy and the decision taken about it.')
+    say('Each job with its val_accuracy (the value it is ranked by), its best and the decision taken about it.')
     az('batchai', 'sweep', 'status', *ADAPTIVE, '--query', 'jobs[].{name: name, state: state, epoch: tuning.step, '
-       'best: tuning.best, decision: tuning.reason}', '-o', 'table')
+       'val_accuracy: tuning.latest, best: tuning.best, decision: tuning.reason}', '-o', 'table')
 
     say('The adaptive sweep\'s report: the stopped jobs\' curves end with a cross at the epoch bandit stopped them,\n'
         'with the rule and the numbers on hover and in the table, and the compute the stops saved. Its objective\n'

@@ -2,6 +2,9 @@
 the sweep's jobs Batch tasks; states, outputs and metrics come back through the service's API; terminate and
 cluster delete reach Batch. The user's path: az's offline login, `local start --scheduler azure-batch --batch-account`,
 every Batch call through Prism (e2e_fixtures.py)."""
+import json
+import os
+import re
 
 import pytest
 
@@ -47,6 +50,17 @@ def test_sweep_runs_as_batch_tasks_and_reads_back_through_the_api(batch_service)
     rows = ranked.json()
     rows = rows.get('jobs', rows) if isinstance(rows, dict) else rows
     assert [row['metric'] for row in rows] == [1, 2, 3]
+    # The report's job table names each job's id for what it is on this scheduler: a Batch task, not a Slurm job.
+    made = svc.az('batchai', 'sweep', 'report', *target, '--metric', 'loss', '--goal', 'min', '-f', 'lr.html',
+                  '-o', 'json')
+    assert made.exit_code == 0, made.stderr
+    assert made.json()['scheduler'] == 'azure-batch'
+    assert all(job['schedulerJobId'].startswith(job_id + '/') for job_id in [batch_job_id(
+        'batchai', 'local', 'c1', *LOCAL)] for job in made.json()['jobs']), made.json()['jobs']
+    with open(os.path.join(svc.directory, 'lr.html'), encoding='utf-8') as f:
+        table = json.loads(re.search(r'id="report-table-data">(.*?)</script>', f.read()).group(1))
+    labels = [column['label'] for column in table['columns']]
+    assert 'Batch task' in labels and 'Slurm job' not in labels, labels
 
     # Three tasks in one Batch job, each added once (by collection adds: the jobs queued by the time of a pass go
     # in one), followed by list calls only (never a GET per task).

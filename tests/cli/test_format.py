@@ -25,7 +25,7 @@ def test_status_rows_have_a_column_per_parameter_and_empty_cells_for_missing_val
          'parameters': {'N': 3}},
     ]}
     rows = sweep_status_table_format(result)
-    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit', '0'), ('Start', 't0'),
+    assert rows[0] == OrderedDict([('Name', 'a'), ('State', 'succeeded'), ('Exit', '0'), ('Start (UTC)', 't0'),
                                    ('Duration', '1.2s'), ('LR', '0.1'), ('N', '2')])
     assert list(rows[1].values()) == ['b', 'queued', '', '', '', '', '3']
     assert sweep_status_table_format(['line 1', 'line 2']) == [OrderedDict([('Line', 'line 1')]),
@@ -37,8 +37,8 @@ def test_metrics_rows_show_a_missing_metric_as_empty():
     rows = sweep_metrics_table_format([{'name': 'a', 'state': 'failed', 'metric': None, 'parameters': {'X': 1}},
                                        {'name': 'b', 'state': 'succeeded', 'metric': 0.5, 'parameters': {'X': 2}}])
     assert [list(row.items()) for row in rows] == [
-        [('Name', 'a'), ('State', 'failed'), ('Metric', ''), ('X', '1')],
-        [('Name', 'b'), ('State', 'succeeded'), ('Metric', '0.5'), ('X', '2')]]
+        [('Name', 'a'), ('State', 'failed'), ('objective', ''), ('X', '1')],
+        [('Name', 'b'), ('State', 'succeeded'), ('objective', '0.5'), ('X', '2')]]
 
 
 def test_summary_tables_are_one_row():
@@ -55,14 +55,15 @@ def test_summary_tables_are_one_row():
 
 
 def test_table_cells_are_short_and_json_keeps_full_precision():
-    from azext_batchai_sweep._format import (_cell, _short_duration, _short_time, sweep_resubmit_table_format,
+    from azext_batchai_sweep._format import (_cell, _short_time, sweep_resubmit_table_format,
                                              sweep_submit_table_format)
+    from azext_batchai_sweep.core.units import duration_text
     # At most 6 significant digits; a value that already has no more keeps its shortest form.
     assert [_cell(v) for v in (0.0031622776601683794, 0.001, 1e-05, 3.0, 123456789.0, 2 / 3, -0.5)] == \
         ['0.00316228', '0.001', '1e-05', '3.0', '1.23457e+08', '0.666667', '-0.5']
     assert _cell(float('nan')) == 'nan' and _cell(7) == '7'
     assert _short_time('2026-11-23T20:17:51.123456+00:00') == '11-23 20:17' and _short_time(None) == ''
-    assert [_short_duration(s) for s in (1.25, 59.94, 61, 3599, 3600, 86399)] == \
+    assert [duration_text(s) for s in (1.25, 59.94, 61, 3599, 3600, 86399)] == \
         ['1.2s', '59.9s', '1m01s', '59m59s', '1h00m', '23h59m']
     long_error = 'failed: ' + 'x' * 200
     row = sweep_resubmit_table_format({'resubmitted': [], 'skipped': [], 'failed': [{'job': 'j', 'error': 'x' * 200}]})

@@ -51,7 +51,8 @@ def test_every_table_fits_100_columns_and_shows_6_significant_digits(made):
     assert fits(submitted)[0] == ['Sweep', 'Total', 'Submitted', 'Already', 'Present', 'Not', 'Submitted',
                                   'Succeeded', 'Failed']
     status = fits(target.run('status', 'lr', '-o', 'table').stdout)
-    assert status[0] == ['Name', 'State', 'Exit', 'Start', 'Duration', 'LEARNING_RATE', 'MOMENTUM']
+    assert status[0] == ['Name', 'State', 'Exit', 'Start', '(UTC)', 'Duration', 'LEARNING_RATE',
+                         'MOMENTUM']
     assert len(status) == 8 and all(len(row) == 8 for row in status[2:])  # Start is `MM-DD HH:MM`
     # JSON keeps the full precision.
     values = target.run('status', 'lr', '--query', 'jobs[].parameters.LEARNING_RATE').json()

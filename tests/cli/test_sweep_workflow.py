@@ -96,7 +96,7 @@ def test_status_table_state_filter_and_tail(sweep):
     table = sweep.run('status', '-o', 'table')
     assert table.exit_code == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', 'Duration', 'X']
+    assert lines[0].split() == ['Name', 'State', 'Exit', 'Start', '(UTC)', 'Duration', 'X']
     rows = [line.split() for line in lines[2:]]
     assert len(rows) == 6
     assert sorted((row[-1], row[1], row[2]) for row in rows) == [
@@ -148,6 +148,9 @@ def test_download_one_folder_per_job(sweep):
     assert result.exit_code == 0, result.stderr
     summary = result.json()
     assert summary['jobs'] == 6 and summary['failed'] == [] and summary['files'] >= 12
+    from azext_batchai_sweep.core.units import size_text  # a size says its unit on stderr, as every size does
+    assert 'Downloaded {} file(s) ({}) of 6 job(s)'.format(summary['files'], size_text(summary['bytes'])) in \
+        result.stderr, result.stderr
     root = os.path.join(sweep.directory, 'outputs')
     assert len(os.listdir(root)) == 6
     for job in os.listdir(root):

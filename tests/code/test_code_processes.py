@@ -59,7 +59,7 @@ def test_bad_code_folder_is_a_clear_error_before_any_request(local_service, tmp_
                 '-e', 'never-made', '-n', 'code', '--spec', 'sweep.yaml', '-c', local_service.cluster,
                 '--storage-account-name', ACCOUNT, '--code', folder, *extra)
     assert result.exit_code != 0 and 'Traceback' not in result.stderr
-    assert ('weights.bin (200.0 KB)' if case == 'over the limit' else 'is not a folder') in result.stderr
+    assert ('weights.bin (200.0 KiB)' if case == 'over the limit' else 'is not a folder') in result.stderr
     assert not os.path.exists(os.path.join(directory, 'code.plan.jsonl'))
 
 

@@ -84,8 +84,8 @@ def test_over_the_limit_refused_naming_the_largest(tmp_path):
     with pytest.raises(CodeError) as caught:
         take_snapshot(str(root), limit_mb=1)
     message = str(caught.value)
-    assert 'more than the limit of 1.0 MB' in message
-    assert message.index('weights/ (1.2 MB)') < message.index('dataset.npz (300.0 KB)')
+    assert 'more than the limit of 1.0 MiB' in message
+    assert message.index('weights/ (1.2 MiB)') < message.index('dataset.npz (300.0 KiB)')
     assert take_snapshot(str(root), limit_mb=2).size == 1500 * 1024 + 1
 
 

@@ -56,6 +56,26 @@ def test_a_promoted_job_resumes_from_its_parents_checkpoint(local_service, tmp_p
         assert epochs[0] == 'epoch={}'.format(epoch + 1) and epochs[-1] == 'epoch=3', lines
 
 
+@pytest.mark.service
+def test_the_tours_command_runs_the_hyperband_example_with_its_code(local_service, tmp_path):
+    """The README's tour says examples/demo/hyperband.yaml shows Hyperband's promotions: run as the tour runs
+    adaptive.yaml (`--code examples/demo`, a storage account with no `scripts` share), its jobs find train.py in the
+    code snapshot rather than exit 2 on a missing script (issue 42, item 10)."""
+    spec = copy_example(str(tmp_path), {'hyperband.yaml': {'maxResource: 9': 'maxResource: 3'}})
+    code = tmp_path / 'code'
+    code.mkdir()
+    shutil.copy(os.path.join(DEMO, 'train.py'), str(code))
+    account = 'hbcode' + uuid.uuid4().hex[:6]  # no scripts share: the code snapshot is the only train.py
+    az = service_az(local_service, str(tmp_path))
+    target = ['-g', local_service.resource_group, '-w', local_service.workspace, '-e', 'hb-' + uuid.uuid4().hex[:6],
+              '-n', 'hbcode']
+    run = az('batchai', 'sweep', 'run', *target, '--spec', spec, '-c', local_service.cluster, '--storage-account-name',
+             account, '--code', str(code), '--poll-interval', '0.2', '-o', 'json')
+    assert run.exit_code == 0, run.stderr
+    assert run.json()['counts'] == {'succeeded': run.json()['jobs']} and run.json()['decisions'].get('promoted', 0) >= 1
+    assert not os.path.exists(os.path.join(local_service.data_dir, 'storage', account, 'shares', 'scripts', 'moons'))
+
+
 @pytest.mark.parametrize('path, warned', [
     ('$AZ_BATCHAI_JOB_MOUNT_ROOT/logs', None),                 # the mounted share `logs`
     ('$AZ_BATCHAI_MOUNT_ROOT/outputs', None),                  # the cluster's mounts

@@ -11,14 +11,16 @@ import pytest
 from tests.fixtures_az import REPO_ROOT
 
 KB = 1024
-# A page's cap in bytes. Reference pages that a user reads front to back: 20 KB; the benchmarks' current figures:
-# 30 KB; any other page: 40 KB (the largest today, docs/sweep-run.md, is 33 KB: past 40, split it).
+# A page's cap in bytes. Reference pages that a user reads front to back: 20 KB; a reader's doc (the benchmarks'
+# current figures, `sweep run`'s reference): 30 KB, the house rule (sweep-run.md split its several objectives into
+# docs/sweep-objectives.md to fit); any other page: 40 KB (past 40, split it).
 CAPS = {
     'README.md': 20 * KB,
     'docs/benchmarks.md': 30 * KB,
     'docs/architecture.md': 20 * KB,
     'docs/reliability.md': 20 * KB,
     'docs/azure-batch.md': 20 * KB,
+    'docs/sweep-run.md': 30 * KB,
 }
 DEFAULT_CAP = 40 * KB
 PAGES = ['README.md', 'bench/NOTES.md'] + sorted(

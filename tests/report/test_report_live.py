@@ -324,7 +324,9 @@ def test_run_keeps_its_report_live_and_makes_it_final(local_service, browser, tm
             assert json.loads(''.join(watcher.out))['counts']['succeeded'] == len(VALUES)  # then the status
         screen = on_terminal.stderr()
         assert re.search(r'\x1b\[\d+F\x1b\[J', screen)  # redrawn in place
-        assert 'Sweep live - final' in screen and 'running:' in screen and re.search(r'  live\S* +step 1 0\.15', screen)
+        # A running job: its step named as the jobs print it (epoch=N), its value by its metric (core/units.py).
+        assert 'Sweep live - final' in screen and 'running:' in screen and \
+            re.search(r'  live\S* +epoch 1 val_accuracy 0\.15', screen)
         lines = [line for line in on_pipe.stderr().splitlines() if 'job(s):' in line]
         assert '\x1b' not in on_pipe.stderr()
         assert lines[-1].endswith('(final)') and 'best val_accuracy 0.9' in lines[-1]

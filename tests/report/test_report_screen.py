@@ -4,6 +4,7 @@ import io
 
 from azext_batchai_sweep.core.report.data import report_data
 from azext_batchai_sweep.core.report.screen import MAX_RUNNING_SHOWN, Screen, screen_lines, summary_line
+from azext_batchai_sweep.core.report.svg import fmt
 from tests.report.synthetic import synthetic_record
 
 
@@ -21,7 +22,9 @@ def test_the_screen_names_counts_best_and_the_running_jobs_with_their_last_step(
     running = [job for job in data['jobs'] if job['state'] == 'running']
     assert len(running) == 4 and lines[2] == 'running:'
     for job, line in zip(running, lines[3:]):
-        assert line.startswith('  ' + job['name']) and 'step' in line
+        # The step named as the jobs print it (epoch=N), the value as every command labels it (the metric).
+        assert line == '  {}  epoch {} val_accuracy {}'.format(job['name'], fmt(job['lastStep']),
+                                                              fmt(job['objective'])), line
     assert all(len(line) <= 100 for line in lines)
     many = data_of(40, running=MAX_RUNNING_SHOWN + 5, seed=1)
     assert screen_lines(many, 't')[-1] == '  ... and 5 more'

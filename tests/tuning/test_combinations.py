@@ -1,5 +1,5 @@
 """Issues 28 and 29 together: several objectives and constraints with warm start, BOHB (Hyperband's and ASHA's
-model) and the result limits. The rules (docs/sweep-run.md, "Several objectives with the other tuning features"):
+model) and the result limits. The rules (docs/sweep-objectives.md, "Several objectives with the other tuning features"):
 
 - MOTPE learns from inherited jobs that have a value of every objective and constraint metric; an inherited job
   without one (an export of a single-objective sweep) is said and skipped;

@@ -92,8 +92,8 @@ def test_status_names_the_feasible_best(ran, local_service):
     az, _, experiment, best, names = ran
     shown = az('batchai', 'sweep', 'status', *target(local_service, experiment, 'feasible'), '-o', 'json')
     assert shown.exit_code == 0, shown.stderr
-    assert '({})'.format(best) in shown.stderr and names[0.8] not in re.findall(r'best max \S+ \((\S+)\)',
-                                                                                shown.stderr)
+    said = re.findall(r'best \S+ \S+ \((\S+)\)', shown.stderr)  # "best METRIC VALUE (JOB)"
+    assert said == [best] and names[0.8] not in said, shown.stderr
 
 
 @pytest.mark.az

@@ -11,7 +11,7 @@ from .run_helpers import Watcher, kill_and_resume, run_args, service_setup, targ
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-FIGURES = ('goal', 'best', 'jobs', 'counts', 'decisions', 'compute')
+FIGURES = ('goal', 'metric', 'best', 'jobs', 'counts', 'decisions', 'compute')
 
 
 @pytest.fixture(scope='module')

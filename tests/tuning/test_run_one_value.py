@@ -75,9 +75,14 @@ def test_a_stopped_jobs_value_is_its_value_when_judged_in_every_command(setup, l
     assert stopped['tuning']['latest'] == 0.3 and stopped['tuning']['best'] == 0.3, stopped['tuning']
     table = az('batchai', 'sweep', 'status', *sweep, '-o', 'table').stdout.splitlines()
     header = table[0].split()
-    assert header[header.index('Step') + 1:header.index('Step') + 3] == ['Latest', 'Best'], table[0]
+    # The job's value is headed by the objective's metric, as in metrics, report and run's end (core/units.py).
+    assert header[header.index('Step') + 1:header.index('Step') + 3] == ['val_accuracy', 'Best'], table[0]
     row = next(line.split() for line in table if line.startswith(stopped['name']))
-    assert row[header.index('Latest')] == '0.3'
+    assert row[header.index('val_accuracy')] == '0.3'
+    best_row = next(line.split() for line in table if line.startswith(result['best']['name']))
+    assert best_row[header.index('val_accuracy')] == '0.9'
+    best_said = 'best val_accuracy 0.9 ({})'.format(result['best']['name'])
+    assert best_said in run.stderr and best_said in status.stderr
 
     # The log holds the later lines (0.99): metrics shows them apart, and ranks by the value when judged.
     metrics = az('batchai', 'sweep', 'metrics', *sweep, '-o', 'json')
@@ -86,6 +91,8 @@ def test_a_stopped_jobs_value_is_its_value_when_judged_in_every_command(setup, l
     assert rows[stopped['name']]['metric'] == 0.3 and rows[stopped['name']]['afterDecision'] == 0.99, rows
     assert _rows(metrics.json())[0]['name'] == result['best']['name']
     top = az('batchai', 'sweep', 'metrics', *sweep, '--top', '1', '-o', 'table').stdout
+    assert top.splitlines()[0].split()[:3] == ['Name', 'State', 'val_accuracy'], top
+    assert top.splitlines()[2].split()[:3] == [result['best']['name'], 'succeeded', '0.9'], top
     assert 'After Decision' in az('batchai', 'sweep', 'metrics', *sweep, '-o', 'table').stdout
     assert result['best']['name'] in top and stopped['name'] not in top
 
@@ -98,6 +105,14 @@ def test_a_stopped_jobs_value_is_its_value_when_judged_in_every_command(setup, l
 
     made, _ = report_html(az, local_service, experiment, 'late', directory)
     report = made.json()
+    assert best_said in made.stderr
+    shown = az('batchai', 'sweep', 'report', *sweep, '-f', directory + '/late-table.html', '-o', 'table').stdout
+    assert shown.splitlines()[0].split()[-2:] == ['val_accuracy', 'Report'] and ' 0.9 ' in shown.splitlines()[2], shown
+    ended = az(*run_args(local_service, experiment, 'late', spec)[:-2], '-o', 'table')  # run again: it has ended
+    assert ended.exit_code == 0, ended.stderr
+    lines = ended.stdout.splitlines()
+    assert 'val_accuracy' in lines[0].split() and 'Objective' not in lines[0], ended.stdout
+    assert lines[2].split()[[h for h in lines[0].split() if h != 'Job'].index('val_accuracy')] == '0.9', ended.stdout
     assert (report['summary']['best']['name'], report['summary']['best']['value']) == (result['best']['name'], 0.9)
     job = next(job for job in report['jobs'] if job['name'] == stopped['name'])
     assert job['objective'] == 0.3, job

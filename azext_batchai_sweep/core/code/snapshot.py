@@ -114,8 +114,6 @@ def largest_entries(files, count=5):
 
 
 def format_size(size):
-    for unit in ('bytes', 'KB', 'MB'):
-        if size < 1024 or unit == 'MB':
-            return '{} {}'.format(size, unit) if unit == 'bytes' else '{:.1f} {}'.format(size, unit)
-        size /= 1024.0
-    return None
+    """A size as every size is written (core/units.size_text: binary units, named KiB and MiB)."""
+    from ..units import size_text
+    return size_text(size)

@@ -28,7 +28,7 @@ def write_file_atomically(path, text):
 
 def data_of_trials(trials, sweep_name, objective, *, resource_group=None, workspace=None, experiment=None,
                    plan_header=None, figures=None, run=None, memo=None):
-    """The report's data of the sweep's trials (read_trials), with what the plan or the jobs say of its sampling.
+    """The report's data of the sweep's trials (collect.trial_of), with what the plan or the jobs say of its sampling.
     `memo`: a data.Memo kept from one call to the next (a live report's: what did not change is not made again)."""
     sampling, parameters = plan_details(plan_header) if plan_header else (None, [])
     if sampling is None:  # a `sweep run` writes no plan; its jobs carry the sampling

@@ -12,8 +12,9 @@ from ..service.retry import describe_error
 # and for Hyperband its resource and the job it continues.
 from ..tuning.loop import ENV_INDEX, ENV_PARENT, ENV_RESOURCE, ENV_TUNING
 from ..tuning.trial import Report, Trial
-from .model import (EXTRA_CODE, EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE, EXTRA_SAMPLING,
-                    EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, ParameterInfo, SweepRecord)
+from .model import (EXTRA_CODE, EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE,
+                    EXTRA_SAMPLING, EXTRA_SCHEDULER, EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY,
+                    ParameterInfo, SweepRecord)
 
 
 def _sampling(env):
@@ -41,6 +42,8 @@ def trial_of(job, step_key, reports, *, error=None, decisions=None, scheduler_id
              EXTRA_DECISION: decision, EXTRA_ERROR: describe_error(error) if error is not None else None,
              EXTRA_STEP_KEY: step_key, EXTRA_SAMPLING: _sampling(env),
              EXTRA_SCHEDULER_JOB_ID: (scheduler_ids or {}).get(job.name.lower()), EXTRA_CODE: summary.get('code')}
+    if extra[EXTRA_SCHEDULER_JOB_ID]:  # what the id is (scheduler_ids.SchedulerMap): a Slurm job, a Batch task
+        extra[EXTRA_SCHEDULER] = getattr(scheduler_ids, 'scheduler', None)
     return Trial(name=job.name, index=_number(env, ENV_INDEX), params=parameters_of(job), state=state_of(job),
                  reports=tuple(Report(step, value) for step, value in reports),
                  resource=_number(env, ENV_RESOURCE, float), parent=env.get(ENV_PARENT) or None,

@@ -28,7 +28,7 @@ from ..tuning.trial import FINISHED_STATES, PENDING_STATES
 from .axes import category_text as _text, flat_values as _flat, is_number as _is_number, parameter_axes
 from .importance import counted_value, report_importance
 from .model import (EXTRA_CODE, EXTRA_DECISION, EXTRA_DURATION, EXTRA_END, EXTRA_ERROR, EXTRA_EXIT_CODE,
-                    EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
+                    EXTRA_SCHEDULER, EXTRA_SCHEDULER_JOB_ID, EXTRA_START, EXTRA_STEP_KEY, SweepRecord)
 
 DATA_VERSION = 1
 MAX_CURVES = 200
@@ -401,6 +401,8 @@ def report_data(record: SweepRecord, figures=None, run=None, memo=None) -> dict:
         'objective': objective.as_dict(),
         'sampling': record.sampling,
         'stepKey': _step_key(record),
+        # The local service's scheduler whose ids the jobs' schedulerJobId are ('slurm', 'azure-batch'), else None.
+        'scheduler': next((t.extra.get(EXTRA_SCHEDULER) for t in trials if t.extra.get(EXTRA_SCHEDULER)), None),
         'run': run,
         'summary': {
             'jobs': len(jobs),

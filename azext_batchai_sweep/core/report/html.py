@@ -8,12 +8,16 @@ job in every plot while the pointer is on it.
 import datetime
 import json
 
+from ..units import duration_text, percent_text, value_label
 from . import plots
 from .importance_chart import importance_bars
 from .pareto import pareto_css, pareto_section
 from .svg import esc, fmt
 
 TABLE_PAGE = 100
+# The job table's column of each job's id at the local service's scheduler, by scheduler: what that id is there (the
+# processes scheduler has none, so no column). An id from a scheduler the report does not know: 'scheduler job'.
+SCHEDULER_ID_LABELS = {'slurm': 'Slurm job', 'azure-batch': 'Batch task'}
 
 CSS = """
 :root { --fg: #1d2330; --muted: #5b6473; --line: #d9dde3; --best: #d62728; --stopped: #f28e2b;
@@ -209,17 +213,6 @@ def _when(text):
     return moment.strftime('%Y-%m-%d %H:%M:%S %Z').strip()
 
 
-def _duration(seconds):
-    if seconds is None:
-        return ''
-    seconds = float(seconds)
-    if seconds < 120:
-        return '{:.1f} s'.format(seconds)
-    if seconds < 7200:
-        return '{:.1f} min'.format(seconds / 60)
-    return '{:.1f} h'.format(seconds / 3600)
-
-
 # A hyphenated word a card must not break at its hyphen (a narrow card would show "job-" and "steps").
 JOB_STEPS = '<span class="nw">job-steps</span>'
 
@@ -231,7 +224,7 @@ def _card(title, body):
 def _summary(data):
     summary = data['summary']
     objective = data['objective']
-    label = objective['metric'] or 'the objective'
+    label = value_label(objective['metric'])
     goal_text = 'higher is better' if objective['goal'] == 'max' else 'lower is better'
     how = ('<code>{}=</code> lines'.format(esc(objective['metric'])) if objective['metric']
            else 'lines matching <code>{}</code>'.format(esc(objective['regex'])))
@@ -265,11 +258,12 @@ def _summary(data):
     else:
         cards.append(_card('Best job', '<div class="note">no job has run to the end with a value yet</div>'))
     compute = summary['compute']
-    saved = ('<div>saved by early termination: {} {} ({:.0%}), about {} of compute</div>'.format(
-        fmt(compute['savedJobSteps']), JOB_STEPS, compute['savedFraction'], _duration(compute['savedJobSeconds']))
+    saved = ('<div>saved by early termination: {} {} ({}), about {} of compute</div>'.format(
+        fmt(compute['savedJobSteps']), JOB_STEPS, percent_text(100 * compute['savedFraction']),
+        duration_text(compute['savedJobSeconds']))
              if compute['savedJobSteps'] else '<div class="note">no job was stopped early</div>')
     cards.append(_card('Compute', '<div class="big">{}</div><div>{} {}</div>{}'.format(
-        _duration(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), JOB_STEPS, saved)))
+        duration_text(compute['jobSeconds']) + ' of jobs', fmt(compute['jobSteps']), JOB_STEPS, saved)))
     span = summary['time']
     ran = '<div>from {}</div>'.format(esc(_when(span['firstStart']) or 'not started'))
     ran += ('<div>still running</div>' if span['stillRunning']
@@ -359,7 +353,7 @@ def _inherited(data):
 def _table_payload(data):
     """Columns and rows of the job table (rows as arrays, the page's script sorts and pages them)."""
     names = [axis['name'] for axis in data['parameters']]
-    label = data['objective']['metric'] or 'objective'
+    label = value_label(data['objective']['metric'])
     columns = [{'label': '#', 'numeric': True}, {'label': 'job'}, {'label': 'state'},
                {'label': 'decision', 'wrap': True},
                {'label': label, 'numeric': True, 'format': True},
@@ -367,9 +361,9 @@ def _table_payload(data):
                {'label': 'step', 'numeric': True, 'format': True},
                {'label': 'duration (s)', 'numeric': True, 'format': True}]
     columns += [{'label': name, 'format': True} for name in names]
-    on_slurm = any(job.get('schedulerJobId') for job in data['jobs'])
-    if on_slurm:  # a local service's Slurm: the id squeue, sacct and scontrol know the job by
-        columns.append({'label': 'Slurm job'})
+    with_ids = any(job.get('schedulerJobId') for job in data['jobs'])
+    if with_ids:  # Slurm: the id squeue, sacct and scontrol know the job by; Azure Batch: '<batch job>/<task>'
+        columns.append({'label': SCHEDULER_ID_LABELS.get(data.get('scheduler'), 'scheduler job')})
     columns.append({'label': 'mark', 'hidden': True})
     rows = []
     for job in data['jobs']:
@@ -380,7 +374,7 @@ def _table_payload(data):
         row = [job['index'], job['name'], job['state'], reason, job['objective'], job['bestValue'], job['lastStep'],
                job['durationSeconds']]
         row += [_cell(job['values'].get(name)) for name in names]
-        if on_slurm:
+        if with_ids:
             row.append(job.get('schedulerJobId'))
         row.append(job['mark'])
         rows.append(row)

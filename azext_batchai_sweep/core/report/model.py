@@ -18,7 +18,8 @@ EXTRA_EXIT_CODE = 'exitCode'
 EXTRA_DECISION = 'decision'
 EXTRA_ERROR = 'error'
 EXTRA_SAMPLING = 'sampling'  # the sampling type a `sweep run` job carries, else None
-EXTRA_SCHEDULER_JOB_ID = 'schedulerJobId'  # the job's id at the local service's Slurm, else None
+EXTRA_SCHEDULER_JOB_ID = 'schedulerJobId'  # the job's id at the local service's scheduler (Slurm, Batch), else None
+EXTRA_SCHEDULER = 'scheduler'  # with that id: the scheduler that gave it ('slurm', 'azure-batch'), else None
 EXTRA_STEP_KEY = 'stepKey'    # the key the job's steps were read from (epoch...), None when numbered
 EXTRA_CODE = 'code'  # the hash of the --code snapshot the job ran (core/code/), else None
 

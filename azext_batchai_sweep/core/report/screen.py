@@ -8,6 +8,8 @@ they are the numbers `status`, `metrics` and the report show.
 """
 import time
 
+from ..tuning.result import best_phrase
+from ..units import value_label
 from .live import DEFAULT_INTERVAL
 from .svg import fmt
 
@@ -24,21 +26,22 @@ def summary_line(data):
     summary = data['summary']
     counts = ', '.join('{} {}'.format(count, state) for state, count in summary['counts'].items() if count)
     best = summary['best']
-    label = data['objective']['metric'] or 'objective'
-    said = 'best {} {} ({})'.format(label, fmt(best['value']), best['name']) if best else 'no best yet'
+    said = best_phrase(data['objective']['metric'], best['value'], best['name']) if best else 'no best yet'
     return _clip('{} job(s): {}; {}'.format(summary['jobs'], counts or 'none', said))
 
 
 def screen_lines(data, checked, final=False):
     """The screen: a heading, the summary line, and the running jobs with their last step and value."""
     running = [job for job in data['jobs'] if job['state'] == 'running']
+    step_label = data.get('stepKey') or 'step'  # epoch when the jobs print epoch=N, as the decisions say it
     lines = [_clip('Sweep {} - {}, {}'.format(data['sweep'], 'final' if final else 'live', checked)),
              summary_line(data)]
     if running:
         lines.append('running:')
         for job in running[:MAX_RUNNING_SHOWN]:
-            step = 'step {}'.format(fmt(job['lastStep'])) if job['lastStep'] is not None else 'no step yet'
-            value = ' {}'.format(fmt(job['objective'])) if job['objective'] is not None else ''
+            step = '{} {}'.format(step_label, fmt(job['lastStep'])) if job['lastStep'] is not None else 'no step yet'
+            value = ' {} {}'.format(value_label(data['objective']['metric']), fmt(job['objective'])) \
+                if job['objective'] is not None else ''
             lines.append(_clip('  {}  {}{}'.format(job['name'], step, value)))
         if len(running) > MAX_RUNNING_SHOWN:
             lines.append('  ... and {} more'.format(len(running) - MAX_RUNNING_SHOWN))

@@ -25,7 +25,8 @@ def make_report(client, resource_group, workspace, experiment, sweep_name, objec
     :param objective: a model.Objective (metric or regex, goal, step key, file, output directory).
     :param plan_header: the header of the sweep's plan file, for the sampling type and the parameters' scales.
     :param decisions: {job name: decision dict} from the adaptive-sweep controller, if any.
-    :param scheduler_ids: {job name, lower case: Slurm job id} on a local Slurm service.
+    :param scheduler_ids: {job name, lower case: its id at the scheduler} on a local Slurm or Azure Batch service
+        (scheduler_ids.SchedulerMap, which names the scheduler: the report's column says what the id is).
     :param figures: that controller's figures of the sweep (core/tuning/result.sweep_figures), if any.
     :param run: that controller's outline of the run (core/tuning/loop.run_outline), if any.
     :param progress: progress(done, total), counting the jobs whose logs are read.

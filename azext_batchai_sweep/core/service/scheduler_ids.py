@@ -14,22 +14,37 @@ logger = logging.getLogger(__name__)
 LOCAL_VIEW = 'local'  # kept in sync with localservice.LOCAL_VIEW (the client imports nothing of the service)
 
 
+class SchedulerMap(dict):
+    """{job name (lower case): what the scheduler says of it}, and `scheduler`: the local service's scheduler that
+    said it ('processes', 'slurm', 'azure-batch'; None when the view does not name it), so that an id is shown for
+    what it is (a Slurm job, a Batch task)."""
+
+    def __init__(self, items=(), scheduler=None):
+        super().__init__(items)
+        self.scheduler = scheduler
+
+
 def scheduler_job_view(client, resource_group, workspace, experiment):
     """{job name (lower case): the local view's item ({"name", "schedulerJobId", and the scheduler's notes})} of
-    the experiment's jobs; {} when the service has no such view (a service of 0.2 or older)."""
+    the experiment's jobs, a SchedulerMap naming the scheduler; empty when the service has no such view (a service
+    of 0.2 or older)."""
     from azure.core.exceptions import HttpResponseError  # pylint: disable=import-outside-toplevel
     url = '/' + LOCAL_VIEW + jobs_url(client, resource_group, workspace, experiment)
     try:
         body = send_json(client, 'GET', url)
     except HttpResponseError as ex:
         logger.debug('no scheduler job ids: %s', ex)
-        return {}
-    return {str(item.get('name', '')).lower(): item for item in body.get('value') or [] if isinstance(item, dict)}
+        return SchedulerMap()
+    scheduler = body.get('scheduler')
+    return SchedulerMap(((str(item.get('name', '')).lower(), item) for item in body.get('value') or []
+                         if isinstance(item, dict)), scheduler=scheduler if isinstance(scheduler, str) else None)
 
 
 def job_ids_of(view):
-    """{job name (lower case): scheduler job id} of a scheduler_job_view (only the jobs that have one)."""
-    return {name: item.get('schedulerJobId') for name, item in view.items() if item.get('schedulerJobId')}
+    """{job name (lower case): scheduler job id} of a scheduler_job_view (only the jobs that have one), a
+    SchedulerMap naming the view's scheduler."""
+    return SchedulerMap(((name, item.get('schedulerJobId')) for name, item in view.items()
+                         if item.get('schedulerJobId')), scheduler=getattr(view, 'scheduler', None))
 
 
 # The scheduler's notes of a job the status rows carry (the Azure Batch scheduler's): why a queued job waits

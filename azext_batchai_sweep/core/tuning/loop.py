@@ -241,7 +241,8 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
     decisions.update(stops)
     rows = tuning_rows(seen, decisions, goal, step_label, objectives)
     seconds = round(sum(_seconds(job) for job in jobs), 3)
-    return rows, sweep_figures(seen, decisions, goal, step_label, job_seconds=seconds, objectives=objectives)
+    return rows, sweep_figures(seen, decisions, goal, step_label, job_seconds=seconds, objectives=objectives,
+                               metric=objective.get('metric'))
 
 
 def tuning_rows(seen, decisions, goal, step_label, objectives):
@@ -633,7 +634,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         seen = self.controller.as_seen_by_policies(trials)
         data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives)
         data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds(),
-                                        objectives=self.objectives)
+                                        objectives=self.objectives, metric=(self.objective or {}).get('metric'))
         data['objective'] = self.objective
         data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
@@ -695,7 +696,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                   and t.state in ('queued', 'running') else t
                   for t in self.controller.as_seen_by_policies(self.trials)]
         result = summarize_run(trials, self.decisions(self.trials), self.goal, self.end, END_REASONS[self.end],
-                               self.step_label, job_seconds=self._job_seconds(), objectives=self.objectives)
+                               self.step_label, job_seconds=self._job_seconds(), objectives=self.objectives,
+                               metric=(self.objective or {}).get('metric'))
         result['sweep'] = self.sweep_name
         if self.inheritance is not None:
             summary = self.inheritance.summary()

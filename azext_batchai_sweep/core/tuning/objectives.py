@@ -4,8 +4,8 @@ The sweep file's ``objectives: [{metric, goal}, ...]`` (two or more) and ``const
 ...]``; the single ``objective`` is unchanged. The first objective is what a sweep with several is steered by
 where one number must decide: its reports are the jobs' intermediate values, so early-termination policies,
 Hyperband/ASHA, limits.stopAt and limits.noImprovementJobs judge by the first objective alone (the documented
-rule, docs/sweep-run.md). Every other objective and every constraint is the metric's last value in the job's log
-(Katib's NAME=VALUE, in the same file), kept in ``Trial.metrics``.
+rule, docs/sweep-objectives.md). Every other objective and every constraint is the metric's last value in the job's
+log (Katib's NAME=VALUE, in the same file), kept in ``Trial.metrics``.
 
 Feasibility: a job is feasible when it reported every constraint's metric and each lies within its bounds (a
 bound itself is allowed). An infeasible job is never the best and never on the front. Its violation is Optuna's

@@ -60,7 +60,7 @@ def tuning_row(trial, decision, goal, step_label):
     return row
 
 
-def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, objectives=None):
+def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, objectives=None, metric=None):
     """A sweep's figures, the one answer `run`, `status`, `metrics` and `report` show: the best job, counts by state
     and by decision, compute used and saved.
 
@@ -69,6 +69,7 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, 
     :param decisions: {job name: Decision}: the controller's stops and the sampler's own (Hyperband's promotions).
     :param objectives: a sweep's objectives and constraints (core/tuning/objectives.py), or None: the best is a
         feasible job (by the first objective), and the figures add the Pareto front (core/tuning/front.py).
+    :param metric: the objective's metric name, the label of every job's value (core/units.value_label).
     """
     best = best_trial(trials, goal, objectives)
     used, full = job_steps(trials)
@@ -80,6 +81,7 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, 
         by_decision[decision.kind if decision else (CONTINUED if ran_to_end(t) else t.state)] += 1
     figures = {
         'goal': goal,
+        'metric': metric,
         'best': None if best is None else {
             'name': best.name, 'objective': best.last, 'step': _plain(best.reports[-1].step), 'resource': best.resource,
             'parameters': best.params},
@@ -96,24 +98,33 @@ def sweep_figures(trials, decisions, goal, step_label='step', job_seconds=None, 
     return figures
 
 
-def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None, objectives=None):
+def summarize_run(trials, decisions, goal, end, end_text, step_label='step', job_seconds=None, objectives=None,
+                  metric=None):
     """The result of `sweep run`: why it ended, and the sweep's figures (sweep_figures)."""
     return dict({'ended': end, 'endedBecause': end_text},
-                **sweep_figures(trials, decisions, goal, step_label, job_seconds, objectives))
+                **sweep_figures(trials, decisions, goal, step_label, job_seconds, objectives, metric))
 
 
-def describe_figures(figures, goal=None):
+def best_phrase(metric, value, name):
+    """'best val_accuracy 0.9 (lr-0af3...)': the sweep's best job and its value, labelled as every command labels a
+    job's value (core/units.value_label), in `run`'s, `status`'s, `metrics`' and `report`'s lines on stderr."""
+    from ..units import value_label
+    return 'best {} {} ({})'.format(value_label(metric), fmt(value), name)
+
+
+def describe_figures(figures):
     """The figures in one line: jobs, best, compute (what `run`, `status` and `metrics` print on stderr)."""
+    from ..units import percent_text
     best = figures['best']
     compute = figures['compute']
-    found = 'best {} {} ({})'.format(goal or figures['goal'], fmt(best['objective']), best['name']) if best else \
+    found = best_phrase(figures.get('metric'), best['objective'], best['name']) if best else \
         'no best job (no objective, or no job ran to the end with a value)'
-    return '{} jobs; {}; {} of {} job-steps run, {}% saved'.format(
-        figures['jobs'], found, compute['jobSteps'], compute['jobStepsFull'], compute['savedPercent'])
+    return '{} jobs; {}; {} of {} job-steps run, {} saved'.format(
+        figures['jobs'], found, compute['jobSteps'], compute['jobStepsFull'], percent_text(compute['savedPercent']))
 
 
-def describe(result, goal):
+def describe(result):
     """One line for stderr at the end of a run."""
-    text = describe_figures(result, goal)
+    text = describe_figures(result)
     jobs, rest = text.split('; ', 1)
     return '{}; ended: {}; {}'.format(jobs, result['endedBecause'], rest)

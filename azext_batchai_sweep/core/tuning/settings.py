@@ -73,8 +73,8 @@ def check_tuning(document, sampling, path, adaptive, max_total_jobs=None):
                        'run at once', concurrent, total, total)
     job_timeout, timeout = limits.get('jobTimeoutMinutes'), limits.get('timeoutMinutes')
     if job_timeout is not None and timeout is not None and job_timeout > timeout:
-        logger.warning('limits.jobTimeoutMinutes (%g) is longer than limits.timeoutMinutes (%g): the sweep\'s '
-                       'timeout stops the jobs first', job_timeout, timeout)
+        logger.warning('limits.jobTimeoutMinutes (%g minutes) is longer than limits.timeoutMinutes (%g minutes): the '
+                       'sweep\'s timeout stops the jobs first', job_timeout, timeout)
     return objective, limits, policy
 
 

@@ -88,8 +88,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         results are used instead (agreement.py); None: BOHB's rule exactly.
     :param objectives: the sweep's objectives.Objectives when it has several objectives or constraints, else None.
         The model at a budget is fitted on the first objective alone (the only one a job reports at each step: the
-        others are its log's last values, known only when it ends; docs/sweep-run.md), and with constraints it is
-        MOTPE's feasible-first split of that one objective (motpe.py): a job that broke a constraint is in the bad
+        others are its log's last values, known only when it ends; docs/sweep-objectives.md), and with constraints it
+        is MOTPE's feasible-first split of that one objective (motpe.py): a job that broke a constraint is in the bad
         group, one whose constraint metrics are not all known yet comes after the feasible ones.
     """
 

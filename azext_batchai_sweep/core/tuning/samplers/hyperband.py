@@ -207,18 +207,24 @@ class HyperbandSampler(Sampler):
                 numbers = {'bracket': bracket.key, 'rung': i, 'rank': rank, 'ranked': len(ranked), 'keep': keep,
                            'value': t.last, 'cutoff': cutoff}
                 if rank <= keep:
-                    text = 'promoted by hyperband to {} {}: rank {}/{} ({}), the best {} go on'.format(
-                        self.resource, fmt(bracket.rungs[i + 1].resource), rank, len(ranked), fmt(t.last), keep)
+                    text = 'promoted by hyperband to {} {}: rank {}/{} ({}), {}'.format(
+                        self.resource, fmt(bracket.rungs[i + 1].resource), rank, len(ranked), fmt(t.last),
+                        _going_on(keep))
                     kind = PROMOTED
                 else:
-                    text = 'not promoted by hyperband: rank {}/{} at {} {} ({} {} {}{}), the best {} go on'.format(
+                    text = 'not promoted by hyperband: rank {}/{} at {} {} ({} {} {}{}), {}'.format(
                         rank, len(ranked), self.resource, fmt(rung.resource), fmt(t.last),
                         _worse_sign(t.last, cutoff, self.goal), fmt(cutoff),
-                        '; a tie goes to the earlier slot' if t.last == cutoff else '', keep)
+                        '; a tie goes to the earlier slot' if t.last == cutoff else '', _going_on(keep))
                     kind = NOT_PROMOTED
                 decisions[t.name] = Decision(job=t.name, kind=kind, rule='hyperband', step=rung.resource,
                                              numbers=numbers, text=text)
         return decisions
+
+
+def _going_on(keep):
+    """'the best 3 go on', 'the best one goes on': how many of a rung the next one takes."""
+    return 'the best one goes on' if keep == 1 else 'the best {} go on'.format(keep)
 
 
 def _worse_sign(value, cutoff, goal):
