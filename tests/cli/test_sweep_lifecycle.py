@@ -119,6 +119,31 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         target.run('stop', 'slow', '--yes')
 
 
+def _cpu_seconds_of_waits(sweep):
+    """The CPU time spent so far by this test's `sweep status -n SWEEP --wait` processes (/proc)."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/{}/cmdline'.format(pid), 'rb') as f:
+                argv = f.read().split(b'\0')
+            with open('/proc/{}/stat'.format(pid), encoding='ascii') as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if b'--wait' in argv and b'status' in argv and sweep.encode() in argv:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return total
+
+
+def _until_waiting(sweep, timeout=120):
+    """Return once the wait is polling: its process has spent more CPU time than az needs to start and make its
+    first request (under 1.1 s here). CPU time, not a fixed sleep: on a loaded machine az takes far longer than 3 s of
+    wall time to start, and a service killed before the first poll is 'cannot be reached', another case."""
+    deadline = time.monotonic() + timeout
+    while _cpu_seconds_of_waits(sweep) < 1.3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
 def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path):
     svc = service_factory(name='dying', slots=1)
     az = service_az(svc, str(tmp_path))
@@ -135,7 +160,7 @@ def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path)
         outcome['seconds'] = time.monotonic() - started
     thread = threading.Thread(target=wait)
     thread.start()
-    time.sleep(3)
+    _until_waiting(args[-1])
     svc.proc.kill()  # the service dies during the wait
     thread.join(90)
     assert not thread.is_alive(), 'the wait did not end after the service died'

@@ -13,7 +13,7 @@ from tests.cli.test_sweep_identity import Target, read_plan, write_sweep
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
-SLEEPER = 'echo "x={{X}}"; echo "warming up x={{X}}" >&2; sleep 60'
+SLEEPER = 'echo "x={{X}}"; echo "warming up x={{X}}" >&2; sleep 600'  # stopped by the test: long enough for any load
 
 
 @pytest.fixture
