@@ -97,8 +97,8 @@ def start_service(data_dir, slots, profile=None):
     cmd = [sys.executable, *prefix, '-m', 'azext_batchai_sweep.localservice', '--data-dir', data_dir, '--port', '0',
            '--files-port', '0', '--slots', str(slots), '--log-level', 'DEBUG']
     log = open(os.path.join(data_dir, 'service.log'), 'ab')  # pylint: disable=consider-using-with
-    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # pylint: disable=consider-using-with
-                            start_new_session=True)
+    proc = subprocess.Popen(  # pylint: disable=consider-using-with
+        cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     log.close()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -226,7 +226,8 @@ def one_run(args, root, jobs, sampling):
         'az_cpu_per_decision_ms': 1000 * az_cpu / decisions, 'az_peak_mb': peak_kb / 1024,
         'service_cpu': service_cpu, 'service_peak_mb': service_kb / 1024,
         'requests': requests, 'requests_per_job': sum(requests.values()) / len(spans),
-        'stopped': result['decisions'].get('stopped', 0), 'load': loads, 'best': (result.get('best') or {}).get('objective'),
+        'stopped': result['decisions'].get('stopped', 0), 'load': loads,
+        'best': (result.get('best') or {}).get('objective'),
     }
     with open(os.path.join(directory, 'figures.json'), 'w', encoding='utf-8') as f:
         json.dump(figures, f, indent=1)
@@ -258,7 +259,8 @@ def main():
         from bench.scale_batch import batch_poll
         batch_poll(args.batch_tasks)
         return
-    print('| jobs | sampling | wall | jobs\' slot-time / slots | ratio | idle slot-time (of the jobs\' span) | az CPU | '
+    print('| jobs | sampling | wall | jobs\' slot-time / slots | ratio | idle slot-time (of the jobs\' span) | '
+          'az CPU | '
           'az peak RSS | service CPU, peak RSS | requests/job | load |', flush=True)
     root = tempfile.mkdtemp(prefix='bench-scale-')
     try:

@@ -1,7 +1,8 @@
 """bench/scale.py --batch: the Azure Batch scheduler's poll of 10,000 queued tasks (issue 44, item 3).
 
 The lifecycle double of the Batch data plane (tests/azurebatch/double: TEST CODE, answering as the real service's
-recordings do) runs in a child process, so that its CPU is not counted as the scheduler's. A pool that never grows
+recordings do) runs in a child process, so that its CPU is not counted as the scheduler's, on Batch's clock (its
+tests run it 600x fast, and each of its ticks scans every task). A pool that never grows
 (0 nodes) holds `tasks` tasks of one Batch job, added by the scheduler's client (client.BatchApi.add_tasks:
 collections of at most 100). Then the scheduler's own poll (AzureBatchScheduler._poll: one filtered task list per
 Batch job, each answer matched to the job it runs) is run with every task held, as after their add:
@@ -25,7 +26,7 @@ DOUBLE = '''
 import json, sys, time
 sys.path.insert(0, {repo!r})
 from tests.azurebatch.double import BatchDouble
-double = BatchDouble({directory!r})
+double = BatchDouble({directory!r}, speed=1, tick_seconds=0.5)  # Batch's clock, no tick 50x a second
 print(json.dumps({{'endpoint': double.endpoint, 'ca': double.ca_file, 'token': double.issue_token(lifetime=7200)}}),
       flush=True)
 sys.stdin.read()
@@ -107,7 +108,8 @@ def batch_poll(tasks):
         figures = {}
         for name in ('full list', 'within the margin', 'nothing changed'):
             if name == 'nothing changed':  # the margin past: the filter starts after every task's last change
-                scheduler._since['j'] = time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime(time.time() + 5))  # pylint: disable=protected-access
+                later = time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime(time.time() + 5))
+                scheduler._since['j'] = later  # pylint: disable=protected-access
             with _Clock(api, child.pid) as poll:
                 scheduler._poll()  # pylint: disable=protected-access
             figures[name] = poll

@@ -19,7 +19,7 @@ def double(tmp_path):
 
 
 @pytest.mark.parametrize('tasks', [30, 1100])  # Batch's pages hold 1,000 tasks
-def test_a_poll_reads_the_task_list_as_json_page_by_page(double, monkeypatch, tasks):  # noqa: W0621 pylint: disable=redefined-outer-name
+def test_a_poll_reads_the_task_list_as_json_page_by_page(double, monkeypatch, tasks):  # pylint: disable=W0621
     import azure.batch._model_base as models
     from azext_batchai_sweep.localservice.schedulers.azurebatch.client import POLL_SELECT
     api = _api(double, [])

@@ -158,7 +158,48 @@ def test_the_journal_is_written_by_the_one_pass_encoder(tmp_path, monkeypatch):
     monkeypatch.setattr(json.encoder, '_make_iterencode', python_path)
     path = str(tmp_path / 'sweep.run.json')
     journal = Journal(path)
-    rows = {'job-{}'.format(i): {'decision': 'stopped', 'best': i / 7, 'reason': 'rung 0 \u2264 0.5'} for i in range(200)}
+    rows = {'job-{}'.format(i): {'decision': 'stopped', 'best': i / 7, 'reason': 'rung 0 \u2264 0.5'}
+            for i in range(200)}
     journal.data['rows'] = rows
     journal.save()
     assert Journal(path).data['rows'] == rows
+
+
+def _listed(name, state, created='2026-11-28T10:00:00Z', index=0):
+    from azext_batchai_sweep.core.service.listing import ListedJob
+    env = [{'name': 'BATCHAI_SWEEP_NAME', 'value': 's'}, {'name': 'BATCHAI_SWEEP_INDEX', 'value': str(index)},
+           {'name': 'BATCHAI_SWEEP_PARAMS', 'value': '{"X": %d}' % index}]
+    return ListedJob({'name': name, 'properties': {'executionState': state, 'creationTime': created,
+                                                   'provisioningState': 'succeeded', 'environmentVariables': env}},
+                     None)
+
+
+def _observer(listings):
+    """A SweepRun's observe() alone, on a listing that the test gives poll by poll (no follower: no objective)."""
+    from types import SimpleNamespace
+    from azext_batchai_sweep.core.tuning.loop import Journal, SweepRun
+    run = object.__new__(SweepRun)
+    run.journal, run.follower, run.clock = Journal(None), None, lambda: 0.0
+    run.controller = SimpleNamespace(decisions={}, judged={})
+    run.factory = SimpleNamespace(resource_name=None)
+    run.trials, run.jobs, run._finished = [], {}, {}  # pylint: disable=protected-access
+    held = []
+
+    def list_jobs():
+        held.append(len(run.jobs))  # what the run still holds of the last listing while it lists again
+        return listings.pop(0)
+    run.list_jobs = list_jobs
+    return run, held
+
+
+def test_a_finished_job_is_one_trial_from_poll_to_poll_and_one_listing_is_held():
+    first = [_listed('a', 'succeeded', index=0), _listed('b', 'running', index=1)]
+    again = [_listed('a', 'succeeded', index=0), _listed('b', 'running', index=1)]
+    rerun = [_listed('a', 'succeeded', created='2026-11-28T11:00:00Z', index=0), _listed('b', 'succeeded', index=1)]
+    run, held = _observer([first, again, rerun])
+    trials = [run.observe()[0] for _ in range(3)]
+    assert trials[1][0] is trials[0][0]          # finished: the same Trial, not rebuilt from its listing
+    assert trials[1][1] is not trials[0][1]      # running: built again
+    assert trials[2][0] is not trials[1][0]      # a new attempt of the job (resubmit): built again
+    assert [t.state for t in trials[2]] == ['succeeded', 'succeeded']
+    assert held == [0, 0, 0]  # the last listing was let go before the next one was read

@@ -426,6 +426,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
 
     def observe(self):
         """List the sweep's jobs, read their new log lines, and build the trials (in index order)."""
+        self.jobs = {}  # the last listing goes before the next one comes: one listing in memory (9 kB a job)
         jobs = self.list_jobs()
         self._new_attempts(jobs)
         states = {job.name: job_state(job) for job in jobs}
