@@ -18,7 +18,7 @@ Usage: python bench/scale.py [--jobs 1000 3000 10000] [--sampling bayesian rando
    job, by kind (its DEBUG log of every request). With `--profile DIR`, az and the service run under cProfile.
 2. `--batch`: the local service's Azure Batch scheduler against the lifecycle double (tests/azurebatch), with
    `--batch-tasks` tasks queued on a pool that never grows: the requests per submitted job and the CPU and time of one
-   poll (one filtered task list), from the scheduler's own counts (scale_batch in this file).
+   poll (one filtered task list), from the scheduler's own counts (bench/scale_batch.py).
 Setup is never timed; figures go to stdout as table rows (docs/benchmarks.md).
 """
 import argparse
