@@ -16,7 +16,7 @@ NODE_STAMP := node_modules/.azurite-installed
 
 .PHONY: demo bytecode test test-reliability mutate dev test-tools system-deps-slurm system-deps-mpi system-deps-chromium bench bench-slurm bench-expand \
 	bench-service bench-cli bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo bench-mf bench-warmstart \
-	bench-report bench-suggest wheel lint clean
+	bench-report bench-suggest bench-scale wheel lint clean
 
 demo: dev bytecode
 	$(BIN)/python scripts/demo.py
@@ -110,7 +110,7 @@ wheel: $(TEST_STAMP)
 # Every benchmark (several minutes); figures and how to read them in docs/benchmarks.md. The service and CLI
 # benchmarks reuse the test helpers (pytest), not Azurite: no node needed.
 bench: bench-expand bench-service bench-cli bench-slurm bench-tuning bench-tpe bench-mo bench-mo-real bench-importance bench-hpo \
-	bench-mf bench-warmstart bench-report bench-suggest
+	bench-mf bench-warmstart bench-report bench-suggest bench-scale
 
 bench-expand: dev
 	$(BIN)/python bench/expand.py
@@ -181,6 +181,13 @@ bench-report: dev $(TEST_STAMP)
 # time in one run. A few minutes.
 bench-suggest: dev $(TEST_STAMP)
 	nice -n 10 $(BIN)/python bench/suggest.py $(BENCH_ARGS)
+
+# One `sweep run` of 1,000, 3,000 and 10,000 jobs (ASHA under TPE, then random sampling) on the local service's
+# processes scheduler, 32 slots, measured end to end; then the Azure Batch scheduler's poll of 10,000 queued tasks
+# (the lifecycle double). About an hour on 2 CPUs; SCALE_ARGS='--jobs 1000' for a quicker look.
+bench-scale: dev $(TEST_STAMP)
+	nice -n 10 $(BIN)/python bench/scale.py $(SCALE_ARGS)
+	nice -n 10 $(BIN)/python bench/scale.py --batch
 
 # azdev's linter on this extension, in its own venv (azdev brings its own pylint and tools); scripts/lint/ has the
 # rest. `make test` checks the same rules without azdev: tests/cli/test_linter_rules.py.

@@ -82,10 +82,23 @@ class Controller:
         self.goal = goal or getattr(sampler, 'goal', None) or 'max'
         self.judged = dict(judged or {})
         self.decisions = dict(decisions or {})
+        self._seen = {}  # {job name: (the trial, its decision, as_seen of it)}: reused while both are the same
 
     def as_seen_by_policies(self, trials):
-        """The trials as the rules must see them (see as_seen)."""
-        return as_seen(trials, self.decisions)
+        """The trials as the rules must see them (see as_seen). A trial object seen before with the same decision
+        gives the same answer without a copy (a finished job's Trial is reused from poll to poll: core/tuning/loop.py),
+        so a poll does not copy every job a rule stopped (issue 44)."""
+        memo, decisions, seen = self._seen, self.decisions, []
+        for trial in trials:
+            decision = decisions.get(trial.name)
+            if decision is None and trial.state != 'terminated':
+                seen.append(trial)
+                continue
+            known = memo.get(trial.name)
+            if known is None or known[0] is not trial or known[1] is not decision:
+                known = memo[trial.name] = (trial, decision, as_seen([trial], decisions)[0])
+            seen.append(known[2])
+        return seen
 
     def step(self, trials, elapsed_seconds=0.0):
         """The actions for one observation of the sweep (every job, in index order)."""

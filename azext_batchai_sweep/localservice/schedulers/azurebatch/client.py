@@ -103,6 +103,42 @@ def _enable_autoscale(client, pool_id, body):
     return Generated.enable_pool_auto_scale(client, pool_id, dict(body), **NO_SDK_RETRY)
 
 
+def _task_list(client, job_id, query):
+    """Every page of one task list as the REST JSON it is (the answers' dicts, as the spec has them).
+
+    The SDK's public list_tasks turns each task into a model and the poll turned it back into JSON: 0.3 ms of CPU
+    per task, over 3 s for a poll of 10,000 tasks (issue 44). The generated request builder beneath it makes the same
+    request (URL, api-version, $filter, $select); the pages are read with json, the next ones by their
+    odata.nextLink with the client's api-version, as the SDK reads them. Errors raise HttpResponseError, as the
+    SDK's do (the answer's JSON holds Batch's code). The public operation where that builder is missing."""
+    try:
+        from azure.batch._operations._operations import (  # pylint: disable=import-outside-toplevel
+            build_batch_list_tasks_request)
+    except ImportError:  # another SDK layout
+        return [_plain(t) for t in client.list_tasks(job_id, **query, **NO_SDK_RETRY)]
+    import urllib.parse  # pylint: disable=import-outside-toplevel
+    from azure.core.exceptions import HttpResponseError  # pylint: disable=import-outside-toplevel
+    from azure.core.rest import HttpRequest  # pylint: disable=import-outside-toplevel
+    api_version = client._config.api_version  # pylint: disable=protected-access
+    request = build_batch_list_tasks_request(job_id=job_id, api_version=api_version, **query)
+    tasks = []
+    while request is not None:
+        response = client.send_request(request, **NO_SDK_RETRY)
+        if response.status_code != 200:
+            raise HttpResponseError(response=response)
+        page = response.json()
+        tasks.extend(page.get('value') or ())
+        next_link = page.get('odata.nextLink')
+        request = None
+        if next_link:
+            parsed = urllib.parse.urlparse(next_link)
+            params = dict(urllib.parse.parse_qsl(parsed.query))
+            params['api-version'] = api_version
+            request = HttpRequest('GET', urllib.parse.urljoin(next_link, parsed.path), params=params,
+                                  headers={'Accept': 'application/json'})
+    return tasks
+
+
 def _plain(value):
     """An SDK model (a MutableMapping of REST names) as plain JSON; dicts and lists as they are."""
     if hasattr(value, 'as_dict'):
@@ -295,8 +331,8 @@ class BatchApi:
         query = {'select': POLL_SELECT}
         if since:
             query['filter'] = "stateTransitionTime ge datetime'{}'".format(since)
-        return self._call('list_tasks', lambda: [_plain(t) for t in self.client.list_tasks(
-            job_id, **query, **NO_SDK_RETRY)], ok_codes=('JobNotFound',)) or []
+        return self._call('list_tasks', lambda: _task_list(self.client, job_id, query),
+                          ok_codes=('JobNotFound',)) or []
 
     def terminate_task(self, job_id, task_id):
         self._call('terminate_task', lambda: self.client.terminate_task(job_id, task_id, **NO_SDK_RETRY),
