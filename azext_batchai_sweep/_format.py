@@ -145,7 +145,9 @@ def sweep_status_table_format(result):
         row['Start (UTC)'] = _short_time(job['startTime'])  # the zone said: a bare 20:17 reads as local time
         row['Duration'] = duration_text(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
-    return rows
+    # A stopped job's decision says its numbers ("stopped: val_accuracy 0.61 < median 0.8 at epoch 7"): the table cuts
+    # it first to fit TABLE_WIDTH (-o json keeps it whole); the names, which other commands take, are never cut.
+    return _fit(rows, _STATUS_FLEXIBLE) if rows else rows
 
 
 def sweep_run_table_format(result):
@@ -314,6 +316,7 @@ _LOCAL_COLUMNS = (('running', 'Running'), ('targeted', 'Targeted'), ('stopped', 
                   ('scheduler', 'Scheduler'), ('runsOn', 'Runs On'), ('pools', 'Pools'), ('dataDir', 'Data Dir'))
 # Cut to fit, in this order: each first down to its floor, then, if still too wide, down to its header's width.
 _LOCAL_FLEXIBLE = (('Data Dir', 24), ('Runs On', 24), ('Pools', 24), ('Cluster', 12))
+_STATUS_FLEXIBLE = (('Decision', 20),)
 
 
 def local_service_table_format(result):
@@ -373,7 +376,7 @@ def _home_path(path):
 
 def _column_widths(rows):
     """{title: width} of knack's table of these rows: each column as wide as its longest cell or its header plus 2."""
-    return {title: max([len(title) + 2] + [len(row[title]) for row in rows]) for title in rows[0]}
+    return {title: max([len(title) + 2] + [len(str(row.get(title, ''))) for row in rows]) for title in rows[0]}
 
 
 def _fit(rows, flexible, width=TABLE_WIDTH):

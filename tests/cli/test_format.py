@@ -147,3 +147,39 @@ def test_a_short_local_table_is_not_cut():
     status = local_service_table_format({'running': True, 'targeted': False, 'scheduler': 'azure-batch',
                                          'batchAccount': 'b', 'poolAllocationMode': 'BatchService', 'pools': []})
     assert [list(row.values()) for row in status] == [['True', 'False', 'b (BatchService)', 'none', '', '']]
+
+
+def _rendered_status(result):
+    from types import SimpleNamespace
+    from knack.output import format_table
+    from azext_batchai_sweep._format import sweep_status_table_format
+    return format_table(SimpleNamespace(result=result, table_transformer=sweep_status_table_format,
+                                        is_query_active=False))
+
+
+def _run_job(name, decision, **parameters):
+    return {'name': name, 'state': 'terminated', 'exitCode': None, 'startTime': None, 'durationSeconds': None,
+            'parameters': parameters,
+            'tuning': {'step': 7, 'latest': 0.61, 'best': 0.63, 'decision': 'stopped', 'reason': decision}}
+
+
+def test_a_run_sweeps_status_table_fits_100_columns_by_cutting_the_decision_never_a_name():
+    # A sweep's job names (the sweep's name and 16 hex digits), two parameters, a stopped job's decision in words: the
+    # decision is cut, from its end, to what the other columns leave.
+    decision = 'stopped: val_accuracy 0.6133 < median 0.8467 at epoch 7 (median rule)'
+    for names in (('moons-0123456789abcdef',), ('moons-0123456789abcdef', 'moons-f00d'),
+                  ('m-0123456789abcdef', 'mo-0123456789abcdef')):
+        jobs = [_run_job(name, decision, lr=0.0123, units=64) for name in names]
+        result = {'jobs': jobs, 'figures': {'metric': 'val_accuracy'}}
+        table = _rendered_status(result)
+        lines = table.splitlines()
+        assert max(len(line) for line in lines) <= 100, '\n' + table
+        for name in names:
+            assert name in table  # a name is what --job takes: never cut
+        assert 'stopped: val' in table and '...' in table  # the decision's start, and a mark of the cut
+
+
+def test_a_status_table_that_fits_is_not_cut():
+    decision = 'stopped at epoch 7'
+    table = _rendered_status({'jobs': [_run_job('a', decision, x=1)], 'figures': {'metric': 'acc'}})
+    assert decision in table and '...' not in table
