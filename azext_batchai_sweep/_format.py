@@ -146,8 +146,9 @@ def sweep_status_table_format(result):
         row['Duration'] = duration_text(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     # A stopped job's decision says its numbers ("stopped: val_accuracy 0.61 < median 0.8 at epoch 7"): the table cuts
-    # it first to fit TABLE_WIDTH (-o json keeps it whole); the names, which other commands take, are never cut.
-    return _fit(rows, _STATUS_FLEXIBLE) if rows else rows
+    # it, to no less than its floor, to fit TABLE_WIDTH (-o json keeps it whole). A short decision ("ran to the end")
+    # is never cut, nor a name, which other commands take: long names and parameters may still go past 100 columns.
+    return _fit(rows, _STATUS_FLEXIBLE, to_headers=False) if rows else rows
 
 
 def sweep_run_table_format(result):
@@ -379,13 +380,13 @@ def _column_widths(rows):
     return {title: max([len(title) + 2] + [len(str(row.get(title, ''))) for row in rows]) for title in rows[0]}
 
 
-def _fit(rows, flexible, width=TABLE_WIDTH):
+def _fit(rows, flexible, width=TABLE_WIDTH, to_headers=True):
     """Cut the `flexible` columns ((title, floor), in that order) until the rows fit `width` columns (2 spaces
-    between columns): each down to its floor first, then each down to its header's width. A path keeps its end
-    (the folder's own name), a list of pools whole items ('+3 more'), any other text its start."""
+    between columns): each down to its floor first, then (to_headers) each down to its header's width. A path keeps
+    its end (the folder's own name), a list of pools whole items ('+3 more'), any other text its start."""
     widths = _column_widths(rows)
     excess = sum(widths.values()) + 2 * (len(widths) - 1) - width
-    for stage in (0, 1):
+    for stage in ((0, 1) if to_headers else (0,)):
         for title, floor in flexible:
             if excess <= 0 or title not in widths:
                 continue

@@ -179,7 +179,12 @@ def test_a_run_sweeps_status_table_fits_100_columns_by_cutting_the_decision_neve
         assert 'stopped: val' in table and '...' in table  # the decision's start, and a mark of the cut
 
 
-def test_a_status_table_that_fits_is_not_cut():
+def test_a_status_table_that_fits_is_not_cut_nor_a_short_decision_that_cannot_make_it_fit():
     decision = 'stopped at epoch 7'
     table = _rendered_status({'jobs': [_run_job('a', decision, x=1)], 'figures': {'metric': 'acc'}})
     assert decision in table and '...' not in table
+    # The README tour's shape: 31-character names and two long parameter names are wider than 100 columns whatever
+    # the decision; a short one is kept whole rather than cut for nothing.
+    wide = {'jobs': [_run_job('moons-adaptive-0123456789abcdef', 'ran to the end', LEARNING_RATE=0.05,
+                              HIDDEN_UNITS=8)], 'figures': {'metric': 'val_accuracy'}}
+    assert 'ran to the end' in _rendered_status(wide)
