@@ -146,7 +146,7 @@ def sweep_status_table_format(result):
         row['Duration'] = duration_text(job['durationSeconds'])
         rows.append(_with_parameters(row, parameters))
     # A stopped job's decision says its numbers ("stopped: val_accuracy 0.61 < median 0.8 at epoch 7"): the table cuts
-    # it, to no less than its floor, to fit TABLE_WIDTH (-o json keeps it whole). A short decision ("ran to the end")
+    # it, to no less than 14 characters, to fit TABLE_WIDTH (-o json keeps it whole). A short decision ("ran to the end")
     # is never cut, nor a name, which other commands take: long names and parameters may still go past 100 columns.
     return _fit(rows, _STATUS_FLEXIBLE, to_headers=False) if rows else rows
 
@@ -317,7 +317,7 @@ _LOCAL_COLUMNS = (('running', 'Running'), ('targeted', 'Targeted'), ('stopped', 
                   ('scheduler', 'Scheduler'), ('runsOn', 'Runs On'), ('pools', 'Pools'), ('dataDir', 'Data Dir'))
 # Cut to fit, in this order: each first down to its floor, then, if still too wide, down to its header's width.
 _LOCAL_FLEXIBLE = (('Data Dir', 24), ('Runs On', 24), ('Pools', 24), ('Cluster', 12))
-_STATUS_FLEXIBLE = (('Decision', 20),)
+_STATUS_FLEXIBLE = (('Decision', 14),)  # 'ran to the end' whole; 'stopped: va...'
 
 
 def local_service_table_format(result):

@@ -168,7 +168,7 @@ def test_a_run_sweeps_status_table_fits_100_columns_by_cutting_the_decision_neve
     # decision is cut, from its end, to what the other columns leave.
     decision = 'stopped: val_accuracy 0.6133 < median 0.8467 at epoch 7 (median rule)'
     for names in (('moons-0123456789abcdef',), ('moons-0123456789abcdef', 'moons-f00d'),
-                  ('m-0123456789abcdef', 'mo-0123456789abcdef')):
+                  ('m-0123456789abcdef', 'mo-0123456789abcdef'), ('moons-0123456789abcdef', 'm-0123456789abcdef')):
         jobs = [_run_job(name, decision, lr=0.0123, units=64) for name in names]
         result = {'jobs': jobs, 'figures': {'metric': 'val_accuracy'}}
         table = _rendered_status(result)
