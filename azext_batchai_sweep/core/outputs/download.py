@@ -415,16 +415,22 @@ def read_new_bytes_of(link, offset, retry=None):
     """read_new_bytes of the file whose download URL `link()` gives (None: the file is not there yet, b''), asking
     `link(renew=True)` once for a new URL when the one in hand is refused (403, 404: an expired or revoked SAS), as
     a log followed for hours outlives its link (core/tuning/logs.py, core/report/live.py)."""
+    return _with_one_renewal(link, lambda url: read_new_bytes(url, offset, retry=retry), b'')
+
+
+def _with_one_renewal(link, read, nothing):
+    """read(url) of the URL `link()` gives (None when it gives none); when that URL is refused (403, 404: an expired
+    or revoked SAS), read(url) of `link(renew=True)`'s once, `nothing` when there is none."""
     url = link()
     if url is None:
         return None
     try:
-        return read_new_bytes(url, offset, retry=retry)
+        return read(url)
     except requests.HTTPError as exc:
         if exc.response is None or exc.response.status_code not in (403, 404):
             raise
     url = link(renew=True)
-    return read_new_bytes(url, offset, retry=retry) if url else b''
+    return read(url) if url else nothing
 
 
 def _chunks_after(response, skip):
@@ -454,13 +460,4 @@ def iter_new_bytes(url, offset, retry=None):
 def iter_new_bytes_of(link, offset, retry=None):
     """iter_new_bytes of the file whose download URL `link()` gives (None: the file is not there yet), with
     read_new_bytes_of's one renewal of a refused link."""
-    url = link()
-    if url is None:
-        return None
-    try:
-        return iter_new_bytes(url, offset, retry=retry)
-    except requests.HTTPError as exc:
-        if exc.response is None or exc.response.status_code not in (403, 404):
-            raise
-    url = link(renew=True)
-    return iter_new_bytes(url, offset, retry=retry) if url else iter(())
+    return _with_one_renewal(link, lambda url: iter_new_bytes(url, offset, retry=retry), iter(()))

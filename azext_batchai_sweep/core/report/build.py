@@ -10,13 +10,15 @@ from .data import report_data
 from .model import EXTRA_SAMPLING
 
 
-def write_file_atomically(path, text):
+def write_file_atomically(path, text, mode=0o644):
+    """Write `text` to a temporary file beside `path` (made private by mkstemp), give it `mode`, rename it over
+    `path`; the temporary is removed on any error."""
     directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix='.report-', suffix='.html', dir=directory)
+    handle, temporary = tempfile.mkstemp(prefix='.report-', suffix='.tmp', dir=directory)
     try:
         with os.fdopen(handle, 'w', encoding='utf-8') as out:
             out.write(text)
-        os.chmod(temporary, 0o644)
+        os.chmod(temporary, mode)
         os.replace(temporary, path)
     except BaseException:
         try:

@@ -22,7 +22,8 @@ atomically, readable by its owner only.
 import hashlib
 import json
 import os
-import tempfile
+
+from .build import write_file_atomically
 
 CACHE_VERSION = 1
 # The bytes before the read position that the next read fetches again and compares (as their hash).
@@ -122,16 +123,5 @@ class LogCache:
         """Write what `logs` ({job name: JobLog}) have read, atomically; an error is the caller's to say."""
         jobs = {name: _entry_out(log) for name, log in logs.items() if log.consumed or log.complete}
         text = json.dumps({'version': CACHE_VERSION, 'key': self.key, 'jobs': jobs}, separators=(',', ':'))
-        directory = os.path.dirname(os.path.abspath(self.path))
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix='.report-cache-', suffix='.json', dir=directory)
-        try:
-            with os.fdopen(handle, 'w', encoding='utf-8') as out:  # mkstemp: readable by its owner only
-                out.write(text)
-            os.replace(temporary, self.path)
-        except BaseException:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
-            raise
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), mode=0o700, exist_ok=True)
+        write_file_atomically(self.path, text, mode=0o600)  # readable by its owner only
