@@ -59,6 +59,16 @@ def _in_scratch(prefix, make):
 
 
 @pytest.fixture
+def double(tmp_path):
+    """A Batch double of the test's own, in its tmp_path (no Prism in front: what the client sends is its test's)."""
+    made = BatchDouble(str(tmp_path / 'batch'))
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
 def batch_double():
     with _in_scratch('batch-double-', BatchDouble) as double:
         yield double

@@ -11,16 +11,8 @@ from hypothesis import given, settings, strategies as st
 from azext_batchai_sweep.localservice.schedulers.azurebatch import node_wrapper
 from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchApi, BatchCallError, _JitteredRetryAfter
-from tests.azurebatch.double import BatchDouble
 
 
-@pytest.fixture
-def double(tmp_path):
-    made = BatchDouble(str(tmp_path / 'batch'))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _api(double, sleeps, source=None, **options):

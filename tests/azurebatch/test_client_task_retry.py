@@ -14,18 +14,10 @@ import pytest
 from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.schedulers.azurebatch.client import BatchApi, _JitteredRetryAfter
 from azext_batchai_sweep.localservice.schedulers.azurebatch.node_wrapper import TASK_VARIABLE
-from tests.azurebatch.double import BatchDouble
 
 ADD = r'/jobs/j/addtaskcollection$'
 
 
-@pytest.fixture
-def double(tmp_path):
-    made = BatchDouble(str(tmp_path / 'batch'))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.fixture

@@ -8,14 +8,6 @@ import pytest
 from tests.azurebatch.test_client import _api, _pool_and_job, _task
 
 
-@pytest.fixture
-def double(tmp_path):
-    from tests.azurebatch.double import BatchDouble
-    made = BatchDouble(str(tmp_path / 'batch'))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.mark.parametrize('tasks', [30, 1100])  # Batch's pages hold 1,000 tasks
