@@ -14,6 +14,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -30,18 +31,26 @@ MODULES = {
     'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
     'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py']),
     'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_hostile_reports.py',
-                                                 'tests/tuning/test_stop_rules.py']),
+                                                 'tests/tuning/test_decision_wording.py',
+                                                 'tests/tuning/test_optuna_oracle.py']),
     'samplers': (['core/tuning/samplers/*.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
                                                  'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
                                                  'tests/tuning/test_pareto.py']),
-    'metrics': (['core/outputs/metrics.py'], ['tests/experiment', 'tests/tuning/test_hostile_reports.py']),
+    'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
+                                              'tests/experiment/test_service_flow.py',
+                                              'tests/tuning/test_one_reading_of_a_line.py',
+                                              'tests/tuning/test_steps_bounded.py',
+                                              'tests/tuning/test_infeasible_never_best.py',
+                                              'tests/tuning/test_hostile_reports.py']),
     'report-data': (['core/report/data.py'], ['tests/report']),
-    'store': (['localservice/data/store.py'], ['tests/localservice/test_store_tree.py',
-                                          'tests/localservice/test_store_queue.py']),
+    'store': (['localservice/data/store.py'], ['tests/localservice/test_store_rows.py',
+                                               'tests/localservice/test_store_tree.py',
+                                               'tests/localservice/test_store_queue.py']),
     'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_jobs.py', 'tests/localservice/test_lifecycle.py',
                                             'tests/localservice/test_job_preparation.py']),
     'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py']),
     'batch-states': (['localservice/schedulers/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
+                                                             'tests/azurebatch/test_states_nodes.py',
                                                              'tests/azurebatch/test_states_outcomes.py',
                                                              'tests/azurebatch/test_task_logs.py']),
     'batch-client': (['localservice/schedulers/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
@@ -64,12 +73,17 @@ def _copy_tree(name):
     for folder in (PACKAGE, 'tests'):
         shutil.copytree(os.path.join(REPO, folder), os.path.join(work, folder), ignore=ignore)
     shutil.copy(os.path.join(REPO, 'pytest.ini'), work)
+    # az finds the dev extension under test by its egg-info (tests/fixtures_az.py): mutmut's mutants/ gets it too,
+    # so the az-driven tests of a selection load the mutated package, not fail
+    for egg_info in glob.glob(os.path.join(REPO, '*.egg-info')):
+        shutil.copytree(egg_info, os.path.join(work, os.path.basename(egg_info)))
     return work
 
 
 def _config(files, tests):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
+    lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
     lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
