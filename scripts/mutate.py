@@ -11,6 +11,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py params store         # some of them
     python scripts/mutate.py --list               # the modules and their tests
     python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
+    python scripts/mutate.py --resume policies    # go on with a run that was stopped (Ctrl-C, a deadline)
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
 import argparse
@@ -56,6 +57,7 @@ MODULES = {
                                                              'tests/azurebatch/test_states_outcomes.py',
                                                              'tests/azurebatch/test_task_logs.py']),
     'batch-client': (['localservice/schedulers/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
+                                                             'tests/azurebatch/test_client_calls.py',
                                                              'tests/azurebatch/test_client_task_retry.py']),
     'batch-pools': (['localservice/schedulers/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py']),
     'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
@@ -100,11 +102,15 @@ def _mutmut(work, *args, check=True):
     return subprocess.run([mutmut, *args], cwd=work, check=check, capture_output=True, text=True)
 
 
-def run_module(name, children):
+def run_module(name, children, resume=False):
+    """mutmut run on one module in a fresh copy; `resume`: in the copy an earlier, stopped run left (mutmut keeps
+    each mutant's result as it comes, and checks only those without one)."""
     files, tests = MODULES[name]
-    work = _copy_tree(name)
-    with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
-        f.write(_config(files, tests))
+    work = os.path.join(BUILD, name)
+    if not (resume and os.path.isdir(os.path.join(work, 'mutants'))):
+        work = _copy_tree(name)
+        with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
+            f.write(_config(files, tests))
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
@@ -177,6 +183,8 @@ def main(argv=None):
     parser.add_argument('--list', action='store_true', help='list the modules and their tests')
     parser.add_argument('--recheck', action='store_true',
                         help="run an earlier run's survivors against the tests as they are now")
+    parser.add_argument('--resume', action='store_true',
+                        help='go on with a stopped run (its mutants not yet checked) instead of starting afresh')
     args = parser.parse_args(argv)
     if args.list:
         for name, (files, tests) in MODULES.items():
@@ -190,7 +198,7 @@ def main(argv=None):
         if args.recheck:
             recheck(name)
         else:
-            run_module(name, children)
+            run_module(name, children, resume=args.resume)
     return 0
 
 

@@ -1,0 +1,189 @@
+"""client.BatchApi's calls one by one, against the lifecycle double of the Batch data plane (TEST CODE:
+tests/azurebatch/double/, answering as the recorded service does) through the real SDK: what each call answers when
+the resource is there, when it is gone (a delete of what is gone is done, a get is None, a list is empty), and when
+Batch refuses it (BatchCallError with Batch's code); the task files a poll reads (their sizes, a byte range); the
+account's active jobs; and the error's words (Batch's code and message, never a SAS)."""
+import time
+
+import pytest
+
+from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import (BatchApi, BatchCallError,
+                                                                           _JitteredRetryAfter, error_code)
+from azext_batchai_sweep.localservice.schedulers.azurebatch.tasks import MAX_ADD_BYTES
+from tests.azurebatch.double import BatchDouble
+
+IMAGE = {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
+                            'version': 'latest'}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}
+
+
+@pytest.fixture(name='double')
+def _double(tmp_path):
+    made = BatchDouble(str(tmp_path / 'batch'))
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture(name='api')
+def _api(double):
+    credential = AzLoginCredential(source=lambda: (double.issue_token(), time.time() + 3600))
+    retry = _JitteredRetryAfter(max_retries=2, base_delay=0.01, max_delay=0.02, sleep=lambda _: None,
+                                random=lambda: 0.5)
+    return BatchApi(double.endpoint, credential, retry=retry, connection_verify=double.ca_file)
+
+
+def _pool(api, pool_id='p', nodes=0):
+    return api.create_pool({'id': pool_id, 'vmSize': 'Standard_D2s_v3', 'targetDedicatedNodes': nodes,
+                            'virtualMachineConfiguration': IMAGE})
+
+
+def test_an_add_says_whether_it_was_new_and_a_get_of_what_is_missing_is_none(api):
+    assert _pool(api) is True and _pool(api) is False
+    assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is True
+    assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is False
+    assert api.get_pool('p')['vmSize'].lower() == 'standard_d2s_v3' and api.get_pool('none') is None
+    assert api.get_job('j')['poolInfo'] == {'poolId': 'p'} and api.get_job('none') is None
+    assert api.get_pool('p', select=['id']) == {'id': 'p'}
+    assert api.calls['create_pool'] == 2 and api.calls['get_pool'] == 3
+
+
+def test_a_delete_or_terminate_of_what_is_gone_is_done_and_other_refusals_raise(api):
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    api.terminate_task('j', 'none')
+    api.delete_task('j', 'none')
+    api.terminate_task('none', 'none')
+    api.delete_task('none', 'none')
+    api.delete_job('none')
+    api.delete_pool('none')
+    with pytest.raises(BatchCallError) as refused:
+        api.resize_pool('none', {'targetDedicatedNodes': 1})
+    assert (refused.value.status, refused.value.code) == (404, 'PoolNotFound')
+    assert str(refused.value).startswith('resize_pool failed: PoolNotFound: ')
+    with pytest.raises(BatchCallError) as refused:
+        api.disable_autoscale('none')
+    assert refused.value.code == 'PoolNotFound'
+    api.delete_job('j')
+    api.delete_pool('p')
+    for gone in (api.get_job('j'), api.get_pool('p')):
+        assert gone is None or gone['state'] == 'deleting'  # being deleted, or deleted already
+    assert api.calls['delete_job'] == 2 and api.calls['delete_pool'] == 2
+
+
+def test_pools_are_listed_by_their_id_prefix_whatever_it_holds(api):
+    for pool_id in ('sweep-a', 'sweep-b', 'other'):
+        _pool(api, pool_id)
+    assert sorted(p['id'] for p in api.list_pools('sweep-')) == ['sweep-a', 'sweep-b']
+    assert sorted(p['id'] for p in api.list_pools()) == ['other', 'sweep-a', 'sweep-b']
+    assert api.list_pools("it's") == []  # a quote in the prefix is the OData literal's '', not its end
+    listed = api.list_pools('other')[0]
+    assert listed['vmSize'].lower() == 'standard_d2s_v3' and 'allocationState' in listed
+
+
+def test_the_nodes_of_a_pool_and_of_one_that_is_gone(api, double):
+    _pool(api, nodes=1)
+    double.account.wait(lambda: [n.state for n in double.account.pools['p'].nodes.values()] == ['idle'])
+    (node,) = api.list_nodes('p')
+    assert node['state'] == 'idle' and node['id']
+    assert api.list_nodes('none') == []
+
+
+def _task_done(api, double, command):
+    _pool(api, nodes=1)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    assert api.add_tasks('j', [{'id': 't', 'commandLine': command}]) == {'t': None}
+    double.account.wait(lambda: double.account.jobs['j'].tasks['t'].state == 'completed', 30)
+
+
+def test_task_files_are_listed_with_their_sizes_and_read_by_range(api, double):
+    _task_done(api, double, "/bin/bash -c 'printf \"hello world\" > out.txt; mkdir -p sub; printf ab > sub/x'")
+    files = api.list_task_files('j', 't')
+    assert files['wd/out.txt'] == 11 and files['wd/sub/x'] == 2 and files['stdout.txt'] == 0
+    assert 'wd' not in files and 'wd/sub' not in files  # folders are no files
+    assert api.read_task_file('j', 't', 'wd/out.txt', 6, 11) == b'world'
+    assert api.read_task_file('j', 't', 'wd/out.txt', 0, 1) == b'h'
+    assert api.read_task_file('j', 't', 'wd/out.txt', 5, 5) == b''
+    assert api.read_task_file('j', 't', 'wd/none.txt', 0, 4) == b''
+    assert api.list_task_files('j', 'none') == {} and api.list_task_files('none', 't') == {}
+    assert api.calls['get_task_file'] == 3  # an empty range is no request
+
+
+def test_tasks_are_listed_by_the_time_their_state_changed(api, double):
+    _task_done(api, double, '/bin/true')
+    assert [t['id'] for t in api.list_tasks('j')] == ['t']
+    assert [t['id'] for t in api.list_tasks('j', since='2000-01-01T00:00:00.000Z')] == ['t']
+    assert api.list_tasks('j', since='2999-01-01T00:00:00.000Z') == []
+    assert api.list_tasks('none') == []
+
+
+def test_the_accounts_active_jobs_are_counted(api):
+    _pool(api)
+    assert api.count_active_jobs() == 0
+    for job_id in ('a', 'b'):
+        api.create_job({'id': job_id, 'poolInfo': {'poolId': 'p'}})
+    assert api.count_active_jobs() == 2
+    api.delete_job('a')
+    assert api.count_active_jobs() == 1
+
+
+def test_a_task_too_large_for_any_request_is_refused_alone(api, double):
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    huge = {'id': 'huge', 'commandLine': '/bin/true',
+            'environmentSettings': [{'name': 'V', 'value': 'x' * (MAX_ADD_BYTES + 1)}]}
+    added = api.add_tasks('j', [huge, {'id': 'small', 'commandLine': '/bin/true'}])
+    assert added['small'] is None
+    code, message = added['huge']
+    assert code == 'RequestTooLarge' and 'more than a Batch request may carry ({})'.format(MAX_ADD_BYTES) in message
+    with double.account.lock:
+        assert list(double.account.jobs['j'].tasks) == ['small']
+
+
+@pytest.mark.parametrize('status, code, message, expected', [
+    (500, None, None, 'get_pool failed: HTTP 500'),
+    (None, 'ServiceRequestError', None, 'get_pool failed: ServiceRequestError'),
+    (403, 'AuthorizationFailure', 'not allowed', 'get_pool failed: AuthorizationFailure: not allowed'),
+    (400, 'InvalidUri', 'bad https://a.blob/c?sv=1&sig=SECRET x', 'get_pool failed: InvalidUri: bad '
+                                                                   'https://a.blob/c?<SAS removed> x'),
+])
+def test_a_failed_call_says_what_batch_said_without_a_sas(status, code, message, expected):
+    error = BatchCallError('get_pool', status, code, message)
+    assert str(error) == expected and (error.status, error.code) == (status, code)
+    assert 'SECRET' not in (error.message or '')
+
+
+class _Model:
+    def __init__(self, code, message):
+        self.code, self.message = code, message
+
+
+class _Value:
+    value = 'in an object'
+
+
+class _Failure(Exception):
+    def __init__(self, model=None, answer=None, broken=False):
+        super().__init__('failed')
+        self.model = model
+        if answer is not None or broken:
+            def json():
+                if broken:
+                    raise ValueError('not JSON')
+                return answer
+            self.response = type('Response', (), {'json': staticmethod(json)})()
+
+
+@pytest.mark.parametrize('exc, expected', [
+    (_Failure(_Model('PoolNotFound', 'plain')), ('PoolNotFound', 'plain')),
+    (_Failure(_Model('X', {'lang': 'en-US', 'value': 'in a dict'})), ('X', 'in a dict')),
+    (_Failure(_Model('X', _Value())), ('X', 'in an object')),
+    (_Failure(_Model('X', 42)), ('X', '42')),
+    (_Failure(answer={'code': 'JobNotFound', 'message': {'lang': 'en-US', 'value': 'gone'}}), ('JobNotFound', 'gone')),
+    (_Failure(answer=['not', 'a', 'dict']), (None, None)),
+    (_Failure(broken=True), (None, None)),
+    (ValueError('no answer'), (None, None)),
+])
+def test_batchs_error_code_and_message_are_read_from_any_answer(exc, expected):
+    assert error_code(exc) == expected
