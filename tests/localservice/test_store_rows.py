@@ -209,3 +209,40 @@ def test_a_failed_delete_tree_rolls_back_and_the_store_stays_usable(store, monke
     assert store.get(key) is not None
     store.delete_tree(EXP)
     assert store.get(key) is None
+
+
+def test_one_store_serves_every_thread_of_the_service(store):
+    """The HTTP layer's threads and the scheduler's share one store: a row written on one thread is read on
+    another (a connection bound to its creating thread would raise ProgrammingError there)."""
+    import threading
+    seen, failed = [], []
+
+    def worker(name):
+        try:
+            _job(store, name)
+            seen.append(store.get(EXP + '/jobs/' + name)['key'])
+        except Exception as exc:  # pylint: disable=broad-except
+            failed.append(exc)
+
+    threads = [threading.Thread(target=worker, args=('t{}'.format(i),)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed and sorted(seen) == [EXP + '/jobs/t{}'.format(i) for i in range(4)]
+
+
+def test_the_schedulers_question_after_every_create_is_answered_from_its_index(store):
+    """Slurm's scheduler asks for the jobs still to hand over after every create, under the store lock: SQLite
+    answers from the partial index of queued jobs without a scheduler id, not by scanning every job."""
+    _job(store, 'a')
+    conn = store._conn  # pylint: disable=protected-access
+    asked = []
+    conn.set_trace_callback(asked.append)  # the statement as SQLite ran it, its values bound
+    try:
+        assert len(store.unsubmitted(10)) == 1
+    finally:
+        conn.set_trace_callback(None)
+    (query,) = asked
+    plan = ' '.join(row[-1] for row in conn.execute('EXPLAIN QUERY PLAN ' + query))
+    assert 'resources_unsubmitted' in plan, plan
