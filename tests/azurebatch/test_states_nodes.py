@@ -69,6 +69,8 @@ def test_a_job_needs_as_many_usable_nodes_as_it_has_nodes():
     assert states.cannot_grow(broken, nodes, needed=3)['code'] == 'ResizeStopped'
     assert states.cannot_grow(broken, nodes, needed=0) is None and states.cannot_grow(broken, nodes, None) is None
     assert states.cannot_grow(broken, [], needed=None)['code'] == 'ResizeStopped'  # no node: even a 1-node job
+    for needed in (None, 0, 1):  # a job without a node count needs one node
+        assert states.cannot_grow(broken, nodes[1:], needed=needed) is None
 
 
 @pytest.mark.parametrize('pool_state, expected', [('steady', 'steady'), ('Steady', 'steady'),
@@ -89,9 +91,9 @@ def test_a_cluster_is_steady_only_when_its_pool_is(pool_state, expected):
     ('AccountSpotCoreQuotaReached', "the Batch account's Spot vCPU quota"),
 ])
 def test_a_quota_error_says_which_quota_and_how_to_get_more(code, words):
-    pool = {'resizeErrors': [{'code': code, 'message': 'The quota was reached.'}]}
+    pool = {'resizeErrors': [{'code': code, 'message': 'The quota was reached for NDX.'}]}
     (error,) = states.cluster_state(pool)['errors']
-    assert error == {'code': code, 'message': 'The quota was reached ({} is used up). Request more (Batch account '
+    assert error == {'code': code, 'message': 'The quota was reached for NDX ({} is used up). Request more (Batch account '
                                               '> Quotas > Request quota increase) or lower the cluster\'s node '
                                               'count.'.format(words)}
 
@@ -174,7 +176,33 @@ def test_a_task_without_a_wall_clock_limit_or_times_never_timed_out():
         'startTime': '2026-11-26T10:00:00Z'}))[2][0]['code'] == 'TaskEnded'
     assert states.outcome(task(constraints={'maxWallClockTime': 'PT1M'}, info=long_run))[2][0]['code'] == (
         'MaxWallClockTimeExceeded')
-    # Batch's own word for it, without the times
-    assert states.outcome(task(info={'failureInfo': {'code': 'MaxWallClockTimeExceeded'}}))[2][0]['code'] == (
-        'MaxWallClockTimeExceeded')
+    # Batch's own word for it, without the times: the service's error (its words), whatever Batch's case
+    for batch_code in ('MaxWallClockTimeExceeded', 'TASKWALLCLOCKLIMIT'):
+        assert states.outcome(task(info={'failureInfo': {'code': batch_code, 'message': 'Batch words'}})) == (
+            'failed', -1, [{'code': 'MaxWallClockTimeExceeded',
+                            'message': 'The job ran longer than its constraints.maxWallClockTime.'}])
 
+
+def test_a_failed_job_preparation_says_its_exit_code():
+    task = {'id': 't1', 'state': 'completed', 'executionInfo': {
+        'retryCount': 0, 'requeueCount': 0, 'exitCode': 7, 'result': 'failure',
+        'failureInfo': {'category': 'usererror', 'code': 'FailureExitCode', 'message': 'exit 7'}}}
+    assert states.outcome(task, exit_record=('prep', 7)) == (
+        'failed', 7, [{'code': 'JobPreparationFailed', 'message': 'jobPreparation.commandLine exited with 7.'}])
+
+
+
+def test_a_node_error_says_the_nodes_state_and_batchs_sentence_once():
+    node = {'id': 'n7', 'state': 'offline', 'errors': [{'code': 'DiskError', 'message': 'No space on /dev/sdX.'}]}
+    (error,) = states.cluster_errors({}, [node])
+    assert error['message'] == 'Node n7 is offline (DiskError: No space on /dev/sdX).'
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('see https://acct.blob.core.windows.net/logs/t1?sv=2021&se=x&sig=abc%3D&sp=cw now',
+     'see https://acct.blob.core.windows.net/logs/t1?<SAS removed> now'),
+    ('no query https://a/b and ?x=1', 'no query https://a/b and ?x=1'),
+    ('', ''), (None, ''),
+])
+def test_a_sas_in_batchs_words_is_replaced_by_a_mark(text, expected):
+    assert states.redact_sas(text) == expected
