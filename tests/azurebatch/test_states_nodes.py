@@ -114,7 +114,7 @@ def test_one_cluster_error_per_code_across_the_nodes():
     mount = {'code': 'MountConfigurationError', 'message': 'mount failed.'}
     nodes = [{'id': 'n1', 'state': 'unusable', 'errors': [mount]},
              {'id': 'n2', 'state': 'unusable', 'errors': [mount, {'message': 'no code'}]},
-             {'id': 'n3', 'state': 'unusable', 'errors': [{'code': 'DiskFull'}]},
+             {'id': 'n3', 'state': 'unusable', 'errors': [{'code': 'DiskFull'}, {'message': 'again no code'}]},
              {'id': 'n4', 'state': 'starttaskfailed', 'startTaskInfo': {'exitCode': 3}},
              {'id': 'n5', 'state': 'starttaskfailed', 'startTaskInfo': {'exitCode': 4}},
              {'id': 'n6', 'state': 'idle', 'startTaskInfo': {'exitCode': 5, 'failureInfo': {
@@ -206,3 +206,12 @@ def test_a_node_error_says_the_nodes_state_and_batchs_sentence_once():
 ])
 def test_a_sas_in_batchs_words_is_replaced_by_a_mark(text, expected):
     assert states.redact_sas(text) == expected
+
+
+def test_batchs_failure_details_are_all_named_in_the_jobs_error():
+    task = {'id': 't1', 'state': 'completed', 'executionInfo': {
+        'retryCount': 0, 'requeueCount': 0, 'result': 'failure', 'failureInfo': {
+            'category': 'usererror', 'code': 'ResourceFileDownloadFailed', 'message': 'could not download',
+            'details': [{'name': 'FilePath', 'value': 'a.py'}, {'name': 'HttpStatusCode', 'value': '403'}]}}}
+    assert states.outcome(task)[2] == [{'code': 'ResourceFileDownloadFailed',
+                                        'message': 'could not download (FilePath=a.py, HttpStatusCode=403)'}]
