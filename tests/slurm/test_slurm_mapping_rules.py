@@ -96,7 +96,8 @@ def test_a_single_job_writes_its_output_where_batch_ai_puts_it():
 
 
 def test_an_array_is_refused_a_folder_with_a_backslash():
-    with pytest.raises(ValueError, match='backslash'):
+    with pytest.raises(ValueError, match="^an array's output pattern cannot be written in a folder whose path "
+                                         'holds a backslash$'):
         mapping.array_options([], 'a', '/d/a\\b', 2)
     assert mapping.array_options(['--nodes=1'], 'a', '/d/a', 1) == [
         '--job-name=a', '--array=0-0', '--nodes=1', '--output=/d/a/%a.out', '--error=/d/a/%a.err',
