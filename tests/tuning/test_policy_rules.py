@@ -2,7 +2,10 @@
 case computed by hand: what a skipped decision logs, and what ASHA says of a job it lets go on past several rungs."""
 import logging
 
+import pytest
+
 from azext_batchai_sweep.core.tuning.policies import make_policy
+from azext_batchai_sweep.core.tuning.policies.bandit import BanditPolicy
 from azext_batchai_sweep.core.tuning.policies.base import Policy
 
 from .helpers import trial
@@ -40,3 +43,11 @@ def test_asha_names_every_rung_a_job_is_promoted_past_in_one_report():
     # a report that crosses no rung says nothing
     c = trial('c', [0.9, 0.95], steps=[9, 10])
     assert policy.kept(c, 2, [a, c]) is None
+
+
+@pytest.mark.parametrize('slack', [{}, {'slack_factor': 0.1, 'slack_amount': 0.2}])
+def test_bandit_takes_exactly_one_slack_and_says_so(slack):
+    """The sweep file's validation says it to users; a caller that builds a policy itself gets the same rule."""
+    with pytest.raises(ValueError, match='^bandit needs exactly one of slack_factor and slack_amount$'):
+        BanditPolicy('max', **slack)
+    assert BanditPolicy('min', slack_amount=0.2).threshold(1.0)[0] == 1.2
