@@ -187,3 +187,57 @@ class _Failure(Exception):
 ])
 def test_batchs_error_code_and_message_are_read_from_any_answer(exc, expected):
     assert error_code(exc) == expected
+
+
+def test_a_pool_list_carries_what_the_pool_watch_reads_and_nothing_else(api):
+    """pool_watch and `local status` read sizes, node counts, targets, errors, autoscale and the owner's metadata;
+    the rest of a pool (its VM configuration, start task...) never travels back."""
+    api.create_pool({'id': 'p', 'vmSize': 'Standard_D2s_v3', 'targetDedicatedNodes': 1, 'targetLowPriorityNodes': 1,
+                     'virtualMachineConfiguration': IMAGE, 'metadata': [{'name': 'owner', 'value': 'me'}]})
+    (pool,) = api.list_pools('p')
+    wanted = {'id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
+              'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale', 'autoScaleRun',
+              'autoScaleEvaluationInterval', 'metadata'}
+    assert set(pool) <= wanted
+    assert {'id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
+            'targetDedicatedNodes', 'targetLowPriorityNodes', 'enableAutoScale', 'metadata'} <= set(pool)
+    assert (pool['targetDedicatedNodes'], pool['targetLowPriorityNodes']) == (1, 1)
+    assert pool['metadata'] == [{'name': 'owner', 'value': 'me'}]
+
+
+def test_a_node_list_carries_its_state_start_task_and_errors_only(api, double):
+    api.create_pool({'id': 'p', 'vmSize': 'Standard_D2s_v3', 'targetDedicatedNodes': 1,
+                     'virtualMachineConfiguration': IMAGE,
+                     'startTask': {'commandLine': '/bin/true', 'waitForSuccess': True}})
+    double.account.wait(lambda: [n.state for n in double.account.pools['p'].nodes.values()] == ['idle'], 30)
+    with double.account.lock:
+        (node,) = double.account.pools['p'].nodes.values()
+        node.errors = [{'code': 'MountConfigurationError', 'message': 'mount failed'}]  # as a failed mount sets it
+    (listed,) = api.list_nodes('p')
+    assert set(listed) == {'id', 'state', 'startTaskInfo', 'errors'}
+    assert listed['errors'][0]['code'] == 'MountConfigurationError' and listed['startTaskInfo']['exitCode'] == 0
+
+
+def test_the_accounts_images_are_listed(api):
+    images = api.list_supported_images()
+    assert images and all(i['nodeAgentSKUId'] and i['imageReference']['publisher'] for i in images)
+
+
+@pytest.mark.parametrize('call, method, path, what', [
+    (lambda api: api.list_nodes('p'), 'GET', '^/pools/p/nodes', 'list_nodes'),
+    (lambda api: api.list_supported_images(), 'GET', '^/supportedimages', 'list_supported_images'),
+    (lambda api: api.enable_autoscale('p', {'autoScaleFormula': '$TargetDedicatedNodes = 0;',
+                                            'autoScaleEvaluationInterval': 'PT5M'}),
+     'POST', '/enableautoscale$', 'enable_pool_auto_scale'),
+    (lambda api: api.disable_autoscale('p'), 'POST', '/disableautoscale$', 'disable_pool_auto_scale'),
+])
+def test_each_request_is_retried_by_the_services_rules_and_counted_under_its_operation(api, double, call, method,
+                                                                                        path, what):
+    """The SDK's own retry is off: a throttled request is retried by the service's rules (its sleeps, its count),
+    and `local status` counts every request sent, by operation."""
+    _pool(api)
+    before = dict(api.calls)
+    double.faults.throttle(count=1, retry_after=0, status=503, method=method, path=path)
+    call(api)
+    sent = {key: count - before.get(key, 0) for key, count in api.calls.items() if count != before.get(key, 0)}
+    assert sent == {what: 2}
