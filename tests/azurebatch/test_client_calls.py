@@ -241,3 +241,35 @@ def test_each_request_is_retried_by_the_services_rules_and_counted_under_its_ope
     call(api)
     sent = {key: count - before.get(key, 0) for key, count in api.calls.items() if count != before.get(key, 0)}
     assert sent == {what: 2}
+
+
+@pytest.fixture(name='other_sdk_layout')
+def _other_sdk_layout(monkeypatch):
+    """An SDK without the generated operations class the client calls first (another azure-batch layout): its
+    import fails, and the client falls back on the SDK's public operations."""
+    from azure.batch._operations import _operations  # pylint: disable=import-outside-toplevel
+    monkeypatch.delattr(_operations, 'BatchClientOperationsMixin')
+    with pytest.raises(ImportError):  # what the client's first try meets
+        from azure.batch._operations._operations import BatchClientOperationsMixin  # noqa: F401 pylint: disable=W0611
+
+
+def test_with_another_sdk_layout_autoscale_still_reaches_batch(api, double, other_sdk_layout):  # noqa: W0613
+    _pool(api)
+    api.enable_autoscale('p', {'autoScaleFormula': '$TargetDedicatedNodes = 0;', 'autoScaleEvaluationInterval': 'PT7M'})
+    (sent,) = [r for r in double.requests if r.method == 'POST' and r.path.endswith('/enableautoscale')]
+    assert sent.body['autoScaleFormula'] == '$TargetDedicatedNodes = 0;'
+    from azext_batchai_sweep.localservice.resources import parse_duration
+    assert parse_duration(sent.body['autoScaleEvaluationInterval']).total_seconds() == 420
+    pool = api.get_pool('p')
+    assert pool['enableAutoScale'] and pool['autoScaleFormula'] == '$TargetDedicatedNodes = 0;'
+    api.enable_autoscale('p', {'autoScaleFormula': '$TargetDedicatedNodes = 1;'})  # no interval: Batch's own
+    assert 'autoScaleEvaluationInterval' not in double.requests[-1].body
+
+
+def test_with_another_sdk_layout_tasks_are_still_added(api, double, other_sdk_layout):  # noqa: W0613
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    assert api.add_tasks('j', [{'id': 'a', 'commandLine': '/bin/true'}, {'id': 'b', 'commandLine': '/bin/true'}]) == {
+        'a': None, 'b': None}
+    with double.account.lock:
+        assert sorted(double.account.jobs['j'].tasks) == ['a', 'b']
