@@ -11,6 +11,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py params store         # some of them
     python scripts/mutate.py --list               # the modules and their tests
     python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
+    python scripts/mutate.py --recheck store --tests tests/localservice/test_store_rows.py   # only the new tests
     python scripts/mutate.py --resume policies    # go on with a run that was stopped (Ctrl-C, a deadline)
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
@@ -181,11 +182,12 @@ def summarize(name):
     return summary
 
 
-def recheck(name):
+def recheck(name, only_tests=None):
     """Run each mutant an earlier run left alive (survived, no tests) against the checkout's tests as they are now,
     one pytest per mutant (mutmut's own switch, MUTANT_UNDER_TEST): the survivors new tests have killed, without
     running every mutant again. Updates summary.json's survivors with 'now': killed|survived."""
     files, tests = MODULES[name]
+    tests = only_tests or tests
     work = os.path.join(BUILD, name)
     with open(os.path.join(work, 'summary.json'), encoding='utf-8') as f:
         summary = json.load(f)
@@ -215,6 +217,8 @@ def main(argv=None):
     parser.add_argument('--list', action='store_true', help='list the modules and their tests')
     parser.add_argument('--recheck', action='store_true',
                         help="run an earlier run's survivors against the tests as they are now")
+    parser.add_argument('--tests', nargs='+', metavar='TEST',
+                        help='with --recheck: run these tests (the new ones) on each survivor, not the whole selection')
     parser.add_argument('--resume', action='store_true',
                         help='go on with a stopped run (its mutants not yet checked) instead of starting afresh')
     args = parser.parse_args(argv)
@@ -228,7 +232,7 @@ def main(argv=None):
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
-            recheck(name)
+            recheck(name, args.tests)
         else:
             run_module(name, children, resume=args.resume)
     return 0
