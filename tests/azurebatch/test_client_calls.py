@@ -151,6 +151,7 @@ def test_a_task_too_large_for_any_request_is_refused_alone(api, double):
 def test_a_failed_call_says_what_batch_said_without_a_sas(status, code, message, expected):
     error = BatchCallError('get_pool', status, code, message)
     assert str(error) == expected and (error.status, error.code) == (status, code)
+    assert (error.message is None) == (message is None)  # no message from Batch: none, not an empty one
     assert 'SECRET' not in (error.message or '')
 
 
@@ -225,6 +226,12 @@ def test_the_accounts_images_are_listed(api):
 
 @pytest.mark.parametrize('call, method, path, what', [
     (lambda api: api.list_nodes('p'), 'GET', '^/pools/p/nodes', 'list_nodes'),
+    (lambda api: api.resize_pool('p', {'targetDedicatedNodes': 0}), 'POST', '/resize$', 'resize_pool'),
+    (lambda api: api.delete_pool('p'), 'DELETE', '^/pools/p$', 'delete_pool'),
+    (lambda api: api.terminate_task('j', 't'), 'POST', '/tasks/t/terminate$', 'terminate_task'),
+    (lambda api: api.delete_task('j', 't'), 'DELETE', '/tasks/t$', 'delete_task'),
+    (lambda api: api.list_task_files('j', 't'), 'GET', '/tasks/t/files$', 'list_task_files'),
+    (lambda api: api.read_task_file('j', 't', 'stdout.txt', 0, 1), 'GET', '/files/stdout.txt$', 'get_task_file'),
     (lambda api: api.list_supported_images(), 'GET', '^/supportedimages', 'list_supported_images'),
     (lambda api: api.enable_autoscale('p', {'autoScaleFormula': '$TargetDedicatedNodes = 0;',
                                             'autoScaleEvaluationInterval': 'PT5M'}),
@@ -235,7 +242,7 @@ def test_each_request_is_retried_by_the_services_rules_and_counted_under_its_ope
                                                                                         path, what):
     """The SDK's own retry is off: a throttled request is retried by the service's rules (its sleeps, its count),
     and `local status` counts every request sent, by operation."""
-    _pool(api)
+    _task_done(api, double, '/bin/true')
     before = dict(api.calls)
     double.faults.throttle(count=1, retry_after=0, status=503, method=method, path=path)
     call(api)
@@ -273,3 +280,47 @@ def test_with_another_sdk_layout_tasks_are_still_added(api, double, other_sdk_la
         'a': None, 'b': None}
     with double.account.lock:
         assert sorted(double.account.jobs['j'].tasks) == ['a', 'b']
+
+
+@pytest.mark.parametrize('call, method, path, status, code', [
+    (lambda api: api.delete_pool('p'), 'DELETE', '^/pools/p$', 409, 'PoolBeingDeleted'),
+    (lambda api: api.delete_job('j'), 'DELETE', '^/jobs/j$', 409, 'JobBeingDeleted'),
+    (lambda api: api.terminate_task('j', 't'), 'POST', '/terminate$', 409, 'TaskCompleted'),
+    (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 500, 'OperationTimedOut'),
+    (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 400, 'TaskFilesUnavailable'),
+    (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 400, 'NodeNotReady'),
+])
+def test_an_end_batch_reached_already_is_no_error(api, double, call, method, path, status, code):
+    """Batch's codes for "gone already" or "not yet" come with other statuses than 404 (a pool or job being
+    deleted, a task completed, a task's files not readable yet): the call is done, or has nothing, not failed."""
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    api.add_tasks('j', [{'id': 't', 'commandLine': '/bin/true'}])
+    double.faults.refuse(status, code, 'as Batch says it', count=10, method=method, path=path)
+    assert call(api) in (None, {})
+
+
+def test_a_terminated_task_ends_and_a_deleted_one_is_gone(api, double):
+    _pool(api, nodes=1)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    api.add_tasks('j', [{'id': 'long', 'commandLine': '/bin/sleep 60'}, {'id': 'other', 'commandLine': '/bin/true'}])
+    double.account.wait(lambda: double.account.jobs['j'].tasks['long'].state == 'running', 30)
+    api.terminate_task('j', 'long')
+    assert [t['state'] for t in api.list_tasks('j') if t['id'] == 'long'] == ['completed']
+    api.delete_task('j', 'long')
+    assert [t['id'] for t in api.list_tasks('j')] == ['other']
+
+
+def test_a_resize_sets_the_pools_target(api):
+    _pool(api)
+    api.resize_pool('p', {'targetDedicatedNodes': 2, 'targetLowPriorityNodes': 1})
+    pool = api.get_pool('p')
+    assert (pool['targetDedicatedNodes'], pool['targetLowPriorityNodes']) == (2, 1)
+
+
+def test_a_large_task_file_is_read_whole_and_exactly(api, double):
+    _task_done(api, double, "/bin/bash -c 'seq 1 30000 > big.txt'")
+    expected = ''.join('{}\n'.format(i) for i in range(1, 30001)).encode()
+    assert api.list_task_files('j', 't')['wd/big.txt'] == len(expected)
+    assert api.read_task_file('j', 't', 'wd/big.txt', 0, len(expected)) == expected
+    assert api.read_task_file('j', 't', 'wd/big.txt', 100000, len(expected)) == expected[100000:]
