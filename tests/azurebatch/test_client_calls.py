@@ -45,6 +45,7 @@ def test_an_add_says_whether_it_was_new_and_a_get_of_what_is_missing_is_none(api
     assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is False
     assert api.get_pool('p')['vmSize'].lower() == 'standard_d2s_v3' and api.get_pool('none') is None
     assert api.get_job('j')['poolInfo'] == {'poolId': 'p'} and api.get_job('none') is None
+    assert api.get_job('j', select=['id', 'state']) == {'id': 'j', 'state': 'active'}
     assert api.get_pool('p', select=['id']) == {'id': 'p'}
     assert api.calls['create_pool'] == 2 and api.calls['get_pool'] == 3
 
@@ -190,11 +191,16 @@ def test_batchs_error_code_and_message_are_read_from_any_answer(exc, expected):
     assert error_code(exc) == expected
 
 
-def test_a_pool_list_carries_what_the_pool_watch_reads_and_nothing_else(api):
+def test_a_pool_list_carries_what_the_pool_watch_reads_and_nothing_else(api, double):
     """pool_watch and `local status` read sizes, node counts, targets, errors, autoscale and the owner's metadata;
     the rest of a pool (its VM configuration, start task...) never travels back."""
+    double.faults.resize_error('AccountCoreQuotaReached', pool_id='p')
     api.create_pool({'id': 'p', 'vmSize': 'Standard_D2s_v3', 'targetDedicatedNodes': 1, 'targetLowPriorityNodes': 1,
                      'virtualMachineConfiguration': IMAGE, 'metadata': [{'name': 'owner', 'value': 'me'}]})
+    double.account.wait(lambda: double.account.pools['p'].resize_errors, 30)
+    (pool,) = api.list_pools('p')
+    assert pool['resizeErrors'][0]['code'] == 'AccountCoreQuotaReached'
+    api.enable_autoscale('p', {'autoScaleFormula': '$TargetDedicatedNodes = 0;', 'autoScaleEvaluationInterval': 'PT5M'})
     (pool,) = api.list_pools('p')
     wanted = {'id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
               'targetDedicatedNodes', 'targetLowPriorityNodes', 'resizeErrors', 'enableAutoScale', 'autoScaleRun',
@@ -202,7 +208,8 @@ def test_a_pool_list_carries_what_the_pool_watch_reads_and_nothing_else(api):
     assert set(pool) <= wanted
     assert {'id', 'vmSize', 'allocationState', 'currentDedicatedNodes', 'currentLowPriorityNodes',
             'targetDedicatedNodes', 'targetLowPriorityNodes', 'enableAutoScale', 'metadata'} <= set(pool)
-    assert (pool['targetDedicatedNodes'], pool['targetLowPriorityNodes']) == (1, 1)
+    assert pool['enableAutoScale']
+    assert pool['autoScaleEvaluationInterval'] == 'PT5M' and 'timestamp' in pool['autoScaleRun']
     assert pool['metadata'] == [{'name': 'owner', 'value': 'me'}]
 
 
@@ -226,6 +233,8 @@ def test_the_accounts_images_are_listed(api):
 
 @pytest.mark.parametrize('call, method, path, what', [
     (lambda api: api.list_nodes('p'), 'GET', '^/pools/p/nodes', 'list_nodes'),
+    (lambda api: api.list_pools('p'), 'GET', '^/pools$', 'list_pools'),
+    (lambda api: api.get_job('j'), 'GET', '^/jobs/j$', 'get_job'),
     (lambda api: api.resize_pool('p', {'targetDedicatedNodes': 0}), 'POST', '/resize$', 'resize_pool'),
     (lambda api: api.delete_pool('p'), 'DELETE', '^/pools/p$', 'delete_pool'),
     (lambda api: api.terminate_task('j', 't'), 'POST', '/tasks/t/terminate$', 'terminate_task'),
@@ -289,6 +298,9 @@ def test_with_another_sdk_layout_tasks_are_still_added(api, double, other_sdk_la
     (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 500, 'OperationTimedOut'),
     (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 400, 'TaskFilesUnavailable'),
     (lambda api: api.list_task_files('j', 't'), 'GET', '/files$', 400, 'NodeNotReady'),
+    (lambda api: api.read_task_file('j', 't', 'stdout.txt', 0, 4), 'GET', '/files/stdout.txt$', 409, 'NodeNotFound'),
+    (lambda api: api.read_task_file('none', 't', 'stdout.txt', 0, 4), 'GET', '/files/stdout.txt$', 404,
+     'JobNotFound'),
 ])
 def test_an_end_batch_reached_already_is_no_error(api, double, call, method, path, status, code):
     """Batch's codes for "gone already" or "not yet" come with other statuses than 404 (a pool or job being
@@ -297,7 +309,7 @@ def test_an_end_batch_reached_already_is_no_error(api, double, call, method, pat
     api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
     api.add_tasks('j', [{'id': 't', 'commandLine': '/bin/true'}])
     double.faults.refuse(status, code, 'as Batch says it', count=10, method=method, path=path)
-    assert call(api) in (None, {})
+    assert call(api) in (None, {}, b'')
 
 
 def test_a_terminated_task_ends_and_a_deleted_one_is_gone(api, double):
