@@ -63,7 +63,8 @@ MODULES = {
                                                              'tests/azurebatch/test_task_logs.py::'
                                                              'test_a_failed_log_upload_is_not_the_jobs_failure',
                                                              'tests/azurebatch/test_task_logs.py::'
-                                                             'test_a_sas_quoted_by_batch_never_reaches_a_stored_error']),
+                                                             'test_a_sas_quoted_by_batch_never_reaches_a_stored_'
+                                                             'error']),
     'batch-client': (['localservice/schedulers/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
                                                              'tests/azurebatch/test_client_calls.py',
                                                              'tests/azurebatch/test_client_task_retry.py']),
@@ -150,7 +151,8 @@ def _diff(work, key):
     except (OSError, KeyError, SyntaxError):
         return _mutmut(work, 'show', key).stdout
     mutated = mutated.replace(function, function.rpartition('__mutmut_')[0] + '__mutmut_orig', 1)
-    return ''.join(difflib.unified_diff((original + '\n').splitlines(True), (mutated + '\n').splitlines(True), module, module, n=2))
+    return ''.join(difflib.unified_diff((original + '\n').splitlines(True), (mutated + '\n').splitlines(True),
+                                        module, module, n=2))
 
 
 def summarize(name):

@@ -93,9 +93,9 @@ def test_a_cluster_is_steady_only_when_its_pool_is(pool_state, expected):
 def test_a_quota_error_says_which_quota_and_how_to_get_more(code, words):
     pool = {'resizeErrors': [{'code': code, 'message': 'The quota was reached for NDX.'}]}
     (error,) = states.cluster_state(pool)['errors']
-    assert error == {'code': code, 'message': 'The quota was reached for NDX ({} is used up). Request more (Batch account '
-                                              '> Quotas > Request quota increase) or lower the cluster\'s node '
-                                              'count.'.format(words)}
+    assert error == {'code': code, 'message': 'The quota was reached for NDX ({} is used up). Request more '
+                                              '(Batch account > Quotas > Request quota increase) or lower the '
+                                              'cluster\'s node count.'.format(words)}
 
 
 def test_a_pool_error_keeps_batch_code_and_message_or_names_a_default():
