@@ -10,7 +10,7 @@ import pytest
 from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
 from azext_batchai_sweep.localservice.schedulers.azurebatch.client import (BatchApi, BatchCallError,
                                                                            _JitteredRetryAfter, error_code)
-from azext_batchai_sweep.localservice.schedulers.azurebatch.tasks import MAX_ADD_BYTES
+from azext_batchai_sweep.localservice.schedulers.azurebatch.tasks import MAX_ADD_BYTES, request_bytes
 from tests.azurebatch.double import BatchDouble
 
 IMAGE = {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
@@ -137,7 +137,9 @@ def test_a_task_too_large_for_any_request_is_refused_alone(api, double):
     added = api.add_tasks('j', [huge, {'id': 'small', 'commandLine': '/bin/true'}])
     assert added['small'] is None
     code, message = added['huge']
-    assert code == 'RequestTooLarge' and 'more than a Batch request may carry ({})'.format(MAX_ADD_BYTES) in message
+    size = request_bytes({'value': [huge]})
+    assert (code, message) == ('RequestTooLarge', 'The task is {} bytes, more than a Batch request may carry '
+                                                  '({}).'.format(size, MAX_ADD_BYTES))
     with double.account.lock:
         assert list(double.account.jobs['j'].tasks) == ['small']
 
@@ -235,6 +237,9 @@ def test_the_accounts_images_are_listed(api):
     (lambda api: api.list_nodes('p'), 'GET', '^/pools/p/nodes', 'list_nodes'),
     (lambda api: api.list_pools('p'), 'GET', '^/pools$', 'list_pools'),
     (lambda api: api.get_job('j'), 'GET', '^/jobs/j$', 'get_job'),
+    (lambda api: api.get_pool('p'), 'GET', '^/pools/p$', 'get_pool'),
+    (lambda api: api.delete_job('j'), 'DELETE', '^/jobs/j$', 'delete_job'),
+    (lambda api: api.list_tasks('j'), 'GET', '^/jobs/j/tasks$', 'list_tasks'),
     (lambda api: api.resize_pool('p', {'targetDedicatedNodes': 0}), 'POST', '/resize$', 'resize_pool'),
     (lambda api: api.delete_pool('p'), 'DELETE', '^/pools/p$', 'delete_pool'),
     (lambda api: api.terminate_task('j', 't'), 'POST', '/tasks/t/terminate$', 'terminate_task'),
@@ -336,3 +341,35 @@ def test_a_large_task_file_is_read_whole_and_exactly(api, double):
     assert api.list_task_files('j', 't')['wd/big.txt'] == len(expected)
     assert api.read_task_file('j', 't', 'wd/big.txt', 0, len(expected)) == expected
     assert api.read_task_file('j', 't', 'wd/big.txt', 100000, len(expected)) == expected[100000:]
+
+
+def test_a_task_of_exactly_the_request_limit_is_sent(api, double):
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    body = {'id': 'edge', 'commandLine': '/bin/true', 'environmentSettings': [{'name': 'V', 'value': ''}]}
+    body['environmentSettings'][0]['value'] = 'x' * (MAX_ADD_BYTES - request_bytes({'value': [body]}))
+    assert request_bytes({'value': [body]}) == MAX_ADD_BYTES
+    assert api.add_tasks('j', [body]) == {'edge': None}
+
+
+def test_the_files_of_a_task_not_started_yet_are_none(api):
+    _pool(api)  # no node: the task waits, and Batch answers 409 TaskNotScheduled for its files
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    api.add_tasks('j', [{'id': 't', 'commandLine': '/bin/true'}])
+    assert api.list_task_files('j', 't') == {}
+
+
+def test_a_task_there_of_another_job_is_named_in_the_refusal(api, double):
+    """TaskExists for a task someone else added: the refusal names the Batch job, the task and what is there, from
+    one get of the fields that identify a task."""
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    double.client().create_task('j', {'id': 'x', 'commandLine': '/bin/true', 'displayName': 'theirs'})
+    double.client().create_task('j', {'id': 'y', 'commandLine': '/bin/true'})
+    ours = {'id': 'x', 'commandLine': '/bin/true', 'displayName': 'ours'}
+    assert api.add_tasks('j', [ours, dict(ours, id='y')]) == {
+        'x': ('TaskExists', 'Batch job j already has a task x of another job (theirs).'),
+        'y': ('TaskExists', 'Batch job j already has a task y of another job (not made by this service).')}
+    gets = [r for r in double.requests if r.method == 'GET' and r.path.startswith('/jobs/j/tasks/')]
+    assert len(gets) == 2 and api.calls['get_task'] == 2
+    assert all(set(r.query['$select'].split(',')) == {'id', 'displayName', 'environmentSettings'} for r in gets)
