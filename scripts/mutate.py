@@ -11,9 +11,15 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py params store         # some of them
     python scripts/mutate.py --list               # the modules and their tests
     python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
+    python scripts/mutate.py --recheck store --tests tests/localservice/test_store_rows.py   # only the new tests
+    python scripts/mutate.py --resume policies    # go on with a run that was stopped (Ctrl-C, a deadline)
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
 import argparse
+import ast
+import difflib
+import functools
+import glob
 import json
 import os
 import shutil
@@ -29,22 +35,38 @@ MODULES = {
     'params': (['core/spec/params.py'], ['tests/core/test_params.py', 'tests/sweepfile/test_random_uniform.py']),
     'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
     'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py']),
-    'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_hostile_reports.py',
-                                                 'tests/tuning/test_stop_rules.py']),
+    'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_policy_rules.py',
+                                                 'tests/tuning/test_hostile_reports.py',
+                                                 'tests/tuning/test_decision_wording.py',
+                                                 'tests/tuning/test_optuna_oracle.py']),
     'samplers': (['core/tuning/samplers/*.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
                                                  'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
                                                  'tests/tuning/test_pareto.py']),
-    'metrics': (['core/outputs/metrics.py'], ['tests/experiment', 'tests/tuning/test_hostile_reports.py']),
+    'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
+                                              'tests/experiment/test_service_flow.py',
+                                              'tests/tuning/test_one_reading_of_a_line.py',
+                                              'tests/tuning/test_steps_bounded.py',
+                                              'tests/tuning/test_infeasible_never_best.py',
+                                              'tests/tuning/test_hostile_reports.py']),
     'report-data': (['core/report/data.py'], ['tests/report']),
-    'store': (['localservice/data/store.py'], ['tests/localservice/test_store_tree.py',
-                                          'tests/localservice/test_store_queue.py']),
+    'store': (['localservice/data/store.py'], ['tests/localservice/test_store_rows.py',
+                                               'tests/localservice/test_store_tree.py',
+                                               'tests/localservice/test_store_queue.py']),
     'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_jobs.py', 'tests/localservice/test_lifecycle.py',
                                             'tests/localservice/test_job_preparation.py']),
-    'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py']),
+    'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py',
+                                                                     'tests/slurm/test_slurm_mapping_rules.py']),
     'batch-states': (['localservice/schedulers/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
+                                                             'tests/azurebatch/test_states_nodes.py',
                                                              'tests/azurebatch/test_states_outcomes.py',
-                                                             'tests/azurebatch/test_task_logs.py']),
+                                                             # its tests of states (the rest start Azurite)
+                                                             'tests/azurebatch/test_task_logs.py::'
+                                                             'test_a_failed_log_upload_is_not_the_jobs_failure',
+                                                             'tests/azurebatch/test_task_logs.py::'
+                                                             'test_a_sas_quoted_by_batch_never_reaches_a_stored_'
+                                                             'error']),
     'batch-client': (['localservice/schedulers/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
+                                                             'tests/azurebatch/test_client_calls.py',
                                                              'tests/azurebatch/test_client_task_retry.py']),
     'batch-pools': (['localservice/schedulers/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py']),
     'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
@@ -64,12 +86,17 @@ def _copy_tree(name):
     for folder in (PACKAGE, 'tests'):
         shutil.copytree(os.path.join(REPO, folder), os.path.join(work, folder), ignore=ignore)
     shutil.copy(os.path.join(REPO, 'pytest.ini'), work)
+    # az finds the dev extension under test by its egg-info (tests/fixtures_az.py): mutmut's mutants/ gets it too,
+    # so the az-driven tests of a selection load the mutated package, not fail
+    for egg_info in glob.glob(os.path.join(REPO, '*.egg-info')):
+        shutil.copytree(egg_info, os.path.join(work, os.path.basename(egg_info)))
     return work
 
 
 def _config(files, tests):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
+    lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
     lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
@@ -84,11 +111,15 @@ def _mutmut(work, *args, check=True):
     return subprocess.run([mutmut, *args], cwd=work, check=check, capture_output=True, text=True)
 
 
-def run_module(name, children):
+def run_module(name, children, resume=False):
+    """mutmut run on one module in a fresh copy; `resume`: in the copy an earlier, stopped run left (mutmut keeps
+    each mutant's result as it comes, and checks only those without one)."""
     files, tests = MODULES[name]
-    work = _copy_tree(name)
-    with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
-        f.write(_config(files, tests))
+    work = os.path.join(BUILD, name)
+    if not (resume and os.path.isdir(os.path.join(work, 'mutants'))):
+        work = _copy_tree(name)
+        with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
+            f.write(_config(files, tests))
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
@@ -96,6 +127,32 @@ def run_module(name, children):
     if ran.returncode:
         print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
     return summarize(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _functions(path):
+    """{name: source} of every function of a mutated file (the original of each, and its mutants)."""
+    with open(path, encoding='utf-8') as f:
+        source = f.read()
+    lines = source.splitlines(True)
+    return {node.name: ''.join(lines[node.lineno - 1:node.end_lineno]).rstrip('\n')
+            for node in ast.walk(ast.parse(source)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _diff(work, key):
+    """A mutant's diff, read from the mutated copy's source as `mutmut show` prints it (which starts mutmut once per
+    mutant: minutes for a module's survivors on a busy machine)."""
+    module, _, function = key.rpartition('.')
+    path = os.path.join(work, 'mutants', *module.split('.')) + '.py'
+    try:
+        found = _functions(path)
+        original = found[function.rpartition('__mutmut_')[0] + '__mutmut_orig']
+        mutated = found[function]
+    except (OSError, KeyError, SyntaxError):
+        return _mutmut(work, 'show', key).stdout
+    mutated = mutated.replace(function, function.rpartition('__mutmut_')[0] + '__mutmut_orig', 1)
+    return ''.join(difflib.unified_diff((original + '\n').splitlines(True), (mutated + '\n').splitlines(True),
+                                        module, module, n=2))
 
 
 def summarize(name):
@@ -111,7 +168,7 @@ def summarize(name):
             continue
         counts[status] = counts.get(status, 0) + 1
         if status in ALIVE:
-            survivors.append({'mutant': key, 'status': status, 'diff': _mutmut(work, 'show', key).stdout})
+            survivors.append({'mutant': key, 'status': status, 'diff': _diff(work, key)})
     tested = sum(counts[status] for status in ('killed', 'timeout', 'caught by type check') + ALIVE
                  if status in counts)
     summary = {'module': name, 'files': files, 'tests': tests, 'counts': counts,
@@ -127,11 +184,37 @@ def summarize(name):
     return summary
 
 
-def recheck(name):
+def _forked_runner(mutants, tests):
+    """run(mutant) -> pytest's exit code for the tests on that mutant, each in a child forked from this process
+    once it has imported what the tests import (as mutmut runs its mutants): seconds per mutant, not the imports'
+    tens of seconds each time on a busy machine."""
+    os.nice(19)
+    os.chdir(mutants)
+    sys.path.insert(0, mutants)
+    os.environ['MUTANT_UNDER_TEST'] = ''
+    import pytest  # pylint: disable=import-outside-toplevel
+    # collect once here: the tests' modules (and what they import) are then in every child
+    pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *tests], plugins=[])
+    sys.stdout.flush()
+
+    def run(mutant):
+        pid = os.fork()
+        if pid == 0:  # the child: its output is not wanted, its exit code is
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            os.environ['MUTANT_UNDER_TEST'] = mutant
+            os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *tests])))  # pylint: disable=W0212
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return run
+
+
+def recheck(name, only_tests=None):
     """Run each mutant an earlier run left alive (survived, no tests) against the checkout's tests as they are now,
     one pytest per mutant (mutmut's own switch, MUTANT_UNDER_TEST): the survivors new tests have killed, without
     running every mutant again. Updates summary.json's survivors with 'now': killed|survived."""
     files, tests = MODULES[name]
+    tests = only_tests or tests
     work = os.path.join(BUILD, name)
     with open(os.path.join(work, 'summary.json'), encoding='utf-8') as f:
         summary = json.load(f)
@@ -139,11 +222,16 @@ def recheck(name):
     shutil.rmtree(os.path.join(mutants, 'tests'))
     shutil.copytree(os.path.join(REPO, 'tests'), os.path.join(mutants, 'tests'),
                     ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    run = _forked_runner(mutants, tests) if hasattr(os, 'fork') else None
     for survivor in summary['survivors']:
-        env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
-        ran = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p', 'no:cacheprovider',
-                              *tests], cwd=mutants, env=env, capture_output=True, text=True, check=False)
-        survivor['now'] = 'survived' if ran.returncode == 0 else 'killed'
+        if run is not None:
+            returncode = run(survivor['mutant'])
+        else:
+            env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
+            returncode = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p',
+                                         'no:cacheprovider', *tests], cwd=mutants, env=env, capture_output=True,
+                                        text=True, check=False).returncode
+        survivor['now'] = 'survived' if returncode == 0 else 'killed'
         print('{}: {}'.format(survivor['mutant'], survivor['now']), flush=True)
     left = [s for s in summary['survivors'] if s['now'] == 'survived']
     summary['survivors_now'] = len(left)
@@ -161,6 +249,10 @@ def main(argv=None):
     parser.add_argument('--list', action='store_true', help='list the modules and their tests')
     parser.add_argument('--recheck', action='store_true',
                         help="run an earlier run's survivors against the tests as they are now")
+    parser.add_argument('--tests', nargs='+', metavar='TEST',
+                        help='with --recheck: run these tests (the new ones) on each survivor, not the whole selection')
+    parser.add_argument('--resume', action='store_true',
+                        help='go on with a stopped run (its mutants not yet checked) instead of starting afresh')
     args = parser.parse_args(argv)
     if args.list:
         for name, (files, tests) in MODULES.items():
@@ -172,9 +264,9 @@ def main(argv=None):
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
-            recheck(name)
+            recheck(name, args.tests)
         else:
-            run_module(name, children)
+            run_module(name, children, resume=args.resume)
     return 0
 
 
