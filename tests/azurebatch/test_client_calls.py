@@ -11,19 +11,9 @@ from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginC
 from azext_batchai_sweep.localservice.schedulers.azurebatch.client import (BatchApi, BatchCallError,
                                                                            _JitteredRetryAfter, error_code)
 from azext_batchai_sweep.localservice.schedulers.azurebatch.tasks import MAX_ADD_BYTES, request_bytes
-from tests.azurebatch.double import BatchDouble
 
 IMAGE = {'imageReference': {'publisher': 'canonical', 'offer': '0001-com-ubuntu-server-jammy', 'sku': '22_04-lts',
                             'version': 'latest'}, 'nodeAgentSKUId': 'batch.node.ubuntu 22.04'}
-
-
-@pytest.fixture(name='double')
-def _double(tmp_path):
-    made = BatchDouble(str(tmp_path / 'batch'))
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 @pytest.fixture(name='api')
