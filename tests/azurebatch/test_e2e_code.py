@@ -13,7 +13,6 @@ MultiInstanceSettings: no recorded answer holds a download: see double/runner.re
 service is Azurite over HTTPS with OAuth (it checks the SAS as Azure Storage does). The service runs in the test's
 process for the same reason as in test_e2e_task_logs.py (the storage endpoints and tokens can only be given at
 construction)."""
-import contextlib
 import json
 import os
 import time
@@ -22,12 +21,10 @@ import urllib.parse
 import pytest
 
 from azext_batchai_sweep.core.code.snapshot import take_snapshot
-from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import CONTAINER, TaskLogs
-from tests.azurebatch.e2e_fixtures import (HPC_IMAGE, SUPPORTED_IMAGES, files_service, tasks,  # noqa: F401
-                                           wait_until)
-from tests.azurebatch.test_e2e_task_logs import SHARE, STORAGE, _assert_no_secret, _cluster, _text, _wait
-from tests.fixtures_azurite import azurite_oauth
+from azext_batchai_sweep.localservice.schedulers.azurebatch.storage.task_logs import CONTAINER
+from tests.azurebatch.e2e_fixtures import HPC_IMAGE, SUPPORTED_IMAGES, tasks, wait_until  # noqa: F401
+from tests.azurebatch.test_e2e_task_logs import (SHARE, STORAGE, _assert_no_secret, _cluster, _text, _wait,
+                                                 service_with_task_logs)
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -41,18 +38,8 @@ KEPT = ['./.gitignore', './.sweepignore', './data.txt', './lib/util.py']
 def _code_service(tmp_path, monkeypatch, batch_prism):
     """The service on the Batch double behind Prism, its task logs and code snapshots on Azurite, its share on the
     Files double; the account offers an HPC image too (a multi-node cluster's)."""
-    started = {}
-
-    @contextlib.contextmanager
-    def on_azurite(double):
-        with azurite_oauth(double.ca) as blob:
-            started['blob'] = blob
-            yield TaskLogs(credential=AzLoginCredential(source=lambda: (blob.token(), time.time() + 3600)),
-                           endpoint=lambda account, props: blob.blob_endpoint)
-
-    with files_service(tmp_path, monkeypatch, on_azurite, prism=batch_prism,
-                       images=SUPPORTED_IMAGES + [HPC_IMAGE]) as handle:
-        handle.blob = started['blob']
+    with service_with_task_logs(tmp_path, monkeypatch, prism=batch_prism,
+                                images=SUPPORTED_IMAGES + [HPC_IMAGE]) as handle:
         yield handle
 
 

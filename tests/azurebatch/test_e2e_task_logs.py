@@ -31,9 +31,10 @@ STORAGE = DEV_ACCOUNT_NAME  # the cluster mounts a share of the storage account 
 SHARE = 'logs'
 
 
-@pytest.fixture
-def logs_service(tmp_path, monkeypatch):
-    """The service on the Batch double, its task logs on Azurite, its share on the Files double."""
+@contextlib.contextmanager
+def service_with_task_logs(tmp_path, monkeypatch, **options):
+    """files_service (the service on the Batch double, its share on the Files double; ``options`` its own) with its
+    task logs on Azurite, which the handle's ``blob`` names."""
     started = {}
 
     @contextlib.contextmanager
@@ -43,8 +44,15 @@ def logs_service(tmp_path, monkeypatch):
             yield TaskLogs(credential=AzLoginCredential(source=lambda: (blob.token(), time.time() + 3600)),
                            endpoint=lambda account, props: blob.blob_endpoint)
 
-    with files_service(tmp_path, monkeypatch, on_azurite) as handle:
+    with files_service(tmp_path, monkeypatch, on_azurite, **options) as handle:
         handle.blob = started['blob']
+        yield handle
+
+
+@pytest.fixture
+def logs_service(tmp_path, monkeypatch):
+    """The service on the Batch double, its task logs on Azurite, its share on the Files double."""
+    with service_with_task_logs(tmp_path, monkeypatch) as handle:
         yield handle
 
 
