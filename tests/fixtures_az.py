@@ -7,6 +7,7 @@ one whose tests run), whichever checkout made the venv.
 import atexit
 import functools
 import glob
+import io
 import json
 import os
 import shutil
@@ -16,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 
 import pytest
+
+from tests import az_fork
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.dirname(sys.executable)
@@ -68,8 +71,27 @@ def base_env(config_dir, extra=None):
     return env
 
 
+@functools.lru_cache(maxsize=None)
+def fork_server():
+    """This test process's az fork server (tests/az_fork.py: az's libraries imported once, each run forked from
+    it), or None where AZ_TESTS_FORK=0 or it cannot start (then every run uses the executable)."""
+    if os.environ.get('AZ_TESTS_FORK', '1') == '0':
+        return None
+    server = az_fork.ForkServer(sys.executable, az_fork.executable_env(base_env(tempfile.gettempdir()), VENV_BIN))
+    if not server.start():
+        sys.stderr.write(server.failed + '\n')
+        return None
+    return server
+
+
+def _text(data):
+    """Bytes read as subprocess.run(text=True) reads them: the locale's encoding, universal newlines."""
+    return io.TextIOWrapper(io.BytesIO(data)).read()
+
+
 class AzRunner:
-    """Runs `az ...` as a user would, in its own config dir; `env` adds variables for every run."""
+    """Runs `az ...` as a user would, in its own config dir; `env` adds variables for every run. Each run is a
+    process of its own: forked from the test process's az fork server (tests/az_fork.py), or the executable."""
 
     def __init__(self, config_dir, env=None, cwd=None):
         self.config_dir = config_dir
@@ -78,6 +100,12 @@ class AzRunner:
 
     def __call__(self, *args, env=None, timeout=600, cwd=None, input=None):  # pylint: disable=redefined-builtin
         run_env = base_env(self.config_dir, {**self.env, **(env or {})})
+        server = fork_server()
+        forked_env = az_fork.executable_env(run_env, VENV_BIN)
+        if server is not None and server.can_run(forked_env):
+            code, out, err = server.run([str(a) for a in args], forked_env, cwd or self.cwd,
+                                        input.encode() if input else None, timeout)
+            return AzResult(code, _text(out), _text(err))
         proc = subprocess.run([AZ, *[str(a) for a in args]], capture_output=True, text=True, env=run_env,
                               timeout=timeout, cwd=cwd or self.cwd, input=input, check=False)
         return AzResult(proc.returncode, proc.stdout, proc.stderr)
