@@ -163,10 +163,18 @@ def serve(socket_path):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(64)
+    listener.settimeout(2)
+    parent = os.getppid()
     sys.stdout.write('ready\n')
     sys.stdout.flush()
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except socket.timeout:
+            if os.getppid() != parent:  # the test process is gone (killed): so is the server
+                return
+            continue
+        conn.settimeout(None)
         if os.fork() == 0:
             _watch(conn, listener)
         conn.close()
@@ -194,6 +202,7 @@ class ForkServer:
         self.socket_path = os.path.join(self.directory, 'socket')
         self.process = None
         self.failed = None
+        self.last_pid = None
 
     def start(self):
         log = open(os.path.join(self.directory, 'server.log'), 'wb')  # pylint: disable=consider-using-with
@@ -229,7 +238,7 @@ class ForkServer:
             header = json.dumps({'argv': list(argv), 'env': env, 'cwd': cwd or os.getcwd()}).encode('utf-8')
             conn.sendall(_HEADER.pack(len(header)))
             socket.send_fds(conn, [header], [stdin.fileno(), stdout.fileno(), stderr.fileno()])
-            pid = json.loads(_read_line(conn))['pid']
+            pid = self.last_pid = json.loads(_read_line(conn))['pid']
             conn.settimeout(timeout)
             try:
                 line = _read_line(conn)

@@ -93,14 +93,17 @@ class AzRunner:
     """Runs `az ...` as a user would, in its own config dir; `env` adds variables for every run. Each run is a
     process of its own: forked from the test process's az fork server (tests/az_fork.py), or the executable."""
 
-    def __init__(self, config_dir, env=None, cwd=None):
+    def __init__(self, config_dir, env=None, cwd=None, executable=False):
         self.config_dir = config_dir
         self.env = dict(env or {})
         self.cwd = cwd
+        # The executable for every run: for tests that look at the az process from outside (its command line in
+        # /proc), which a forked run does not have (it shows the fork server's).
+        self.executable = executable
 
     def __call__(self, *args, env=None, timeout=600, cwd=None, input=None):  # pylint: disable=redefined-builtin
         run_env = base_env(self.config_dir, {**self.env, **(env or {})})
-        server = fork_server()
+        server = None if self.executable else fork_server()
         forked_env = az_fork.executable_env(run_env, VENV_BIN)
         if server is not None and server.can_run(forked_env):
             code, out, err = server.run([str(a) for a in args], forked_env, cwd or self.cwd,
@@ -116,11 +119,11 @@ def service_env(service):
     return {'AZURE_BATCHAI_SWEEP_ENDPOINT': service.endpoint, 'AZURE_BATCHAI_SWEEP_TOKEN_FILE': service.token_file}
 
 
-def service_az(service, directory):
+def service_az(service, directory, executable=False):
     """An az runner pointed at ``service``, working in ``directory`` with its own config dir there."""
     config = os.path.join(directory, 'azure-config')
     os.makedirs(config, exist_ok=True)
-    return AzRunner(config, env=service_env(service), cwd=directory)
+    return AzRunner(config, env=service_env(service), cwd=directory, executable=executable)
 
 
 @pytest.fixture

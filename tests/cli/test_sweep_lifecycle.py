@@ -146,7 +146,7 @@ def _until_waiting(sweep, timeout=120):
 
 def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path):
     svc = service_factory(name='dying', slots=1)
-    az = service_az(svc, str(tmp_path))
+    az = service_az(svc, str(tmp_path), executable=True)  # _until_waiting finds the wait by its command line
     write_sweep(str(tmp_path), values=(1,), command='sleep 60')
     args = ['-g', svc.resource_group, '-w', svc.workspace, '-e', 'e-' + uuid.uuid4().hex[:6], '-n', 'd']
     made = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', svc.cluster)
