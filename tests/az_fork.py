@@ -36,26 +36,29 @@ import threading
 
 # The libraries an az run of this extension imports before and around the command: az's core and knack, the HTTP
 # stack, the SDKs, az's telemetry and login libraries. Never the extension (it is the code under test, loaded from
-# source by each run) nor azure.cli.__main__ (it runs the command when imported).
+# source by each run), nor azure.cli.__main__ (it runs the command when imported), nor a module that keeps
+# something of the environment from its import: azure.cli.core's _config, cloud and extension modules (and every
+# module that imports them: commands, parser, _help, _profile...) keep the config dir, the extension dirs and the
+# cloud metadata URL, which each test sets; azure.storage's packages import wsgiref.handlers, which copies the whole
+# environment. The server watches what the imports read (_preload): a run whose environment differs from the
+# server's in one of those variables goes to the executable (knack, for one, keeps a default dir under HOME).
 PRELOAD = (
-    'azure.cli.core', 'azure.cli.core.commands', 'azure.cli.core.commands.parameters',
-    'azure.cli.core.commands.client_factory', 'azure.cli.core.commands.arm', 'azure.cli.core.parser',
-    'azure.cli.core.util', 'azure.cli.core.azclierror', 'azure.cli.core.telemetry', 'azure.cli.core._help',
-    'azure.cli.core.extension', 'azure.cli.core._profile', 'azure.cli.core._output', 'azure.cli.core.profiles',
-    'azure.cli.core.file_util', 'azure.cli.core.cloud', 'azure.cli.telemetry',
+    'azure.cli.core', 'azure.cli.core.util', 'azure.cli.core.azclierror', 'azure.cli.core.telemetry',
+    'azure.cli.core._output', 'azure.cli.core.profiles', 'azure.cli.telemetry', 'azure.cli.command_modules.batchai',
     'knack', 'knack.cli', 'knack.invocation', 'knack.commands', 'knack.help', 'knack.arguments', 'knack.output',
     'knack.log', 'knack.util',
     'azure.core', 'azure.core.pipeline', 'azure.core.pipeline.policies', 'azure.core.pipeline.transport',
     'azure.core.exceptions', 'azure.core.polling', 'azure.mgmt.core', 'azure.mgmt.core.tools',
-    'azure.mgmt.core.polling.arm_polling', 'azure.mgmt.batchai', 'azure.mgmt.batchai.models',
-    'msrest', 'msrest.serialization', 'msrestazure', 'requests', 'urllib3', 'psutil', 'portalocker',
-    'applicationinsights', 'msal', 'msal_extensions', 'jmespath', 'tabulate', 'yaml', 'isodate', 'json',
-    'azure.storage.blob', 'azure.storage.fileshare', 'azure.multiapi.storage', 'azure.common',
-    'azure.cli.core.extension.operations', 'azure.cli.core.intercept_survey', 'azure.cli.core._help_loaders',
-    'azure.cli.core.commands.command_operation', 'azure.cli.core.azlogging', 'azure.cli.core.commands.transform',
-    'azure.cli.command_modules.batchai', 'azure.cli.command_modules.batchai.commands', 'packaging.version',
-    'unittest.mock', 'pkgutil', 'timeit', 'runpy', 'encodings.utf_8_sig', 'pkginfo',
+    'azure.mgmt.core.polling.arm_polling', 'azure.mgmt.batchai', 'azure.mgmt.batchai.models', 'azure.common',
+    'msrest', 'msrest.serialization', 'requests', 'urllib3', 'psutil', 'portalocker', 'applicationinsights', 'msal',
+    'msal_extensions', 'jmespath', 'tabulate', 'yaml', 'isodate', 'json', 'packaging.version', 'pkginfo',
+    'unittest.mock', 'pkgutil', 'timeit', 'runpy', 'encodings.utf_8_sig',
 )
+
+# Variables the preloaded libraries may read while imported: debug switches no test sets, and the temporary
+# directory (tempfile's choice is made again in each run).
+_READ_AT_IMPORT_AND_HARMLESS = frozenset(('PSUTIL_DEBUG', '_ARC_DEBUG', '_ARGCOMPLETE_SUPPRESS_SPACE', 'TMPDIR', 'TEMP',
+                                          'TMP'))
 
 # What Python reads from the environment when it starts (encodings, paths, hash seed, warnings, time zone): a run
 # whose values differ from the server's cannot be forked from it.
@@ -151,12 +154,34 @@ def _watch(conn, listener):
         os._exit(0)  # pylint: disable=protected-access
 
 
+def _preload():
+    """Import PRELOAD, watching which environment variables the imports read; returns the ones a run might set."""
+    read = set()
+    environ_class = type(os.environ)
+    getitem, iterate = environ_class.__getitem__, environ_class.__iter__
+
+    def recording_getitem(self, key):
+        read.add(key)
+        return getitem(self, key)
+
+    def recording_iter(self):
+        read.add('(the whole environment)')
+        return iterate(self)
+    environ_class.__getitem__, environ_class.__iter__ = recording_getitem, recording_iter
+    try:
+        for name in PRELOAD:
+            try:
+                __import__(name)
+            except Exception:  # pylint: disable=broad-except
+                pass  # a library this azure-cli no longer ships: the runs import what they need themselves
+    finally:
+        environ_class.__getitem__, environ_class.__iter__ = getitem, iterate
+    return sorted(key for key in read
+                  if key not in _READ_AT_IMPORT_AND_HARMLESS and not key.startswith(_START_UP_VARIABLES))
+
+
 def serve(socket_path):
-    for name in PRELOAD:
-        try:
-            __import__(name)
-        except Exception:  # pylint: disable=broad-except
-            pass  # a library this azure-cli no longer ships: the runs import what they need themselves
+    kept = _preload()
     if threading.active_count() != 1:  # forking a process with threads is unsafe: refuse to serve
         sys.exit('az fork server: the preloaded libraries started threads')
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # watchers are reaped by the kernel
@@ -165,7 +190,7 @@ def serve(socket_path):
     listener.listen(64)
     listener.settimeout(2)
     parent = os.getppid()
-    sys.stdout.write('ready\n')
+    sys.stdout.write('ready {}\n'.format(json.dumps(kept)))
     sys.stdout.flush()
     while True:
         try:
@@ -203,6 +228,7 @@ class ForkServer:
         self.process = None
         self.failed = None
         self.last_pid = None
+        self.kept = ()  # the variables the preloaded libraries read while imported
 
     def start(self):
         log = open(os.path.join(self.directory, 'server.log'), 'wb')  # pylint: disable=consider-using-with
@@ -210,7 +236,9 @@ class ForkServer:
             [self.python, os.path.abspath(__file__), self.socket_path], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=log, env=self.server_env, cwd=self.directory)
         line = self.process.stdout.readline()
-        if line != b'ready\n':
+        if line.startswith(b'ready '):
+            self.kept = json.loads(line[len(b'ready '):])
+        else:
             self.process.wait()
             with open(log.name, encoding='utf-8', errors='replace') as f:
                 self.failed = 'the az fork server did not start: ' + f.read()[-2000:]
@@ -225,7 +253,12 @@ class ForkServer:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def can_run(self, env):
-        return _start_up_part(env) == _start_up_part(self.server_env)
+        """Whether a run with this environment can be forked: the same values as the server's of what Python reads
+        at start-up and of what the preloaded libraries read while imported."""
+        if '(the whole environment)' in self.kept:
+            return env == self.server_env
+        return (_start_up_part(env) == _start_up_part(self.server_env)
+                and all(env.get(key) == self.server_env.get(key) for key in self.kept))
 
     def run(self, argv, env, cwd, input_bytes, timeout):
         """Run az ARGV; returns (exit code as subprocess reports it, stdout bytes, stderr bytes)."""

@@ -98,8 +98,10 @@ def test_what_python_reads_at_start_up_goes_to_the_executable(local_service, tmp
     from tests import az_fork
     from tests.fixtures_az import VENV_BIN
     plain = az_fork.executable_env(env, VENV_BIN)
-    assert server.can_run(plain)
-    assert server.can_run({**plain, 'AZURE_CORE_OUTPUT': 'tsv', 'HOME': str(tmp_path)})
+    assert server.can_run(plain)  # a test's own config dir, service, extension source: forked
+    assert server.can_run({**plain, 'AZURE_CORE_OUTPUT': 'tsv', 'AZURE_EXTENSION_DIR': str(tmp_path)})
+    for name in server.kept:  # what a preloaded library read while imported (HOME, for knack's default dir)
+        assert not server.can_run({**plain, name: str(tmp_path)}), name
     for name, value in (('PYTHONHASHSEED', '7'), ('PYTHONIOENCODING', 'latin-1'), ('LC_ALL', 'C'), ('TZ', 'UTC+5'),
                         ('PYTHONPATH', str(tmp_path))):
         assert not server.can_run({**plain, name: value}), name
@@ -108,3 +110,15 @@ def test_what_python_reads_at_start_up_goes_to_the_executable(local_service, tmp
                       cwd=str(tmp_path))
     result = runner('batchai', 'sweep', 'status', *target(local_service, 'fork', 'caf\u00e9'))
     assert result.exit_code == 6 and 'caf\\xe9' in result.stderr, result.stderr
+
+
+def test_what_a_library_reads_while_imported_is_known(tmp_path, monkeypatch):
+    """The server's list of variables its imports read: a module keeping AZURE_CONFIG_DIR at import is seen."""
+    from tests import az_fork
+    (tmp_path / 'keeps_config_dir.py').write_text("import os\nDIR = os.environ.get('AZURE_CONFIG_DIR')\n")
+    (tmp_path / 'reads_nothing.py').write_text('X = 1\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(az_fork, 'PRELOAD', ('reads_nothing',))
+    assert az_fork._preload() == []  # pylint: disable=protected-access
+    monkeypatch.setattr(az_fork, 'PRELOAD', ('keeps_config_dir', 'PSUTIL_DEBUG_is_not_a_module'))
+    assert az_fork._preload() == ['AZURE_CONFIG_DIR']  # pylint: disable=protected-access
