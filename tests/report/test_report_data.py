@@ -101,6 +101,23 @@ def test_summary_best_counts_and_compute_saved():
     json.dumps(data)  # plain JSON
 
 
+@pytest.mark.parametrize('goal, values', [
+    ('maximize', {'b-job': 0.9, 'a-job': 0.9, 'c-job': 0.5}),
+    ('minimize', {'z9': 0.1, 'm1': 0.1, 'a2': 0.1, 'b0': 0.7}),
+    ('maximize', {'hb-f': 0.7875, 'hb-0': 0.7875}),
+])
+def test_a_tie_names_the_best_job_as_sweep_run_names_it(goal, values):
+    """Jobs tied on the best value: the report's best is `sweep run`'s (the first by name), whatever their order."""
+    from azext_batchai_sweep.core.tuning.result import best_trial
+    trials = [Trial(name=name, index=index, state='succeeded', reports=(Report(1, 0.0), Report(2, value)),
+                    params={'X': index}) for index, (name, value) in enumerate(values.items())]
+    data = report_data(sweep_record('s', Objective(metric='m', goal=goal), trials))
+    expected = best_trial(trials, goal).name
+    assert expected == min(name for name, value in values.items() if value == values[expected])
+    assert data['summary']['best']['name'] == expected
+    assert {job['name'] for job in data['jobs'] if job['mark'] == 'best'} == {expected}
+
+
 def test_axes_from_the_plan_or_inferred_from_the_values():
     trials = [Trial(name='j{}'.format(i), index=i, state='succeeded', reports=(Report(1, float(i)),),
                     params={'LR': 10 ** -i, 'NARROW': 1 + i, 'TINY': 0.5 + i * 0.01, 'OPT': ['a', 'b'][i % 2],

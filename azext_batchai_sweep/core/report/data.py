@@ -101,7 +101,7 @@ def _best(trials, jobs, objective, infeasible):
     """The best job as `sweep run` names it (core/tuning/best.py, the one rule): the best last value among the jobs
     that ran to the end, at the largest resource for Hyperband, that broke no constraint."""
     best = best_of(final_trials(trials), objective.goal, lambda t: t.last, feasible=lambda t: t.name not in infeasible,
-                   tie=lambda t: t.index)
+                   tie=lambda t: t.name)  # as `sweep run`, `status` and `metrics` (core/tuning/result.py)
     return next(job for job in jobs if job['name'] == best.name) if best is not None else None
 
 
