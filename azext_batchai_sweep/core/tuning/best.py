@@ -2,7 +2,8 @@
 
 A job can be the best only when it ran to the end with a value and broke no constraint: an infeasible job is never
 the best, nor ranked above a feasible one, anywhere. Among the candidates the better value wins (``goal``), ties
-going to the earlier job. Every command ranks through ``rank_key`` (metrics' rows) or ``best_of`` (run, status and
+going to the first job by name (as `metrics` ranks its rows and `status` lists them: the callers pass the name as
+``tie``). Every command ranks through ``rank_key`` (metrics' rows) or ``best_of`` (run, status and
 report's jobs), so they cannot disagree; what a job's value *is* (its last report, a reduction of its log) is the
 caller's, passed in as ``value``.
 """
