@@ -148,8 +148,8 @@ def _watch(conn, listener):
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({'pid': pid}).encode() + b'\n')
-        _, status = os.waitpid(pid, 0)
-        conn.sendall(json.dumps({'status': status}).encode() + b'\n')
+        _, status, usage = os.wait4(pid, 0)
+        conn.sendall(json.dumps({'status': status, 'cpu': usage.ru_utime + usage.ru_stime}).encode() + b'\n')
     finally:
         os._exit(0)  # pylint: disable=protected-access
 
@@ -228,6 +228,7 @@ class ForkServer:
         self.process = None
         self.failed = None
         self.last_pid = None
+        self.last_cpu = None  # the last run's CPU seconds (user + system), for measuring
         self.kept = ()  # the variables the preloaded libraries read while imported
 
     def start(self):
@@ -280,7 +281,8 @@ class ForkServer:
                 conn.settimeout(None)
                 _read_line(conn)
                 raise subprocess.TimeoutExpired(['az', *argv], timeout)  # pylint: disable=raise-missing-from
-            status = json.loads(line)['status']
+            reply = json.loads(line)
+            status, self.last_cpu = reply['status'], reply['cpu']
             stdout.seek(0)
             stderr.seek(0)
             return os.waitstatus_to_exitcode(status), stdout.read(), stderr.read()
