@@ -12,7 +12,8 @@ fork); az's own entry point (`azure.cli.__main__`) then runs as the executable's
 source, reading the config dir, parsing, and exiting through the interpreter's exit path (threads joined, atexit
 handlers, stdio flushed). What differs: the libraries' module-level code ran once, in the server; the run shares
 the server's hash seed. So a run whose environment differs from the server's in what Python reads only at start-up
-(PYTHON*, LC_*, LANG, TZ) goes to the real executable instead, and so does every run when the server cannot start.
+(PYTHON*, LC_*, LANG, TZ), or in what the preloaded libraries read while imported (the server records it), goes to
+the real executable instead, and so does every run when the server cannot start.
 
 The user's way (the executable, in a shell) stays tested where it is the point: the README's commands, the
 pipeline script, `make demo`, the wheel, and every test that starts az with subprocess.Popen (signals, exit codes,
