@@ -13,7 +13,7 @@ import uuid
 import pytest
 from azure.core.exceptions import ResourceNotFoundError
 
-from tests.fixtures_az import service_env
+from tests.fixtures_az import AzRunner, service_env
 
 from .az_inprocess import run_many
 from .corpus import argv, load_cases, prepare
@@ -87,6 +87,7 @@ def test_the_corpus_changed_nothing_on_the_service(corpus_results, batchai_clien
 def test_bad_input_through_the_az_executable(case_id, az, tmp_path, corpus_results, local_service,
                                             corpus_experiment):
     case = next(case for case in CASES if case['id'] == case_id)
+    az = AzRunner(az.config_dir, cwd=az.cwd, executable=True)  # the executable, not a forked run (tests/az_fork.py)
     spec = prepare(case, str(tmp_path))
     experiment = corpus_experiment if case['exit'] else corpus_experiment + '-accepted'
     result = az(*argv(case, spec, experiment=experiment, resource_group=local_service.resource_group,
