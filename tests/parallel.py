@@ -23,7 +23,8 @@ SHARED_SESSION_FIXTURES = ('slurm_cluster', 'reported_sweep', 'utilities_venv')
 
 # Groups scheduled before the others, in this order: the longest ones (`--durations` of a parallel run on the 2-core
 # machine: the Slurm tests, two fresh venvs installed from the package index, the Batch AI recipes' module fixture,
-# the Azure Batch smoke script's three runs and the stdOutErrPathPrefix spellings through az).
+# the Azure Batch smoke script's three runs and the stdOutErrPathPrefix spellings through az; the README's tour and CI
+# snippet and the pipeline script, which run the az executable in a plain shell: a minute or more each).
 # Every other group follows in collection order. Update when another group grows past these.
 LONGEST_FIRST = (
     'slurm_cluster',
@@ -31,6 +32,8 @@ LONGEST_FIRST = (
     'tests/packaging/test_batchai_recipes.py',
     'tests/azurebatch/test_smoke_script.py',
     'tests/azurebatch/test_e2e_stdouterr_prefix.py',
+    'tests/packaging/test_readme_verbatim.py',
+    'tests/cli/test_pipeline_script.py',
 )
 
 
