@@ -59,11 +59,11 @@ ENV_OBJECTIVES = 'BATCHAI_SWEEP_OBJECTIVES'
 # The journal's list of the jobs a run's --stop-on-exit stopped on its way out (_run.remember_stopped_on_exit): not
 # judged, so the resumed run re-runs them (from their first step) rather than counting them as stopped early.
 STOPPED_ON_EXIT = 'stoppedOnExit'
-# What a poll reads (issue 44): the whole experiment's listing costs about a GET per LISTED_JOBS_PER_GET jobs listed
-# (CPU of az, measured on the local service: bench/NOTES.md), so a poll GETs the active jobs alone when they are
-# fewer than that share of the sweep, and lists everything at least every len(jobs) / FULL_LISTING_JOBS_PER_POLL
-# polls (never more often than every FULL_LISTING_MIN_POLLS while GETs are cheaper).
-LISTED_JOBS_PER_GET = 16
+# What a poll reads (issue 44): one GET costs az's CPU as much as listing 30-50 jobs (the SDK pipeline's fixed cost
+# per request against 0.08 ms a listed job: bench/NOTES.md), so a poll GETs the active jobs alone when the sweep
+# has LISTED_JOBS_PER_GET times more jobs than that, and lists everything at least every
+# len(jobs) / FULL_LISTING_JOBS_PER_POLL polls (never more often than every FULL_LISTING_MIN_POLLS while GETs cost less).
+LISTED_JOBS_PER_GET = 32
 FULL_LISTING_JOBS_PER_POLL = 100
 FULL_LISTING_MIN_POLLS = 30
 # The journal's figures (best, counts, compute: a pass over every job) are computed at every poll up to this many
@@ -453,7 +453,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             if exc is not None:  # not read this time: the run keeps what it knew of the job
                 logger.warning('job %s: its state was not read this time: %s', name, describe_error(exc))
                 return
-            got[name] = job
+            got[name] = None if job is None or being_deleted(job) else job  # as list_jobs sees it
         run_parallel(get, names, parallel=self.parallel, on_result=on_result)
         return got
 
