@@ -40,7 +40,7 @@ from .reports import metrics_unreported, objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
-from .trial import Report, Suggestion, Trial
+from .trial import Suggestion, Trial
 
 logger = logging.getLogger(__name__)
 
