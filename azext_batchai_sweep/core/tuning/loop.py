@@ -1,18 +1,19 @@
 """`az batchai sweep run`: the controller's loop against the service, crash-safe.
 
-Each poll: one listing of the experiment (the sweep's jobs, their environment and states), the new bytes of the
-running jobs' logs (core/tuning/logs.py), then the controller's actions: terminate the jobs a rule stopped, submit
-the next jobs (one PUT each, in order) and end when the sweep is over.
+Each poll: the states of the sweep's jobs (one listing of the experiment at the start and every so often, else a
+GET of each job the run knows to be active: SweepRun._full_listing_due), the new bytes of the running jobs' logs
+(core/tuning/logs.py), then the controller's actions: terminate the jobs a rule stopped, submit the next jobs (one
+PUT each, in order) and end when the sweep is over (once a whole listing agrees).
 
 Nothing the loop needs lives only in this process. A job's place in the sweep is in its environment
 (BATCHAI_SWEEP_INDEX, and for Hyperband BATCHAI_SWEEP_RESOURCE/BRACKET/RUNG/SLOT/PARENT), its name is a hash of
 what it is (the parameter values; for Hyperband also bracket and slot), and the samplers derive their next jobs
 from the jobs on the service. So a controller killed at any point (Ctrl-C, SIGKILL, a closed Cloud Shell) is
 resumed by running the same command again: it lists the jobs, reads their logs, and goes on; a job whose PUT was
-sent just before the kill has the same name the second time, so it is never created twice. The journal (a JSON
-file in the az config directory) caches the logs already read to their end and the decisions with their reasons;
-without it a re-run reads the logs again, and a job Batch AI reports terminated counts as stopped by the
-controller.
+sent just before the kill has the same name the second time, so it is never created twice. The journal (JSON
+Lines in the az config directory: core/tuning/journal.py) caches the logs already read to their end and the
+decisions with their reasons; without it a re-run reads the logs again, and a job Batch AI reports terminated counts
+as stopped by the controller.
 """
 import datetime
 import json
@@ -62,7 +63,8 @@ STOPPED_ON_EXIT = 'stoppedOnExit'
 # What a poll reads (issue 44): one GET costs az's CPU as much as listing 30-50 jobs (the SDK pipeline's fixed cost
 # per request against 0.08 ms a listed job: bench/NOTES.md), so a poll GETs the active jobs alone when the sweep
 # has LISTED_JOBS_PER_GET times more jobs than that, and lists everything at least every
-# len(jobs) / FULL_LISTING_JOBS_PER_POLL polls (never more often than every FULL_LISTING_MIN_POLLS while GETs cost less).
+# len(jobs) / FULL_LISTING_JOBS_PER_POLL polls (never more often than every FULL_LISTING_MIN_POLLS while GETs cost
+# less).
 LISTED_JOBS_PER_GET = 32
 FULL_LISTING_JOBS_PER_POLL = 100
 FULL_LISTING_MIN_POLLS = 30
@@ -734,8 +736,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def _save(self, trials, final=False):
         """Write the journal: what changed since the last save (core/tuning/journal.py). Each job's entry is built
         again only when its Trial or its decision is another object than at the last save, so a poll's work here
-        follows the jobs that changed, not the sweep's size; the figures (a pass over every job) as FIGURES_JOBS_PER_POLL
-        says, and whenever the run ends (`final`)."""
+        follows the jobs that changed, not the sweep's size; the figures (a pass over every job) as
+        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`)."""
         data = self.journal.data
         data['judged'] = dict(self.controller.judged)
         data['decisions'] = {name: self._as_dict(d) for name, d in self.controller.decisions.items()}
