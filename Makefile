@@ -184,7 +184,8 @@ bench-suggest: dev $(TEST_STAMP)
 
 # One `sweep run` of 1,000, 3,000 and 10,000 jobs (ASHA under TPE, then random sampling) on the local service's
 # processes scheduler, 32 slots, measured end to end; then the Azure Batch scheduler's poll of 10,000 queued tasks
-# (the lifecycle double). About an hour on 2 CPUs; SCALE_ARGS='--jobs 1000' for a quicker look.
+# (the lifecycle double). About an hour on 2 CPUs; SCALE_ARGS='--jobs 1000' for a quicker look, SCALE_ARGS=--quick
+# for the controller's CPU curve alone (random sampling, 1,000 / 3,000 / 10,000 jobs, about 20 minutes).
 bench-scale: dev $(TEST_STAMP)
 	nice -n 10 $(BIN)/python bench/scale.py $(SCALE_ARGS)
 	nice -n 10 $(BIN)/python bench/scale.py --batch

@@ -4,6 +4,7 @@ lifecycle double (item 3: `--batch`).
 
 Usage: python bench/scale.py [--jobs 1000 3000 10000] [--sampling bayesian random] [--slots 32]
                              [--epoch-seconds 0.3] [--poll-interval 1] [--profile DIR] [--batch] [--batch-tasks 10000]
+                             [--quick]
 
 1. Per (jobs, sampling): a local service (foreground module, a temporary data dir, `--slots` nodes in its cluster),
    and one `az batchai sweep run` of `--jobs` jobs: ASHA (minResource 1, maxResource 10, eta 3) under TPE
@@ -127,6 +128,8 @@ def request_counts(log_path):
             method, path = match.group(1), match.group(2)
             if method == 'GET' and path.endswith('/jobs'):
                 kind = 'list'
+            elif method == 'GET' and re.search(r'/jobs/[^/]+$', path):
+                kind = 'get'
             elif method == 'PUT' and '/jobs/' in path:
                 kind = 'create'
             elif path.endswith('/terminate'):
@@ -252,7 +255,12 @@ def main():
     parser.add_argument('--keep', action='store_true', help='keep the temporary folder')
     parser.add_argument('--batch', action='store_true', help='only the Azure Batch poll benchmark')
     parser.add_argument('--batch-tasks', type=int, default=10000)
+    parser.add_argument('--quick', action='store_true',
+                        help='the controller\'s CPU curve in a third of the time: random sampling only, epochs 0.1 s '
+                             'apart, --poll-interval 0.33 (as many polls per job as the full protocol)')
     args = parser.parse_args()
+    if args.quick:
+        args.sampling, args.epoch_seconds, args.poll_interval = ['random'], 0.1, 0.33
     print('machine: {} CPUs, {}, Python {}, load average {:.2f}'.format(
         os.cpu_count(), platform.machine(), platform.python_version(), load_average()), flush=True)
     if args.batch:

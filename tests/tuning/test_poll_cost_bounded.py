@@ -182,7 +182,7 @@ def _observer(listings):
     run.journal, run.follower, run.clock = Journal(None), None, lambda: 0.0
     run.controller = SimpleNamespace(decisions={}, judged={})
     run.factory = SimpleNamespace(resource_name=None)
-    run.trials, run.jobs, run._finished = [], {}, {}  # pylint: disable=protected-access
+    run.reset_view()
     held = []
 
     def list_jobs():

@@ -7,7 +7,7 @@ import json
 import logging
 from types import SimpleNamespace
 
-from .rest import jobs_url, next_page_url, send_json
+from .rest import job_path_name, jobs_url, next_page_url, send_json
 from .retry import RetrySettings, call_with_retries
 
 logger = logging.getLogger(__name__)
@@ -91,6 +91,22 @@ def list_jobs(client, resource_group, workspace, experiment, *, retry=None, shou
         for raw in page.get('value') or ():
             yield ListedJob(raw, deserializer)
         url = next_page_url(page)
+
+
+def get_job(client, resource_group, workspace, experiment, name, *, retry=None, should_stop=None):
+    """One job (a ListedJob, as a listing gives it: Batch AI's Jobs_Get answers the same Job), or None when it is
+    not there (404)."""
+    from azure.core.exceptions import ResourceNotFoundError  # pylint: disable=import-outside-toplevel
+    url = jobs_url(client, resource_group, workspace, experiment, '/' + job_path_name(client, name))
+
+    def get():
+        try:
+            return send_json(client, 'GET', url)
+        except ResourceNotFoundError:
+            return None
+    raw = call_with_retries(get, settings=retry or RetrySettings(), should_stop=should_stop,
+                            what='get job {}'.format(name))
+    return None if raw is None else ListedJob(raw, client._deserialize)  # pylint: disable=protected-access
 
 
 def env_of(job) -> dict:

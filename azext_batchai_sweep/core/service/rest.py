@@ -38,6 +38,11 @@ def jobs_url(client, resource_group, workspace, experiment, suffix='', **query):
     return path + '?' + urllib.parse.urlencode(dict(query, **{'api-version': API_VERSION}))
 
 
+def job_path_name(client, job):
+    """A job's name as a path segment of its URL (quoted and checked as the SDK does)."""
+    return _path_name(client, 'job_name', job)
+
+
 def job_url(client, resource_group, workspace, experiment, job, operation, **query):
     """The URL template of an operation of one job (e.g. listOutputFiles)."""
     return jobs_url(client, resource_group, workspace, experiment,

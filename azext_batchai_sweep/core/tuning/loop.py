@@ -1,18 +1,19 @@
 """`az batchai sweep run`: the controller's loop against the service, crash-safe.
 
-Each poll: one listing of the experiment (the sweep's jobs, their environment and states), the new bytes of the
-running jobs' logs (core/tuning/logs.py), then the controller's actions: terminate the jobs a rule stopped, submit
-the next jobs (one PUT each, in order) and end when the sweep is over.
+Each poll: the states of the sweep's jobs (one listing of the experiment at the start and every so often, else a
+GET of each job the run knows to be active: SweepRun._full_listing_due), the new bytes of the running jobs' logs
+(core/tuning/logs.py), then the controller's actions: terminate the jobs a rule stopped, submit the next jobs (one
+PUT each, in order) and end when the sweep is over (once a whole listing agrees).
 
 Nothing the loop needs lives only in this process. A job's place in the sweep is in its environment
 (BATCHAI_SWEEP_INDEX, and for Hyperband BATCHAI_SWEEP_RESOURCE/BRACKET/RUNG/SLOT/PARENT), its name is a hash of
 what it is (the parameter values; for Hyperband also bracket and slot), and the samplers derive their next jobs
 from the jobs on the service. So a controller killed at any point (Ctrl-C, SIGKILL, a closed Cloud Shell) is
 resumed by running the same command again: it lists the jobs, reads their logs, and goes on; a job whose PUT was
-sent just before the kill has the same name the second time, so it is never created twice. The journal (a JSON
-file in the az config directory) caches the logs already read to their end and the decisions with their reasons;
-without it a re-run reads the logs again, and a job Batch AI reports terminated counts as stopped by the
-controller.
+sent just before the kill has the same name the second time, so it is never created twice. The journal (JSON
+Lines in the az config directory: core/tuning/journal.py) caches the logs already read to their end and the
+decisions with their reasons; without it a re-run reads the logs again, and a job Batch AI reports terminated counts
+as stopped by the controller.
 """
 import datetime
 import json
@@ -21,23 +22,26 @@ import os
 import time
 from dataclasses import replace
 
-from ..service.listing import being_deleted, env_of, list_jobs, parameters_of, state_of, sweep_name_of
+from ..service.listing import being_deleted, env_of, get_job, list_jobs, parameters_of, state_of, sweep_name_of
+from ..service.parallel import run_parallel
 from ..service.identity import SWEEP_SEED_VAR, add_digest, body_digest
 from ..spec.naming import canonical_json, name_from_digest, sanitize_prefix, sweep_salt, values_digest
-from ..service.retry import RetrySettings
+from ..service.retry import RetrySettings, describe_error
 from ..service.stop import terminate_job, wait_until_stopped
 from ..service.submit import create_job
 from ..spec.substitution import CompiledTemplate
 from .bayesian_settings import objectives_of
-from .controller import END_REASONS, END_STOPPED, END_UNREPORTED, REPORTS_JUDGED, Controller, Limits, as_seen
+from .controller import (END_EXHAUSTED, END_MAX_TOTAL, END_REASONS, END_STOPPED, END_UNREPORTED, REPORTS_JUDGED,
+                         Controller, Limits, as_seen)
 from .decision import STOPPED, TIMEOUT, Decision
+from .journal import Journal
 from .logs import LogFollower
 from .objectives import Objectives
 from .reports import metrics_unreported, objective_unreported
 from .policies import make_policy
 from .result import summarize_run, sweep_figures, tuning_row
 from .samplers import make_sampler
-from .trial import Report, Suggestion, Trial
+from .trial import Suggestion, Trial
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +57,22 @@ ENV_OBJECTIVE = 'BATCHAI_SWEEP_OBJECTIVE'
 ENV_TUNING = 'BATCHAI_SWEEP_TUNING'
 # A sweep's objectives and constraints (core/tuning/objectives.py), in every job of a run that has them (only then).
 ENV_OBJECTIVES = 'BATCHAI_SWEEP_OBJECTIVES'
-JOURNAL_VERSION = 1
 # The journal's list of the jobs a run's --stop-on-exit stopped on its way out (_run.remember_stopped_on_exit): not
 # judged, so the resumed run re-runs them (from their first step) rather than counting them as stopped early.
 STOPPED_ON_EXIT = 'stoppedOnExit'
+# What a poll reads (issue 44): one GET costs az's CPU as much as listing 30-50 jobs (the SDK pipeline's fixed cost
+# per request against 0.08 ms a listed job: bench/NOTES.md), so a poll GETs the active jobs alone when the sweep
+# has LISTED_JOBS_PER_GET times more jobs than that, and lists everything at least every
+# len(jobs) / FULL_LISTING_JOBS_PER_POLL polls (never more often than every FULL_LISTING_MIN_POLLS while GETs cost
+# less).
+LISTED_JOBS_PER_GET = 32
+FULL_LISTING_JOBS_PER_POLL = 100
+FULL_LISTING_MIN_POLLS = 30
+# The journal's figures (best, counts, compute: a pass over every job) are computed at every poll up to this many
+# jobs, and every len(jobs) / FIGURES_JOBS_PER_POLL polls beyond (always at the end): status shows figures that
+# old while a run of more jobs goes on; the rows are always current.
+FIGURES_JOBS_PER_POLL = 1000
+PENDING_STATES = frozenset({'queued', 'running', 'terminating'})
 
 
 # ---- jobs as the controller sees them ----------------------------------------------------------------------------
@@ -164,48 +180,7 @@ class JobFactory:
         return self.prepare_body(body)
 
 
-# ---- the journal -------------------------------------------------------------------------------------------------
-
-class Journal:
-    """A cache of the run in one JSON file: decisions, judged reports, logs read to their end, status rows.
-
-    Losing it loses nothing the service does not hold (see the module's docstring); a file that does not parse is
-    set aside and the run goes on from the service.
-    """
-
-    def __init__(self, path):
-        self.path = path
-        self.data = {'version': JOURNAL_VERSION, 'judged': {}, 'decisions': {}, 'complete': {}, 'rows': {}}
-        if path and os.path.exists(path):
-            try:
-                with open(path, encoding='utf-8') as f:
-                    data = json.load(f)
-                if data.get('version') == JOURNAL_VERSION:
-                    self.data.update(data)
-            except (OSError, ValueError) as ex:
-                logger.warning('The run journal %s could not be read (%s); going on from the service alone', path, ex)
-
-    @property
-    def decisions(self):
-        return {name: Decision.from_dict(d) for name, d in self.data['decisions'].items()}
-
-    @property
-    def complete(self):
-        return {name: (entry['offset'], [Report(step=s, value=v) for s, v in entry['reports']], entry.get('metrics'))
-                for name, entry in self.data['complete'].items()}
-
-    def save(self):
-        if not self.path:
-            return
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        partial = self.path + '.partial'
-        # One dumps, not json.dump: dump streams through the encoder's pure-Python path, 7x slower, and the journal
-        # is written at every poll with a row per job (1 s a poll at 1,000 jobs under a profiler: issue 44).
-        text = json.dumps(self.data)
-        with open(partial, 'w', encoding='utf-8') as f:
-            f.write(text)
-        os.replace(partial, self.path)
-
+# ---- what the journal (core/tuning/journal.py) and the service say of a run ----------------------------------------
 
 def view_from_service(client, resource_group, workspace, experiment, jobs, retry=None, known=None):
     """(status rows, the sweep's figures) of a run's jobs rebuilt from the service alone (its journal is on another
@@ -248,13 +223,27 @@ def view_from_service(client, resource_group, workspace, experiment, jobs, retry
                                metric=objective.get('metric'))
 
 
-def tuning_rows(seen, decisions, goal, step_label, objectives):
-    """{job name: tuning_row}, with the Pareto marks (core/tuning/front.py) of a sweep with objectives/constraints."""
-    rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+def tuning_rows(seen, decisions, goal, step_label, objectives, memo=None):
+    """{job name: tuning_row}, with the Pareto marks (core/tuning/front.py) of a sweep with objectives/constraints.
+
+    :param memo: {job name: (trial, decision, row)} kept by a caller that asks at every poll: a job whose trial and
+        decision are the same objects as last time keeps its row (never changed in place: the journal compares rows
+        by identity, core/tuning/journal.py).
+    """
+    if memo is None:
+        rows = {t.name: tuning_row(t, decisions.get(t.name), goal, step_label) for t in seen}
+    else:
+        rows = {}
+        for t in seen:
+            decision = decisions.get(t.name)
+            known = memo.get(t.name)
+            if known is None or known[0] is not t or known[1] is not decision:
+                known = memo[t.name] = (t, decision, tuning_row(t, decision, goal, step_label))
+            rows[t.name] = known[2]
     if objectives is not None:
         from .front import front_rows
         for name, marks in front_rows(seen, objectives).items():
-            rows[name].update(marks)
+            rows[name] = dict(rows[name], **marks)
     return rows
 
 
@@ -365,9 +354,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                                         retry=self.retry, parallel=parallel, complete=self.journal.complete,
                                         warn=logger.warning,
                                         extra_metrics=self.objectives.extra_metrics() if self.objectives else ())
-        self.clock = clock
-        self.trials, self.jobs, self.end = [], {}, None
-        self._finished = {}  # {job name: ((position, state, attempt), its Trial)} of the jobs finished and read
+        self.clock, self.parallel, self.end = clock, parallel, None
+        self.reset_view()
         self.submitted = 0
         self.submitted_names = set()
         self._last_line = None
@@ -376,6 +364,22 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.strict = bool(strict or (self.objective or {}).get('strict'))
         self.unreported = None
         self._step_refused_said = False
+
+    def reset_view(self):
+        """Forget the run's view of its jobs (the next poll lists the whole experiment)."""
+        # Between two listings (observe): the Trial of each job; (position, state, attempt) of each finished job
+        # whose log was read to its end; the jobs known queued, running or terminating (a GET each at each poll),
+        # created but not seen yet ({name: full listings that missed it}), finished with their logs not read to the
+        # end; each job's position in creation order and its run time.
+        self.trials, self.jobs = [], {}
+        self._trial_by_name, self._trial_keys, self._positions, self._seconds = {}, {}, {}, {}
+        self._active, self._unseen, self._incomplete = set(), {}, set()
+        self._polls_since_full = None  # None: the next poll lists the whole experiment
+        self._last_full, self._first_created, self._next_position = True, None, 0
+        self.observations, self.jobs_read = 0, 0  # what the run read: polls, jobs listed or got
+        # What the journal's last save was built from (_save): rows, decisions' dicts, logs' entries by job.
+        self._rows_memo, self._decision_dicts, self._complete_memo = {}, {}, {}
+        self._figures_polls = None  # polls since the journal's figures were computed (None: at the next save)
 
     def warm_start(self):
         """The jobs sampling.warmStart inherits: its results files (read with the sweep file) and its sweeps (read
@@ -425,45 +429,126 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                 and not being_deleted(job)]
         return jobs
 
-    def observe(self):
-        """List the sweep's jobs, read their new log lines, and build the trials (in index order)."""
-        self.jobs = {}  # the last listing goes before the next one comes: one listing in memory (9 kB a job)
-        jobs = self.list_jobs()
-        self._new_attempts(jobs)
-        states = {job.name: job_state(job) for job in jobs}
+    def _full_listing_due(self):
+        """Whether this poll lists the whole experiment (else it GETs the jobs it knows to be active): at the start
+        (or when asked: the sweep looks over, or its jobs were just terminated), when a listing costs less than a GET
+        per active job, and at least once every len(jobs) / FULL_LISTING_JOBS_PER_POLL polls, which is how a job
+        deleted, resubmitted or changed from outside among the finished ones is seen (a listing's cost is then spread
+        over as many polls as it has jobs: a constant per poll, not one that grows with the sweep)."""
+        if self._polls_since_full is None:
+            return True
+        watched = len(self._active) + len(self._unseen)
+        if watched * LISTED_JOBS_PER_GET > len(self.jobs):
+            return True
+        return self._polls_since_full >= max(FULL_LISTING_MIN_POLLS, len(self.jobs) // FULL_LISTING_JOBS_PER_POLL)
+
+    def _get_active(self):
+        """{name: the job, or None when it is gone} of the jobs this run knows to be queued, running or terminating,
+        and of the jobs it created and has not seen yet: one GET each (Batch AI's list has no filter)."""
+        names = sorted(self._active | set(self._unseen))
+        got = {}
+
+        def get(name):
+            return get_job(self.client, *self.target, name, retry=self.retry)
+
+        def on_result(name, job, exc):
+            if exc is not None:  # not read this time: the run keeps what it knew of the job
+                logger.warning('job %s: its state was not read this time: %s', name, describe_error(exc))
+                return
+            got[name] = None if job is None or being_deleted(job) else job  # as list_jobs sees it
+        run_parallel(get, names, parallel=self.parallel, on_result=on_result)
+        return got
+
+    def observe(self, full=False):
+        """Read the sweep's jobs (a whole listing, or a GET of each active one: _full_listing_due) and the new log
+        lines of the running and just finished ones, and build the trials (in index order). A job that has finished
+        and whose log was read to its end keeps its Trial object from poll to poll (nothing of it can change), which
+        the controller and the rules recognise without looking at it again (issue 44)."""
+        everything = full or self._full_listing_due()
+        previous = self._trial_by_name
+        if everything:
+            self.jobs = {}  # the last listing goes before the next one comes: one listing in memory (9 kB a job)
+            jobs = self.list_jobs()
+            listed = {job.name for job in jobs}
+            self._polls_since_full = 0
+            self.jobs = {job.name: job for job in jobs}
+            # A job created and never listed twice in a row is not coming (a create the service dropped).
+            self._unseen = {name: missed + 1 for name, missed in self._unseen.items()
+                            if name not in listed and missed < 1}
+            changed, gone = jobs, [name for name in previous if name not in listed]
+            order = sorted(jobs, key=lambda j: (_created(j) or 0, j.name))
+            self._positions = {job.name: position for position, job in enumerate(order)}
+            self._next_position = len(order)
+            self._trial_by_name, self._seconds = {}, {}
+        else:
+            self._polls_since_full += 1
+            got = self._get_active()
+            changed = [job for job in got.values() if job is not None]
+            gone = [name for name, job in got.items() if job is None and name in self.jobs]
+            for name in gone:
+                del self.jobs[name]
+            for job in changed:
+                self.jobs[job.name] = job
+                self._unseen.pop(job.name, None)
+                if job.name not in self._positions:
+                    self._positions[job.name] = self._next_position
+                    self._next_position += 1
+        self.observations += 1
+        self.jobs_read += len(changed)
+        self._last_full = everything
+        self._new_attempts(changed)
+        states = {job.name: job_state(job) for job in changed}
+        # Finished, but the log not read to its end at the last poll (a failed read): read again.
+        retry_logs = {name: job_state(self.jobs[name]) for name in self._incomplete
+                      if name in self.jobs and name not in states}
         if self.follower is not None:
-            self.follower.update(states.items())
+            self.follower.update(list(states.items()) + list(retry_logs.items()))
             refused = self.follower.parser.refused_step_text()
             if refused is not None and not self._step_refused_said:
                 self._step_refused_said = True
                 self.progress(refused)  # said once
-        trials = []
-        previous, self._finished = self._finished, {}
-        for position, job in enumerate(sorted(jobs, key=lambda j: (_created(j) or 0, j.name))):
-            state = states[job.name]
-            complete = self.follower is None or job.name in self.follower.complete
-            key = (position, state, attempt_of(job))
-            known = previous.get(job.name)
-            if known is not None and known[0] == key and complete:
-                # Finished and read to the end at an earlier poll: the same Trial object (nothing of it can change),
-                # which the controller and the rules recognise without looking at it again (issue 44).
-                self._finished[job.name] = known
-                trials.append(known[1])
-                continue
-            reports = self.follower.reports(job.name) if self.follower else ()
-            metrics = self.follower.metrics(job.name) if self.follower else None
-            trial = trial_of(job, reports, self.factory.resource_name, position, metrics)
-            if not trial.pending and complete:
-                self._finished[job.name] = (key, trial)
-            if self.follower is not None and not trial.pending and job.name not in self.follower.complete:
-                # Finished, but its log was not read to the end (a failed read): the rules wait for it.
-                trial = replace(trial, state='terminating')
-            trials.append(trial)
-        trials.sort(key=lambda t: (t.index, t.name))
-        self.jobs = {job.name: job for job in jobs}
+        if everything:
+            self._active, self._incomplete = set(), set()
+        for name in gone:
+            for held in (self._trial_by_name, self._seconds, self._positions, self._trial_keys):
+                held.pop(name, None)
+            self._active.discard(name)
+            self._incomplete.discard(name)
+        for job in changed + [self.jobs[name] for name in retry_logs]:
+            state = states.get(job.name) or retry_logs[job.name]
+            self._trial_by_name[job.name] = self._trial(job, state, previous.get(job.name))
+            self._seconds[job.name] = _seconds(job)
+            (self._active.add if state in PENDING_STATES else self._active.discard)(job.name)
+            unread = (self.follower is not None and state not in PENDING_STATES
+                      and job.name not in self.follower.complete)
+            (self._incomplete.add if unread else self._incomplete.discard)(job.name)
+        trials = sorted(self._trial_by_name.values(), key=lambda t: (t.index, t.name))
         self.trials = trials
-        created = [c for c in (_created(job) for job in jobs) if c is not None]
-        return trials, (self.clock() - min(created)) if created else 0.0
+        created = [c for c in (_created(job) for job in changed) if c is not None]
+        if everything:
+            self._first_created = min(created) if created else None
+        elif created:
+            self._first_created = min(created + [self._first_created or created[0]])
+        return trials, (self.clock() - self._first_created) if self._first_created is not None else 0.0
+
+    def _trial(self, job, state, known):
+        """The job's Trial: the one of the last poll when the job had finished and its log was read to its end then
+        and now, with the same position, state and attempt; else a new one."""
+        complete = self.follower is None or job.name in self.follower.complete
+        key = (self._positions.get(job.name, 0), state, attempt_of(job))
+        if known is not None and complete and self._trial_keys.get(job.name) == key:
+            return known
+        reports = self.follower.reports(job.name) if self.follower else ()
+        metrics = self.follower.metrics(job.name) if self.follower else None
+        trial = trial_of(job, reports, self.factory.resource_name, key[0], metrics)
+        if not trial.pending and complete:
+            self._trial_keys[job.name] = key
+        else:
+            self._trial_keys.pop(job.name, None)
+        if self.follower is not None and not trial.pending and not complete:
+            # Finished, but its log was not read to the end (a failed read): the rules wait for it.
+            trial = replace(trial, state='terminating')
+        return trial
 
     def _new_attempts(self, jobs):
         """Forget what the journal holds of a job's earlier attempt (resubmit made it again under its name): its
@@ -495,10 +580,10 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.progress('{} job(s) terminated by someone else ({}): the run ends'.format(
                 len(stopped), ', '.join(stopped[:5])))
             self.end = END_STOPPED
-            self._save(trials)
+            self._save(trials, final=True)
             return self.result()
         if self._objective_unreported(trials):
-            self._save(trials)
+            self._save(trials, final=True)
             return self.result()
         actions = self.controller.step(trials, elapsed)
         # Decided but still running (a run killed between its decision and the terminate): terminate again.
@@ -515,6 +600,11 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._terminate(name)
         self._submit(actions.submit, trials)
         self._report(trials)
+        if actions.end in (END_EXHAUSTED, END_MAX_TOTAL) and not self._last_full:
+            # Over, as far as the active jobs show: a whole listing says whether it is (a job created or resubmitted
+            # from outside since the last one), then the same poll again.
+            self._polls_since_full = None
+            return self.poll()
         if actions.end:
             self.end = actions.end
             # The result counts what the service holds: the jobs just terminated (the timeout's) as terminated, and
@@ -522,7 +612,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             settling = sorted(set(terminate) | {t.name for t in trials if t.state == 'terminating'})
             if settling:
                 trials = self._settle(settling)
-            self._save(trials)
+            self._save(trials, final=True)
             return self.result()
         return None
 
@@ -546,6 +636,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                 delete_job(self.client, *self.target, name, retry=self.retry, wait=True, interval=0.5)
                 create_job(self.client, *self.target, name, body, retry=self.retry)
                 self.submitted_names.add(name)
+                self._unseen.setdefault(name, 0)
                 last = trial.reports[-1].step if trial.reports else None
                 self.progress('{}: run again from its start: the last run stopped it on its way out (--stop-on-exit)'
                               '{}, before any rule judged it'.format(
@@ -560,7 +651,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         at the sweep once more; a job still stopping then is counted as terminating (see result)."""
         wait_until_stopped(self.client, *self.target, self.sweep_name, names, retry=self.retry,
                            interval=0.5, timeout=timeout)
-        trials, _ = self.observe()
+        trials, _ = self.observe(full=True)
         return trials
 
     def _objective_unreported(self, trials):
@@ -621,6 +712,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             next_index += 1
             self.submitted += 1
             self.submitted_names.add(name)
+            self._unseen.setdefault(name, 0)
 
     def _announce(self, trials):
         """The sampler's decisions (Hyperband's promotions and the jobs it does not promote) on stderr as a policy's
@@ -641,22 +733,50 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         decisions.update(self.controller.decisions)
         return decisions
 
-    def _save(self, trials):
+    def _save(self, trials, final=False):
+        """Write the journal: what changed since the last save (core/tuning/journal.py). Each job's entry is built
+        again only when its Trial or its decision is another object than at the last save, so a poll's work here
+        follows the jobs that changed, not the sweep's size; the figures (a pass over every job) as
+        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`)."""
         data = self.journal.data
         data['judged'] = dict(self.controller.judged)
-        data['decisions'] = {name: d.as_dict() for name, d in self.controller.decisions.items()}
+        data['decisions'] = {name: self._as_dict(d) for name, d in self.controller.decisions.items()}
         if self.follower is not None:
-            data['complete'] = {name: self._complete_entry(self.follower.readers[name])
-                                for name in self.follower.complete if name in self.follower.readers}
+            data['complete'] = self._complete_entries()
         decisions = self.decisions(trials)
         seen = self.controller.as_seen_by_policies(trials)
-        data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives)
-        data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label, job_seconds=self._job_seconds(),
-                                        objectives=self.objectives, metric=(self.objective or {}).get('metric'))
+        data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives, memo=self._rows_memo)
+        polls = self._figures_polls
+        if final or polls is None or polls + 1 >= len(trials) // FIGURES_JOBS_PER_POLL or 'figures' not in data:
+            data['figures'] = sweep_figures(seen, decisions, self.goal, self.step_label,
+                                            job_seconds=self._job_seconds(), objectives=self.objectives,
+                                            metric=(self.objective or {}).get('metric'))
+            self._figures_polls = 0
+        else:
+            self._figures_polls = polls + 1
         data['objective'] = self.objective
         data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
         self.journal.save()
+
+    def _as_dict(self, decision):
+        known = self._decision_dicts.get(decision.job)
+        if known is None or known[0] is not decision:
+            known = self._decision_dicts[decision.job] = (decision, decision.as_dict())
+        return known[1]
+
+    def _complete_entries(self):
+        """The journal's {job: its log's entry} of the logs read to their end, each built once per reader."""
+        entries, memo, readers = {}, self._complete_memo, self.follower.readers
+        for name in self.follower.complete:
+            reader = readers.get(name)
+            if reader is None:
+                continue
+            known = memo.get(name)
+            if known is None or known[0] is not reader or known[1] != reader.offset:
+                known = memo[name] = (reader, reader.offset, self._complete_entry(reader))
+            entries[name] = known[2]
+        return entries
 
     def outline(self):
         """What the report says of the run beside its figures: the sampling settings, the jobs a warm start
@@ -705,7 +825,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._waiting_said = (lines, now)
 
     def _job_seconds(self):
-        return round(sum(_seconds(job) for job in self.jobs.values()), 3)
+        return round(sum(self._seconds.values()), 3)
 
     def result(self):
         # A job terminated by a decision that the service still reports queued or running is on its way out: it is
