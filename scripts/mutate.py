@@ -29,6 +29,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = 'azext_batchai_sweep'
 BUILD = os.path.join(REPO, 'build', 'mutate')
+ORDER_PLUGIN = 'mutate_order'  # scripts/mutate_order.py: a mutant's tests fastest first
 
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
@@ -69,7 +70,10 @@ MODULES = {
                                                              'tests/azurebatch/test_client_calls.py',
                                                              'tests/azurebatch/test_client_task_retry.py']),
     'batch-pools': (['localservice/schedulers/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py']),
-    'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
+    'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py',
+                                                            'tests/azurebatch/test_tasks_rules.py',
+                                                            # the task body run by the node wrapper, as on a node
+                                                            'tests/azurebatch/test_node_wrapper.py']),
 }
 
 STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
@@ -90,6 +94,8 @@ def _copy_tree(name):
     # so the az-driven tests of a selection load the mutated package, not fail
     for egg_info in glob.glob(os.path.join(REPO, '*.egg-info')):
         shutil.copytree(egg_info, os.path.join(work, os.path.basename(egg_info)))
+    # the plugin that runs a mutant's tests fastest first (copied into mutants/, which is on the tests' sys.path)
+    shutil.copy(os.path.join(REPO, 'scripts', ORDER_PLUGIN + '.py'), work)
     return work
 
 
@@ -97,9 +103,11 @@ def _config(files, tests):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
+    lines += ['    {}.py'.format(ORDER_PLUGIN)]
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
-    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
+    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider',
+              '    -p', '    ' + ORDER_PLUGIN]
     # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
     # or one such mutant waits minutes
     lines += ['timeout_multiplier = 4', '']
@@ -193,6 +201,8 @@ def _forked_runner(mutants, tests):
     sys.path.insert(0, mutants)
     os.environ['MUTANT_UNDER_TEST'] = ''
     import pytest  # pylint: disable=import-outside-toplevel
+    # a copy made since mutate_order.py came in has it: the survivors' tests fastest first as in the run
+    order = ['-p', ORDER_PLUGIN] if os.path.exists(ORDER_PLUGIN + '.py') else []
     # collect once here: the tests' modules (and what they import) are then in every child
     pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *tests], plugins=[])
     sys.stdout.flush()
@@ -204,7 +214,7 @@ def _forked_runner(mutants, tests):
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             os.environ['MUTANT_UNDER_TEST'] = mutant
-            os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *tests])))  # pylint: disable=W0212
+            os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *order, *tests])))  # pylint: disable=W0212
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return run
 
