@@ -24,19 +24,23 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = 'azext_batchai_sweep'
 BUILD = os.path.join(REPO, 'build', 'mutate')
+RECHECK_TIMEOUT = 300  # seconds one survivor's tests may take in --recheck before it counts as a timeout
 ORDER_PLUGIN = 'mutate_order'  # scripts/mutate_order.py: a mutant's tests fastest first
 
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
     'params': (['core/spec/params.py'], ['tests/core/test_params.py', 'tests/sweepfile/test_random_uniform.py']),
     'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
-    'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py']),
+    'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
+                                                  'tests/tuning/test_tpe_local.py',
+                                                  'tests/tuning/test_space_rules.py']),
     'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_policy_rules.py',
                                                  'tests/tuning/test_hostile_reports.py',
                                                  'tests/tuning/test_decision_wording.py',
@@ -218,6 +222,7 @@ def _forked_runner(mutants, tests):
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             os.environ['MUTANT_UNDER_TEST'] = mutant
+            signal.alarm(RECHECK_TIMEOUT)  # a mutant that loops is a timeout: killed, as mutmut counts it
             os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *order, *tests])))  # pylint: disable=W0212
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return run

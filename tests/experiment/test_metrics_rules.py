@@ -65,6 +65,100 @@ def test_a_log_read_from_its_end_reads_its_last_line_as_it_ends():
         MetricExtractor(regex=r'loss=(\d+)', reduce='max').extract_last_backwards(lambda s, e: b'', 0)
 
 
+# ---- a log read in chunks, or from its end in windows: the same reading as the whole text -----------------------
+
+# Lines of every kind: the metric once, twice, spaced, in a longer name, after a non-ASCII letter (\w for text, not
+# for bytes: the reading must be the text's), between lines without it, and a long line without it.
+LOG_LINES = ['epoch=1 loss=0.5', 'noise', 'loss=2 loss=3', 'val_loss=9', 'éloss=4', '42 loss=8', 'loss = 6',
+             'x' * 40, 'acc=1 loss=-1e-3', '', 'loss=7']
+EXTRACTORS = [dict(metric_name='loss'), dict(regex=r'loss=(\S+)'), dict(regex=r'^loss=(\d+)$'),
+              dict(regex=r'^(\d+)')]
+EXTRACTOR_IDS = ['name', 'regex', 'anchored', 'line-start']
+
+
+def _chunkings(data):
+    """Every split into two, every fixed chunk size, and a few fixed irregular ones."""
+    yield [data]
+    for cut in range(1, len(data)):
+        yield [data[:cut], data[cut:]]
+    for size in range(1, 20):
+        yield [data[i:i + size] for i in range(0, len(data), size)]
+    yield [data[:1], data[1:3], data[3:40], data[40:41], data[41:]]
+
+
+@pytest.mark.parametrize('options', EXTRACTORS, ids=EXTRACTOR_IDS)
+@pytest.mark.parametrize('reduce', ['last', 'first', 'min', 'max', 'mean'])
+def test_a_log_in_any_chunks_reads_as_its_whole_text(monkeypatch, options, reduce):
+    """Lines up to MAX_LINE (here 16 bytes) are read whole however the chunks cut them; a longer line without the
+    metric changes nothing."""
+    monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
+    lines = [line for line in LOG_LINES if len(line.encode()) <= 16 or 'loss' not in line]
+    for ending in ('\n', ''):
+        text = '\n'.join(lines) + ending
+        extractor = MetricExtractor(reduce=reduce, **options)
+        expected = extractor.extract_text(text)
+        if reduce == 'mean':  # a mean summed in another order may differ in its last bit
+            expected = pytest.approx(expected, rel=1e-12)
+        for chunks in _chunkings(text.encode()):
+            assert extractor.extract_chunks(iter(chunks)) == expected, chunks
+
+
+@pytest.mark.parametrize('chunks', [
+    [b' ' * 11 + b'loss=', b'7\n'],  # a partial line of exactly MAX_LINE bytes is kept whole
+    [b' ' * 8, b'   loss=', b'7\n'],
+    [b' ' * 8, b'   loss=', b'7'],
+])
+def test_a_line_of_exactly_max_line_bytes_is_read_whole(monkeypatch, chunks):
+    monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
+    for reduce in ('last', 'first', 'max'):
+        assert MetricExtractor(metric_name='loss', reduce=reduce).extract_chunks(iter(chunks)) == 7.0
+
+
+def test_a_first_reading_goes_past_a_long_line_without_the_metric(monkeypatch):
+    monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
+    chunks = [b'x' * 10, b'x' * 10, b'x' * 10, b'\nloss=3\nloss=4\n']
+    assert MetricExtractor(metric_name='loss', reduce='first').extract_chunks(iter(chunks)) == 3.0
+
+
+def test_a_line_longer_than_max_line_is_read_in_pieces_as_they_come(monkeypatch):
+    monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
+    chunks = [b' ' * 10, b' ' * 10, b'loss=3\n']  # the first 20 bytes are one piece, the rest the next
+    for reduce in ('last', 'first', 'max'):
+        assert MetricExtractor(metric_name='loss', reduce=reduce).extract_chunks(iter(chunks)) == 3.0
+
+
+@pytest.mark.parametrize('options', EXTRACTORS, ids=EXTRACTOR_IDS)
+def test_a_log_read_from_its_end_in_windows_reads_as_its_whole_text(monkeypatch, options):
+    monkeypatch.setattr(metrics_module, 'TAIL_WINDOW', 3)
+    monkeypatch.setattr(metrics_module, 'TAIL_WINDOW_MAX', 12)
+    monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
+    extractor = MetricExtractor(**options)
+    lines = [line for line in LOG_LINES if len(line.encode()) <= 16]
+    for first in range(len(lines)):  # every suffix of the log: the metric at every distance from the end
+        for ending in ('\n', ''):
+            data = ('\n'.join(lines[first:]) + ending).encode()
+            expected = extractor.extract_text(data.decode())
+            assert extractor.extract_last_backwards(lambda start, end, d=data: d[start:end], len(data)) == expected
+
+
+def test_a_one_byte_log_read_from_its_end():
+    assert MetricExtractor(regex=r'(\d)').extract_last_backwards(lambda start, end: b'7'[start:end], 1) == 7.0
+
+
+def test_a_log_in_another_encoding_or_with_broken_bytes_is_read_in_chunks_and_from_its_end():
+    latin = 'précision=0.75\nautre\n'.encode('latin-1')
+    extractor = MetricExtractor(metric_name='précision')
+    assert extractor.extract_chunks(iter([latin]), encoding='latin-1') == 0.75
+    assert extractor.extract_last_backwards(lambda start, end: latin[start:end], len(latin),
+                                            encoding='latin-1') == 0.75
+    broken = b'loss=1\n\xff\xfe garbage\nloss=2\n\xc3\n'
+    for reduce in ('last', 'max', 'first'):
+        expected = {'last': 2.0, 'max': 2.0, 'first': 1.0}[reduce]
+        assert MetricExtractor(metric_name='loss', reduce=reduce).extract_chunks(iter([broken])) == expected
+        assert MetricExtractor(regex=r'loss=(\d)', reduce=reduce).extract_chunks(iter([broken])) == expected
+    assert MetricExtractor(metric_name='loss').extract_last_backwards(lambda s, e: broken[s:e], len(broken)) == 2.0
+
+
 # ---- get_metrics on the local service ---------------------------------------------------------------------------
 
 LOSSES = 'echo "loss=$((PARAM_X + 5))"; echo "loss=$((PARAM_X * 3))"; exit $((PARAM_X % 2))'
