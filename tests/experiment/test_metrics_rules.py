@@ -9,6 +9,7 @@ import pytest
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.outputs import metrics as metrics_module
 from azext_batchai_sweep.core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+from azext_batchai_sweep.core.service.retry import describe_error
 from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .service_helpers import new_experiment, quick_retry, sweep_plan, wait_all
@@ -120,9 +121,13 @@ def test_a_first_reading_goes_past_a_long_line_without_the_metric(monkeypatch):
     assert MetricExtractor(metric_name='loss', reduce='first').extract_chunks(iter(chunks)) == 3.0
 
 
-def test_a_line_longer_than_max_line_is_read_in_pieces_as_they_come(monkeypatch):
+@pytest.mark.parametrize('chunks', [
+    [b' ' * 10, b' ' * 10, b'loss=3\n'],  # the first 20 bytes are one piece, the rest the next
+    [b' ' * 20, b'loss=3\n'],
+    [b'loss=3' + b' ' * 20, b'\n'],  # a piece that starts with the metric
+])
+def test_a_line_longer_than_max_line_is_read_in_pieces_as_they_come(monkeypatch, chunks):
     monkeypatch.setattr(metrics_module, 'MAX_LINE', 16)
-    chunks = [b' ' * 10, b' ' * 10, b'loss=3\n']  # the first 20 bytes are one piece, the rest the next
     for reduce in ('last', 'first', 'max'):
         assert MetricExtractor(metric_name='loss', reduce=reduce).extract_chunks(iter(chunks)) == 3.0
 
@@ -231,5 +236,5 @@ def test_a_job_whose_log_cannot_be_read_keeps_its_row_with_the_error_and_a_warni
     broken = [row for row in rows if row['name'] == names[2]]
     assert broken == [dict(broken[0], metric=None)] and 'connection reset by peer' in broken[0]['error']
     assert all(row['error'] is None for row in rows if row['name'] != names[2])
-    assert ['job {}: metric not read: '.format(names[2]) in r.getMessage() for r in caplog.records] == [True]
-    assert 'connection reset by peer' in caplog.records[0].getMessage()
+    assert [r.getMessage() for r in caplog.records] == ['job {}: metric not read: {}'.format(
+        names[2], describe_error(ConnectionResetError('connection reset by peer')))]
