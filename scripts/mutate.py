@@ -12,6 +12,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py --list               # the modules and their tests
     python scripts/mutate.py --recheck params     # the survivors of an earlier run against today's tests
     python scripts/mutate.py --recheck store --tests tests/localservice/test_store_rows.py   # only the new tests
+    python scripts/mutate.py --recheck metrics --tests T --only get_metrics   # only that function's survivors
     python scripts/mutate.py --resume policies    # go on with a run that was stopped (Ctrl-C, a deadline)
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
@@ -23,18 +24,23 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = 'azext_batchai_sweep'
 BUILD = os.path.join(REPO, 'build', 'mutate')
+RECHECK_TIMEOUT = 300  # seconds one survivor's tests may take in --recheck before it counts as a timeout
+ORDER_PLUGIN = 'mutate_order'  # scripts/mutate_order.py: a mutant's tests fastest first
 
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
     'params': (['core/spec/params.py'], ['tests/core/test_params.py', 'tests/sweepfile/test_random_uniform.py']),
     'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
-    'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py']),
+    'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
+                                                  'tests/tuning/test_tpe_local.py',
+                                                  'tests/tuning/test_space_rules.py']),
     'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_policy_rules.py',
                                                  'tests/tuning/test_hostile_reports.py',
                                                  'tests/tuning/test_decision_wording.py',
@@ -68,8 +74,12 @@ MODULES = {
     'batch-client': (['localservice/schedulers/azurebatch/client.py'], ['tests/azurebatch/test_client.py',
                                                              'tests/azurebatch/test_client_calls.py',
                                                              'tests/azurebatch/test_client_task_retry.py']),
-    'batch-pools': (['localservice/schedulers/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py']),
-    'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py']),
+    'batch-pools': (['localservice/schedulers/azurebatch/pools.py'], ['tests/azurebatch/test_pools.py',
+                                                            'tests/azurebatch/test_pools_rules.py']),
+    'batch-tasks': (['localservice/schedulers/azurebatch/tasks.py'], ['tests/azurebatch/test_tasks.py',
+                                                            'tests/azurebatch/test_tasks_rules.py',
+                                                            # the task body run by the node wrapper, as on a node
+                                                            'tests/azurebatch/test_node_wrapper.py']),
 }
 
 STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
@@ -90,6 +100,8 @@ def _copy_tree(name):
     # so the az-driven tests of a selection load the mutated package, not fail
     for egg_info in glob.glob(os.path.join(REPO, '*.egg-info')):
         shutil.copytree(egg_info, os.path.join(work, os.path.basename(egg_info)))
+    # the plugin that runs a mutant's tests fastest first (copied into mutants/, which is on the tests' sys.path)
+    shutil.copy(os.path.join(REPO, 'scripts', ORDER_PLUGIN + '.py'), work)
     return work
 
 
@@ -97,9 +109,13 @@ def _config(files, tests):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
+    lines += ['    {}.py'.format(ORDER_PLUGIN)]
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
-    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider']
+    # not the az-driven tests: mutmut maps a test to the functions it calls in its own process, never in az's, so
+    # they would never run on a mutant, only slow the stats run (and az's interpreter may lack mutmut's trampoline)
+    lines += ['pytest_add_cli_args =', '    -x', '    -q', '    -p', '    no:cacheprovider',
+              '    -p', '    ' + ORDER_PLUGIN, '    -m', '    not az and not soak']
     # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
     # or one such mutant waits minutes
     lines += ['timeout_multiplier = 4', '']
@@ -193,6 +209,8 @@ def _forked_runner(mutants, tests):
     sys.path.insert(0, mutants)
     os.environ['MUTANT_UNDER_TEST'] = ''
     import pytest  # pylint: disable=import-outside-toplevel
+    # a copy made since mutate_order.py came in has it: the survivors' tests fastest first as in the run
+    order = ['-p', ORDER_PLUGIN] if os.path.exists(ORDER_PLUGIN + '.py') else []
     # collect once here: the tests' modules (and what they import) are then in every child
     pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *tests], plugins=[])
     sys.stdout.flush()
@@ -204,12 +222,13 @@ def _forked_runner(mutants, tests):
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             os.environ['MUTANT_UNDER_TEST'] = mutant
-            os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *tests])))  # pylint: disable=W0212
+            signal.alarm(RECHECK_TIMEOUT)  # a mutant that loops is a timeout: killed, as mutmut counts it
+            os._exit(int(pytest.main(['-x', '-q', '-p', 'no:cacheprovider', *order, *tests])))  # pylint: disable=W0212
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return run
 
 
-def recheck(name, only_tests=None):
+def recheck(name, only_tests=None, only_mutants=None):
     """Run each mutant an earlier run left alive (survived, no tests) against the checkout's tests as they are now,
     one pytest per mutant (mutmut's own switch, MUTANT_UNDER_TEST): the survivors new tests have killed, without
     running every mutant again. Updates summary.json's survivors with 'now': killed|survived."""
@@ -224,6 +243,8 @@ def recheck(name, only_tests=None):
                     ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
     run = _forked_runner(mutants, tests) if hasattr(os, 'fork') else None
     for survivor in summary['survivors']:
+        if only_mutants and not any(part in survivor['mutant'] for part in only_mutants):
+            continue  # left as an earlier recheck found it
         if run is not None:
             returncode = run(survivor['mutant'])
         else:
@@ -233,7 +254,7 @@ def recheck(name, only_tests=None):
                                         text=True, check=False).returncode
         survivor['now'] = 'survived' if returncode == 0 else 'killed'
         print('{}: {}'.format(survivor['mutant'], survivor['now']), flush=True)
-    left = [s for s in summary['survivors'] if s['now'] == 'survived']
+    left = [s for s in summary['survivors'] if s.get('now', 'survived') == 'survived']
     summary['survivors_now'] = len(left)
     with open(os.path.join(work, 'summary.json'), 'w', encoding='utf-8') as f:
         json.dump(summary, f, indent=1)
@@ -251,6 +272,9 @@ def main(argv=None):
                         help="run an earlier run's survivors against the tests as they are now")
     parser.add_argument('--tests', nargs='+', metavar='TEST',
                         help='with --recheck: run these tests (the new ones) on each survivor, not the whole selection')
+    parser.add_argument('--only', nargs='+', metavar='PART',
+                        help="with --recheck: only the survivors whose name holds one of these (e.g. a function's "
+                             'name), the others left as an earlier recheck found them')
     parser.add_argument('--resume', action='store_true',
                         help='go on with a stopped run (its mutants not yet checked) instead of starting afresh')
     args = parser.parse_args(argv)
@@ -264,7 +288,7 @@ def main(argv=None):
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
-            recheck(name, args.tests)
+            recheck(name, args.tests, args.only)
         else:
             run_module(name, children, resume=args.resume)
     return 0

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from azext_batchai_sweep.localservice.schedulers.azurebatch.auth import AzLoginCredential
-from azext_batchai_sweep.localservice.schedulers.azurebatch.client import (BatchApi, BatchCallError,
+from azext_batchai_sweep.localservice.schedulers.azurebatch.client import (POLL_SELECT, BatchApi, BatchCallError,
                                                                            _JitteredRetryAfter, error_code)
 from azext_batchai_sweep.localservice.schedulers.azurebatch.tasks import MAX_ADD_BYTES, request_bytes
 
@@ -363,3 +363,17 @@ def test_a_task_there_of_another_job_is_named_in_the_refusal(api, double):
     gets = [r for r in double.requests if r.method == 'GET' and r.path.startswith('/jobs/j/tasks/')]
     assert len(gets) == 2 and api.calls['get_task'] == 2
     assert all(set(r.query['$select'].split(',')) == {'id', 'displayName', 'environmentSettings'} for r in gets)
+
+
+def test_a_task_list_longer_than_a_page_is_read_to_its_last_page(api, double):
+    """Batch answers at most 1,000 tasks a page and an odata.nextLink to the next (the double pages as Batch does):
+    a poll of a job holding more must see every task, once, with the fields it asked for."""
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    ids = ['t{:04d}'.format(i) for i in range(2105)]
+    added = api.add_tasks('j', [{'id': task_id, 'commandLine': '/bin/true'} for task_id in ids])
+    assert set(added.values()) == {None}
+    listed = api.list_tasks('j')
+    assert sorted(t['id'] for t in listed) == ids
+    assert all(set(t) <= set(POLL_SELECT) and t['state'] == 'active' for t in listed)
+    assert api.list_tasks('j', since='2999-01-01T00:00:00.000Z') == []

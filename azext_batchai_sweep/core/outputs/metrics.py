@@ -274,10 +274,6 @@ class MetricExtractor:
         else:
             self._scan_block(data[start:end].decode(encoding, errors='replace'), reduction)
 
-    def extract_lines(self, lines):
-        """The reduced metric over an iterable of text lines, or None when it never appears."""
-        return self.extract_text('\n'.join(lines))
-
     def extract_chunks(self, chunks, encoding='utf-8'):
         """The reduced metric over an iterable of byte chunks, holding only one chunk and one partial line.
 

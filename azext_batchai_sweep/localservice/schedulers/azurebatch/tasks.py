@@ -188,19 +188,28 @@ def batch_job_body(batch_job_id, pool_id):
 # The longest a Batch AI job name and a task id can be: the stand-ins of a size check made before either exists.
 _LONGEST_NAME = 'j' * 64
 _LONGEST_TASK_ID = 't' * 64
+# The longest jobOutputDirectoryPathSegment the service makes (resources.job_body: subscription/resource group/
+# workspaces/workspace/experiments/experiment/jobs/job/uid, with resources.check_name's longest names: 387 characters).
+_LONGEST_SEGMENT = '/'.join(['0' * 36, 'g' * 90, 'workspaces', 'w' * 64, 'experiments', 'e' * 64, 'jobs',
+                             _LONGEST_NAME, '0' * 36])
 # A stand-in of the task-log container's SAS URL (storage/task_logs.py) on a cluster that mounts storage: the longest
 # account name (24), container name (63) and a user delegation SAS's query with margin (about 300 in practice).
 _LONGEST_LOGS_URL = 'https://{}.blob.core.usgovcloudapi.net/{}?{}'.format('a' * 24, 'c' * 63, 'q' * 512)
+# ... and of a --code job's snapshot URL: the blob code/<sha256>.tar.gz of that container (code_files.py).
+_LONGEST_CODE_URL = 'https://{}.blob.core.usgovcloudapi.net/{}/code/{}.tar.gz?{}'.format('a' * 24, 'c' * 63, '0' * 64,
+                                                                                        'q' * 512)
 
 
 def check_task_size(props, toolkit, cluster_props, payload=None, max_bytes=MAX_ADD_BYTES):
     """Refusal at submit when the job's task body (environment variables, secrets, the wrapper and its launch
     settings) cannot fit in a Batch request of `max_bytes` even alone: it would fail at every add. The body is
-    built as the add builds it, with the longest job name and task id, so what passes here fits at the add."""
-    job_body = {'name': _LONGEST_NAME, 'properties': dict(props, jobOutputDirectoryPathSegment='0' * 36)}
+    built as the add builds it, with the longest job name, task id, output path segment and (a --code job) snapshot
+    URL, so what passes here fits at the add."""
+    job_body = {'name': _LONGEST_NAME, 'properties': dict(props, jobOutputDirectoryPathSegment=_LONGEST_SEGMENT)}
     logs_url = _LONGEST_LOGS_URL if cluster_storage(cluster_props) else None  # (mounts.logs_account)
+    code_url = _LONGEST_CODE_URL if logs_url and code_mount(props) is not None else None
     body = task_body(_LONGEST_TASK_ID, job_body, toolkit, cluster_props, props, output_container_url=logs_url,
-                     payload=payload)
+                     payload=payload, code_url=code_url)
     own, limit = request_bytes(body), max_bytes - request_bytes({'value': []})
     if own > limit:
         variables = sum(request_bytes(e) for kind in ('environmentVariables', 'secrets')
