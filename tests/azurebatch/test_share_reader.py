@@ -108,10 +108,11 @@ def test_mirror_reads_only_new_bytes_and_restarts_a_new_attempts_file(files, tmp
     assert files.file_reads() == [('/acct/logs/{}/stdouterr/stdout.txt'.format(SEGMENT), 'bytes=7-13', 7)]
     assert _read(os.path.join(layout.stdouterr_dir, 'stdout.txt')) == 'line 1\nline 2\n'
 
-    # A new attempt: the wrapper deleted the file and wrote a longer one (another FileId): read from byte 0.
-    os.unlink(remote / 'stdout.txt')
-    (remote / 'keep').write_text('')  # so the new file gets another inode (the double's FileId)
-    (remote / 'stdout.txt').write_text('attempt 2 line 1\n')
+    # A new attempt: the wrapper deleted the file and wrote a longer one (another FileId): read from byte 0. The new
+    # file is made while the old one still exists, so it has another inode (the double's FileId) on any file system
+    # (made after an unlink, it may get the freed inode back).
+    (remote / 'stdout.txt.new').write_text('attempt 2 line 1\n')
+    os.replace(remote / 'stdout.txt.new', remote / 'stdout.txt')
     mirror.mirror(folders, layout, offsets)
     assert _read(os.path.join(layout.stdouterr_dir, 'stdout.txt')) == 'attempt 2 line 1\n'
 
