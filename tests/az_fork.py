@@ -102,8 +102,7 @@ def _run_az(header, fds):
     os.chdir(header['cwd'])
     os.environ.clear()
     os.environ.update(header['env'])
-    import tempfile as tempfile_module  # pylint: disable=reimported
-    tempfile_module.tempdir = None  # gettempdir() reads TMPDIR again
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
     sys.argv = ['az', *header['argv']]
     sys.path[0] = os.getcwd()  # as `python -m` sets it
     code = 0
