@@ -72,7 +72,7 @@ def importance_of_metric(identity, rows, goal, metric, run_rows):
 def pareto_front(cmd, identity, top, run_view):
     """A `sweep run` with several objectives: its Pareto front (core/tuning/front.py), else None."""
     from ._run import run_journal_path
-    from .core.tuning.loop import Journal
+    from .core.tuning.journal import Journal
     path = run_journal_path(cmd.cli_ctx, identity.resource_group, identity.workspace, identity.experiment,
                             identity.name)
     with core_errors():

@@ -81,7 +81,7 @@ def saved_objective(cmd, resource_group, workspace_name, experiment_name, sweep_
     from azure.cli.core.azclierror import RequiredArgumentMissingError
     from ._planning import default_plan_header
     from ._run import run_journal_path
-    from .core.tuning.loop import Journal
+    from .core.tuning.journal import Journal
     path = run_journal_path(cmd.cli_ctx, resource_group, workspace_name, experiment_name, sweep_name)
     with core_errors():
         objective = Journal(path).data.get('objective') if os.path.exists(path) else None

@@ -151,7 +151,7 @@ def test_the_journal_is_written_by_the_one_pass_encoder(tmp_path, monkeypatch):
     """The journal (a row per job) is written at every poll: json.dumps's C encoder in one pass, never json.dump,
     which streams through the encoder's pure-Python path (7x slower: a second a poll at 1,000 jobs, profiled)."""
     import json.encoder
-    from azext_batchai_sweep.core.tuning.loop import Journal
+    from azext_batchai_sweep.core.tuning.journal import Journal
 
     def python_path(*_args, **_kwargs):
         raise AssertionError("the encoder's pure-Python path")
