@@ -31,6 +31,10 @@ MAX_LINE = 1024 * 1024
 # log with its metric far from the end costs few requests.
 TAIL_WINDOW = 64 * 1024
 TAIL_WINDOW_MAX = 1024 * 1024
+# A block with at most one value per this many bytes is sparse (MetricExtractor._matches): where keeping each
+# matched line's rest costs less than counting the name over the whole block (measured on epoch and dense logs).
+SPARSE_BYTES = 1024
+SPARSE_SAMPLE = 16 * 1024
 _NUMBER = r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?'
 
 
@@ -185,9 +189,12 @@ class MetricExtractor:
             self.group = 'value'
             bytes_pattern = katib_pattern_bytes(metric_name)
             self.bytes_pattern = re.compile(bytes_pattern, re.MULTILINE) if bytes_pattern else None
-            # The first match of each line, the rest of the line skipped (see _matches).
+            # The first match of each line, the rest of the line skipped, or kept as a second group (see _matches).
             self.first = re.compile(katib_pattern(metric_name) + '[^\n]*', re.MULTILINE)
+            self.first_rest = re.compile(katib_pattern(metric_name) + '([^\n]*)', re.MULTILINE)
             self.bytes_first = re.compile(bytes_pattern + b'[^\n]*', re.MULTILINE) if bytes_pattern else None
+            self.bytes_first_rest = (re.compile(bytes_pattern + b'([^\n]*)', re.MULTILINE) if bytes_pattern
+                                     else None)
             self.bytes_name = metric_name.encode('ascii') if bytes_pattern else None
         else:
             raise SpecError('give a regular expression or a metric name', path='metric')
@@ -204,11 +211,21 @@ class MetricExtractor:
             # run in C, and findall returns that group's text (float takes bytes as well as str).
             as_bytes = isinstance(text, bytes)
             end = len(text) if endpos is None else endpos
-            # The first value of each line (the pattern then skips the rest of its line): a line's reading when it
-            # holds the name once, which the name's count tells (a line naming it twice has more names than lines).
-            first = self.bytes_first if as_bytes else self.first
-            found = first.findall(text, pos, end)
-            if text.count(self.bytes_name if as_bytes else self.metric_name, pos, end) > len(found):
+            name = self.bytes_name if as_bytes else self.metric_name
+            # The first value of each line (the pattern then skips the rest of its line) is a line's reading unless
+            # the line holds the metric again. In a sparse block (an epoch line among step lines, by the name's count
+            # in the block's first SPARSE_SAMPLE bytes) the rest of each matched line is kept and searched for the
+            # name; in a dense one, where that would cost an object per line, the name's count over the block tells
+            # (a line naming it twice has more names than lines). Both ways read the same values.
+            sample = min(end, pos + SPARSE_SAMPLE)
+            if text.count(name, pos, sample) * SPARSE_BYTES <= sample - pos:
+                pairs = (self.bytes_first_rest if as_bytes else self.first_rest).findall(text, pos, end)
+                found = [value for value, _ in pairs]
+                again = any(name in rest for _, rest in pairs)
+            else:
+                found = (self.bytes_first if as_bytes else self.first).findall(text, pos, end)
+                again = text.count(name, pos, end) > len(found)
+            if again:
                 pattern = self.bytes_pattern if as_bytes else self.pattern
                 if len(pattern.findall(text, pos, end)) > len(found):
                     # A line holds the metric twice: its reading is its last value (line_matches), as everywhere.

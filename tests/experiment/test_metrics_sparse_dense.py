@@ -1,0 +1,103 @@
+"""A block of a log is scanned one of two ways (core/outputs/metrics.py, MetricExtractor._matches): a sparse one (an
+epoch line among step lines) keeps the rest of each matched line and looks for the metric's name there; a dense
+one counts the name over the block. Either way a line's reading is its last match (line_matches), whatever the
+mix of lines: these tests read logs of both shapes, with lines naming the metric twice where each way must notice,
+against that rule applied line by line, and check which way each shape takes (the speed, docs/benchmarks.md).
+"""
+import random
+import re
+
+import pytest
+
+from azext_batchai_sweep.core.outputs import metrics as metrics_module
+from azext_batchai_sweep.core.outputs.metrics import MetricExtractor, katib_pattern, last_match
+
+NAME = 'val_accuracy'
+STEP = 'step={0} loss=0.{1:04d} accuracy=0.{1:04d} lr=0.05\n'
+EPOCH = 'epoch={0} loss=0.5 val_accuracy=0.{1:04d} lr=0.05\n'
+# Lines that hold the name more than once: a second value (the line's reading is the last), the name again without
+# a value (the first value stands), a longer name after it, and the name before its value without '='.
+TWICE = ['epoch={0} val_accuracy=0.{1:04d} val_accuracy=9.{1:04d}\n',
+         'epoch={0} val_accuracy=0.{1:04d} (val_accuracy: best so far)\n',
+         'epoch={0} val_accuracy=0.{1:04d} best_val_accuracy=7.5 val_accuracy_top5=8.5\n',
+         'val_accuracy: epoch={0} val_accuracy = -0.{1:04d}\n']
+
+
+def make_log(shape, lines, twice_every, seed):
+    rng = random.Random(seed)
+    out = []
+    for i in range(lines):
+        if twice_every and i % twice_every == twice_every // 2:
+            out.append(rng.choice(TWICE).format(i, rng.randrange(10000)))
+        elif shape == 'dense' or i % 100 == 99:
+            out.append(EPOCH.format(i, rng.randrange(10000)))
+        else:
+            out.append(STEP.format(i, rng.randrange(10000)))
+    return ''.join(out)
+
+
+def reading_by_line(text, reduce):
+    """The rule itself: each line's last match, reduced (no block scanning at all)."""
+    pattern = re.compile(katib_pattern(NAME))
+    values = []
+    for line in text.split('\n'):
+        match = last_match(pattern, line)
+        if match is not None:
+            values.append(float(match.group('value')))
+    if not values:
+        return None
+    return {'max': max(values), 'min': min(values), 'first': values[0], 'last': values[-1],
+            'mean': sum(values) / len(values)}[reduce]
+
+
+LOGS = [('sparse', 3000, 0), ('sparse', 3000, 250), ('sparse', 3000, 7), ('dense', 2000, 0), ('dense', 2000, 3),
+        ('dense', 2000, 401)]
+
+
+@pytest.mark.parametrize('shape,lines,twice_every', LOGS)
+@pytest.mark.parametrize('reduce', ['max', 'min', 'mean', 'first', 'last'])
+def test_both_ways_read_each_line_as_its_last_match(shape, lines, twice_every, reduce):
+    text = make_log(shape, lines, twice_every, seed=lines + twice_every)
+    data = text.encode('ascii')
+    expected = reading_by_line(text, reduce)
+    assert expected is not None
+    if reduce == 'mean':
+        expected = pytest.approx(expected, rel=1e-12)
+    extractor = MetricExtractor(metric_name=NAME, reduce=reduce)
+    for size in (len(data), 1 << 20, 65536, 4099):
+        chunks = [data[i:i + size] for i in range(0, len(data), size)]
+        assert extractor.extract_chunks(iter(chunks)) == expected, size
+    assert extractor.extract_text(text) == expected  # as text (a non-ASCII log's way)
+
+
+def test_a_block_sparse_at_its_start_and_dense_after_reads_every_line_by_the_rule():
+    """Which way a block takes is judged by its first SPARSE_SAMPLE bytes; a block that changes shape after them
+    (dense lines naming the metric twice) still reads by the rule."""
+    text = make_log('sparse', 400, 0, seed=1) + make_log('dense', 600, 2, seed=2)
+    assert len(text.split('\n', 400)[0]) < metrics_module.SPARSE_SAMPLE < len(text)
+    for reduce in ('max', 'min', 'mean', 'last'):
+        expected = reading_by_line(text, reduce)
+        got = MetricExtractor(metric_name=NAME, reduce=reduce).extract_chunks(iter([text.encode('ascii')]))
+        assert got == (pytest.approx(expected, rel=1e-12) if reduce == 'mean' else expected), reduce
+
+
+class Recording:
+    """A compiled pattern that records which findall the extractor called."""
+
+    def __init__(self, pattern, calls, label):
+        self.pattern, self.calls, self.label = pattern, calls, label
+
+    def findall(self, *args):
+        self.calls.append(self.label)
+        return self.pattern.findall(*args)
+
+
+@pytest.mark.parametrize('shape,way', [('sparse', 'rest kept'), ('dense', 'name counted')])
+def test_a_sparse_block_keeps_each_matched_lines_rest_and_a_dense_one_counts_the_name(shape, way):
+    data = make_log(shape, 3000, 0, seed=3).encode('ascii')
+    extractor = MetricExtractor(metric_name=NAME, reduce='max')
+    calls = []
+    extractor.bytes_first_rest = Recording(extractor.bytes_first_rest, calls, 'rest kept')
+    extractor.bytes_first = Recording(extractor.bytes_first, calls, 'name counted')
+    assert extractor.extract_chunks(iter([data])) == reading_by_line(data.decode(), 'max')
+    assert calls == [way]
