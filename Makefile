@@ -32,9 +32,11 @@ bytecode: dev
 # `make test PYTEST_WORKERS=0` runs it serially in one process, as `python -m pytest` does (docs/development.md).
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+# The slowest tests, printed at the end of every run: where make test's time goes, in each CI log.
+PYTEST_DURATIONS = --durations=25
 
 test: dev bytecode test-tools system-deps-slurm system-deps-mpi system-deps-chromium
-	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 # Slurm and munge for tests/slurm (a real cluster on loopback): apt-get when missing and root, else a note.
 system-deps-slurm:
