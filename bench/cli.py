@@ -1,6 +1,6 @@
 """Benchmark of the `az batchai sweep` commands through the real az, each against a baseline measured in the same run.
 
-Usage: python bench/cli.py [--only status,help,submit,metrics] [--status-jobs 10000] [--submit-jobs 1000]
+Usage: python bench/cli.py [--only status,help,submit,metrics,scan] [--status-jobs 10000] [--submit-jobs 1000]
                            [--metrics-jobs 500] [--log-mb 5] [--repeat 3] [--help-repeat 10]
 
 Services are the local Batch AI service (foreground module in a subprocess, temporary data dir, as
@@ -19,6 +19,8 @@ interpreter start-up included; `az version` is measured alongside as az's own st
    (`max`). A full scan (`--reduce max`) is measured against a plain script that downloads the same bytes the same
    way and takes ``max(map(float, re.findall(...)))`` of each file (its baseline since issue 44): a scan's floor is
    parsing every value, which the raw download skips.
+5. scan: the CPU time of metrics' scan of one log of each shape in this process, against the script's parse of
+   the same bytes (no HTTP, no other process): what the extractor itself adds, whatever the machine's load.
 """
 import argparse
 import json
@@ -379,7 +381,35 @@ def _write_download_urls(client, info, path, experiment=EXPERIMENT):
     return total
 
 
-BENCHMARKS = {'status': bench_status, 'help': bench_help, 'submit': bench_submit, 'metrics': bench_metrics}
+def bench_scan(bench):
+    """The CPU time of the scan alone, in this process: metrics' MetricExtractor over one job's log in the chunks
+    it downloads, against the baseline script's parse of the same bytes (max(map(float, re.findall(...))) over
+    them joined). No HTTP and no other process: what the extractor adds to the floor of a full scan, on a machine
+    whose load the wall-clock rows feel."""
+    import re  # pylint: disable=import-outside-toplevel
+    from azext_batchai_sweep.core.outputs.metrics import MetricExtractor  # pylint: disable=import-outside-toplevel
+    pattern = re.compile(re.escape('val_accuracy').encode() + rb'=([-+0-9.eE]+)')
+    for shape in sorted({shape for shape, _ in METRICS_RUNS}):
+        data = subprocess.run([sys.executable, '-c', LOG_SCRIPT, str(bench.args.log_mb), '7', shape],
+                              capture_output=True, check=True).stdout
+        chunks = [data[i:i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)]
+        ours, script = [], []
+        for _ in range(bench.args.scan_repeat):  # interleaved
+            started = time.process_time()
+            value = MetricExtractor(metric_name='val_accuracy', reduce='max').extract_chunks(iter(chunks))
+            ours.append(time.process_time() - started)
+            started = time.process_time()
+            expected = max(map(float, pattern.findall(b''.join(chunks))))
+            script.append(time.process_time() - started)
+            assert value == expected, (value, expected)
+        t_ours, t_script = statistics.median(ours), statistics.median(script)
+        bench.rows.append(('scan of one {} MB {} log, --reduce max (CPU, median of {})'.format(
+            bench.args.log_mb, shape, len(ours)), t_ours, 're.findall + float {:.1f} ms'.format(1000 * t_script),
+            t_ours / t_script, 'none (what a full scan adds)', '{:.1f} ms a log'.format(1000 * t_ours)))
+
+
+BENCHMARKS = {'status': bench_status, 'help': bench_help, 'submit': bench_submit, 'metrics': bench_metrics,
+              'scan': bench_scan}
 
 
 def main():
@@ -391,6 +421,7 @@ def main():
     parser.add_argument('--log-mb', type=int, default=5)
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--help-repeat', type=int, default=10)
+    parser.add_argument('--scan-repeat', type=int, default=21)
     args = parser.parse_args()
     bench = Bench(args)
     for name in args.only.split(','):

@@ -4,10 +4,12 @@ one counts the name over the block. Either way a line's reading is its last matc
 mix of lines: these tests read logs of both shapes, with lines naming the metric twice where each way must notice,
 against that rule applied line by line, and check which way each shape takes (the speed, docs/benchmarks.md).
 """
+import math
 import random
 import re
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from azext_batchai_sweep.core.outputs import metrics as metrics_module
 from azext_batchai_sweep.core.outputs.metrics import MetricExtractor, katib_pattern, last_match
@@ -101,3 +103,49 @@ def test_a_sparse_block_keeps_each_matched_lines_rest_and_a_dense_one_counts_the
     extractor.bytes_first = Recording(extractor.bytes_first, calls, 'name counted')
     assert extractor.extract_chunks(iter([data])) == reading_by_line(data.decode(), 'max')
     assert calls == [way]
+
+
+# ---- the value read as a run of number characters (ASCII blocks), the exact syntax where the run is no number ----
+
+NUMBERISH = ['0.5', '1e5', '1e', '.5', '5.', '-', '+.5e-3', '0.5-0.1', '1.2.3', '1e5e5', '--1', 'e5', '1E+', '.',
+             '7', '1e400', '-1e400', '3.0e-2x', '0x10', '+-5', '2.5.', '00.1']
+
+
+@pytest.mark.parametrize('value', NUMBERISH)
+@pytest.mark.parametrize('shape', ['sparse', 'dense'])
+def test_a_value_that_is_a_run_of_number_characters_reads_as_the_exact_syntax_reads_it(value, shape):
+    """A line's value whatever follows its number (`1e`, `0.5-0.1`, `1e400`): the extractor reads what the exact
+    pattern reads, line by line (an infinite value is no reading)."""
+    text = make_log(shape, 600, 0, seed=5)
+    lines = text.split('\n')
+    lines[300] = 'epoch=300 val_accuracy={} loss=1'.format(value)
+    lines[301] = 'epoch=301 val_accuracy=0.25 val_accuracy={}'.format(value)
+    text = '\n'.join(lines)
+    for reduce in ('max', 'min', 'last', 'first', 'mean'):
+        expected = reading_by_line_finite(text, reduce)
+        got = MetricExtractor(metric_name=NAME, reduce=reduce).extract_chunks(iter([text.encode('ascii')]))
+        assert got == (pytest.approx(expected, rel=1e-12) if reduce == 'mean' else expected), (value, reduce)
+
+
+def reading_by_line_finite(text, reduce):
+    pattern = re.compile(katib_pattern(NAME))
+    values = []
+    for line in text.split('\n'):
+        match = last_match(pattern, line)
+        if match is not None and math.isfinite(float(match.group('value'))):
+            values.append(float(match.group('value')))
+    return {'max': max(values), 'min': min(values), 'first': values[0], 'last': values[-1],
+            'mean': sum(values) / len(values)}[reduce]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet='0123456789.+-eE= _vlacury\t', max_size=30), min_size=1, max_size=40))
+def test_any_mix_of_number_characters_reads_as_the_exact_syntax_line_by_line(tails):
+    text = ''.join('step={} val_accuracy{}\n'.format(i, tail) for i, tail in enumerate(tails))
+    values = []
+    for line in text.split('\n'):
+        match = last_match(re.compile(katib_pattern(NAME)), line)
+        if match is not None and math.isfinite(float(match.group('value'))):
+            values.append(float(match.group('value')))
+    got = MetricExtractor(metric_name=NAME, reduce='max').extract_chunks(iter([text.encode('ascii')]))
+    assert got == (max(values) if values else None)
