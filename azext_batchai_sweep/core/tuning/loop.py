@@ -309,6 +309,10 @@ def _created(job):
         return None
 
 
+def _trial_order(trial):
+    return trial.index, trial.name
+
+
 def _seconds(job):
     info = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
     try:
@@ -374,6 +378,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.trials, self.jobs = [], {}
         self._trial_by_name, self._trial_keys, self._positions, self._seconds = {}, {}, {}, {}
         self._active, self._unseen, self._incomplete = set(), {}, set()
+        self._order = {}  # {name: its place in self.trials}
         self._polls_since_full = None  # None: the next poll lists the whole experiment
         self._last_full, self._first_created, self._next_position = True, None, 0
         self.observations, self.jobs_read = 0, 0  # what the run read: polls, jobs listed or got
@@ -522,14 +527,43 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             unread = (self.follower is not None and state not in PENDING_STATES
                       and job.name not in self.follower.complete)
             (self._incomplete.add if unread else self._incomplete.discard)(job.name)
-        trials = sorted(self._trial_by_name.values(), key=lambda t: (t.index, t.name))
-        self.trials = trials
+        trials = self._ordered(everything or bool(gone), [job.name for job in changed] + list(retry_logs))
         created = [c for c in (_created(job) for job in changed) if c is not None]
         if everything:
             self._first_created = min(created) if created else None
         elif created:
             self._first_created = min(created + [self._first_created or created[0]])
         return trials, (self.clock() - self._first_created) if self._first_created is not None else 0.0
+
+    def _ordered(self, rebuild, touched):
+        """self.trials (index order) with the trials of the `touched` jobs put in: each in its place, and new jobs
+        after the last when their index comes after it, so that a poll's work here follows the jobs that changed (a
+        sort of every job at every poll before, issue 44); sorted whole after a listing, a job gone, or a job whose
+        index changed (resubmitted from outside)."""
+        trials, order, by_name = self.trials, self._order, self._trial_by_name
+        added = []
+        for name in [] if rebuild else touched:
+            trial = by_name[name]
+            place = order.get(name)
+            if place is None:
+                added.append(trial)
+            elif trials[place].index == trial.index:
+                trials[place] = trial
+            else:
+                rebuild = True
+                break
+        if not rebuild and added:
+            added.sort(key=_trial_order)
+            if trials and _trial_order(added[0]) < _trial_order(trials[-1]):
+                rebuild = True
+            else:
+                for trial in added:
+                    order[trial.name] = len(trials)
+                    trials.append(trial)
+        if rebuild:
+            trials = self.trials = sorted(by_name.values(), key=_trial_order)
+            self._order = {trial.name: place for place, trial in enumerate(trials)}
+        return trials
 
     def _trial(self, job, state, known):
         """The job's Trial: the one of the last poll when the job had finished and its log was read to its end then
@@ -592,10 +626,10 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                    and self.controller.decisions[t.name].kind in (STOPPED, TIMEOUT)]
         terminate = {d.job: d for d in decided}
         terminate.update({d.job: d for d in actions.terminate})
-        self._save(trials)  # the decisions are kept before they are acted on
+        explained = self._save(trials)  # the decisions are kept before they are acted on
         for line in decision_lines(actions):
             self.progress(line)
-        self._announce(trials)
+        self._announce(explained)
         self._terminate_all(terminate)  # before the submits: the places of the jobs stopped now are theirs
         self._submit(actions.submit, trials)
         self._report(trials)
@@ -739,12 +773,12 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self._unseen.setdefault(job[0], 0)
         self._in_parallel(create, jobs, created)
 
-    def _announce(self, trials):
-        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote) on stderr as a policy's
-        stops are, each once: the journal keeps which were shown, so a resumed run does not repeat them."""
+    def _announce(self, explained):
+        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote: `explained`, what
+        _save got of it) on stderr as a policy's stops are, each once: the journal keeps which were shown, so a
+        resumed run does not repeat them."""
         shown = self.journal.data.setdefault('announced', [])
         known = set(shown)
-        explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
         for name in sorted(explained, key=lambda n: (explained[n].step or 0, n)):
             if name not in known and name not in self.controller.decisions:
                 self.progress('{}: {}'.format(name, explained[name].text))
@@ -752,9 +786,12 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if len(shown) > len(known):
             self.journal.save()
 
-    def decisions(self, trials):
-        """Every decision about the trials: the sampler's own (Hyperband's) and the controller's stops."""
-        decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
+    def decisions(self, trials, explained=None):
+        """Every decision about the trials: the sampler's own (Hyperband's: `explained`, when known) and the
+        controller's stops."""
+        if explained is None:
+            explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
+        decisions = dict(explained)
         decisions.update(self.controller.decisions)
         return decisions
 
@@ -762,14 +799,16 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """Write the journal: what changed since the last save (core/tuning/journal.py). Each job's entry is built
         again only when its Trial or its decision is another object than at the last save, so a poll's work here
         follows the jobs that changed, not the sweep's size; the figures (a pass over every job) as
-        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`)."""
+        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`). Returns what the sampler explains of the
+        trials (its own decisions), for _announce: the trials as the rules see them are built once for both."""
         data = self.journal.data
         data['judged'] = dict(self.controller.judged)
         data['decisions'] = {name: self._as_dict(d) for name, d in self.controller.decisions.items()}
         if self.follower is not None:
             data['complete'] = self._complete_entries()
-        decisions = self.decisions(trials)
         seen = self.controller.as_seen_by_policies(trials)
+        explained = self.controller.sampler.explain(seen)
+        decisions = self.decisions(trials, explained)
         data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives, memo=self._rows_memo)
         polls = self._figures_polls
         if final or polls is None or polls + 1 >= len(trials) // FIGURES_JOBS_PER_POLL or 'figures' not in data:
@@ -783,6 +822,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
         self.journal.save()
+        return explained
 
     def _as_dict(self, decision):
         known = self._decision_dicts.get(decision.job)
