@@ -13,7 +13,9 @@ Usage: python bench/scale.py [--jobs 1000 3000 10000] [--sampling bayesian rando
    val_accuracy=V` for 10 epochs, `--epoch-seconds` apart (builtin `read -t` as its sleep: no process per epoch, so
    the jobs' own CPU stays small beside the controller's on a 2-core machine). Measured: az's wall time against the
    jobs' own slot-time (the sum of their run times over the slots: the least wall time the same jobs could take),
-   idle slot-time (slots x wall - the jobs' run times), az's CPU time (user + system, from wait4) per job and per
+   idle slot-time (slots x wall - the jobs' run times; over the jobs' span, split by cause from each job's creation,
+   start and end times: a job queued at the service, none queued while jobs were left to create, after the last
+   create), az's CPU time (user + system, from wait4) per job and per
    decision (a decision: a job submitted or a job stopped), the peak RSS of az (VmHWM) and of the service, the
    service's own CPU (its process, not the jobs: they are its children), and the requests the service answered per
    job, by kind (its DEBUG log of every request). With `--profile DIR`, az and the service run under cProfile.
