@@ -63,13 +63,43 @@ def _will_be_emitted(logger, record):
     az sets its loggers to DEBUG and lets the handlers choose, so without --debug the policy still logs every body
     to handlers that drop it: redacting those (parsing each listing page again) would cost more than the request.
     """
+    return level_is_emitted(logger, record.levelno)
+
+
+def level_is_emitted(logger, level):
+    """Whether a record of this level on the logger reaches a handler that takes it (what Logger.callHandlers
+    checks; the loggers' own levels are az's, all DEBUG)."""
+    if not logger.isEnabledFor(level):
+        return False
     while logger is not None:
-        if any(record.levelno >= handler.level for handler in logger.handlers):
+        if any(level >= handler.level for handler in logger.handlers):
             return True
         if not logger.propagate:
             return False
         logger = logger.parent
-    return logging.lastResort is not None and record.levelno >= logging.lastResort.level
+    return logging.lastResort is not None and level >= logging.lastResort.level
+
+
+def network_trace_policy():
+    """az's SafeNetworkTraceLoggingPolicy, writing its records only when a handler takes them (--debug).
+
+    Without --debug the policy still makes about ten DEBUG records a request (its URL, method, every header, the
+    body; the same of the response), which az's handlers then drop: a quarter of the client's CPU for a GET to the
+    local service, paid for every job's GET, create and terminate of a `sweep run`. Whether a handler would take a
+    DEBUG record of its logger is asked at each request, so a handler added later is served as before.
+    """
+    from azure.cli.core.sdk.policies import SafeNetworkTraceLoggingPolicy  # pylint: disable=import-outside-toplevel
+
+    class NetworkTraceWhenShown(SafeNetworkTraceLoggingPolicy):
+        def on_request(self, request):
+            if level_is_emitted(logging.getLogger(NETWORK_TRACE_LOGGER), logging.DEBUG):
+                super().on_request(request)
+                return
+            # What the policy does with the option, then nothing to log: on_response sees logging_enable False.
+            request.context.options.pop('logging_enable', None)
+            request.context['logging_enable'] = False
+
+    return NetworkTraceWhenShown()
 
 
 class RedactNetworkTrace(logging.Filter):

@@ -91,10 +91,11 @@ def batchai_client(cli_ctx):
 def _az_logging_policies():
     """The logging policies az gives the clients it builds (azure.cli.core.commands.client_factory): its network
     trace that redacts Authorization, and no ARMHttpLoggingPolicy, which under az's DEBUG root logger would format
-    every request's and response's headers into records nobody prints. The local client logs as az's do."""
-    from azure.cli.core.sdk.policies import SafeNetworkTraceLoggingPolicy
+    every request's and response's headers into records nobody prints. The local client logs as az's do, and makes
+    its trace's records only when --debug shows them (_network_trace.network_trace_policy)."""
     from azure.core.pipeline.policies import SansIOHTTPPolicy
-    return {'logging_policy': SafeNetworkTraceLoggingPolicy(), 'http_logging_policy': SansIOHTTPPolicy()}
+    from ._network_trace import network_trace_policy
+    return {'logging_policy': network_trace_policy(), 'http_logging_policy': SansIOHTTPPolicy()}
 
 
 def _check_reachable(endpoint, timeout=3.0):

@@ -13,7 +13,9 @@ Usage: python bench/scale.py [--jobs 1000 3000 10000] [--sampling bayesian rando
    val_accuracy=V` for 10 epochs, `--epoch-seconds` apart (builtin `read -t` as its sleep: no process per epoch, so
    the jobs' own CPU stays small beside the controller's on a 2-core machine). Measured: az's wall time against the
    jobs' own slot-time (the sum of their run times over the slots: the least wall time the same jobs could take),
-   idle slot-time (slots x wall - the jobs' run times), az's CPU time (user + system, from wait4) per job and per
+   idle slot-time (slots x wall - the jobs' run times; over the jobs' span, split by cause from each job's creation,
+   start and end times: a job queued at the service, none queued while jobs were left to create, after the last
+   create), az's CPU time (user + system, from wait4) per job and per
    decision (a decision: a job submitted or a job stopped), the peak RSS of az (VmHWM) and of the service, the
    service's own CPU (its process, not the jobs: they are its children), and the requests the service answered per
    job, by kind (its DEBUG log of every request). With `--profile DIR`, az and the service run under cProfile.
@@ -149,14 +151,40 @@ def _time(text):
 
 
 def job_times(client, info):
-    """[(start, end)] of every job of the experiment that ran (epoch seconds)."""
+    """[(created, start, end)] of every job of the experiment that ran (epoch seconds)."""
     from azext_batchai_sweep.core.service.listing import list_jobs
     spans = []
     for job in list_jobs(client, info['resourceGroup'], info['workspace'], EXPERIMENT):
-        execution = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
+        props = job._raw.get('properties') or {}  # pylint: disable=protected-access
+        execution = props.get('executionInfo') or {}
         if execution.get('startTime') and execution.get('endTime'):
-            spans.append((_time(execution['startTime']), _time(execution['endTime'])))
+            spans.append((_time(props['creationTime']), _time(execution['startTime']), _time(execution['endTime'])))
     return spans
+
+
+def idle_split(spans, slots):
+    """Idle slot-seconds over the jobs' span, by cause: (while the service had a job queued: its start latency, a
+    slot freed and the next queued job not started yet; while none was queued and the sweep still had jobs to
+    create: the controller's; after the last job was created: the sweep's end, the last jobs finishing)."""
+    events = []
+    for created, start, end in spans:
+        events += [(created, 0, 1), (start, 0, -1), (start, 1, 1), (end, 1, -1)]
+    events.sort()
+    first_start = min(start for _, start, _ in spans)
+    last_created = max(created for created, _, _ in spans)
+    queued = running = 0
+    idle = [0.0, 0.0, 0.0]
+    last = events[0][0]
+    for when, kind, delta in events:
+        if last >= first_start:
+            seconds = max(0, slots - running) * (when - last)
+            idle[0 if queued > 0 else 1 if last < last_created else 2] += seconds
+        last = when
+        if kind == 0:
+            queued += delta
+        else:
+            running += delta
+    return tuple(idle)
 
 
 def one_run(args, root, jobs, sampling):
@@ -218,13 +246,19 @@ def one_run(args, root, jobs, sampling):
     with open(os.path.join(directory, 'result.json'), encoding='utf-8') as f:
         result = json.load(f)
     requests = request_counts(os.path.join(directory, 'service', 'service.log'))
-    busy = sum(end - begin for begin, end in spans)
-    span = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    busy = sum(end - begin for _, begin, end in spans)
+    span = max(end for _, _, end in spans) - min(begin for _, begin, _ in spans)
+    idle_queued, idle_empty, idle_end = idle_split(spans, args.slots)
     az_cpu = usage.ru_utime + usage.ru_stime
     decisions = len(spans) + result['decisions'].get('stopped', 0)
     figures = {
         'jobs': len(spans), 'sampling': sampling, 'wall': wall, 'ideal': busy / args.slots,
         'idle': 1 - busy / (args.slots * wall), 'idle_span': 1 - busy / (args.slots * span),
+        'idle_queued': idle_queued / (args.slots * span), 'idle_empty': idle_empty / (args.slots * span),
+        'idle_end': idle_end / (args.slots * span),
+        # outside the jobs' span: az's start to the first job's start, the last job's end to az's exit
+        'lead_in': min(start for _, start, _ in spans) - started,
+        'lead_out': started + wall - max(end for _, _, end in spans),
         'az_cpu': az_cpu, 'az_cpu_per_job_ms': 1000 * az_cpu / len(spans),
         'az_cpu_per_decision_ms': 1000 * az_cpu / decisions, 'az_peak_mb': peak_kb / 1024,
         'service_cpu': service_cpu, 'service_peak_mb': service_kb / 1024,
@@ -241,6 +275,11 @@ def one_run(args, root, jobs, sampling):
                                  load='-'.join('{:.1f}'.format(x) for x in (min(loads or [0]), max(loads or [0]))),
                                  **{k: v for k, v in figures.items() if k != 'load'}), flush=True)
     print('  requests: {}; stopped {}; best {}'.format(requests, figures['stopped'], figures['best']), flush=True)
+    print('  idle slot-time of the span: {:.1%} with jobs queued (the service starting them), {:.1%} with none queued '
+          '(the controller), {:.1%} after the last create (the last jobs finishing); outside the span: {:.1f} s from '
+          'az\'s start to the first job\'s, {:.1f} s from the last job\'s end to az\'s exit'.format(
+              figures['idle_queued'], figures['idle_empty'], figures['idle_end'], figures['lead_in'],
+              figures['lead_out']), flush=True)
     return figures
 
 

@@ -1,9 +1,18 @@
 """The filter that keeps Batch AI secrets out of az's --debug network trace (_network_trace.py), on the records az's
 own SafeNetworkTraceLoggingPolicy writes; the whole path through az --debug is in tests/reliability/test_secrets.py."""
+import contextlib
+import io
 import json
 import logging
 
+import pytest
+
 from azext_batchai_sweep._network_trace import NETWORK_TRACE_LOGGER, redact_network_trace, redact_trace
+from azext_batchai_sweep._targeting import _az_logging_policies
+from azext_batchai_sweep.core.service.client import local_batchai_client
+from azext_batchai_sweep.core.service.rest import jobs_url, send_json
+
+from ..loopback_http import ScriptedHandler, serving
 
 JOB = {'properties': {
     'cluster': {'id': '/subscriptions/s/resourceGroups/g/providers/Microsoft.BatchAI/workspaces/w/clusters/c'},
@@ -50,3 +59,75 @@ def test_the_filter_rewrites_records_of_azs_network_trace_logger(caplog):
     logged = '\n'.join(record.getMessage() for record in caplog.records)
     assert 'tok-123' not in logged and 'KEY==' not in logged and 'SIGNATURE' not in logged
     assert '*****' in logged
+
+
+class _Job(ScriptedHandler):
+    def do_GET(self):  # noqa: N802
+        self.reply(200, json.dumps({'name': 'j', 'properties': {'secrets': [{'name': 'S', 'value': 'tok-123'}]}})
+                   .encode(), headers={'Content-Type': 'application/json'})
+
+
+@contextlib.contextmanager
+def _az_like_logging():
+    """As knack sets az's logging up: its loggers at DEBUG, the handlers choosing (WARNING without --debug); yields
+    the names of the records made while it lasts."""
+    made, factory = [], logging.getLogRecordFactory()
+
+    def counting(*args, **kwargs):
+        record = factory(*args, **kwargs)
+        made.append(record.name)
+        return record
+    root, cli = logging.getLogger(), logging.getLogger('cli')
+    saved, console = (root.level, cli.level, root.handlers[:]), logging.StreamHandler(io.StringIO())
+    console.setLevel(logging.WARNING)
+    root.setLevel(logging.DEBUG)
+    cli.setLevel(logging.DEBUG)
+    root.handlers[:] = [console]  # pytest's own capture handlers (level 0) would take every record
+    logging.setLogRecordFactory(counting)
+    try:
+        yield made
+    finally:
+        logging.setLogRecordFactory(factory)
+        root.handlers[:] = saved[2]
+        root.setLevel(saved[0])
+        cli.setLevel(saved[1])
+
+
+def _get_twice(tmp_path):
+    token = tmp_path / 'token'
+    token.write_text('TOKEN-XYZ')
+    with serving(_Job) as endpoint:
+        client = local_batchai_client(endpoint, str(token), **_az_logging_policies())
+        url = jobs_url(client, 'g', 'w', 'e', '/j')
+        return [send_json(client, 'GET', url) for _ in range(2)]
+
+
+def test_the_local_clients_trace_makes_no_record_that_no_handler_takes(tmp_path):
+    """Without --debug, az's network-trace policy made ~10 DEBUG records a request that its handlers dropped (a
+    quarter of a GET's CPU): the local client's makes none, and the requests are answered as before."""
+    redact_network_trace()
+    with _az_like_logging() as made:
+        answers = _get_twice(tmp_path)
+    assert [a['name'] for a in answers] == ['j', 'j']
+    assert NETWORK_TRACE_LOGGER not in made
+
+
+@pytest.mark.parametrize('where', ['cli', NETWORK_TRACE_LOGGER])
+def test_with_a_debug_handler_the_local_clients_trace_is_written_and_redacted(tmp_path, where):
+    """--debug (a DEBUG handler on az's loggers): every request and response is traced as az's policy traces it,
+    Authorization and the body's secrets masked."""
+    redact_network_trace()
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(logging.DEBUG)
+    with _az_like_logging() as made:
+        logging.getLogger(where).addHandler(handler)
+        try:
+            _get_twice(tmp_path)
+        finally:
+            logging.getLogger(where).removeHandler(handler)
+    text = stream.getvalue()
+    assert text.count('Request URL:') == 2 and text.count('Response status: 200') == 2
+    assert "'Authorization': '*****'" in text
+    assert 'TOKEN-XYZ' not in text and 'tok-123' not in text and '"value": "*****"' in text
+    assert made.count(NETWORK_TRACE_LOGGER) >= 20

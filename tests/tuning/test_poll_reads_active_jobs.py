@@ -23,6 +23,7 @@ from azext_batchai_sweep.core.service import listing
 from azext_batchai_sweep.core.service.retry import RetrySettings
 from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
 from azext_batchai_sweep.core.tuning import loop
+from azext_batchai_sweep.core.tuning.controller import Controller
 
 pytestmark = [pytest.mark.service]
 
@@ -52,11 +53,23 @@ def sweep_file(directory, finished):
 
 
 class Counts:
-    """Jobs read from the service (ListedJobs made: a listing's or a GET's) and status rows built."""
+    """Jobs read from the service (ListedJobs made: a listing's or a GET's), status rows built, trials placed in
+    index order (the key of their order computed) and passes of the rules' view over every trial."""
 
     def __init__(self, monkeypatch):
-        self.jobs = self.rows = 0
-        made, row = listing.ListedJob.__init__, loop.tuning_row
+        self.jobs = self.rows = self.ordered = self.views = 0
+        made, row, order = listing.ListedJob.__init__, loop.tuning_row, loop._trial_order
+        view = Controller.as_seen_by_policies
+
+        def counted_order(trial):
+            self.ordered += 1
+            return order(trial)
+
+        def counted_view(controller, trials):
+            self.views += 1
+            return view(controller, trials)
+        monkeypatch.setattr(loop, '_trial_order', counted_order)
+        monkeypatch.setattr(Controller, 'as_seen_by_policies', counted_view)
 
         def counted_job(job, *args, **kwargs):
             self.jobs += 1
@@ -78,8 +91,9 @@ def journal_bytes_written(path, before):
 
 
 def measured_polls(service, client, directory, finished, counts, polls=3):
-    """[(jobs read, rows built, journal bytes written)] of `polls` polls made once `finished` jobs have finished
-    and been read, with the two long jobs running; returns them with the run and its experiment."""
+    """[(jobs read, rows built, journal bytes written, trials ordered, passes of the rules' view)] of `polls` polls
+    made once `finished` jobs have finished and been read, with the two long jobs running; returns them with the run
+    and its experiment."""
     experiment = 'pc-' + uuid.uuid4().hex[:8]
     client.experiments.begin_create(service.resource_group, service.workspace, experiment).result()
     definition = load_sweep_file(sweep_file(directory, finished), cluster_id=service.cluster_id, adaptive=True)
@@ -98,10 +112,11 @@ def measured_polls(service, client, directory, finished, counts, polls=3):
     figures = []
     _, stat = journal_bytes_written(journal, None)
     for _ in range(polls):
-        jobs, rows = counts.jobs, counts.rows
+        jobs, rows, ordered, views = counts.jobs, counts.rows, counts.ordered, counts.views
         assert run.poll() is None
         written, stat = journal_bytes_written(journal, stat)
-        figures.append((counts.jobs - jobs, counts.rows - rows, written))
+        figures.append((counts.jobs - jobs, counts.rows - rows, written, counts.ordered - ordered,
+                        counts.views - views))
     return figures, run, experiment
 
 
@@ -115,13 +130,18 @@ def test_a_poll_reads_and_writes_what_is_active_not_every_finished_job(local_ser
         per_size[finished] = figures
     small, large = per_size[10], per_size[40]
     # One GET per running job, whatever the finished jobs (a listing read all 12, then all 42, at every poll).
-    assert [jobs for jobs, _, _ in small] == [jobs for jobs, _, _ in large] == [len(LONG)] * 3
+    assert [f[0] for f in small] == [f[0] for f in large] == [len(LONG)] * 3
     # The rows of the jobs that changed: the running ones (every row was built again at every poll).
-    assert all(rows <= len(LONG) for _, rows, _ in small + large)
+    assert all(f[1] <= len(LONG) for f in small + large)
     # The journal's bytes: what changed (the running jobs' rows), the same at 4 times the finished jobs (the
     # whole journal was rewritten: its size grows with every finished job's row and log entry).
-    assert max(b for _, _, b in large) <= max(b for _, _, b in small) + 64, (small, large)
-    assert max(b for _, _, b in large) < os.path.getsize(run.journal.path) / 4
+    assert max(f[2] for f in large) <= max(f[2] for f in small) + 64, (small, large)
+    assert max(f[2] for f in large) < os.path.getsize(run.journal.path) / 4
+    # The trials are kept in index order by putting the changed ones in their places (every job was sorted at every
+    # poll), and the rules' view of every trial is built twice a poll: the controller's step and the journal's save,
+    # which the sampler's explanations on stderr share (it was built five times).
+    assert all(f[3] == 0 for f in small + large), (small, large)
+    assert all(f[4] <= 2 for f in small + large), (small, large)
 
     # A finished job deleted from outside is seen gone at the next whole listing, and handled as a listing at
     # every poll handled it: the sampler runs it again.

@@ -94,3 +94,33 @@ def test_a_service_that_does_not_answer_the_view_ends_no_run(tmp_path):
     read = waiting_reader(client, 'g', 'w', 'e')
     assert read([{'name': 'a', 'state': 'queued'}]) == []
     assert read([{'name': 'a', 'state': 'running'}]) == []  # nothing queued: nothing asked
+
+
+def test_a_silent_scheduler_is_asked_once_per_run(local_service, batchai_client, monkeypatch):
+    """The view holds every job of the experiment: a scheduler that never says why a job waits (the local processes
+    here) is asked once, not at every poll with a queued job (issue 44: a request and a pass over the sweep a poll)."""
+    from azext_batchai_sweep.core.service import scheduler_ids
+    asked = []
+    view = scheduler_ids.scheduler_job_view
+    monkeypatch.setattr(scheduler_ids, 'scheduler_job_view', lambda *args: asked.append(args) or view(*args))
+    batchai_client.experiments.begin_create(local_service.resource_group, local_service.workspace, 'silent').result()
+    read = scheduler_ids.waiting_reader(batchai_client, local_service.resource_group, local_service.workspace,
+                                        'silent')
+    for _ in range(5):
+        assert read([{'name': 'a', 'state': 'queued'}, {'name': 'b', 'state': 'running'}]) == []
+    assert len(asked) == 1
+
+
+def test_a_scheduler_that_explains_is_asked_at_each_poll_with_a_queued_job(monkeypatch):
+    from azext_batchai_sweep.core.service import scheduler_ids
+    asked = []
+
+    def view(*args):
+        asked.append(args)
+        return scheduler_ids.SchedulerMap({'a': {'name': 'a', 'waiting': 'waiting for a node of the pool'}},
+                                          scheduler='azure-batch')
+    monkeypatch.setattr(scheduler_ids, 'scheduler_job_view', view)
+    read = scheduler_ids.waiting_reader(None, 'g', 'w', 'e')
+    for _ in range(3):
+        assert read([{'name': 'a', 'state': 'queued'}]) == ['1 queued job: waiting for a node of the pool']
+    assert len(asked) == 3

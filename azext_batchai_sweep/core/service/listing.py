@@ -44,9 +44,20 @@ class ListedJob:
         # The job's creation time as the service wrote it: what tells a job recreated under the same name (resubmit)
         # from the one a report read before (core/report/log_cache.py).
         self.creation_time_text = properties.get('creationTime')
-        self.environment_variables = [SimpleNamespace(name=var.get('name'), value=var.get('value'))
-                                      for var in properties.get('environmentVariables') or ()]
+        self._variables = properties.get('environmentVariables') or ()
+        self._environment = None
         self._execution_info = properties.get('executionInfo')
+
+    @property
+    def environment_variables(self):
+        return [SimpleNamespace(name=var.get('name'), value=var.get('value')) for var in self._variables]
+
+    def environment(self):
+        """{name: value} of its environment variables, read from the JSON once (env_of copies it): a listing's
+        jobs are filtered by one of them (sweep_name_of), which made an object per variable of every job listed."""
+        if self._environment is None:
+            self._environment = {var.get('name'): var.get('value') for var in self._variables}
+        return self._environment
 
     @property
     def execution_info(self):
@@ -111,6 +122,8 @@ def get_job(client, resource_group, workspace, experiment, name, *, retry=None, 
 
 def env_of(job) -> dict:
     """The job's environment variables as a dict (secrets are not in here: they are write-only)."""
+    if isinstance(job, ListedJob):
+        return dict(job.environment())
     return {var.name: var.value for var in (job.environment_variables or [])}
 
 

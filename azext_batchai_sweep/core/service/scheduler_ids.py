@@ -12,6 +12,8 @@ from .rest import jobs_url, send_json
 logger = logging.getLogger(__name__)
 
 LOCAL_VIEW = 'local'  # kept in sync with localservice.LOCAL_VIEW (the client imports nothing of the service)
+# The local service's schedulers whose view never says why a queued job waits (only Azure Batch's pools do).
+SILENT_SCHEDULERS = frozenset({'processes', 'slurm'})
 
 
 class SchedulerMap(dict):
@@ -84,16 +86,24 @@ def waiting_reader(client, resource_group, workspace, experiment):
     `state`), as the scheduler explains them ("2 queued jobs: waiting for the pool (next evaluation about 14:05
     UTC)"). It asks the service's view (one request) only when a row is queued; [] when the scheduler says nothing
     (local processes, Slurm), the service has no such view, or asking it failed (a note never ends a run or a wait).
-    Only for a local service (Azure has no such view)."""
+    Only for a local service (Azure has no such view).
+
+    Once the view names a scheduler that never says why a job waits (SILENT_SCHEDULERS), the reader asks no more:
+    the view holds every job of the experiment, and `sweep run` has a queued job at nearly every poll, so asking
+    each time cost a request, and the service and az a pass over the whole sweep, per poll (issue 44)."""
+    silent = []
+
     def read(rows):
         from azure.core.exceptions import AzureError  # pylint: disable=import-outside-toplevel
-        if not any(row.get('state') == 'queued' for row in rows):
+        if silent or not any(row.get('state') == 'queued' for row in rows):
             return []
         try:
             view = scheduler_job_view(client, resource_group, workspace, experiment)
         except AzureError as ex:
             logger.debug('why the queued jobs wait is not known: %s', ex)
             return []
+        if view.scheduler in SILENT_SCHEDULERS:
+            silent.append(view.scheduler)
         return waiting_summary(add_scheduler_job_ids([{'name': row['name'], 'state': row['state']} for row in rows],
                                                      {}, view))
     return read

@@ -100,8 +100,15 @@ class Controller:
             seen.append(known[2])
         return seen
 
-    def step(self, trials, elapsed_seconds=0.0):
-        """The actions for one observation of the sweep (every job, in index order)."""
+    def step(self, trials, elapsed_seconds=0.0, free_stopped=False):
+        """The actions for one observation of the sweep (every job, in index order).
+
+        free_stopped: the jobs this step terminates are terminated before its jobs are submitted (as `sweep run`
+        does), so their places count free now and the sampler sees them as the next observation will (terminated,
+        with the reports they were judged on): a stopped job's place is filled at the poll that stops it, not one
+        poll later, which kept slots idle (issue 44). The simulation (core/tuning/simulation.py) frees them at its
+        next tick."""
+        observed = trials
         trials = self.as_seen_by_policies(trials)
         actions = Actions()
         pending = [t for t in trials if t.pending]
@@ -135,6 +142,9 @@ class Controller:
                     if note:
                         actions.notes.append((trial.name, note, n))
 
+        if free_stopped and actions.terminate:
+            trials = self._after_terminate(observed, actions.terminate)
+            pending = [t for t in trials if t.pending]
         free = None if limits.max_concurrent_jobs is None else limits.max_concurrent_jobs - len(pending)
         budget = None if limits.max_total_jobs is None else limits.max_total_jobs - len(trials)
         bounds = [bound for bound in (free, budget) if bound is not None]
@@ -146,6 +156,11 @@ class Controller:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
         return actions
 
+
+    def _after_terminate(self, observed, terminated):
+        """The trials as the rules see them once the jobs of `terminated` (this step's decisions) have gone."""
+        gone = {decision.job for decision in terminated}
+        return [replace(t, state='terminated') if t.name in gone else t for t in self.as_seen_by_policies(observed)]
 
     def _end_now(self, pending, actions, end, text, numbers):
         """End the sweep: terminate its running jobs (a decision each, rule `limits`), submit nothing more."""

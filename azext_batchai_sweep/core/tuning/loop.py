@@ -309,6 +309,10 @@ def _created(job):
         return None
 
 
+def _trial_order(trial):
+    return trial.index, trial.name
+
+
 def _seconds(job):
     info = (job._raw.get('properties') or {}).get('executionInfo') or {}  # pylint: disable=protected-access
     try:
@@ -374,6 +378,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         self.trials, self.jobs = [], {}
         self._trial_by_name, self._trial_keys, self._positions, self._seconds = {}, {}, {}, {}
         self._active, self._unseen, self._incomplete = set(), {}, set()
+        self._order = {}  # {name: its place in self.trials}
         self._polls_since_full = None  # None: the next poll lists the whole experiment
         self._last_full, self._first_created, self._next_position = True, None, 0
         self.observations, self.jobs_read = 0, 0  # what the run read: polls, jobs listed or got
@@ -522,14 +527,43 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             unread = (self.follower is not None and state not in PENDING_STATES
                       and job.name not in self.follower.complete)
             (self._incomplete.add if unread else self._incomplete.discard)(job.name)
-        trials = sorted(self._trial_by_name.values(), key=lambda t: (t.index, t.name))
-        self.trials = trials
+        trials = self._ordered(everything or bool(gone), [job.name for job in changed] + list(retry_logs))
         created = [c for c in (_created(job) for job in changed) if c is not None]
         if everything:
             self._first_created = min(created) if created else None
         elif created:
             self._first_created = min(created + [self._first_created or created[0]])
         return trials, (self.clock() - self._first_created) if self._first_created is not None else 0.0
+
+    def _ordered(self, rebuild, touched):
+        """self.trials (index order) with the trials of the `touched` jobs put in: each in its place, and new jobs
+        after the last when their index comes after it, so that a poll's work here follows the jobs that changed (a
+        sort of every job at every poll before, issue 44); sorted whole after a listing, a job gone, or a job whose
+        index changed (resubmitted from outside)."""
+        trials, order, by_name = self.trials, self._order, self._trial_by_name
+        added = []
+        for name in [] if rebuild else touched:
+            trial = by_name[name]
+            place = order.get(name)
+            if place is None:
+                added.append(trial)
+            elif trials[place].index == trial.index:
+                trials[place] = trial
+            else:
+                rebuild = True
+                break
+        if not rebuild and added:
+            added.sort(key=_trial_order)
+            if trials and _trial_order(added[0]) < _trial_order(trials[-1]):
+                rebuild = True
+            else:
+                for trial in added:
+                    order[trial.name] = len(trials)
+                    trials.append(trial)
+        if rebuild:
+            trials = self.trials = sorted(by_name.values(), key=_trial_order)
+            self._order = {trial.name: place for place, trial in enumerate(trials)}
+        return trials
 
     def _trial(self, job, state, known):
         """The job's Trial: the one of the last poll when the job had finished and its log was read to its end then
@@ -585,19 +619,18 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if self._objective_unreported(trials):
             self._save(trials, final=True)
             return self.result()
-        actions = self.controller.step(trials, elapsed)
+        actions = self.controller.step(trials, elapsed, free_stopped=True)
         # Decided but still running (a run killed between its decision and the terminate): terminate again.
         decided = [self.controller.decisions[t.name] for t in trials
                    if t.name in self.controller.decisions and t.state in ('queued', 'running')
                    and self.controller.decisions[t.name].kind in (STOPPED, TIMEOUT)]
         terminate = {d.job: d for d in decided}
         terminate.update({d.job: d for d in actions.terminate})
-        self._save(trials)  # the decisions are kept before they are acted on
+        explained = self._save(trials)  # the decisions are kept before they are acted on
         for line in decision_lines(actions):
             self.progress(line)
-        self._announce(trials)
-        for name in terminate:
-            self._terminate(name)
+        self._announce(explained)
+        self._terminate_all(terminate)  # before the submits: the places of the jobs stopped now are theirs
         self._submit(actions.submit, trials)
         self._report(trials)
         if actions.end in (END_EXHAUSTED, END_MAX_TOTAL) and not self._last_full:
@@ -698,28 +731,54 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def _terminate(self, name):
         terminate_job(self.client, *self.target, name, retry=self.retry)
 
+    def _in_parallel(self, call, items, on_done):
+        """call(item) for each item on the run's threads (a poll's terminates, its creates: each a request that
+        waits on the service, ~10 ms, which one after another held the next poll back by a third of a second at 32
+        slots); on_done(item) on this thread for each that succeeded; then the first failure is raised, as the
+        calls one by one raised it (the others are done: a re-run finds them)."""
+        failures = []
+
+        def on_result(item, _result, exc):
+            if exc is not None:
+                failures.append(exc)
+            else:
+                on_done(item)
+        run_parallel(call, items, parallel=self.parallel, on_result=on_result)
+        if failures:
+            raise failures[0]
+
+    def _terminate_all(self, names):
+        self._in_parallel(self._terminate, list(names), lambda name: None)
+
     def _submit(self, suggestions, trials):
         present = {t.name for t in trials}
         next_index = max([t.index for t in trials if t.index < 1_000_000] + [-1]) + 1
+        jobs = []
         for suggestion in suggestions:
             name = self.factory.name(suggestion)
             if name in present:
                 continue  # never twice (a sampler that suggests a job already there)
-            body = self.factory.body(suggestion, next_index, self.jobs.get(suggestion.parent))
-            create_job(self.client, *self.target, name, body, retry=self.retry)
-            logger.info('submitted %s (%s)', name, suggestion.note)
+            jobs.append((name, self.factory.body(suggestion, next_index, self.jobs.get(suggestion.parent)),
+                         suggestion.note))
             present.add(name)
             next_index += 1
-            self.submitted += 1
-            self.submitted_names.add(name)
-            self._unseen.setdefault(name, 0)
 
-    def _announce(self, trials):
-        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote) on stderr as a policy's
-        stops are, each once: the journal keeps which were shown, so a resumed run does not repeat them."""
+        def create(job):
+            create_job(self.client, *self.target, job[0], job[1], retry=self.retry)
+
+        def created(job):
+            logger.info('submitted %s (%s)', job[0], job[2])
+            self.submitted += 1
+            self.submitted_names.add(job[0])
+            self._unseen.setdefault(job[0], 0)
+        self._in_parallel(create, jobs, created)
+
+    def _announce(self, explained):
+        """The sampler's decisions (Hyperband's promotions and the jobs it does not promote: `explained`, what
+        _save got of it) on stderr as a policy's stops are, each once: the journal keeps which were shown, so a
+        resumed run does not repeat them."""
         shown = self.journal.data.setdefault('announced', [])
         known = set(shown)
-        explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
         for name in sorted(explained, key=lambda n: (explained[n].step or 0, n)):
             if name not in known and name not in self.controller.decisions:
                 self.progress('{}: {}'.format(name, explained[name].text))
@@ -727,9 +786,12 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         if len(shown) > len(known):
             self.journal.save()
 
-    def decisions(self, trials):
-        """Every decision about the trials: the sampler's own (Hyperband's) and the controller's stops."""
-        decisions = dict(self.controller.sampler.explain(self.controller.as_seen_by_policies(trials)))
+    def decisions(self, trials, explained=None):
+        """Every decision about the trials: the sampler's own (Hyperband's: `explained`, when known) and the
+        controller's stops."""
+        if explained is None:
+            explained = self.controller.sampler.explain(self.controller.as_seen_by_policies(trials))
+        decisions = dict(explained)
         decisions.update(self.controller.decisions)
         return decisions
 
@@ -737,14 +799,16 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         """Write the journal: what changed since the last save (core/tuning/journal.py). Each job's entry is built
         again only when its Trial or its decision is another object than at the last save, so a poll's work here
         follows the jobs that changed, not the sweep's size; the figures (a pass over every job) as
-        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`)."""
+        FIGURES_JOBS_PER_POLL says, and whenever the run ends (`final`). Returns what the sampler explains of the
+        trials (its own decisions), for _announce: the trials as the rules see them are built once for both."""
         data = self.journal.data
         data['judged'] = dict(self.controller.judged)
         data['decisions'] = {name: self._as_dict(d) for name, d in self.controller.decisions.items()}
         if self.follower is not None:
             data['complete'] = self._complete_entries()
-        decisions = self.decisions(trials)
         seen = self.controller.as_seen_by_policies(trials)
+        explained = self.controller.sampler.explain(seen)
+        decisions = self.decisions(trials, explained)
         data['rows'] = tuning_rows(seen, decisions, self.goal, self.step_label, self.objectives, memo=self._rows_memo)
         polls = self._figures_polls
         if final or polls is None or polls + 1 >= len(trials) // FIGURES_JOBS_PER_POLL or 'figures' not in data:
@@ -758,6 +822,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         data['spec'] = self.definition.source  # the sweep file, named when another one is run under this name
         data['run'] = self.outline()
         self.journal.save()
+        return explained
 
     def _as_dict(self, decision):
         known = self._decision_dicts.get(decision.job)
