@@ -58,8 +58,8 @@ MODULES = {
     'store': (['localservice/data/store.py'], ['tests/localservice/test_store_rows.py',
                                                'tests/localservice/test_store_tree.py',
                                                'tests/localservice/test_store_queue.py']),
-    'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_jobs.py', 'tests/localservice/test_lifecycle.py',
-                                            'tests/localservice/test_job_preparation.py']),
+    # the Runner in the test's own process (the service tests run it in another, which mutmut never maps)
+    'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_runner_in_process.py']),
     'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py',
                                                                      'tests/slurm/test_slurm_mapping_rules.py']),
     'batch-states': (['localservice/schedulers/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
