@@ -270,19 +270,20 @@ def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service
 
 
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(service, tmp_path):
-    pid_file = tmp_path / 'pid'
-    service.submit('stubborn', "trap '' TERM; echo $$ > {}; while true; do sleep 0.1; done".format(pid_file))
+    """SIGTERM first (a job may clean up), SIGKILL once KILL_GRACE_SECONDS have passed."""
+    pid_file, got = tmp_path / 'pid', tmp_path / 'got'
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; while true; do sleep 0.1; done".format(
+        got, pid_file))
     service.wait('stubborn', ('running',))
     (pid,) = job_pids(pid_file)
     started = time.monotonic()
     assert service.runner.kill(service.key('stubborn'), 'terminated', state='terminating')
     assert service.get('stubborn').execution_state == 'terminating'
-    time.sleep(0.5)
-    assert process_alive(pid), 'SIGTERM is ignored: the job lives until the grace period ends'
-    job = service.wait('stubborn', timeout=10)
+    job = service.wait('stubborn', timeout=15)
     assert time.monotonic() - started >= runner_module.KILL_GRACE_SECONDS - 0.2
-    assert job.execution_state == 'failed'
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
     assert [code for code, _ in _errors(job)] == ['JobTerminated']
+    assert got.read_text().startswith('TERM\n'), 'the job was sent SIGTERM first'
     _gone(pid)
 
 
