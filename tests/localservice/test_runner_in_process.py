@@ -429,7 +429,7 @@ def _counting_job(service, name, cluster, runs, gate):
     """A job that appends a line to `runs/name` each time it starts, then waits for `gate`."""
     service.submit(name, 'echo run >> {}/{}; while [ ! -e {} ]; do sleep 0.05; done'.format(runs, name, gate),
                    cluster_id=cluster)
-    service.wait(name, ('running',))
+    _wait_for(lambda: (runs / name).exists(), 'job {} did not start'.format(name))
 
 
 def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_start(service, tmp_path):
@@ -444,7 +444,7 @@ def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_s
     assert queued.execution_info is None, "a requeued job's run is forgotten: it runs again from the start"
     assert service.get('older').execution_state == 'running'
     _resize(service, 'shrinks', 2, 'requeue')
-    _wait_for(lambda: (runs / 'newer').read_text().count('run') == 2, 'the requeued job did not run again')
+    _wait_for(lambda: (runs / 'newer').read_text() == 'run\nrun\n', 'the requeued job did not run again')
     gate.touch()
     assert service.wait('older').execution_state == 'succeeded'
     newer = service.wait('newer')
