@@ -93,7 +93,7 @@ class InProcess:
 
 @pytest.fixture
 def service(tmp_path):
-    started = InProcess(str(tmp_path / 'data'), slots=2)
+    started = InProcess(str(tmp_path / 'data'), slots=3)
     yield started
     started.service.shutdown()
 
@@ -452,19 +452,25 @@ def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_s
     assert (runs / 'older').read_text() == 'run\n'
 
 
-def test_a_shrinking_cluster_with_terminate_fails_its_latest_job(service, tmp_path):
-    cluster = service.cluster('cuts', 2)
+@pytest.mark.parametrize('target', [1, 0])
+def test_a_shrinking_cluster_with_terminate_fails_its_latest_jobs_until_the_rest_fit(service, tmp_path, target):
+    cluster = service.cluster('cuts', 3)
     runs, gate = tmp_path / 'runs', tmp_path / 'gate'
     runs.mkdir()
-    _counting_job(service, 'older', cluster, runs, gate)
-    _counting_job(service, 'newer', cluster, runs, gate)
-    _resize(service, 'cuts', 1, 'terminate')
-    newer = service.wait('newer')
-    assert newer.execution_state == 'failed'
-    assert [code for code, _ in _errors(newer)] == ['ClusterResized']
+    names = ['first', 'second', 'third']
+    for name in names:
+        _counting_job(service, name, cluster, runs, gate)
+    _resize(service, 'cuts', target, 'terminate')
+    cut = names[target:]
+    for name in cut:
+        job = service.wait(name)
+        assert job.execution_state == 'failed'
+        assert [code for code, _ in _errors(job)] == ['ClusterResized']
     gate.touch()
-    assert service.wait('older').execution_state == 'succeeded'
-    assert (runs / 'newer').read_text() == 'run\n', 'a terminated job never runs again'
+    for name in names[:target]:
+        assert service.wait(name).execution_state == 'succeeded'
+    time.sleep(0.3)
+    assert all((runs / name).read_text() == 'run\n' for name in names), 'a terminated job never runs again'
 
 
 # ---- GPUs ----------------------------------------------------------------------------------------------------------
@@ -564,18 +570,23 @@ def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(serv
         bystander.wait()
 
 
-def test_recovery_kills_every_group_carrying_the_marker_and_skips_a_row_without_one(service):
+def test_recovery_kills_every_group_carrying_the_marker_and_skips_a_row_without_one(service, caplog):
     marker = uuid.uuid4().hex
     first, second = _orphan(marker), _orphan(marker)
+    unmarked = _orphan('None')  # what a row without a marker would look for, were it looked for
     try:
         time.sleep(0.3)
-        runner_module.kill_orphaned_groups({'marker': marker, 'key': 'k'})
+        runner_module.kill_orphaned_groups({'marker': None, 'key': 'k'})
+        assert unmarked.poll() is None, 'a row without a marker killed a process'
+        with caplog.at_level('WARNING', logger=runner_module.__name__):
+            runner_module.kill_orphaned_groups({'marker': marker, 'key': 'the/job'})
+        assert sorted(r.getMessage() for r in caplog.records) == sorted(
+            'killing orphaned process group {} of job the/job'.format(p.pid) for p in (first, second))
         assert first.wait(5) == -signal.SIGKILL and second.wait(5) == -signal.SIGKILL
         _wait_for(lambda: runner_module._groups_with_marker(marker) == set(),  # pylint: disable=protected-access
                   'a process carrying the marker outlived the kill')
-        runner_module.kill_orphaned_groups({'marker': None, 'key': 'k'})  # nothing to look for: no error
     finally:
-        for proc in (first, second):
+        for proc in (first, second, unmarked):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
