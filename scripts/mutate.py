@@ -93,6 +93,17 @@ MODULES = {
                                                             'tests/azurebatch/test_node_wrapper.py']),
 }
 
+# Modules whose code signals the process groups it finds in /proc (the runner's crash recovery kills what a dead
+# service left): a mutant of that code can aim SIGKILL at any process of the machine (one did: it killed every
+# process group of a shared machine). They run only in a PID namespace of their own (`unshare`, root), where /proc
+# lists and a signal reaches nothing but the run's own processes; where none can be made, they are refused.
+ISOLATED = ('runner',)
+# Lines left unmutated (mutmut's do_not_mutate_patterns), so that no mutant signals a process group that is not a
+# job's, even in the namespace (there the run's own group: the run would kill itself): `_groups_with_marker`'s test
+# of the marker and its read of the group id (a mutant of either picks every process, its session or its parent).
+NOT_MUTATED = {'runner': [r"if needle not in f\.read\(\)\.split", r"groups\.add\(int\(stat\[stat\.rindex"]}
+ISOLATE = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child']
+
 STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
             'check was interrupted by user')
 ALIVE = ('survived', 'no tests', 'suspicious')  # what a test should have killed (timeouts count as killed)
@@ -116,7 +127,7 @@ def _copy_tree(name):
     return work
 
 
-def _config(files, tests):
+def _config(files, tests, not_mutated=()):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
@@ -129,7 +140,10 @@ def _config(files, tests):
               '    -p', '    ' + ORDER_PLUGIN, '    -m', '    not az and not soak']
     # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
     # or one such mutant waits minutes
-    lines += ['timeout_multiplier = 4', '']
+    lines += ['timeout_multiplier = 4']
+    if not_mutated:
+        lines += ['do_not_mutate_patterns ='] + ['    ' + pattern for pattern in not_mutated]
+    lines += ['']
     return '\n'.join(lines)
 
 
@@ -146,7 +160,7 @@ def run_module(name, children, resume=False):
     if not (resume and os.path.isdir(os.path.join(work, 'mutants'))):
         work = _copy_tree(name)
         with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
-            f.write(_config(files, tests))
+            f.write(_config(files, tests, NOT_MUTATED.get(name, ())))
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
@@ -296,6 +310,16 @@ def main(argv=None):
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error('unknown module(s) {}; --list shows them'.format(', '.join(unknown)))
+    isolated = [m for m in args.modules or list(MODULES) if m in ISOLATED]
+    if isolated and not os.environ.get('MUTATE_ISOLATED'):
+        # this whole command again, in a PID namespace of its own (its mutants never see another process)
+        if subprocess.run(ISOLATE + ['true'], capture_output=True, check=False).returncode:
+            parser.error('{} must run in a PID namespace of its own ({}: needs root), which cannot be made '
+                         'here: a mutant of its process-group kills could reach any process of the machine'.format(
+                             ', '.join(isolated), ' '.join(ISOLATE)))
+        return subprocess.run(ISOLATE + [sys.executable, os.path.abspath(__file__), *(argv if argv is not None
+                                                                                   else sys.argv[1:])],
+                              env=dict(os.environ, MUTATE_ISOLATED='1'), check=False).returncode
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
