@@ -80,3 +80,20 @@ def test_a_band_of_exactly_200_steps_holds_each_of_them():
     steps = list(range(200))
     band = report_data(_curves_record(205, steps))['plots']['learningCurves']['band']
     assert [row[0] for row in band] == [float(s) for s in steps]
+
+
+def test_a_memo_gives_a_copy_of_its_result_again_for_the_same_inputs_in_any_key_order():
+    from azext_batchai_sweep.core.report.data import Memo
+    import datetime
+    memo, calls = Memo(), []
+
+    def compute():
+        calls.append(1)
+        return {'value': [len(calls)]}
+    first = memo.get('importance', [{'b': 1, 'a': 2}], compute)
+    first['value'].append('changed by the caller')
+    assert memo.get('importance', [{'a': 2, 'b': 1}], compute) == {'value': [1]} and len(calls) == 1
+    assert memo.get('importance', [{'a': 3, 'b': 1}], compute) == {'value': [2]}, 'other inputs: computed again'
+    when = datetime.datetime(2026, 11, 23)  # inputs JSON cannot write are compared by their text
+    assert memo.get('expected', [when], compute) == {'value': [3]}
+    assert memo.get('expected', [when], compute) == {'value': [3]} and len(calls) == 3
