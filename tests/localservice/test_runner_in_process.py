@@ -639,6 +639,9 @@ def test_terminating_a_queued_job_fails_it_and_it_never_runs(service, tmp_path):
     assert service.get('queued').execution_state == 'queued'
     assert not service.runner.fail_queued(service.key('blocker'), 'terminated'), 'a running job is not queued'
     assert not service.runner.fail_queued(service.key('missing'), 'terminated')
+    service.submit('queued2', 'touch {}'.format(ran), cluster_id=cluster)
+    assert service.runner.fail_queued(service.key('queued2'), 'cluster') is True, 'a queued job: failed, said so'
+    assert _errors(service.get('queued2')) == [('ClusterDeleted', 'The cluster of the job was deleted.')]
     service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
                                         'queued').result()
     job = service.get('queued')
