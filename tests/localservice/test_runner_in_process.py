@@ -28,6 +28,8 @@ from tests.localservice.conftest import job_params, job_pids, process_alive, wai
 pytestmark = pytest.mark.service
 
 SHARE_KEY = 'not-a-real-key'  # the file share's account key in job_params: never in a job's environment
+# Every job here ends by itself within about 20 s (bounded waits, no endless loop), and each service's teardown
+# kills what its jobs left (_kill_leftovers): under `make mutate` a mutant of the runner may never stop a job.
 
 
 class InProcess:
@@ -45,6 +47,12 @@ class InProcess:
         self.client = local_batchai_client(self.info.endpoint, self.info.token_file, self.info.subscription)
         self.experiment = 'runner-' + uuid.uuid4().hex[:6]
         self.client.experiments.begin_create(self.info.resource_group, self.info.workspace, self.experiment).result()
+
+    def shutdown(self):
+        try:
+            self.service.shutdown()
+        finally:
+            _kill_leftovers(self.info.data_dir)
 
     @property
     def runner(self):
@@ -91,11 +99,24 @@ class InProcess:
         return texts
 
 
+def _kill_leftovers(data_dir):
+    """SIGKILL each process whose environment names `data_dir` (a job of that service: its variables hold its
+    folders there), by its own pid: this test's code, never the runner's, so that a mutant cannot aim it."""
+    needle = os.path.realpath(data_dir).encode()
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/{}/environ'.format(pid), 'rb') as f:
+                if needle in f.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            continue
+
+
 @pytest.fixture
 def service(tmp_path):
     started = InProcess(str(tmp_path / 'data'), slots=3)
     yield started
-    started.service.shutdown()
+    started.shutdown()
 
 
 def _errors(job):
@@ -257,7 +278,7 @@ def test_a_job_without_container_settings_has_an_empty_stderr(service):
 
 def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
-    service.submit('long', 'sleep 60 & echo $! > {}; wait'.format(pid_file))
+    service.submit('long', 'sleep 20 & echo $! > {}; wait'.format(pid_file))
     service.wait('long', ('running',))
     (child,) = job_pids(pid_file)
     service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
@@ -272,7 +293,7 @@ def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(service, tmp_path):
     """SIGTERM first (a job may clean up), SIGKILL once KILL_GRACE_SECONDS have passed."""
     pid_file, got = tmp_path / 'pid', tmp_path / 'got'
-    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; while true; do sleep 0.1; done".format(
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; for i in $(seq 200); do sleep 0.1; done".format(
         got, pid_file))
     service.wait('stubborn', ('running',))
     (pid,) = job_pids(pid_file)
@@ -301,14 +322,14 @@ def test_the_wall_clock_fails_a_job_and_a_job_within_it_succeeds(service):
 
 def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
-    service.submit('leaves', 'sleep 60 & echo $! > {}'.format(pid_file))
+    service.submit('leaves', 'sleep 20 & echo $! > {}'.format(pid_file))
     assert service.wait('leaves').execution_state == 'succeeded'
     _gone(job_pids(pid_file)[0])
 
 
 def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
     pid_file = tmp_path / 'pid'
-    service.submit('doomed', 'echo $$ > {}; sleep 60'.format(pid_file))
+    service.submit('doomed', 'echo $$ > {}; sleep 20'.format(pid_file))
     service.wait('doomed', ('running',))
     (pid,) = job_pids(pid_file)
     service.client.jobs.begin_delete(service.info.resource_group, service.info.workspace, service.experiment,
@@ -322,7 +343,7 @@ def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
 def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
     started = InProcess(str(tmp_path / 'data'), slots=2)
     pid_file = tmp_path / 'pid'
-    started.submit('running', 'echo $$ > {}; sleep 60'.format(pid_file))
+    started.submit('running', 'echo $$ > {}; sleep 20'.format(pid_file))
     started.wait('running', ('running',))
     (pid,) = job_pids(pid_file)
     store = started.service.store
@@ -332,7 +353,7 @@ def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
     props = json.loads(store.get(key)['body'])['properties']
     assert props['executionState'] == 'failed'
     assert [e['code'] for e in props['executionInfo']['errors']] == ['ServiceStopped']
-    started.service.shutdown()
+    started.shutdown()
 
 
 # ---- scheduling ----------------------------------------------------------------------------------------------------
@@ -340,7 +361,7 @@ def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
 def test_a_cluster_runs_no_more_jobs_than_its_slots_and_starts_the_next_when_one_ends(service, tmp_path):
     cluster = service.cluster('one', 1)
     gate = tmp_path / 'gate'
-    service.submit('first', 'while [ ! -e {} ]; do sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('first', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
     service.wait('first', ('running',))
     service.submit('second', 'true', cluster_id=cluster)
     time.sleep(0.6)
@@ -358,7 +379,7 @@ def test_a_job_needing_more_slots_than_are_free_holds_the_jobs_behind_it(service
     """Gang order: the head of a cluster's queue waits for its nodes, and the jobs behind it wait too."""
     cluster = service.cluster('two', 2)
     gate = tmp_path / 'gate'
-    service.submit('holder', 'while [ ! -e {} ]; do sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('holder', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
     service.wait('holder', ('running',))
     service.submit_params('pair', _two_process_params(service, tmp_path, cluster))
     service.submit('behind', 'true', cluster_id=cluster)
@@ -404,7 +425,7 @@ def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_ou
 
 
 def test_terminating_a_two_node_job_kills_both_processes(service, tmp_path):
-    service.submit_params('pair', _two_process_params(service, tmp_path, hang='60'))
+    service.submit_params('pair', _two_process_params(service, tmp_path, hang='20'))
     service.wait('pair', ('running',))
     _wait_for(lambda: len(os.listdir(tmp_path / 'two.py.out')) == 2, 'both processes started')
     time.sleep(0.1)
@@ -427,7 +448,7 @@ def _resize(service, cluster, target, option):
 
 def _counting_job(service, name, cluster, runs, gate):
     """A job that appends a line to `runs/name` each time it starts, then waits for `gate`."""
-    service.submit(name, 'echo run >> {}/{}; while [ ! -e {} ]; do sleep 0.05; done'.format(runs, name, gate),
+    service.submit(name, 'echo run >> {}/{}; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(runs, name, gate),
                    cluster_id=cluster)
     _wait_for(lambda: (runs / name).exists(), 'job {} did not start'.format(name))
 
@@ -483,7 +504,7 @@ def test_each_job_gets_its_own_gpus_and_a_job_needing_more_than_are_free_waits(t
         nc6 = started.cluster('nc6', 3, vm_size='STANDARD_NC6')
         gate, out = tmp_path / 'gate', tmp_path / 'out'
         out.mkdir()
-        command = 'echo "$CUDA_VISIBLE_DEVICES $AZ_BATCHAI_NUM_GPUS" > {}/$JOB; while [ ! -e {} ]; do sleep 0.05; done'
+        command = 'echo "$CUDA_VISIBLE_DEVICES $AZ_BATCHAI_NUM_GPUS" > {}/$JOB; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'
         for name in ('a', 'b', 'c'):
             started.submit(name, command.format(out, gate), cluster_id=nc6,
                            environment_variables=[models.EnvironmentVariable(name='JOB', value=name)])
@@ -507,7 +528,7 @@ def test_each_job_gets_its_own_gpus_and_a_job_needing_more_than_are_free_waits(t
         assert refused.value.error.message == ('The job needs 4 GPUs (1 nodes of STANDARD_NC24); the local service '
                                                'has 2 (local start --gpus).')
     finally:
-        started.service.shutdown()
+        started.shutdown()
 
 
 def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpu(tmp_path):
@@ -518,7 +539,7 @@ def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpu(tmp_path):
         seen = {name: (tmp_path / 'two.py.out' / name).read_text().split()[1] for name in ('0', '1')}
         assert seen == {'0': '[0]', '1': '[1]'}
     finally:
-        started.service.shutdown()
+        started.shutdown()
 
 
 def test_without_gpus_managed_a_gpu_cluster_job_is_not_refused_and_sees_no_count(service, tmp_path):
@@ -535,7 +556,7 @@ def test_without_gpus_managed_a_gpu_cluster_job_is_not_refused_and_sees_no_count
 def _orphan(marker):
     """A process group left by a job of a service that died: `sleep` carrying the job's marker."""
     env = dict(os.environ, **{MARKER_VARIABLE: marker})
-    return subprocess.Popen(['bash', '-c', 'sleep 60 & sleep 60; wait'], env=env, start_new_session=True,
+    return subprocess.Popen(['bash', '-c', 'sleep 20 & sleep 20; wait'], env=env, start_new_session=True,
                             stdin=subprocess.DEVNULL)
 
 
@@ -633,7 +654,7 @@ def test_a_job_of_no_process_is_refused_with_launchers_words(service):
 def test_terminating_a_queued_job_fails_it_and_it_never_runs(service, tmp_path):
     cluster = service.cluster('busy', 1)
     gate, ran = tmp_path / 'gate', tmp_path / 'ran'
-    service.submit('blocker', 'while [ ! -e {} ]; do sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('blocker', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
     service.wait('blocker', ('running',))
     service.submit('queued', 'touch {}'.format(ran), cluster_id=cluster)
     assert service.get('queued').execution_state == 'queued'
@@ -677,7 +698,7 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
     try:
         started = InProcess(str(where / 'data'), slots=1)
         gate, begun = where / 'gate', tmp_path / 'begun'
-        started.submit('a', 'touch {}; while [ ! -e {} ]; do sleep 0.05; done'.format(begun, gate))
+        started.submit('a', 'touch {}; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(begun, gate))
         started.submit('b', 'echo b')
         _wait_for(begun.exists, 'job a did not start')
         _fill(str(where / 'filler'))
@@ -697,7 +718,7 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         assert started.wait('b').execution_state == 'succeeded'
     finally:
         if started is not None:
-            started.service.shutdown()
+            started.shutdown()
         subprocess.run(['umount', '-l', str(where)], check=False)
 
 
