@@ -136,9 +136,14 @@ def _gone(pid, timeout=5):
 
 # ---- one job's run ----------------------------------------------------------------------------------------------
 
-def test_a_job_that_exits_0_succeeds_with_its_output_in_its_stdouterr_folder(service):
+def test_a_job_that_exits_0_succeeds_with_its_output_in_its_stdouterr_folder(service, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     service.submit('ok', 'echo out; echo err >&2')
     job = service.wait('ok')
+    _wait_for(lambda: any('succeeded' in r.getMessage() for r in caplog.records), 'no log of the end')
+    assert [r.getMessage() for r in caplog.records if r.name == runner_module.__name__] == [
+        'job {} succeeded (exit code 0)'.format(service.key('ok'))]
+    assert service.service.store.get(service.key('ok'))['pgid'] is None, 'an ended job holds no process group'
     assert job.execution_state == 'succeeded'
     assert job.execution_info.exit_code == 0 and _errors(job) == []
     assert job.execution_info.start_time <= job.execution_info.end_time
@@ -276,16 +281,21 @@ def test_a_job_without_container_settings_has_an_empty_stderr(service):
 
 # ---- stopping a job ----------------------------------------------------------------------------------------------
 
-def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service, tmp_path):
+def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service, tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     pid_file = tmp_path / 'child.pid'
     service.submit('long', 'sleep 20 & echo $! > {}; wait'.format(pid_file))
     service.wait('long', ('running',))
     (child,) = job_pids(pid_file)
+    assert service.service.store.get(service.key('long'))['pgid'] == os.getpgid(child), "its group is recorded"
     service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
                                         'long').result()
     job = service.get('long')
     assert job.execution_state == 'failed'
     assert _errors(job) == [('JobTerminated', 'The job was terminated by the user.')]
+    _wait_for(lambda: any('terminated' in r.getMessage() for r in caplog.records), 'no log of the end')
+    assert 'job {} failed (exit code -15, terminated)'.format(service.key('long')) in [
+        r.getMessage() for r in caplog.records]
     _gone(child)
     assert not service.runner.kill(service.key('long'), 'terminated'), 'a job that ended is no longer running'
 
@@ -686,7 +696,8 @@ def _fill(path):
             pass
 
 
-def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path):
+def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     where = tmp_path / 'disk'
     where.mkdir()
     if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', str(where)],
@@ -706,6 +717,8 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         _fill_store(store)
         gate.touch()  # an empty file: no data block
         _wait_for(started.runner.has_unrecorded, "a's end was not kept in memory")
+        assert 'job {} succeeded; the disk is full: recorded once there is room'.format(started.key('a')) in [
+            r.getMessage() for r in caplog.records]
         a = started.get('a')
         assert a.execution_state == 'succeeded' and a.execution_info.exit_code == 0, 'answered as it ended'
         assert store.get(started.key('a'))['state'] == 'running', 'not written: the disk is full'
