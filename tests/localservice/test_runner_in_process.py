@@ -287,7 +287,8 @@ def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service
     service.submit('long', 'sleep 20 & echo $! > {}; wait'.format(pid_file))
     service.wait('long', ('running',))
     (child,) = job_pids(pid_file)
-    assert service.service.store.get(service.key('long'))['pgid'] == os.getpgid(child), "its group is recorded"
+    _wait_for(lambda: service.service.store.get(service.key('long'))['pgid'] == os.getpgid(child),
+              "the job's process group is not recorded")
     service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
                                         'long').result()
     job = service.get('long')
