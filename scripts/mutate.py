@@ -57,7 +57,8 @@ MODULES = {
                                               'tests/tuning/test_infeasible_never_best.py',
                                               'tests/tuning/test_hostile_reports.py']),
     # the tests that call report_data in-process (not the Chromium renderings, slow, nor the CLI's through az)
-    'report-data': (['core/report/data.py'], ['tests/report/test_report_data.py', 'tests/report/test_report_data_rules.py',
+    'report-data': (['core/report/data.py'], ['tests/report/test_report_data.py',
+                                              'tests/report/test_report_data_rules.py',
                                               'tests/report/test_report_pareto.py',
                                               'tests/report/test_report_run_outline.py',
                                               'tests/report/test_report_scheduler_ids.py',

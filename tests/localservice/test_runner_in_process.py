@@ -99,6 +99,11 @@ class InProcess:
         return texts
 
 
+def _until(path):
+    """A bash loop waiting for `path` to exist, for about 20 s at most."""
+    return 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(path)
+
+
 def _kill_leftovers(data_dir):
     """SIGKILL each process whose environment names `data_dir` (a job of that service: its variables hold its
     folders there), by its own pid: this test's code, never the runner's, so that a mutant cannot aim it."""
@@ -304,7 +309,8 @@ def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(service, tmp_path):
     """SIGTERM first (a job may clean up), SIGKILL once KILL_GRACE_SECONDS have passed."""
     pid_file, got = tmp_path / 'pid', tmp_path / 'got'
-    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; for i in $(seq 200); do sleep 0.1; done".format(
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; for i in $(seq 200); do sleep 0.1; done"
+                   .format(
         got, pid_file))
     service.wait('stubborn', ('running',))
     (pid,) = job_pids(pid_file)
@@ -372,7 +378,7 @@ def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
 def test_a_cluster_runs_no_more_jobs_than_its_slots_and_starts_the_next_when_one_ends(service, tmp_path):
     cluster = service.cluster('one', 1)
     gate = tmp_path / 'gate'
-    service.submit('first', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('first', _until(gate), cluster_id=cluster)
     service.wait('first', ('running',))
     service.submit('second', 'true', cluster_id=cluster)
     time.sleep(0.6)
@@ -390,7 +396,7 @@ def test_a_job_needing_more_slots_than_are_free_holds_the_jobs_behind_it(service
     """Gang order: the head of a cluster's queue waits for its nodes, and the jobs behind it wait too."""
     cluster = service.cluster('two', 2)
     gate = tmp_path / 'gate'
-    service.submit('holder', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('holder', _until(gate), cluster_id=cluster)
     service.wait('holder', ('running',))
     service.submit_params('pair', _two_process_params(service, tmp_path, cluster))
     service.submit('behind', 'true', cluster_id=cluster)
@@ -411,7 +417,8 @@ def _two_process_params(service, tmp_path, cluster_id=None, hang='0'):
     if not script.exists():
         out.mkdir()
         script.write_text('import os, sys, time\n'
-                          'with open(os.path.join(sys.argv[0] + ".out", os.environ["AZ_BATCHAI_TASK_INDEX"]), "w") as f:\n'
+                          'out = os.path.join(sys.argv[0] + ".out", os.environ["AZ_BATCHAI_TASK_INDEX"])\n'
+                          'with open(out, "w") as f:\n'
                           '    f.write("{} [{}]\\n".format(os.getpid(), os.environ.get("CUDA_VISIBLE_DEVICES")))\n'
                           'time.sleep(float(os.environ.get("HANG", "0")))\n'
                           'print("task", os.environ["AZ_BATCHAI_TASK_INDEX"])\n')
@@ -459,7 +466,7 @@ def _resize(service, cluster, target, option):
 
 def _counting_job(service, name, cluster, runs, gate):
     """A job that appends a line to `runs/name` each time it starts, then waits for `gate`."""
-    service.submit(name, 'echo run >> {}/{}; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(runs, name, gate),
+    service.submit(name, 'echo run >> {}/{}; {}'.format(runs, name, _until(gate)),
                    cluster_id=cluster)
     _wait_for(lambda: (runs / name).exists(), 'job {} did not start'.format(name))
 
@@ -515,7 +522,7 @@ def test_each_job_gets_its_own_gpus_and_a_job_needing_more_than_are_free_waits(t
         nc6 = started.cluster('nc6', 3, vm_size='STANDARD_NC6')
         gate, out = tmp_path / 'gate', tmp_path / 'out'
         out.mkdir()
-        command = 'echo "$CUDA_VISIBLE_DEVICES $AZ_BATCHAI_NUM_GPUS" > {}/$JOB; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'
+        command = 'echo "$CUDA_VISIBLE_DEVICES $AZ_BATCHAI_NUM_GPUS" > {}/$JOB; ' + _until('{}')
         for name in ('a', 'b', 'c'):
             started.submit(name, command.format(out, gate), cluster_id=nc6,
                            environment_variables=[models.EnvironmentVariable(name='JOB', value=name)])
@@ -665,7 +672,7 @@ def test_a_job_of_no_process_is_refused_with_launchers_words(service):
 def test_terminating_a_queued_job_fails_it_and_it_never_runs(service, tmp_path):
     cluster = service.cluster('busy', 1)
     gate, ran = tmp_path / 'gate', tmp_path / 'ran'
-    service.submit('blocker', 'for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(gate), cluster_id=cluster)
+    service.submit('blocker', _until(gate), cluster_id=cluster)
     service.wait('blocker', ('running',))
     service.submit('queued', 'touch {}'.format(ran), cluster_id=cluster)
     assert service.get('queued').execution_state == 'queued'
@@ -710,7 +717,7 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
     try:
         started = InProcess(str(where / 'data'), slots=1)
         gate, begun = where / 'gate', tmp_path / 'begun'
-        started.submit('a', 'touch {}; for i in $(seq 400); do [ -e {} ] && break; sleep 0.05; done'.format(begun, gate))
+        started.submit('a', 'touch {}; {}'.format(begun, _until(gate)))
         started.submit('b', 'echo b')
         _wait_for(begun.exists, 'job a did not start')
         _fill(str(where / 'filler'))
