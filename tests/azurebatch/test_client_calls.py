@@ -416,3 +416,16 @@ def test_each_retry_is_logged_with_the_operation_it_retries(api, double, caplog)
         assert api.get_pool('p')['id'] == 'p'
     retries = [r.getMessage() for r in caplog.records if r.name == 'azext_batchai_sweep.core.service.retry']
     assert len(retries) == 1 and retries[0].startswith('get_pool failed (HttpResponseError, status 503); retry 1 in ')
+
+
+def test_a_create_is_retried_by_the_service_alone_never_by_the_sdk_as_well(api, double):
+    """Each try is one request, counted and waited for by the service's retry (the SDK's own retry is off: it would
+    retry unseen, and an add whose answer was lost must be counted)."""
+    double.faults.throttle(count=1, retry_after=1, status=503, method='POST', path='/pools')
+    assert _pool(api) is True
+    assert api.calls['create_pool'] == 2
+    assert len([r for r in double.requests if r.method == 'POST' and r.path == '/pools']) == 2
+    double.faults.throttle(count=1, retry_after=1, status=503, method='POST', path='/jobs')
+    assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is True
+    assert api.calls['create_job'] == 2
+    assert len([r for r in double.requests if r.method == 'POST' and r.path == '/jobs']) == 2
