@@ -267,10 +267,13 @@ def test_the_job_preparation_gets_the_same_environment_as_the_job(service, tmp_p
         assert prep[name] == main[name]
 
 
-def test_container_settings_are_said_ignored_in_the_jobs_stderr(service):
+def test_container_settings_are_said_ignored_in_the_jobs_stderr_and_the_log(service, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     service.submit('container', 'echo ran', container_settings=models.ContainerSettings(
         image_source_registry=models.ImageSourceRegistry(image='ubuntu:16.04')))
     job = service.wait('container')
+    assert ("job {}: batchai-local: containerSettings ignored (image 'ubuntu:16.04'): no container engine, the job "
+            'runs on the host.'.format(service.key('container'))) in [r.getMessage() for r in caplog.records]
     assert job.execution_state == 'succeeded'
     texts = service.outputs('container')
     assert texts['stdout.txt'] == 'ran\n'
@@ -752,3 +755,52 @@ def _fill_store(store):
         except (sqlite3.Error, OSError):
             return
     raise AssertionError('the store never filled up')
+
+
+ENV_SCRIPT = ('import json, os, sys\n'
+              'with open(os.path.join(sys.argv[0] + ".out", str(os.getpid())), "w") as f:\n'
+              '    json.dump({k: v for k, v in os.environ.items() if k.startswith(("AZ_BATCHAI", "TF_"))}, f)\n')
+
+
+def _env_script(tmp_path):
+    script = tmp_path / 'env.py'
+    script.write_text(ENV_SCRIPT)
+    (tmp_path / 'env.py.out').mkdir()
+    return script
+
+
+def _process_envs(tmp_path):
+    out = tmp_path / 'env.py.out'
+    return [json.loads((out / name).read_text()) for name in sorted(os.listdir(out))]
+
+
+def test_a_two_node_pytorch_job_shares_an_init_file_in_its_own_folder(service, tmp_path):
+    params = job_params(service.info, node_count=2)
+    params.custom_toolkit_settings = None
+    params.py_torch_settings = models.PyTorchSettings(python_script_file_path=str(_env_script(tmp_path)),
+                                                      communication_backend='gloo')
+    service.submit_params('torch', params)
+    assert service.wait('torch').execution_state == 'succeeded'
+    envs = _process_envs(tmp_path)
+    assert len(envs) == 2
+    (init,) = {env['AZ_BATCHAI_PYTORCH_INIT_METHOD'] for env in envs}
+    path = init[len('file://'):]
+    assert init.startswith('file:///') and os.path.basename(path) == 'pytorch_init'
+    assert os.path.isdir(os.path.dirname(path))
+    assert os.path.realpath(path).startswith(os.path.realpath(service.info.data_dir) + os.sep)
+
+
+def test_a_tensorflow_jobs_processes_get_free_loopback_ports_of_their_own(service, tmp_path):
+    params = job_params(service.info, node_count=2)
+    params.custom_toolkit_settings = None
+    params.tensor_flow_settings = models.TensorFlowSettings(python_script_file_path=str(_env_script(tmp_path)),
+                                                            worker_count=2, parameter_server_count=1)
+    service.submit_params('tf', params)
+    assert service.wait('tf').execution_state == 'succeeded'
+    envs = _process_envs(tmp_path)
+    assert len(envs) == 3
+    cluster = json.loads(envs[0]['TF_CONFIG'])['cluster']
+    addresses = cluster['ps'] + cluster['worker']
+    assert len(addresses) == 3 and {a.rsplit(':', 1)[0] for a in addresses} == {'127.0.0.1'}
+    ports = {int(a.rsplit(':', 1)[1]) for a in addresses}
+    assert len(ports) == 3 and not ports & {2222, 2223, 2224}, "free ports, not Batch AI's fixed ones"
