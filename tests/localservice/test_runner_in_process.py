@@ -804,3 +804,36 @@ def test_a_tensorflow_jobs_processes_get_free_loopback_ports_of_their_own(servic
     assert len(addresses) == 3 and {a.rsplit(':', 1)[0] for a in addresses} == {'127.0.0.1'}
     ports = {int(a.rsplit(':', 1)[1]) for a in addresses}
     assert len(ports) == 3 and not ports & {2222, 2223, 2224}, "free ports, not Batch AI's fixed ones"
+
+
+# ---- a job that cannot start -----------------------------------------------------------------------------------------
+
+def test_a_job_whose_secrets_a_restarted_service_cannot_open_fails_saying_so(service, monkeypatch, caplog):
+    """Its secrets were sealed by the service that took it; the service that starts it (here: this one with a new
+    sealing key, as a restarted service has) cannot open them, and the job fails with SecretsNotKept."""
+    from azext_batchai_sweep.localservice.data import stored_spec  # pylint: disable=import-outside-toplevel
+    caplog.set_level('INFO', logger=runner_module.__name__)
+    cluster = service.cluster('later', 0)
+    service.submit('sealed', 'true', cluster_id=cluster,
+                   secrets=[models.EnvironmentVariableWithSecretValue(name='TOKEN', value='job-secret')])
+    assert service.get('sealed').execution_state == 'queued'
+    monkeypatch.setattr(stored_spec, '_SEALER', None)  # the restarted service's key is a new one
+    _resize(service, 'later', 1, 'requeue')
+    job = service.wait('sealed')
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    assert _errors(job) == [('SecretsNotKept', stored_spec.SECRETS_NOT_KEPT)]
+    assert 'job-secret' not in caplog.text
+    assert 'job {} could not run'.format(service.key('sealed')) in [r.getMessage() for r in caplog.records]
+
+
+def test_a_job_whose_process_cannot_be_started_fails_with_the_reason(service, caplog):
+    """No bash on the job's PATH (its own variables set it): the job fails with JobStartFailed and the error."""
+    caplog.set_level('INFO', logger=runner_module.__name__)
+    service.submit('no-bash', 'true', environment_variables=[models.EnvironmentVariable(name='PATH',
+                                                                                        value='/nonexistent')])
+    job = service.wait('no-bash')
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    ((code, message),) = _errors(job)
+    assert code == 'JobStartFailed' and "No such file or directory: 'bash'" in message
+    assert 'job {} could not run'.format(service.key('no-bash')) in [r.getMessage() for r in caplog.records]
+    assert not service.runner.is_running(service.key('no-bash'))
