@@ -1,6 +1,7 @@
 """report_data's rules that mutation testing found unchecked: the summary's compute from a `sweep run`'s figures
-(saved job-seconds and fraction, rounding, missing or zero counts, counts too large for a float), and the learning
-curves' band once more than 200 steps were reported (200 steps, evenly picked, both ends kept)."""
+(saved job-seconds and fraction, rounding, missing or zero counts, counts too large for a float) and from its jobs
+alone (durations, running jobs' time so far, the steps and seconds a stopped job saved), the learning curves' band
+once more than 200 steps were reported (200 steps, evenly picked, both ends kept), and the live report's memo."""
 import sys
 
 import pytest
@@ -97,3 +98,54 @@ def test_a_memo_gives_a_copy_of_its_result_again_for_the_same_inputs_in_any_key_
     when = datetime.datetime(2026, 11, 23)  # inputs JSON cannot write are compared by their text
     assert memo.get('expected', [when], compute) == {'value': [3]}
     assert memo.get('expected', [when], compute) == {'value': [3]} and len(calls) == 3
+
+
+# ---- the compute of a sweep without a run's figures (from its jobs) ------------------------------------------------
+
+GENERATED = '2026-11-23T12:00:00+00:00'
+
+
+def _trial(name, state, steps=(), duration=None, start=None, stopped=False):
+    from azext_batchai_sweep.core.report.model import EXTRA_DURATION, EXTRA_START
+    return Trial(name=name, index=int(name[1:]), params={'X': 1}, state=state,
+                 reports=tuple(Report(float(s), 0.5) for s in steps), stopped_early=stopped,
+                 extra={EXTRA_DURATION: duration, EXTRA_START: start})
+
+
+def _jobs_compute(*trials):
+    record = sweep_record('c', Objective(metric='m', goal='max', step='epoch'), list(trials), generated_at=GENERATED)
+    return report_data(record)['summary']['compute']
+
+
+def test_the_seconds_are_the_jobs_durations_summed_and_rounded_to_milliseconds():
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1, 2), 1.0004), _trial('j2', 'failed', (1,), 2.0002),
+                            _trial('j3', 'succeeded', (1,), None))
+    assert compute == {'jobSeconds': 3.001, 'jobSteps': 4.0, 'savedJobSteps': 0.0, 'savedJobSeconds': 0.0,
+                       'savedFraction': 0.0}
+
+
+@pytest.mark.parametrize('start, seconds', [('2026-11-23T11:59:00+00:00', 60.0), ('2026-11-23T11:58:30Z', 90.0),
+                                            ('2026-11-23T12:00:30+00:00', 0.0), ('not a time', 0.0), (None, 0.0)])
+def test_a_running_job_counts_the_seconds_from_its_start_to_the_reports_time(start, seconds):
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1,), 10.0), _trial('j2', 'running', (1,), None, start),
+                            _trial('j3', 'succeeded', (1,), None, '2026-11-23T11:00:00+00:00'))
+    assert compute['jobSeconds'] == 10.0 + seconds, 'a finished job without a duration counts none'
+
+
+def test_a_stopped_job_saves_the_steps_to_the_longest_finished_run_at_its_own_pace():
+    # j1 ran 4 steps in 40 s; j2 was stopped at step 1 after 10 s: 3 steps saved, at 10 s a step
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1, 2, 3, 4), 40.0), _trial('j2', 'terminated', (1,), 10.0,
+                                                                                      stopped=True))
+    assert compute == {'jobSeconds': 50.0, 'jobSteps': 5.0, 'savedJobSteps': 3.0, 'savedJobSeconds': 30.0,
+                       'savedFraction': 0.375}
+    thirds = _jobs_compute(_trial('j1', 'succeeded', (1, 2, 3, 4), 40.0), _trial('j2', 'terminated', (3,), 10.0,
+                                                                                     stopped=True))
+    assert thirds['savedJobSeconds'] == 3.333 and thirds['savedFraction'] == 0.1667
+
+
+def test_nothing_is_saved_without_a_finished_run_longer_than_the_stopped_job():
+    alone = _jobs_compute(_trial('j2', 'terminated', (0.5,), 10.0, stopped=True))
+    assert alone['savedJobSteps'] == 0.0 and alone['savedJobSeconds'] == 0.0
+    no_steps = _jobs_compute(_trial('j1', 'succeeded', (), 5.0), _trial('j2', 'terminated', (0.5,), 10.0,
+                                                                        stopped=True))
+    assert no_steps['savedJobSteps'] == 0.0 and no_steps['savedFraction'] == 0.0
