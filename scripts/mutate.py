@@ -329,6 +329,9 @@ def main(argv=None):
         return subprocess.run(ISOLATE + [sys.executable, os.path.abspath(__file__), *(argv if argv is not None
                                                                                    else sys.argv[1:])],
                               env=dict(os.environ, MUTATE_ISOLATED='1'), check=False).returncode
+    if os.environ.get('MUTATE_ISOLATED'):
+        # the namespace's first process: the kernel drops a signal it has no handler for (SIGTERM would not stop it)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
