@@ -429,3 +429,16 @@ def test_a_create_is_retried_by_the_service_alone_never_by_the_sdk_as_well(api, 
     assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is True
     assert api.calls['create_job'] == 2
     assert len([r for r in double.requests if r.method == 'POST' and r.path == '/jobs']) == 2
+
+
+def test_the_get_of_a_task_already_there_is_retried_by_the_service_alone(api, double):
+    """TaskExists makes the client read the task there (is it ours?): that get, throttled, is retried by the
+    service's rules, one request a try, never by the SDK as well."""
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    double.client().create_task('j', {'id': 'x', 'commandLine': '/bin/true', 'displayName': 'theirs'})
+    double.faults.throttle(count=1, retry_after=1, status=503, method='GET', path='/jobs/j/tasks/x')
+    refused = api.add_tasks('j', [{'id': 'x', 'commandLine': '/bin/true', 'displayName': 'ours'}])
+    assert refused == {'x': ('TaskExists', 'Batch job j already has a task x of another job (theirs).')}
+    gets = [r for r in double.requests if r.method == 'GET' and r.path == '/jobs/j/tasks/x']
+    assert api.calls['get_task'] == 2 == len(gets)
