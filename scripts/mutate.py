@@ -49,17 +49,37 @@ MODULES = {
                                                  'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
                                                  'tests/tuning/test_pareto.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
+                                              'tests/experiment/test_metrics_rules.py',
+                                              'tests/experiment/test_metrics_retry_settings.py',
                                               'tests/experiment/test_service_flow.py',
                                               'tests/tuning/test_one_reading_of_a_line.py',
                                               'tests/tuning/test_steps_bounded.py',
                                               'tests/tuning/test_infeasible_never_best.py',
                                               'tests/tuning/test_hostile_reports.py']),
-    'report-data': (['core/report/data.py'], ['tests/report']),
+    # the tests that call report_data in-process (not the Chromium renderings, slow, nor the CLI's through az)
+    'report-data': (['core/report/data.py'], ['tests/report/test_report_data.py',
+                                              'tests/report/test_report_data_rules.py',
+                                              'tests/report/test_report_pareto.py',
+                                              'tests/report/test_report_run_outline.py',
+                                              'tests/report/test_report_scheduler_ids.py',
+                                              'tests/report/test_report_hostile.py',
+                                              'tests/report/test_report_screen.py',
+                                              # the live report's memo (its writer's tests: 17 s, no rule here)
+                                              'tests/report/test_report_live_core.py::test_a_live_update_makes_'
+                                              'the_summaries_again_only_when_their_inputs_changed',
+                                              'tests/report/test_importance_report.py',
+                                              'tests/report/test_importance_resources.py',
+                                              'tests/cli/test_units_and_labels.py::test_a_duration_reads_the_same_'
+                                              'in_status_and_the_report',
+                                              'tests/cli/test_units_and_labels.py::test_every_duration_column_of_'
+                                              'the_report_table_names_its_unit',
+                                              'tests/cli/test_units_and_labels.py::test_a_share_saved_reads_the_'
+                                              'same_in_run_and_the_report']),
     'store': (['localservice/data/store.py'], ['tests/localservice/test_store_rows.py',
                                                'tests/localservice/test_store_tree.py',
                                                'tests/localservice/test_store_queue.py']),
-    'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_jobs.py', 'tests/localservice/test_lifecycle.py',
-                                            'tests/localservice/test_job_preparation.py']),
+    # the Runner in the test's own process (the service tests run it in another, which mutmut never maps)
+    'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_runner_in_process.py']),
     'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py',
                                                                      'tests/slurm/test_slurm_mapping_rules.py']),
     'batch-states': (['localservice/schedulers/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
@@ -81,6 +101,17 @@ MODULES = {
                                                             # the task body run by the node wrapper, as on a node
                                                             'tests/azurebatch/test_node_wrapper.py']),
 }
+
+# Modules whose code signals the process groups it finds in /proc (the runner's crash recovery kills what a dead
+# service left): a mutant of that code can aim SIGKILL at any process of the machine (one did: it killed every
+# process group of a shared machine). They run only in a PID namespace of their own (`unshare`, root), where /proc
+# lists and a signal reaches nothing but the run's own processes; where none can be made, they are refused.
+ISOLATED = ('runner',)
+# Lines left unmutated (mutmut's do_not_mutate_patterns), so that no mutant signals a process group that is not a
+# job's, even in the namespace (there the run's own group: the run would kill itself): `_groups_with_marker`'s test
+# of the marker and its read of the group id (a mutant of either picks every process, its session or its parent).
+NOT_MUTATED = {'runner': [r"if needle not in f\.read\(\)\.split", r"groups\.add\(int\(stat\[stat\.rindex"]}
+ISOLATE = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child']
 
 STATUSES = ('killed', 'survived', 'timeout', 'no tests', 'suspicious', 'skipped', 'segfault', 'not checked',
             'check was interrupted by user')
@@ -105,7 +136,7 @@ def _copy_tree(name):
     return work
 
 
-def _config(files, tests):
+def _config(files, tests, not_mutated=()):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
@@ -118,7 +149,10 @@ def _config(files, tests):
               '    -p', '    ' + ORDER_PLUGIN, '    -m', '    not az and not soak']
     # a mutant that loops (a bisection's bounds moved) is a timeout, so killed; 4x its tests' time, not mutmut's 15x,
     # or one such mutant waits minutes
-    lines += ['timeout_multiplier = 4', '']
+    lines += ['timeout_multiplier = 4']
+    if not_mutated:
+        lines += ['do_not_mutate_patterns ='] + ['    ' + pattern for pattern in not_mutated]
+    lines += ['']
     return '\n'.join(lines)
 
 
@@ -135,7 +169,7 @@ def run_module(name, children, resume=False):
     if not (resume and os.path.isdir(os.path.join(work, 'mutants'))):
         work = _copy_tree(name)
         with open(os.path.join(work, 'setup.cfg'), 'w', encoding='utf-8') as f:
-            f.write(_config(files, tests))
+            f.write(_config(files, tests, NOT_MUTATED.get(name, ())))
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
@@ -285,6 +319,19 @@ def main(argv=None):
     unknown = [m for m in args.modules if m not in MODULES]
     if unknown:
         parser.error('unknown module(s) {}; --list shows them'.format(', '.join(unknown)))
+    isolated = [m for m in args.modules or list(MODULES) if m in ISOLATED]
+    if isolated and not os.environ.get('MUTATE_ISOLATED'):
+        # this whole command again, in a PID namespace of its own (its mutants never see another process)
+        if subprocess.run(ISOLATE + ['true'], capture_output=True, check=False).returncode:
+            parser.error('{} must run in a PID namespace of its own ({}: needs root), which cannot be made '
+                         'here: a mutant of its process-group kills could reach any process of the machine'.format(
+                             ', '.join(isolated), ' '.join(ISOLATE)))
+        return subprocess.run(ISOLATE + [sys.executable, os.path.abspath(__file__), *(argv if argv is not None
+                                                                                   else sys.argv[1:])],
+                              env=dict(os.environ, MUTATE_ISOLATED='1'), check=False).returncode
+    if os.environ.get('MUTATE_ISOLATED'):
+        # the namespace's first process: the kernel drops a signal it has no handler for (SIGTERM would not stop it)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:

@@ -377,3 +377,68 @@ def test_a_task_list_longer_than_a_page_is_read_to_its_last_page(api, double):
     assert sorted(t['id'] for t in listed) == ids
     assert all(set(t) <= set(POLL_SELECT) and t['state'] == 'active' for t in listed)
     assert api.list_tasks('j', since='2999-01-01T00:00:00.000Z') == []
+
+
+def test_after_a_rejected_token_only_that_401_is_retried(api, double):
+    """The first 401 of a call asks az for a new token and is tried again; the answer to that try is retried only by
+    the usual rules (a 404 is not retried at all)."""
+    _pool(api)
+    double.expire_tokens()
+    with pytest.raises(BatchCallError) as refused:
+        api.resize_pool('none', {'targetDedicatedNodes': 1})
+    assert (refused.value.status, refused.value.code) == (404, 'PoolNotFound')
+    assert api.calls['resize_pool'] == 2, 'the 401, then the 404 once'
+
+
+def test_a_call_that_gets_no_answer_is_retried_and_named_by_its_error(double):
+    """No answer at all (nothing listens): retried as a dropped connection, then a BatchCallError without a status
+    whose code is the error's class."""
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    sleeps = []
+    retry = _JitteredRetryAfter(max_retries=2, base_delay=0.01, max_delay=0.02, sleep=sleeps.append,
+                                random=lambda: 0.5)
+    api = BatchApi('https://127.0.0.1:{}'.format(port), AzLoginCredential(
+        source=lambda: (double.issue_token(), time.time() + 3600)), retry=retry, connection_verify=double.ca_file)
+    with pytest.raises(BatchCallError) as failed:
+        api.get_pool('p')
+    assert failed.value.status is None and failed.value.code == 'ServiceRequestError'
+    assert str(failed.value).startswith('get_pool failed: ServiceRequestError')
+    assert api.calls['get_pool'] == 3 and len(sleeps) == 2
+
+
+def test_each_retry_is_logged_with_the_operation_it_retries(api, double, caplog):
+    _pool(api)
+    double.faults.throttle(count=1, retry_after=1, status=503, method='GET', path='/pools/p')
+    with caplog.at_level('DEBUG', logger='azext_batchai_sweep.core.service.retry'):
+        assert api.get_pool('p')['id'] == 'p'
+    retries = [r.getMessage() for r in caplog.records if r.name == 'azext_batchai_sweep.core.service.retry']
+    assert len(retries) == 1 and retries[0].startswith('get_pool failed (HttpResponseError, status 503); retry 1 in ')
+
+
+def test_a_create_is_retried_by_the_service_alone_never_by_the_sdk_as_well(api, double):
+    """Each try is one request, counted and waited for by the service's retry (the SDK's own retry is off: it would
+    retry unseen, and an add whose answer was lost must be counted)."""
+    double.faults.throttle(count=1, retry_after=1, status=503, method='POST', path='/pools')
+    assert _pool(api) is True
+    assert api.calls['create_pool'] == 2
+    assert len([r for r in double.requests if r.method == 'POST' and r.path == '/pools']) == 2
+    double.faults.throttle(count=1, retry_after=1, status=503, method='POST', path='/jobs')
+    assert api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}}) is True
+    assert api.calls['create_job'] == 2
+    assert len([r for r in double.requests if r.method == 'POST' and r.path == '/jobs']) == 2
+
+
+def test_the_get_of_a_task_already_there_is_retried_by_the_service_alone(api, double):
+    """TaskExists makes the client read the task there (is it ours?): that get, throttled, is retried by the
+    service's rules, one request a try, never by the SDK as well."""
+    _pool(api)
+    api.create_job({'id': 'j', 'poolInfo': {'poolId': 'p'}})
+    double.client().create_task('j', {'id': 'x', 'commandLine': '/bin/true', 'displayName': 'theirs'})
+    double.faults.throttle(count=1, retry_after=1, status=503, method='GET', path='/jobs/j/tasks/x')
+    refused = api.add_tasks('j', [{'id': 'x', 'commandLine': '/bin/true', 'displayName': 'ours'}])
+    assert refused == {'x': ('TaskExists', 'Batch job j already has a task x of another job (theirs).')}
+    gets = [r for r in double.requests if r.method == 'GET' and r.path == '/jobs/j/tasks/x']
+    assert api.calls['get_task'] == 2 == len(gets)

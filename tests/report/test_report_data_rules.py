@@ -1,0 +1,151 @@
+"""report_data's rules that mutation testing found unchecked: the summary's compute from a `sweep run`'s figures
+(saved job-seconds and fraction, rounding, missing or zero counts, counts too large for a float) and from its jobs
+alone (durations, running jobs' time so far, the steps and seconds a stopped job saved), the learning curves' band
+once more than 200 steps were reported (200 steps, evenly picked, both ends kept), and the live report's memo."""
+import sys
+
+import pytest
+
+from azext_batchai_sweep.core.report.collect import sweep_record
+from azext_batchai_sweep.core.report.data import report_data
+from azext_batchai_sweep.core.report.model import Objective
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+from .synthetic import synthetic_record
+
+BIGGEST = sys.float_info.max
+
+
+def _compute(job_steps, saved, seconds, full):
+    figures = {'compute': {'jobSteps': job_steps, 'jobStepsSaved': saved, 'jobSeconds': seconds,
+                           'jobStepsFull': full}}
+    return report_data(synthetic_record(3, epochs=4), figures=figures)['summary']['compute']
+
+
+@pytest.mark.parametrize('figures, expected', [
+    # a quarter of the steps saved: a quarter of the seconds; the fraction of what a full run would take
+    ((100, 25, 80.0, 125), {'jobSeconds': 80.0, 'jobSteps': 100, 'savedJobSteps': 25, 'savedJobSeconds': 20.0,
+                            'savedFraction': 0.2}),
+    # rounded: seconds to 3 decimals, the fraction to 4
+    ((3, 1, 1.0, 3), {'jobSeconds': 1.0, 'jobSteps': 3, 'savedJobSteps': 1, 'savedJobSeconds': 0.333,
+                      'savedFraction': 0.3333}),
+    ((7, 2, 1.0, 9), {'jobSeconds': 1.0, 'jobSteps': 7, 'savedJobSteps': 2, 'savedJobSeconds': 0.286,
+                      'savedFraction': 0.2222}),
+    # no seconds known: none saved, and the seconds are 0.0 (not None)
+    ((100, 25, None, 125), {'jobSeconds': 0.0, 'jobSteps': 100, 'savedJobSteps': 25, 'savedJobSeconds': 0.0,
+                            'savedFraction': 0.2}),
+    # nothing run yet, no full run known: 0.0 each, never a division by zero
+    ((0, 0, 12.5, 0), {'jobSeconds': 12.5, 'jobSteps': 0, 'savedJobSteps': 0, 'savedJobSeconds': 0.0,
+                       'savedFraction': 0.0}),
+])
+def test_a_runs_compute_is_its_figures_with_what_was_saved(figures, expected):
+    assert _compute(*figures) == expected
+
+
+@pytest.mark.parametrize('saved, used, sign', [(10 ** 400, 3, 1), (-10 ** 400, 3, -1), (10 ** 400, -3, -1),
+                                               (-10 ** 400, -3, 1), (10 ** 400, 1, 1), (-10 ** 400, 1, -1)])
+def test_counts_too_large_for_a_float_give_the_largest_float_with_their_sign(saved, used, sign):
+    compute = _compute(used, saved, 2.0, used)
+    assert compute['savedFraction'] == sign * BIGGEST
+    assert compute['savedJobSeconds'] == sign * BIGGEST
+
+
+def test_huge_counts_whose_ratio_fits_give_that_ratio():
+    compute = _compute(10 ** 400, 10 ** 399, 50.0, 2 * 10 ** 399)
+    assert compute['savedJobSeconds'] == 5.0 and compute['savedFraction'] == 0.5
+
+
+def _curves_record(jobs, steps):
+    """`jobs` jobs each reporting at every step of `steps`; job i's value at step s is i + s / 1000."""
+    trials = [Trial(name='j{:04d}'.format(i), index=i, params={'X': i}, state='succeeded',
+                    reports=tuple(Report(float(s), i + s / 1000.0) for s in steps), stopped_early=False, extra={})
+              for i in range(jobs)]
+    return sweep_record('band', Objective(metric='m', goal='max', step='epoch'), trials)
+
+
+@pytest.mark.parametrize('count', [201, 450])
+def test_a_band_of_more_than_200_steps_holds_200_evenly_picked_with_both_ends(count):
+    steps = [10 * s for s in range(count)]
+    plot = report_data(_curves_record(205, steps))['plots']['learningCurves']
+    assert len(plot['drawn']) == 200 and plot['jobs'] == 205
+    band = plot['band']
+    picked = [steps[round(i * (count - 1) / 199)] for i in range(200)]
+    assert [row[0] for row in band] == [float(s) for s in picked]
+    assert band[0][0] == 0.0 and band[-1][0] == float(steps[-1])
+    # each row: the 10%, 50% and 90% of the 205 jobs' values at that step (job i: i + step / 1000)
+    for step, q10, median, q90 in (band[0], band[100], band[-1]):
+        assert (q10, median, q90) == pytest.approx((20.4 + step / 1000, 102 + step / 1000, 183.6 + step / 1000))
+
+
+def test_a_band_of_exactly_200_steps_holds_each_of_them():
+    steps = list(range(200))
+    band = report_data(_curves_record(205, steps))['plots']['learningCurves']['band']
+    assert [row[0] for row in band] == [float(s) for s in steps]
+
+
+def test_a_memo_gives_a_copy_of_its_result_again_for_the_same_inputs_in_any_key_order():
+    from azext_batchai_sweep.core.report.data import Memo
+    import datetime
+    memo, calls = Memo(), []
+
+    def compute():
+        calls.append(1)
+        return {'value': [len(calls)]}
+    first = memo.get('importance', [{'b': 1, 'a': 2}], compute)
+    first['value'].append('changed by the caller')
+    assert memo.get('importance', [{'a': 2, 'b': 1}], compute) == {'value': [1]} and len(calls) == 1
+    assert memo.get('importance', [{'a': 3, 'b': 1}], compute) == {'value': [2]}, 'other inputs: computed again'
+    when = datetime.datetime(2026, 11, 23)  # inputs JSON cannot write are compared by their text
+    assert memo.get('expected', [when], compute) == {'value': [3]}
+    assert memo.get('expected', [when], compute) == {'value': [3]} and len(calls) == 3
+
+
+# ---- the compute of a sweep without a run's figures (from its jobs) ------------------------------------------------
+
+GENERATED = '2026-11-23T12:00:00+00:00'
+
+
+def _trial(name, state, steps=(), duration=None, start=None, stopped=False):
+    from azext_batchai_sweep.core.report.model import EXTRA_DURATION, EXTRA_START
+    return Trial(name=name, index=int(name[1:]), params={'X': 1}, state=state,
+                 reports=tuple(Report(float(s), 0.5) for s in steps), stopped_early=stopped,
+                 extra={EXTRA_DURATION: duration, EXTRA_START: start})
+
+
+def _jobs_compute(*trials):
+    record = sweep_record('c', Objective(metric='m', goal='max', step='epoch'), list(trials), generated_at=GENERATED)
+    return report_data(record)['summary']['compute']
+
+
+def test_the_seconds_are_the_jobs_durations_summed_and_rounded_to_milliseconds():
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1, 2), 1.0004), _trial('j2', 'failed', (1,), 2.0002),
+                            _trial('j3', 'succeeded', (1,), None))
+    assert compute == {'jobSeconds': 3.001, 'jobSteps': 4.0, 'savedJobSteps': 0.0, 'savedJobSeconds': 0.0,
+                       'savedFraction': 0.0}
+
+
+@pytest.mark.parametrize('start, seconds', [('2026-11-23T11:59:00+00:00', 60.0), ('2026-11-23T11:58:30Z', 90.0),
+                                            ('2026-11-23T12:00:30+00:00', 0.0), ('not a time', 0.0), (None, 0.0)])
+def test_a_running_job_counts_the_seconds_from_its_start_to_the_reports_time(start, seconds):
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1,), 10.0), _trial('j2', 'running', (1,), None, start),
+                            _trial('j3', 'succeeded', (1,), None, '2026-11-23T11:00:00+00:00'))
+    assert compute['jobSeconds'] == 10.0 + seconds, 'a finished job without a duration counts none'
+
+
+def test_a_stopped_job_saves_the_steps_to_the_longest_finished_run_at_its_own_pace():
+    # j1 ran 4 steps in 40 s; j2 was stopped at step 1 after 10 s: 3 steps saved, at 10 s a step
+    compute = _jobs_compute(_trial('j1', 'succeeded', (1, 2, 3, 4), 40.0), _trial('j2', 'terminated', (1,), 10.0,
+                                                                                      stopped=True))
+    assert compute == {'jobSeconds': 50.0, 'jobSteps': 5.0, 'savedJobSteps': 3.0, 'savedJobSeconds': 30.0,
+                       'savedFraction': 0.375}
+    thirds = _jobs_compute(_trial('j1', 'succeeded', (1, 2, 3, 4), 40.0), _trial('j2', 'terminated', (3,), 10.0,
+                                                                                     stopped=True))
+    assert thirds['savedJobSeconds'] == 3.333 and thirds['savedFraction'] == 0.1667
+
+
+def test_nothing_is_saved_without_a_finished_run_longer_than_the_stopped_job():
+    alone = _jobs_compute(_trial('j2', 'terminated', (0.5,), 10.0, stopped=True))
+    assert alone['savedJobSteps'] == 0.0 and alone['savedJobSeconds'] == 0.0
+    no_steps = _jobs_compute(_trial('j1', 'succeeded', (), 5.0), _trial('j2', 'terminated', (0.5,), 10.0,
+                                                                        stopped=True))
+    assert no_steps['savedJobSteps'] == 0.0 and no_steps['savedFraction'] == 0.0
