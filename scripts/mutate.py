@@ -33,6 +33,9 @@ PACKAGE = 'azext_batchai_sweep'
 BUILD = os.path.join(REPO, 'build', 'mutate')
 RECHECK_TIMEOUT = 300  # seconds one survivor's tests may take in --recheck before it counts as a timeout
 ORDER_PLUGIN = 'mutate_order'  # scripts/mutate_order.py: a mutant's tests fastest first
+# the generated (hypothesis) tests' profile in a mutation run: fewer sequences, the same each run, no deadline
+# (tests/hostile_values.py's `bounded`); `make test` never sets it
+HYPOTHESIS_ENV = {'HYPOTHESIS_PROFILE': 'mutate'}
 
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
@@ -44,10 +47,17 @@ MODULES = {
     'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_policy_rules.py',
                                                  'tests/tuning/test_hostile_reports.py',
                                                  'tests/tuning/test_decision_wording.py',
-                                                 'tests/tuning/test_optuna_oracle.py']),
-    'samplers': (['core/tuning/samplers/*.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
-                                                 'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
-                                                 'tests/tuning/test_pareto.py']),
+                                                 'tests/tuning/test_optuna_oracle.py',
+                                                 # ASHA's poll read counted (its table of the rungs kept per poll)
+                                                 'tests/tuning/test_poll_cost_bounded.py']),
+    # every sampler but space.py (the module `space` above)
+    'samplers': (['core/tuning/samplers/{}.py'.format(f) for f in ('__init__', '_normal', 'agreement', 'base', 'bohb',
+                                                                   'grid', 'hyperband', 'motpe', 'multifidelity',
+                                                                   'parzen', 'random_search', 'tpe')],
+                 ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
+                  'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_tpe_jobs_to_run.py', 'tests/tuning/test_bohb.py',
+                  'tests/tuning/test_samplers_controller.py', 'tests/tuning/test_pareto.py',
+                  'tests/tuning/test_optuna_oracle.py', 'tests/tuning/test_hostile_reports.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_service_flow.py',
                                               'tests/tuning/test_one_reading_of_a_line.py',
@@ -139,7 +149,8 @@ def run_module(name, children, resume=False):
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
-    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False)
+    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False,
+                         env=dict(os.environ, **HYPOTHESIS_ENV))
     if ran.returncode:
         print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
     return summarize(name)
@@ -160,6 +171,8 @@ def _diff(work, key):
     mutant: minutes for a module's survivors on a busy machine)."""
     module, _, function = key.rpartition('.')
     path = os.path.join(work, 'mutants', *module.split('.')) + '.py'
+    if not os.path.exists(path):  # a package's __init__.py
+        path = os.path.join(work, 'mutants', *module.split('.'), '__init__.py')
     try:
         found = _functions(path)
         original = found[function.rpartition('__mutmut_')[0] + '__mutmut_orig']
@@ -208,6 +221,7 @@ def _forked_runner(mutants, tests):
     os.chdir(mutants)
     sys.path.insert(0, mutants)
     os.environ['MUTANT_UNDER_TEST'] = ''
+    os.environ.update(HYPOTHESIS_ENV)  # before the tests' modules (and their settings) are imported
     import pytest  # pylint: disable=import-outside-toplevel
     # a copy made since mutate_order.py came in has it: the survivors' tests fastest first as in the run
     order = ['-p', ORDER_PLUGIN] if os.path.exists(ORDER_PLUGIN + '.py') else []
@@ -248,7 +262,7 @@ def recheck(name, only_tests=None, only_mutants=None):
         if run is not None:
             returncode = run(survivor['mutant'])
         else:
-            env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
+            env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'], **HYPOTHESIS_ENV)
             returncode = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p',
                                          'no:cacheprovider', *tests], cwd=mutants, env=env, capture_output=True,
                                         text=True, check=False).returncode
