@@ -1,0 +1,121 @@
+"""Rules of the samplers (core/tuning/samplers/) that their other tests leave open, each on a case computed by hand:
+found by `make mutate` (docs/development.md, "Mutation testing")."""
+from types import SimpleNamespace
+
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.sweepfile import resolve_sampling
+from azext_batchai_sweep.core.tuning.samplers import GridSampler, RandomSampler, make_sampler
+from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
+from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
+
+from .helpers import trial
+
+
+def test_a_grid_is_exhausted_only_when_each_of_its_configurations_is_on_the_service():
+    grid = GridSampler([DiscreteParamSpec(parameterName='C', values=[1, 2, 3])])
+    assert not grid.exhausted([])
+    assert not grid.exhausted([trial('a', [], params={'C': 1})])  # fewer jobs than configurations
+    # three jobs, but one of them is no configuration of the grid: C=3 is still to run
+    assert not grid.exhausted([trial('a', [], params={'C': 1}), trial('b', [], params={'C': 2}),
+                               trial('c', [], params={'C': 9})])
+    # (a job's values never change: the sampler keeps them by the job's name and index)
+    assert grid.exhausted([trial(n, [], params={'C': c}) for n, c in (('a', 1), ('b', 2), ('d', 3))])
+
+
+class CountedWalks(list):
+    """A sequence of configurations that counts how often it is walked from its start."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.walks = 0
+
+    def __iter__(self):
+        self.walks += 1
+        return super().__iter__()
+
+
+def test_a_sequence_hands_out_exactly_the_count_asked_in_order_with_its_position_in_the_note():
+    grid = GridSampler([DiscreteParamSpec(parameterName='C', values=[1, 2, 3, 4, 5])])
+    first = grid.suggest([], 2)
+    assert [(s.params, s.note) for s in first] == [({'C': 1}, 'grid 1 of 5'), ({'C': 2}, 'grid 2 of 5')]
+    jobs = [trial('a', [], params={'C': 1}), trial('b', [], params={'C': 2})]
+    assert [(s.params, s.note) for s in grid.suggest(jobs, 1)] == [({'C': 3}, 'grid 3 of 5')]
+    assert grid.suggest(jobs, 0) == [] and grid.suggest(jobs, -1) == []
+    drawn = RandomSampler([DiscreteParamSpec(parameterName='C', values=list(range(100)))], 10, seed=7).suggest([], 3)
+    assert [s.note for s in drawn] == ['random 1 of 10', 'random 2 of 10', 'random 3 of 10']
+
+
+def test_a_sequence_is_walked_once_while_its_jobs_stay_on_the_service():
+    """Polls with the same jobs, or with the suggested ones added, go on from the cursor: the sequence is walked
+    from its start once (a walk per poll cost a poll the whole sequence before the cursor: issue 44); a job gone
+    since starts a walk again, and its configuration is suggested first."""
+    configurations = CountedWalks({'C': c} for c in range(6))
+    sampler = SequenceSampler(configurations)
+    jobs = []
+    for poll in range(4):
+        for suggestion in sampler.suggest(jobs, 1):
+            jobs.append(trial('j{}'.format(poll), [], params=suggestion.params))
+        assert [s.params for s in sampler.suggest(jobs, 1)] == [{'C': poll + 1}]  # the same jobs polled again
+    assert configurations.walks == 1
+    gone = jobs[1:]
+    assert [s.params for s in sampler.suggest(gone, 1)] == [{'C': 0}]
+    assert configurations.walks == 2
+    # a sampler resumed with jobs already on the service (a `sweep run` started again) walks past them once
+    configurations = CountedWalks({'C': c} for c in range(6))
+    resumed = SequenceSampler(configurations)
+    jobs = [trial('r0', [], params={'C': 0}), trial('r1', [], params={'C': 1})]
+    for poll in range(3):
+        assert [s.params for s in resumed.suggest(jobs, 1)] == [{'C': poll + 2}]
+        jobs.append(trial('n{}'.format(poll), [], params={'C': poll + 2}))
+    assert configurations.walks == 1
+
+
+def _definition(sampling, specs, early_termination=None, objective=None):
+    return SimpleNamespace(parameters=specs, sampling=resolve_sampling(sampling), early_termination=early_termination,
+                           objective=objective, inherited=[], objective_set=None)
+
+
+def test_make_sampler_builds_each_sampler_with_the_sweep_files_seed_and_settings():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    grid = make_sampler(_definition({'type': 'grid'}, [DiscreteParamSpec(parameterName='C', values=[1, 2])]), 'max')
+    assert [s.params for s in grid.suggest([], 3)] == [{'C': 1}, {'C': 2}]
+    random = make_sampler(_definition({'type': 'random', 'count': 5, 'seed': 11}, specs), 'max')
+    assert random.suggest([], 5) == RandomSampler(specs, 5, 11).suggest([], 5)
+    assert random.suggest([], 5) != RandomSampler(specs, 5, 12).suggest([], 5)
+    asha = {'policy': 'asha', 'minResource': 1, 'maxResource': 16, 'eta': 2}
+    sampling = {'type': 'bayesian', 'multiFidelity': True, 'count': 20, 'seed': 4, 'startupJobs': 6}
+    multi = make_sampler(_definition(sampling, specs, asha), 'min')
+    # ASHA's rungs with the file's eta, the sweep's seed and startup jobs, the step's name in the notes
+    assert (multi.rungs, multi.max_resource, multi.seed, multi.count) == ([1, 2, 4, 8], 16, 4, 20)
+    assert (multi.model.min_points, multi.model.resource, multi.model.seed) == (6, 'step', 4)
+    assert make_sampler(_definition(sampling, specs, asha, {'step': 'epoch'}), 'min').model.resource == 'epoch'
+    same = MultiFidelityTPESampler(specs, 'min', 4, 20, [1, 2, 4, 8], 16, min_points=6, resource='step')
+    assert multi.suggest([], 3) == same.suggest([], 3)
+
+
+def test_make_sampler_passes_hyperband_motpe_and_tpe_their_settings_and_the_inherited_jobs():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    hyperband = make_sampler(_definition({'type': 'hyperband', 'resource': 'EPOCHS', 'minResource': 1,
+                                          'maxResource': 8, 'eta': 2, 'seed': 3}, specs), 'max')
+    assert (hyperband.eta, hyperband.seed, hyperband.resource, hyperband.max_resource) == (2, 3, 'EPOCHS', 8)
+    # the most aggressive bracket first (s = log2(8) = 3), its first rung at 1 epoch; the resource named in the note
+    assert {s.note for s in hyperband.suggest([], 4)} == {'bracket 3, rung 0, EPOCHS 1'}
+    old = [trial('old-{}'.format(k), [k / 10], state='succeeded', index=k - 3, params={'X': k / 10})
+           for k in range(3)]
+    two = {'objectives': [{'metric': 'acc', 'goal': 'max'}, {'metric': 'lat', 'goal': 'min'}]}
+    sampling = {'type': 'bayesian', 'count': 9, 'seed': 8, 'startupJobs': 4}
+    definition = _definition(sampling, specs, objective={'goal': 'max'})
+    definition.inherited, definition.objective_set = old, two
+    motpe = make_sampler(definition, 'max')
+    assert (type(motpe).__name__, motpe.seed, motpe.count, motpe.startup_jobs, motpe.inherited) == (
+        'MOTPESampler', 8, 9, 4, old)
+    definition.objective_set = None
+    tpe = make_sampler(definition, 'max')
+    assert (type(tpe).__name__, tpe.seed, tpe.count, tpe.startup_jobs, tpe.inherited) == ('TPESampler', 8, 9, 4, old)
+    asha = {'policy': 'asha', 'minResource': 1, 'maxResource': 9}
+    multi = make_sampler(_definition(dict(sampling, multiFidelity=True), specs, asha), 'max')
+    assert multi.rungs == [1, 3]  # ASHA's eta: 3 unless the file says
+    definition = _definition(dict(sampling, multiFidelity=True), specs, asha)
+    definition.inherited = old
+    multi = make_sampler(definition, 'max')
+    assert multi.random.inherited == old and multi.model.inherited == old
