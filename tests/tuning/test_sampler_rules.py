@@ -1,12 +1,17 @@
 """Rules of the samplers (core/tuning/samplers/) that their other tests leave open, each on a case computed by hand:
 found by `make mutate` (docs/development.md, "Mutation testing")."""
+import random
 from types import SimpleNamespace
 
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.spec.sweepfile import resolve_sampling
-from azext_batchai_sweep.core.tuning.samplers import GridSampler, RandomSampler, make_sampler
+from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
+from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, RandomSampler, make_sampler
 from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
 from .helpers import trial
 
@@ -119,3 +124,86 @@ def test_make_sampler_passes_hyperband_motpe_and_tpe_their_settings_and_the_inhe
     definition.inherited = old
     multi = make_sampler(definition, 'max')
     assert multi.random.inherited == old and multi.model.inherited == old
+
+
+def _finished(count, start=0):
+    """Jobs that ran to the end (steps 1..9) at X = k / count, the higher X the better."""
+    return [trial('f{}'.format(k), [k / count] * 9, state='succeeded', index=start + k, params={'X': k / count})
+            for k in range(count)]
+
+
+def test_the_multi_fidelity_tpe_draws_its_random_configurations_as_a_tpe_of_the_sweeps_seed_never_fitted():
+    """A random configuration (the random share, or before any rung has enough results) is the next uniform draw of
+    a TPE of the sweep's seed, count and inherited jobs that never fits a model, however many results there are."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    old = [trial('old-{}'.format(k), [0.5], state='succeeded', index=k - 3, params={'X': k / 3}) for k in range(3)]
+    jobs = _finished(12)
+    multi = MultiFidelityTPESampler(specs, 'max', 7, 20, [1, 3], 9, random_fraction=1.0, resource='epoch',
+                                    inherited=old)
+    uniform = TPESampler(specs, goal='max', seed=7, count=20, startup_jobs=10 ** 9, inherited=old)
+    drawn = multi.suggest(jobs, 3)
+    assert [s.params for s in drawn] == [s.params for s in uniform.suggest(jobs, 3)]
+    assert {s.note for s in drawn} == {'bayesian (multi-fidelity): random (exploration: randomFraction 1)'}
+    # the TPE's count ends the sweep: 20 jobs in all
+    assert not multi.exhausted(_finished(19)) and multi.exhausted(_finished(20))
+
+
+def test_the_multi_fidelity_tpes_random_share_is_drawn_per_suggestion_from_the_seed_and_its_position():
+    """Each suggestion is random with probability randomFraction, by its own seeded draw: the n-th job of the sweep
+    (0-based) explores when random.Random('{seed}/bohb/{n}') draws below the fraction (bohb.BudgetModel.choose);
+    the others here find no rung with 4 results (the model's minimum for one parameter) and say so, naming the
+    step as the sampler's resource (`step` unless told)."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    multi = MultiFidelityTPESampler(specs, 'max', 7, None, [1, 3], 9, random_fraction=0.5)
+    notes = [s.note for s in multi.suggest([], 12)]
+    explore = 'bayesian (multi-fidelity): random (exploration: randomFraction 0.5)'
+    expected = [explore if random.Random('7/bohb/{}'.format(n)).random() < 0.5
+                else 'bayesian (multi-fidelity): random (no step has 4 results yet; most: 0)' for n in range(12)]
+    assert notes == expected and len(set(notes)) == 2
+
+
+def test_hyperband_explains_the_model_choice_of_each_new_configuration_as_it_made_it():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    random_hb = HyperbandSampler(specs, 'max', 1, 9, 3, seed=2)
+    assert random_hb.model_choice([], 2, 0) is None  # no model: random configurations
+    bohb = HyperbandSampler(specs, 'max', 1, 9, 3, seed=2)
+    bohb.model = BudgetModel(specs, 'max', 2, bohb.budget_values, random_fraction=0.5, resource='epoch')
+    for suggestion in bohb.suggest([], 9):
+        why = bohb.model_choice([], suggestion.bracket, suggestion.slot).why
+        assert suggestion.note.endswith('; ' + why)
+
+
+def _rung0(sampler, values):
+    """Bracket 2's first rung (9 slots at 1 epoch, minResource 1, maxResource 9, eta 3), finished with `values` by
+    slot (None: the job failed)."""
+    jobs = []
+    for suggestion in sampler.suggest([], 9):
+        value = values[suggestion.slot]
+        jobs.append(Trial(name='s{}'.format(suggestion.slot), index=suggestion.slot, params=suggestion.params,
+                          state='failed' if value is None else 'succeeded', resource=suggestion.resource,
+                          bracket=suggestion.bracket, rung=suggestion.rung, slot=suggestion.slot,
+                          reports=() if value is None else (Report(step=1.0, value=value),)))
+    assert {(j.bracket, j.rung, j.resource) for j in jobs} == {(2, 0, 1)}
+    return jobs
+
+
+def test_hyperband_explains_each_promotion_and_each_job_left_behind_with_its_numbers():
+    """9 jobs at 1 epoch, the best 3 go on to 3 epochs; slots 5 and 6 tie at the cutoff, the earlier slot ranks first."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    sampler = HyperbandSampler(specs, 'max', 1, 9, 3, seed=1, resource='EPOCHS')
+    decisions = sampler.explain(_rung0(sampler, [0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.6, 0.7, 0.8]))
+    first = decisions['s8']
+    assert (first.kind, first.rule, first.step, first.job) == (PROMOTED, 'hyperband', 1, 's8')
+    assert first.text == 'promoted by hyperband to EPOCHS 3: rank 1/9 (0.8), the best 3 go on'
+    assert first.numbers == {'bracket': 2, 'rung': 0, 'rank': 1, 'ranked': 9, 'keep': 3, 'value': 0.8, 'cutoff': 0.6}
+    tie = decisions['s6']
+    assert (tie.kind, tie.numbers['rank']) == (NOT_PROMOTED, 4)
+    assert tie.text == ('not promoted by hyperband: rank 4/9 at EPOCHS 1 (0.6 = 0.6; a tie goes to the earlier '
+                        'slot), the best 3 go on')
+    assert decisions['s0'].text == 'not promoted by hyperband: rank 9/9 at EPOCHS 1 (0 < 0.6), the best 3 go on'
+    assert decisions['s5'].kind == PROMOTED
+    # six failed: the three with a result are exactly the three that go on, the cutoff the last of them
+    decisions = sampler.explain(_rung0(sampler, [None] * 6 + [0.5, 0.7, 0.9]))
+    assert sorted(decisions) == ['s6', 's7', 's8']
+    assert decisions['s6'].numbers == {'bracket': 2, 'rung': 0, 'rank': 3, 'ranked': 3, 'keep': 3, 'value': 0.5,
+                                       'cutoff': 0.5}
