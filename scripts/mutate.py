@@ -51,19 +51,21 @@ MODULES = {
                                                  # ASHA's poll read counted (its table of the rungs kept per poll)
                                                  'tests/tuning/test_poll_cost_bounded.py']),
     # every sampler but space.py (the module `space` above): 3,097 mutants whose TPE tests take seconds each, so
-    # run in three parts, each with its own tests (a survivor of the TPE's core runs about 75 s of tests)
+    # run in four parts, each with its own tests (a survivor of the TPE's core runs about 75 s of tests)
     'samplers-blind': (['core/tuning/samplers/{}.py'.format(f) for f in ('__init__', 'base', 'grid', 'random_search')],
                        ['tests/tuning/test_samplers_controller.py', 'tests/tuning/test_poll_cost_bounded.py',
                         'tests/tuning/test_tpe_jobs_to_run.py', 'tests/tuning/test_warm_start.py',
                         'tests/tuning/test_combinations.py', 'tests/tuning/test_bohb.py',
                         'tests/sweepfile/test_bayesian_sampling.py', 'tests/sweepfile/test_model_sampling.py',
                         'tests/sweepfile/test_objectives_sections.py', 'tests/tuning/test_sampler_rules.py']),
-    'samplers-hyperband': (['core/tuning/samplers/{}.py'.format(f) for f in ('hyperband', 'multifidelity', 'bohb',
-                                                                             'agreement')],
+    'samplers-hyperband': (['core/tuning/samplers/{}.py'.format(f) for f in ('hyperband', 'multifidelity')],
                            ['tests/tuning/test_samplers_controller.py', 'tests/tuning/test_bohb.py',
                             'tests/tuning/test_optuna_oracle.py', 'tests/tuning/test_hostile_reports.py',
                             'tests/tuning/test_combinations.py', 'tests/tuning/test_warm_start.py',
-                            'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_sampler_rules.py']),
+                            'tests/tuning/test_sampler_rules.py']),
+    'samplers-bohb': (['core/tuning/samplers/{}.py'.format(f) for f in ('bohb', 'agreement')],
+                      ['tests/tuning/test_bohb.py', 'tests/tuning/test_combinations.py', 'tests/tuning/test_warm_start.py',
+                       'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_sampler_rules.py']),
     'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe')],
                      ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
                       'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_tpe_jobs_to_run.py',

@@ -9,6 +9,7 @@ from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, RandomSampler, make_sampler
 from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
+from azext_batchai_sweep.core.tuning.samplers.hyperband import Rung, hyperband_brackets
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -170,20 +171,22 @@ def test_hyperband_explains_the_model_choice_of_each_new_configuration_as_it_mad
     bohb.model = BudgetModel(specs, 'max', 2, bohb.budget_values, random_fraction=0.5, resource='epoch')
     for suggestion in bohb.suggest([], 9):
         why = bohb.model_choice([], suggestion.bracket, suggestion.slot).why
-        assert suggestion.note.endswith('; ' + why)
+        assert suggestion.note == 'bracket 2, rung 0, resource 1; ' + why
 
 
-def _rung0(sampler, values):
-    """Bracket 2's first rung (9 slots at 1 epoch, minResource 1, maxResource 9, eta 3), finished with `values` by
-    slot (None: the job failed)."""
+def _rung0(sampler, values, bracket=2):
+    """A bracket's first rung (minResource 1, maxResource 9, eta 3: bracket 2 is 9 slots at 1 epoch, bracket 1 is 5
+    at 3 epochs), finished with `values` by slot (None: the job failed)."""
     jobs = []
-    for suggestion in sampler.suggest([], 9):
+    for suggestion in sampler.suggest([], 17):
+        if suggestion.bracket != bracket:
+            continue
         value = values[suggestion.slot]
         jobs.append(Trial(name='s{}'.format(suggestion.slot), index=suggestion.slot, params=suggestion.params,
                           state='failed' if value is None else 'succeeded', resource=suggestion.resource,
                           bracket=suggestion.bracket, rung=suggestion.rung, slot=suggestion.slot,
                           reports=() if value is None else (Report(step=1.0, value=value),)))
-    assert {(j.bracket, j.rung, j.resource) for j in jobs} == {(2, 0, 1)}
+    assert {(j.bracket, j.rung, j.resource) for j in jobs} == {(bracket, 0, 3 ** (2 - bracket))}
     return jobs
 
 
@@ -207,3 +210,59 @@ def test_hyperband_explains_each_promotion_and_each_job_left_behind_with_its_num
     assert sorted(decisions) == ['s6', 's7', 's8']
     assert decisions['s6'].numbers == {'bracket': 2, 'rung': 0, 'rank': 3, 'ranked': 3, 'keep': 3, 'value': 0.5,
                                        'cutoff': 0.5}
+
+
+def test_hyperband_ranks_values_at_the_float_limits_and_words_a_lone_promotion_for_goal_min():
+    """Goal min, bracket 1 (5 jobs at 3 epochs, the best one goes on to 9): -1.7e308 is below -1e308 (a rule that
+    scaled the values would make both -inf and rank them by slot)."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    sampler = HyperbandSampler(specs, 'min', 1, 9, 3, seed=1, resource='EPOCHS')
+    decisions = sampler.explain(_rung0(sampler, [-1e308, -1.7e308, 0.5, 0.25, 2.0], bracket=1))
+    assert decisions['s1'].text == 'promoted by hyperband to EPOCHS 9: rank 1/5 (-1.7e+308), the best one goes on'
+    assert decisions['s0'].text == ('not promoted by hyperband: rank 2/5 at EPOCHS 3 (-1e+308 > -1.7e+308), the best '
+                                    'one goes on')
+    assert [decisions['s{}'.format(k)].numbers['rank'] for k in range(5)] == [2, 1, 4, 3, 5]
+    high = HyperbandSampler(specs, 'max', 1, 9, 3, seed=1)
+    ranks = high.explain(_rung0(high, [1e308, 1.7e308, 0.5, 0.25, 2.0], bracket=1))
+    assert [ranks['s{}'.format(k)].numbers['rank'] for k in range(5)] == [2, 1, 4, 5, 3]
+
+
+def test_hyperband_learns_a_jobs_value_at_its_resource_or_at_max_resource_when_it_ran_to_the_end():
+    sampler = HyperbandSampler([NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')], 'max', 1, 9, 3, seed=1)
+    assert sampler.budget_values(trial('a', [0.2, 0.4], state='succeeded', resource=3)) == {3: 0.4}
+    # inherited from a sweep without a resource: at maxResource when it ran to the end, else nowhere
+    assert sampler.budget_values(trial('b', [0.2, 0.5], state='succeeded')) == {9: 0.5}
+    assert sampler.budget_values(trial('c', [0.2, 0.5], state='terminated', stopped_early=True)) == {}
+    assert sampler.budget_values(trial('d', [], state='failed')) == {}
+
+
+def test_hyperband_brackets_keep_fractional_resources_and_start_at_one_bracket():
+    """Resources are rounded only when both bounds are whole numbers; a maxResource below minResource * eta leaves
+    one bracket, s = 0, every job at maxResource."""
+    assert [[r.resource for r in b.rungs] for b in hyperband_brackets(0.5, 2, 2)] == [[0.5, 1.0, 2.0], [1.0, 2.0],
+                                                                                       [2.0]]
+    assert [[r.resource for r in b.rungs] for b in hyperband_brackets(0.5, 4.5, 3)] == [[0.5, 1.5, 4.5], [1.5, 4.5],
+                                                                                         [4.5]]
+    assert [(b.s, b.rungs) for b in hyperband_brackets(1, 2, 3)] == [(0, (Rung(count=1, resource=2),))]
+
+
+def test_a_hyperband_bracket_draws_every_configuration_of_a_finite_space_before_any_twice():
+    """A bracket of 2,500 new configurations over a space of 2,500: each drawn once. The last ones take many redraws
+    (the coupon collector's problem): ten times the space's size per configuration, not a fixed thousand."""
+    specs = [DiscreteParamSpec(parameterName='C', values=list(range(2500)))]
+    sampler = HyperbandSampler(specs, 'max', 1, 2500, 50, seed=1)
+    assert sampler.brackets[0].rungs[0].count == 2500
+    drawn = [sampler.configuration(2, slot)['C'] for slot in range(2500)]
+    assert sorted(drawn) == list(range(2500))
+
+
+def test_hyperband_hands_out_promotions_before_new_configurations_whatever_their_bracket():
+    """Bracket 1 (5 jobs at 3 epochs) has finished its first rung while bracket 2 (the first in order) has not
+    started: the next job is bracket 1's promotion of its best, at 9 epochs."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    sampler = HyperbandSampler(specs, 'max', 1, 9, 3, seed=1, resource='EPOCHS')
+    jobs = _rung0(sampler, [0.1, 0.9, 0.5, 0.3, 0.2], bracket=1)
+    (promotion,) = sampler.suggest(jobs, 1)
+    assert (promotion.bracket, promotion.rung, promotion.slot, promotion.resource, promotion.parent) == (1, 1, 1, 9,
+                                                                                                         's1')
+    assert [(s.bracket, s.rung) for s in sampler.suggest(jobs, 3)] == [(1, 1), (2, 0), (2, 0)]
