@@ -1,5 +1,6 @@
 """Rules of the samplers (core/tuning/samplers/) that their other tests leave open, each on a case computed by hand:
 found by `make mutate` (docs/development.md, "Mutation testing")."""
+import math
 import random
 from types import SimpleNamespace
 
@@ -8,11 +9,12 @@ from azext_batchai_sweep.core.spec.sweepfile import resolve_sampling
 from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, RandomSampler, make_sampler
 from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
-from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
+from azext_batchai_sweep.core.tuning.samplers.agreement import Agreement, CurveBook, agreement, average_ranks, curves
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, pending_suggestion
 from azext_batchai_sweep.core.tuning.samplers.hyperband import Rung, hyperband_brackets
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
-from azext_batchai_sweep.core.tuning.trial import Report, Trial
+from azext_batchai_sweep.core.tuning.trial import Report, Suggestion, Trial
 
 from .helpers import trial
 
@@ -266,3 +268,55 @@ def test_hyperband_hands_out_promotions_before_new_configurations_whatever_their
     assert (promotion.bracket, promotion.rung, promotion.slot, promotion.resource, promotion.parent) == (1, 1, 1, 9,
                                                                                                          's1')
     assert [(s.bracket, s.rung) for s in sampler.suggest(jobs, 3)] == [(1, 1), (2, 0), (2, 0)]
+
+
+def test_average_ranks_are_one_to_n_with_ties_sharing_their_average():
+    assert average_ranks([3.0, 1.0, 3.0, 2.0]) == [3.5, 1.0, 3.5, 2.0]
+    assert average_ranks([5.0, 5.0, 5.0]) == [2.0, 2.0, 2.0]
+    assert average_ranks([0.5, 0.25]) == [2.0, 1.0] and average_ranks([]) == []
+
+
+def test_a_pending_suggestion_is_the_next_job_of_the_sweep():
+    """What the next suggestions of a batch see of one made before them: a queued job with the next index (0 in an
+    empty sweep), the suggestion's parameters, resource, parent and place, and no job's name."""
+    suggestion = Suggestion(params={'X': 0.5}, resource=3, parent='p', bracket=1, rung=1, slot=2)
+    first = pending_suggestion(suggestion, [])
+    assert (first.name, first.index, first.state, first.params) == ('(suggested)', 0, 'queued', {'X': 0.5})
+    assert (first.resource, first.parent, first.bracket, first.rung, first.slot) == (3, 'p', 1, 1, 2)
+    jobs = [trial('a', [], index=4), trial('b', [], index=9), trial('c', [], index=-2)]
+    assert pending_suggestion(suggestion, jobs).index == 10
+
+
+def test_a_curve_book_reads_each_finished_job_once_and_joins_curves_as_one_reading_in_index_order():
+    """A configuration's curve is its finished jobs' finite reports, the earlier job's (by index) where two reported
+    at one step, and a job's first report at a step (as ASHA reads it); a job read before is not read again, so an
+    update with nothing new says so."""
+    a = trial('a', [0.1, 0.2, math.inf], state='succeeded', index=0, params={'X': 1}, steps=[1, 2, 4])
+    b = trial('b', [0.9, 0.3, 0.35], state='succeeded', index=1, params={'X': 1}, steps=[2, 3, 3])
+    running = trial('r', [0.5], index=2, params={'X': 2})
+    book = CurveBook()
+    assert book.update([b, running]) and not book.update([b, running])
+    assert book.update([a, b, running]) and not book.update([a, b, running])
+    assert not book.update([a, b, running])
+    assert book.curves() == {'{"X":1}': {1.0: 0.1, 2.0: 0.2, 3.0: 0.3}} == curves([b, a, running])
+
+
+def test_an_agreement_of_two_configurations_is_their_order_and_names_its_steps():
+    joined = {'x': {1.0: 0.1, 9.0: 0.5}, 'y': {1.0: 0.2, 9.0: 0.4}, 'z': {1.0: 0.3}}
+    assert agreement(joined, 1.0, 9.0) == Agreement(low=1.0, high=9.0, count=2, rho=-1.0)
+    assert agreement({'x': joined['x']}, 1.0, 9.0) == Agreement(low=1.0, high=9.0, count=1, rho=None)
+
+
+def test_the_model_sees_each_job_by_its_value_at_the_budget_else_as_pending_or_as_teaching_nothing():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    values = {'at3': {3: 0.5}, 'inf': {3: math.inf}, 'at1': {1: 0.7}}
+    model = BudgetModel(specs, 'max', 1, lambda t: values.get(t.name, {}), min_points=1)
+    jobs = [trial('at3', [0.1, 0.5], state='terminated', stopped_early=True), trial('inf', [0.2], state='succeeded'),
+            trial('at1', [0.7], state='succeeded'), trial('queued', [], state='queued'),
+            trial('promoted', [], state='running', parent='at1')]
+    view = {t.name: t for t in model.model_view(jobs, 3)}
+    assert (view['at3'].state, view['at3'].stopped_early, view['at3'].reports) == ('succeeded', False,
+                                                                                    (Report(step=3.0, value=0.5),))
+    for name in ('inf', 'at1', 'promoted'):  # no finite value at 3, and not a new job in flight: taught nothing
+        assert (view[name].state, view[name].reports) == ('failed', ()), name
+    assert view['queued'] == jobs[3]  # a new configuration in flight: pending, the constant liar's
