@@ -320,3 +320,52 @@ def test_the_model_sees_each_job_by_its_value_at_the_budget_else_as_pending_or_a
     for name in ('inf', 'at1', 'promoted'):  # no finite value at 3, and not a new job in flight: taught nothing
         assert (view[name].state, view[name].reports) == ('failed', ()), name
     assert view['queued'] == jobs[3]  # a new configuration in flight: pending, the constant liar's
+
+
+def _two_budget_jobs(high_values):
+    """Five finished configurations reporting at steps 1 and 9: X = k / 10 worth k at step 1 and high_values[k] at
+    step 9."""
+    return [Trial(name='c{}'.format(k), index=k, params={'X': k / 10}, state='succeeded',
+                  reports=(Report(step=1.0, value=float(k)), Report(step=9.0, value=float(v))))
+            for k, v in enumerate(high_values)]
+
+
+def _at_steps(trial):
+    return {r.step: r.value for r in trial.reports}
+
+
+def test_a_budget_model_counts_finite_results_only_and_a_random_choice_has_none():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    model = BudgetModel(specs, 'max', 1, lambda t: {3: t.reports[-1].value}, min_points=2, resource='epoch')
+    good, bad = trial('good', [0.5], state='succeeded'), trial('bad', [math.inf], state='succeeded')
+    assert model.results([good, bad]) == {3: [(good, 0.5)]}
+    choice = model.choose([good, bad], 'k')
+    assert (choice.budget, choice.count, choice.why) == (None, 0, 'random (no epoch has 2 results yet; most: 1)')
+    assert repr(choice) == "ModelChoice(budget=None, count=0, why='random (no epoch has 2 results yet; most: 1)')"
+    explore = BudgetModel(specs, 'max', 1, lambda t: {}, random_fraction=1.0).choose([], 'k')
+    assert (explore.budget, explore.count) == (None, 0)
+
+
+def test_a_low_budget_that_ranks_as_the_top_one_with_exactly_the_agreement_is_used():
+    """Ranks 1..5 at step 1 and 2, 1, 3, 4, 5 at step 9: Spearman 1 - 6 * 2 / (5 * 24) = 0.9, the default agreement:
+    enough (at least, not more than), so the model is fitted on step 1."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    model = BudgetModel(specs, 'max', 1, _at_steps, min_points=4, resource='epoch')
+    choice = model.choose(_two_budget_jobs([2, 1, 3, 4, 5]), 'k')
+    assert (choice.budget, choice.count) == (1.0, 5)
+    assert choice.why == ('TPE on the 5 results at epoch 1 (they rank as epoch 9 does: Spearman 0.90 over 5 '
+                          'configurations)')
+    other = BudgetModel(specs, 'max', 1, _at_steps, min_points=4)  # (a model reads a finished job once)
+    assert other.choose(_two_budget_jobs([3, 1, 2, 4, 5]), 'k').budget == 9.0  # 0.8: not enough
+
+
+def test_the_models_suggestion_is_a_tpe_of_the_sweeps_goal_fitted_at_the_chosen_budget():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    jobs = _two_budget_jobs([5, 1, 4, 2, 3])  # rho 0.1: fitted at step 9
+    for goal in ('max', 'min'):
+        model = BudgetModel(specs, goal, 1, _at_steps, min_points=4)
+        params, choice = model.suggest(jobs, 'k')
+        assert choice.budget == 9.0
+        tpe = TPESampler(specs, goal=goal, seed='1/bohb/k', startup_jobs=0)
+        assert params == tpe.suggest(model.model_view(jobs, 9.0), 1)[0].params
+    assert BudgetModel(specs, 'max', 1, _at_steps, min_points=4).suggest(jobs, 'k')[0] != params
