@@ -2,16 +2,19 @@
 found by `make mutate` (docs/development.md, "Mutation testing")."""
 import math
 import random
+from dataclasses import replace
 from types import SimpleNamespace
 
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.spec.sweepfile import resolve_sampling
 from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
+from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, RandomSampler, make_sampler
 from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
 from azext_batchai_sweep.core.tuning.samplers.agreement import Agreement, CurveBook, agreement, average_ranks, curves
-from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, pending_suggestion
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice, pending_suggestion
 from azext_batchai_sweep.core.tuning.samplers.hyperband import Rung, hyperband_brackets
+from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.samplers.multifidelity import MultiFidelityTPESampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Suggestion, Trial
@@ -341,7 +344,7 @@ def test_a_budget_model_counts_finite_results_only_and_a_random_choice_has_none(
     assert model.results([good, bad]) == {3: [(good, 0.5)]}
     choice = model.choose([good, bad], 'k')
     assert (choice.budget, choice.count, choice.why) == (None, 0, 'random (no epoch has 2 results yet; most: 1)')
-    assert repr(choice) == "ModelChoice(budget=None, count=0, why='random (no epoch has 2 results yet; most: 1)')"
+    assert repr(ModelChoice(3, 5, 'TPE')) == "ModelChoice(budget=3, count=5, why='TPE')"
     explore = BudgetModel(specs, 'max', 1, lambda t: {}, random_fraction=1.0).choose([], 'k')
     assert (explore.budget, explore.count) == (None, 0)
 
@@ -369,3 +372,23 @@ def test_the_models_suggestion_is_a_tpe_of_the_sweeps_goal_fitted_at_the_chosen_
         tpe = TPESampler(specs, goal=goal, seed='1/bohb/k', startup_jobs=0)
         assert params == tpe.suggest(model.model_view(jobs, 9.0), 1)[0].params
     assert BudgetModel(specs, 'max', 1, _at_steps, min_points=4).suggest(jobs, 'k')[0] != params
+
+
+def test_a_constrained_models_suggestion_is_motpe_seeded_by_the_sweep_and_fitted_from_its_first_result():
+    """With constraints, the model is MOTPE on the first objective and the constraints, seeded by the sweep's seed and
+    the suggestion's key, with no random startup: five results are enough (MOTPE's own default waits for 10)."""
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    objectives = Objectives([('acc', 'max'), ('lat', 'min')], [Constraint('mem', maximum=0.5)])
+    jobs = [replace(job, metrics={'mem': job.params['X']}) for job in _two_budget_jobs([5, 1, 4, 2, 3])]
+    model = BudgetModel(specs, 'max', 1, _at_steps, min_points=4, objectives=objectives)
+    params, choice = model.suggest(jobs, 'k')
+    assert choice.budget == 9.0
+    motpe = MOTPESampler(specs, Objectives([('acc', 'max')], [Constraint('mem', maximum=0.5)]), seed='1/bohb/k',
+                         startup_jobs=0)
+    view = model.model_view(jobs, 9.0)
+    assert params == motpe.suggest(view, 1)[0].params
+    for other in (MOTPESampler(specs, Objectives([('acc', 'max')], [Constraint('mem', maximum=0.5)]), seed='1/bohb/j',
+                               startup_jobs=0),
+                  MOTPESampler(specs, Objectives([('acc', 'max')], [Constraint('mem', maximum=0.5)]),
+                               seed='1/bohb/k')):
+        assert other.suggest(view, 1)[0].params != params
