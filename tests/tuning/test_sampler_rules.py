@@ -10,8 +10,8 @@ from azext_batchai_sweep.core.spec.sweepfile import resolve_sampling
 from azext_batchai_sweep.core.tuning.decision import NOT_PROMOTED, PROMOTED
 from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import GridSampler, HyperbandSampler, RandomSampler, make_sampler
-from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
 from azext_batchai_sweep.core.tuning.samplers.agreement import Agreement, CurveBook, agreement, average_ranks, curves
+from azext_batchai_sweep.core.tuning.samplers.base import SequenceSampler
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice, pending_suggestion
 from azext_batchai_sweep.core.tuning.samplers.hyperband import Rung, hyperband_brackets
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
@@ -196,7 +196,8 @@ def _rung0(sampler, values, bracket=2):
 
 
 def test_hyperband_explains_each_promotion_and_each_job_left_behind_with_its_numbers():
-    """9 jobs at 1 epoch, the best 3 go on to 3 epochs; slots 5 and 6 tie at the cutoff, the earlier slot ranks first."""
+    """9 jobs at 1 epoch, the best 3 go on to 3 epochs; slots 5 and 6 tie at the cutoff: the earlier slot ranks
+    first."""
     specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
     sampler = HyperbandSampler(specs, 'max', 1, 9, 3, seed=1, resource='EPOCHS')
     decisions = sampler.explain(_rung0(sampler, [0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.6, 0.7, 0.8]))
