@@ -393,3 +393,15 @@ def test_a_constrained_models_suggestion_is_motpe_seeded_by_the_sweep_and_fitted
                   MOTPESampler(specs, Objectives([('acc', 'max')], [Constraint('mem', maximum=0.5)]),
                                seed='1/bohb/k')):
         assert other.suggest(view, 1)[0].params != params
+
+
+def test_motpe_takes_its_goal_from_the_first_objective_models_each_parameter_alone_and_names_what_it_weighs():
+    specs = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR'), NumParamSpec('Y', 0.0, 1.0, 'REAL', 'LINEAR')]
+    two = MOTPESampler(specs, Objectives([('lat', 'min'), ('acc', 'max')]), seed=1)
+    assert (two.goal, two.groups) == ('min', [[0], [1]])  # several objectives: one model per parameter
+    one = MOTPESampler(specs, Objectives([('acc', 'max')], [Constraint('mem', maximum=0.5)]), seed=1, startup_jobs=2)
+    assert one.groups == [[0, 1]]
+    jobs = [replace(trial('j{}'.format(k), [k / 4], state='succeeded', index=k, params={'X': k / 4, 'Y': 0.5}),
+                    metrics={'mem': 0.1}) for k in range(3)]
+    assert [s.note for s in one.suggest(jobs, 1)] == [
+        'bayesian: MOTPE (one objective, 1 constraint(s)) over 3 jobs with an objective, 0 pending']
