@@ -33,6 +33,9 @@ PACKAGE = 'azext_batchai_sweep'
 BUILD = os.path.join(REPO, 'build', 'mutate')
 RECHECK_TIMEOUT = 300  # seconds one survivor's tests may take in --recheck before it counts as a timeout
 ORDER_PLUGIN = 'mutate_order'  # scripts/mutate_order.py: a mutant's tests fastest first
+# the generated (hypothesis) tests' profile in a mutation run: fewer sequences, the same each run, no deadline
+# (tests/hostile_values.py's `bounded`); `make test` never sets it
+HYPOTHESIS_ENV = {'HYPOTHESIS_PROFILE': 'mutate'}
 
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
@@ -44,10 +47,31 @@ MODULES = {
     'policies': (['core/tuning/policies/*.py'], ['tests/tuning/test_policies.py', 'tests/tuning/test_policy_rules.py',
                                                  'tests/tuning/test_hostile_reports.py',
                                                  'tests/tuning/test_decision_wording.py',
-                                                 'tests/tuning/test_optuna_oracle.py']),
-    'samplers': (['core/tuning/samplers/*.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
-                                                 'tests/tuning/test_bohb.py', 'tests/tuning/test_samplers_controller.py',
-                                                 'tests/tuning/test_pareto.py']),
+                                                 'tests/tuning/test_optuna_oracle.py',
+                                                 # ASHA's poll read counted (its table of the rungs kept per poll)
+                                                 'tests/tuning/test_poll_cost_bounded.py']),
+    # every sampler but space.py (the module `space` above): 3,097 mutants whose TPE tests take seconds each, so
+    # run in four parts, each with its own tests (a survivor of the TPE's core runs about 75 s of tests)
+    'samplers-blind': (['core/tuning/samplers/{}.py'.format(f) for f in ('__init__', 'base', 'grid', 'random_search')],
+                       ['tests/tuning/test_samplers_controller.py', 'tests/tuning/test_poll_cost_bounded.py',
+                        'tests/tuning/test_tpe_jobs_to_run.py', 'tests/tuning/test_warm_start.py',
+                        'tests/tuning/test_combinations.py', 'tests/tuning/test_bohb.py',
+                        'tests/sweepfile/test_bayesian_sampling.py', 'tests/sweepfile/test_model_sampling.py',
+                        'tests/sweepfile/test_objectives_sections.py', 'tests/tuning/test_sampler_rules.py']),
+    'samplers-hyperband': (['core/tuning/samplers/{}.py'.format(f) for f in ('hyperband', 'multifidelity')],
+                           ['tests/tuning/test_samplers_controller.py', 'tests/tuning/test_bohb.py',
+                            'tests/tuning/test_optuna_oracle.py', 'tests/tuning/test_hostile_reports.py',
+                            'tests/tuning/test_combinations.py', 'tests/tuning/test_warm_start.py',
+                            'tests/tuning/test_sampler_rules.py']),
+    'samplers-bohb': (['core/tuning/samplers/{}.py'.format(f) for f in ('bohb', 'agreement')],
+                      ['tests/tuning/test_bohb.py', 'tests/tuning/test_combinations.py',
+                       'tests/tuning/test_warm_start.py', 'tests/tuning/test_tpe_scale.py',
+                       'tests/tuning/test_sampler_rules.py']),
+    'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe')],
+                     ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
+                      'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_tpe_jobs_to_run.py',
+                      'tests/tuning/test_pareto.py', 'tests/tuning/test_hostile_reports.py',
+                      'tests/tuning/test_warm_start.py', 'tests/tuning/test_sampler_rules.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
@@ -173,7 +197,8 @@ def run_module(name, children, resume=False):
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
-    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False)
+    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False,
+                         env=dict(os.environ, **HYPOTHESIS_ENV))
     if ran.returncode:
         print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
     return summarize(name)
@@ -194,6 +219,8 @@ def _diff(work, key):
     mutant: minutes for a module's survivors on a busy machine)."""
     module, _, function = key.rpartition('.')
     path = os.path.join(work, 'mutants', *module.split('.')) + '.py'
+    if not os.path.exists(path):  # a package's __init__.py
+        path = os.path.join(work, 'mutants', *module.split('.'), '__init__.py')
     try:
         found = _functions(path)
         original = found[function.rpartition('__mutmut_')[0] + '__mutmut_orig']
@@ -242,6 +269,7 @@ def _forked_runner(mutants, tests):
     os.chdir(mutants)
     sys.path.insert(0, mutants)
     os.environ['MUTANT_UNDER_TEST'] = ''
+    os.environ.update(HYPOTHESIS_ENV)  # before the tests' modules (and their settings) are imported
     import pytest  # pylint: disable=import-outside-toplevel
     # a copy made since mutate_order.py came in has it: the survivors' tests fastest first as in the run
     order = ['-p', ORDER_PLUGIN] if os.path.exists(ORDER_PLUGIN + '.py') else []
@@ -282,7 +310,7 @@ def recheck(name, only_tests=None, only_mutants=None):
         if run is not None:
             returncode = run(survivor['mutant'])
         else:
-            env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'])
+            env = dict(os.environ, MUTANT_UNDER_TEST=survivor['mutant'], **HYPOTHESIS_ENV)
             returncode = subprocess.run(['nice', '-n', '19', sys.executable, '-m', 'pytest', '-x', '-q', '-p',
                                          'no:cacheprovider', *tests], cwd=mutants, env=env, capture_output=True,
                                         text=True, check=False).returncode

@@ -12,7 +12,7 @@ import math
 import random
 from fractions import Fraction
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from azext_batchai_sweep.core.floats import mean, median
 from azext_batchai_sweep.core.outputs.metrics import REDUCERS, MetricExtractor
@@ -26,11 +26,10 @@ from azext_batchai_sweep.core.tuning.samplers.grid import GridSampler
 from azext_batchai_sweep.core.tuning.samplers.hyperband import HyperbandSampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
-from tests.hostile_values import steps, values
+from tests.hostile_values import bounded, steps, values
 
-# Examples per property: ~0.2-2 s each. hypothesis' own database is off (no .hypothesis folder in the tree).
-FAST = settings(max_examples=150, deadline=2000, database=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow])
+# Examples per property: ~0.2-2 s each (fewer under `make mutate`: tests/hostile_values.py).
+FAST = bounded(max_examples=150, deadline=2000)
 
 reports = st.lists(st.builds(Report, step=steps, value=values), max_size=7).map(tuple)
 STATES = ('running', 'running', 'succeeded', 'terminated', 'failed', 'queued')

@@ -39,13 +39,6 @@ class AshaPolicy(Policy):
     def evaluation_points(self, trial):
         return [n for n in range(1, len(trial.reports) + 1) if self.rungs_crossed(trial, n)]
 
-    def rung_value(self, trial, step):
-        """The trial's value when it crossed the rung at `step` (its first report at or past it), or None."""
-        for report in trial.reports:
-            if report.step >= step:
-                return report.value
-        return None
-
     def view(self, trial, n, trials):
         """(the trial with its first n reports, `trials` as given): the rung values are first reports at or past
         each rung, and the judged job competes with its own n-th report's value (see _rungs), so the list needs no
