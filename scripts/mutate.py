@@ -75,6 +75,7 @@ MODULES = {
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
+                                              'tests/experiment/test_metrics_sparse_dense.py',
                                               'tests/experiment/test_service_flow.py',
                                               'tests/tuning/test_one_reading_of_a_line.py',
                                               'tests/tuning/test_steps_bounded.py',
