@@ -1,0 +1,114 @@
+"""The sweep file loader's rules one at a time (what `make mutate`'s run of core/spec/sweepfile.py found untested):
+where an error points for each of the job's forms, the parameter names, the storage account placeholder's place,
+the note on sample values."""
+import json
+
+import pytest
+
+from azext_batchai_sweep.core.errors import SpecError
+from azext_batchai_sweep.core.spec.sweepfile import load_sweep_file
+
+PARAMS = [{'name': 'LR', 'type': 'discrete', 'values': [0.1, 0.01]},
+          {'name': 'D', 'type': 'dict', 'values': [{'a': 1}]}]
+TOOLKIT = {'customToolkitSettings': {'commandLine': 'python train.py {{LR}} {{D}}'}}
+
+
+def write_json(tmp_path, name, document):
+    path = tmp_path / name
+    path.write_text(json.dumps(document), encoding='utf-8')
+    return str(path)
+
+
+def load_error(path, **kwargs):
+    with pytest.raises(SpecError) as info:
+        load_sweep_file(path, cluster_id='c', **kwargs)
+    return info.value
+
+
+def job_forms(tmp_path, properties):
+    """(sweep file, file the error names, path prefix of the job's properties there) for each way to give a job."""
+    wrapped = {'$schema': 'x', 'properties': properties}
+    yield write_json(tmp_path, 'inline.json', {'parameters': PARAMS, 'job': properties}), 'inline.json', 'job.'
+    yield (write_json(tmp_path, 'inline-wrapped.json', {'parameters': PARAMS, 'job': wrapped}), 'inline-wrapped.json',
+           'job.properties.')
+    write_json(tmp_path, 'job.json', properties)
+    yield write_json(tmp_path, 'file.json', {'parameters': PARAMS, 'job': 'job.json'}), 'job.json', ''
+    write_json(tmp_path, 'job-wrapped.json', wrapped)
+    yield (write_json(tmp_path, 'file-wrapped.json', {'parameters': PARAMS, 'job': 'job-wrapped.json'}),
+           'job-wrapped.json', 'properties.')
+
+
+@pytest.mark.parametrize('name', ['LR\n', 'LR\n\n', 'lr', '1LR', 'L-R'])
+@pytest.mark.parametrize('index', [0, 1])
+def test_a_parameter_name_that_is_not_capitals_digits_and_underscores_is_refused_at_its_name(tmp_path, name,
+                                                                                             index):
+    # A name ending in a newline passed both the schema's pattern and params.py's (`$` matches before a final
+    # newline in Python): the job got PARAM_LR\n.
+    parameters = [dict(PARAMS[0], name='A'), dict(PARAMS[0], name='B')]
+    parameters[index]['name'] = name
+    path = write_json(tmp_path, 'sweep.json', {'parameters': parameters, 'job': {'nodeCount': 1, **TOOLKIT}})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'parameters[{}].name'.format(index))
+    assert str(error).startswith('{}: parameters[{}].name: '.format(path, index))
+
+
+@pytest.mark.parametrize('variables, words', [
+    ([{'name': 'BATCHAI_SWEEP_NAME', 'value': 'x'}], 'environment variable BATCHAI_SWEEP_NAME is set by the sweep'),
+    ([{'name': 'PARAM_LR', 'value': 'x'}], 'environment variable PARAM_LR is set by the sweep'),
+    ({'A': '1'}, 'must be a list of {"name": ..., "value": ...}'),
+])
+def test_an_environment_error_points_at_the_jobs_environment_variables_in_each_form_of_job(tmp_path, variables,
+                                                                                           words):
+    # A wrapped job's error named `environmentVariables` next to `properties`, where the user never wrote it.
+    for path, source, prefix in job_forms(tmp_path, {'nodeCount': 1, 'environmentVariables': variables, **TOOLKIT}):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix + 'environmentVariables')
+        assert error.message.startswith(words)
+
+
+@pytest.mark.parametrize('command, words', [
+    ('python train.py {{LR}} {{NOPE}}', "unknown parameter 'NOPE' in a placeholder (parameters: LR, D)"),
+    ('python train.py {{LR}} {{D.b}}', "parameter 'D' has no key 'b'"),
+    ('python train.py {{LR.a}} {{D}}', "parameter 'LR' has no key 'a'"),
+])
+def test_a_placeholder_error_points_at_its_field_in_each_form_of_job(tmp_path, command, words):
+    properties = {'nodeCount': 1, 'customToolkitSettings': {'commandLine': command}}
+    for path, source, prefix in job_forms(tmp_path, properties):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix + 'customToolkitSettings.commandLine')
+        assert error.message == words
+
+
+@pytest.mark.parametrize('where', [('inputDirectories', 0, 'path'), ('mountVolumes', 'azureFileShares', 0,
+                                                                      'azureFileUrl')])
+def test_a_storage_account_placeholder_without_a_name_is_refused_at_its_first_place(tmp_path, monkeypatch, where):
+    monkeypatch.delenv('AZURE_BATCHAI_STORAGE_ACCOUNT', raising=False)
+    properties = {'nodeCount': 1, 'schedulingPriority': 'normal', **TOOLKIT,
+                  'inputDirectories': [{'id': 'DATA', 'path': '$AZ_BATCHAI_MOUNT_ROOT/data'}],
+                  'mountVolumes': {'azureFileShares': [
+                      {'azureFileUrl': 'https://acct.file.core.windows.net/share', 'relativeMountPath': 'afs'}]}}
+    node = properties
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = node[where[-1]].replace('acct', '<AZURE_BATCHAI_STORAGE_ACCOUNT>').replace(
+        '$AZ_BATCHAI_MOUNT_ROOT', '$AZ_BATCHAI_MOUNT_ROOT/<AZURE_BATCHAI_STORAGE_ACCOUNT>')
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': properties})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'job.' + '.'.join(
+        '[{}]'.format(part) if isinstance(part, int) else part for part in where).replace('.[', '['))
+    assert error.message.startswith('expected a storage account name for <AZURE_BATCHAI_STORAGE_ACCOUNT>')
+    assert load_sweep_file(path, cluster_id='c', storage_account_name='mine').template is not None
+
+
+def test_a_schema_error_on_a_placeholder_says_the_value_checked_was_a_sample_and_only_then(tmp_path):
+    # On a field as written with a placeholder, the message says so; on a plain value (a number, a string), not.
+    path = write_json(tmp_path, 'a.json', {'parameters': PARAMS, 'job': {'nodeCount': '{{LR}}', **TOOLKIT}})
+    error = load_error(path)
+    assert error.path == 'job.nodeCount'
+    assert error.message.endswith("(with the placeholders of '{{LR}}' replaced by sample values)")
+    for value in (7, 'urgent'):
+        path = write_json(tmp_path, 'b.json', {'parameters': PARAMS,
+                                               'job': {'nodeCount': 1, 'schedulingPriority': value, **TOOLKIT}})
+        error = load_error(path)
+        assert error.path == 'job.schedulingPriority'
+        assert 'sample values' not in error.message and 'placeholders' not in error.message
