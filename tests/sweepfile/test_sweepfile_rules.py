@@ -112,3 +112,61 @@ def test_a_schema_error_on_a_placeholder_says_the_value_checked_was_a_sample_and
         error = load_error(path)
         assert error.path == 'job.schedulingPriority'
         assert 'sample values' not in error.message and 'placeholders' not in error.message
+
+
+def environment(job):
+    return {item['name']: item['value'] for item in json.loads(job.body_json())['properties']['environmentVariables']}
+
+
+@pytest.mark.parametrize('sampling, parameter, seed', [
+    ({'type': 'random', 'count': 3, 'seed': 42}, {'name': 'LR', 'type': 'discrete', 'values': [1, 2, 3, 4]}, '42'),
+    ({'type': 'grid'}, {'name': 'LR', 'type': 'numeric', 'dataType': 'REAL', 'start': 0, 'end': 1,
+                                   'numValues': 3, 'scale': 'RANDOM_UNIFORM'}, '7'),
+    ({'type': 'grid'}, {'name': 'LR', 'type': 'discrete', 'values': [1, 2, 3]}, None),
+    (None, {'name': 'LR', 'type': 'discrete', 'values': [1, 2, 3]}, None),
+])
+def test_every_job_carries_the_seed_when_the_sweep_draws_and_its_prefix_and_sweep_name(tmp_path, sampling, parameter,
+                                                                                        seed):
+    # The seed goes into each job so that a sweep can be planned again from the service alone; a grid that draws
+    # nothing has no seed, even one given (--seed 7 here).
+    document = {'jobNamePrefix': 'pre', 'parameters': [parameter],
+                'job': {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'x {{LR}}'}}}
+    if sampling:
+        document['sampling'] = sampling
+    definition = load_sweep_file(write_json(tmp_path, 'sweep.json', document), cluster_id='c',
+                                 seed=None if sampling and 'seed' in sampling else 7)
+    jobs = list(definition.jobs(sweep_name='sw'))
+    assert len(jobs) == 3
+    for job in jobs:
+        variables = environment(job)
+        assert variables.get('BATCHAI_SWEEP_SEED') == seed
+        assert variables['BATCHAI_SWEEP_NAME'] == 'sw'
+        assert job.name.startswith('pre-')
+    assert all(job.name.startswith('other-') for job in definition.jobs(sweep_name='sw', job_name_prefix='other'))
+    definition.job_name_prefix = None
+    assert all(job.name.startswith('sw-') for job in definition.jobs(sweep_name='sw'))
+
+
+def test_a_random_search_larger_than_its_space_is_refused_at_its_count(tmp_path):
+    path = write_json(tmp_path, 'sweep.json', {
+        'sampling': {'type': 'random', 'count': 3, 'seed': 1},
+        'parameters': [{'name': 'LR', 'type': 'discrete', 'values': [1, 2]}],
+        'job': {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'x {{LR}}'}}})
+    with pytest.raises(SpecError) as info:
+        load_sweep_file(path, cluster_id='c').jobs(sweep_name='sw')
+    assert (info.value.source, info.value.path) == (path, 'sampling.count')
+    assert 'a random search of 3 jobs needs as many distinct parameter sets' in info.value.message
+
+
+@pytest.mark.parametrize('code, expected', [
+    ('src', ['src']), ('./a/../src/', ['src']), ('../elsewhere', ['..', 'elsewhere']), (None, None)])
+def test_the_code_folder_is_read_against_the_sweep_files_folder(tmp_path, monkeypatch, code, expected):
+    folder = tmp_path / 'sweeps'
+    folder.mkdir()
+    document = {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}}
+    if code is not None:
+        document['code'] = code
+    write_json(folder, 'sweep.json', document)
+    monkeypatch.chdir(tmp_path)  # a relative sweep file path: still its own folder, not the working one
+    definition = load_sweep_file('sweeps/sweep.json', cluster_id='c')
+    assert definition.code == (None if expected is None else str(folder.joinpath(*expected).resolve()))
