@@ -170,3 +170,24 @@ def test_the_code_folder_is_read_against_the_sweep_files_folder(tmp_path, monkey
     monkeypatch.chdir(tmp_path)  # a relative sweep file path: still its own folder, not the working one
     definition = load_sweep_file('sweeps/sweep.json', cluster_id='c')
     assert definition.code == (None if expected is None else str(folder.joinpath(*expected).resolve()))
+
+
+@pytest.mark.parametrize('sources, index, words', [
+    (['old', 'old'], 1, 'expected each warm-start source once (old is given twice)'),
+    (['old', 'new', 'results.json', 'new'], 3, 'expected each warm-start source once (new is given twice)'),
+    (['old', 'missing.json'], 1, 'missing.json: expected a readable warm-start results file'),
+])
+def test_a_warm_start_source_given_twice_or_unreadable_is_refused_at_its_entry(tmp_path, sources, index, words):
+    (tmp_path / 'results.json').write_text('[]', encoding='utf-8')
+    path = write_json(tmp_path, 'sweep.json', {
+        'sampling': {'type': 'bayesian', 'count': 4, 'seed': 1, 'warmStart': sources},
+        'objective': {'metric': 'loss', 'goal': 'min'},
+        'parameters': [{'name': 'LR', 'type': 'numeric', 'dataType': 'REAL', 'start': 0.1, 'end': 1,
+                        'scale': 'LINEAR'}],
+        'job': {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'x {{LR}}'}}})
+    with pytest.raises(SpecError) as info:
+        load_sweep_file(path, cluster_id='c', adaptive=True)
+    assert (info.value.source, info.value.path) == (path, 'sampling.warmStart[{}]'.format(index))
+    assert words in info.value.message
+    if 'twice' in words:
+        assert info.value.message == words
