@@ -191,3 +191,99 @@ def test_a_warm_start_source_given_twice_or_unreadable_is_refused_at_its_entry(t
     assert words in info.value.message
     if 'twice' in words:
         assert info.value.message == words
+
+
+def test_a_job_that_runs_nothing_or_has_an_unknown_field_is_refused_at_its_place_in_each_form(tmp_path):
+    # containerSettings is no toolkit: a job must say what it runs.
+    for path, source, prefix in job_forms(tmp_path, {'nodeCount': 1, 'containerSettings': {
+            'imageSourceRegistry': {'image': 'ubuntu'}}}):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix.rstrip('.') or None)
+        assert error.message.startswith('expected a Batch AI job with one of ')
+        assert error.message.endswith(' (what the job runs)')
+        named = error.message[len('expected a Batch AI job with one of '):-len(' (what the job runs)')].split(', ')
+        assert 'customToolkitSettings' in named and 'cntkSettings' in named and 'containerSettings' not in named
+        assert named == sorted(named)
+    for path, source, prefix in job_forms(tmp_path, {'nodeCount': 1, 'zeta': 1, 'nodeCnt': 2, **TOOLKIT}):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix + 'nodeCnt')
+        assert error.message.startswith('expected only the fields of a Batch AI job (')
+        assert error.message.endswith("), got the unknown field 'nodeCnt'")
+        assert 'nodeCount' in error.message
+
+
+def test_a_job_with_fields_beside_its_properties_or_not_a_mapping_is_refused(tmp_path):
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+        'properties': {'nodeCount': 1, **TOOLKIT}, 'name': 'x', 'location': 'y', '$schema': 'z'}})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'job.location')
+    assert error.message == "expected only $schema and properties next to the job's properties"
+    job = write_json(tmp_path, 'job.json', [{'nodeCount': 1}])
+    error = load_error(write_json(tmp_path, 'file.json', {'parameters': PARAMS, 'job': 'job.json'}))
+    assert (error.source, error.path, error.message) == (job, None, 'expected a job definition (a mapping)')
+    error = load_error(write_json(tmp_path, 'file.json', {'parameters': PARAMS}),
+                       template_path=job)
+    assert (error.source, error.path, error.message) == (job, None, 'expected a job definition (a mapping)')
+
+
+def test_an_azure_file_shares_account_is_read_from_its_url_unless_given(tmp_path):
+    shares = [{'azureFileUrl': 'https://acct1.file.core.windows.net/share', 'relativeMountPath': 'a'},
+              {'azureFileUrl': 'https://acct2.file.core.windows.net/share', 'relativeMountPath': 'b',
+               'accountName': 'given'}]
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+        'nodeCount': 1, 'mountVolumes': {'azureFileShares': shares}, **TOOLKIT}})
+    template = load_sweep_file(path, cluster_id='c').template
+    assert [share['accountName'] for share in template['mountVolumes']['azureFileShares']] == ['acct1', 'given']
+
+
+@pytest.mark.parametrize('sampling, seed, recorded, origin, expected, asked', [
+    ({'type': 'random', 'count': 2, 'seed': 5}, None, 9, 'given', 5, False),
+    ({'type': 'random', 'count': 2}, 6, 9, 'given', 6, False),
+    ({'type': 'random', 'count': 2}, None, 9, 'recorded', 9, True),
+    ({'type': 'random', 'count': 2}, None, None, 'drawn', None, True),
+    ({'type': 'grid'}, 6, 9, None, None, False),
+])
+def test_the_seed_is_given_recorded_or_drawn_and_only_when_the_sweep_draws(tmp_path, sampling, seed, recorded, origin,
+                                                                          expected, asked):
+    calls = []
+
+    def recorded_seed():
+        calls.append(1)
+        return recorded
+    path = write_json(tmp_path, 'sweep.json', {'sampling': sampling, 'parameters': PARAMS,
+                                               'job': {'nodeCount': 1, **TOOLKIT}})
+    definition = load_sweep_file(path, cluster_id='c', seed=seed, recorded_seed=recorded_seed)
+    assert definition.seed_origin == origin
+    assert bool(calls) == asked
+    if origin == 'drawn':
+        assert isinstance(definition.sampling['seed'], int) and 0 <= definition.sampling['seed'] < 2 ** 31
+    else:
+        assert definition.sampling['seed'] == expected
+
+
+@pytest.mark.parametrize('content, words', [
+    (b'parameters: []\n\xff\xfe\n', 'expected a sweep file in UTF-8'),
+    (b'{"parameters": [,]}', 'expected valid JSON'),
+])
+def test_a_file_that_is_not_utf8_or_not_json_is_refused_naming_it(tmp_path, content, words):
+    path = tmp_path / ('sweep.yaml' if b'\xff' in content else 'sweep.json')
+    path.write_bytes(content)
+    error = load_error(str(path))
+    assert (error.source, error.path) == (str(path), None)
+    assert error.message.startswith(words)
+
+
+def test_hyperband_refuses_a_resource_named_as_a_parameter_or_missing_from_the_job(tmp_path):
+    hyperband = {'type': 'hyperband', 'resource': 'LR', 'minResource': 1, 'maxResource': 9, 'seed': 1}
+    job = {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'x {{LR}} {{D}}'}}
+    path = write_json(tmp_path, 'sweep.json', {'sampling': hyperband, 'parameters': PARAMS, 'job': job,
+                                               'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}})
+    error = load_error(path, adaptive=True)
+    assert (error.source, error.path) == (path, 'sampling.resource')
+    assert error.message.startswith('expected a name that is not a parameter: the controller sets the resource LR')
+    path = write_json(tmp_path, 'sweep.json', {'sampling': dict(hyperband, resource='EPOCHS'), 'parameters': PARAMS,
+                                               'job': job,
+                                               'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}})
+    error = load_error(path, adaptive=True)
+    assert (error.source, error.path) == (path, 'sampling.resource')
+    assert error.message.startswith('expected a {{EPOCHS}} placeholder in the job for the resource EPOCHS')
