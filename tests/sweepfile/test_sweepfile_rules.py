@@ -287,3 +287,18 @@ def test_hyperband_refuses_a_resource_named_as_a_parameter_or_missing_from_the_j
     error = load_error(path, adaptive=True)
     assert (error.source, error.path) == (path, 'sampling.resource')
     assert error.message.startswith('expected a {{EPOCHS}} placeholder in the job for the resource EPOCHS')
+
+
+@pytest.mark.parametrize('prefix, sample_note', [('logs', False), ('{{LR}}/logs', True)])
+def test_a_refused_path_prefix_names_its_file_and_field_in_each_form_of_job(tmp_path, prefix, sample_note):
+    outputs = [{'id': 'OUT', 'pathPrefix': '$AZ_BATCHAI_JOB_TEMP'}, {'id': 'M', 'pathPrefix': prefix}]
+    for field, where in (('outputDirectories', 'outputDirectories[1].pathPrefix'),
+                         ('stdOutErrPathPrefix', 'stdOutErrPathPrefix')):
+        properties = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_JOB_TEMP', **TOOLKIT}
+        properties[field] = outputs if field == 'outputDirectories' else prefix
+        for path, source, path_prefix in job_forms(tmp_path, properties):
+            error = load_error(path)
+            assert (error.source, error.path) == (str(tmp_path / source), path_prefix + where)
+            assert str(error).startswith('{}: {}: expected'.format(tmp_path / source, path_prefix + where))
+            assert error.message.endswith("(with the placeholders of '{{LR}}/logs' replaced by sample values)") \
+                == sample_note
