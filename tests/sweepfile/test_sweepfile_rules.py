@@ -263,7 +263,7 @@ def test_the_seed_is_given_recorded_or_drawn_and_only_when_the_sweep_draws(tmp_p
 
 @pytest.mark.parametrize('content, words', [
     (b'parameters: []\n\xff\xfe\n', 'expected a sweep file in UTF-8'),
-    (b'{"parameters": [,]}', 'expected valid JSON'),
+    (b'{"parameters": [,]}', 'expected valid JSON (Expecting value: line 1 column 17 (char 16))'),
 ])
 def test_a_file_that_is_not_utf8_or_not_json_is_refused_naming_it(tmp_path, content, words):
     path = tmp_path / ('sweep.yaml' if b'\xff' in content else 'sweep.json')
@@ -302,3 +302,22 @@ def test_a_refused_path_prefix_names_its_file_and_field_in_each_form_of_job(tmp_
             assert str(error).startswith('{}: {}: expected'.format(tmp_path / source, path_prefix + where))
             assert error.message.endswith("(with the placeholders of '{{LR}}/logs' replaced by sample values)") \
                 == sample_note
+
+
+@pytest.mark.parametrize('field', ['storageAccountKey', 'connectionString', 'sasToken'])
+def test_a_credential_anywhere_in_the_file_is_refused_at_its_place(tmp_path, field):
+    help_text = ('storage credentials never go in the sweep file: set AZURE_STORAGE_KEY, '
+                 'AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_SAS_TOKEN in the environment instead')
+    shares = [{'azureFileUrl': 'https://a.file.core.windows.net/s', 'relativeMountPath': 'a'},
+              {'azureFileUrl': 'https://a.file.core.windows.net/s', 'relativeMountPath': 'b',
+               'credentials': {field: 'secret'}}]
+    for document, where in (
+            ({'parameters': PARAMS, 'job': {'nodeCount': 1, 'mountVolumes': {'azureFileShares': shares}, **TOOLKIT}},
+             'job.mountVolumes.azureFileShares[1].credentials.' + field),
+            ({'parameters': [PARAMS[0], dict(PARAMS[1], **{field: 'secret'})], 'job': {'nodeCount': 1, **TOOLKIT}},
+             'parameters[1].' + field)):
+        path = write_json(tmp_path, 'sweep.json', document)
+        error = load_error(path)
+        assert (error.source, error.path) == (path, where)
+        assert error.message == 'expected no {}: {}'.format(field, help_text)
+        assert 'secret' not in str(error)
