@@ -321,3 +321,37 @@ def test_a_credential_anywhere_in_the_file_is_refused_at_its_place(tmp_path, fie
         assert (error.source, error.path) == (path, where)
         assert error.message == 'expected no {}: {}'.format(field, help_text)
         assert 'secret' not in str(error)
+
+
+def test_sampling_is_resolved_with_its_defaults_and_the_command_lines_overrides(tmp_path):
+    job = {'nodeCount': 1, 'customToolkitSettings': {'commandLine': 'x {{LR}} {{D}} {{EPOCHS}}'}}
+    objective = {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}
+    hyperband = {'type': 'hyperband', 'resource': 'EPOCHS', 'minResource': 1, 'maxResource': 9, 'seed': 1}
+    definition = load_sweep_file(write_json(tmp_path, 'h.json', {
+        'sampling': hyperband, 'parameters': PARAMS, 'job': job, 'objective': objective}), cluster_id='c',
+        adaptive=True)
+    # eta defaults to 3: rungs at 1, 3 and 9 epochs
+    assert {key: definition.sampling[key] for key in ('type', 'count', 'seed', 'resource', 'minResource',
+                                                      'maxResource', 'eta')} == dict(hyperband, count=None, eta=3)
+    assert definition.resource_spec.name == 'EPOCHS' and definition.resource_spec.values() == [1, 3, 9]
+    definition = load_sweep_file(write_json(tmp_path, 'h2.json', {
+        'sampling': dict(hyperband, eta=2, maxResource=4), 'parameters': PARAMS, 'job': job, 'objective': objective}),
+        cluster_id='c', adaptive=True)
+    assert definition.sampling['eta'] == 2 and definition.resource_spec.values() == [1, 2, 4]
+    assert load_sweep_file(write_json(tmp_path, 'g.json', {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}}),
+                           cluster_id='c').resource_spec is None
+
+    random_file = write_json(tmp_path, 'r.json', {'sampling': {'type': 'random', 'count': 2, 'seed': 4},
+                                                  'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}})
+    assert load_sweep_file(random_file, cluster_id='c').sampling == {'type': 'random', 'count': 2, 'seed': 4}
+    assert load_sweep_file(random_file, cluster_id='c', count=1, seed=0).sampling == {
+        'type': 'random', 'count': 1, 'seed': 0}
+    grid_file = write_json(tmp_path, 'g.json', {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}})
+    assert load_sweep_file(grid_file, cluster_id='c', sampling='random', count=2, seed=3).sampling == {
+        'type': 'random', 'count': 2, 'seed': 3}
+    error = load_error(grid_file, count=2)
+    assert (error.source, error.path) == (grid_file, 'sampling.type')
+    assert error.message == 'expected random sampling for a count of jobs (this sweep samples a grid)'
+    error = load_error(grid_file, sampling='random')
+    assert (error.source, error.path) == (grid_file, 'sampling.count')
+    assert error.message == ('expected the number of jobs of a random search (or a count on the command line)')
