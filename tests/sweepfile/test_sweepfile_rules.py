@@ -355,3 +355,28 @@ def test_sampling_is_resolved_with_its_defaults_and_the_command_lines_overrides(
     error = load_error(grid_file, sampling='random')
     assert (error.source, error.path) == (grid_file, 'sampling.count')
     assert error.message == ('expected the number of jobs of a random search (or a count on the command line)')
+
+
+@pytest.mark.parametrize('parameter', [
+    {'name': 'LR', 'type': 'numeric', 'dataType': 'REAL', 'start': 0.1, 'end': 0.9, 'scale': 'RANDOM_UNIFORM',
+     'numValues': 3},
+    {'name': 'LR', 'type': 'numeric', 'dataType': 'REAL', 'start': 0.1, 'end': 0.9, 'scale': 'LINEAR',
+     'numValues': 9}])
+def test_a_schema_error_on_a_sample_value_reads_the_same_each_time_the_file_is_loaded(tmp_path, parameter):
+    # The message names the sample value checked: the same file must give the same message (a fixed draw).
+    path = write_json(tmp_path, 'sweep.json', {'parameters': [parameter], 'job': {
+        'nodeCount': '{{LR}}', 'customToolkitSettings': {'commandLine': 'x'}}})
+    messages = {load_error(path, seed=1).message for _ in range(4)}
+    assert len(messages) == 1
+    assert messages.pop().startswith('expected an integer, got the number 0.')
+
+
+@pytest.mark.parametrize('method, root', [('CLUSTER', '$AZ_BATCHAI_MOUNT_ROOT'), ('JOB', '$AZ_BATCHAI_JOB_MOUNT_ROOT')])
+def test_a_file_parameters_sample_is_a_path_under_its_mount_without_listing_storage(method, root):
+    # The template is checked with this value in the file parameter's placeholders (a path prefix under the mount
+    # root passes, as the real files will): no storage is listed to make it.
+    from azext_batchai_sweep.core.spec.params import FileParamSpec
+    from azext_batchai_sweep.core.spec.sweepfile import _sample
+    spec = FileParamSpec(parameterName='F', storageAccountName='acct', storageType='FILE', mountMethod=method,
+                         mountPath='data', fileshare='share')
+    assert _sample(spec) == root + '/data/sample'
