@@ -380,3 +380,23 @@ def test_a_file_parameters_sample_is_a_path_under_its_mount_without_listing_stor
     spec = FileParamSpec(parameterName='F', storageAccountName='acct', storageType='FILE', mountMethod=method,
                          mountPath='data', fileshare='share')
     assert _sample(spec) == root + '/data/sample'
+
+
+@pytest.mark.parametrize('sampling, refused', [({'type': 'random', 'count': 2, 'seed': 3}, True),
+                                               ({'type': 'random', 'count': 2}, True),
+                                               ({'type': 'grid'}, False)])
+def test_a_job_setting_the_sweeps_seed_variable_is_refused_when_loaded_if_the_sweep_draws(tmp_path, sampling,
+                                                                                          refused):
+    # It was refused only when the jobs were made, at `properties.environmentVariables` (not where it was written).
+    properties = {'nodeCount': 1, 'environmentVariables': [{'name': 'BATCHAI_SWEEP_SEED', 'value': '1'}], **TOOLKIT}
+    for path, source, prefix in job_forms(tmp_path, properties):
+        document = json.loads(open(path, encoding='utf-8').read())
+        document['sampling'] = sampling
+        write_json(tmp_path, path.rpartition('/')[2], document)
+        if refused:
+            error = load_error(path)
+            assert (error.source, error.path) == (str(tmp_path / source), prefix + 'environmentVariables')
+            assert error.message.startswith('environment variable BATCHAI_SWEEP_SEED is set by the sweep')
+        else:  # a grid drawing nothing gives its jobs no seed: the variable is the template's own
+            jobs = list(load_sweep_file(path, cluster_id='c').jobs(sweep_name='sw'))
+            assert [environment(job)['BATCHAI_SWEEP_SEED'] for job in jobs] == ['1'] * 2
