@@ -209,7 +209,9 @@ def test_a_job_that_runs_nothing_or_has_an_unknown_field_is_refused_at_its_place
         assert (error.source, error.path) == (str(tmp_path / source), prefix + 'nodeCnt')
         assert error.message.startswith('expected only the fields of a Batch AI job (')
         assert error.message.endswith("), got the unknown field 'nodeCnt'")
-        assert 'nodeCount' in error.message
+        fields = error.message[len('expected only the fields of a Batch AI job ('):].split('), got')[0].split(', ')
+        assert {'nodeCount', 'cluster', 'customToolkitSettings', 'environmentVariables'} <= set(fields)
+        assert fields == sorted(fields) and 'nodeCnt' not in fields
 
 
 def test_a_job_with_fields_beside_its_properties_or_not_a_mapping_is_refused(tmp_path):
