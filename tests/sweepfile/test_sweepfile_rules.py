@@ -402,3 +402,60 @@ def test_a_job_setting_the_sweeps_seed_variable_is_refused_when_loaded_if_the_sw
         else:  # a grid drawing nothing gives its jobs no seed: the variable is the template's own
             jobs = list(load_sweep_file(path, cluster_id='c').jobs(sweep_name='sw'))
             assert [environment(job)['BATCHAI_SWEEP_SEED'] for job in jobs] == ['1'] * 2
+
+
+def test_mounts_load_without_credentials_and_a_share_without_an_account_is_refused_at_it(tmp_path):
+    # Credentials come from the environment at submit time: a mount without them is checked as if it had them.
+    blob = {'accountName': 'acct', 'containerName': 'c', 'relativeMountPath': 'blob'}
+    share = {'azureFileUrl': 'https://acct.file.core.windows.net/s', 'relativeMountPath': 'afs'}
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+        'nodeCount': 1, 'mountVolumes': {'azureBlobFileSystems': [blob], 'azureFileShares': [share]}, **TOOLKIT}})
+    template = load_sweep_file(path, cluster_id='c').template
+    assert template['mountVolumes']['azureBlobFileSystems'] == [blob]
+    assert 'credentials' not in template['mountVolumes']['azureFileShares'][0]
+    # a URL that names no account: nothing read from it, the schema's `accountName` required
+    for shares, where in (([dict(share, azureFileUrl='https://example.com/s')], '[0].accountName'),
+                          (['afs'], '[0]')):
+        path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+            'nodeCount': 1, 'mountVolumes': {'azureFileShares': shares}, **TOOLKIT}})
+        error = load_error(path)
+        assert (error.source, error.path) == (path, 'job.mountVolumes.azureFileShares' + where)
+    # a mount that is no mapping: the schema's error, not a traceback
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+        'nodeCount': 1, 'mountVolumes': {'azureBlobFileSystems': [blob, 'blob']}, **TOOLKIT}})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'job.mountVolumes.azureBlobFileSystems[1]')
+
+
+def test_a_literal_secret_is_refused_at_its_place_in_each_form_of_job(tmp_path):
+    properties = {'nodeCount': 1, 'secrets': [{'name': 'A', 'value': '$env:A'}, {'name': 'T', 'value': 'hunter2'}],
+                  **TOOLKIT}
+    for path, source, prefix in job_forms(tmp_path, properties):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix + 'secrets[1].value')
+        assert error.message == ('expected a reference like "$env:NAME" to an environment variable holding the '
+                                 'secret, resolved at submit time: a secret value never goes in a template or a plan')
+        assert 'hunter2' not in str(error)
+
+
+def test_the_storage_account_error_says_how_to_give_it_in_each_form_of_job(tmp_path, monkeypatch):
+    monkeypatch.delenv('AZURE_BATCHAI_STORAGE_ACCOUNT', raising=False)
+    properties = {'nodeCount': 1, 'stdOutErrPathPrefix': '$AZ_BATCHAI_MOUNT_ROOT/<AZURE_BATCHAI_STORAGE_ACCOUNT>',
+                  **TOOLKIT}
+    for path, source, prefix in job_forms(tmp_path, properties):
+        error = load_error(path)
+        assert (error.source, error.path) == (str(tmp_path / source), prefix + 'stdOutErrPathPrefix')
+        assert error.message == ('expected a storage account name for <AZURE_BATCHAI_STORAGE_ACCOUNT>: give it on the '
+                                 'command line (--storage-account-name) or in the AZURE_BATCHAI_STORAGE_ACCOUNT '
+                                 'environment variable')
+
+
+def test_a_template_on_the_command_line_that_cannot_be_read_is_named_as_the_job_template(tmp_path):
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}})
+    missing = str(tmp_path / 'nowhere.json')
+    error = load_error(path, template_path=missing)
+    assert (error.source, error.path) == (missing, None)
+    assert error.message.startswith('expected a readable job template (')
+    (tmp_path / 'big.json').write_bytes(b'{' + b' ' * (8 << 20) + b'}')
+    error = load_error(path, template_path=str(tmp_path / 'big.json'))
+    assert 'job template' in error.message and 'sweep file' not in error.message

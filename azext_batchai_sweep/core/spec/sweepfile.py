@@ -505,8 +505,10 @@ def _check_template(template, specs, locate, seed=None):
     rendered = compiled.render(samples, json.dumps(samples))
     for kind in ('azureFileShares', 'azureBlobFileSystems'):
         for mount in (rendered['properties'].get('mountVolumes') or {}).get(kind) or ():
-            # The account key is not part of the template: it comes from the environment at submit time.
-            mount.setdefault('credentials', {})
+            # The account key is not part of the template: it comes from the environment at submit time. (A mount
+            # that is no mapping is left for the schema to refuse.)
+            if isinstance(mount, dict):
+                mount.setdefault('credentials', {})
     def explain(issue):
         return _with_samples(template, issue.path, issue.message)
     _validate(rendered, 'job.schema.json', None, locate, explain)
