@@ -214,7 +214,12 @@ def test_a_job_that_runs_nothing_or_has_an_unknown_field_is_refused_at_its_place
         assert fields == sorted(fields) and 'nodeCnt' not in fields
 
 
-def test_a_job_with_fields_beside_its_properties_or_not_a_mapping_is_refused(tmp_path):
+def test_a_job_with_fields_beside_its_properties_or_not_a_mapping_or_none_is_refused(tmp_path):
+    path = write_json(tmp_path, 'none.json', {'parameters': PARAMS})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'job')
+    assert error.message == ('expected a job: a path to a job.json, or the job inline (or a template on the command '
+                             'line)')
     path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
         'properties': {'nodeCount': 1, **TOOLKIT}, 'name': 'x', 'location': 'y', '$schema': 'z'}})
     error = load_error(path)
@@ -282,7 +287,8 @@ def test_hyperband_refuses_a_resource_named_as_a_parameter_or_missing_from_the_j
                                                'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}})
     error = load_error(path, adaptive=True)
     assert (error.source, error.path) == (path, 'sampling.resource')
-    assert error.message.startswith('expected a name that is not a parameter: the controller sets the resource LR')
+    assert error.message == ('expected a name that is not a parameter: the controller sets the resource LR of each '
+                             'job itself')
     path = write_json(tmp_path, 'sweep.json', {'sampling': dict(hyperband, resource='EPOCHS'), 'parameters': PARAMS,
                                                'job': job,
                                                'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}})
