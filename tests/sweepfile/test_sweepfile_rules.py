@@ -465,3 +465,42 @@ def test_a_template_on_the_command_line_that_cannot_be_read_is_named_as_the_job_
     (tmp_path / 'big.json').write_bytes(b'{' + b' ' * (8 << 20) + b'}')
     error = load_error(path, template_path=str(tmp_path / 'big.json'))
     assert 'job template' in error.message and 'sweep file' not in error.message
+
+
+def test_drawn_seeds_span_the_31_bit_range(tmp_path):
+    path = write_json(tmp_path, 'sweep.json', {'sampling': {'type': 'random', 'count': 2}, 'parameters': PARAMS,
+                                               'job': {'nodeCount': 1, **TOOLKIT}})
+    seeds = [load_sweep_file(path, cluster_id='c').sampling['seed'] for _ in range(24)]
+    assert all(isinstance(seed, int) and 0 <= seed < 2 ** 31 for seed in seeds)
+    # 24 draws from 2**31 values: all distinct and one above 2**24, but for a chance below one in a million
+    assert len(set(seeds)) == 24 and max(seeds) >= 2 ** 24
+
+
+def test_file_storage_is_asked_for_file_parameters_only_with_each_as_written(tmp_path):
+    asked = []
+
+    def file_storage(entry):
+        asked.append(entry)
+        raise SpecError('listed no storage')  # stops the load: the listing itself is not this test's
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}})
+    assert load_sweep_file(path, cluster_id='c', file_storage=file_storage).parameters and asked == []
+    entry = {'name': 'F', 'type': 'file', 'storageAccountName': 'acct', 'storageType': 'FILE', 'fileshare': 's',
+             'mountPath': 'data'}
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS + [entry], 'job': {'nodeCount': 1, **TOOLKIT}})
+    with pytest.raises(SpecError, match='listed no storage'):
+        load_sweep_file(path, cluster_id='c', file_storage=file_storage)
+    assert asked == [entry]
+
+
+def test_each_random_uniform_parameter_draws_its_own_stream_from_the_sweeps_seed(tmp_path):
+    from azext_batchai_sweep.core.spec.params import NumParamSpec
+    numeric = {'type': 'numeric', 'dataType': 'REAL', 'start': 0, 'end': 1, 'numValues': 4, 'scale': 'RANDOM_UNIFORM'}
+    path = write_json(tmp_path, 'sweep.json', {'parameters': [dict(numeric, name='A'), dict(numeric, name='B')],
+                                               'job': {'nodeCount': 1, 'customToolkitSettings': {
+                                                   'commandLine': 'x {{A}} {{B}}'}}})
+    definition = load_sweep_file(path, cluster_id='c', seed=7)
+    a, b = (spec.values() for spec in definition.parameters)
+    assert a != b
+    for name, values in (('A', a), ('B', b)):
+        assert values == NumParamSpec(parameterName=name, start=0, end=1, dataType='REAL', scale='RANDOM_UNIFORM',
+                                      numValues=4, seed='7/' + name).values()
