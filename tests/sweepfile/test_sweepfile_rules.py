@@ -504,3 +504,18 @@ def test_each_random_uniform_parameter_draws_its_own_stream_from_the_sweeps_seed
     for name, values in (('A', a), ('B', b)):
         assert values == NumParamSpec(parameterName=name, start=0, end=1, dataType='REAL', scale='RANDOM_UNIFORM',
                                       numValues=4, seed='7/' + name).values()
+
+
+@pytest.mark.parametrize('count', [2, 3])
+def test_every_schema_issue_is_listed_after_the_first_with_its_file_and_field(tmp_path, count):
+    parameters = [{'name': 'LR', 'type': 'numeric', 'dataType': 'REAL', 'start': 'x', 'end': 1, 'numValues': 2,
+                   'scale': 'LOG'}]
+    document = {'sampling': {'type': 'random', 'count': 0}, 'parameters': parameters, 'job': 3}
+    if count == 2:
+        del document['job']  # the schema does not require it (its own check does, after)
+    path = write_json(tmp_path, 'sweep.json', document)
+    error = load_error(path)
+    lines = error.message.split('\n')
+    assert error.path == 'parameters[0].start' and lines[0] == "expected a number, got the string 'x'"
+    assert lines[1:] == ['  {}: sampling.count: expected a number at least 1, got the number 0'.format(path)] + (
+        ['  {}: job: expected a string or a mapping, got the number 3'.format(path)] if count == 3 else [])
