@@ -519,3 +519,13 @@ def test_every_schema_issue_is_listed_after_the_first_with_its_file_and_field(tm
     assert error.path == 'parameters[0].start' and lines[0] == "expected a number, got the string 'x'"
     assert lines[1:] == ['  {}: sampling.count: expected a number at least 1, got the number 0'.format(path)] + (
         ['  {}: job: expected a string or a mapping, got the number 3'.format(path)] if count == 3 else [])
+
+
+def test_a_load_is_for_create_and_submit_unless_told_it_is_for_run(tmp_path):
+    # The default is the stricter: an earlyTermination section is `sweep run`'s only.
+    path = write_json(tmp_path, 'sweep.json', {
+        'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT},
+        'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}, 'earlyTermination': {'policy': 'median'}})
+    error = load_error(path)
+    assert error.path == 'earlyTermination' and 'az batchai sweep run' in error.message
+    assert load_sweep_file(path, cluster_id='c', adaptive=True).early_termination['policy'] == 'median'
