@@ -420,17 +420,23 @@ def test_mounts_load_without_credentials_and_a_share_without_an_account_is_refus
     assert template['mountVolumes']['azureBlobFileSystems'] == [blob]
     assert 'credentials' not in template['mountVolumes']['azureFileShares'][0]
     # a URL that names no account: nothing read from it, the schema's `accountName` required
-    for shares, where in (([dict(share, azureFileUrl='https://example.com/s')], '[0].accountName'),
-                          (['afs'], '[0]')):
-        path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
-            'nodeCount': 1, 'mountVolumes': {'azureFileShares': shares}, **TOOLKIT}})
-        error = load_error(path)
-        assert (error.source, error.path) == (path, 'job.mountVolumes.azureFileShares' + where)
-    # a mount that is no mapping: the schema's error, not a traceback
     path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
-        'nodeCount': 1, 'mountVolumes': {'azureBlobFileSystems': [blob, 'blob']}, **TOOLKIT}})
+        'nodeCount': 1, 'mountVolumes': {'azureFileShares': [dict(share, azureFileUrl='https://example.com/s')]},
+        **TOOLKIT}})
     error = load_error(path)
-    assert (error.source, error.path) == (path, 'job.mountVolumes.azureBlobFileSystems[1]')
+    assert (error.source, error.path) == (path, 'job.mountVolumes.azureFileShares[0].accountName')
+
+
+@pytest.mark.parametrize('kind', ['azureFileShares', 'azureBlobFileSystems'])
+def test_a_mount_that_is_no_mapping_gets_the_schemas_error_not_a_traceback(tmp_path, kind):
+    # It was an AttributeError (the mounts' credentials set on a string).
+    blob = {'accountName': 'acct', 'containerName': 'c', 'relativeMountPath': 'blob'}
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': {
+        'nodeCount': 1, 'mountVolumes': {kind: [blob, 'blob'] if kind == 'azureBlobFileSystems' else ['afs']},
+        **TOOLKIT}})
+    error = load_error(path)
+    assert (error.source, error.path) == (path, 'job.mountVolumes.{}[{}]'.format(
+        kind, 1 if kind == 'azureBlobFileSystems' else 0))
 
 
 def test_a_literal_secret_is_refused_at_its_place_in_each_form_of_job(tmp_path):
