@@ -40,7 +40,15 @@ HYPOTHESIS_ENV = {'HYPOTHESIS_PROFILE': 'mutate'}
 # name: (the module's files, relative to the package; the tests of its behaviour)
 MODULES = {
     'params': (['core/spec/params.py'], ['tests/core/test_params.py', 'tests/sweepfile/test_random_uniform.py']),
-    'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile']),
+    # the tests that load sweep files in-process (not the plan's, the schema validator's or yaml_depth's)
+    'sweepfile-sampling': (['core/spec/sweepfile.py'], ['tests/sweepfile/test_sweepfile.py',
+                                                        'tests/sweepfile/test_tuning_sections.py',
+                                                        'tests/sweepfile/test_objectives_sections.py',
+                                                        'tests/sweepfile/test_bayesian_sampling.py',
+                                                        'tests/sweepfile/test_model_sampling.py',
+                                                        'tests/sweepfile/test_random_uniform.py',
+                                                        'tests/sweepfile/test_path_prefixes.py',
+                                                        'tests/sweepfile/test_document_limits.py']),
     'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
                                                   'tests/tuning/test_tpe_local.py',
                                                   'tests/tuning/test_space_rules.py']),
@@ -149,7 +157,8 @@ def _copy_tree(name):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     ignore = shutil.ignore_patterns('__pycache__', '*.pyc')
-    for folder in (PACKAGE, 'tests'):
+    # examples/: tests of the shipped sweep files read them beside tests/ (tests/sweepfile/test_sweepfile.py)
+    for folder in (PACKAGE, 'tests', 'examples'):
         shutil.copytree(os.path.join(REPO, folder), os.path.join(work, folder), ignore=ignore)
     shutil.copy(os.path.join(REPO, 'pytest.ini'), work)
     # az finds the dev extension under test by its egg-info (tests/fixtures_az.py): mutmut's mutants/ gets it too,
@@ -165,7 +174,7 @@ def _config(files, tests, not_mutated=()):
     lines = ['[mutmut]', 'source_paths = {}'.format(PACKAGE), 'only_mutate =']
     lines += ['    {}/{}'.format(PACKAGE, f) for f in files]
     lines += ['also_copy ='] + ['    ' + os.path.basename(e) for e in glob.glob(os.path.join(REPO, '*.egg-info'))]
-    lines += ['    {}.py'.format(ORDER_PLUGIN)]
+    lines += ['    {}.py'.format(ORDER_PLUGIN), '    examples']
     lines += ['pytest_add_cli_args_test_selection ='] + ['    ' + t for t in tests]
     # -x: a mutant is killed by its first failing test; no cache folder written into the copy
     # not the az-driven tests: mutmut maps a test to the functions it calls in its own process, never in az's, so

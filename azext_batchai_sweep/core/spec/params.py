@@ -22,7 +22,7 @@ from ..errors import SpecError
 from .naming import canonical_json
 from .substitution import ExternalValue
 
-NAME_PATTERN = re.compile(r'^[A-Z_][A-Z0-9_]*$')
+NAME_PATTERN = re.compile(r'^[A-Z_][A-Z0-9_]*\Z')  # \Z: `$` would take a name ending in a newline
 DICT_KEY_PATTERN = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 DATA_TYPES = ('INTEGER', 'REAL')
 SCALES = ('LINEAR', 'LOG', 'RANDOM_UNIFORM')

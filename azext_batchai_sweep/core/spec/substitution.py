@@ -316,9 +316,11 @@ class CompiledTemplate:
     def _add_environment(self, tree, specs, sweep_name, environment):
         target = tree.get('properties') if isinstance(tree.get('properties'), dict) else tree
         field = 'environment_variables' if 'environment_variables' in target else 'environmentVariables'
+        # the error's path from the tree's root, as every other path of the template's errors
+        where = field if target is tree else 'properties.' + field
         existing = target.setdefault(field, [])
         if not isinstance(existing, list):
-            raise SpecError('must be a list of {"name": ..., "value": ...}', path=field)
+            raise SpecError('must be a list of {"name": ..., "value": ...}', path=where)
         generated = []
         for spec in specs:
             if spec.keys:
@@ -334,7 +336,7 @@ class CompiledTemplate:
         for name, value in generated:
             if name in taken:
                 raise SpecError('environment variable {} is set by the sweep; remove it from the job template'
-                                .format(name), path=field)
+                                .format(name), path=where)
             existing.append({'name': name, 'value': value})
 
     def _token(self, slot):

@@ -182,7 +182,8 @@ def load_sweep_file(path, *, template_path=None, sampling=None, count=None, seed
         template['cluster'] = {'id': cluster_id}
     elif 'cluster' not in template:
         logger.warning('The job template has no cluster: give one (--cluster) before submitting the sweep.')
-    unused = _check_template(template, specs + ([resource_spec] if resource_spec else []), locate)
+    unused = _check_template(template, specs + ([resource_spec] if resource_spec else []), locate,
+                             seed=resolved_sampling['seed'])
     if resource_spec is not None:
         if resource_spec.name in unused:
             raise SpecError('expected a {{{{{0}}}}} placeholder in the job for the resource {0}: the controller fills '
@@ -479,8 +480,9 @@ def _first_path_with(node, text, where=()):
     return None
 
 
-def _check_template(template, specs, locate):
-    """Validate the template with sample values in its placeholders; return the parameters no placeholder uses."""
+def _check_template(template, specs, locate, seed=None):
+    """Validate the template with sample values in its placeholders; return the parameters no placeholder uses.
+    `seed`: the sweep's seed, which every job gets in its environment when set (SweepDefinition.jobs)."""
     for mount in (template.get('mountVolumes') or {}).get('azureFileShares') or ():
         # As `az batchai job create` does: the account is the one of the share's URL.
         match = _AZURE_FILE_URL.match(mount.get('azureFileUrl') or '') if isinstance(mount, dict) else None
@@ -494,15 +496,19 @@ def _check_template(template, specs, locate):
     _check_job_fields(template, locate)
     try:
         # A sample sweep name, so that a template setting BATCHAI_SWEEP_NAME itself is caught here, with its location.
-        compiled = CompiledTemplate({'properties': template}, specs, sweep_name='sample')
+        # The seed's variable as the jobs get it: a template setting it is refused here, not when the jobs are made.
+        compiled = CompiledTemplate({'properties': template}, specs, sweep_name='sample',
+                                    environment={SWEEP_SEED_VAR: str(seed)} if seed is not None else None)
     except SpecError as ex:
         raise SpecError(ex.message, source=locate.source, path=locate.text(ex.path)) from None
     samples = {spec.name: _sample(spec) for spec in specs}
     rendered = compiled.render(samples, json.dumps(samples))
     for kind in ('azureFileShares', 'azureBlobFileSystems'):
         for mount in (rendered['properties'].get('mountVolumes') or {}).get(kind) or ():
-            # The account key is not part of the template: it comes from the environment at submit time.
-            mount.setdefault('credentials', {})
+            # The account key is not part of the template: it comes from the environment at submit time. (A mount
+            # that is no mapping is left for the schema to refuse.)
+            if isinstance(mount, dict):
+                mount.setdefault('credentials', {})
     def explain(issue):
         return _with_samples(template, issue.path, issue.message)
     _validate(rendered, 'job.schema.json', None, locate, explain)
