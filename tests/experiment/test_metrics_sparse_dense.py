@@ -149,3 +149,45 @@ def test_any_mix_of_number_characters_reads_as_the_exact_syntax_line_by_line(tai
             values.append(float(match.group('value')))
     got = MetricExtractor(metric_name=NAME, reduce='max').extract_chunks(iter([text.encode('ascii')]))
     assert got == (max(values) if values else None)
+
+
+# ---- which way a block takes: by its own first SPARSE_SAMPLE bytes, at most one name per SPARSE_BYTES is sparse ----
+
+def line_of(size, value, name=NAME):
+    """One line of exactly `size` bytes (its newline included) holding the metric once."""
+    head = 'epoch=1 {}={} '.format(name, value)
+    return head + 'x' * (size - len(head) - 1) + '\n'
+
+
+def ways_taken(chunks, reduce='max'):
+    extractor = MetricExtractor(metric_name=NAME, reduce=reduce)
+    calls = []
+    extractor.bytes_first_rest = Recording(extractor.bytes_first_rest, calls, 'rest kept')
+    extractor.bytes_first = Recording(extractor.bytes_first, calls, 'name counted')
+    return extractor.extract_chunks(iter([c.encode('ascii') for c in chunks])), calls
+
+
+@pytest.mark.parametrize('names,way', [(1, 'rest kept'), (2, 'rest kept'), (3, 'name counted'),
+                                       (4, 'name counted')])
+def test_a_block_with_one_name_per_sparse_bytes_is_sparse_and_one_more_makes_it_dense(names, way):
+    size = 2 * metrics_module.SPARSE_BYTES  # within the sample: the whole block is judged
+    assert size <= metrics_module.SPARSE_SAMPLE
+    sizes = [size // names] * (names - 1) + [size - (size // names) * (names - 1)]
+    text = ''.join(line_of(s, '0.{}'.format(i + 1)) for i, s in enumerate(sizes))
+    assert len(text) == size and text.count(NAME) == names
+    assert ways_taken([text]) == (float('0.{}'.format(names)), [way])
+
+
+def test_a_block_after_a_carried_line_is_judged_by_its_own_bytes_not_the_line_before_it():
+    """The chunk's first line completes a line carried from the chunk before and is scanned alone; the chunk's
+    other lines are a block from there: the names of that first line never count in the block's sample."""
+    many = 'val_accuracy=0.1 ' * 2000 + '\n'  # the end of the carried line: 2,000 names
+    sparse = ''.join(line_of(2000, '0.{}'.format(i + 2)) for i in range(10))
+    assert ways_taken(['epoch=0 ', many + sparse]) == (0.9, ['name counted', 'rest kept'])
+
+
+def test_a_dense_block_after_a_long_carried_line_stays_dense():
+    """A block's sample is its own SPARSE_SAMPLE bytes, wherever it starts in its chunk (here 20 kB in)."""
+    long_line = 'val_accuracy=0.05 ' + 'y' * 20000 + '\n'
+    dense = ''.join(line_of(900, '0.{}'.format(i + 10)) for i in range(40))
+    assert ways_taken(['epoch=0 ', long_line + dense]) == (0.49, ['rest kept', 'name counted'])
