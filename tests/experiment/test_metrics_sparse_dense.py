@@ -191,3 +191,17 @@ def test_a_dense_block_after_a_long_carried_line_stays_dense():
     long_line = 'val_accuracy=0.05 ' + 'y' * 20000 + '\n'
     dense = ''.join(line_of(900, '0.{}'.format(i + 10)) for i in range(40))
     assert ways_taken(['epoch=0 ', long_line + dense]) == (0.49, ['rest kept', 'name counted'])
+
+
+@pytest.mark.parametrize('form', TWICE)
+@pytest.mark.parametrize('shape', ['sparse', 'dense'])
+def test_a_log_whose_every_metric_line_names_it_twice_reads_each_line_by_the_rule(form, shape):
+    """No line naming the metric once: each way must still notice the lines that name it again."""
+    rng = random.Random(TWICE.index(form))
+    every = 100 if shape == 'sparse' else 1
+    text = ''.join(form.format(i, rng.randrange(10000)) if i % every == every - 1
+                   else STEP.format(i, rng.randrange(10000)) for i in range(1500))
+    for reduce in ('max', 'min', 'mean', 'first', 'last'):
+        expected = reading_by_line(text, reduce)
+        got = MetricExtractor(metric_name=NAME, reduce=reduce).extract_chunks(iter([text.encode('ascii')]))
+        assert got == (pytest.approx(expected, rel=1e-12) if reduce == 'mean' else expected), reduce
