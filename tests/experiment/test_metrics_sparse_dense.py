@@ -205,3 +205,32 @@ def test_a_log_whose_every_metric_line_names_it_twice_reads_each_line_by_the_rul
         expected = reading_by_line(text, reduce)
         got = MetricExtractor(metric_name=NAME, reduce=reduce).extract_chunks(iter([text.encode('ascii')]))
         assert got == (pytest.approx(expected, rel=1e-12) if reduce == 'mean' else expected), reduce
+
+
+class RecordingAll(Recording):
+    def finditer(self, *args):
+        self.calls.append('by line')
+        return self.pattern.finditer(*args)
+
+
+@pytest.mark.parametrize('chunks,calls', [
+    # a carried line naming the metric 2,000 times (read again, by the exact pattern), then a dense block
+    (['epoch=0 ', 'val_accuracy=0.1 ' * 2000 + '\n' + STEP.format(1, 5) + EPOCH.format(2, 7) * 200],
+     ['name counted', 'exact', 'by line', 'name counted']),
+    # lines naming the metric again without a value: counted again by the exact pattern, never read line by line
+    ([EPOCH.format(2, 7) * 100 + TWICE[1].format(3, 8) * 100], ['name counted', 'exact']),
+    # a dense block, then a line cut by the chunk's end: its name is no part of the block
+    ([EPOCH.format(2, 7) * 200 + 'val_accuracy=0.3', '\n'], ['name counted', 'name counted']),
+])
+def test_a_dense_block_whose_lines_each_hold_one_value_is_read_in_one_pass(chunks, calls):
+    """The name's count over the block (not before its start nor past its end) equals its lines with a value: the
+    block is not read again by the exact pattern, the cost that makes a dense block cheap; where a line names it
+    again without a second value, the exact pattern's count says so, and the block is not read line by line."""
+    extractor = MetricExtractor(metric_name=NAME, reduce='max')
+    got = []
+    extractor.bytes_first_rest = RecordingAll(extractor.bytes_first_rest, got, 'rest kept')
+    extractor.bytes_first = RecordingAll(extractor.bytes_first, got, 'name counted')
+    extractor.bytes_pattern = RecordingAll(extractor.bytes_pattern, got, 'exact')
+    text = ''.join(chunks)
+    assert extractor.extract_chunks(iter([c.encode('ascii') for c in chunks])) == reading_by_line(text, 'max')
+    assert got == calls
