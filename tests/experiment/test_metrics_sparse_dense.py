@@ -234,3 +234,15 @@ def test_a_dense_block_whose_lines_each_hold_one_value_is_read_in_one_pass(chunk
     text = ''.join(chunks)
     assert extractor.extract_chunks(iter([c.encode('ascii') for c in chunks])) == reading_by_line(text, 'max')
     assert got == calls
+
+
+@pytest.mark.parametrize('pos,endpos,values', [(0, None, [1.0, 2.0, 3.0]), (4, None, [2.0, 3.0]),
+                                               (0, 8, [1.0, 2.0]), (4, 8, [2.0])])
+@pytest.mark.parametrize('how', ['regex', 'name'])
+def test_the_values_of_a_blocks_lines_from_pos_to_endpos_only(pos, endpos, values, how):
+    """_matches' region (whole lines of a block scanned in place), the same for a regex and a metric name."""
+    extractor = MetricExtractor(regex=r'^a=(\d+)') if how == 'regex' else MetricExtractor(metric_name='a')
+    text = 'a=1\na=2\na=3\n'
+    assert extractor._matches(text, pos, endpos) == values  # pylint: disable=protected-access
+    if how == 'name':
+        assert extractor._matches(text.encode('ascii'), pos, endpos) == values  # pylint: disable=protected-access
