@@ -246,3 +246,28 @@ def test_the_values_of_a_blocks_lines_from_pos_to_endpos_only(pos, endpos, value
     assert extractor._matches(text, pos, endpos) == values  # pylint: disable=protected-access
     if how == 'name':
         assert extractor._matches(text.encode('ascii'), pos, endpos) == values  # pylint: disable=protected-access
+
+
+# ---- a log read from its end (reduce last): extract_last_backwards ----
+
+def read_backwards(text, extractor=None):
+    data = text.encode('utf-8')
+    extractor = extractor or MetricExtractor(metric_name=NAME)
+    return extractor.extract_last_backwards(lambda start, end: data[start:end], len(data))
+
+
+def test_a_first_line_cut_one_byte_from_the_start_of_the_file_is_read_whole():
+    """The first window starts at byte 1: the line it cuts is completed by the byte before it."""
+    first = 'val_accuracy=15\n'
+    for size in (metrics_module.TAIL_WINDOW + 1, metrics_module.TAIL_WINDOW + 2, metrics_module.TAIL_WINDOW):
+        text = first + 'x' * (size - len(first) - 1) + '\n'
+        assert len(text) == size
+        assert read_backwards(text) == 15.0, size
+
+
+def test_a_log_with_other_characters_read_from_its_end_keeps_the_longer_name_rule():
+    """A window with a non-ASCII byte is decoded (a letter like é is part of a name), an ASCII one is read as
+    bytes: `éval_accuracy=3` is another metric, whichever way."""
+    assert read_backwards('val_accuracy=1\néval_accuracy=3\n') == 1.0
+    assert read_backwards('val_accuracy=1\nval_accuracy=2 loss=0.5\n') == 2.0
+    assert read_backwards('é val_accuracy=1\nxval_accuracy=2\n') == 1.0
