@@ -151,25 +151,18 @@ def test_each_request_is_retried_with_the_callers_settings(losses, monkeypatch, 
     assert all(tries == 2 for key, tries in proxy.seen.items() if _kind(key[0], key[1]) != 'other')
 
 
-@pytest.mark.parametrize('reduce', ['max', 'last'])
-def test_downloads_that_the_callers_settings_do_not_retry_are_each_jobs_error(losses, monkeypatch, reduce):
+@pytest.mark.parametrize('kind,reduce,error', [('download', 'max', '503'), ('download', 'last', '503'),
+                                               ('files', 'max', 'ServerBusy')])
+def test_reads_of_a_job_that_the_callers_settings_do_not_retry_are_each_jobs_error(losses, monkeypatch, kind, reduce,
+                                                                                   error):
+    """A download, or a job's file listing, failed once and not retried: that job's row holds the error."""
     svc, experiment = losses
-    with _through_proxy(svc, ('download',), monkeypatch) as (proxy, client):
+    with _through_proxy(svc, (kind,), monkeypatch) as (proxy, client):
         retry, slept = _recording_retry(max_retries=0)
         rows = _metrics(client, svc, experiment, retry, reduce)
     assert len(rows) == JOBS and slept == []
-    assert all(row['metric'] is None and '503' in row['error'] for row in rows), rows
-    assert proxy.faults == ['download'] * JOBS
-
-
-def test_file_listings_that_the_callers_settings_do_not_retry_are_each_jobs_error(losses, monkeypatch):
-    svc, experiment = losses
-    with _through_proxy(svc, ('files',), monkeypatch) as (proxy, client):
-        retry, slept = _recording_retry(max_retries=0)
-        rows = _metrics(client, svc, experiment, retry, 'max')
-    assert len(rows) == JOBS and slept == []
-    assert all(row['metric'] is None and 'ServerBusy' in row['error'] for row in rows), rows
-    assert proxy.faults == ['files'] * JOBS
+    assert all(row['metric'] is None and error in row['error'] for row in rows), rows
+    assert proxy.faults == [kind] * JOBS
 
 
 def test_a_job_listing_that_the_callers_settings_do_not_retry_fails_the_call(losses, monkeypatch):

@@ -35,6 +35,17 @@ def job_params(service, command='true', node_count=1, **kwargs):
         custom_toolkit_settings=models.CustomToolkitSettings(command_line=command), **kwargs)
 
 
+def job_outputs(client, service, experiment, job):
+    """{file name: text} of a job's stdouterr folder, read through its download links."""
+    files = client.jobs.list_output_files(service.resource_group, service.workspace, experiment, job,
+                                          models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))
+    texts = {}
+    for entry in files:
+        with urllib.request.urlopen(entry.download_url) as response:
+            texts[entry.name] = response.read().decode()
+    return texts
+
+
 def job_pids(path, count=1, timeout=10):
     """The process ids a job writes to `path` (one per line), once there are `count` of them."""
     deadline = time.monotonic() + timeout

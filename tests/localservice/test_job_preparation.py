@@ -1,22 +1,9 @@
 """jobPreparation on the processes scheduler, as Batch AI ran it: its command line runs first, with the job's
 environment, its output in stdout-job_prep.txt / stderr-job_prep.txt; when it fails the job fails with
 JobPreparationFailed and its exit code, and the job's own command never runs."""
-import urllib.request
-
 from azure.mgmt.batchai import models
 
-from tests.localservice.conftest import job_params, wait_state
-
-
-def _outputs(client, service, experiment, job):
-    """{file name: text} of the job's stdouterr folder."""
-    files = client.jobs.list_output_files(service.resource_group, service.workspace, experiment, job,
-                                          models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))
-    texts = {}
-    for entry in files:
-        with urllib.request.urlopen(entry.download_url) as response:
-            texts[entry.name] = response.read().decode()
-    return texts
+from tests.localservice.conftest import job_outputs, job_params, wait_state
 
 
 def _run(client, service, name, preparation, command):
@@ -33,7 +20,7 @@ def test_job_preparation_runs_first_with_the_jobs_environment(client, local_serv
         marker), 'echo main saw $(cat {})'.format(marker))
     assert job.execution_state == 'succeeded', job.execution_info.errors
     assert job.execution_info.exit_code == 0 and not job.execution_info.errors
-    texts = _outputs(client, local_service, 'prep', 'ok')
+    texts = job_outputs(client, local_service, 'prep', 'ok')
     assert texts['stdout-job_prep.txt'] == 'prepared ok\n'
     assert texts['stderr-job_prep.txt'] == 'note\n'
     assert texts['stdout.txt'] == 'main saw yes\n'
@@ -47,7 +34,7 @@ def test_a_failing_job_preparation_fails_the_job_and_the_command_never_runs(clie
     assert [(e.code, e.message) for e in job.execution_info.errors] == [
         ('JobPreparationFailed', 'jobPreparation.commandLine exited with 3.')]
     assert not ran.exists(), "the job's command ran after its preparation failed"
-    assert _outputs(client, local_service, 'prep', 'bad')['stdout-job_prep.txt'] == 'preparing\n'
+    assert job_outputs(client, local_service, 'prep', 'bad')['stdout-job_prep.txt'] == 'preparing\n'
 
 
 def test_a_failing_command_after_a_good_preparation_is_no_preparation_failure(client, local_service):

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 import uuid
 
 import pytest
@@ -23,7 +22,7 @@ from azext_batchai_sweep.localservice.schedulers.jobenv import MARKER_VARIABLE
 from azext_batchai_sweep.localservice.schedulers.processes import runner as runner_module
 from azext_batchai_sweep.localservice.server import LocalService
 from tests.fixtures_service import ServiceInfo
-from tests.localservice.conftest import job_params, job_pids, process_alive, wait_state
+from tests.localservice.conftest import job_outputs, job_params, job_pids, process_alive, wait_state
 
 pytestmark = pytest.mark.service
 
@@ -89,14 +88,7 @@ class InProcess:
 
     def outputs(self, name):
         """{file name: text} of the job's stdouterr folder, through its download links."""
-        files = self.client.jobs.list_output_files(
-            self.info.resource_group, self.info.workspace, self.experiment, name,
-            models.JobsListOutputFilesOptions(outputdirectoryid='stdouterr'))
-        texts = {}
-        for entry in files:
-            with urllib.request.urlopen(entry.download_url) as response:
-                texts[entry.name] = response.read().decode()
-        return texts
+        return job_outputs(self.client, self.info, self.experiment, name)
 
 
 def _until(path):
