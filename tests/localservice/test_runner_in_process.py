@@ -304,9 +304,10 @@ def test_terminate_fails_a_running_job_and_kills_its_whole_process_group(service
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(service, tmp_path):
     """SIGTERM first (a job may clean up), SIGKILL once KILL_GRACE_SECONDS have passed."""
     pid_file, got = tmp_path / 'pid', tmp_path / 'got'
-    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; for i in $(seq 200); do sleep 0.1; done"
-                   .format(
-        got, pid_file))
+    # A loop of builtins: a `$(seq ...)` would fork a subshell without the trap, which a SIGTERM sent just after the
+    # pid is written kills, leaving the loop empty and the job ended before the grace (seen on a loaded machine).
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; i=0; "
+                   "while [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done".format(got, pid_file))
     service.wait('stubborn', ('running',))
     (pid,) = job_pids(pid_file)
     started = time.monotonic()
