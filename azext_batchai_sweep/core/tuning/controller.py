@@ -156,7 +156,6 @@ class Controller:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED
         return actions
 
-
     def _after_terminate(self, observed, terminated):
         """The trials as the rules see them once the jobs of `terminated` (this step's decisions) have gone."""
         gone = {decision.job for decision in terminated}
