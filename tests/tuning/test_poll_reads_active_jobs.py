@@ -28,8 +28,11 @@ from azext_batchai_sweep.core.tuning.controller import Controller
 pytestmark = [pytest.mark.service]
 
 LONG = (1000, 1001)  # the two jobs that keep running while the measured polls are made
-# Quick jobs print one report; the long ones one report, then wait (a builtin `read -t`: no process to leave behind).
-COMMAND = ('q={{Q}}; echo epoch=1 acc=$q; if [ $q -ge 1000 ]; then exec 3<> <(:); read -t 12 -u 3 || true; fi')
+# Quick jobs print one report; the long ones one report, then wait until the test has measured its polls (the file
+# `done` appears; at most a minute) with builtins alone (`read -t`: no process to leave behind). A fixed wait ran out
+# on a loaded machine before the test saw both running.
+COMMAND = ('q={{{{Q}}}}; echo epoch=1 acc=$q; if [ $q -ge 1000 ]; then exec 3<> <(:); i=0; '
+           'while [ ! -e {done} ] && [ $i -lt 600 ]; do read -t 0.1 -u 3; i=$((i+1)); done; fi')
 
 
 def sweep_file(directory, finished):
@@ -44,12 +47,18 @@ def sweep_file(directory, finished):
         'job:',
         '  nodeCount: 1',
         '  stdOutErrPathPrefix: $AZ_BATCHAI_MOUNT_ROOT/logs',
-        '  customToolkitSettings: {{commandLine: "{}"}}'.format(COMMAND),
+        '  customToolkitSettings: {{commandLine: "{}"}}'.format(
+            COMMAND.format(done=done_file(directory, finished))),
     ])
     path = os.path.join(directory, 'pc-{}.yaml'.format(finished))
     with open(path, 'w', encoding='utf-8') as f:
         f.write(text + '\n')
     return path
+
+
+def done_file(directory, finished):
+    """The file that lets the long jobs of the sweep of `finished` quick jobs end."""
+    return os.path.join(directory, 'pc-{}.done'.format(finished))
 
 
 class Counts:
@@ -117,6 +126,8 @@ def measured_polls(service, client, directory, finished, counts, polls=3):
         written, stat = journal_bytes_written(journal, stat)
         figures.append((counts.jobs - jobs, counts.rows - rows, written, counts.ordered - ordered,
                         counts.views - views))
+    with open(done_file(directory, finished), 'w', encoding='utf-8'):
+        pass  # measured: the long jobs may end
     return figures, run, experiment
 
 

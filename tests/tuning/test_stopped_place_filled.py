@@ -2,7 +2,9 @@
 job at the same poll. `sweep run` sends a poll's terminates before its creates, so the controller counts the jobs it
 stops as gone (free_stopped) and the sampler sees them as the next poll will: terminated, with the reports they were
 judged on. It used to count them among the running jobs, so their places were filled one poll later and, with jobs
-of a few seconds, the service's queue ran dry between two polls. Counted, not timed.
+of a few seconds, the service's queue ran dry between two polls. The suggestions that take a stopped job's place are
+the last ones (`replacing`): the run creates them once the stopped jobs have ended
+(tests/tuning/test_stopped_place_waits.py). Counted, not timed.
 """
 from dataclasses import replace
 
@@ -50,6 +52,7 @@ def test_the_jobs_stopped_at_a_poll_are_replaced_at_that_poll(slots, queued):
     stopped = {d.job for d in actions.terminate}
     assert len(stopped) == (slots - queued) - (slots - queued) // 3  # the rule's own count
     assert len(actions.submit) == len(stopped)  # their places, filled now (none before: every place was taken)
+    assert actions.replacing == len(stopped)  # each created once a stopped job has ended
     # The sampler saw the stopped jobs as the next poll shows them: terminated, stopped early, judged reports.
     shown = {t.name: t for t in sampler.shown[-1]}
     for name in stopped:
@@ -71,12 +74,20 @@ def test_the_budget_and_a_free_place_are_still_the_limits():
     # maxTotalJobs: the stopped jobs still count as jobs of the sweep.
     controller = Controller(Recording(), make_policy(ASHA, 'max'), Limits(max_concurrent_jobs=6, max_total_jobs=8))
     actions = controller.step(running(6), free_stopped=True)
-    assert len(actions.terminate) == 4 and len(actions.submit) == 2
+    assert len(actions.terminate) == 4 and len(actions.submit) == 2 and actions.replacing == 2
     # Places taken by queued jobs stay taken; only the stopped ones are freed.
     trials = running(3) + [trial('queued-{}'.format(i), [], state='queued', index=100 + i) for i in range(3)]
     controller = Controller(Recording(), make_policy(ASHA, 'max'), Limits(max_concurrent_jobs=6))
     actions = controller.step(trials, free_stopped=True)
-    assert len(actions.terminate) == 2 and len(actions.submit) == 2
+    assert len(actions.terminate) == 2 and len(actions.submit) == 2 and actions.replacing == 2
+    # Places free before the step are filled first and wait for nothing; the stopped jobs' places come last.
+    controller = Controller(Recording(), make_policy(ASHA, 'max'), Limits(max_concurrent_jobs=6))
+    actions = controller.step(running(4), free_stopped=True)
+    assert len(actions.terminate) == 3 and len(actions.submit) == 5 and actions.replacing == 3
+    # No limit on the jobs at once: nothing waits.
+    controller = Controller(Recording(), make_policy(ASHA, 'max'), Limits(max_total_jobs=9))
+    actions = controller.step(running(6), free_stopped=True)
+    assert len(actions.terminate) == 4 and len(actions.submit) == 3 and actions.replacing == 0
     # A job stopped at an earlier poll and still terminating keeps its place until the service says it is gone.
     controller = Controller(Recording(), make_policy(ASHA, 'max'), Limits(max_concurrent_jobs=6))
     first = controller.step(running(6), free_stopped=True)

@@ -67,6 +67,9 @@ class Actions:
     submit: list = field(default_factory=list)      # Suggestions, in the order to submit them
     end: Optional[str] = None                       # one of END_REASONS once the sweep is over
     notes: list = field(default_factory=list)       # (job name, text, report n): a policy let a job go on (ASHA)
+    # How many of the last `submit` take the places of jobs `terminate` stops (free_stopped): created only once those
+    # jobs have ended, since a terminating job still holds its place under maxConcurrentJobs.
+    replacing: int = 0
 
 
 class Controller:
@@ -104,10 +107,10 @@ class Controller:
         """The actions for one observation of the sweep (every job, in index order).
 
         free_stopped: the jobs this step terminates are terminated before its jobs are submitted (as `sweep run`
-        does), so their places count free now and the sampler sees them as the next observation will (terminated,
-        with the reports they were judged on): a stopped job's place is filled at the poll that stops it, not one
-        poll later, which kept slots idle (issue 44). The simulation (core/tuning/simulation.py) frees them at its
-        next tick."""
+        does), so the sampler sees them as the next observation will (terminated, with the reports they were judged
+        on) and their places are given to new jobs now (`actions.replacing` of them), which the run creates as soon
+        as the stopped jobs have ended: filled at the poll that stops them, not one poll later, which kept slots idle
+        (issue 44). The simulation (core/tuning/simulation.py) frees them at its next tick."""
         observed = trials
         trials = self.as_seen_by_policies(trials)
         actions = Actions()
@@ -142,6 +145,7 @@ class Controller:
                     if note:
                         actions.notes.append((trial.name, note, n))
 
+        held = len(pending)  # the places taken now, the jobs stopped at this step's included
         if free_stopped and actions.terminate:
             trials = self._after_terminate(observed, actions.terminate)
             pending = [t for t in trials if t.pending]
@@ -151,6 +155,8 @@ class Controller:
         count = min(bounds) if bounds else UNLIMITED  # no limit at all: everything the sampler has now
         if count > 0:
             actions.submit = list(self.sampler.suggest(trials, count))[:count]
+            if free is not None:
+                actions.replacing = max(0, len(actions.submit) - max(0, limits.max_concurrent_jobs - held))
 
         if not pending and not actions.submit:
             actions.end = END_MAX_TOTAL if budget is not None and budget <= 0 else END_EXHAUSTED

@@ -73,6 +73,11 @@ FULL_LISTING_MIN_POLLS = 30
 # old while a run of more jobs goes on; the rows are always current.
 FIGURES_JOBS_PER_POLL = 1000
 PENDING_STATES = frozenset({'queued', 'running', 'terminating'})
+# A job a poll stops keeps its place under maxConcurrentJobs until it has ended: the poll creates the jobs that take
+# those places once it has seen them end (a GET of each, every STOPPED_CHECK_SECONDS, doubling), waiting at most
+# STOPPED_WAIT_SECONDS (or the poll interval, when shorter); a place still held then is filled at a later poll.
+STOPPED_WAIT_SECONDS = 1.0
+STOPPED_CHECK_SECONDS = 0.01
 
 
 # ---- jobs as the controller sees them ----------------------------------------------------------------------------
@@ -359,6 +364,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
                                         warn=logger.warning,
                                         extra_metrics=self.objectives.extra_metrics() if self.objectives else ())
         self.clock, self.parallel, self.end = clock, parallel, None
+        self.stopped_wait = STOPPED_WAIT_SECONDS
         self.reset_view()
         self.submitted = 0
         self.submitted_names = set()
@@ -631,7 +637,8 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.progress(line)
         self._announce(explained)
         self._terminate_all(terminate)  # before the submits: the places of the jobs stopped now are theirs
-        self._submit(actions.submit, trials)
+        self._submit(actions.submit, trials, replacing=actions.replacing,
+                     stopping=[d.job for d in actions.terminate])
         self._report(trials)
         if actions.end in (END_EXHAUSTED, END_MAX_TOTAL) and not self._last_full:
             # Over, as far as the active jobs show: a whole listing says whether it is (a job created or resubmitted
@@ -718,6 +725,7 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         return True
 
     def run(self, poll_interval, sleep=time.sleep, should_stop=None, on_poll=None):
+        self.stopped_wait = min(STOPPED_WAIT_SECONDS, poll_interval)
         while True:
             result = self.poll()
             if on_poll is not None:
@@ -750,16 +758,19 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
     def _terminate_all(self, names):
         self._in_parallel(self._terminate, list(names), lambda name: None)
 
-    def _submit(self, suggestions, trials):
+    def _submit(self, suggestions, trials, replacing=0, stopping=()):
+        """Create the suggested jobs; the last `replacing` take the places of the jobs `stopping` (terminated at this
+        poll): as many of them are created as those jobs have ended (_ended), the others are left to a later poll
+        (the sampler suggests them again: it is a function of the jobs it is shown)."""
         present = {t.name for t in trials}
         next_index = max([t.index for t in trials if t.index < 1_000_000] + [-1]) + 1
-        jobs = []
-        for suggestion in suggestions:
+        jobs, later = [], []
+        for position, suggestion in enumerate(suggestions):
             name = self.factory.name(suggestion)
             if name in present:
                 continue  # never twice (a sampler that suggests a job already there)
-            jobs.append((name, self.factory.body(suggestion, next_index, self.jobs.get(suggestion.parent)),
-                         suggestion.note))
+            (later if position >= len(suggestions) - replacing else jobs).append(
+                (name, self.factory.body(suggestion, next_index, self.jobs.get(suggestion.parent)), suggestion.note))
             present.add(name)
             next_index += 1
 
@@ -772,6 +783,31 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
             self.submitted_names.add(job[0])
             self._unseen.setdefault(job[0], 0)
         self._in_parallel(create, jobs, created)
+        if later:
+            ended = self._ended(stopping, len(later))
+            if ended < len(later):
+                logger.info('%d job(s) wait for a later poll: %d stopped job(s) still ending', len(later) - ended,
+                            len(stopping) - ended)
+            self._in_parallel(create, later[:ended], created)
+
+    def _ended(self, names, enough):
+        """How many of the jobs `names` (just terminated) have left queued, running and terminating: a GET of each
+        still pending, again until `enough` have or self.stopped_wait has passed."""
+        pending, interval = set(names), STOPPED_CHECK_SECONDS
+        deadline = time.monotonic() + self.stopped_wait
+        while True:
+            def get(name):
+                return get_job(self.client, *self.target, name, retry=self.retry)
+
+            def on_result(name, job, exc):
+                if exc is None and (job is None or job_state(job) not in PENDING_STATES):
+                    pending.discard(name)
+            run_parallel(get, sorted(pending), parallel=self.parallel, on_result=on_result)
+            ended = len(names) - len(pending)
+            if ended >= enough or time.monotonic() >= deadline:
+                return ended
+            time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+            interval = min(interval * 2, 0.2)
 
     def _announce(self, explained):
         """The sampler's decisions (Hyperband's promotions and the jobs it does not promote: `explained`, what
