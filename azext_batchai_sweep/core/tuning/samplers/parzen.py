@@ -40,6 +40,8 @@ PRUNE_KERNELS = 512
 # sum by 2e-18 of itself, under a double's resolution); the slack covers rounding in the bounds.
 PRUNE_MARGIN = 50.0
 _BOUND_SLACK = 1.0
+# The stepped kernels' terms kept (_Numeric.masses) at most.
+_MOST_MASSES = 100000
 # An estimator whose observations differ from the previous one's in more than this many is built whole.
 _MOST_EDITS = 64
 # The box (in kernel bandwidths: sqrt(2 x this)) whose kernels give the first lower bound of the largest term.
@@ -66,6 +68,9 @@ class _Numeric:
         # Continuous kernels' constant terms: -log sigma - log sqrt(2 pi) - log mass.
         self.consts = [-math.log(s) - _normal.LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
         self._cells = {}
+        # {(grid value, mean, 1 / bandwidth): a kernel's term}: many kernels of a grid share their mean and bandwidth
+        # (and the estimators updated from this one share it: the term depends on nothing else).
+        self.masses = {}
         # (value, id) of the observations, sorted (ties in kernel order, as the bandwidths sort them): what an
         # estimator updated from this one (_Numeric.updated) edits instead of sorting again.
         self.ranked = None if ids is None else [(points[i], ids[i]) for i in order]
@@ -238,6 +243,14 @@ def _bandwidth(ranked, rank, n, low, high, consider_endpoints):
     return left if left >= right else right
 
 
+def _remove(mus, index, m, j):
+    """Removes kernel j, whose mean is m, from the sorted means ``mus`` and their kernels ``index`` (if there)."""
+    for k in range(bisect.bisect_left(mus, m), bisect.bisect_right(mus, m)):
+        if index[k] == j:
+            del mus[k], index[k]
+            return
+
+
 def _first_difference(old, new):
     """The first position where two sequences differ (the shorter one's length when one starts the other)."""
     return next(itertools.compress(itertools.count(), map(operator.ne, old, new)), min(len(old), len(new)))
@@ -246,13 +259,12 @@ def _first_difference(old, new):
 def _changes(old_ids, old_points, ids, points):
     """(positions of the old observations removed, positions of the new ones added), an id whose point changed
     being both; None when there are more than _MOST_EDITS. Observations are compared by id and point (==); the ids
-    increase. The lists usually share a long start and end: only what lies between is compared by id."""
+    increase. The lists usually share a long start and end: only what lies between is compared by id (between a
+    job leaving the bad group and another joining it, the positions are shifted)."""
     start = min(_first_difference(old_ids, ids), _first_difference(old_points, points))
     room = min(len(old_ids), len(ids)) - start
     end = min(_first_difference(old_ids[::-1], ids[::-1]), _first_difference(old_points[::-1], points[::-1]), room)
     old_stop, stop = len(old_ids) - end, len(ids) - end
-    if old_stop - start + stop - start > 4 * _MOST_EDITS:  # more than a few changes (or ones far apart)
-        return None
     before = dict(zip(old_ids[start:old_stop], old_points[start:old_stop]))
     after = dict(zip(ids[start:stop], points[start:stop]))
     missing = object()
@@ -342,9 +354,8 @@ class ParzenEstimator:
                                              [(k, points[k][d], ids[k]) for k in added], ids)
             self.kernels.append(kernel)
             changed.update(touched)
-        appended = not removed and (not added or added[0] >= len(old_ids))
-        if appended and previous._pruned:
-            self._pruned = previous._pruned.adopted(self, added, changed)
+        if previous._pruned:
+            self._pruned = previous._pruned.adopted(previous, self, removed, added, changed)
             previous._pruned = None  # it moved here: the previous estimator builds another if asked again
         return True
 
@@ -436,6 +447,27 @@ class _Pruned:
         self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
         self.in_order = self.order == list(range(len(self.kernels)))
 
+    def _renumber(self, previous, removed, added, count):
+        """The kernels' positions after ``removed`` (old positions) left and ``added`` (new ones) came in."""
+        bounds = [0] + [p + 1 for p in added], added + [count]
+        table = list(itertools.chain.from_iterable(range(a, b) for a, b in zip(*bounds)))  # the kept ones' positions
+        for position in removed:
+            table.insert(position, -1)
+        lead, second = previous.kernels[self.box_dims[0]].mus, None
+        if self.buckets is not None:
+            second = previous.kernels[self.box_dims[1]].mus
+        for position in removed:
+            _remove(self.sorted_mus, self.sorted_index, lead[position], position)
+            if second is not None:
+                bucket = self.buckets.get(int(lead[position] // self.width))
+                if bucket is not None:
+                    _remove(bucket[0], bucket[1], second[position], position)
+        self.sorted_index = [table[j] for j in self.sorted_index]
+        if self.buckets is not None:
+            for _, index in self.buckets.values():
+                index[:] = [table[j] for j in index]
+        self.wide = [table[j] for j in self.wide if table[j] >= 0]
+
     @classmethod
     def of(cls, estimator):
         continuous = [d for d, kernel in enumerate(estimator.kernels)
@@ -484,9 +516,14 @@ class _Pruned:
             cached = kernel._cells.get(x)  # pylint: disable=protected-access
             if cached is not None:
                 return cached[j]
-            left, right = cells[d]
             m, i = kernel.mus[j], kernel.inv[j]
-            return _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
+            term = kernel.masses.get((x, m, i))
+            if term is None:
+                if len(kernel.masses) > _MOST_MASSES:
+                    kernel.masses.clear()
+                left, right = cells[d]
+                term = kernel.masses[x, m, i] = _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
+            return term
         return None  # continuous: added in value() with its own operations
 
     def value(self, j, point, cells):
@@ -522,12 +559,15 @@ class _Pruned:
         cut = max(values.values()) - PRUNE_MARGIN
         return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
 
-    def adopted(self, estimator, added, changed):
-        """This structure, moved to ``estimator``: the previous estimator's kernels plus the kernels ``added`` at its
-        end, and ``changed`` ones (new bandwidths) at their places. The boxes stay valid upper bounds: a kernel wider
-        than the box's bandwidth joins the ones evaluated at every point, the bounds rise to the new constants."""
-        self.estimator, self.kernels = estimator, estimator.kernels
+    def adopted(self, previous, estimator, removed, added, changed):
+        """This structure (of ``previous``), moved to ``estimator``: the previous kernels but those ``removed`` (their
+        old positions), the kernels ``added`` (their new positions), and ``changed`` ones (new bandwidths, their new
+        positions). The boxes stay valid upper bounds: a kernel wider than the box's bandwidth joins the ones
+        evaluated at every point, the bounds rise to the new constants."""
         count = len(estimator.weights) - 1
+        if removed or (added and added[0] < self.prior):
+            self._renumber(previous, removed, added, count)
+        self.estimator, self.kernels = estimator, estimator.kernels
         self.prior = count
         wide = set(self.wide)
         for j in changed:
