@@ -98,7 +98,6 @@ class _Numeric:
             rank = bisect.bisect_left(ranked, (value, key))
             ranked.insert(rank, (value, key))
             touched.update(pair[1] for pair in ranked[max(0, rank - 1):rank + 2])
-        touched.update(pair[1] for pair in ranked[:2] + ranked[-2:])  # the ends' bandwidths have their own rule
         mus, sigmas, inv, log_norm, consts = lists
         low, high, span, minsigma, whole = self.low, self.high, self.high - self.low, self.minsigma, _WHOLE_MASS_Z
         count = len(ranked)

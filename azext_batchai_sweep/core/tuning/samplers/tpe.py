@@ -311,10 +311,10 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             dims = [self.dims[d] for d in group]
             whole = len(group) == len(self.dims)  # one joint model: the points as they are
             key = tuple(group)
-            below = ParzenEstimator(dims, good if whole else [_project(p, group) for p in good], good_weights,
+            below = ParzenEstimator(dims, good if whole else _projected(good, group), good_weights,
                                     self.prior_weight, clip_count=clip_count, grid_floor=self.good_grid_floor,
                                     ids=ids[0], previous=self.model_cache.get((key, 'below')))
-            above = ParzenEstimator(dims, bad if whole else [_project(p, group) for p in bad], bad_weights,
+            above = ParzenEstimator(dims, bad if whole else _projected(bad, group), bad_weights,
                                     self.prior_weight, ids=ids[1], previous=self.model_cache.get((key, 'above')))
             self.model_cache[key, 'below'], self.model_cache[key, 'above'] = below, above
             models.append((group, below, above))
@@ -446,6 +446,14 @@ def _log_ratio(models, point):
     """log l(x) - log g(x) of a whole configuration, summed over the models' parameter groups."""
     return sum(below.log_pdf(_project(point, group)) - above.log_pdf(_project(point, group))
                for group, below, above in models)
+
+
+def _projected(points, group):
+    """The points' coordinates in ``group``."""
+    if len(group) == 1:
+        d = group[0]
+        return [(point[d],) for point in points]
+    return [_project(point, group) for point in points]
 
 
 def _project(point, group):
