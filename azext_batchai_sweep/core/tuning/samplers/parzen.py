@@ -19,8 +19,11 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
 Pure Python: the per-point cost is a few arithmetic operations per kernel and dimension, with the kernels' constant
 terms computed once per estimator and stepped/categorical terms computed once per distinct value. An estimator of
 many kernels (the bad group of a sweep of thousands of jobs) evaluates a point on the kernels that can matter only
-(_Pruned): every kernel left out is provably below e^-50 of the largest term, so the density is the same to the last
-bits or so, and the suggestions are the same (tests/tuning/test_tpe_scale.py).
+(_Pruned): the sum is over exactly the terms within e^-50 of the largest, so the density is the whole mixture's to
+the last bits or so, and the suggestions are the same (tests/tuning/test_tpe_scale.py). A large estimator can be
+built from the previous one of a few observations less or more (``previous``, ``ids``: a sampler asked again after
+a few jobs finished): it copies that one's kernels and computes again only those whose sorted neighbours changed,
+the same floats as a new estimator's (tests/tuning/test_tpe_incremental.py).
 """
 import bisect
 import itertools
@@ -399,8 +402,9 @@ class _Pruned:
     the prior and of every wide kernel) are computed whole: the largest, L, is a lower bound of the largest term.
     A kernel whose term cannot reach L - PRUNE_MARGIN adds less than e^-50 of the sum: only those within the window
     of the lead dimension where it can are looked at, and their dimensions are added one at a time, those that fall
-    below the bound left out at each. The survivors' terms are then summed exactly as the whole mixture sums them
-    (same operations, same order), so each is the same float, and only terms under e^-50 of the largest are missing.
+    below the bound left out at each. Of the terms found, those within PRUNE_MARGIN of the largest are then summed
+    exactly as the whole mixture sums them (same operations, same order): each is the same float, and the set does
+    not depend on which kernels the boxes looked at (an estimator edited from the previous one keeps looser boxes).
     """
 
     def __init__(self, estimator, box_dims):
@@ -628,10 +632,10 @@ class _Pruned:
                 consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
                 partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
             need = floor - rest
-            kept = [k for k, p in enumerate(partial) if p >= need]
-            if len(kept) < len(partial):
-                survivors = [survivors[k] for k in kept]
-                partial = [partial[k] for k in kept]
+            kept = [p >= need for p in partial]
+            if not all(kept):
+                survivors = list(itertools.compress(survivors, kept))
+                partial = list(itertools.compress(partial, kept))
             if not survivors:
                 break
         return survivors, partial

@@ -64,7 +64,9 @@ Determinism: the random stream of each suggestion is seeded by (seed, number of 
 is read in ``Trial.index`` order, so suggestions are a pure function of the seed and the history. A controller
 killed after submitting k of a batch of suggestions and restarted asks again with those k jobs pending: it gets the
 rest of the same batch, because suggest(trials, 2) is suggest(trials, 1) followed by suggest(trials + [that one
-pending], 1).
+pending], 1). A sampler asked again (a run asks after every poll) keeps what it read of each job and its estimators:
+it reads again only the jobs whose fields changed and edits the estimators where the observations differ, which
+gives the same floats, so a warm sampler suggests what a new one does (tests/tuning/test_tpe_incremental.py).
 """
 import bisect
 import heapq
@@ -232,7 +234,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
 
     def _make_history(self, trials):
         # Inherited jobs (warm start) come first: their indexes are negative.
-        return _History(self, self.inherited + sorted(trials, key=lambda t: t.index))
+        return _History(self, self.inherited + sorted(trials, key=_INDEX))
 
     @staticmethod
     def score_inputs_of(trials):
