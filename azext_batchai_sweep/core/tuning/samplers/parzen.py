@@ -446,10 +446,11 @@ class _Pruned:
         self.always = [count] + self.wide  # evaluated whole at every point
         # Continuous dimensions first (their terms are cheap and narrow the kernels fastest), those outside the box
         # before the box's own (the box has already narrowed those: a kernel in the box is mostly far from the point
-        # in the others), then categorical ones, stepped ones last (each term a normal mass); when that is the
-        # dimensions' own order, the partial sums are the terms themselves.
+        # in the others), then stepped ones (a term kept per grid value, mean and bandwidth: a look-up; a kernel a
+        # few cells away falls far), categorical ones last (a miss costs little); when that is the dimensions' own
+        # order, the partial sums are the terms themselves.
         rank = {d: (0 if d not in box_dims else 1) if isinstance(k, _Numeric) and k.dim.kind != STEPPED
-                else 2 if isinstance(k, _Categorical) else 3 for d, k in enumerate(self.kernels)}
+                else 3 if isinstance(k, _Categorical) else 2 for d, k in enumerate(self.kernels)}
         self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
         self.in_order = self.order == list(range(len(self.kernels)))
 
@@ -537,6 +538,20 @@ class _Pruned:
                 term = kernel.masses[x, m, i] = _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
             return term
         return None  # continuous: added in value() with its own operations
+
+    def _stepped_terms(self, d, survivors, x, cells):
+        """_term of each of ``survivors`` in the stepped dimension d, most of them found in the kernel's masses."""
+        kernel = self.kernels[d]
+        if x in kernel._cells:  # pylint: disable=protected-access
+            terms = kernel._cells[x]  # pylint: disable=protected-access
+            return [terms[j] for j in survivors]
+        masses, mus, inv = kernel.masses, kernel.mus, kernel.inv
+        terms = [masses.get((x, mus[j], inv[j])) for j in survivors]
+        if None in terms:
+            for k, j in enumerate(survivors):
+                if terms[k] is None:
+                    terms[k] = self._term(d, j, x, cells)
+        return terms
 
     def value(self, j, point, cells):
         """Kernel j's log term at point: add_terms' operations, in its order."""
@@ -636,7 +651,7 @@ class _Pruned:
                 observed, hit, miss = kernel.observed, kernel.log_hit, kernel.log_miss
                 partial = [p + (hit if observed[j] == x else miss) for p, j in zip(partial, survivors)]
             elif kernel.dim.kind == STEPPED:
-                partial = [p + self._term(d, j, x, cells) for p, j in zip(partial, survivors)]
+                partial = [p + t for p, t in zip(partial, self._stepped_terms(d, survivors, x, cells))]
             else:
                 consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
                 partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]

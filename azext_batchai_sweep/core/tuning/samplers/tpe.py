@@ -466,6 +466,22 @@ _SIMPLE_TYPES = frozenset((str, int, float, bool))
 _SCORED, _PENDING, _UNSCORED = 0, 1, 2
 
 
+def _differences(mine, theirs, common):
+    """The positions below ``common`` where two lists differ (==: equal values of other types are equal)."""
+    if mine[:common] == theirs[:common]:
+        return ()
+    return itertools.compress(range(common), map(operator.ne, mine, theirs))
+
+
+def _copy(values):
+    """A copy of a dict of values kept to compare the next poll's with, or None (never equal: read again) when a
+    value is not of a simple type (equal lists may hold values of other types: [1] == [True])."""
+    try:
+        return dict(values) if set(map(type, values.values())) <= _SIMPLE_TYPES else None
+    except (AttributeError, TypeError):
+        return None
+
+
 class _Readings:  # pylint: disable=too-few-public-methods
     """What a history read of each trial, by position (a sampler's ``trial_records``): the fields compared, and what
     was made of them, (kind, the history's item, the tried key) or None (a job from another version of the file)."""
@@ -495,22 +511,21 @@ class _History:
         try:
             new.sizes = list(itertools.accumulate(map(len, new.params)))
             new.types = list(map(type, itertools.chain.from_iterable(map(dict.values, new.params))))
-            cacheable = set(new.types) <= _SIMPLE_TYPES  # equal lists or dicts may hold values of other types
         except TypeError:  # parameters that are not a dict: read every time
-            cacheable = False
-        if not cacheable:
-            common = 0
+            new.sizes, new.types, common = (), (), 0
         if len(old.inputs) != len(new.inputs):
             common = 0
         changed = set()
         for mine, theirs in [(new.indices, old.indices), (new.states, old.states), (new.params, old.params)] + [
                 (mine, theirs) for (mine, _), (theirs, _) in zip(new.inputs, old.inputs)]:
-            changed.update(itertools.compress(range(common), map(operator.ne, mine, theirs)))
+            changed.update(_differences(mine, theirs, common))
         if common:  # equal values of other types (1, 1.0, True): from the first such trial on, all read again
-            first = next(itertools.compress(itertools.count(), map(operator.ne, new.sizes, old.sizes)), common)
-            flat = next(itertools.compress(itertools.count(), map(operator.is_not, new.types, old.types)), None)
-            if flat is not None:
-                first = min(first, bisect.bisect_right(new.sizes, flat))
+            first = common if new.sizes[:common] == old.sizes[:common] else next(
+                itertools.compress(itertools.count(), map(operator.ne, new.sizes, old.sizes)))
+            flat = new.sizes[first - 1] if first else 0  # the values of the trials before it
+            if new.types[:flat] != old.types[:flat]:
+                other = next(itertools.compress(itertools.count(), map(operator.is_not, new.types, old.types)))
+                first = min(first, bisect.bisect_right(new.sizes, other))
             changed.update(range(first, common))
         entries = list(old.entries[:common])
         # The parameters (and mutable inputs) are kept as copies, the equal ones' copies the last ones.
@@ -522,11 +537,11 @@ class _History:
             if position < common:
                 entries[position] = entry
                 for mine, copies in kept:
-                    copies[position] = dict(mine[position])
+                    copies[position] = _copy(mine[position])
             else:
                 entries.append(entry)
                 for mine, copies in kept:
-                    copies.append(dict(mine[position]) if cacheable else None)
+                    copies.append(_copy(mine[position]))
         new.entries, new.params = entries, kept[0][1]
         copies = iter(kept[1:])
         new.inputs = [(next(copies)[1], True) if copied else (mine, False) for mine, copied in new.inputs]
