@@ -217,3 +217,24 @@ def test_a_large_estimator_edited_is_the_one_built_whole():
         probes = [tuple(dim.draw(rng) for dim in dims) for _ in range(10)] + points[:5]
         assert [edited.log_pdf(p) for p in probes] == [whole.log_pdf(p) for p in probes]
         previous = edited
+
+
+def test_bohbs_model_keeps_its_estimators_from_one_suggestion_to_the_next(monkeypatch):
+    """Each BOHB suggestion builds a new TPE sampler (its own seed); the model at a budget is still the last one's,
+    edited: no dimension of the bad group is fitted again a poll later."""
+    specs = SPACES['continuous 6']
+    polls = list(_sweep(specs, seed=12, start=1500, steps=3))
+    model = BudgetModel(specs, 'min', 9, values_at=lambda t: {81.0: t.last} if t.reports else {},
+                        random_fraction=0.0)
+    model.suggest(polls[0], 'b0')
+    fitted = []
+    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
+
+    def counted(self, dim, points, *args, **kwargs):
+        fitted.append(len(points))
+        fit(self, dim, points, *args, **kwargs)
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    for step, trials in enumerate(polls[1:]):
+        del fitted[:]
+        assert model.suggest(trials, 'b%d' % (step + 1))[0]
+        assert fitted and max(fitted) <= 25  # the good group's estimator only
