@@ -444,13 +444,12 @@ class _Pruned:
         self.bounds = [self._bound(kernel) for kernel in self.kernels]
         self.total_bound = sum(self.bounds)
         self.always = [count] + self.wide  # evaluated whole at every point
-        # Continuous dimensions first (their terms are cheap and narrow the kernels fastest), those outside the box
-        # before the box's own (the box has already narrowed those: a kernel in the box is mostly far from the point
-        # in the others), then stepped ones (a term kept per grid value, mean and bandwidth: a look-up; a kernel a
-        # few cells away falls far), categorical ones last (a miss costs little); when that is the dimensions' own
-        # order, the partial sums are the terms themselves.
-        rank = {d: (0 if d not in box_dims else 1) if isinstance(k, _Numeric) and k.dim.kind != STEPPED
-                else 3 if isinstance(k, _Categorical) else 2 for d, k in enumerate(self.kernels)}
+        # Continuous dimensions outside the box first (their terms are cheap, and a kernel in the box is mostly far
+        # from the point in them), then stepped ones (a term kept per grid value, mean and bandwidth: a look-up; a
+        # kernel a few cells away falls far), then the box's own (it has already narrowed those), categorical ones
+        # last (a miss costs little); when that is the dimensions' own order, the partial sums are the terms.
+        rank = {d: (0 if d not in box_dims else 2) if isinstance(k, _Numeric) and k.dim.kind != STEPPED
+                else 3 if isinstance(k, _Categorical) else 1 for d, k in enumerate(self.kernels)}
         self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
         self.in_order = self.order == list(range(len(self.kernels)))
 
