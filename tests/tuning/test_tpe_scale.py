@@ -201,3 +201,18 @@ def test_a_two_objective_fronts_contributions_are_the_general_computations_float
         assert pareto.contributions(front, reference) == general
     dominated = [(0.0, 0.0), (1.0, 1.0), (0.5, 2.0)]
     assert pareto._front_contributions_2d(dominated, (3.0, 3.0)) is None  # pylint: disable=protected-access
+
+
+def test_a_one_dimensional_estimators_density_is_the_whole_mixtures():
+    """MOTPE's one-parameter estimators take their own path (_Pruned._log_pdf_1d): the whole mixture's density."""
+    from azext_batchai_sweep.core.tuning.samplers.space import dimensions  # pylint: disable=import-outside-toplevel
+    dims = dimensions([NumParamSpec('X', 0, 1, 'REAL', 'LINEAR')])
+    rng = random.Random(11)
+    points = [(rng.random() ** 2,) for _ in range(3000)]
+    estimator = parzen.ParzenEstimator(dims, points, [1.0] * len(points))
+    probes = [(rng.random(),) for _ in range(30)] + [(0.0,), (1.0,)] + points[:5]
+    fast = [estimator.log_pdf(p) for p in probes]
+    assert estimator._pruned and len(estimator.kernels) == 1  # pylint: disable=protected-access
+    estimator._pruned = False  # pylint: disable=protected-access
+    for a, b in zip(fast, [estimator.log_pdf(p) for p in probes]):
+        assert abs(a - b) <= 1e-12 * max(1.0, abs(b)), (a, b)

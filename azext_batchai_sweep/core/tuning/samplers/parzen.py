@@ -564,6 +564,8 @@ class _Pruned:
         return acc
 
     def log_pdf(self, point):
+        if len(self.kernels) == 1:
+            return self._log_pdf_1d(point)
         cells = [kernel.cell(x) if isinstance(kernel, _Numeric) and kernel.dim.kind == STEPPED else None
                  for kernel, x in zip(self.kernels, point)]
         values = {j: self.value(j, point, cells) for j in self.always}
@@ -582,6 +584,24 @@ class _Pruned:
         # which is below M - PRUNE_MARGIN), and M is the largest found: the sum is over exactly those terms, in kernel
         # order, whichever kernels the boxes looked at (they differ between an estimator built whole and one updated
         # from the previous: _Pruned.adopted), so both give the same float.
+        cut = max(values.values()) - PRUNE_MARGIN
+        return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
+
+    def _log_pdf_1d(self, point):
+        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms summed, without
+        the filter's steps (every kernel of the box is computed: one dimension is all there is to compute)."""
+        x, lw = point[0], self.estimator.log_weights
+        kernel = self.kernels[0]
+        consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
+        values = {j: self.value(j, point, None) for j in self.always}
+        near = self._box(point, _NEAR_ROOM)
+        if not near:
+            position = bisect.bisect_left(self.sorted_mus, x)
+            near = self.sorted_index[max(0, position - 4):position + 4]
+        top = max([lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in near] + list(values.values()))
+        room = self.max_log_weight + self.total_bound - (top - PRUNE_MARGIN - _BOUND_SLACK)
+        found = self._box(point, room) if room > 0 else near
+        values.update(zip(found, [lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in found]))
         cut = max(values.values()) - PRUNE_MARGIN
         return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
 
