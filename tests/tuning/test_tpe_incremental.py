@@ -161,7 +161,8 @@ def test_a_warm_sampler_works_on_what_changed(monkeypatch):
     sampler = TPESampler(specs, goal='min', seed=1)
     sampler.suggest(polls[0], 2)
     counts = {'score': 0, 'fitted': 0, 'bandwidths': 0}
-    score, fit, bandwidth = TPESampler.score, parzen._Numeric.__init__, parzen._bandwidth  # pylint: disable=protected-access
+    # pylint: disable=protected-access
+    score, fit, bandwidth = TPESampler.score, parzen._Numeric.__init__, parzen._bandwidth
 
     def counted(name, call):
         def wrapper(*args, **kwargs):

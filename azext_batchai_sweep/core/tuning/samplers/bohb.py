@@ -106,7 +106,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         self.agreement = agreement
         self._curves = CurveBook()  # the finished jobs' curves, read once each
         self._points_seen = {}  # the TPE samplers' conversions of parameter sets, shared from one suggestion to the next
-        self._kept = {}  # {budget: the TPE samplers' readings of the jobs and estimators, from one suggestion to the next}
+        # {budget: the TPE samplers' readings of the jobs and their estimators}, from one suggestion to the next
+        self._kept = {}
         self._measured = None  # (their curves, {(low, high): Agreement}) until another job finishes: _agreements()
 
     def results(self, trials, values=None):

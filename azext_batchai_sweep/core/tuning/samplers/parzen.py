@@ -588,8 +588,8 @@ class _Pruned:
         return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
 
     def _log_pdf_1d(self, point):
-        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms summed, without
-        the filter's steps (every kernel of the box is computed: one dimension is all there is to compute)."""
+        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms summed,
+        without the filter's steps (every kernel of the box is computed: one dimension is all there is to compute)."""
         x, lw = point[0], self.estimator.log_weights
         kernel = self.kernels[0]
         consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
