@@ -239,3 +239,24 @@ def test_bohbs_model_keeps_its_estimators_from_one_suggestion_to_the_next(monkey
         del fitted[:]
         assert model.suggest(trials, 'b%d' % (step + 1))[0]
         assert fitted and max(fitted) <= 25  # the good group's estimator only
+
+
+def test_motpe_keeps_its_estimators_from_one_poll_to_the_next(monkeypatch):
+    """MOTPE's one-parameter estimators (good and bad groups, both large here) are edited a poll later, not fitted."""
+    specs = SPACES['continuous 2']
+    objectives = Objectives([('a', 'min'), ('b', 'max')])
+    polls = list(_sweep(specs, seed=14, start=2000, steps=3))
+    sampler = MOTPESampler(specs, objectives, seed=3)
+    sampler.suggest(polls[0], 2)
+    fitted = []
+    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
+
+    def counted(self, dim, points, *args, **kwargs):
+        fitted.append(len(points))
+        fit(self, dim, points, *args, **kwargs)
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    for trials in polls[1:]:
+        del fitted[:]
+        assert sampler.suggest(trials, 2)
+        assert fitted == []
+    assert MOTPESampler(specs, objectives, seed=3).suggest(polls[-1], 2) and min(fitted) > 100
