@@ -1,21 +1,25 @@
 """Benchmark of one suggestion at many finished jobs: our TPE, MOTPE and BOHB's model beside Optuna's TPESampler.
 
-Usage: python bench/suggest.py [--jobs 10000] [--repeat 3] [--only tpe,motpe,bohb]
+Usage: python bench/suggest.py [--jobs 10000] [--repeat 3] [--new 4] [--only tpe,motpe,bohb]
 
 For each case the same finished jobs (uniform random configurations, their values by the function) are given to
 ours and to Optuna (its trials added with ``study.add_trials``), and one suggestion is timed in CPU seconds
 (``time.process_time``: the machine is shared), interleaved, median of ``--repeat``:
 
 - *ours, cold*: a new sampler object (the first suggestion of a resumed `sweep run`);
-- *ours, warm*: the same object asked again (every later suggestion of a run: it has seen the jobs' parameters);
+- *ours, warm*: the sampler of a run, asked a poll earlier while the last ``--new`` jobs still ran (untimed), now
+  asked with them finished (every later suggestion of a run: it reads the jobs that changed, edits its model);
+- *again*: the same sampler asked again with the same jobs;
 - *Optuna*: ``study.ask()`` and its parameters suggested, with ``TPESampler(seed=1)`` (multivariate, constant liar:
   its 5.0 defaults; with two objectives its multi-objective TPE).
 
 Cases: TPE on bench/tpe.py's branin (2 REAL), hartmann6 (6 REAL) and mixed (2 categorical, 2 INTEGER, 2 LOG REAL);
 MOTPE on ZDT1 with 2 objectives and 6 variables (bench/mo.py's); BOHB's model (samplers/bohb.BudgetModel: TPE fitted
 at one budget) on hartmann6's jobs, all at that budget. Goal (issue 44): at most 50 ms each and at most 0.5x Optuna's.
+Each warm suggestion is checked to be the cold one (the run stops otherwise).
 """
 import argparse
+import dataclasses
 import os
 import platform
 import random
@@ -106,30 +110,45 @@ def cases(only):
     return found
 
 
+def _params(found):
+    """The suggested parameters (a list of Suggestions, or BOHB's (params, choice))."""
+    return found[0] if isinstance(found, tuple) else [s.params for s in found]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--jobs', type=int, default=10000)
     parser.add_argument('--repeat', type=int, default=3)
+    parser.add_argument('--new', type=int, default=4, help='jobs finished since the warm sampler was last asked')
     parser.add_argument('--only', default='tpe,motpe,bohb')
     args = parser.parse_args()
     import optuna
     print('# {} finished jobs; Python {}, optuna {}, {} CPUs, load average {}, {}'.format(
         args.jobs, platform.python_version(), optuna.__version__, os.cpu_count(),
         ' '.join('{:.1f}'.format(x) for x in os.getloadavg()), platform.platform()), flush=True)
-    print('\n| case | ours, cold (CPU ms) | ours, warm | Optuna | cold / Optuna | warm / Optuna |')
-    print('| --- | ---: | ---: | ---: | ---: | ---: |')
+    print('\n| case | ours, cold (CPU ms) | warm | again | Optuna | cold / Optuna | warm / Optuna |')
+    print('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
     for name, specs, values_of, make_ours, objectives in cases(args.only.split(',')):
         rows = _history(specs, values_of, args.jobs)
         trials = _trials(rows)
         study = _optuna_study(specs, rows, objectives)
-        cold, warm, peer = [], [], []
+        earlier = trials[:len(trials) - args.new] + [dataclasses.replace(t, state='running', reports=(), metrics={})
+                                                      for t in trials[len(trials) - args.new:]]
+        cold, warm, again, peer = [], [], [], []
         for _ in range(args.repeat):
             suggest = make_ours()
-            cold.append(_cpu(lambda: suggest(trials)))  # noqa: B023
-            warm.append(_cpu(lambda: suggest(trials)))  # noqa: B023
+            found = []
+            cold.append(_cpu(lambda: found.append(suggest(trials))))  # noqa: B023
+            suggest = make_ours()
+            suggest(earlier)
+            warm.append(_cpu(lambda: found.append(suggest(trials))))  # noqa: B023
+            again.append(_cpu(lambda: found.append(suggest(trials))))  # noqa: B023
             peer.append(_cpu(lambda: _optuna_params(study.ask(), specs)))
-        c, w, o = (1000 * statistics.median(x) for x in (cold, warm, peer))
-        print('| {} | {:.0f} | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x |'.format(name, c, w, o, c / o, w / o), flush=True)
+            if any(_params(f) != _params(found[0]) for f in found):
+                raise SystemExit('{}: a warm suggestion differs from the cold one: {}'.format(name, found))
+        c, w, a, o = (1000 * statistics.median(x) for x in (cold, warm, again, peer))
+        print('| {} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.2f}x | {:.2f}x |'.format(name, c, w, a, o, c / o, w / o),
+              flush=True)
     print('\nload average after: {}'.format(' '.join('{:.1f}'.format(x) for x in os.getloadavg())))
 
 

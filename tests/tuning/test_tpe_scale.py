@@ -179,3 +179,40 @@ def test_two_objective_nondominated_points_are_the_definitions_in_their_first_or
                   (rng.random(), rng.random()) for _ in range(rng.randint(1, 40))]
         unique = list(dict.fromkeys(points))
         assert nondominated(points) == [p for p in unique if not any(dominates(q, p) for q in unique)]
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_a_two_objective_fronts_contributions_are_the_general_computations_floats(seed):
+    """pareto.contributions of a 2-objective front (MOTPE orders each front by them) by its neighbours only: the
+    same floats as each point's exclusive hypervolume against all the others, with repeats, negative and integer
+    values, points on or past the reference, and a set that is not a front (computed the general way)."""
+    from azext_batchai_sweep.core.tuning import pareto  # pylint: disable=import-outside-toplevel
+    rng = random.Random(seed)
+    for _ in range(40):
+        xs = sorted(rng.sample(range(-50, 50), rng.randint(1, 30)))
+        ys = sorted(rng.sample(range(-50, 50), len(xs)), reverse=True)
+        scale = rng.choice([1, 0.37, 1e-3])
+        front = [(x * scale, y * scale) for x, y in zip(xs, ys)]  # integers when the scale is 1
+        front += [rng.choice(front) for _ in range(rng.randint(0, 3))]  # repeats
+        rng.shuffle(front)
+        reference = pareto.reference_point(front) if rng.random() < 0.7 else (rng.choice(front)[0], 60.0)
+        general = [pareto.exclusive(p, front[:i] + front[i + 1:], reference) for i, p in enumerate(front)]
+        assert pareto._front_contributions_2d(front, reference) == general  # pylint: disable=protected-access
+        assert pareto.contributions(front, reference) == general
+    dominated = [(0.0, 0.0), (1.0, 1.0), (0.5, 2.0)]
+    assert pareto._front_contributions_2d(dominated, (3.0, 3.0)) is None  # pylint: disable=protected-access
+
+
+def test_a_one_dimensional_estimators_density_is_the_whole_mixtures():
+    """MOTPE's one-parameter estimators take their own path (_Pruned._log_pdf_1d): the whole mixture's density."""
+    from azext_batchai_sweep.core.tuning.samplers.space import dimensions  # pylint: disable=import-outside-toplevel
+    dims = dimensions([NumParamSpec('X', 0, 1, 'REAL', 'LINEAR')])
+    rng = random.Random(11)
+    points = [(rng.random() ** 2,) for _ in range(3000)]
+    estimator = parzen.ParzenEstimator(dims, points, [1.0] * len(points))
+    probes = [(rng.random(),) for _ in range(30)] + [(0.0,), (1.0,)] + points[:5]
+    fast = [estimator.log_pdf(p) for p in probes]
+    assert estimator._pruned and len(estimator.kernels) == 1  # pylint: disable=protected-access
+    estimator._pruned = False  # pylint: disable=protected-access
+    for a, b in zip(fast, [estimator.log_pdf(p) for p in probes]):
+        assert abs(a - b) <= 1e-12 * max(1.0, abs(b)), (a, b)

@@ -12,6 +12,7 @@ tests/tuning/test_pareto.py checks the hypervolume against Optuna's own.
 - :func:`greedy_hypervolume_subset`: the hypervolume subset selection MOTPE breaks a front's ties with (Optuna's
   ``_solve_hssp``): repeatedly the point that adds the most hypervolume to those chosen.
 """
+import math
 
 
 def dominates(a, b):
@@ -166,7 +167,47 @@ def exclusive(point, others, reference):
 
 def contributions(points, reference):
     """Each point's exclusive hypervolume: what the set loses without it (0 for a dominated or repeated point)."""
+    fast = _front_contributions_2d(points, reference)
+    if fast is not None:
+        return fast
     return [exclusive(p, points[:i] + points[i + 1:], reference) for i, p in enumerate(points)]
+
+
+def _front_contributions_2d(points, reference):
+    """contributions() of a 2-objective front (no point dominates another; repeats allowed), the same floats in
+    O(N log N), or None for anything else. Of the others limited by a point p, only two can be non-dominated: its
+    left neighbour's (p's first value, the neighbour's second) and its right one's (the neighbour's first, p's
+    second); a repeat of p limits to p itself (0 added). exclusive() sums their rectangles in that order."""
+    if len(reference) != 2 or any(len(p) != 2 for p in points):
+        return None
+    r0, r1 = float(reference[0]), float(reference[1])
+    values = [(float(p[0]), float(p[1])) for p in points]
+    if not all(math.isfinite(v) for v in (r0, r1)) or not all(math.isfinite(x) and math.isfinite(y)
+                                                               for x, y in values):
+        return None
+    distinct = sorted(set(values))
+    if any(later[1] >= earlier[1] for earlier, later in zip(distinct, distinct[1:])):
+        return None  # not a front
+    counts = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    rank = {v: k for k, v in enumerate(distinct)}
+    found = []
+    for point, (x, y) in zip(points, values):
+        if not (x < r0 and y < r1):
+            found.append(0.0)
+            continue
+        if counts[x, y] > 1:
+            found.append(_number(box(point, reference) - _hv2d([(x, y)], (r0, r1))))
+            continue
+        k = rank[x, y]
+        limited = []
+        if k > 0 and distinct[k - 1][1] < r1:
+            limited.append((x, distinct[k - 1][1]))
+        if k + 1 < len(distinct) and distinct[k + 1][0] < r0:
+            limited.append((distinct[k + 1][0], y))
+        found.append(_number(box(point, reference) - _hv2d(limited, (r0, r1))))
+    return found
 
 
 def greedy_hypervolume_subset(points, size, reference):

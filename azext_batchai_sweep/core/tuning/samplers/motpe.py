@@ -139,7 +139,12 @@ class MOTPESampler(TPESampler):
             return (_PARTIAL, -first if self.goal == 'max' else first, None)
         return (_COMPLETE, 0.0, self.objectives.losses(values))
 
-    def _split(self, history):
+    @staticmethod
+    def score_inputs_of(trials):
+        """What score() reads besides the states: TPE's, and the metrics (objectives and constraints)."""
+        return TPESampler.score_inputs_of(trials) + [([trial.metrics for trial in trials], True)]
+
+    def _groups(self, history):  # pylint: disable=arguments-differ
         n_good = self.gamma(len(history.scored))
         by_standing = {_COMPLETE: [], _PARTIAL: [], _INFEASIBLE: []}
         for index, (standing, key, losses), point in history.scored:
@@ -155,7 +160,8 @@ class MOTPESampler(TPESampler):
         if self.constant_liar:
             bad.extend(history.pending)
         bad.sort(key=lambda item: item[0])
-        return [g[2] for g in good], [g[1] for g in good], [b[1] for b in bad]
+        return [g[2] for g in good], [g[1] for g in good], [b[1] for b in bad], [g[0] for g in good], \
+            [b[0] for b in bad]
 
     def _note(self, history):
         note = super()._note(history)

@@ -19,11 +19,16 @@ against (tests/tuning/test_tpe_oracle.py compares densities on the same observat
 Pure Python: the per-point cost is a few arithmetic operations per kernel and dimension, with the kernels' constant
 terms computed once per estimator and stepped/categorical terms computed once per distinct value. An estimator of
 many kernels (the bad group of a sweep of thousands of jobs) evaluates a point on the kernels that can matter only
-(_Pruned): every kernel left out is provably below e^-50 of the largest term, so the density is the same to the last
-bits or so, and the suggestions are the same (tests/tuning/test_tpe_scale.py).
+(_Pruned): the sum is over exactly the terms within e^-50 of the largest, so the density is the whole mixture's to
+the last bits or so, and the suggestions are the same (tests/tuning/test_tpe_scale.py). A large estimator can be
+built from the previous one of a few observations less or more (``previous``, ``ids``: a sampler asked again after
+a few jobs finished): it copies that one's kernels and computes again only those whose sorted neighbours changed,
+the same floats as a new estimator's (tests/tuning/test_tpe_incremental.py).
 """
 import bisect
+import itertools
 import math
+import operator
 
 from . import _normal
 from .space import CATEGORICAL, STEPPED
@@ -38,6 +43,13 @@ PRUNE_KERNELS = 512
 # sum by 2e-18 of itself, under a double's resolution); the slack covers rounding in the bounds.
 PRUNE_MARGIN = 50.0
 _BOUND_SLACK = 1.0
+# The stepped kernels' terms kept (_Numeric.masses) at most.
+_MOST_MASSES = 100000
+# At most this many continuous dimensions bound the kernels looked at (_Pruned's box): in 6 dimensions a third one
+# keeps a quarter of the second's kernels (hartmann6 at 10,000 jobs: ~190 of ~770).
+_BOX_DIMS = 3
+# An estimator whose observations differ from the previous one's in more than this many is built whole.
+_MOST_EDITS = 64
 # The box (in kernel bandwidths: sqrt(2 x this)) whose kernels give the first lower bound of the largest term.
 _NEAR_ROOM = 2.0
 
@@ -45,22 +57,76 @@ _NEAR_ROOM = 2.0
 class _Numeric:
     """The kernels of one continuous or stepped dimension."""
 
-    def __init__(self, dim, points, magic_clip, consider_endpoints, clip_count):
+    def __init__(self, dim, points, magic_clip, consider_endpoints, clip_count, ids=None):
         low, high = dim.low, dim.high
         span = high - low
-        sigmas = _adaptive_bandwidths(points, low, high, consider_endpoints)
-        minsigma = span / min(100.0, clip_count + 2.0) if magic_clip else 1e-12
+        sigmas, order = _adaptive_bandwidths(points, low, high, consider_endpoints)
+        minsigma = _min_sigma(span, magic_clip, clip_count)
         sigmas = [minsigma if s < minsigma else span if s > span else s for s in sigmas]  # min(max(s, floor), span)
         self.mus = list(points) + [0.5 * (low + high)]
         self.sigmas = sigmas + [span]
         self.low, self.high = low, high
         self.dim = dim
+        self.minsigma, self.consider_endpoints = minsigma, consider_endpoints
         self.inv = [1.0 / s for s in self.sigmas]
         # log of each kernel's mass on the range: the truncation's normalising constant.
         self.log_norm = _log_norms(low, high, self.mus, self.inv)
         # Continuous kernels' constant terms: -log sigma - log sqrt(2 pi) - log mass.
         self.consts = [-math.log(s) - _normal.LOG_SQRT_2PI - n for s, n in zip(self.sigmas, self.log_norm)]
         self._cells = {}
+        # {(grid value, mean, 1 / bandwidth): a kernel's term}: many kernels of a grid share their mean and bandwidth
+        # (and the estimators updated from this one share it: the term depends on nothing else).
+        self.masses = {}
+        # (value, id) of the observations, sorted (ties in kernel order, as the bandwidths sort them): what an
+        # estimator updated from this one (_Numeric.updated) edits instead of sorting again.
+        self.ranked = None if ids is None else [(points[i], ids[i]) for i in order]
+
+    def updated(self, removed, added, ids):
+        """This dimension's kernels after removing the observations ``removed`` ((old position, value, id), by
+        position) and adding ``added`` ((new position, value, id), by position): the floats a new _Numeric of the
+        new observations computes (a bandwidth depends on the sorted neighbours only: those of each change are
+        computed again, the other kernels copied). ``ids``: the new observations' ids, increasing."""
+        new = object.__new__(_Numeric)
+        new.__dict__.update(self.__dict__)
+        new._cells = {}
+        lists = [self.mus[:-1], self.sigmas[:-1], self.inv[:-1], self.log_norm[:-1], self.consts[:-1]]
+        ranked = list(self.ranked)
+        touched = set()
+        for position, value, key in reversed(removed):
+            for values in lists:
+                del values[position]
+            rank = bisect.bisect_left(ranked, (value, key))
+            del ranked[rank]
+            touched.update(pair[1] for pair in ranked[max(0, rank - 1):rank + 1])
+        for position, value, key in added:
+            for values in lists:
+                values.insert(position, value)
+            rank = bisect.bisect_left(ranked, (value, key))
+            ranked.insert(rank, (value, key))
+            touched.update(pair[1] for pair in ranked[max(0, rank - 1):rank + 2])
+        mus, sigmas, inv, log_norm, consts = lists
+        low, high, span, minsigma, whole = self.low, self.high, self.high - self.low, self.minsigma, _WHOLE_MASS_Z
+        count = len(ranked)
+        changed = []
+        for key in touched:
+            position = bisect.bisect_left(ids, key)
+            if position == len(ids) or ids[position] != key:
+                continue  # removed
+            m = mus[position]
+            rank = bisect.bisect_left(ranked, (m, key))
+            s = _bandwidth(ranked, rank, count, low, high, self.consider_endpoints)
+            s = minsigma if s < minsigma else span if s > span else s
+            i = 1.0 / s
+            n = 0.0 if (low - m) * i < -whole and (high - m) * i > whole else _normal.log_mass((low - m) * i,
+                                                                                            (high - m) * i)
+            sigmas[position], inv[position], log_norm[position] = s, i, n
+            consts[position] = -math.log(s) - _normal.LOG_SQRT_2PI - n
+            changed.append(position)
+        for values, old in zip(lists, (self.mus, self.sigmas, self.inv, self.log_norm, self.consts)):
+            values.append(old[-1])  # the prior kernel, the same at every size
+        new.mus, new.sigmas, new.inv, new.log_norm, new.consts = lists
+        new.ranked = ranked
+        return new, changed
 
     def sample(self, rng, component):
         mu, sigma = self.mus[component], self.sigmas[component]
@@ -97,7 +163,11 @@ class _Categorical:
     def __init__(self, dim, points, prior_weight):
         self.size = dim.size
         self.observed = [int(p) for p in points]
-        n_kernels = len(points) + 1
+        self._scalars(prior_weight)
+
+    def _scalars(self, prior_weight):
+        self.prior_weight = prior_weight
+        n_kernels = len(self.observed) + 1
         fill = prior_weight / n_kernels
         row_sum = fill * self.size + 1.0
         self.hit = 1.0 / row_sum  # the observed category's extra mass, of the kernel's whole
@@ -105,6 +175,18 @@ class _Categorical:
         self.log_miss = math.log(fill) - math.log(row_sum) if fill > 0 else _NEG_INF
         self.log_uniform = -math.log(self.size)
         self._terms = {}
+
+    def updated(self, removed, added, ids):  # pylint: disable=unused-argument
+        """This dimension's kernels after the changes (see _Numeric.updated)."""
+        new = object.__new__(_Categorical)
+        new.size = self.size
+        new.observed = list(self.observed)
+        for position, _, _ in reversed(removed):
+            del new.observed[position]
+        for position, value, _ in added:
+            new.observed.insert(position, int(value))
+        new._scalars(self.prior_weight)  # pylint: disable=protected-access
+        return new, []
 
     def sample(self, rng, component):
         if component < len(self.observed) and rng.random() < self.hit:
@@ -128,11 +210,17 @@ def _log_norms(low, high, mus, inv):
             for m, i in zip(mus, inv)]
 
 
+def _min_sigma(span, magic_clip, clip_count):
+    """The bandwidths' floor: range / min(100, count + 2) (Optuna's "magic clip"), else next to nothing."""
+    return span / min(100.0, clip_count + 2.0) if magic_clip else 1e-12
+
+
 def _adaptive_bandwidths(points, low, high, consider_endpoints):
-    """Each point's distance to the farther of its two sorted neighbours, the range's ends counting as neighbours."""
+    """(each point's distance to the farther of its two sorted neighbours, the range's ends counting as neighbours;
+    the points' positions in sorted order)."""
     n = len(points)
     if n == 0:
-        return []
+        return [], []
     order = sorted(range(n), key=points.__getitem__)
     ends = [low] + [points[i] for i in order] + [high]
     gaps = [b - a for a, b in zip(ends, ends[1:])]
@@ -143,7 +231,55 @@ def _adaptive_bandwidths(points, low, high, consider_endpoints):
     sigmas = [0.0] * n
     for rank, index in enumerate(order):
         sigmas[index] = sorted_sigmas[rank]
-    return sigmas
+    return sigmas, order
+
+
+def _bandwidth(ranked, rank, n, low, high, consider_endpoints):
+    """_adaptive_bandwidths' value of the observation at ``rank`` of the sorted (value, id) pairs ``ranked``: the
+    same operations on the same floats."""
+    if not consider_endpoints and n >= 2:
+        if rank == 0:
+            return ranked[1][0] - ranked[0][0]
+        if rank == n - 1:
+            return ranked[n - 1][0] - ranked[n - 2][0]
+    value = ranked[rank][0]
+    left = value - (ranked[rank - 1][0] if rank > 0 else low)
+    right = (ranked[rank + 1][0] if rank < n - 1 else high) - value
+    return left if left >= right else right
+
+
+def _remove(mus, index, m, j):
+    """Removes kernel j, whose mean is m, from the sorted means ``mus`` and their kernels ``index`` (if there)."""
+    for k in range(bisect.bisect_left(mus, m), bisect.bisect_right(mus, m)):
+        if index[k] == j:
+            del mus[k], index[k]
+            return
+
+
+def _first_difference(old, new):
+    """The first position where two sequences differ (the shorter one's length when one starts the other)."""
+    return next(itertools.compress(itertools.count(), map(operator.ne, old, new)), min(len(old), len(new)))
+
+
+def _changes(old_ids, old_points, ids, points):
+    """(positions of the old observations removed, positions of the new ones added), an id whose point changed
+    being both; None when there are more than _MOST_EDITS. Observations are compared by id and point (==); the ids
+    increase. The lists usually share a long start and end: only what lies between is compared by id (between a
+    job leaving the bad group and another joining it, the positions are shifted)."""
+    start = min(_first_difference(old_ids, ids), _first_difference(old_points, points))
+    room = min(len(old_ids), len(ids)) - start
+    end = min(_first_difference(old_ids[::-1], ids[::-1]), _first_difference(old_points[::-1], points[::-1]), room)
+    old_stop, stop = len(old_ids) - end, len(ids) - end
+    before = dict(zip(old_ids[start:old_stop], old_points[start:old_stop]))
+    after = dict(zip(ids[start:stop], points[start:stop]))
+    missing = object()
+    removed = [k for k in range(start, old_stop) if after.get(old_ids[k], missing) != old_points[k]]
+    added = [k for k in range(start, stop) if before.get(ids[k], missing) != points[k]]
+    return None if len(removed) + len(added) > _MOST_EDITS else (removed, added)
+
+
+def _increasing(ids):
+    return all(map(operator.lt, ids, ids[1:]))
 
 
 def _floor_count(dim, own, clip_count, grid_floor):
@@ -170,35 +306,81 @@ class ParzenEstimator:
     """
 
     def __init__(self, dims, points, weights, prior_weight=1.0, magic_clip=True, consider_endpoints=False,
-                 clip_count=None, grid_floor=None, prune=True):
+                 clip_count=None, grid_floor=None, prune=True, ids=None, previous=None):
         self.dims = dims
-        columns = list(zip(*points)) if points else [()] * len(dims)
         if points:
             raw = list(weights) + [prior_weight]
         else:
             raw = [1.0]
-        total = sum(raw)
-        self.weights = [w / total for w in raw]
-        self.log_weights = [math.log(w) if w > 0 else _NEG_INF for w in self.weights]
-        self._cumulative = []
-        running = 0.0
-        for w in self.weights:
-            running += w
-            self._cumulative.append(running)
+        if previous is not None and previous.raw == raw:  # a few pending jobs finished: the same weights
+            self.weights, self.log_weights = previous.weights, previous.log_weights
+        else:
+            total = sum(raw)
+            self.weights = [w / total for w in raw]
+            self.log_weights = [math.log(w) if w > 0 else _NEG_INF for w in self.weights]
+        self.raw = raw if len(raw) > PRUNE_KERNELS else None
+        self._cumulative = None  # the weights' running sums, for sample() (built at its first call)
+        counts = [_floor_count(dim, len(points), clip_count, grid_floor) for dim in dims]
+        self.settings = (prior_weight, magic_clip, consider_endpoints,
+                         [None if dim.kind == CATEGORICAL else _min_sigma(dim.high - dim.low, magic_clip, count)
+                          for dim, count in zip(dims, counts)])
+        large = prune and len(points) + 1 > PRUNE_KERNELS
+        # A large estimator keeps its observations' ids (increasing: job indices), so that the next one, a few
+        # observations apart, is this one edited (_update): the same floats, without sorting every dimension again.
+        self.ids = list(ids) if ids is not None and large and _increasing(ids) else None
+        self.points = points if self.ids is not None else None
+        self._pruned = False if not large else None
+        # Many kernels: points are evaluated on those that can matter (built at the first point; None: not here).
+        if self.ids is not None and previous is not None and self._update(previous):
+            return
+        columns = list(zip(*points)) if points else [()] * len(dims)
         self.kernels = [
             _Categorical(dim, column, prior_weight) if dim.kind == CATEGORICAL
-            else _Numeric(dim, column, magic_clip, consider_endpoints,
-                          _floor_count(dim, len(points), clip_count, grid_floor))
-            for dim, column in zip(dims, columns)]
-        # Many kernels: points are evaluated on those that can matter (built at the first point; None: not here).
-        self._pruned = False if not prune or len(self.weights) <= PRUNE_KERNELS else None
+            else _Numeric(dim, column, magic_clip, consider_endpoints, count, self.ids)
+            for dim, column, count in zip(dims, columns, counts)]
+
+    def _update(self, previous):
+        """This estimator's kernels as ``previous``'s edited where the observations differ (by id; an id whose point
+        differs counts as removed and added), when it has the same dimensions and settings and few observations
+        differ; False when they must be built whole."""
+        # pylint: disable=protected-access
+        if previous.ids is None or previous.dims != self.dims or previous.settings != self.settings:
+            return False
+        old_ids, old_points, ids, points = previous.ids, previous.points, self.ids, self.points
+        if len(old_ids) < 2 or len(ids) < 2:
+            return False
+        changes = _changes(old_ids, old_points, ids, points)
+        if changes is None:
+            return False
+        removed, added = changes
+        self.kernels, changed = [], set()
+        for d, kernel in enumerate(previous.kernels):
+            kernel, touched = kernel.updated([(k, old_points[k][d], old_ids[k]) for k in removed],
+                                             [(k, points[k][d], ids[k]) for k in added], ids)
+            self.kernels.append(kernel)
+            changed.update(touched)
+        if previous._pruned:
+            self._pruned = previous._pruned.adopted(previous, self, removed, added, changed)
+            previous._pruned = None  # it moved here: the previous estimator builds another if asked again
+        return True
+
+    @property
+    def cumulative(self):
+        if self._cumulative is None:
+            self._cumulative = []
+            running = 0.0
+            for w in self.weights:
+                running += w
+                self._cumulative.append(running)
+        return self._cumulative
 
     def sample(self, rng, size):
         """``size`` points drawn from the mixture, each a tuple of internal coordinates."""
-        last = len(self._cumulative) - 1
+        cumulative = self.cumulative
+        last = len(cumulative) - 1
         drawn = []
         for _ in range(size):
-            component = min(bisect.bisect_right(self._cumulative, rng.random() * self._cumulative[-1]), last)
+            component = min(bisect.bisect_right(cumulative, rng.random() * cumulative[-1]), last)
             drawn.append(tuple(kernel.sample(rng, component) for kernel in self.kernels))
         return drawn
 
@@ -223,8 +405,9 @@ class _Pruned:
     the prior and of every wide kernel) are computed whole: the largest, L, is a lower bound of the largest term.
     A kernel whose term cannot reach L - PRUNE_MARGIN adds less than e^-50 of the sum: only those within the window
     of the lead dimension where it can are looked at, and their dimensions are added one at a time, those that fall
-    below the bound left out at each. The survivors' terms are then summed exactly as the whole mixture sums them
-    (same operations, same order), so each is the same float, and only terms under e^-50 of the largest are missing.
+    below the bound left out at each. Of the terms found, those within PRUNE_MARGIN of the largest are then summed
+    exactly as the whole mixture sums them (same operations, same order): each is the same float, and the set does
+    not depend on which kernels the boxes looked at (an estimator edited from the previous one keeps looser boxes).
     """
 
     def __init__(self, estimator, box_dims):
@@ -246,28 +429,52 @@ class _Pruned:
         self.sorted_index = sorted(narrow, key=lead_mus.__getitem__)
         self.sorted_mus = [lead_mus[j] for j in self.sorted_index]
         self.buckets = None
-        if len(box_dims) == 2:  # cells of the lead dimension, each sorted on the second one
-            self.width = 4.0 * self.widest[0]
-            second_mus = self.kernels[box_dims[1]].mus
+        if len(box_dims) >= 2:  # cells of the box dimensions but the last, each cell's kernels sorted on the last one
+            self.widths = [4.0 * w for w in self.widest[:-1]]
+            last_mus = self.kernels[box_dims[-1]].mus
             cells = {}
-            for m, j in zip(self.sorted_mus, self.sorted_index):
-                cells.setdefault(int(m // self.width), []).append(j)
+            for j in self.sorted_index:
+                cells.setdefault(self._cell(self.kernels, j), []).append(j)
             self.buckets = {}
             for cell, members in cells.items():
-                members.sort(key=second_mus.__getitem__)
-                self.buckets[cell] = ([second_mus[j] for j in members], members)
+                members.sort(key=last_mus.__getitem__)
+                self.buckets[cell] = ([last_mus[j] for j in members], members)
         log_weights = estimator.log_weights
         self.max_log_weight = max(log_weights[:count])
         self.bounds = [self._bound(kernel) for kernel in self.kernels]
         self.total_bound = sum(self.bounds)
         self.always = [count] + self.wide  # evaluated whole at every point
-        # Continuous dimensions first (their terms are cheap and narrow the kernels fastest), then categorical ones,
-        # stepped ones last (each term a normal mass); when that is the dimensions' own order, the partial sums are
-        # the terms themselves.
-        rank = {d: (0 if isinstance(k, _Numeric) and k.dim.kind != STEPPED else 1 if isinstance(k, _Categorical)
-                    else 2) for d, k in enumerate(self.kernels)}
+        # Continuous dimensions outside the box first (their terms are cheap, and a kernel in the box is mostly far
+        # from the point in them), then stepped ones (a term kept per grid value, mean and bandwidth: a look-up; a
+        # kernel a few cells away falls far), then the box's own (it has already narrowed those), categorical ones
+        # last (a miss costs little); when that is the dimensions' own order, the partial sums are the terms.
+        rank = {d: (0 if d not in box_dims else 2) if isinstance(k, _Numeric) and k.dim.kind != STEPPED
+                else 3 if isinstance(k, _Categorical) else 1 for d, k in enumerate(self.kernels)}
         self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
         self.in_order = self.order == list(range(len(self.kernels)))
+
+    def _cell(self, kernels, j):
+        """The cell of kernel j (of ``kernels``) in the box dimensions but the last."""
+        return tuple(int(kernels[d].mus[j] // w) for d, w in zip(self.box_dims, self.widths))
+
+    def _renumber(self, previous, removed, added, count):
+        """The kernels' positions after ``removed`` (old positions) left and ``added`` (new ones) came in."""
+        bounds = [0] + [p + 1 for p in added], added + [count]
+        table = list(itertools.chain.from_iterable(range(a, b) for a, b in zip(*bounds)))  # the kept ones' positions
+        for position in removed:
+            table.insert(position, -1)
+        lead, last = previous.kernels[self.box_dims[0]].mus, previous.kernels[self.box_dims[-1]].mus
+        for position in removed:
+            _remove(self.sorted_mus, self.sorted_index, lead[position], position)
+            if self.buckets is not None:
+                bucket = self.buckets.get(self._cell(previous.kernels, position))
+                if bucket is not None:
+                    _remove(bucket[0], bucket[1], last[position], position)
+        self.sorted_index = [table[j] for j in self.sorted_index]
+        if self.buckets is not None:
+            for _, index in self.buckets.values():
+                index[:] = [table[j] for j in index]
+        self.wide = [table[j] for j in self.wide if table[j] >= 0]
 
     @classmethod
     def of(cls, estimator):
@@ -275,7 +482,7 @@ class _Pruned:
                       if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED]
         if not continuous:
             return False  # no continuous dimension to sort on: every kernel is evaluated
-        return cls(estimator, continuous[:2])
+        return cls(estimator, continuous[:_BOX_DIMS])
 
     def _box(self, point, room):
         """The narrow kernels whose means lie within the box where their terms can reach a floor `room` below the
@@ -285,16 +492,20 @@ class _Pruned:
         if self.buckets is None:
             low = bisect.bisect_left(self.sorted_mus, x_lead - reach[0])
             return self.sorted_index[low:bisect.bisect_right(self.sorted_mus, x_lead + reach[0], low)]
-        x_second = point[self.box_dims[1]]
+        ranges = [range(int((point[d] - r) // w), int((point[d] + r) // w) + 1)
+                  for d, r, w in zip(self.box_dims, reach, self.widths)]
+        if math.prod(len(r) for r in ranges) <= len(self.buckets):
+            cells = itertools.product(*ranges)
+        else:  # a box wider than the cells there are: the cells in it
+            cells = [cell for cell in self.buckets if all(c in r for c, r in zip(cell, ranges))]
+        x_last, reach_last = point[self.box_dims[-1]], reach[-1]
         found = []
-        first, last = int((x_lead - reach[0]) // self.width), int((x_lead + reach[0]) // self.width)
-        cells = range(first, last + 1) if last - first < len(self.buckets) else sorted(self.buckets)
         for cell in cells:
             bucket = self.buckets.get(cell)
-            if bucket is not None and first <= cell <= last:
+            if bucket is not None:
                 mus, index = bucket
-                low = bisect.bisect_left(mus, x_second - reach[1])
-                found.extend(index[low:bisect.bisect_right(mus, x_second + reach[1], low)])
+                low = bisect.bisect_left(mus, x_last - reach_last)
+                found.extend(index[low:bisect.bisect_right(mus, x_last + reach_last, low)])
         return found
 
     @staticmethod
@@ -317,10 +528,29 @@ class _Pruned:
             cached = kernel._cells.get(x)  # pylint: disable=protected-access
             if cached is not None:
                 return cached[j]
-            left, right = cells[d]
             m, i = kernel.mus[j], kernel.inv[j]
-            return _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
+            term = kernel.masses.get((x, m, i))
+            if term is None:
+                if len(kernel.masses) > _MOST_MASSES:
+                    kernel.masses.clear()
+                left, right = cells[d]
+                term = kernel.masses[x, m, i] = _normal.log_mass((left - m) * i, (right - m) * i) - kernel.log_norm[j]
+            return term
         return None  # continuous: added in value() with its own operations
+
+    def _stepped_terms(self, d, survivors, x, cells):
+        """_term of each of ``survivors`` in the stepped dimension d, most of them found in the kernel's masses."""
+        kernel = self.kernels[d]
+        if x in kernel._cells:  # pylint: disable=protected-access
+            terms = kernel._cells[x]  # pylint: disable=protected-access
+            return [terms[j] for j in survivors]
+        masses, mus, inv = kernel.masses, kernel.mus, kernel.inv
+        terms = [masses.get((x, mus[j], inv[j])) for j in survivors]
+        if None in terms:
+            for k, j in enumerate(survivors):
+                if terms[k] is None:
+                    terms[k] = self._term(d, j, x, cells)
+        return terms
 
     def value(self, j, point, cells):
         """Kernel j's log term at point: add_terms' operations, in its order."""
@@ -334,6 +564,8 @@ class _Pruned:
         return acc
 
     def log_pdf(self, point):
+        if len(self.kernels) == 1:
+            return self._log_pdf_1d(point)
         cells = [kernel.cell(x) if isinstance(kernel, _Numeric) and kernel.dim.kind == STEPPED else None
                  for kernel, x in zip(self.kernels, point)]
         values = {j: self.value(j, point, cells) for j in self.always}
@@ -348,7 +580,73 @@ class _Pruned:
         if room > 0:
             seen = set(near)
             values.update(self._terms([j for j in self._box(point, room) if j not in seen], point, cells, floor))
-        return _normal.log_sum_exp([values[j] for j in sorted(values)])
+        # Every term within PRUNE_MARGIN of the largest of all (M) is among those found (each reaches the floor,
+        # which is below M - PRUNE_MARGIN), and M is the largest found: the sum is over exactly those terms, in kernel
+        # order, whichever kernels the boxes looked at (they differ between an estimator built whole and one updated
+        # from the previous: _Pruned.adopted), so both give the same float.
+        cut = max(values.values()) - PRUNE_MARGIN
+        return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
+
+    def _log_pdf_1d(self, point):
+        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms summed,
+        without the filter's steps (every kernel of the box is computed: one dimension is all there is to compute)."""
+        x, lw = point[0], self.estimator.log_weights
+        kernel = self.kernels[0]
+        consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
+        values = {j: self.value(j, point, None) for j in self.always}
+        near = self._box(point, _NEAR_ROOM)
+        if not near:
+            position = bisect.bisect_left(self.sorted_mus, x)
+            near = self.sorted_index[max(0, position - 4):position + 4]
+        top = max([lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in near] + list(values.values()))
+        room = self.max_log_weight + self.total_bound - (top - PRUNE_MARGIN - _BOUND_SLACK)
+        found = self._box(point, room) if room > 0 else near
+        values.update(zip(found, [lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in found]))
+        cut = max(values.values()) - PRUNE_MARGIN
+        return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
+
+    def adopted(self, previous, estimator, removed, added, changed):
+        """This structure (of ``previous``), moved to ``estimator``: the previous kernels but those ``removed`` (their
+        old positions), the kernels ``added`` (their new positions), and ``changed`` ones (new bandwidths, their new
+        positions). The boxes stay valid upper bounds: a kernel wider than the box's bandwidth joins the ones
+        evaluated at every point, the bounds rise to the new constants."""
+        count = len(estimator.weights) - 1
+        if removed or (added and added[0] < self.prior):
+            self._renumber(previous, removed, added, count)
+        self.estimator, self.kernels = estimator, estimator.kernels
+        self.prior = count
+        wide = set(self.wide)
+        for j in changed:
+            if j not in wide and any(self.kernels[d].sigmas[j] > w for d, w in zip(self.box_dims, self.widest)):
+                wide.add(j)  # it stays in the sorted lists too: found twice, the same term
+        lead_mus = self.kernels[self.box_dims[0]].mus
+        for j in added:
+            if any(self.kernels[d].sigmas[j] > w for d, w in zip(self.box_dims, self.widest)):
+                wide.add(j)
+                continue
+            m = lead_mus[j]
+            at = bisect.bisect_right(self.sorted_mus, m)
+            self.sorted_mus.insert(at, m)
+            self.sorted_index.insert(at, j)
+            if self.buckets is not None:
+                value = self.kernels[self.box_dims[-1]].mus[j]
+                mus, index = self.buckets.setdefault(self._cell(self.kernels, j), ([], []))
+                at = bisect.bisect_right(mus, value)
+                mus.insert(at, value)
+                index.insert(at, j)
+        self.wide = sorted(wide)
+        self.always = [count] + self.wide
+        self.max_log_weight = max(estimator.log_weights[:count])
+        bounds = []
+        for d, (kernel, bound) in enumerate(zip(self.kernels, self.bounds)):
+            if isinstance(kernel, _Numeric) and kernel.dim.kind != STEPPED:
+                consts = kernel.consts
+                bound = max([bound] + [consts[j] for j in changed] + [consts[j] for j in added])
+            else:
+                bound = self._bound(kernel)
+            bounds.append(bound)
+        self.bounds, self.total_bound = bounds, sum(bounds)
+        return self
 
     def _terms(self, survivors, point, cells, floor):
         """{kernel: its log term} of the kernels of `survivors` whose terms reach the floor (_filter)."""
@@ -372,15 +670,15 @@ class _Pruned:
                 observed, hit, miss = kernel.observed, kernel.log_hit, kernel.log_miss
                 partial = [p + (hit if observed[j] == x else miss) for p, j in zip(partial, survivors)]
             elif kernel.dim.kind == STEPPED:
-                partial = [p + self._term(d, j, x, cells) for p, j in zip(partial, survivors)]
+                partial = [p + t for p, t in zip(partial, self._stepped_terms(d, survivors, x, cells))]
             else:
                 consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
                 partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
             need = floor - rest
-            kept = [k for k, p in enumerate(partial) if p >= need]
-            if len(kept) < len(partial):
-                survivors = [survivors[k] for k in kept]
-                partial = [partial[k] for k in kept]
+            kept = [p >= need for p in partial]
+            if not all(kept):
+                survivors = list(itertools.compress(survivors, kept))
+                partial = list(itertools.compress(partial, kept))
             if not survivors:
                 break
         return survivors, partial

@@ -64,8 +64,12 @@ Determinism: the random stream of each suggestion is seeded by (seed, number of 
 is read in ``Trial.index`` order, so suggestions are a pure function of the seed and the history. A controller
 killed after submitting k of a batch of suggestions and restarted asks again with those k jobs pending: it gets the
 rest of the same batch, because suggest(trials, 2) is suggest(trials, 1) followed by suggest(trials + [that one
-pending], 1).
+pending], 1). A sampler asked again (a run asks after every poll) keeps what it read of each job and its estimators:
+it reads again only the jobs whose fields changed and edits the estimators where the observations differ, which
+gives the same floats, so a warm sampler suggests what a new one does (tests/tuning/test_tpe_incremental.py).
 """
+import bisect
+import heapq
 import itertools
 import math
 import operator
@@ -96,7 +100,9 @@ _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
-_VALUE = operator.itemgetter(1)
+_VALUE, _FIRST = operator.itemgetter(1), operator.itemgetter(0)
+_INDEX, _STATE, _PARAMS = operator.attrgetter('index'), operator.attrgetter('state'), operator.attrgetter('params')
+_REPORTS, _STOPPED = operator.attrgetter('reports'), operator.attrgetter('stopped_early')
 
 
 def default_gamma(n):
@@ -193,6 +199,13 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # {the items of a job's parameters: (its point,)}: a sweep asks after every poll with the same jobs and a few
         # more, and converting 10,000 jobs' parameters again each time was a fifth of a suggestion (issue 44).
         self.points_seen = {}
+        # What the last suggestion read of each job (_History's records), and its Parzen estimators by role
+        # ({(group, 'below'/'above'): estimator}): the next suggestion, a few jobs later, checks each job against
+        # its record instead of reading it again, and edits the estimators where the observations differ
+        # (parzen.ParzenEstimator's ``previous``) instead of fitting 10,000 kernels again. Both give the floats a
+        # new sampler computes (tests/tuning/test_tpe_incremental.py).
+        self.trial_records = None
+        self.model_cache = {}
 
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
@@ -221,7 +234,16 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
 
     def _make_history(self, trials):
         # Inherited jobs (warm start) come first: their indexes are negative.
-        return _History(self, self.inherited + sorted(trials, key=lambda t: t.index))
+        return _History(self, self.inherited + sorted(trials, key=_INDEX))
+
+    @staticmethod
+    def score_inputs_of(trials):
+        """What score() reads of the trials besides their states (a job whose state and these are unchanged scores the
+        same), compared with == (a later poll's equal values count as unchanged): [(a list of one field of each
+        trial, whether the history keeps a copy of each value: a dict the caller may change)]; here stopped_early
+        and the last value."""
+        return [(list(map(_STOPPED, trials)), False), ([r[-1].value if r else None for r in map(_REPORTS, trials)],
+                                                       False)]
 
     def score(self, trial):
         """What the model learns of a finished job (its objective as a float), or None when it taught nothing; the
@@ -272,37 +294,59 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def _models(self, history):
         if self.inherited and self.inherited_half_weight is not None:
             return self._fit(*self._split_inherited(history))
-        good, good_ranks, bad = self._split(history)
+        good, good_ranks, bad, good_ids, bad_ids = self._groups(history)
         good_weights = self.weights(len(good))
         if self.good_rank_power is not None:
             good_weights = rank_weights(good_ranks, good_weights, self.good_rank_power)
-        return self._fit(good, good_weights, bad, self.weights(len(bad)), len(history.scored))
+        bad_weights = self.model_cache.get(('weights', len(bad)))
+        if bad_weights is None:  # the same list as the last suggestion's when the count is the same
+            for key in [key for key in self.model_cache if key[0] == 'weights']:
+                del self.model_cache[key]
+            bad_weights = self.model_cache['weights', len(bad)] = self.weights(len(bad))
+        return self._fit(good, good_weights, bad, bad_weights, len(history.scored), (good_ids, bad_ids))
 
-    def _fit(self, good, good_weights, bad, bad_weights, scored_count):
+    def _fit(self, good, good_weights, bad, bad_weights, scored_count, ids=(None, None)):
         # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
         clip_count = None if self.good_floor_share is None else int(self.good_floor_share * scored_count)
         models = []
         for group in self.groups:
             dims = [self.dims[d] for d in group]
             whole = len(group) == len(self.dims)  # one joint model: the points as they are
-            below = ParzenEstimator(dims, good if whole else [_project(p, group) for p in good], good_weights,
-                                    self.prior_weight, clip_count=clip_count, grid_floor=self.good_grid_floor)
-            above = ParzenEstimator(dims, bad if whole else [_project(p, group) for p in bad], bad_weights,
-                                    self.prior_weight)
+            key = tuple(group)
+            below = ParzenEstimator(dims, good if whole else _projected(good, group), good_weights,
+                                    self.prior_weight, clip_count=clip_count, grid_floor=self.good_grid_floor,
+                                    ids=ids[0], previous=self.model_cache.get((key, 'below')))
+            above = ParzenEstimator(dims, bad if whole else _projected(bad, group), bad_weights,
+                                    self.prior_weight, ids=ids[1], previous=self.model_cache.get((key, 'above')))
+            self.model_cache[key, 'below'], self.model_cache[key, 'above'] = below, above
             models.append((group, below, above))
         return models
 
-    def _split(self, history, scored=None, pending=True):
+    def _split(self, history, *args):
         """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
         (pending jobs among the bad)."""
-        ranked = self._ranked(history.scored if scored is None else scored)
-        n_good = self.gamma(len(ranked))
-        good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(ranked[:n_good]))
-        bad = list(ranked[n_good:])
+        return self._groups(history, *args)[:3]
+
+    def _groups(self, history, scored=None, pending=True):
+        """_split's three lists, then the good and the bad observations' job indices."""
+        scored = history.scored if scored is None else scored
+        n_good = self.gamma(len(scored))
+        indices = list(map(_FIRST, scored))
+        if all(map(operator.lt, indices, indices[1:])):
+            # In index order (a history's): the best by a heap (heapq's n best are the n first of a stable sort, as
+            # _ranked sorts), the others left in index order.
+            best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
+            good_indices = {item[0] for item in best}
+            bad = [item for item in scored if item[0] not in good_indices]
+        else:
+            ranked = self._ranked(scored)
+            best, bad = ranked[:n_good], ranked[n_good:]
+        good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(best))
         if self.constant_liar and pending:
             bad.extend((index, None, point) for index, point in history.pending)
-        bad.sort(key=lambda item: item[0])
-        return [item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad]
+        bad.sort(key=_FIRST)  # stable: two runs in index order are merged
+        return ([item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad],
+                [item[0] for item in good], [item[0] for item in bad])
 
     def _ranked(self, scored):
         """Scored observations (index, value, point), best first, ties by index."""
@@ -324,7 +368,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         share = inherited_weight(len(own), self.inherited_half_weight)
         parts = []
         for items, factor, pending in ((old, share, False), (own, 1.0, True)):
-            good, ranks, bad = self._split(history, items, pending)
+            good, ranks, bad, _, _ = self._groups(history, items, pending)
             good_weights = self.weights(len(good))
             if self.good_rank_power is not None and good:
                 good_weights = rank_weights(ranks, good_weights, self.good_rank_power)
@@ -332,7 +376,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
                           [w * factor for w in self.weights(len(bad))]))
         (old_good, old_gw, old_bad, old_bw), (good, gw, bad, bw) = parts
         return (old_good + good, old_gw + gw, old_bad + bad, old_bw + bw,
-                len(own) + int(share * len(old)))
+                len(own) + int(share * len(old)))  # no ids: the estimators are fitted whole
 
     def _best_candidate(self, rng, models, history):
         """The candidate with the largest l/g ratio among draws from l, untried ones only in a finite space."""
@@ -406,34 +450,118 @@ def _log_ratio(models, point):
                for group, below, above in models)
 
 
+def _projected(points, group):
+    """The points' coordinates in ``group``."""
+    if len(group) == 1:
+        d = group[0]
+        return [(point[d],) for point in points]
+    return [_project(point, group) for point in points]
+
+
 def _project(point, group):
     return tuple(point[d] for d in group)
 
 
+_SIMPLE_TYPES = frozenset((str, int, float, bool))
+_SCORED, _PENDING, _UNSCORED = 0, 1, 2
+
+
+def _differences(mine, theirs, common):
+    """The positions below ``common`` where two lists differ (==: equal values of other types are equal)."""
+    if mine[:common] == theirs[:common]:
+        return ()
+    return itertools.compress(range(common), map(operator.ne, mine, theirs))
+
+
+def _copy(values):
+    """A copy of a dict of values kept to compare the next poll's with, or None (never equal: read again) when a
+    value is not of a simple type (equal lists may hold values of other types: [1] == [True])."""
+    try:
+        return dict(values) if set(map(type, values.values())) <= _SIMPLE_TYPES else None
+    except (AttributeError, TypeError):
+        return None
+
+
+class _Readings:  # pylint: disable=too-few-public-methods
+    """What a history read of each trial, by position (a sampler's ``trial_records``): the fields compared, and what
+    was made of them, (kind, the history's item, the tried key) or None (a job from another version of the file)."""
+
+    def __init__(self, indices=(), states=(), params=(), inputs=(), types=(), sizes=(), entries=()):
+        self.indices, self.states, self.params = indices, states, params
+        self.inputs = inputs  # [(a list of one field of each trial, whether it is kept as a copy)] (score_inputs_of)
+        self.types, self.sizes, self.entries = types, sizes, entries
+
+
 class _History:
-    """The trials in the sampler's coordinates: scored observations, pending points, tried configurations."""
+    """The trials in the sampler's coordinates: scored observations, pending points, tried configurations.
+
+    A run asks after every poll with the same jobs and a few more (issue 44): each trial's fields (index, state,
+    parameters, the types of their values, score_inputs) are compared with the last history's, a list at a time, and
+    only the trials that differ (or are new) are read again; the others' readings are the last ones."""
 
     def __init__(self, sampler, trials):
         self.dims = sampler.dims
         self.memo = sampler.points_seen
         self.finite = sampler.size is not None
-        self.scored = []    # (index, sampler.score(trial), point) of the jobs that taught something
-        self.pending = []   # (index, point) of queued/running jobs
-        self.tried = set()  # keys of every configuration a job has had (finite spaces only)
         self.total = len(trials)
-        point_of, score, finite = self._point, sampler.score, self.finite
-        for trial in trials:
-            point = point_of(trial.params)
-            if point is None:
-                continue  # a job from another version of the sweep file: nothing to learn from it
-            if finite:
-                self.tried.add(self.key(point))
-            if trial.state in PENDING_STATES:  # trial.pending
-                self.pending.append((trial.index, point))
-                continue
-            value = score(trial)
-            if value is not None:
-                self.scored.append((trial.index, value, point))
+        old = sampler.trial_records if isinstance(sampler.trial_records, _Readings) else _Readings()
+        new = _Readings(list(map(_INDEX, trials)), list(map(_STATE, trials)), list(map(_PARAMS, trials)),
+                        sampler.score_inputs_of(trials))
+        count, common = len(trials), min(len(trials), len(old.indices))
+        try:
+            new.sizes = list(itertools.accumulate(map(len, new.params)))
+            new.types = list(map(type, itertools.chain.from_iterable(map(dict.values, new.params))))
+        except TypeError:  # parameters that are not a dict: read every time
+            new.sizes, new.types, common = (), (), 0
+        if len(old.inputs) != len(new.inputs):
+            common = 0
+        changed = set()
+        for mine, theirs in [(new.indices, old.indices), (new.states, old.states), (new.params, old.params)] + [
+                (mine, theirs) for (mine, _), (theirs, _) in zip(new.inputs, old.inputs)]:
+            changed.update(_differences(mine, theirs, common))
+        if common:  # equal values of other types (1, 1.0, True): from the first such trial on, all read again
+            first = common if new.sizes[:common] == old.sizes[:common] else next(
+                itertools.compress(itertools.count(), map(operator.ne, new.sizes, old.sizes)))
+            flat = new.sizes[first - 1] if first else 0  # the values of the trials before it
+            if new.types[:flat] != old.types[:flat]:
+                other = next(itertools.compress(itertools.count(), map(operator.is_not, new.types, old.types)))
+                first = min(first, bisect.bisect_right(new.sizes, other))
+            changed.update(range(first, common))
+        entries = list(old.entries[:common])
+        # The parameters (and mutable inputs) are kept as copies, the equal ones' copies the last ones.
+        theirs = [column for column, _ in old.inputs] if common else [()] * len(new.inputs)
+        kept = [(new.params, list(old.params[:common]))] + [
+            (mine, list(column[:common])) for (mine, copied), column in zip(new.inputs, theirs) if copied]
+        for position in itertools.chain(sorted(changed), range(common, count)):
+            entry = self._read(sampler, trials[position])
+            if position < common:
+                entries[position] = entry
+                for mine, copies in kept:
+                    copies[position] = _copy(mine[position])
+            else:
+                entries.append(entry)
+                for mine, copies in kept:
+                    copies.append(_copy(mine[position]))
+        new.entries, new.params = entries, kept[0][1]
+        copies = iter(kept[1:])
+        new.inputs = [(next(copies)[1], True) if copied else (mine, False) for mine, copied in new.inputs]
+        sampler.trial_records = new
+        self.scored = [e[1] for e in entries if e is not None and e[0] == _SCORED]  # (index, score, point)
+        self.pending = [e[1] for e in entries if e is not None and e[0] == _PENDING]  # (index, point)
+        # keys of every configuration a job has had (finite spaces only)
+        self.tried = {e[2] for e in entries if e is not None} if self.finite else set()
+
+    def _read(self, sampler, trial):
+        point = self._point(trial.params)
+        if point is None:
+            return None  # a job from another version of the sweep file: nothing to learn from it
+        key = self.key(point) if self.finite else None
+        if trial.state in PENDING_STATES:  # trial.pending
+            return (_PENDING, (trial.index, point), key)
+        value = sampler.score(trial)
+        if value is None:
+            return (_UNSCORED, None, key)
+        return (_SCORED, (trial.index, value, point), key)
 
     def _point(self, params):
         try:

@@ -1,0 +1,262 @@
+"""A sampler asked again (issue 44): it reads only the trials that changed since its last suggestion and edits its
+Parzen estimators where the observations differ (core/tuning/samplers/tpe._History, parzen.ParzenEstimator's
+``previous``). The rule: a warm sampler suggests exactly what a new one suggests for the same trials, its densities
+are the same floats, over a sweep that grows, where jobs finish, fail, join and leave the good group, and where a
+job's reported fields change; and its work follows what changed, not the number of jobs. Not timed
+(bench/suggest.py measures the time). The estimators count as large here from 40 kernels (PRUNE_KERNELS), so that
+a few hundred jobs take the paths 10,000 take."""
+import dataclasses
+import math
+import random
+
+import pytest
+
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.samplers import parzen, tpe
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
+from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+SPACES = {
+    'continuous 2': [NumParamSpec('X', -5, 10, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 15, 'REAL', 'LINEAR')],
+    'continuous 6': [NumParamSpec('X%d' % i, 0, 1, 'REAL', 'LINEAR') for i in range(6)],
+    'mixed': [DiscreteParamSpec('OPT', ['adam', 'sgd', 'rmsprop']), NumParamSpec('LAYERS', 1, 20, 'INTEGER', 'LINEAR'),
+              NumParamSpec('UNITS', 1, 64, 'INTEGER', 'LOG'), NumParamSpec('LR', 1e-5, 1e-1, 'REAL', 'LOG'),
+              NumParamSpec('DROP', 0.0, 0.5, 'REAL', 'LINEAR')],
+}
+
+
+@pytest.fixture(autouse=True)
+def _small_large_estimators(monkeypatch):
+    monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)
+
+
+def _objective(params):
+    total = 0.0
+    for name, value in sorted(params.items()):
+        if isinstance(value, str):
+            total += {'adam': 0.0, 'sgd': 0.3, 'rmsprop': 0.1}[value]
+        elif name in ('LR', 'UNITS'):
+            total += (math.log10(value) + 3) ** 2 / 4
+        else:
+            total += math.sin(3 * value) + 0.05 * value ** 2
+    return total
+
+
+def _finished(trial, rng):
+    """The job done: mostly succeeded (its value, a second metric), some failed, some stopped early."""
+    roll = rng.random()
+    if roll < 0.1:
+        return dataclasses.replace(trial, state='failed', reports=())
+    value = _objective(trial.params)
+    if roll < 0.2:
+        return dataclasses.replace(trial, state='terminated', stopped_early=True, reports=(Report(1, value + 1),))
+    return dataclasses.replace(trial, state='succeeded', reports=(Report(1, value),),
+                               metrics={'b': 1.0 / (1.0 + abs(value))})
+
+
+def _sweep(specs, seed, start, steps, slots=4):
+    """The trials a run sees at each of its polls: `start` random finished jobs, then at each poll one to three of
+    the running jobs finish and new ones (half of them the sampler's earlier suggestions, half random) start."""
+    rng = random.Random(seed)
+    trials = []
+    for index in range(start):
+        params = {spec.name: spec.sample(rng) for spec in specs}
+        trials.append(_finished(Trial(name='j%d' % index, index=index, params=params, state='running'), rng))
+    for _ in range(steps):
+        running = [k for k, t in enumerate(trials) if t.state == 'running']
+        for k in rng.sample(running, min(len(running), rng.randint(1, 3))):
+            trials[k] = _finished(trials[k], rng)
+        while sum(t.state == 'running' for t in trials) < slots:
+            params = {spec.name: spec.sample(rng) for spec in specs}
+            trials.append(Trial(name='j%d' % len(trials), index=len(trials), params=params, state='running'))
+        # A new poll: new Trial objects, new dicts with the same items.
+        yield [dataclasses.replace(t, params=dict(t.params), metrics=dict(t.metrics)) for t in trials]
+
+
+def _densities(sampler, trials, seed):
+    """Each model's log l and log g at points drawn from its own l and g."""
+    found = []
+    for _, below, above in sampler.models(trials):
+        points = below.sample(random.Random(seed), 8) + above.sample(random.Random(seed + 1), 8)
+        found.append([(below.log_pdf(p), above.log_pdf(p)) for p in points])
+    return found
+
+
+@pytest.mark.parametrize('space', sorted(SPACES))
+def test_a_warm_sampler_suggests_what_a_new_one_suggests_over_a_growing_sweep(space):
+    specs = SPACES[space]
+    warm = TPESampler(specs, goal='min', seed=3)
+    rebuilt = 0
+    for trials in _sweep(specs, seed=len(space), start=150, steps=40):
+        assert warm.suggest(trials, 2) == TPESampler(specs, goal='min', seed=3).suggest(trials, 2)
+        rebuilt += 1
+    assert rebuilt == 40
+
+
+@pytest.mark.parametrize('space', sorted(SPACES))
+def test_a_warm_samplers_densities_are_the_same_floats(space):
+    specs = SPACES[space]
+    warm = TPESampler(specs, goal='min', seed=5)
+    for step, trials in enumerate(_sweep(specs, seed=10 + len(space), start=120, steps=15)):
+        warm.suggest(trials, 1)
+        assert _densities(warm, trials, step) == _densities(TPESampler(specs, goal='min', seed=5), trials, step)
+
+
+def test_motpe_warm_and_new_suggest_the_same():
+    specs = SPACES['continuous 2']
+    objectives = Objectives([('a', 'min'), ('b', 'max')])
+    warm = MOTPESampler(specs, objectives, seed=2)
+    for trials in _sweep(specs, seed=4, start=150, steps=25):
+        trials = [dataclasses.replace(t, reports=tuple(Report(1, (t.params['X'] + 5) / 15) for _ in t.reports))
+                  for t in trials]
+        assert warm.suggest(trials, 2) == MOTPESampler(specs, objectives, seed=2).suggest(trials, 2)
+
+
+def test_bohbs_model_warm_and_new_suggest_the_same():
+    specs = SPACES['continuous 6']
+
+    def model():
+        return BudgetModel(specs, 'min', 9, values_at=lambda t: {81.0: t.last} if t.reports else {},
+                           random_fraction=0.0)
+    warm = model()
+    for step, trials in enumerate(_sweep(specs, seed=6, start=150, steps=20)):
+        assert warm.suggest(trials, 'b%d' % step)[0] == model().suggest(trials, 'b%d' % step)[0]
+
+
+def test_a_job_whose_fields_change_is_read_again():
+    """The same index with other parameters, another type of an equal value (1 and True), another state, another
+    last value, another metric: each is a different job to the model, as to a new sampler."""
+    specs = [NumParamSpec('N', 1, 5, 'INTEGER', 'LINEAR'), NumParamSpec('X', 0, 1, 'REAL', 'LINEAR')]
+    rng = random.Random(1)
+    trials = [Trial(name='j%d' % i, index=i, params={'N': rng.randint(1, 5), 'X': rng.random()}, state='succeeded',
+                    reports=(Report(1, rng.random()),)) for i in range(200)]
+    changes = [
+        lambda t: dataclasses.replace(t, params={'N': t.params['N'], 'X': 1 - t.params['X']}),
+        lambda t: dataclasses.replace(t, params={'N': True if t.params['N'] == 1 else t.params['N'], 'X': 0.5}),
+        lambda t: dataclasses.replace(t, params={'N': float(t.params['N']), 'X': t.params['X']}),
+        lambda t: dataclasses.replace(t, state='running', reports=()),
+        lambda t: dataclasses.replace(t, reports=(Report(1, -5.0),)),
+        lambda t: dataclasses.replace(t, state='terminated'),
+        lambda t: dataclasses.replace(t, params={'N': 3, 'X': 0.25, 'EXTRA': 'kept'}),
+    ]
+    warm = TPESampler(specs, goal='min', seed=0)
+    for step, change in enumerate(changes):
+        warm.suggest(trials, 1)
+        picked = random.Random(step).sample(range(len(trials)), 20)
+        trials = [change(t) if k in picked else t for k, t in enumerate(trials)]
+        assert warm.suggest(trials, 3) == TPESampler(specs, goal='min', seed=0).suggest(trials, 3)
+        history = warm._make_history(trials)  # pylint: disable=protected-access
+        fresh = TPESampler(specs, goal='min', seed=0)._make_history(trials)  # pylint: disable=protected-access
+        assert (history.scored, history.pending, history.tried) == (fresh.scored, fresh.pending, fresh.tried)
+
+
+def test_a_warm_sampler_works_on_what_changed(monkeypatch):
+    """Asked again after a few jobs finished and a few started, the sampler scores only those, and computes the
+    bandwidths of the kernels next to them only: no dimension of the bad group is sorted or fitted again."""
+    specs = SPACES['continuous 6']
+    polls = list(_sweep(specs, seed=8, start=3000, steps=3))
+    sampler = TPESampler(specs, goal='min', seed=1)
+    sampler.suggest(polls[0], 2)
+    counts = {'score': 0, 'fitted': 0, 'bandwidths': 0}
+    # pylint: disable=protected-access
+    score, fit, bandwidth = TPESampler.score, parzen._Numeric.__init__, parzen._bandwidth
+
+    def counted(name, call):
+        def wrapper(*args, **kwargs):
+            counts[name] += len(args[2]) if name == 'fitted' else 1
+            return call(*args, **kwargs)
+        return wrapper
+    monkeypatch.setattr(TPESampler, 'score', counted('score', score))
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted('fitted', fit))  # pylint: disable=protected-access
+    monkeypatch.setattr(parzen, '_bandwidth', counted('bandwidths', bandwidth))
+    for trials in polls[1:]:
+        counts.update(score=0, fitted=0, bandwidths=0)
+        sampler.suggest(trials, 2)
+        assert counts['score'] <= 6  # the jobs that finished since the last poll
+        assert counts['fitted'] <= 6 * 2 * 26  # the good groups' few kernels only (l: at most 25 points)
+        assert 0 < counts['bandwidths'] <= 6 * 2 * 30  # a few neighbours of each change, in each dimension
+    # A new sampler reads and fits everything.
+    counts.update(score=0, fitted=0, bandwidths=0)
+    TPESampler(specs, goal='min', seed=1).suggest(polls[-1], 1)
+    assert counts['score'] > 2500 and counts['fitted'] > 6 * 2500
+
+
+def test_a_large_estimator_edited_is_the_one_built_whole():
+    """parzen.ParzenEstimator(previous=...) over removals, insertions, changed points and appends: every list of
+    every dimension is the same floats as a new estimator's, and so is every density."""
+    specs = SPACES['mixed']
+    sampler = TPESampler(specs, goal='min', seed=0)
+    dims = sampler.dims
+    rng = random.Random(7)
+    points = [tuple(dim.draw(rng) for dim in dims) for _ in range(300)]
+    ids = list(range(0, 600, 2))
+    previous = parzen.ParzenEstimator(dims, points, [1.0] * len(points), ids=ids)
+    previous.log_pdf(points[0])  # builds the pruned structure that the next one adopts
+    for step in range(12):
+        ids, points = list(ids), list(points)
+        for _ in range(rng.randint(0, 3)):
+            k = rng.randrange(len(ids))
+            del ids[k], points[k]
+        for _ in range(rng.randint(0, 3)):
+            key = rng.randrange(1200)
+            if key not in ids:
+                at = sum(i < key for i in ids)
+                ids.insert(at, key)
+                points.insert(at, tuple(dim.draw(rng) for dim in dims))
+        if step % 3 == 0:
+            k = rng.randrange(len(points))
+            points[k] = tuple(dim.draw(rng) for dim in dims)
+        weights = tpe.default_weights(len(points))
+        edited = parzen.ParzenEstimator(dims, points, weights, ids=ids, previous=previous)
+        whole = parzen.ParzenEstimator(dims, points, weights, ids=ids)
+        for mine, theirs in zip(edited.kernels, whole.kernels):
+            for name in ('mus', 'sigmas', 'inv', 'log_norm', 'consts', 'observed', 'ranked'):
+                assert getattr(mine, name, None) == getattr(theirs, name, None), (step, name)
+        probes = [tuple(dim.draw(rng) for dim in dims) for _ in range(10)] + points[:5]
+        assert [edited.log_pdf(p) for p in probes] == [whole.log_pdf(p) for p in probes]
+        previous = edited
+
+
+def test_bohbs_model_keeps_its_estimators_from_one_suggestion_to_the_next(monkeypatch):
+    """Each BOHB suggestion builds a new TPE sampler (its own seed); the model at a budget is still the last one's,
+    edited: no dimension of the bad group is fitted again a poll later."""
+    specs = SPACES['continuous 6']
+    polls = list(_sweep(specs, seed=12, start=1500, steps=3))
+    model = BudgetModel(specs, 'min', 9, values_at=lambda t: {81.0: t.last} if t.reports else {},
+                        random_fraction=0.0)
+    model.suggest(polls[0], 'b0')
+    fitted = []
+    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
+
+    def counted(self, dim, points, *args, **kwargs):
+        fitted.append(len(points))
+        fit(self, dim, points, *args, **kwargs)
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    for step, trials in enumerate(polls[1:]):
+        del fitted[:]
+        assert model.suggest(trials, 'b%d' % (step + 1))[0]
+        assert fitted and max(fitted) <= 25  # the good group's estimator only
+
+
+def test_motpe_keeps_its_estimators_from_one_poll_to_the_next(monkeypatch):
+    """MOTPE's one-parameter estimators (good and bad groups, both large here) are edited a poll later, not fitted."""
+    specs = SPACES['continuous 2']
+    objectives = Objectives([('a', 'min'), ('b', 'max')])
+    polls = list(_sweep(specs, seed=14, start=2000, steps=3))
+    sampler = MOTPESampler(specs, objectives, seed=3)
+    sampler.suggest(polls[0], 2)
+    fitted = []
+    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
+
+    def counted(self, dim, points, *args, **kwargs):
+        fitted.append(len(points))
+        fit(self, dim, points, *args, **kwargs)
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    for trials in polls[1:]:
+        del fitted[:]
+        assert sampler.suggest(trials, 2)
+        assert fitted == []
+    assert MOTPESampler(specs, objectives, seed=3).suggest(polls[-1], 2) and min(fitted) > 100
