@@ -1,14 +1,14 @@
 """Plan and service agree (rule 4), waiting ends (rule 6), why did it fail (rule 7): through the real az executable
 against the session's local service (and, for a service that stops answering, one of its own)."""
 import os
-import threading
+import subprocess
 import time
 import uuid
 
 import pytest
 
 from tests.cli.test_sweep_identity import Target, read_plan, write_sweep
-from tests.fixtures_az import service_az
+from tests.fixtures_az import AZ, base_env, service_az
 
 pytestmark = [pytest.mark.az, pytest.mark.service]
 
@@ -119,51 +119,39 @@ def test_a_wait_ends_at_its_timeout_naming_the_unfinished_jobs(target):
         target.run('stop', 'slow', '--yes')
 
 
-def _cpu_seconds_of_waits(sweep):
-    """The CPU time spent so far by this test's `sweep status -n SWEEP --wait` processes (/proc)."""
-    total = 0.0
-    for pid in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/{}/cmdline'.format(pid), 'rb') as f:
-                argv = f.read().split(b'\0')
-            with open('/proc/{}/stat'.format(pid), encoding='ascii') as f:
-                fields = f.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if b'--wait' in argv and b'status' in argv and sweep.encode() in argv:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-    return total
-
-
-def _until_waiting(sweep, timeout=120):
-    """Return once the wait is polling: its process has spent more CPU time than az needs to start and make its
-    first request (under 1.1 s here). CPU time, not a fixed sleep: on a loaded machine az takes far longer than 3 s of
-    wall time to start, and a service killed before the first poll is 'cannot be reached', another case."""
+def _until_polling(stderr_path, timeout=120):
+    """Return once the wait has made its first poll: it says so on stderr ("Waiting for the jobs: ..."), after it
+    read the jobs. Neither a fixed sleep (a loaded machine starts az far slower) nor the wait's CPU time (az got
+    cheaper: a threshold of it was reached only after the jobs had ended) says when that is."""
     deadline = time.monotonic() + timeout
-    while _cpu_seconds_of_waits(sweep) < 1.3 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while time.monotonic() < deadline:
+        with open(stderr_path, encoding='utf-8', errors='replace') as f:
+            if 'Waiting for the jobs' in f.read():
+                return
+        time.sleep(0.1)
+    pytest.fail('the wait made no poll within {} s'.format(timeout))
 
 
 def test_a_service_that_stops_answering_ends_the_wait(service_factory, tmp_path):
     svc = service_factory(name='dying', slots=1)
-    az = service_az(svc, str(tmp_path), executable=True)  # _until_waiting finds the wait by its command line
+    az = service_az(svc, str(tmp_path))
     write_sweep(str(tmp_path), values=(1,), command='sleep 60')
     args = ['-g', svc.resource_group, '-w', svc.workspace, '-e', 'e-' + uuid.uuid4().hex[:6], '-n', 'd']
     made = az('batchai', 'sweep', 'submit', *args, '--spec', 'sweep.yaml', '-c', svc.cluster)
     assert made.exit_code == 0, made.stderr
-    outcome = {}
-
-    def wait():
-        started = time.monotonic()
-        outcome['result'] = az('batchai', 'sweep', 'status', *args, '--wait', '--interval', '0.2', '--max-retries',
-                               '1')
-        outcome['seconds'] = time.monotonic() - started
-    thread = threading.Thread(target=wait)
-    thread.start()
-    _until_waiting(args[-1])
-    svc.proc.kill()  # the service dies during the wait
-    thread.join(90)
-    assert not thread.is_alive(), 'the wait did not end after the service died'
-    result = outcome['result']
-    assert result.exit_code == 7 and 'stopped answering while waiting' in result.stderr, result.stderr
-    assert 'Traceback' not in result.stderr
+    # The wait as its own process (the executable), its stderr a file the test reads while it runs.
+    stderr_path = tmp_path / 'wait.err'
+    with open(stderr_path, 'wb') as err:
+        wait = subprocess.Popen(  # pylint: disable=consider-using-with
+            [AZ, 'batchai', 'sweep', 'status', *args, '--wait', '--interval', '0.2', '--max-retries', '1'],
+            stdout=subprocess.DEVNULL, stderr=err, env=base_env(az.config_dir, az.env), cwd=str(tmp_path))
+    try:
+        _until_polling(stderr_path)
+        svc.proc.kill()  # the service dies during the wait
+        code = wait.wait(90)
+    finally:
+        if wait.poll() is None:
+            wait.kill()
+    stderr = stderr_path.read_text(encoding='utf-8', errors='replace')
+    assert code == 7 and 'stopped answering while waiting' in stderr, stderr
+    assert 'Traceback' not in stderr
