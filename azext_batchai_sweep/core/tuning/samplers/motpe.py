@@ -53,8 +53,10 @@ def gamma_multiobjective(n):
 def _fronts(losses):
     """The indices of ``losses`` front by front (non-domination rank 0, 1, ...), each in index order."""
     ranks = nondominated_ranks(losses)
-    for rank in range(max(ranks) + 1):
-        yield [i for i, r in enumerate(ranks) if r == rank]
+    fronts = [[] for _ in range(max(ranks) + 1)]
+    for i, rank in enumerate(ranks):  # one pass: a scan per front was quadratic in a 10,000-job split
+        fronts[rank].append(i)
+    yield from fronts
 
 
 def pareto_order(losses):
