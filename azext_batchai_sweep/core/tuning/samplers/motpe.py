@@ -66,17 +66,20 @@ def pareto_order(losses):
         return []
     order = []
     for members in _fronts(losses):
-        if len(losses[0]) == 1 or len(members) == 1:
-            order.extend(sorted(members, key=lambda i: (losses[i], i)))
-            continue
-        points = [losses[i] for i in members]
-        reference = reference_point(points)
-        if len(points[0]) > 2 and len(points) > _EXACT_ORDER_POINTS:
-            order.extend(members[k] for k in _by_box(points, reference))
-            continue
-        gains = contributions(points, reference)
-        order.extend(i for _, i in sorted(zip((-g for g in gains), members)))
+        order.extend(members[k] for k in _front_order([losses[i] for i in members]))
     return order
+
+
+def _front_order(points):
+    """Indices of ``points``, one front (no point dominates another), by exclusive hypervolume contribution,
+    largest first (ties: the earlier index): pareto_order of a front, whose ranks are all 0 (not computed again)."""
+    if len(points[0]) == 1 or len(points) == 1:
+        return sorted(range(len(points)), key=lambda k: (points[k], k))
+    reference = reference_point(points)
+    if len(points[0]) > 2 and len(points) > _EXACT_ORDER_POINTS:
+        return _by_box(points, reference)
+    gains = contributions(points, reference)
+    return [k for _, k in sorted(zip((-g for g in gains), range(len(points))))]
 
 
 def pareto_select(losses, size):
@@ -87,8 +90,7 @@ def pareto_select(losses, size):
     chosen = []
     for members in _fronts(losses):
         if len(chosen) + len(members) <= size:
-            whole = pareto_order([losses[i] for i in members])
-            chosen.extend(members[k] for k in whole)
+            chosen.extend(members[k] for k in _front_order([losses[i] for i in members]))
             continue
         points = [losses[i] for i in members]
         if len(points[0]) == 1:
