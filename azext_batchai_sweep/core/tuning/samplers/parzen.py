@@ -621,10 +621,14 @@ class _Pruned:
         kernel, log_weights, always = self.kernels[0], self.estimator.log_weights, set(self.always)
         mus, consts, inv = kernel.mus, kernel.consts, kernel.inv
         index = [j for j in self.sorted_index if j not in always] if len(always) > 1 else self.sorted_index
-        heads = [log_weights[j] + consts[j] for j in index]
-        inverse = [inv[j] for j in index]
-        return ([mus[j] for j in index], heads, inverse, max(heads, default=_NEG_INF),
-                1.0 / min(inverse) if inverse else 0.0)
+        if len(index) < 2:
+            return [mus[j] for j in index], [log_weights[j] + consts[j] for j in index], [inv[j] for j in index], \
+                max([log_weights[j] + consts[j] for j in index], default=_NEG_INF), \
+                1.0 / min([inv[j] for j in index]) if index else 0.0
+        pick = operator.itemgetter(*index)  # the lists read in C
+        heads = list(map(operator.add, pick(log_weights), pick(consts)))
+        inverse = pick(inv)
+        return pick(mus), heads, inverse, max(heads), 1.0 / min(inverse)
 
     def adopted(self, previous, estimator, removed, added, changed):
         """This structure (of ``previous``), moved to ``estimator``: the previous kernels but those ``removed`` (their
