@@ -171,3 +171,41 @@ def test_a_one_dimensional_density_sums_the_terms_within_the_margin_in_any_order
             kept = [t for t in terms if t >= top - parzen.PRUNE_MARGIN]
             assert value == top + math.log(math.fsum(math.exp(t - top) for t in kept)), (step, probe)
         previous = edited
+
+
+def _front(rng, count):
+    """A 2-objective front with repeats and ties: x on a coarse grid, y = 1 - x (equal gains), some repeated."""
+    xs = sorted(rng.sample([k / 40 for k in range(41)], count))
+    points = []
+    for x in xs:
+        y = round(1.0 - x ** rng.choice([0.5, 1.0]), 6)
+        if not points or y < points[-1][1]:
+            points.append((x, y))
+    points += [rng.choice(points) for _ in range(count // 4)]
+    rng.shuffle(points)
+    return points
+
+
+def test_a_fronts_greedy_subset_computes_each_gain_from_two_neighbours(monkeypatch):
+    """greedy_hypervolume_subset on a 2-objective front: each gain from the chosen neighbours of the point (a repeat:
+    itself), the same choices, in the same order, as with every chosen point (the general computation's floats)."""
+    sizes = []
+    exclusive = pareto.exclusive
+
+    def counted(point, others, reference):
+        sizes.append(len(others))
+        return exclusive(point, others, reference)
+    monkeypatch.setattr(pareto, 'exclusive', counted)
+    for seed in range(12):
+        rng = random.Random(seed)
+        points = _front(rng, 24)
+        reference = pareto.reference_point(points) if seed % 3 else (0.8, 0.9)  # some points outside it
+        for size in (3, len(points) // 2, len(points)):
+            del sizes[:]
+            fast = pareto.greedy_hypervolume_subset(points, size, reference)
+            assert sizes and max(sizes) <= 2
+            with monkeypatch.context() as general:
+                general.setattr(pareto, '_front_contributions_2d', lambda *args: None)
+                del sizes[:]
+                assert fast == pareto.greedy_hypervolume_subset(points, size, reference), (seed, size)
+                assert size < 6 or max(sizes) > 2
