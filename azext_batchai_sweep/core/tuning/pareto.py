@@ -68,20 +68,18 @@ def _ranks_2d(points):
     order = sorted(range(len(points)), key=points.__getitem__)  # (2 values each: their lexicographic order)
     lowest = []  # lowest[k]: the smallest second value of the rank-k points so far
     ranks = [0] * len(points)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and points[order[end + 1]] == points[order[start]]:
-            end += 1
-        second = points[order[start]][1]
-        rank = bisect.bisect_right(lowest, second)
-        for k in range(start, end + 1):
-            ranks[order[k]] = rank
-        if rank == len(lowest):
-            lowest.append(second)
-        else:
-            lowest[rank] = min(lowest[rank], second)
-        start = end + 1
+    previous, rank = None, 0
+    for i in order:
+        point = points[i]
+        if previous is None or point != previous:  # a new run of equal points: ranked before it is recorded
+            second = point[1]
+            rank = bisect.bisect_right(lowest, second)
+            if rank == len(lowest):
+                lowest.append(second)
+            elif second < lowest[rank]:
+                lowest[rank] = second
+            previous = point
+        ranks[i] = rank
     return ranks
 
 

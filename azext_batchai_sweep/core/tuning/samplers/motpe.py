@@ -23,7 +23,9 @@ uncapped) with several objectives, tpe.default_gamma (capped at 25) with one obj
 objectives each parameter has its own pair of estimators (``multivariate=False``, Optuna's default there), with one
 objective and constraints one joint model (TPE's default).
 """
+import itertools
 import math
+import operator
 
 from ..objectives import Objectives
 from ..pareto import box, contributions, greedy_hypervolume_subset, nondominated_ranks, reference_point
@@ -52,11 +54,10 @@ def gamma_multiobjective(n):
 
 def _fronts(losses):
     """The indices of ``losses`` front by front (non-domination rank 0, 1, ...), each in index order."""
-    ranks = nondominated_ranks(losses)
-    fronts = [[] for _ in range(max(ranks) + 1)]
-    for i, rank in enumerate(ranks):  # one pass: a scan per front was quadratic in a 10,000-job split
-        fronts[rank].append(i)
-    yield from fronts
+    rank = nondominated_ranks(losses).__getitem__
+    # One sort (stable: each front in index order), grouped in C: a scan per front was quadratic in a 10,000-job split.
+    for _, members in itertools.groupby(sorted(range(len(losses)), key=rank), key=rank):
+        yield list(members)
 
 
 def pareto_order(losses):
@@ -163,7 +164,7 @@ class MOTPESampler(TPESampler):
         bad = [(index, point) for index, _, point in history.scored if index not in good_indices]
         if self.constant_liar:
             bad.extend(history.pending)
-        bad.sort(key=lambda item: item[0])
+        bad.sort(key=operator.itemgetter(0))
         return [g[2] for g in good], [g[1] for g in good], [b[1] for b in bad], [g[0] for g in good], \
             [b[0] for b in bad]
 
