@@ -65,23 +65,21 @@ def _ranks_2d(points):
     second value), so a point's rank is the number of ranks whose smallest second value is at most its own, found by
     bisection. Equal points do not dominate each other: a run of them is ranked before any of it is recorded."""
     import bisect
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], points[i][1]))
+    order = sorted(range(len(points)), key=points.__getitem__)  # (2 values each: their lexicographic order)
     lowest = []  # lowest[k]: the smallest second value of the rank-k points so far
     ranks = [0] * len(points)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and points[order[end + 1]] == points[order[start]]:
-            end += 1
-        second = points[order[start]][1]
-        rank = bisect.bisect_right(lowest, second)
-        for k in range(start, end + 1):
-            ranks[order[k]] = rank
-        if rank == len(lowest):
-            lowest.append(second)
-        else:
-            lowest[rank] = min(lowest[rank], second)
-        start = end + 1
+    previous, rank = None, 0
+    for i in order:
+        point = points[i]
+        if previous is None or point != previous:  # a new run of equal points: ranked before it is recorded
+            second = point[1]
+            rank = bisect.bisect_right(lowest, second)
+            if rank == len(lowest):
+                lowest.append(second)
+            elif second < lowest[rank]:
+                lowest[rank] = second
+            previous = point
+        ranks[i] = rank
     return ranks
 
 
@@ -217,22 +215,39 @@ def greedy_hypervolume_subset(points, size, reference):
     Lazy greedy (as Optuna's HSSP for 3+ objectives): what a point adds only shrinks as points are chosen, so each
     candidate keeps the last gain computed as a bound and only the one with the largest bound is computed again;
     it is chosen once its fresh gain is still the largest. The same choice as computing every gain every time."""
+    import bisect
     import heapq
     chosen, chosen_points = [], []
     heap = [(-box(p, reference), i) for i, p in enumerate(points)]
     heapq.heapify(heap)
     fresh = {}  # index -> the number of points chosen when its bound was computed
+    # A finite 2-objective front: of the chosen points limited by a point, only its chosen neighbours' can be
+    # non-dominated (a chosen repeat of it: itself), as in _front_contributions_2d; exclusive() of those alone sums the
+    # same rectangles, the same floats, without the limited set of every chosen point.
+    line = [] if _front_contributions_2d(points, reference) is not None else None
     while heap and len(chosen) < size:
         bound, index = heapq.heappop(heap)
         if fresh.get(index) == len(chosen):
             chosen.append(index)
             chosen_points.append(points[index])
+            if line is not None:
+                bisect.insort(line, tuple(points[index]))
             continue
-        gain = exclusive(points[index], chosen_points, reference)
+        gain = exclusive(points[index], chosen_points if line is None else _neighbours(line, tuple(points[index])),
+                         reference)
         fresh[index] = len(chosen)
         heapq.heappush(heap, (-gain, index))
         del bound
     return chosen
+
+
+def _neighbours(line, point):
+    """The chosen points (sorted) next to ``point`` on a front: a repeat of it alone, else the nearest on each side."""
+    import bisect
+    at = bisect.bisect_left(line, point)
+    if at < len(line) and line[at] == point:
+        return [line[at]]
+    return line[max(0, at - 1):at] + line[at:at + 1]
 
 
 def reference_point(points):

@@ -32,7 +32,9 @@ service reports: a resumed controller that sees the same jobs suggests the same 
 job's last value at its resource, for ASHA its value when it crossed each rung (the value ASHA judged) and its last
 value when it ran to the end (core/tuning/samplers/multifidelity.py).
 """
+import itertools
 import math
+import operator
 import random
 
 from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
@@ -109,6 +111,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         # {budget: the TPE samplers' readings of the jobs and their estimators}, from one suggestion to the next
         self._kept = {}
         self._measured = None  # (their curves, {(low, high): Agreement}) until another job finishes: _agreements()
+        self._counted = ([], {})  # (the jobs' values_at, {budget: finite values there}): _counts()
+        self._views = {}  # {budget: what the last model view at that budget was made of}: _view()
 
     def results(self, trials, values=None):
         """{budget: [(trial, value)]}: every value a job (or an inherited one) taught at each budget. ``values``:
@@ -126,22 +130,38 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         if self.random_fraction > 0 and random.Random('{}/bohb/{}'.format(self.seed, key)).random() \
                 < self.random_fraction:
             return ModelChoice(None, 0, 'random (exploration: randomFraction {})'.format(fmt(self.random_fraction)))
-        by_budget = self.results(trials, values)
-        enough = [budget for budget, results in by_budget.items() if len(results) >= self.min_points]
+        counts = self._counts(self.inherited + list(trials) if values is None else None, values)
+        enough = [budget for budget, count in counts.items() if count >= self.min_points]
         if not enough:
-            most = max((len(results) for results in by_budget.values()), default=0)
+            most = max(counts.values(), default=0)
             return ModelChoice(None, 0, 'random (no {} has {} results yet; most: {})'.format(
                 self.resource, self.min_points, most))
         budget = max(enough)
         agreeing = self._lowest_agreeing(trials, enough, budget)
         if agreeing is not None:
-            count = len(by_budget[agreeing.low])
+            count = counts[agreeing.low]
             return ModelChoice(agreeing.low, count, 'TPE on the {} results at {} {} (they rank as {} {} does: '
                                'Spearman {:.2f} over {} configurations)'.format(
                                    count, self.resource, fmt(agreeing.low), self.resource, fmt(budget), agreeing.rho,
                                    agreeing.count))
-        count = len(by_budget[budget])
+        count = counts[budget]
         return ModelChoice(budget, count, 'TPE on the {} results at {} {}'.format(count, self.resource, fmt(budget)))
+
+    def _counts(self, everyone, values=None):
+        """{budget: how many finite values there}: results()' lengths, counted again only where the jobs' values_at
+        differ from the last call's (a suggestion after each poll: a few jobs changed)."""
+        values = list(map(self.values_at, everyone)) if values is None else values
+        old, counts = self._counted
+        counts = dict(counts)
+        common = min(len(old), len(values))
+        changed = _differences(values, old, common)
+        for position in itertools.chain(changed, range(common, len(old))):
+            _count(counts, old[position], -1)
+        for position in itertools.chain(changed, range(common, len(values))):
+            _count(counts, values[position], 1)
+        counts = {budget: count for budget, count in counts.items() if count}
+        self._counted = (values, counts)
+        return counts
 
     def _lowest_agreeing(self, trials, enough, top):
         """The agreement.Agreement of the lowest budget of `enough` below `top` that ranks as `top` does (rho at
@@ -189,7 +209,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         kept = self._kept.setdefault(choice.budget, {'records': None, 'models': {}, 'dims': sampler.dims})
         # (the same dimension objects: an estimator is edited only from one over the same dimensions)
         sampler.trial_records, sampler.model_cache, sampler.dims = kept['records'], kept['models'], kept['dims']
-        suggestions = sampler.suggest(self.model_view(everyone, choice.budget, values), 1)
+        suggestions = sampler.suggest(self._view(everyone, choice.budget, values), 1)
         kept['records'] = sampler.trial_records
         return (dict(suggestions[0].params) if suggestions else None), choice
 
@@ -208,11 +228,62 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
                 view.append(_replace(trial, state='failed', reports=()))
         return view
 
+    def _view(self, trials, budget, values):
+        """model_view(trials, budget, values) as the TPE reads it, the last view's objects kept for the jobs whose
+        index, parameters (and their types), metrics (with constraints) and standing at the budget (its value, whether
+        it is pending, whether its constraints are known) are equal: a suggestion after each poll copies only the jobs
+        that changed (10,000 copies took ~60% of a warm suggestion)."""
+        params = list(map(_PARAMS, trials))
+        columns = [list(map(_INDEX, trials)), params, [found.get(budget) for found in values],
+                   [trial.pending and trial.parent is None for trial in trials]]
+        if self.constrained is not None:
+            columns.append(list(map(_METRICS, trials)))
+            columns.append(list(map(self._constraints_known, trials)))
+        try:  # equal values of other types (1, 1.0, True) are no reason to keep a view: the types compared too
+            sizes = list(itertools.accumulate(map(len, params)))
+            types = list(map(type, itertools.chain.from_iterable(map(dict.values, params))))
+        except TypeError:  # parameters that are not a dict: every job copied
+            sizes = types = None
+        count, old = len(trials), self._views.get(budget)
+        common = 0 if old is None or sizes is None else min(count, len(old[2]))
+        if common and (sizes[:common] != old[2][:common]
+                       or types[:sizes[common - 1]] != old[3][:sizes[common - 1]]):
+            common = 0
+        changed = set()
+        for mine, theirs in zip(columns, old[0] if common else ()):
+            changed.update(_differences(mine, theirs, common))
+        view = old[1][:common] if common else []
+        for position in itertools.chain(sorted(changed), range(common, count)):
+            made = self.model_view([trials[position]], budget, [values[position]])[0]
+            made = None if made is trials[position] else made  # a pending job: its current object, below
+            if position < common:
+                view[position] = made
+            else:
+                view.append(made)
+        self._views = {budget: (columns, view, sizes, types)}
+        return [trial if kept is None else kept for trial, kept in zip(trials, view)]
 
     def _constraints_known(self, trial):
         """True without constraints, or when the job reported every constraint's metric (a job still running at a
         rung may not have yet: its feasibility is unknown, and MOTPE then judges it by what it reported)."""
         return self.constrained is None or self.constrained.constraints_reported(trial)
+
+
+_INDEX, _PARAMS, _METRICS = (operator.attrgetter(name) for name in ('index', 'params', 'metrics'))
+
+
+def _differences(mine, theirs, common):
+    """The positions below ``common`` where two lists differ (==)."""
+    if mine[:common] == theirs[:common]:
+        return ()
+    return list(itertools.compress(range(common), map(operator.ne, mine, theirs)))
+
+
+def _count(counts, found, step):
+    """Adds ``step`` to the count of each budget where ``found`` (values_at's answer) has a finite value."""
+    for budget, value in found.items():
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            counts[budget] = counts.get(budget, 0) + step
 
 
 def _replace(trial, **changes):

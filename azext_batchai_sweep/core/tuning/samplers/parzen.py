@@ -452,6 +452,7 @@ class _Pruned:
                 else 3 if isinstance(k, _Categorical) else 1 for d, k in enumerate(self.kernels)}
         self.order = sorted(range(len(self.kernels)), key=lambda d: (rank[d], d))
         self.in_order = self.order == list(range(len(self.kernels)))
+        self._line = None  # a one-dimensional estimator's kernels on a line (_log_pdf_1d)
 
     def _cell(self, kernels, j):
         """The cell of kernel j (of ``kernels``) in the box dimensions but the last."""
@@ -588,22 +589,46 @@ class _Pruned:
         return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
 
     def _log_pdf_1d(self, point):
-        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms summed,
-        without the filter's steps (every kernel of the box is computed: one dimension is all there is to compute)."""
-        x, lw = point[0], self.estimator.log_weights
-        kernel = self.kernels[0]
-        consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
-        values = {j: self.value(j, point, None) for j in self.always}
-        near = self._box(point, _NEAR_ROOM)
-        if not near:
-            position = bisect.bisect_left(self.sorted_mus, x)
-            near = self.sorted_index[max(0, position - 4):position + 4]
-        top = max([lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in near] + list(values.values()))
-        room = self.max_log_weight + self.total_bound - (top - PRUNE_MARGIN - _BOUND_SLACK)
-        found = self._box(point, room) if room > 0 else near
-        values.update(zip(found, [lw[j] + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for j in found]))
-        cut = max(values.values()) - PRUNE_MARGIN
-        return _normal.log_sum_exp([values[j] for j in sorted(values) if values[j] >= cut])
+        """log_pdf of a one-dimensional continuous estimator (MOTPE's, one per parameter): the same terms, the narrow
+        kernels' read from lists sorted on their means (each kernel's log weight plus constant added once, the same
+        float: the sum adds them first), the window of those that can reach the largest term less PRUNE_MARGIN one
+        slice; the terms within PRUNE_MARGIN of the largest summed by math.fsum (exactly rounded: in any order, the
+        same float), so that no kernel order is restored per point."""
+        if self._line is None:
+            self._line = self._sorted_line()
+        mus, heads, inv, top_head, widest = self._line
+        x = point[0]
+        always = [self.value(j, point, None) for j in self.always]
+        # A few kernels right around the point: their largest term is a lower bound of the largest of all.
+        position = bisect.bisect_left(mus, x)
+        near = slice(max(0, position - 4), position + 4)
+        top = max([h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[near], mus[near], inv[near])] + always)
+        # A narrow kernel farther than this from x falls below that bound less PRUNE_MARGIN (and the slack).
+        reach = math.sqrt(2.0 * max(0.0, top_head - top + PRUNE_MARGIN + _BOUND_SLACK)) * widest
+        low = bisect.bisect_left(mus, x - reach)
+        high = bisect.bisect_right(mus, x + reach, low)
+        window = slice(low, high)
+        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[window], mus[window], inv[window])] + always
+        top = max(terms)
+        if top == _NEG_INF:
+            return top
+        cut, exp = top - PRUNE_MARGIN, math.exp
+        return top + math.log(math.fsum([exp(t - top) for t in terms if t >= cut]))
+
+    def _sorted_line(self):
+        """(means, log weight + constant, 1 / bandwidth) of the narrow kernels not evaluated at every point, sorted on
+        the mean; the largest of the second; the widest bandwidth among them."""
+        kernel, log_weights, always = self.kernels[0], self.estimator.log_weights, set(self.always)
+        mus, consts, inv = kernel.mus, kernel.consts, kernel.inv
+        index = [j for j in self.sorted_index if j not in always] if len(always) > 1 else self.sorted_index
+        if len(index) < 2:
+            return [mus[j] for j in index], [log_weights[j] + consts[j] for j in index], [inv[j] for j in index], \
+                max([log_weights[j] + consts[j] for j in index], default=_NEG_INF), \
+                1.0 / min([inv[j] for j in index]) if index else 0.0
+        pick = operator.itemgetter(*index)  # the lists read in C
+        heads = list(map(operator.add, pick(log_weights), pick(consts)))
+        inverse = pick(inv)
+        return pick(mus), heads, inverse, max(heads), 1.0 / min(inverse)
 
     def adopted(self, previous, estimator, removed, added, changed):
         """This structure (of ``previous``), moved to ``estimator``: the previous kernels but those ``removed`` (their
@@ -615,6 +640,7 @@ class _Pruned:
             self._renumber(previous, removed, added, count)
         self.estimator, self.kernels = estimator, estimator.kernels
         self.prior = count
+        self._line = None
         wide = set(self.wide)
         for j in changed:
             if j not in wide and any(self.kernels[d].sigmas[j] > w for d, w in zip(self.box_dims, self.widest)):

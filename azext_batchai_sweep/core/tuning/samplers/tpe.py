@@ -453,8 +453,7 @@ def _log_ratio(models, point):
 def _projected(points, group):
     """The points' coordinates in ``group``."""
     if len(group) == 1:
-        d = group[0]
-        return [(point[d],) for point in points]
+        return list(zip(map(operator.itemgetter(group[0]), points)))  # one-tuples, made in C
     return [_project(point, group) for point in points]
 
 
