@@ -49,7 +49,9 @@ MODULES = {
                                                         'tests/sweepfile/test_model_sampling.py',
                                                         'tests/sweepfile/test_random_uniform.py',
                                                         'tests/sweepfile/test_path_prefixes.py',
-                                                        'tests/sweepfile/test_document_limits.py']),
+                                                        'tests/sweepfile/test_document_limits.py',
+                                                        # the rules its first runs found untested
+                                                        'tests/sweepfile/test_sweepfile_rules.py']),
     'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
                                                   'tests/tuning/test_tpe_local.py',
                                                   'tests/tuning/test_space_rules.py']),
