@@ -200,8 +200,10 @@ def test_each_jobs_mark_follows_from_its_state_unless_it_is_the_best_or_was_stop
 ])
 def test_a_jobs_row_is_its_reports_up_to_the_step_that_stopped_it_with_its_best_and_its_end(decision, reports,
                                                                                              best):
-    extra = {'endTime': '2026-11-29T01:02:03Z', 'exitCode': 137, **({'decision': decision} if decision else {})}
+    extra = {'endTime': '2026-11-29T01:02:03Z', 'exitCode': 137, 'error': 'killed by SIGTERM',
+             **({'decision': decision} if decision else {})}
     trial = Trial(name='j0', index=0, params={'X': 1}, state='terminated', stopped_early=False, extra=extra,
+                  parent='j9',
                   reports=tuple(Report(s, v) for s, v in ((1.0, 5.0), (2.0, 3.0), (3.0, 1.0), (4.0, 4.0))))
     other = Trial(name='j1', index=1, params={'X': 2}, state='succeeded', reports=(Report(1.0, 9.0),),
                   stopped_early=False, extra={})
@@ -210,3 +212,15 @@ def test_a_jobs_row_is_its_reports_up_to_the_step_that_stopped_it_with_its_best_
     assert (row['reports'], row['objective'], row['lastStep'], row['bestValue']) == (
         reports, reports[-1][1], reports[-1][0], best)
     assert (row['endTime'], row['exitCode'], row['stoppedEarly']) == ('2026-11-29T01:02:03Z', 137, bool(decision))
+    assert (row['error'], row['parent'], data['jobs'][1]['error'], data['jobs'][1]['parent']) == (
+        'killed by SIGTERM', 'j9', None, None)
+
+
+def test_a_job_that_broke_a_constraint_is_marked_with_it_and_is_never_the_best():
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded', reports=(Report(1.0, value),),
+                    stopped_early=False, extra={}) for i, value in enumerate([1.0, 9.0, 8.0])]
+    figures = {'compute': {'jobSteps': 3, 'jobStepsSaved': 0, 'jobSeconds': 3.0, 'jobStepsFull': 3},
+               'pareto': {'infeasible': [{'name': 'j1', 'failed': 'latency <= 5'}, {'name': 'j2'}]}}
+    data = report_data(sweep_record('m', Objective(metric='m', goal='max', step='epoch'), trials), figures=figures)
+    assert [job['infeasible'] for job in data['jobs']] == [None, 'latency <= 5', 'a constraint']
+    assert [job['mark'] for job in data['jobs']] == ['best', 'finished', 'finished']

@@ -628,7 +628,7 @@ def test_a_file_that_is_not_yaml_is_refused_with_the_parsers_problem_and_where_i
     path.write_text(text, encoding='utf-8')
     error = load_error(str(path))
     assert (error.source, error.path, error.message) == (str(path), where, 'expected valid YAML ({})'.format(problem))
-    assert 'Traceback' not in error.message and (where is None) == (getattr(parsed.value, 'problem_mark', None) is None)
+    assert (where is None) == (getattr(parsed.value, 'problem_mark', None) is None)
 
 
 @pytest.mark.parametrize('as_template', [False, True], ids=['sweep-file', 'template'])
