@@ -14,6 +14,7 @@ docs/development.md keeps the kill rates and the survivors with why each one is 
     python scripts/mutate.py --recheck store --tests tests/localservice/test_store_rows.py   # only the new tests
     python scripts/mutate.py --recheck metrics --tests T --only get_metrics   # only that function's survivors
     python scripts/mutate.py --resume policies    # go on with a run that was stopped (Ctrl-C, a deadline)
+    python scripts/mutate.py --resume metrics --mutants '*ǁ__init____mutmut_*'   # only these (mutmut's names)
     MUTATE_CHILDREN=2 python scripts/mutate.py x  # mutants run at once (default 1)
 """
 import argparse
@@ -48,7 +49,9 @@ MODULES = {
                                                         'tests/sweepfile/test_model_sampling.py',
                                                         'tests/sweepfile/test_random_uniform.py',
                                                         'tests/sweepfile/test_path_prefixes.py',
-                                                        'tests/sweepfile/test_document_limits.py']),
+                                                        'tests/sweepfile/test_document_limits.py',
+                                                        # the rules its first runs found untested
+                                                        'tests/sweepfile/test_sweepfile_rules.py']),
     'space': (['core/tuning/samplers/space.py'], ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py',
                                                   'tests/tuning/test_tpe_local.py',
                                                   'tests/tuning/test_space_rules.py']),
@@ -195,9 +198,12 @@ def _mutmut(work, *args, check=True):
     return subprocess.run([mutmut, *args], cwd=work, check=check, capture_output=True, text=True)
 
 
-def run_module(name, children, resume=False):
+def run_module(name, children, resume=False, mutants=()):
     """mutmut run on one module in a fresh copy; `resume`: in the copy an earlier, stopped run left (mutmut keeps
-    each mutant's result as it comes, and checks only those without one)."""
+    each mutant's result as it comes, and checks only those without one); `mutants`: only the mutants these name
+    (mutmut's names or fnmatch patterns), checked again even if an earlier run did. mutmut runs a module's mutants
+    cheapest first (by its stats run's test times), so a stopped run's unchecked ones are its slowest functions':
+    naming them goes on with those first."""
     files, tests = MODULES[name]
     work = os.path.join(BUILD, name)
     if not (resume and os.path.isdir(os.path.join(work, 'mutants'))):
@@ -207,7 +213,7 @@ def run_module(name, children, resume=False):
     print('{}: mutmut run on {} with {}'.format(name, ', '.join(files), ' '.join(tests)), flush=True)
     env_children = ['--max-children', str(children)]
     mutmut = os.path.join(os.path.dirname(sys.executable), 'mutmut')
-    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children], cwd=work, check=False,
+    ran = subprocess.run(['nice', '-n', '19', mutmut, 'run', *env_children, *mutants], cwd=work, check=False,
                          env=dict(os.environ, **HYPOTHESIS_ENV))
     if ran.returncode:
         print('{}: mutmut run exited {}'.format(name, ran.returncode), file=sys.stderr)
@@ -349,6 +355,8 @@ def main(argv=None):
                              'name), the others left as an earlier recheck found them')
     parser.add_argument('--resume', action='store_true',
                         help='go on with a stopped run (its mutants not yet checked) instead of starting afresh')
+    parser.add_argument('--mutants', nargs='+', metavar='NAME',
+                        help="run only these mutants (mutmut's names or patterns, e.g. '*.x_load_sweep_file__*')")
     args = parser.parse_args(argv)
     if args.list:
         for name, (files, tests) in MODULES.items():
@@ -375,7 +383,7 @@ def main(argv=None):
         if args.recheck:
             recheck(name, args.tests, args.only)
         else:
-            run_module(name, children, resume=args.resume)
+            run_module(name, children, resume=args.resume, mutants=args.mutants or ())
     return 0
 
 

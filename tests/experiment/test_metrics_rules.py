@@ -3,16 +3,26 @@ read from its end that never holds the metric, and get_metrics' rows against the
 the files found, reductions read as a stream, a job whose read fails)."""
 import io
 import logging
+import re
 
 import pytest
 
 from azext_batchai_sweep.core.errors import SpecError
 from azext_batchai_sweep.core.outputs import metrics as metrics_module
-from azext_batchai_sweep.core.outputs.metrics import MetricExtractor, get_metrics, sort_rows, write_metrics_csv
+from azext_batchai_sweep.core.outputs.metrics import (MetricExtractor, get_metrics, last_match, line_matches, sort_rows,
+                                                      write_metrics_csv)
 from azext_batchai_sweep.core.service.retry import describe_error
 from azext_batchai_sweep.core.service.submit import submit_jobs
 
 from .service_helpers import new_experiment, quick_retry, sweep_plan, wait_all
+
+
+def _re_error(regex):
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        return str(exc)  # its wording is Python's (it may change between releases)
+    raise AssertionError(regex)
 
 
 def _row(name, metric, state='succeeded'):
@@ -31,6 +41,21 @@ def test_an_unknown_goal_is_refused_naming_it(goal):
         sort_rows([_row('a', 1.0)], goal=goal)
     assert str(refused.value) == "goal: goal must be max or min, not {!r}".format(goal)
     assert refused.value.path == 'goal'
+
+
+@pytest.mark.parametrize('options, where, words', [
+    (dict(metric_name='loss', reduce='median'), 'reduce',
+     "reduce must be one of last, first, min, max, mean, not 'median'"),
+    (dict(regex='loss=(\\d', reduce='LAST'), 'reduce', "reduce must be one of last, first, min, max, mean, not 'LAST'"),
+    (dict(regex='loss=(\\d'), 'regex', "invalid regular expression 'loss=(\\\\d': {}".format(_re_error('loss=(\\d'))),
+    (dict(regex=r'loss=\d'), 'regex',
+     "the regular expression 'loss=\\\\d' needs a capture group (or a group named value) around the number"),
+    (dict(), 'metric', 'give a regular expression or a metric name'),
+])
+def test_an_extractor_that_cannot_read_a_metric_is_refused_naming_its_field(options, where, words):
+    with pytest.raises(SpecError) as refused:
+        MetricExtractor(**options)
+    assert (refused.value.path, refused.value.message) == (where, words)
 
 
 def test_the_csv_writes_parameters_as_given_and_an_empty_cell_for_a_job_that_broke_nothing():
@@ -144,6 +169,49 @@ def test_a_log_read_from_its_end_in_windows_reads_as_its_whole_text(monkeypatch,
             data = ('\n'.join(lines[first:]) + ending).encode()
             expected = extractor.extract_text(data.decode())
             assert extractor.extract_last_backwards(lambda start, end, d=data: d[start:end], len(data)) == expected
+
+
+@pytest.mark.parametrize('log, first', [
+    ('\nloss=3\nloss=4\n', 3.0),  # the pattern's first match starts at the blank line (and spans it)
+    ('\n\nloss=3\nloss=4', 3.0),
+    ('loss=3\n\nloss=4\n', 3.0),
+])
+def test_a_first_reading_starts_at_the_first_line_holding_the_metric_after_blank_lines(log, first):
+    """A regex that can match a line break (`\\s*` before the name) finds its first match at a blank line; the
+    reading is still per line: the first line holding the metric, whatever lines come before it."""
+    extractor = MetricExtractor(regex=r'\s*loss=(\d+)', reduce='first')
+    assert extractor.extract_text(log) == first
+    assert extractor.extract_chunks(iter([log.encode()])) == first
+    assert MetricExtractor(regex=r'\s*loss=(\d+)').extract_text(log) == 4.0
+
+
+@pytest.mark.parametrize('options', [dict(metric_name='loss'), dict(regex=r'loss=(\d+)')], ids=['name', 'regex'])
+@pytest.mark.parametrize('reduce, value', [('first', 1.0), ('min', 1.0), ('max', 5.0), ('mean', 3.0), ('last', 5.0)])
+def test_a_last_line_without_a_line_break_reads_as_its_last_match(options, reduce, value):
+    # 'loss=1' once, then a last line naming it three times and no final line break: that line reads 5, as it
+    # would with a line break after it
+    for ending in ('', '\n'):
+        log = 'loss=1\nloss=9 loss=2 loss=5' + ending
+        extractor = MetricExtractor(reduce=reduce, **options)
+        assert extractor.extract_text(log) == value
+        assert extractor.extract_chunks(iter([log.encode()])) == value
+
+
+def test_line_matches_reads_from_pos_to_endpos_and_a_line_as_its_last_match():
+    pattern = re.compile(r'loss=(\d)', re.MULTILINE)
+    text = 'loss=1 loss=2\nloss=3\nloss=4 loss=5'
+    assert [m.group(1) for m in line_matches(pattern, text)] == ['2', '3', '5']
+    assert [m.group(1) for m in line_matches(pattern, text, 7)] == ['2', '3', '5']
+    assert [m.group(1) for m in line_matches(pattern, text, 14)] == ['3', '5']
+    assert [m.group(1) for m in line_matches(pattern, text, 14, 27)] == ['3', '4']
+    assert last_match(pattern, 'loss=1 loss=2').group(1) == '2' and last_match(pattern, 'nothing') is None
+
+
+def test_an_empty_first_line_matched_by_a_regex_that_can_match_nothing_is_a_line_of_its_own():
+    # `^(\d*)` matches the empty first line (no value) and each later line's number: the first reading is 5
+    extractor = MetricExtractor(regex=r'^(\d*)', reduce='first')
+    assert extractor.extract_text('\n5\n7') == 5.0
+    assert MetricExtractor(regex=r'^(\d*)', reduce='mean').extract_text('\n5\n7') == 6.0
 
 
 def test_a_one_byte_log_read_from_its_end():

@@ -149,3 +149,78 @@ def test_nothing_is_saved_without_a_finished_run_longer_than_the_stopped_job():
     no_steps = _jobs_compute(_trial('j1', 'succeeded', (), 5.0), _trial('j2', 'terminated', (0.5,), 10.0,
                                                                         stopped=True))
     assert no_steps['savedJobSteps'] == 0.0 and no_steps['savedFraction'] == 0.0
+
+
+def _medians(rows):
+    """report_data's median lines for jobs (ACT, X, LR, objective), each reporting its objective once."""
+    trials = [Trial(name='j%d' % i, index=i, state='succeeded', reports=(Report(1.0, objective),),
+                    params={k: v for k, v in (('ACT', act), ('X', x), ('LR', lr)) if v is not None},
+                    stopped_early=False, extra={})
+              for i, (act, x, lr, objective) in enumerate(rows)]
+    data = report_data(sweep_record('m', Objective(metric='m', goal='max', step='epoch'), trials))
+    return data['plots']['objectiveVsParameter']['medians']
+
+
+def test_the_median_line_is_each_categorys_or_each_of_12_bins_median_objective_with_its_count():
+    medians = _medians([('relu', 0, 0.001, 1.0), ('relu', 2, 0.01, 3.0), ('tanh', 11, 0.1, 5.0),
+                        ('relu', 12, 1.0, 7.0), ('tanh', 12, 1.0, 2.0), ('relu', 6, 0.0316, 4.0),
+                        (None, 1, None, 9.0)])
+    # relu: 1, 3, 4, 7 (median of an even count: the mean of the middle two); tanh: 2, 5; the job without ACT: none
+    assert medians['ACT'] == [['relu', 3.5, 4], ['tanh', 3.5, 2]]
+    # X from 0 to 12: 12 bins one wide, each drawn at its centre; a value on an edge is in the bin above, the
+    # maximum in the last bin
+    assert medians['X'] == [[0.5, 1.0, 1], [1.5, 9.0, 1], [2.5, 3.0, 1], [6.5, 4.0, 1], [11.5, 5.0, 3]]
+    # LR from 1e-3 to 1 on a log scale: 12 bins a quarter of a decade wide, centres 10 ** (-3 + (bin + 0.5) / 4)
+    expected = [(0, 1.0, 1), (4, 3.0, 1), (5, 4.0, 1), (8, 5.0, 1), (11, 4.5, 2)]
+    assert medians['LR'] == [[pytest.approx(10 ** (-3 + (b + 0.5) / 4), rel=1e-12), m, n] for b, m, n in expected]
+
+
+def test_a_parameter_with_one_value_has_no_median_line_but_its_category_has():
+    medians = _medians([('relu', 3, 0.1, 1.0), ('relu', 3, 0.1, 2.0), ('relu', 3, 0.1, 6.0)])
+    assert medians['X'] == [] and medians['LR'] == []
+    assert medians['ACT'] == [['relu', 2.0, 3]]
+
+
+def test_each_jobs_mark_follows_from_its_state_unless_it_is_the_best_or_was_stopped():
+    states = ['succeeded', 'failed', 'terminated', 'terminating', 'running', 'queued', 'succeeded', 'terminated']
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, reports=(Report(1.0, float(i)),),
+                    stopped_early=i == 7, extra={})
+              for i, state in enumerate(states)]
+    data = report_data(sweep_record('m', Objective(metric='m', goal='min', step='epoch'), trials))
+    assert [job['mark'] for job in data['jobs']] == ['best', 'failed', 'failed', 'running', 'running', 'running',
+                                                     'finished', 'stopped']
+
+
+@pytest.mark.parametrize('decision, reports, best', [
+    # stopped at step 2: the lines it printed while being terminated (steps 3, 4) are not the sweep's
+    ({'action': 'stopped', 'step': 2}, [[1.0, 5.0], [2.0, 3.0]], 3.0),
+    # not promoted (Hyperband): it ran its rung to the end, nothing is cut
+    ({'action': 'not promoted', 'step': 2}, [[1.0, 5.0], [2.0, 3.0], [3.0, 1.0], [4.0, 4.0]], 1.0),
+    (None, [[1.0, 5.0], [2.0, 3.0], [3.0, 1.0], [4.0, 4.0]], 1.0),
+])
+def test_a_jobs_row_is_its_reports_up_to_the_step_that_stopped_it_with_its_best_and_its_end(decision, reports,
+                                                                                             best):
+    extra = {'endTime': '2026-11-29T01:02:03Z', 'exitCode': 137, 'error': 'killed by SIGTERM',
+             **({'decision': decision} if decision else {})}
+    trial = Trial(name='j0', index=0, params={'X': 1}, state='terminated', stopped_early=False, extra=extra,
+                  parent='j9',
+                  reports=tuple(Report(s, v) for s, v in ((1.0, 5.0), (2.0, 3.0), (3.0, 1.0), (4.0, 4.0))))
+    other = Trial(name='j1', index=1, params={'X': 2}, state='succeeded', reports=(Report(1.0, 9.0),),
+                  stopped_early=False, extra={})
+    data = report_data(sweep_record('m', Objective(metric='m', goal='min', step='epoch'), [trial, other]))
+    row = data['jobs'][0]
+    assert (row['reports'], row['objective'], row['lastStep'], row['bestValue']) == (
+        reports, reports[-1][1], reports[-1][0], best)
+    assert (row['endTime'], row['exitCode'], row['stoppedEarly']) == ('2026-11-29T01:02:03Z', 137, bool(decision))
+    assert (row['error'], row['parent'], data['jobs'][1]['error'], data['jobs'][1]['parent']) == (
+        'killed by SIGTERM', 'j9', None, None)
+
+
+def test_a_job_that_broke_a_constraint_is_marked_with_it_and_is_never_the_best():
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded', reports=(Report(1.0, value),),
+                    stopped_early=False, extra={}) for i, value in enumerate([1.0, 9.0, 8.0])]
+    figures = {'compute': {'jobSteps': 3, 'jobStepsSaved': 0, 'jobSeconds': 3.0, 'jobStepsFull': 3},
+               'pareto': {'infeasible': [{'name': 'j1', 'failed': 'latency <= 5'}, {'name': 'j2'}]}}
+    data = report_data(sweep_record('m', Objective(metric='m', goal='max', step='epoch'), trials), figures=figures)
+    assert [job['infeasible'] for job in data['jobs']] == [None, 'latency <= 5', 'a constraint']
+    assert [job['mark'] for job in data['jobs']] == ['best', 'finished', 'finished']

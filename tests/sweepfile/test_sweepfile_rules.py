@@ -2,6 +2,7 @@
 where an error points for each of the job's forms, the parameter names, the storage account placeholder's place,
 the note on sample values."""
 import json
+import logging
 
 import pytest
 
@@ -294,7 +295,8 @@ def test_hyperband_refuses_a_resource_named_as_a_parameter_or_missing_from_the_j
                                                'objective': {'metric': 'acc', 'goal': 'max', 'step': 'epoch'}})
     error = load_error(path, adaptive=True)
     assert (error.source, error.path) == (path, 'sampling.resource')
-    assert error.message.startswith('expected a {{EPOCHS}} placeholder in the job for the resource EPOCHS')
+    assert error.message == ("expected a {{EPOCHS}} placeholder in the job for the resource EPOCHS: the controller "
+                             "fills it with each job's resource (epochs, say)")
 
 
 @pytest.mark.parametrize('prefix, sample_note', [('logs', False), ('{{LR}}/logs', True)])
@@ -535,3 +537,109 @@ def test_a_load_is_for_create_and_submit_unless_told_it_is_for_run(tmp_path):
     error = load_error(path)
     assert error.path == 'earlyTermination' and 'az batchai sweep run' in error.message
     assert load_sweep_file(path, cluster_id='c', adaptive=True).early_termination['policy'] == 'median'
+
+
+@pytest.mark.parametrize('names, index', [(['A', 'A'], 1), (['A', 'B', 'A'], 2), (['A', 'B', 'B'], 2)])
+def test_a_parameter_name_used_twice_is_refused_at_its_second_use_in_these_words(tmp_path, names, index):
+    parameters = [dict(PARAMS[0], name=name) for name in names]
+    path = write_json(tmp_path, 'sweep.json', {'parameters': parameters, 'job': {'nodeCount': 1, **TOOLKIT}})
+    error = load_error(path)
+    assert (error.source, error.path, error.message) == (
+        path, 'parameters[{}].name'.format(index), 'expected a name not used by another parameter')
+
+
+def test_runs_max_total_jobs_bounds_a_bayesian_search_that_has_no_count_nor_limit(tmp_path):
+    # `sweep run --max-total-jobs N` stands for limits.maxTotalJobs: without either, the search has no end
+    path = write_json(tmp_path, 'sweep.json', {
+        'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}, 'sampling': {'type': 'bayesian'},
+        'objective': {'metric': 'acc', 'goal': 'max'}})
+    error = load_error(path, adaptive=True)
+    assert error.path == 'sampling.count' and 'limits.maxTotalJobs' in error.message
+    definition = load_sweep_file(path, cluster_id='c', adaptive=True, max_total_jobs=12)
+    assert definition.sampling['type'] == 'bayesian' and definition.sampling['count'] is None
+
+
+@pytest.mark.parametrize('job_cluster, cluster_id, warned', [(None, None, True), ({'id': 'in-file'}, None, False),
+                                                              (None, 'given', False), ({'id': 'in-file'}, 'given', False)])
+def test_a_job_without_a_cluster_loads_with_a_warning_and_a_given_cluster_replaces_the_files(tmp_path, caplog,
+                                                                                            job_cluster, cluster_id,
+                                                                                            warned):
+    job = dict({'nodeCount': 1, **TOOLKIT}, **({'cluster': job_cluster} if job_cluster else {}))
+    path = write_json(tmp_path, 'sweep.json', {'parameters': PARAMS, 'job': job})
+    with caplog.at_level(logging.WARNING, logger='azext_batchai_sweep.core.spec.sweepfile'):
+        definition = load_sweep_file(path, cluster_id=cluster_id)
+    assert definition.template.get('cluster') == ({'id': cluster_id} if cluster_id else job_cluster)
+    assert [r.getMessage() for r in caplog.records if 'cluster' in r.getMessage()] == (
+        ['The job template has no cluster: give one (--cluster) before submitting the sweep.'] if warned else [])
+
+
+def _decode_error(content):
+    try:
+        content.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        return str(exc)
+    raise AssertionError(content)
+
+
+@pytest.mark.parametrize('as_template', [False, True], ids=['sweep-file', 'template'])
+def test_a_file_that_cannot_be_read_is_refused_naming_it_and_why(tmp_path, as_template):
+    from azext_batchai_sweep.core.spec.document_limits import MAX_DOCUMENT_BYTES, too_large
+    what = 'job template' if as_template else 'sweep file'
+    good = write_json(tmp_path, 'good.json', {'parameters': PARAMS, 'job': {'nodeCount': 1, **TOOLKIT}})
+    (tmp_path / 'folder.json').mkdir()
+    (tmp_path / 'latin.json').write_bytes(b'{"parameters": "caf\xe9"}')
+    (tmp_path / 'big.json').write_bytes(b'{' + b' ' * MAX_DOCUMENT_BYTES + b'}')  # one byte over
+    cases = [('missing.json', 'expected a readable {} (No such file or directory)'.format(what)),
+             ('folder.json', 'expected a readable {} (not a regular file: a folder)'.format(what)),
+             ('latin.json', 'expected a {} in UTF-8 ({})'.format(what, _decode_error(b'{"parameters": "caf\xe9"}'))),
+             ('big.json', too_large(what, 'the file is larger'))]
+    for name, words in cases:
+        path = str(tmp_path / name)
+        error = load_error(good, template_path=path) if as_template else load_error(path)
+        assert (error.source, error.path, error.message) == (path, None, words)
+
+
+def test_a_parser_that_runs_out_of_stack_is_the_size_error_naming_the_file(tmp_path, monkeypatch):
+    # The depth check on the text (document_limits.check_text_depth) is met before any parser; should a parser
+    # release ever recurse deeper than it allows (json does: libyaml has a limit of its own), its RecursionError is
+    # still the size error, not a traceback.
+    from azext_batchai_sweep.core.spec import sweepfile
+    from azext_batchai_sweep.core.spec.document_limits import too_large
+    monkeypatch.setattr(sweepfile, 'check_text_depth', lambda *args: None)
+    path = tmp_path / 'deep.json'
+    path.write_text('[' * 100000 + ']' * 100000, encoding='utf-8')
+    error = load_error(str(path))
+    assert (error.source, error.path, error.message) == (
+        str(path), None, too_large('sweep file', 'it nests too deep to read'))
+
+
+@pytest.mark.parametrize('text, where', [('parameters: [{name: LR\n', 'line 2, column 1'),
+                                         ('parameters: []\n---\njob: x\n', 'line 2, column 1'),
+                                         ('parameters: \x07\n', None)], ids=['parser', 'composer', 'reader'])
+def test_a_file_that_is_not_yaml_is_refused_with_the_parsers_problem_and_where_it_is(tmp_path, text, where):
+    # The parser's own words (its release's): the problem alone, with its line and column where it has a mark (a
+    # reader's error has none), never a traceback.
+    import yaml
+    from azext_batchai_sweep.core.spec.sweepfile import _Loader
+    with pytest.raises(yaml.YAMLError) as parsed:
+        _Loader(text).get_single_node()
+    problem = getattr(parsed.value, 'problem', None) or str(parsed.value)
+    path = tmp_path / 'sweep.yaml'
+    path.write_text(text, encoding='utf-8')
+    error = load_error(str(path))
+    assert (error.source, error.path, error.message) == (str(path), where, 'expected valid YAML ({})'.format(problem))
+    assert (where is None) == (getattr(parsed.value, 'problem_mark', None) is None)
+
+
+@pytest.mark.parametrize('as_template', [False, True], ids=['sweep-file', 'template'])
+@pytest.mark.parametrize('number', ['1' * 101, '0.' + '5' * 99, '1e' + '0' * 99])
+def test_a_json_number_too_long_is_refused_in_the_file_that_holds_it(tmp_path, as_template, number):
+    job = '{"nodeCount": %s, "customToolkitSettings": {"commandLine": "x {{LR}} {{D}}"}}' % number
+    document = '{"parameters": %s, "job": %s}' % (json.dumps(PARAMS), '"job.json"' if as_template else job)
+    (tmp_path / 'job.json').write_text(job, encoding='utf-8')
+    path = tmp_path / 'sweep.json'
+    path.write_text(document, encoding='utf-8')
+    error = load_error(str(path))
+    assert (error.source, error.path) == (str(tmp_path / ('job.json' if as_template else 'sweep.json')), None)
+    assert error.message == 'expected numbers of at most 100 characters in a {}, found one of {}'.format(
+        'job template' if as_template else 'sweep file', len(number))

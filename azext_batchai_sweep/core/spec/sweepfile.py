@@ -255,7 +255,8 @@ def _load_json(text, what, path):
 def _read_document(path, what='sweep file'):
     from .bounded_read import TooLarge, read_regular_file
     try:
-        # Regular files only, never more than the limit (a FIFO or /dev/zero never hangs the check).
+        # Regular files only, never more than the limit (a FIFO or /dev/zero never hangs the check): in bytes, so
+        # the text has no more characters.
         text = read_regular_file(path, MAX_DOCUMENT_BYTES).decode('utf-8')
     except TooLarge:
         raise SpecError(too_large(what, 'the file is larger'), source=path) from None
@@ -263,8 +264,6 @@ def _read_document(path, what='sweep file'):
         raise SpecError('expected a readable {} ({})'.format(what, ex.strerror or ex), source=path) from None
     except ValueError as ex:  # not UTF-8
         raise SpecError('expected a {} in UTF-8 ({})'.format(what, ex), source=path) from None
-    if len(text) > MAX_DOCUMENT_BYTES:
-        raise SpecError(too_large(what, 'the file is larger'), source=path)
     # Before any parser: whatever nesting limit a parser release has of its own, this one is met first.
     check_text_depth(text, what, path)
     try:
