@@ -6,12 +6,11 @@ job's reported fields change; and its work follows what changed, not the number 
 (bench/suggest.py measures the time). The estimators count as large here from 40 kernels (PRUNE_KERNELS), so that
 a few hundred jobs take the paths 10,000 take."""
 import dataclasses
-import math
 import random
 
 import pytest
 
-from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning.objectives import Objectives
 from azext_batchai_sweep.core.tuning.samplers import parzen, tpe
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
@@ -19,13 +18,7 @@ from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
-SPACES = {
-    'continuous 2': [NumParamSpec('X', -5, 10, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 15, 'REAL', 'LINEAR')],
-    'continuous 6': [NumParamSpec('X%d' % i, 0, 1, 'REAL', 'LINEAR') for i in range(6)],
-    'mixed': [DiscreteParamSpec('OPT', ['adam', 'sgd', 'rmsprop']), NumParamSpec('LAYERS', 1, 20, 'INTEGER', 'LINEAR'),
-              NumParamSpec('UNITS', 1, 64, 'INTEGER', 'LOG'), NumParamSpec('LR', 1e-5, 1e-1, 'REAL', 'LOG'),
-              NumParamSpec('DROP', 0.0, 0.5, 'REAL', 'LINEAR')],
-}
+from .scale_spaces import SPACES, objective
 
 
 @pytest.fixture(autouse=True)
@@ -33,24 +26,12 @@ def _small_large_estimators(monkeypatch):
     monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)
 
 
-def _objective(params):
-    total = 0.0
-    for name, value in sorted(params.items()):
-        if isinstance(value, str):
-            total += {'adam': 0.0, 'sgd': 0.3, 'rmsprop': 0.1}[value]
-        elif name in ('LR', 'UNITS'):
-            total += (math.log10(value) + 3) ** 2 / 4
-        else:
-            total += math.sin(3 * value) + 0.05 * value ** 2
-    return total
-
-
 def _finished(trial, rng):
     """The job done: mostly succeeded (its value, a second metric), some failed, some stopped early."""
     roll = rng.random()
     if roll < 0.1:
         return dataclasses.replace(trial, state='failed', reports=())
-    value = _objective(trial.params)
+    value = objective(trial.params)
     if roll < 0.2:
         return dataclasses.replace(trial, state='terminated', stopped_early=True, reports=(Report(1, value + 1),))
     return dataclasses.replace(trial, state='succeeded', reports=(Report(1, value),),
@@ -220,6 +201,18 @@ def test_a_large_estimator_edited_is_the_one_built_whole():
         previous = edited
 
 
+def _fits_counted(monkeypatch):
+    """A list that gets the number of kernels of every numeric estimator fitted from now on."""
+    fitted = []
+    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
+
+    def counted(self, dim, points, *args, **kwargs):
+        fitted.append(len(points))
+        fit(self, dim, points, *args, **kwargs)
+    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    return fitted
+
+
 def test_bohbs_model_keeps_its_estimators_from_one_suggestion_to_the_next(monkeypatch):
     """Each BOHB suggestion builds a new TPE sampler (its own seed); the model at a budget is still the last one's,
     edited: no dimension of the bad group is fitted again a poll later."""
@@ -228,13 +221,7 @@ def test_bohbs_model_keeps_its_estimators_from_one_suggestion_to_the_next(monkey
     model = BudgetModel(specs, 'min', 9, values_at=lambda t: {81.0: t.last} if t.reports else {},
                         random_fraction=0.0)
     model.suggest(polls[0], 'b0')
-    fitted = []
-    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
-
-    def counted(self, dim, points, *args, **kwargs):
-        fitted.append(len(points))
-        fit(self, dim, points, *args, **kwargs)
-    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    fitted = _fits_counted(monkeypatch)
     for step, trials in enumerate(polls[1:]):
         del fitted[:]
         assert model.suggest(trials, 'b%d' % (step + 1))[0]
@@ -248,13 +235,7 @@ def test_motpe_keeps_its_estimators_from_one_poll_to_the_next(monkeypatch):
     polls = list(_sweep(specs, seed=14, start=2000, steps=3))
     sampler = MOTPESampler(specs, objectives, seed=3)
     sampler.suggest(polls[0], 2)
-    fitted = []
-    fit = parzen._Numeric.__init__  # pylint: disable=protected-access
-
-    def counted(self, dim, points, *args, **kwargs):
-        fitted.append(len(points))
-        fit(self, dim, points, *args, **kwargs)
-    monkeypatch.setattr(parzen._Numeric, '__init__', counted)  # pylint: disable=protected-access
+    fitted = _fits_counted(monkeypatch)
     for trials in polls[1:]:
         del fitted[:]
         assert sampler.suggest(trials, 2)

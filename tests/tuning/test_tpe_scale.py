@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning.objectives import Objectives
 from azext_batchai_sweep.core.tuning.samplers import parzen
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
@@ -15,26 +15,7 @@ from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
-SPACES = {
-    'continuous 2': [NumParamSpec('X', -5, 10, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 15, 'REAL', 'LINEAR')],
-    'continuous 6': [NumParamSpec('X%d' % i, 0, 1, 'REAL', 'LINEAR') for i in range(6)],
-    'mixed': [DiscreteParamSpec('OPT', ['adam', 'sgd', 'rmsprop']), NumParamSpec('LAYERS', 1, 20, 'INTEGER', 'LINEAR'),
-              NumParamSpec('UNITS', 1, 64, 'INTEGER', 'LOG'), NumParamSpec('LR', 1e-5, 1e-1, 'REAL', 'LOG'),
-              NumParamSpec('DROP', 0.0, 0.5, 'REAL', 'LINEAR')],
-}
-
-
-def _objective(params):
-    """A smooth function with a clear optimum, so that the good group clusters (as in a real sweep)."""
-    total = 0.0
-    for name, value in sorted(params.items()):
-        if isinstance(value, str):
-            total += {'adam': 0.0, 'sgd': 0.3, 'rmsprop': 0.1}[value]
-        elif name in ('LR', 'UNITS'):
-            total += (math.log10(value) + 3) ** 2 / 4
-        else:
-            total += math.sin(3 * value) + 0.05 * value ** 2
-    return total
+from .scale_spaces import SPACES, objective
 
 
 def _trials(specs, count, seed, pending=0):
@@ -44,7 +25,7 @@ def _trials(specs, count, seed, pending=0):
         params = {spec.name: spec.sample(rng) for spec in specs}
         if index < count:
             trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
-                                reports=(Report(1, _objective(params)),)))
+                                reports=(Report(1, objective(params)),)))
         else:
             trials.append(Trial(name='j%d' % index, index=index, params=params, state='running'))
     return trials
