@@ -224,3 +224,72 @@ def test_a_job_that_broke_a_constraint_is_marked_with_it_and_is_never_the_best()
     data = report_data(sweep_record('m', Objective(metric='m', goal='max', step='epoch'), trials), figures=figures)
     assert [job['infeasible'] for job in data['jobs']] == [None, 'latency <= 5', 'a constraint']
     assert [job['mark'] for job in data['jobs']] == ['best', 'finished', 'finished']
+
+
+def _time(*jobs):
+    """report_data's time span for jobs (state, start, end), in this order of index."""
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, reports=(Report(1.0, 1.0),),
+                    stopped_early=False, extra={'startTime': start, 'endTime': end})
+              for i, (state, start, end) in enumerate(jobs)]
+    return report_data(sweep_record('t', Objective(metric='m', goal='max', step='epoch'), trials))['summary']['time']
+
+
+def test_the_time_span_is_the_first_start_and_the_last_end_unless_a_job_is_still_pending():
+    ended = [('succeeded', '2026-11-29T10:05:00Z', '2026-11-29T11:00:00Z'),
+             ('failed', '2026-11-29T10:00:00Z', '2026-11-29T12:00:00Z'),
+             ('succeeded', None, None),
+             ('terminated', '2026-11-29T10:10:00Z', '2026-11-29T10:30:00Z')]
+    assert _time(*ended) == {'firstStart': '2026-11-29T10:00:00Z', 'lastEnd': '2026-11-29T12:00:00Z',
+                             'stillRunning': False}
+    for state in ('queued', 'running', 'terminating'):
+        assert _time(*ended, (state, '2026-11-29T09:00:00Z', None)) == {
+            'firstStart': '2026-11-29T09:00:00Z', 'lastEnd': None, 'stillRunning': True}, state
+    assert _time(('queued', None, None)) == {'firstStart': None, 'lastEnd': None, 'stillRunning': True}
+    assert _time(('succeeded', None, None)) == {'firstStart': None, 'lastEnd': None, 'stillRunning': False}
+
+
+@pytest.mark.parametrize('asked, keys, expected', [
+    ('epoch', ['iteration', 'iteration'], 'epoch'),           # the key asked for, whatever the jobs read
+    (None, ['iteration', 'iteration', None], 'iteration'),    # the one key of the jobs that reported (not the last)
+    (None, ['iteration', 'epoch', 'epoch'], None),            # jobs that read different keys: none named
+    (None, [None, None, 'epoch'], None),                      # numbered steps
+    ('', ['step', 'step', 'epoch'], 'step'),                  # an empty key asked for is none asked for
+])
+def test_the_step_key_is_the_one_asked_for_else_the_one_every_reporting_job_read(asked, keys, expected):
+    # the third job has no reports: its key is not read
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded',
+                    reports=(Report(1.0, 1.0),) if i < 2 else (), stopped_early=False,
+                    extra={'stepKey': key} if key else {})
+              for i, key in enumerate(keys)]
+    record = sweep_record('s', Objective(metric='m', goal='max', step=asked), trials)
+    assert report_data(record)['stepKey'] == expected
+
+
+def _curves_drawn(goal, lasts, firsts):
+    """The learning curves drawn of len(lasts) jobs, job i reporting firsts[i] then lasts[i] (its objective)."""
+    trials = [Trial(name='j%04d' % i, index=i, params={'X': i}, state='succeeded', stopped_early=False, extra={},
+                    reports=(Report(1.0, first), Report(2.0, last)))
+              for i, (first, last) in enumerate(zip(firsts, lasts))]
+    return report_data(sweep_record('r', Objective(metric='m', goal=goal, step='epoch'), trials))[
+        'plots']['learningCurves']['drawn']
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_past_200_curves_the_best_twenty_by_last_value_are_drawn_first_in_their_order(goal):
+    # 250 jobs, j0000 the best by its last value, then j0001, ...; zero (j0005) ranks as a number; each job's best
+    # value (its first report, far better) ranks them the other way round: the last value decides
+    sign = 1 if goal == 'min' else -1
+    lasts = [sign * (i - 5) * 0.5 for i in range(250)]
+    firsts = [sign * -(1000.0 + i) for i in range(250)]
+    drawn = _curves_drawn(goal, lasts, firsts)
+    assert drawn[:20] == ['j%04d' % i for i in range(20)]
+    assert len(drawn) == 200 and len(set(drawn)) == 200
+    assert drawn == _curves_drawn(goal, lasts, firsts), 'the same jobs drawn on every run'
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_values_near_the_largest_float_are_ranked_by_value_not_by_name(goal):
+    sign = 1 if goal == 'max' else -1
+    lasts = [sign * (1e308 + i * 1e305) for i in range(250)]  # the best: j0249
+    drawn = _curves_drawn(goal, lasts, lasts)
+    assert drawn[:20] == ['j%04d' % i for i in range(249, 229, -1)]
