@@ -293,3 +293,37 @@ def test_values_near_the_largest_float_are_ranked_by_value_not_by_name(goal):
     lasts = [sign * (1e308 + i * 1e305) for i in range(250)]  # the best: j0249
     drawn = _curves_drawn(goal, lasts, lasts)
     assert drawn[:20] == ['j%04d' % i for i in range(249, 229, -1)]
+
+
+def _record_of(rows, goal='max', sampling=None):
+    """A record of jobs (state, reports' values), job i reporting its values at steps 1, 2, ..."""
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, stopped_early=False, extra={},
+                    reports=tuple(Report(float(s), v) for s, v in enumerate(values, start=1)))
+              for i, (state, values) in enumerate(rows)]
+    return sweep_record('e', Objective(metric='m', goal=goal, step='epoch'), trials, sampling=sampling)
+
+
+def test_learning_curves_need_a_job_that_reported_twice_and_say_why_not():
+    once = report_data(_record_of([('succeeded', [1.0]), ('succeeded', [2.0])]))['plots']['learningCurves']
+    assert once == {'available': False, 'jobs': 0, 'drawn': [], 'band': None,
+                    'why': 'no job reported the objective more than once'}
+    empty = report_data(_record_of([]))['plots']['learningCurves']
+    assert empty == {'available': False, 'jobs': 0, 'drawn': [], 'band': None, 'why': 'the sweep has no jobs'}
+    twice = report_data(_record_of([('succeeded', [1.0, 2.0]), ('succeeded', [3.0]), ('queued', [])]))
+    assert twice['plots']['learningCurves'] == {'available': True, 'jobs': 2, 'drawn': ['j1', 'j0'], 'band': None,
+                                                'why': None}
+
+
+def test_random_searchs_expected_curve_is_the_expected_best_of_k_of_its_succeeded_jobs_values():
+    from azext_batchai_sweep.core.report.data import Memo
+    # succeeded 3 and 1 (goal min): best of 1 draw 2.0, of 2 draws 3/4 * 1 + 1/4 * 3 = 1.5; the failed job's 0 not
+    rows = [('succeeded', [3.0]), ('failed', [0.0]), ('succeeded', [1.0]), ('running', [0.5])]
+    for memo in (None, Memo()):
+        curve = report_data(_record_of(rows, 'min', 'random'), memo=memo)['plots']['bestSoFar']['expectedRandom']
+        assert curve == [[1, 2.0], [2, 1.5]]
+    # max: best of 2 draws 3/4 * 3 + 1/4 * 1
+    assert report_data(_record_of(rows, 'max', 'random'))['plots']['bestSoFar']['expectedRandom'] == [[1, 2.0],
+                                                                                                      [2, 2.5]]
+    assert report_data(_record_of(rows, 'min', 'grid'))['plots']['bestSoFar']['expectedRandom'] is None
+    one = [('succeeded', [3.0]), ('failed', [0.0])]
+    assert report_data(_record_of(one, 'min', 'random'))['plots']['bestSoFar']['expectedRandom'] is None
