@@ -224,3 +224,106 @@ def test_a_job_that_broke_a_constraint_is_marked_with_it_and_is_never_the_best()
     data = report_data(sweep_record('m', Objective(metric='m', goal='max', step='epoch'), trials), figures=figures)
     assert [job['infeasible'] for job in data['jobs']] == [None, 'latency <= 5', 'a constraint']
     assert [job['mark'] for job in data['jobs']] == ['best', 'finished', 'finished']
+
+
+def _time(*jobs):
+    """report_data's time span for jobs (state, start, end), in this order of index."""
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, reports=(Report(1.0, 1.0),),
+                    stopped_early=False, extra={'startTime': start, 'endTime': end})
+              for i, (state, start, end) in enumerate(jobs)]
+    return report_data(sweep_record('t', Objective(metric='m', goal='max', step='epoch'), trials))['summary']['time']
+
+
+def test_the_time_span_is_the_first_start_and_the_last_end_unless_a_job_is_still_pending():
+    ended = [('succeeded', '2026-11-29T10:05:00Z', '2026-11-29T11:00:00Z'),
+             ('failed', '2026-11-29T10:00:00Z', '2026-11-29T12:00:00Z'),
+             ('succeeded', None, None),
+             ('terminated', '2026-11-29T10:10:00Z', '2026-11-29T10:30:00Z')]
+    assert _time(*ended) == {'firstStart': '2026-11-29T10:00:00Z', 'lastEnd': '2026-11-29T12:00:00Z',
+                             'stillRunning': False}
+    for state in ('queued', 'running', 'terminating'):
+        assert _time(*ended, (state, '2026-11-29T09:00:00Z', None)) == {
+            'firstStart': '2026-11-29T09:00:00Z', 'lastEnd': None, 'stillRunning': True}, state
+    assert _time(('queued', None, None)) == {'firstStart': None, 'lastEnd': None, 'stillRunning': True}
+    assert _time(('succeeded', None, None)) == {'firstStart': None, 'lastEnd': None, 'stillRunning': False}
+
+
+@pytest.mark.parametrize('asked, keys, expected', [
+    ('epoch', ['iteration', 'iteration'], 'epoch'),           # the key asked for, whatever the jobs read
+    (None, ['iteration', 'iteration', None], 'iteration'),    # the one key of the jobs that reported (not the last)
+    (None, ['iteration', 'epoch', 'epoch'], None),            # jobs that read different keys: none named
+    (None, [None, None, 'epoch'], None),                      # numbered steps
+    ('', ['step', 'step', 'epoch'], 'step'),                  # an empty key asked for is none asked for
+])
+def test_the_step_key_is_the_one_asked_for_else_the_one_every_reporting_job_read(asked, keys, expected):
+    # the third job has no reports: its key is not read
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded',
+                    reports=(Report(1.0, 1.0),) if i < 2 else (), stopped_early=False,
+                    extra={'stepKey': key} if key else {})
+              for i, key in enumerate(keys)]
+    record = sweep_record('s', Objective(metric='m', goal='max', step=asked), trials)
+    assert report_data(record)['stepKey'] == expected
+
+
+def _curves_drawn(goal, lasts, firsts):
+    """The learning curves drawn of len(lasts) jobs, job i reporting firsts[i] then lasts[i] (its objective)."""
+    trials = [Trial(name='j%04d' % i, index=i, params={'X': i}, state='succeeded', stopped_early=False, extra={},
+                    reports=(Report(1.0, first), Report(2.0, last)))
+              for i, (first, last) in enumerate(zip(firsts, lasts))]
+    return report_data(sweep_record('r', Objective(metric='m', goal=goal, step='epoch'), trials))[
+        'plots']['learningCurves']['drawn']
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_past_200_curves_the_best_twenty_by_last_value_are_drawn_first_in_their_order(goal):
+    # 250 jobs, j0000 the best by its last value, then j0001, ...; zero (j0005) ranks as a number; each job's best
+    # value (its first report, far better) ranks them the other way round: the last value decides
+    sign = 1 if goal == 'min' else -1
+    lasts = [sign * (i - 5) * 0.5 for i in range(250)]
+    firsts = [sign * -(1000.0 + i) for i in range(250)]
+    drawn = _curves_drawn(goal, lasts, firsts)
+    assert drawn[:20] == ['j%04d' % i for i in range(20)]
+    assert len(drawn) == 200 and len(set(drawn)) == 200
+    assert drawn == _curves_drawn(goal, lasts, firsts), 'the same jobs drawn on every run'
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_values_near_the_largest_float_are_ranked_by_value_not_by_name(goal):
+    sign = 1 if goal == 'max' else -1
+    lasts = [sign * (1e308 + i * 1e305) for i in range(250)]  # the best: j0249
+    drawn = _curves_drawn(goal, lasts, lasts)
+    assert drawn[:20] == ['j%04d' % i for i in range(249, 229, -1)]
+
+
+def _record_of(rows, goal='max', sampling=None):
+    """A record of jobs (state, reports' values), job i reporting its values at steps 1, 2, ..."""
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, stopped_early=False, extra={},
+                    reports=tuple(Report(float(s), v) for s, v in enumerate(values, start=1)))
+              for i, (state, values) in enumerate(rows)]
+    return sweep_record('e', Objective(metric='m', goal=goal, step='epoch'), trials, sampling=sampling)
+
+
+def test_learning_curves_need_a_job_that_reported_twice_and_say_why_not():
+    once = report_data(_record_of([('succeeded', [1.0]), ('succeeded', [2.0])]))['plots']['learningCurves']
+    assert once == {'available': False, 'jobs': 0, 'drawn': [], 'band': None,
+                    'why': 'no job reported the objective more than once'}
+    empty = report_data(_record_of([]))['plots']['learningCurves']
+    assert empty == {'available': False, 'jobs': 0, 'drawn': [], 'band': None, 'why': 'the sweep has no jobs'}
+    twice = report_data(_record_of([('succeeded', [1.0, 2.0]), ('succeeded', [3.0]), ('queued', [])]))
+    assert twice['plots']['learningCurves'] == {'available': True, 'jobs': 2, 'drawn': ['j1', 'j0'], 'band': None,
+                                                'why': None}
+
+
+def test_random_searchs_expected_curve_is_the_expected_best_of_k_of_its_succeeded_jobs_values():
+    from azext_batchai_sweep.core.report.data import Memo
+    # succeeded 3 and 1 (goal min): best of 1 draw 2.0, of 2 draws 3/4 * 1 + 1/4 * 3 = 1.5; the failed job's 0 not
+    rows = [('succeeded', [3.0]), ('failed', [0.0]), ('succeeded', [1.0]), ('running', [0.5])]
+    for memo in (None, Memo()):
+        curve = report_data(_record_of(rows, 'min', 'random'), memo=memo)['plots']['bestSoFar']['expectedRandom']
+        assert curve == [[1, 2.0], [2, 1.5]]
+    # max: best of 2 draws 3/4 * 3 + 1/4 * 1
+    assert report_data(_record_of(rows, 'max', 'random'))['plots']['bestSoFar']['expectedRandom'] == [[1, 2.0],
+                                                                                                      [2, 2.5]]
+    assert report_data(_record_of(rows, 'min', 'grid'))['plots']['bestSoFar']['expectedRandom'] is None
+    one = [('succeeded', [3.0]), ('failed', [0.0])]
+    assert report_data(_record_of(one, 'min', 'random'))['plots']['bestSoFar']['expectedRandom'] is None
