@@ -459,16 +459,17 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         names = sorted(self._active | set(self._unseen))
         got = {}
 
-        def get(name):
-            return get_job(self.client, *self.target, name, retry=self.retry)
-
         def on_result(name, job, exc):
             if exc is not None:  # not read this time: the run keeps what it knew of the job
                 logger.warning('job %s: its state was not read this time: %s', name, describe_error(exc))
                 return
             got[name] = None if job is None or being_deleted(job) else job  # as list_jobs sees it
-        run_parallel(get, names, parallel=self.parallel, on_result=on_result)
+        run_parallel(self._get, names, parallel=self.parallel, on_result=on_result)
         return got
+
+    def _get(self, name):
+        """One job as the service answers a GET of it (None when it is gone)."""
+        return get_job(self.client, *self.target, name, retry=self.retry)
 
     def observe(self, full=False):
         """Read the sweep's jobs (a whole listing, or a GET of each active one: _full_listing_due) and the new log
@@ -795,14 +796,13 @@ class SweepRun:  # pylint: disable=too-many-instance-attributes
         still pending, again until `enough` have or self.stopped_wait has passed."""
         pending, interval = set(names), STOPPED_CHECK_SECONDS
         deadline = time.monotonic() + self.stopped_wait
-        while True:
-            def get(name):
-                return get_job(self.client, *self.target, name, retry=self.retry)
 
-            def on_result(name, job, exc):
-                if exc is None and (job is None or job_state(job) not in PENDING_STATES):
-                    pending.discard(name)
-            run_parallel(get, sorted(pending), parallel=self.parallel, on_result=on_result)
+        def on_result(name, job, exc):
+            if exc is None and (job is None or job_state(job) not in PENDING_STATES):
+                pending.discard(name)
+        while True:
+            # GETs of the few jobs stopped, not the sweep's listing that stop.wait_until_stopped reads (10,000 jobs)
+            run_parallel(self._get, sorted(pending), parallel=self.parallel, on_result=on_result)
             ended = len(names) - len(pending)
             if ended >= enough or time.monotonic() >= deadline:
                 return ended

@@ -34,7 +34,6 @@ value when it ran to the end (core/tuning/samplers/multifidelity.py).
 """
 import itertools
 import math
-import operator
 import random
 
 from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
@@ -43,6 +42,7 @@ from ..objectives import Objectives
 from ..trial import Report, Trial
 from .agreement import CurveBook, agreement
 from .motpe import MOTPESampler
+from .changes import INDEX as _INDEX, METRICS as _METRICS, PARAMS as _PARAMS, differences, value_types
 from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
@@ -154,7 +154,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         old, counts = self._counted
         counts = dict(counts)
         common = min(len(old), len(values))
-        changed = _differences(values, old, common)
+        changed = differences(values, old, common)
         for position in itertools.chain(changed, range(common, len(old))):
             _count(counts, old[position], -1)
         for position in itertools.chain(changed, range(common, len(values))):
@@ -239,11 +239,9 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         if self.constrained is not None:
             columns.append(list(map(_METRICS, trials)))
             columns.append(list(map(self._constraints_known, trials)))
-        try:  # equal values of other types (1, 1.0, True) are no reason to keep a view: the types compared too
-            sizes = list(itertools.accumulate(map(len, params)))
-            types = list(map(type, itertools.chain.from_iterable(map(dict.values, params))))
-        except TypeError:  # parameters that are not a dict: every job copied
-            sizes = types = None
+        # equal values of other types (1, 1.0, True) are no reason to keep a view: the types compared too; parameters
+        # that are not a dict: every job copied
+        sizes, types = value_types(params) or (None, None)
         count, old = len(trials), self._views.get(budget)
         common = 0 if old is None or sizes is None else min(count, len(old[2]))
         if common and (sizes[:common] != old[2][:common]
@@ -251,7 +249,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             common = 0
         changed = set()
         for mine, theirs in zip(columns, old[0] if common else ()):
-            changed.update(_differences(mine, theirs, common))
+            changed.update(differences(mine, theirs, common))
         view = old[1][:common] if common else []
         for position in itertools.chain(sorted(changed), range(common, count)):
             made = self.model_view([trials[position]], budget, [values[position]])[0]
@@ -267,16 +265,6 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         """True without constraints, or when the job reported every constraint's metric (a job still running at a
         rung may not have yet: its feasibility is unknown, and MOTPE then judges it by what it reported)."""
         return self.constrained is None or self.constrained.constraints_reported(trial)
-
-
-_INDEX, _PARAMS, _METRICS = (operator.attrgetter(name) for name in ('index', 'params', 'metrics'))
-
-
-def _differences(mine, theirs, common):
-    """The positions below ``common`` where two lists differ (==)."""
-    if mine[:common] == theirs[:common]:
-        return ()
-    return list(itertools.compress(range(common), map(operator.ne, mine, theirs)))
 
 
 def _count(counts, found, step):

@@ -76,6 +76,7 @@ import operator
 import random
 
 from ..trial import PENDING_STATES, Sampler, Suggestion
+from .changes import INDEX as _INDEX, PARAMS as _PARAMS, STATE as _STATE, differences, value_types
 from .parzen import ParzenEstimator
 from .space import dimensions, space_size
 
@@ -101,7 +102,6 @@ _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
 _VALUE, _FIRST = operator.itemgetter(1), operator.itemgetter(0)
-_INDEX, _STATE, _PARAMS = operator.attrgetter('index'), operator.attrgetter('state'), operator.attrgetter('params')
 _REPORTS, _STOPPED = operator.attrgetter('reports'), operator.attrgetter('stopped_early')
 
 
@@ -465,13 +465,6 @@ _SIMPLE_TYPES = frozenset((str, int, float, bool))
 _SCORED, _PENDING, _UNSCORED = 0, 1, 2
 
 
-def _differences(mine, theirs, common):
-    """The positions below ``common`` where two lists differ (==: equal values of other types are equal)."""
-    if mine[:common] == theirs[:common]:
-        return ()
-    return itertools.compress(range(common), map(operator.ne, mine, theirs))
-
-
 def _copy(values):
     """A copy of a dict of values kept to compare the next poll's with, or None (never equal: read again) when a
     value is not of a simple type (equal lists may hold values of other types: [1] == [True])."""
@@ -507,17 +500,17 @@ class _History:
         new = _Readings(list(map(_INDEX, trials)), list(map(_STATE, trials)), list(map(_PARAMS, trials)),
                         sampler.score_inputs_of(trials))
         count, common = len(trials), min(len(trials), len(old.indices))
-        try:
-            new.sizes = list(itertools.accumulate(map(len, new.params)))
-            new.types = list(map(type, itertools.chain.from_iterable(map(dict.values, new.params))))
-        except TypeError:  # parameters that are not a dict: read every time
+        typed = value_types(new.params)
+        if typed is None:  # parameters that are not a dict: read every time
             new.sizes, new.types, common = (), (), 0
+        else:
+            new.sizes, new.types = typed
         if len(old.inputs) != len(new.inputs):
             common = 0
         changed = set()
         for mine, theirs in [(new.indices, old.indices), (new.states, old.states), (new.params, old.params)] + [
                 (mine, theirs) for (mine, _), (theirs, _) in zip(new.inputs, old.inputs)]:
-            changed.update(_differences(mine, theirs, common))
+            changed.update(differences(mine, theirs, common))
         if common:  # equal values of other types (1, 1.0, True): from the first such trial on, all read again
             first = common if new.sizes[:common] == old.sizes[:common] else next(
                 itertools.compress(itertools.count(), map(operator.ne, new.sizes, old.sizes)))
