@@ -205,7 +205,7 @@ def test_a_fronts_greedy_subset_computes_each_gain_from_two_neighbours(monkeypat
             fast = pareto.greedy_hypervolume_subset(points, size, reference)
             assert sizes and max(sizes) <= 2
             with monkeypatch.context() as general:
-                general.setattr(pareto, '_front_contributions_2d', lambda *args: None)
+                general.setattr(pareto, '_finite_front_2d', lambda *args: None)
                 del sizes[:]
                 assert fast == pareto.greedy_hypervolume_subset(points, size, reference), (seed, size)
                 assert size < 6 or max(sizes) > 2

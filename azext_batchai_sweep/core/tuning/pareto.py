@@ -176,16 +176,10 @@ def _front_contributions_2d(points, reference):
     O(N log N), or None for anything else. Of the others limited by a point p, only two can be non-dominated: its
     left neighbour's (p's first value, the neighbour's second) and its right one's (the neighbour's first, p's
     second); a repeat of p limits to p itself (0 added). exclusive() sums their rectangles in that order."""
-    if len(reference) != 2 or any(len(p) != 2 for p in points):
+    front = _finite_front_2d(points, reference)
+    if front is None:
         return None
-    r0, r1 = float(reference[0]), float(reference[1])
-    values = [(float(p[0]), float(p[1])) for p in points]
-    if not all(math.isfinite(v) for v in (r0, r1)) or not all(math.isfinite(x) and math.isfinite(y)
-                                                               for x, y in values):
-        return None
-    distinct = sorted(set(values))
-    if any(later[1] >= earlier[1] for earlier, later in zip(distinct, distinct[1:])):
-        return None  # not a front
+    (r0, r1), values, distinct = front
     counts = {}
     for v in values:
         counts[v] = counts.get(v, 0) + 1
@@ -208,6 +202,22 @@ def _front_contributions_2d(points, reference):
     return found
 
 
+def _finite_front_2d(points, reference):
+    """((reference as floats), the points as float pairs, the distinct ones sorted) when the points are a finite
+    2-objective front (no point dominates another; repeats allowed), else None."""
+    if len(reference) != 2 or any(len(p) != 2 for p in points):
+        return None
+    r0, r1 = float(reference[0]), float(reference[1])
+    values = [(float(p[0]), float(p[1])) for p in points]
+    if not all(math.isfinite(v) for v in (r0, r1)) or not all(math.isfinite(x) and math.isfinite(y)
+                                                               for x, y in values):
+        return None
+    distinct = sorted(set(values))
+    if any(later[1] >= earlier[1] for earlier, later in zip(distinct, distinct[1:])):
+        return None  # not a front
+    return (r0, r1), values, distinct
+
+
 def greedy_hypervolume_subset(points, size, reference):
     """Indices of ``size`` of the points, chosen one at a time by the largest hypervolume they add to the ones chosen
     before (ties: the earlier index), in the order chosen.
@@ -224,7 +234,7 @@ def greedy_hypervolume_subset(points, size, reference):
     # A finite 2-objective front: of the chosen points limited by a point, only its chosen neighbours' can be
     # non-dominated (a chosen repeat of it: itself), as in _front_contributions_2d; exclusive() of those alone sums the
     # same rectangles, the same floats, without the limited set of every chosen point.
-    line = [] if _front_contributions_2d(points, reference) is not None else None
+    line = [] if _finite_front_2d(points, reference) is not None else None
     while heap and len(chosen) < size:
         bound, index = heapq.heappop(heap)
         if fresh.get(index) == len(chosen):
