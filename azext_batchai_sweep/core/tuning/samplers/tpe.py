@@ -322,10 +322,10 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
             models.append((group, below, above))
         return models
 
-    def _split(self, history, *args):
+    def _split(self, history):
         """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
         (pending jobs among the bad)."""
-        return self._groups(history, *args)[:3]
+        return self._groups(history)[:3]
 
     def _groups(self, history, scored=None, pending=True):
         """_split's three lists, then the good and the bad observations' job indices."""
@@ -451,10 +451,9 @@ def _log_ratio(models, point):
 
 
 def _projected(points, group):
-    """The points' coordinates in ``group``."""
-    if len(group) == 1:
-        return list(zip(map(operator.itemgetter(group[0]), points)))  # one-tuples, made in C
-    return [_project(point, group) for point in points]
+    """The points' coordinates in a one-parameter ``group`` (the only groups but the whole: ``self.groups``), as
+    one-tuples made in C."""
+    return list(zip(map(operator.itemgetter(group[0]), points)))
 
 
 def _project(point, group):
