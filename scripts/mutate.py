@@ -82,7 +82,10 @@ MODULES = {
                      ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
                       'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_tpe_jobs_to_run.py',
                       'tests/tuning/test_pareto.py', 'tests/tuning/test_hostile_reports.py',
-                      'tests/tuning/test_warm_start.py', 'tests/tuning/test_sampler_rules.py']),
+                      'tests/tuning/test_warm_start.py', 'tests/tuning/test_sampler_rules.py',
+                      # the model kept across suggestions (warm == cold, each edit counted)
+                      'tests/tuning/test_tpe_incremental.py', 'tests/tuning/test_suggest_share.py',
+                      'tests/tuning/test_combinations.py', 'tests/tuning/test_tpe_untried.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
