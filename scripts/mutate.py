@@ -375,12 +375,11 @@ def main(argv=None):
             parser.error('{} must run in a PID namespace of its own ({}: needs root), which cannot be made '
                          'here: a mutant of its process-group kills could reach any process of the machine'.format(
                              ', '.join(isolated), ' '.join(ISOLATE)))
-        return subprocess.run(ISOLATE + [sys.executable, os.path.abspath(__file__), *(argv if argv is not None
-                                                                                   else sys.argv[1:])],
+        # bash is the namespace's first process: it reaps the processes that a test leaves behind (a job's
+        # `sleep &`) once their parent is gone, which would otherwise stay zombies (thousands in a runner run).
+        command = [sys.executable, os.path.abspath(__file__), *(argv if argv is not None else sys.argv[1:])]
+        return subprocess.run(ISOLATE + ['bash', '-c', '"$@"; exit $?', 'mutate'] + command,
                               env=dict(os.environ, MUTATE_ISOLATED='1'), check=False).returncode
-    if os.environ.get('MUTATE_ISOLATED'):
-        # the namespace's first process: the kernel drops a signal it has no handler for (SIGTERM would not stop it)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     children = int(os.environ.get('MUTATE_CHILDREN', '1'))
     for name in args.modules or list(MODULES):
         if args.recheck:
