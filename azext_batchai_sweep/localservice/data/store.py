@@ -34,6 +34,7 @@ CREATE INDEX IF NOT EXISTS resources_children ON resources (kind, parent, seq);
 CREATE INDEX IF NOT EXISTS resources_queue ON resources (cluster, state, priority, seq);
 """
 
+RESOURCE_COLUMNS = ('key', 'kind', 'parent', 'body', 'spec')  # every resource's, set when it is inserted
 JOB_COLUMNS = ('cluster', 'state', 'priority', 'node_count', 'pgid', 'marker', 'sched_id')
 
 # The statements, named here rather than written inline: SQLite reads keywords and names in any case, so their text
@@ -50,7 +51,7 @@ UNSUBMITTED_INDEX = ('CREATE INDEX IF NOT EXISTS resources_unsubmitted ON resour
 GET = 'SELECT * FROM resources WHERE key = ?'
 INSERT = 'INSERT OR IGNORE INTO resources ({columns}) VALUES ({marks})'
 GET_BODY = 'SELECT body FROM resources WHERE key = ?'
-UPDATE = 'UPDATE resources SET {assignments} WHERE key = ?'
+UPDATE = 'UPDATE resources SET body = ?{job_columns} WHERE key = ?'
 DELETE = 'DELETE FROM resources WHERE key = ?'
 # a resource (its key) and those below it (keys starting with the key and '/': `below` is that prefix's length)
 DELETE_TREE = 'DELETE FROM resources WHERE key = :key OR substr(key, 1, :below) = :prefix'
@@ -109,7 +110,7 @@ class Store:
 
     def insert(self, key, kind, parent, body, spec=None, **job):
         """Insert a resource; return False (and change nothing) when the key already exists."""
-        cols = ['key', 'kind', 'parent', 'body', 'spec'] + [c for c in JOB_COLUMNS if c in job]
+        cols = list(RESOURCE_COLUMNS) + [c for c in JOB_COLUMNS if c in job]
         values = [key, kind, parent, json.dumps(body, separators=(',', ':')),
                   None if spec is None else json.dumps(spec)] + [job[c] for c in JOB_COLUMNS if c in job]
         sql = INSERT.format(columns=','.join(cols), marks=','.join('?' * len(cols)))
@@ -126,9 +127,9 @@ class Store:
             body = json.loads(stored)
             if mutate is not None:
                 mutate(body)
-            sets = ['body = ?'] + ['{} = ?'.format(c) for c in JOB_COLUMNS if c in job]
+            assignments = ''.join(', {} = ?'.format(c) for c in JOB_COLUMNS if c in job)
             values = [json.dumps(body, separators=(',', ':'))] + [job[c] for c in JOB_COLUMNS if c in job] + [key]
-            self._conn.execute(UPDATE.format(assignments=', '.join(sets)), values)
+            self._conn.execute(UPDATE.format(job_columns=assignments), values)
             return body
 
     def delete(self, key):
