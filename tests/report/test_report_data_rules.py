@@ -446,40 +446,46 @@ def _replaced(record, index, **changes):
 
 def test_a_memo_makes_the_importance_again_when_any_of_its_inputs_changed_and_only_then(monkeypatch):
     """The live report's memo (report_data with a Memo) gives the importance made whole after each change of what
-    it reads: a job's parameters, its counted value (its state, its value, whether a decision stopped it), the
-    resource Hyperband gave it, the objective's goal."""
+    it reads, each change alone from the same sweep: a job's parameters, its counted value (its state, whether a
+    decision stopped it), the resource Hyperband gave it, the objective's goal, a run's several objectives."""
     import dataclasses
     from azext_batchai_sweep.core.report import data as data_module
     made = []
     real = data_module.report_importance
     monkeypatch.setattr(data_module, 'report_importance', lambda *a, **k: made.append(1) or real(*a, **k))
     record = synthetic_record(30, epochs=3, seed=2)
+    compute = {'jobSteps': 1, 'jobStepsSaved': 0, 'jobSeconds': 1.0, 'jobStepsFull': 1}
     best = report_data(record)['summary']['best']['name']
     top = next(t for t in record.trials if t.name == best)
     stopped = next(t for t in record.trials if t.stopped_early)
-    steps = [
-        ('as it was', record),
+    # a run's two objectives: the metric and the units (fewer better), every job ranked
+    entries = [{'name': t.name, 'rank': 0, 'parameters': t.params,
+                'values': {'val_accuracy': t.reports[-1].value, 'units': t.params['UNITS']}} for t in record.trials]
+    pareto = {'objectives': [{'metric': 'val_accuracy', 'goal': 'max'}, {'metric': 'units', 'goal': 'min'}],
+              'ranked': entries, 'infeasible': []}
+    changes = [
         ('the best job with another learning rate', _replaced(record, top.index, params=dict(
-            top.params, LEARNING_RATE=top.params['LEARNING_RATE'] * 1000))),
-        ('the best job failed (its reports kept)', _replaced(record, top.index, state='failed')),
+            top.params, LEARNING_RATE=top.params['LEARNING_RATE'] * 1000)), None),
+        ('the best job failed (its reports kept)', _replaced(record, top.index, state='failed'), None),
         ('a job stopped by a decision: no longer so', _replaced(record, stopped.index, stopped_early=False,
-                                                                extra=dict(stopped.extra, decision=None))),
+                                                                extra=dict(stopped.extra, decision=None)), None),
         ('the other goal', dataclasses.replace(record, objective=dataclasses.replace(record.objective,
-                                                                                     goal='min'))),
+                                                                                     goal='min')), None),
         ('each job given its UNITS as its resource', dataclasses.replace(record, trials=[
-            dataclasses.replace(t, resource=t.params['UNITS']) for t in record.trials])),
+            dataclasses.replace(t, resource=t.params['UNITS']) for t in record.trials]), None),
+        ("a run's two objectives", record, {'compute': compute, 'pareto': pareto}),
     ]
     memo = data_module.Memo()
-    previous = None
-    for why, state in steps:
-        whole = report_data(state)['importance']
-        assert whole != previous, 'the change changes the importance: ' + why
+    base = report_data(record)['importance']
+    for why, state, figures in changes:
+        assert report_data(record, memo=memo)['importance'] == base
+        whole = report_data(state, figures=figures)['importance']
+        assert whole != base, 'the change changes the importance: ' + why
         del made[:]
-        assert report_data(state, memo=memo)['importance'] == whole, why
+        assert report_data(state, figures=figures, memo=memo)['importance'] == whole, why
         assert made == [1], why
         del made[:]
-        assert report_data(state, memo=memo)['importance'] == whole and not made, 'nothing changed: ' + why
-        previous = whole
+        assert report_data(state, figures=figures, memo=memo)['importance'] == whole and not made, 'again: ' + why
 
 
 def _ended(rows, goal='max', figures=None):
