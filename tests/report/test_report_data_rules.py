@@ -530,3 +530,49 @@ def test_past_the_limit_the_best_job_is_drawn_first_even_where_others_reported_b
     assert plots['objectiveVsParameter']['drawn'][:3] == ['j31', 'j00', 'j01']
     assert len(plots['parallelCoordinates']['drawn']) == 10 and len(plots['objectiveVsParameter']['drawn']) == 20
     assert plots['parallelCoordinates']['jobs'] == plots['objectiveVsParameter']['jobs'] == 32
+
+
+def test_the_summary_counts_the_jobs_finished_stopped_and_with_a_value_and_names_the_best():
+    from azext_batchai_sweep.core.report.model import EXTRA_CODE, EXTRA_DECISION
+    stop = {'action': 'stopped', 'rule': 'bandit', 'step': 2.0, 'rung': None, 'bracket': None, 'reason': 'r'}
+    rows = [  # name, state, reports, stopped by a decision, code
+        ('a', 'succeeded', [(1, 0.2), (2, 0.5)], False, 'c2'),
+        ('b', 'terminated', [(1, 0.9), (2, 0.7), (3, 0.95)], True, 'c1'),  # stopped at 2: 0.95 not counted
+        ('c', 'failed', [(1, 0.1)], False, None),
+        ('d', 'running', [(1, 0.3)], False, 'c2'),
+        ('e', 'queued', [], False, None),
+        ('f', 'succeeded', [(1, 0.4), (3, 0.6)], False, None),
+    ]
+    trials = [Trial(name=name, index=i, params={'X': i}, state=state, stopped_early=False,
+                    reports=tuple(Report(float(s), v) for s, v in reports),
+                    extra={EXTRA_DECISION: stop if stopped else None, EXTRA_CODE: code})
+              for i, (name, state, reports, stopped, code) in enumerate(rows)]
+    summary = report_data(sweep_record('s', Objective(metric='m', goal='max', step='epoch'), trials))['summary']
+    assert (summary['jobs'], summary['finished'], summary['stoppedEarly'], summary['withObjective']) == (6, 4, 1, 5)
+    assert summary['best'] == {'name': 'f', 'value': 0.6, 'parameters': {'X': 5}, 'lastStep': 3.0}
+    assert summary['objectiveRange'] == [0.1, 0.7]
+    assert summary['decided'] is True and summary['decisions'] == {'stopped': 1}
+    assert summary['code'] == ['c1', 'c2']
+    assert summary['counts']['succeeded'] == 2 and summary['counts']['queued'] == 1
+
+
+def test_the_data_names_its_kind_and_sweep_and_reads_back_as_a_warm_start_file():
+    """`sweep report -o json` is a results file another sweep's warmStart reads (core/tuning/warmstart.py): by its
+    kind, its objective and its jobs."""
+    import json
+    from azext_batchai_sweep.core.report.data import DATA_VERSION
+    from azext_batchai_sweep.core.tuning.warmstart import records_from_document
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded', stopped_early=False,
+                    reports=(Report(1.0, 0.1 * i), Report(2.0, 0.2 * i)),
+                    extra={'scheduler': 'slurm', 'schedulerJobId': str(40 + i)} if i else {}) for i in range(3)]
+    record = sweep_record('lr-sweep', Objective(metric='acc', goal='max', step='epoch'), trials, resource_group='rg',
+                          workspace='ws', experiment='exp', sampling='random', generated_at=GENERATED)
+    data = json.loads(json.dumps(report_data(record, run={'outline': 1})))
+    assert (data['kind'], data['version'], data['sweep'], data['resourceGroup'], data['workspace'],
+            data['experiment'], data['generatedAt'], data['sampling'], data['run']) == (
+        'batchai-sweep-report', DATA_VERSION, 'lr-sweep', 'rg', 'ws', 'exp', GENERATED, 'random', {'outline': 1})
+    assert data['objective']['metric'] == 'acc' and data['objective']['goal'] == 'max'
+    assert data['scheduler'] == 'slurm', 'the first job that names one'
+    records = records_from_document(data, 'report.json', 'sampling.warmStart[0]')
+    assert [(r.name, r.state, r.reports, r.metric) for r in records] == [
+        ('j%d' % i, 'succeeded', ((1.0, 0.1 * i), (2.0, 0.2 * i)), 'acc') for i in range(3)]
