@@ -117,10 +117,12 @@ MAIN = ('echo "main on $AZ_BATCHAI_MPI_MASTER_NODE of $AZ_BATCH_HOST_LIST, task 
         'in $PWD, $JOB_VAR"; echo "to stderr" >&2; touch "$AZ_BATCHAI_MPI_HOST_FILE.ran"; exit $CODE')
 
 
-def test_the_script_is_a_bash_script_that_names_its_job():
+@pytest.mark.parametrize('env_file', [None, '/d/jobs/u1/env'])
+def test_the_script_is_a_bash_script_that_names_its_job(env_file):
     layout = SimpleNamespace(name='job-1', uid='u1', job_dir='/d/jobs/u1', temp_dir='/d/jobs/u1/tmp',
                              shared_dir='/d/jobs/u1/shared', host_file='/d/jobs/u1/hostfile', stdouterr_dir='/d/out')
-    text = mapping.batch_script(_custom('true'), 'customToolkitSettings', layout, '/d/jobs/u1/exit', '/d/settings')
+    text = mapping.batch_script(_custom('true'), 'customToolkitSettings', layout, '/d/jobs/u1/exit', '/d/settings',
+                                env_file)
     lines = text.split('\n')
     assert lines[0] == '#!/bin/bash', 'sbatch needs the interpreter line first'
     assert lines[1].startswith('# ') and 'job-1' in lines[1] and 'u1' in lines[1], 'for whoever reads the job folder'
@@ -195,20 +197,22 @@ def test_a_failed_job_preparation_records_prep_with_its_code_and_the_job_never_r
     assert not os.path.exists(job.layout.host_file + '.ran') and ran.stdout == ''
 
 
-def test_on_several_nodes_job_preparation_runs_once_on_each_node_with_its_task_index(tmp_path):
-    job = _Job(tmp_path, _custom(MAIN, nodes=3, prep=PREP))
-    ran = job.run(nodes='n1,n2,n3', env={'CODE': '0', 'PREP_CODE': '0', 'JOB_VAR': 'v'})
+@pytest.mark.parametrize('count', [2, 3])
+def test_on_several_nodes_job_preparation_runs_once_on_each_node_with_its_task_index(tmp_path, count):
+    job = _Job(tmp_path, _custom(MAIN, nodes=count, prep=PREP))
+    names = ['n%d' % (i + 1) for i in range(count)]
+    ran = job.run(nodes=','.join(names), env={'CODE': '0', 'PREP_CODE': '0', 'JOB_VAR': 'v'})
     assert ran.returncode == 0 and job.record() == ('main', 0)
     assert job.output('stdout-job_prep.txt') == ''.join('prep task {} in {}\n'.format(i, job.layout.temp_dir)
-                                                        for i in range(3))
-    assert job.output('stderr-job_prep.txt') == 'prep err\n' * 3
+                                                        for i in range(count))
+    assert job.output('stderr-job_prep.txt') == 'prep err\n' * count
     # one srun step of a task on each of the job's nodes, stopped as a whole when one fails
-    assert sorted(job.srun_calls()) == sorted(['--nodes=3', '--ntasks=3', '--ntasks-per-node=1',
+    assert sorted(job.srun_calls()) == sorted(['--nodes=%d' % count, '--ntasks=%d' % count, '--ntasks-per-node=1',
                                                '--kill-on-bad-exit=1'])
     # a custom toolkit's command: one process, on the first node, in the script
-    assert ran.stdout == 'main on n1 of n1,n2,n3, task 0, in {}, v\n'.format(job.layout.temp_dir)
+    assert ran.stdout == 'main on n1 of {}, task 0, in {}, v\n'.format(','.join(names), job.layout.temp_dir)
     with open(job.layout.host_file, encoding='utf-8') as f:
-        assert f.read() == 'n1 slots=1\nn2 slots=1\nn3 slots=1\n'
+        assert f.read() == ''.join('{} slots=1\n'.format(name) for name in names)
 
 
 PYTORCH_SCRIPT = '''import os, sys
@@ -232,3 +236,29 @@ def test_a_job_of_several_processes_is_run_by_the_launcher_each_with_its_own_out
         assert job.output('stderr-{}.txt'.format(rank)) == 'rank err {}\n'.format(rank)
     # the second node's process: a one-task srun step on it (the first node's runs in the script)
     assert '--nodelist=n2' in job.srun_calls() and '--nodelist=n1' not in job.srun_calls()
+
+
+def test_a_one_process_job_whose_output_has_its_own_name_is_run_by_the_launcher_into_those_files(tmp_path):
+    # a TensorFlow job on one node: one process, the master, whose output Batch AI named stdout-wk-0.txt
+    script = tmp_path / 'train.py'
+    script.write_text(PYTORCH_SCRIPT)
+    props = {'nodeCount': 1, 'tensorFlowSettings': {'pythonScriptFilePath': str(script),
+                                                    'masterCommandLineArgs': '--master'}}
+    job = _Job(tmp_path, props, toolkit='tensorFlowSettings')
+    ran = job.run()
+    assert ran.returncode == 0 and job.record() == ('main', 0)
+    assert ran.stdout == '' and ran.stderr == ''
+    assert job.output('stdout-wk-0.txt') == "rank 0 of n1 ['--master']\n"
+    assert job.output('stdout.txt') is None
+
+
+def test_an_mpi_job_runs_mpirun_in_the_script_over_the_jobs_host_file(tmp_path):
+    # the allocation's one node is this machine by name (OpenMPI starts both ranks here, from the host file)
+    props = {'nodeCount': 1, 'customMpiSettings': {'processCount': 2, 'commandLine':
+                                                   'echo "rank $AZ_BATCHAI_TASK_INDEX of $OMPI_COMM_WORLD_SIZE"'}}
+    job = _Job(tmp_path, props, toolkit='customMpiSettings')
+    ran = job.run(nodes='localhost')
+    assert ran.returncode == 0 and job.record() == ('main', 0), ran.stderr
+    assert sorted(ran.stdout.splitlines()) == ['rank 0 of 2', 'rank 1 of 2']
+    with open(job.layout.host_file, encoding='utf-8') as f:
+        assert f.read() == 'localhost slots=2\n'
