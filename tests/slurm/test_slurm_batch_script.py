@@ -12,6 +12,7 @@ controller here), both on PATH for bash:
   one on each node), the options it was given written to a log for the test to read.
 """
 import os
+import shutil
 import subprocess
 from types import SimpleNamespace
 
@@ -252,6 +253,7 @@ def test_a_one_process_job_whose_output_has_its_own_name_is_run_by_the_launcher_
     assert job.output('stdout.txt') is None
 
 
+@pytest.mark.skipif(not shutil.which('mpirun'), reason='OpenMPI is not installed (make test installs it)')
 def test_an_mpi_job_runs_mpirun_in_the_script_over_the_jobs_host_file(tmp_path):
     # the allocation's one node is this machine by name (OpenMPI starts both ranks here, from the host file)
     props = {'nodeCount': 1, 'customMpiSettings': {'processCount': 2, 'commandLine':
