@@ -119,8 +119,10 @@ MODULES = {
                                                'tests/localservice/test_store_queue.py']),
     # the Runner in the test's own process (the service tests run it in another, which mutmut never maps)
     'runner': (['localservice/schedulers/processes/runner.py'], ['tests/localservice/test_runner_in_process.py']),
+    # the batch script run by bash in the test's process (real Slurm runs it in the service's, which mutmut never maps)
     'slurm-mapping': (['localservice/schedulers/slurm/mapping.py'], ['tests/slurm/test_slurm_mapping.py',
-                                                                     'tests/slurm/test_slurm_mapping_rules.py']),
+                                                                     'tests/slurm/test_slurm_mapping_rules.py',
+                                                                     'tests/slurm/test_slurm_batch_script.py']),
     'batch-states': (['localservice/schedulers/azurebatch/states.py'], ['tests/azurebatch/test_states.py',
                                                              'tests/azurebatch/test_states_nodes.py',
                                                              'tests/azurebatch/test_states_outcomes.py',

@@ -327,3 +327,252 @@ def test_random_searchs_expected_curve_is_the_expected_best_of_k_of_its_succeede
     assert report_data(_record_of(rows, 'min', 'grid'))['plots']['bestSoFar']['expectedRandom'] is None
     one = [('succeeded', [3.0]), ('failed', [0.0])]
     assert report_data(_record_of(one, 'min', 'random'))['plots']['bestSoFar']['expectedRandom'] is None
+
+
+# ---- which jobs a plot draws (_sample): the ones it must, the best tenth, then a seeded sample -------------------
+
+def _pool(count):
+    """`count` job rows j00, j01, ..., ranked by `_by_rank` in reverse: the last is the best."""
+    return [{'name': 'j%02d' % i, 'rank': -i} for i in range(count)]
+
+
+def _by_rank(job):
+    return job['rank']
+
+
+def test_a_sample_draws_the_must_jobs_first_in_order_and_once_then_the_best_tenth_then_a_seeded_rest():
+    from azext_batchai_sweep.core.report.data import _sample
+    jobs = _pool(40)
+    drawn = _sample(jobs, 20, ['j05', 'j07', 'j05', 'j01'], _by_rank)
+    assert drawn[:5] == ['j05', 'j07', 'j01', 'j39', 'j38'], 'the must jobs once each, then the best 20 // 10'
+    assert len(drawn) == 20 and len(set(drawn)) == 20
+    assert drawn == _sample(jobs, 20, ['j05', 'j07', 'j05', 'j01'], _by_rank), 'the same jobs on every run'
+    others = [_sample(jobs, 20, [], _by_rank, seed=seed)[2:] for seed in range(1, 4)]
+    assert any(other != _sample(jobs, 20, [], _by_rank)[2:] for other in others), 'the rest: drawn by the seed'
+    # a must job among the best is not drawn twice
+    with_best = _sample(jobs, 20, ['j39'], _by_rank)
+    assert with_best[:2] == ['j39', 'j38'] and len(set(with_best)) == 20
+
+
+@pytest.mark.parametrize('limit, best', [(5, 1), (9, 1), (10, 1), (19, 1), (20, 2), (30, 3)])
+def test_the_best_drawn_by_rank_are_a_tenth_of_the_limit_and_at_least_one(limit, best):
+    from azext_batchai_sweep.core.report.data import _sample
+    jobs = _pool(3 * limit)
+    drawn = _sample(jobs, limit, [], _by_rank)
+    assert drawn[:best] == ['j%02d' % (3 * limit - 1 - i) for i in range(best)]
+    assert len(drawn) == limit and len(set(drawn)) == limit
+
+
+def test_a_sample_never_holds_more_than_its_limit_even_of_must_jobs():
+    from azext_batchai_sweep.core.report.data import _sample
+    jobs = _pool(10)
+    assert _sample(jobs, 3, ['j04', 'j02', 'j08', 'j01', 'j00'], _by_rank) == ['j04', 'j02', 'j08']
+    assert _sample(jobs, 3, ['j04', 'j02'], _by_rank) == ['j04', 'j02', 'j09']
+    room_for_one = _sample(jobs, 4, ['j04', 'j02'], _by_rank)
+    assert room_for_one[:3] == ['j04', 'j02', 'j09'] and len(set(room_for_one)) == 4, 'the last place filled too'
+
+
+@pytest.mark.parametrize('count', [6, 8])
+def test_a_rest_that_fits_is_drawn_whole_in_the_jobs_order(count):
+    from azext_batchai_sweep.core.report.data import _sample
+    # limit 8: j03 (must) and the best (the last job), then the rest: 4 jobs (fewer than the room) or 6 (exactly it)
+    jobs = _pool(count)
+    rest = ['j%02d' % i for i in range(count - 1) if i != 3]
+    assert _sample(jobs, 8, ['j03'], _by_rank) == ['j03', 'j%02d' % (count - 1)] + rest
+
+
+def _shares_record(goal='max'):
+    """A sweep whose best job is 'best'; four jobs stopped by a decision and four failed ones (each ranking worse
+    than every other job), one of each without a report; 30 other jobs that ran to the end."""
+    sign = 1 if goal == 'max' else -1
+    rows = [('best', 'succeeded', False, [0.5, 100.0])]
+    rows += [('stop%d' % i, 'terminated', True, [] if i == 0 else [0.1, -50.0 - i]) for i in range(4)]
+    rows += [('fail%d' % i, 'failed', False, [] if i == 0 else [0.1, -60.0 - i]) for i in range(4)]
+    rows += [('ok%02d' % i, 'succeeded', False, [0.3, float(i)]) for i in range(30)]
+    trials = [Trial(name=name, index=k, params={'X': k}, state=state, stopped_early=stopped, extra={},
+                    reports=tuple(Report(float(s), sign * v) for s, v in enumerate(values, start=1)))
+              for k, (name, state, stopped, values) in enumerate(rows)]
+    return sweep_record('shares', Objective(metric='m', goal=goal, step='epoch'), trials)
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_past_the_limit_the_curves_drawn_first_are_the_best_then_a_fifth_stopped_then_a_fifth_failed(
+        monkeypatch, goal):
+    from azext_batchai_sweep.core.report import data
+    monkeypatch.setattr(data, 'MAX_CURVES', 10)  # a fifth: 2 of each, of the jobs with a curve, in their order
+    plot = report_data(_shares_record(goal))['plots']['learningCurves']
+    assert plot['jobs'] == 37 and len(plot['drawn']) == 10 and len(set(plot['drawn'])) == 10
+    assert plot['drawn'][:5] == ['best', 'stop1', 'stop2', 'fail1', 'fail2']
+    assert not {'stop0', 'fail0'} & set(plot['drawn']), 'a job without a report has no curve'
+    assert plot['band'] is not None, 'jobs left out: the band under the lines'
+    monkeypatch.setattr(data, 'MAX_CURVES', 15)  # a fifth: 3 each
+    assert report_data(_shares_record(goal))['plots']['learningCurves']['drawn'][:7] == [
+        'best', 'stop1', 'stop2', 'stop3', 'fail1', 'fail2', 'fail3']
+
+
+def _random_sweep(values, goal='min'):
+    """A random search whose jobs all succeeded, job i reporting values[i] once."""
+    trials = [Trial(name='r%03d' % i, index=i, params={'X': i}, state='succeeded', stopped_early=False, extra={},
+                    reports=(Report(1.0, v),)) for i, v in enumerate(values)]
+    return sweep_record('random', Objective(metric='m', goal=goal, step='epoch'), trials, sampling='random')
+
+
+@pytest.mark.parametrize('finished, counts', [
+    (5, [1, 2, 3, 4, 5]),          # up to the number of points: every count of jobs
+    (6, [1, 2, 4, 6]),             # past it: round(6 ** (i / 4)) for i in 0..4, the equal roundings once
+    (16, [1, 2, 4, 8, 16]),        # 16 ** (i / 4): evenly on a log scale, both ends
+    (81, [1, 3, 9, 27, 81]),
+])
+def test_random_searchs_expected_curve_is_at_every_count_or_at_counts_evenly_spaced_on_a_log_scale(
+        monkeypatch, finished, counts):
+    from azext_batchai_sweep.core.report import data
+    monkeypatch.setattr(data, 'EXPECTED_CURVE_POINTS', 5)
+    values = [float((7 * i) % finished) for i in range(finished)]
+    curve = report_data(_random_sweep(values))['plots']['bestSoFar']['expectedRandom']
+    assert [k for k, _ in curve] == counts
+    # each point: E[the best of k draws] with replacement from the values (sorted worst first, the i-th is the best
+    # of k draws with probability (i/n)^k - ((i-1)/n)^k)
+    ordered = sorted(values, reverse=True)
+    for k, expected in curve:
+        assert expected == pytest.approx(sum(v * ((i / finished) ** k - ((i - 1) / finished) ** k)
+                                             for i, v in enumerate(ordered, start=1)))
+
+
+def _replaced(record, index, **changes):
+    import dataclasses
+    return dataclasses.replace(record, trials=[dataclasses.replace(t, **changes) if t.index == index else t
+                                               for t in record.trials])
+
+
+def test_a_memo_makes_the_importance_again_when_any_of_its_inputs_changed_and_only_then(monkeypatch):
+    """The live report's memo (report_data with a Memo) gives the importance made whole after each change of what
+    it reads, each change alone from the same sweep: a job's parameters, its counted value (its state, whether a
+    decision stopped it), the resource Hyperband gave it, the objective's goal, a run's several objectives."""
+    import dataclasses
+    from azext_batchai_sweep.core.report import data as data_module
+    made = []
+    real = data_module.report_importance
+    monkeypatch.setattr(data_module, 'report_importance', lambda *a, **k: made.append(1) or real(*a, **k))
+    record = synthetic_record(30, epochs=3, seed=2)
+    compute = {'jobSteps': 1, 'jobStepsSaved': 0, 'jobSeconds': 1.0, 'jobStepsFull': 1}
+    best = report_data(record)['summary']['best']['name']
+    top = next(t for t in record.trials if t.name == best)
+    stopped = next(t for t in record.trials if t.stopped_early)
+    # a run's two objectives: the metric and the units (fewer better), every job ranked
+    entries = [{'name': t.name, 'rank': 0, 'parameters': t.params,
+                'values': {'val_accuracy': t.reports[-1].value, 'units': t.params['UNITS']}} for t in record.trials]
+    pareto = {'objectives': [{'metric': 'val_accuracy', 'goal': 'max'}, {'metric': 'units', 'goal': 'min'}],
+              'ranked': entries, 'infeasible': []}
+    changes = [
+        ('the best job with another learning rate', _replaced(record, top.index, params=dict(
+            top.params, LEARNING_RATE=top.params['LEARNING_RATE'] * 1000)), None),
+        ('the best job failed (its reports kept)', _replaced(record, top.index, state='failed'), None),
+        ('a job stopped by a decision: no longer so', _replaced(record, stopped.index, stopped_early=False,
+                                                                extra=dict(stopped.extra, decision=None)), None),
+        ('the other goal', dataclasses.replace(record, objective=dataclasses.replace(record.objective,
+                                                                                     goal='min')), None),
+        ('each job given its UNITS as its resource', dataclasses.replace(record, trials=[
+            dataclasses.replace(t, resource=t.params['UNITS']) for t in record.trials]), None),
+        ("a run's two objectives", record, {'compute': compute, 'pareto': pareto}),
+    ]
+    memo = data_module.Memo()
+    base = report_data(record)['importance']
+    for why, state, figures in changes:
+        assert report_data(record, memo=memo)['importance'] == base
+        whole = report_data(state, figures=figures)['importance']
+        assert whole != base, 'the change changes the importance: ' + why
+        del made[:]
+        assert report_data(state, figures=figures, memo=memo)['importance'] == whole, why
+        assert made == [1], why
+        del made[:]
+        assert report_data(state, figures=figures, memo=memo)['importance'] == whole and not made, 'again: ' + why
+
+
+def _ended(rows, goal='max', figures=None):
+    """bestSoFar of jobs (state, value or None, end time or None), job i the i-th row."""
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state=state, stopped_early=False,
+                    reports=() if value is None else (Report(1.0, value),), extra={'endTime': end})
+              for i, (state, value, end) in enumerate(rows)]
+    record = sweep_record('b', Objective(metric='m', goal=goal, step='epoch'), trials)
+    return report_data(record, figures=figures)['plots']['bestSoFar']
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_the_best_so_far_improves_in_end_time_order_over_the_succeeded_jobs_with_a_value(goal):
+    s = 1 if goal == 'max' else -1
+    rows = [('succeeded', s * 5.0, '2026-11-29T10:03:00Z'),
+            ('succeeded', s * 3.0, '2026-11-29T10:01:00Z'),
+            ('failed', s * 9.0, '2026-11-29T10:00:30Z'),     # failed: never counted
+            ('succeeded', None, '2026-11-29T10:00:10Z'),     # no value: not counted
+            ('succeeded', s * 4.0, '2026-11-29T10:02:00Z'),
+            ('succeeded', s * 4.5, '2026-11-29T10:02:00Z'),  # ended with j4: after it, by index
+            ('succeeded', s * 1.0, None),                    # no end time known: first
+            ('succeeded', s * 5.0, '2026-11-29T10:04:00Z')]  # as good as the best: no improvement
+    assert _ended(rows, goal) == {'finished': 6, 'expectedRandom': None, 'improvements': [
+        {'finished': 1, 'value': s * 1.0, 'job': 'j6'}, {'finished': 2, 'value': s * 3.0, 'job': 'j1'},
+        {'finished': 3, 'value': s * 4.0, 'job': 'j4'}, {'finished': 4, 'value': s * 4.5, 'job': 'j5'},
+        {'finished': 5, 'value': s * 5.0, 'job': 'j0'}]}
+    assert _ended([], goal) == {'finished': 0, 'improvements': [], 'expectedRandom': None}
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_past_the_limit_the_best_job_is_drawn_first_even_where_others_reported_better_values(monkeypatch, goal):
+    from azext_batchai_sweep.core.report import data
+    monkeypatch.setattr(data, 'MAX_LINES', 10)
+    monkeypatch.setattr(data, 'MAX_POINTS', 20)
+    s = 1 if goal == 'max' else -1
+    # a failed job and one a decision stopped reported better values than the best (which ran to the end)
+    rows = [('failed', False, 50.0), ('terminated', True, 40.0)] + [('succeeded', False, float(i)) for i in range(30)]
+    trials = [Trial(name='j%02d' % i, index=i, params={'X': i}, state=state, stopped_early=stopped, extra={},
+                    reports=(Report(1.0, s * value),)) for i, (state, stopped, value) in enumerate(rows)]
+    plots = report_data(sweep_record('p', Objective(metric='m', goal=goal, step='epoch'), trials))['plots']
+    assert plots['parallelCoordinates']['drawn'][:2] == ['j31', 'j00']  # the best, then the best value
+    assert plots['objectiveVsParameter']['drawn'][:3] == ['j31', 'j00', 'j01']
+    assert len(plots['parallelCoordinates']['drawn']) == 10 and len(plots['objectiveVsParameter']['drawn']) == 20
+    assert plots['parallelCoordinates']['jobs'] == plots['objectiveVsParameter']['jobs'] == 32
+
+
+def test_the_summary_counts_the_jobs_finished_stopped_and_with_a_value_and_names_the_best():
+    from azext_batchai_sweep.core.report.model import EXTRA_CODE, EXTRA_DECISION
+    stop = {'action': 'stopped', 'rule': 'bandit', 'step': 2.0, 'rung': None, 'bracket': None, 'reason': 'r'}
+    rows = [  # name, state, reports, stopped by a decision, code
+        ('a', 'succeeded', [(1, 0.2), (2, 0.5)], False, 'c2'),
+        ('b', 'terminated', [(1, 0.9), (2, 0.7), (3, 0.95)], True, 'c1'),  # stopped at 2: 0.95 not counted
+        ('c', 'failed', [(1, 0.1)], False, None),
+        ('d', 'running', [(1, 0.3)], False, 'c2'),
+        ('e', 'queued', [], False, None),
+        ('f', 'succeeded', [(1, 0.4), (3, 0.6)], False, None),
+    ]
+    trials = [Trial(name=name, index=i, params={'X': i}, state=state, stopped_early=False,
+                    reports=tuple(Report(float(s), v) for s, v in reports),
+                    extra={EXTRA_DECISION: stop if stopped else None, EXTRA_CODE: code})
+              for i, (name, state, reports, stopped, code) in enumerate(rows)]
+    summary = report_data(sweep_record('s', Objective(metric='m', goal='max', step='epoch'), trials))['summary']
+    assert (summary['jobs'], summary['finished'], summary['stoppedEarly'], summary['withObjective']) == (6, 4, 1, 5)
+    assert summary['best'] == {'name': 'f', 'value': 0.6, 'parameters': {'X': 5}, 'lastStep': 3.0}
+    assert summary['objectiveRange'] == [0.1, 0.7]
+    assert summary['decided'] is True and summary['decisions'] == {'stopped': 1}
+    assert summary['code'] == ['c1', 'c2']
+    assert summary['counts']['succeeded'] == 2 and summary['counts']['queued'] == 1
+
+
+def test_the_data_names_its_kind_and_sweep_and_reads_back_as_a_warm_start_file():
+    """`sweep report -o json` is a results file another sweep's warmStart reads (core/tuning/warmstart.py): by its
+    kind, its objective and its jobs."""
+    import json
+    from azext_batchai_sweep.core.report.data import DATA_VERSION
+    from azext_batchai_sweep.core.tuning.warmstart import records_from_document
+    trials = [Trial(name='j%d' % i, index=i, params={'X': i}, state='succeeded', stopped_early=False,
+                    reports=(Report(1.0, 0.1 * i), Report(2.0, 0.2 * i)),
+                    extra={'scheduler': 'slurm', 'schedulerJobId': str(40 + i)} if i else {}) for i in range(3)]
+    record = sweep_record('lr-sweep', Objective(metric='acc', goal='max', step='epoch'), trials, resource_group='rg',
+                          workspace='ws', experiment='exp', sampling='random', generated_at=GENERATED)
+    data = json.loads(json.dumps(report_data(record, run={'outline': 1})))
+    assert (data['kind'], data['version'], data['sweep'], data['resourceGroup'], data['workspace'],
+            data['experiment'], data['generatedAt'], data['sampling'], data['run']) == (
+        'batchai-sweep-report', DATA_VERSION, 'lr-sweep', 'rg', 'ws', 'exp', GENERATED, 'random', {'outline': 1})
+    assert data['objective']['metric'] == 'acc' and data['objective']['goal'] == 'max'
+    assert data['scheduler'] == 'slurm', 'the first job that names one'
+    records = records_from_document(data, 'report.json', 'sampling.warmStart[0]')
+    assert [(r.name, r.state, r.reports, r.metric) for r in records] == [
+        ('j%d' % i, 'succeeded', ((1.0, 0.1 * i), (2.0, 0.2 * i)), 'acc') for i in range(3)]
