@@ -85,7 +85,8 @@ MODULES = {
                       'tests/tuning/test_warm_start.py', 'tests/tuning/test_sampler_rules.py',
                       # the model kept across suggestions (warm == cold, each edit counted)
                       'tests/tuning/test_tpe_incremental.py', 'tests/tuning/test_suggest_share.py',
-                      'tests/tuning/test_combinations.py', 'tests/tuning/test_tpe_untried.py']),
+                      'tests/tuning/test_combinations.py', 'tests/tuning/test_tpe_untried.py',
+                      'tests/tuning/test_normal_tails.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',

@@ -2,6 +2,8 @@
 each suggestion is an untried grid neighbour of the best ``local_jobs`` jobs, the one with the best l/g ratio."""
 import math
 
+import pytest
+
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
 from azext_batchai_sweep.core.tuning.samplers.space import dimensions
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
@@ -18,13 +20,13 @@ def objective(params):
     return min(main, other) + {'x': 0.6, 'y': 0.0, 'z': 0.3}[params['C']]
 
 
-def sweep(sampler, jobs):
-    """`jobs` suggestions one at a time; returns the finished Trials."""
+def sweep(sampler, jobs, sign=1):
+    """`jobs` suggestions one at a time; returns the finished Trials (their values: sign x the objective)."""
     trials = []
     for index in range(jobs):
         params = sampler.suggest(trials, 1)[0].params
         trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
-                            reports=(Report(1.0, float(objective(params))),)))
+                            reports=(Report(1.0, sign * float(objective(params))),)))
     return trials
 
 
@@ -37,14 +39,15 @@ def one_step_apart(first, second):
     return name == 'C' or abs(first[name] - second[name]) == 1
 
 
-def best_jobs(trials, count):
-    return sorted(trials, key=lambda t: (t.reports[-1].value, t.index))[:count]
+def best_jobs(trials, count, sign=1):
+    """The best `count` jobs, values read as sign x the objective (minimised), ties by index."""
+    return sorted(trials, key=lambda t: (sign * t.reports[-1].value, t.index))[:count]
 
 
-def untried_neighbours(trials, count):
+def untried_neighbours(trials, count, sign=1):
     """The configurations one step from the best `count` jobs that no job has had."""
     neighbours = []
-    for best in best_jobs(trials, count):
+    for best in best_jobs(trials, count, sign):
         for name in ('A', 'B'):
             for step in (-1, 1):
                 if 0 <= best.params[name] + step <= 9:
@@ -84,11 +87,13 @@ def test_late_suggestions_are_untried_neighbours_of_the_best_jobs():
     assert checked >= 30
 
 
-def test_the_local_phase_picks_the_neighbour_with_the_best_ratio():
-    sampler = TPESampler(GRID, goal='min', seed=3, count=30, startup_jobs=5)
-    trials = sweep(sampler, 25)
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_the_local_phase_picks_the_neighbour_with_the_best_ratio(goal):
+    # goal max: the objective negated, so the best jobs are the largest values (the same jobs as for min)
+    sampler = TPESampler(GRID, goal=goal, seed=3, count=30, startup_jobs=5)
+    trials = sweep(sampler, 25, sign=1 if goal == 'min' else -1)
     models = sampler.models(trials)
-    untried = untried_neighbours(trials, 3)
+    untried = untried_neighbours(trials, 3, sign=1 if goal == 'min' else -1)
     assert len(untried) > 1
     dims = sampler.dims
 

@@ -331,16 +331,11 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         """_split's three lists, then the good and the bad observations' job indices."""
         scored = history.scored if scored is None else scored
         n_good = self.gamma(len(scored))
-        indices = list(map(_FIRST, scored))
-        if all(map(operator.lt, indices, indices[1:])):
-            # In index order (a history's): the best by a heap (heapq's n best are the n first of a stable sort, as
-            # _ranked sorts), the others left in index order.
-            best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
-            good_indices = {item[0] for item in best}
-            bad = [item for item in scored if item[0] not in good_indices]
-        else:
-            ranked = self._ranked(scored)
-            best, bad = ranked[:n_good], ranked[n_good:]
+        # A history's observations are in index order: the best by a heap (heapq's n best are the n first of a stable
+        # sort, as _ranked sorts: ties by index), the others left in index order.
+        best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
+        good_indices = {item[0] for item in best}
+        bad = [item for item in scored if item[0] not in good_indices]
         good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(best))
         if self.constant_liar and pending:
             bad.extend((index, None, point) for index, point in history.pending)
@@ -349,10 +344,9 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
                 [item[0] for item in good], [item[0] for item in bad])
 
     def _ranked(self, scored):
-        """Scored observations (index, value, point), best first, ties by index."""
-        if all(a[0] < b[0] for a, b in zip(scored, scored[1:])):  # in index order (a history's): a stable sort on
-            return sorted(scored, key=_VALUE, reverse=self.goal == 'max')  # the value keeps ties by index
-        return sorted(scored, key=lambda item: (item[1] if self.goal == 'min' else -item[1], item[0]))
+        """Scored observations (index, value, point) in index order (a history's), best first, ties by index (a stable
+        sort keeps them in order, reversed or not)."""
+        return sorted(scored, key=_VALUE, reverse=self.goal == 'max')
 
     @staticmethod
     def _own(history):
