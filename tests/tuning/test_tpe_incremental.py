@@ -165,16 +165,18 @@ def test_a_warm_sampler_works_on_what_changed(monkeypatch):
     assert counts['score'] > 2500 and counts['fitted'] > 6 * 2500
 
 
-def test_a_large_estimator_edited_is_the_one_built_whole():
+@pytest.mark.parametrize('consider_endpoints', [False, True])
+def test_a_large_estimator_edited_is_the_one_built_whole(consider_endpoints):
     """parzen.ParzenEstimator(previous=...) over removals, insertions, changed points and appends: every list of
-    every dimension is the same floats as a new estimator's, and so is every density."""
+    every dimension is the same floats as a new estimator's, and so is every density (the range's ends counted as
+    the outer kernels' neighbours or not: Optuna's consider_endpoints)."""
     specs = SPACES['mixed']
     sampler = TPESampler(specs, goal='min', seed=0)
     dims = sampler.dims
     rng = random.Random(7)
     points = [tuple(dim.draw(rng) for dim in dims) for _ in range(300)]
     ids = list(range(0, 600, 2))
-    previous = parzen.ParzenEstimator(dims, points, [1.0] * len(points), ids=ids)
+    previous = parzen.ParzenEstimator(dims, points, [1.0] * len(points), ids=ids, consider_endpoints=consider_endpoints)
     previous.log_pdf(points[0])  # builds the pruned structure that the next one adopts
     for step in range(12):
         ids, points = list(ids), list(points)
@@ -191,14 +193,52 @@ def test_a_large_estimator_edited_is_the_one_built_whole():
             k = rng.randrange(len(points))
             points[k] = tuple(dim.draw(rng) for dim in dims)
         weights = tpe.default_weights(len(points))
-        edited = parzen.ParzenEstimator(dims, points, weights, ids=ids, previous=previous)
-        whole = parzen.ParzenEstimator(dims, points, weights, ids=ids)
+        edited = parzen.ParzenEstimator(dims, points, weights, ids=ids, previous=previous,
+                                        consider_endpoints=consider_endpoints)
+        whole = parzen.ParzenEstimator(dims, points, weights, ids=ids, consider_endpoints=consider_endpoints)
         for mine, theirs in zip(edited.kernels, whole.kernels):
             for name in ('mus', 'sigmas', 'inv', 'log_norm', 'consts', 'observed', 'ranked'):
                 assert getattr(mine, name, None) == getattr(theirs, name, None), (step, name)
         probes = [tuple(dim.draw(rng) for dim in dims) for _ in range(10)] + points[:5]
         assert [edited.log_pdf(p) for p in probes] == [whole.log_pdf(p) for p in probes]
         previous = edited
+
+
+@pytest.mark.parametrize('consider_endpoints', [False, True])
+def test_edits_at_either_end_of_the_observations_are_the_estimator_built_whole(consider_endpoints, monkeypatch):
+    """The outer kernels' bandwidths (the range's ends as their neighbours, or their one neighbour's gap) after a
+    point is added below the lowest, above the highest, and the lowest or highest removed: the observations sit in
+    the middle of the range, far from its ends, so that the two rules give other bandwidths."""
+    dims = TPESampler([NumParamSpec('X', 0.0, 10.0, 'REAL', 'LINEAR')], goal='min').dims
+    rng = random.Random(3)
+    # 150 points: past 98, the bandwidth floor (range / min(100, n + 2)) is the same after each edit (else: built whole)
+    points = [(rng.uniform(4.0, 6.0),) for _ in range(150)]
+    ids = list(range(150))
+    previous = parzen.ParzenEstimator(dims, points, [1.0] * 150, ids=ids, consider_endpoints=consider_endpoints)
+    edits = [('add', 3.0), ('add', 7.5), ('remove', min), ('remove', max), ('add', 3.9), ('remove', min)]
+    bandwidths, bandwidth = [], parzen._bandwidth  # pylint: disable=protected-access
+    monkeypatch.setattr(parzen, '_bandwidth', lambda *args: bandwidths.append(args[1]) or bandwidth(*args))
+    for number, (kind, what) in enumerate(edits):
+        ids, points = list(ids), list(points)
+        if kind == 'add':
+            ids.append(1000 + number)
+            points.append((what,))
+        else:
+            k = points.index(what(points))
+            del ids[k], points[k]
+        weights = [1.0] * len(points)
+        edited = parzen.ParzenEstimator(dims, points, weights, ids=ids, previous=previous,
+                                        consider_endpoints=consider_endpoints)
+        whole = parzen.ParzenEstimator(dims, points, weights, ids=ids, consider_endpoints=consider_endpoints)
+        assert bandwidths, 'built whole, not edited'
+        bandwidths.clear()
+        assert edited.kernels[0].sigmas == whole.kernels[0].sigmas, (number, kind)
+        probes = [(x / 4.0,) for x in range(41)]
+        assert [edited.log_pdf(p) for p in probes] == [whole.log_pdf(p) for p in probes]
+        previous = edited
+    # the ends' rule matters here: the outer kernels are wider when the range's ends count
+    other = parzen.ParzenEstimator(dims, points, weights, ids=ids, consider_endpoints=not consider_endpoints)
+    assert other.kernels[0].sigmas != whole.kernels[0].sigmas
 
 
 def _fits_counted(monkeypatch):
