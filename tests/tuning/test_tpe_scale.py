@@ -68,6 +68,31 @@ def test_a_large_estimator_gives_the_whole_mixtures_density(space, monkeypatch):
     assert abs(value - above.log_pdf(far)) <= 1e-12 * max(1.0, abs(value))
 
 
+@pytest.mark.parametrize('space', sorted(SPACES))
+@pytest.mark.parametrize('jobs', [1200, 90])
+def test_a_large_estimator_gives_the_whole_mixtures_density_anywhere_in_the_space(space, jobs, monkeypatch):
+    """Points drawn uniformly from the space (between the clusters, at the range's ends, on a log scale's negative
+    coordinates), not from the estimator: the kernels that carry the density are found by the boxes and the cells
+    of the pruned sum wherever they lie. 90 jobs (the pruned sum from 40 kernels here): few wide kernels, a box
+    wider than the cells there are."""
+    if jobs < 100:
+        monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)
+    specs = SPACES[space]
+    trials = _trials(specs, jobs, 6)
+    sampler = TPESampler(specs, goal='min', seed=6)
+    (_, below, above), = sampler.models(trials)
+    rng = random.Random(8)
+    points = [tuple(dim.draw(rng) for dim in sampler.dims) for _ in range(150)]
+    points += [tuple(dim.snap(dim.high if k % 2 else dim.low) if dim.kind != 'categorical' else 0
+                     for k, dim in enumerate(sampler.dims))]
+    for estimator in (above, below):
+        fast = [estimator.log_pdf(p) for p in points]
+        estimator._pruned = False  # pylint: disable=protected-access
+        whole = [estimator.log_pdf(p) for p in points]
+        for a, b in zip(fast, whole):
+            assert abs(a - b) <= 1e-12 * max(1.0, abs(b)), (a, b)
+
+
 def test_motpe_with_two_objectives_suggests_what_evaluating_every_kernel_suggests(monkeypatch):
     specs = SPACES['continuous 2']
     objectives = Objectives([('a', 'min'), ('b', 'min')])
