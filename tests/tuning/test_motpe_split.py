@@ -1,0 +1,90 @@
+"""MOTPE's split kept across polls (issue 44, core/tuning/samplers/motpe._Split): a run asks after every poll with the
+same jobs and a few more, and the split of 2-objective jobs ranks the points it kept (those of the first fronts,
+up to a few past the cut) and the new ones, instead of all of them. The rule: every split is pareto_select's of all
+the points (same indices, same order), with ties, repeats and points on the staircase it keeps; a job that leaves or
+whose losses change, a non-finite loss, 3 objectives: computed whole; and the work of a partial split is the kept
+points', not the number of jobs. Not timed (bench/suggest.py measures the time)."""
+import math
+import random
+
+import pytest
+
+from azext_batchai_sweep.core.tuning import pareto
+from azext_batchai_sweep.core.tuning.samplers import motpe
+
+
+def _point(rng, objectives=2, grid=None):
+    """A point near a ZDT1-like front, rounded to ``grid`` (ties and repeats) when given."""
+    x = rng.random()
+    values = [x, 1.0 - math.sqrt(x) + 2.0 * rng.random()] + [rng.random() for _ in range(objectives - 2)]
+    return tuple(round(v / grid) * grid for v in values) if grid else tuple(values)
+
+
+def _ranked_sizes(monkeypatch):
+    sizes = []
+    ranks = pareto.nondominated_ranks
+
+    def counted(points):
+        sizes.append(len(points))
+        return ranks(points)
+    monkeypatch.setattr(motpe, 'nondominated_ranks', counted)
+    return sizes
+
+
+@pytest.mark.parametrize('grid, share', [(None, 0.3), (0.05, 0.3), (0.2, 0.6)])  # 0.2: fronts of many repeats
+def test_a_split_kept_across_polls_is_the_whole_split(grid, share, monkeypatch):
+    rng = random.Random(7)
+    jobs = {index: _point(rng, grid=grid) for index in range(1500)}
+    split = motpe._Split()  # pylint: disable=protected-access
+    sizes = _ranked_sizes(monkeypatch)
+    for poll in range(60):
+        for _ in range(rng.randint(1, 6)):
+            jobs[max(jobs) + 1] = _point(rng, grid=grid) if rng.random() < 0.7 else rng.choice(list(jobs.values()))
+        if poll % 20 == 19:  # a job leaves (whole), or one's losses change (whole)
+            if poll % 40 == 19:
+                del jobs[rng.choice(list(jobs))]
+            else:
+                jobs[rng.choice(list(jobs))] = _point(rng, grid=grid)
+        indices = sorted(jobs)
+        losses = [jobs[i] for i in indices]
+        size = int(math.ceil(0.1 * len(losses)))
+        del sizes[:]
+        found = split.select(indices, losses, size)
+        assert found == motpe.pareto_select(losses, size), poll
+        assert sizes[0] == len(losses) or sizes[0] < share * len(losses), sizes  # whole, or the kept points and new ones
+    assert split.partial > 40 and 3 <= split.whole < 15, (split.partial, split.whole)
+
+
+def test_a_partial_split_ranks_the_kept_points_not_every_job(monkeypatch):
+    rng = random.Random(3)
+    indices = list(range(5000))
+    losses = [_point(rng) for _ in indices]
+    split = motpe._Split()  # pylint: disable=protected-access
+    sizes = _ranked_sizes(monkeypatch)
+    split.select(indices, losses, 500)
+    assert sizes == [5000] and split.whole == 1
+    kept = len(split.kept)
+    assert 500 < kept < 1000  # the fronts up to the cut and _KEPT_FRONTS more
+    for step in range(5):
+        indices.append(len(indices))
+        losses.append(_point(rng))
+        del sizes[:]
+        assert split.select(indices, losses, 500) == motpe.pareto_select(losses, 500)
+        assert len(sizes) == 2 and sizes[0] <= kept + step + 1  # (the second: pareto_select's own, here)
+    assert split.whole == 1 and split.partial == 5
+
+
+@pytest.mark.parametrize('change', ['three objectives', 'not finite', 'all fit'])
+def test_a_split_that_cannot_be_kept_is_computed_whole(change):
+    rng = random.Random(5)
+    objectives = 3 if change == 'three objectives' else 2
+    losses = [_point(rng, objectives) for _ in range(400)]
+    split = motpe._Split()  # pylint: disable=protected-access
+    for step in range(4):
+        point = _point(rng, objectives)
+        if change == 'not finite' and step == 1:  # (and then in every split: whole)
+            point = (math.inf, point[1])
+        losses.append(point)
+        size = len(losses) if change == 'all fit' else 40
+        assert split.select(list(range(len(losses))), losses, size) == motpe.pareto_select(losses, size)
+    assert split.partial == 0 and split.whole == (0 if change == 'all fit' else 4)  # (all fit: every point ordered)
