@@ -1,16 +1,21 @@
-"""MOTPE's split kept across polls (issue 44, core/tuning/samplers/motpe._Split): a run asks after every poll with the
-same jobs and a few more, and the split of 2-objective jobs ranks the points it kept (those of the first fronts,
-up to a few past the cut) and the new ones, instead of all of them. The rule: every split is pareto_select's of all
+"""MOTPE's work kept across polls (issue 44): a run asks after every poll with the same jobs and a few more. The split
+of 2-objective jobs (core/tuning/samplers/motpe._Split) ranks the points it kept (those of the first fronts, up to
+a few past the cut) and the new ones, instead of all of them; one-parameter models project each point once. The rule: every split is pareto_select's of all
 the points (same indices, same order), with ties, repeats and points on the staircase it keeps; a job that leaves or
 whose losses change, a non-finite loss, 3 objectives: computed whole; and the work of a partial split is the kept
 points', not the number of jobs. Not timed (bench/suggest.py measures the time)."""
+import dataclasses
 import math
 import random
 
 import pytest
 
+from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning import pareto
-from azext_batchai_sweep.core.tuning.samplers import motpe
+from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
+from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
 
 def _point(rng, objectives=2, grid=None):
@@ -88,3 +93,36 @@ def test_a_split_that_cannot_be_kept_is_computed_whole(change):
         size = len(losses) if change == 'all fit' else 40
         assert split.select(list(range(len(losses))), losses, size) == motpe.pareto_select(losses, size)
     assert split.partial == 0 and split.whole == (0 if change == 'all fit' else 4)  # (all fit: every point ordered)
+
+
+def test_one_parameter_models_project_each_point_once(monkeypatch):
+    """With one model per parameter (MOTPE's), a point's one-tuples are made once (tpe.TPESampler._columns): a poll
+    later the estimators get the same objects for the jobs they had, new ones only for the jobs new to the model, and
+    the suggestions are a new sampler's."""
+    monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)  # large estimators (they keep their points) from 40 kernels
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
+    objectives = Objectives([('a', 'min'), ('b', 'min')])
+    rng = random.Random(11)
+    trials = []
+
+    def add(count, state='succeeded'):
+        for _ in range(count):
+            params = {spec.name: rng.random() for spec in specs}
+            reports = (Report(1, params['X0']),) if state == 'succeeded' else ()
+            metrics = {'b': 1.0 - math.sqrt(params['X0']) + params['X1']} if state == 'succeeded' else {}
+            trials.append(Trial(name='j%d' % len(trials), index=len(trials), params=params, state=state,
+                                reports=reports, metrics=metrics))
+    add(600)
+    add(3, 'running')
+    sampler = MOTPESampler(specs, objectives, seed=4)
+    sampler.suggest(trials, 1)
+    before = {id(p) for (_, below, above) in sampler.models(trials) for e in (below, above) for p in e.points}
+    made = len(sampler.singles)
+    assert made == 603  # one entry per point, each three one-tuples
+    for _ in range(3):
+        trials[-1] = dataclasses.replace(trials[-1], state='succeeded', reports=(Report(1, 0.5),), metrics={'b': 0.4})
+        add(2)
+        assert sampler.suggest(trials, 1) == MOTPESampler(specs, objectives, seed=4).suggest(trials, 1)
+    after = [id(p) for (_, below, above) in sampler.models(trials) for e in (below, above) for p in e.points]
+    assert len(sampler.singles) == made + 6  # the new jobs' points only
+    assert sum(i not in before for i in after) == 6 * 3  # 6 new points in 3 parameters' estimators
