@@ -31,6 +31,7 @@ import math
 import operator
 
 from . import _normal
+from .changes import first_difference, last_difference
 from .space import CATEGORICAL, STEPPED
 
 _NEG_INF = -math.inf
@@ -256,45 +257,14 @@ def _remove(mus, index, m, j):
             return
 
 
-def _first_difference(old, new):
-    """The first position where two lists differ (the shorter one's length when one starts the other): slices
-    compared in C, halving the stretch where they differ (a list of 9,000 observations a poll later is the same
-    objects but for a few, and comparing them one by one in Python was a tenth of a MOTPE suggestion)."""
-    same, differs = 0, min(len(old), len(new))
-    if old[:differs] == new[:differs]:
-        return differs
-    while differs - same > 1:  # old[:same] == new[:same], and they differ before ``differs``
-        middle = (same + differs) // 2
-        if old[same:middle] == new[same:middle]:
-            same = middle
-        else:
-            differs = middle
-    return same
-
-
-def _last_difference(old, new):
-    """How many items two lists share at their ends (_first_difference of the reversed lists, without reversing)."""
-    count = min(len(old), len(new))
-    if count == 0 or old[len(old) - count:] == new[len(new) - count:]:
-        return count
-    same, differs = 0, count  # the last ``same`` items are equal, the last ``differs`` are not
-    while differs - same > 1:
-        middle = (same + differs) // 2
-        if old[len(old) - middle:len(old) - same] == new[len(new) - middle:len(new) - same]:
-            same = middle
-        else:
-            differs = middle
-    return same
-
-
 def _changes(old_ids, old_points, ids, points):
     """(positions of the old observations removed, positions of the new ones added), an id whose point changed
     being both; None when there are more than _MOST_EDITS. Observations are compared by id and point (==); the ids
     increase. The lists usually share a long start and end: only what lies between is compared by id (between a
     job leaving the bad group and another joining it, the positions are shifted)."""
-    start = min(_first_difference(old_ids, ids), _first_difference(old_points, points))
+    start = min(first_difference(old_ids, ids), first_difference(old_points, points))
     room = min(len(old_ids), len(ids)) - start
-    end = min(_last_difference(old_ids, ids), _last_difference(old_points, points), room)
+    end = min(last_difference(old_ids, ids), last_difference(old_points, points), room)
     old_stop, stop = len(old_ids) - end, len(ids) - end
     before = dict(zip(old_ids[start:old_stop], old_points[start:old_stop]))
     after = dict(zip(ids[start:stop], points[start:stop]))
