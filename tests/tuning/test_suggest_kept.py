@@ -1,6 +1,7 @@
-"""MOTPE's work kept across polls (issue 44): a run asks after every poll with the same jobs and a few more. The split
-of 2-objective jobs (core/tuning/samplers/motpe._Split) ranks the points it kept (those of the first fronts, up to
-a few past the cut) and the new ones, instead of all of them; one-parameter models project each point once. The rule: every split is pareto_select's of all
+"""What the samplers keep across polls (issue 44): a run asks after every poll with the same jobs and a few more. The
+split of 2-objective jobs (core/tuning/samplers/motpe._Split) ranks the points it kept (those of the first fronts,
+up to a few past the cut) and the new ones, instead of all of them; one-parameter models project each point once;
+BOHB's model asks values_at again only of the jobs that changed. The rule: every split is pareto_select's of all
 the points (same indices, same order), with ties, repeats and points on the staircase it keeps; a job that leaves or
 whose losses change, a non-finite loss, 3 objectives: computed whole; and the work of a partial split is the kept
 points', not the number of jobs. Not timed (bench/suggest.py measures the time)."""
@@ -14,6 +15,7 @@ from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning import pareto
 from azext_batchai_sweep.core.tuning.objectives import Objectives
 from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
@@ -126,3 +128,39 @@ def test_one_parameter_models_project_each_point_once(monkeypatch):
     after = [id(p) for (_, below, above) in sampler.models(trials) for e in (below, above) for p in e.points]
     assert len(sampler.singles) == made + 6  # the new jobs' points only
     assert sum(i not in before for i in after) == 6 * 3  # 6 new points in 3 parameters' estimators
+
+
+def test_bohbs_model_asks_values_at_again_only_of_the_jobs_that_changed():
+    """values_at answers from a job's state, stopped_early and reports: a job whose fields are the last suggestion's
+    is not asked again (bohb.BudgetModel._values), and the model suggests what a new one does."""
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(2)]
+    asked = []
+
+    def values_at(trial):
+        asked.append(trial.index)
+        return {1.0: trial.reports[0].value, 3.0: trial.last} if trial.state == 'succeeded' else {}
+    rng = random.Random(8)
+    trials = [Trial(name='j%d' % i, index=i, params={'X0': rng.random(), 'X1': rng.random()}, state='running')
+              for i in range(60)]
+
+    def finish(k):
+        value = trials[k].params['X0'] + trials[k].params['X1'] ** 2
+        trials[k] = dataclasses.replace(trials[k], state='succeeded', reports=(Report(1, value + 1), Report(3, value)))
+    for k in range(50):
+        finish(k)
+    model = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0)
+    model.suggest(trials, 'a')
+    assert sorted(asked) == list(range(60))
+    for step, k in enumerate([50, 53, 51]):
+        finish(k)
+        trials = [dataclasses.replace(t) for t in trials]  # a new poll: new objects, equal fields
+        trials.append(Trial(name='n%d' % step, index=len(trials), params={'X0': 0.5, 'X1': 0.5}, state='queued'))
+        del asked[:]
+        found = model.suggest(trials, 'b%d' % step)
+        assert sorted(asked) == [k, len(trials) - 1]  # the job that finished and the new one
+        new = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0).suggest(trials, 'b%d' % step)
+        assert found[0] == new[0] and repr(found[1]) == repr(new[1]) and found[1].budget is not None
+    trials[5] = dataclasses.replace(trials[5], stopped_early=True)
+    del asked[:]
+    model.suggest(trials, 'c')
+    assert asked == [5]
