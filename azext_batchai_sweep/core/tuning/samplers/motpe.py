@@ -277,11 +277,11 @@ class MOTPESampler(TPESampler):
         ordered = ordered[:n_good]
         good_indices = {item[0] for item in ordered}
         good = sorted((item[0], rank, item[2]) for rank, item in enumerate(ordered))
-        bad = [(index, point) for index, _, point in scored if index not in good_indices]
-        if self.constant_liar:
+        bad = [item for item in scored if item[0] not in good_indices]  # the history's items: no new tuple each
+        if self.constant_liar and history.pending:
             bad.extend(history.pending)
-        bad.sort(key=operator.itemgetter(0))
-        return [g[2] for g in good], [g[1] for g in good], [b[1] for b in bad], [g[0] for g in good], \
+            bad.sort(key=operator.itemgetter(0))  # stable: two runs in index order are merged
+        return [g[2] for g in good], [g[1] for g in good], [b[-1] for b in bad], [g[0] for g in good], \
             [b[0] for b in bad]
 
     def _note(self, history):

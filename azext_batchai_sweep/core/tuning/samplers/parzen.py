@@ -597,14 +597,15 @@ class _Pruned:
         always = [self.value(j, point, None) for j in self.always]
         # A few kernels right around the point: their largest term is a lower bound of the largest of all.
         position = bisect.bisect_left(mus, x)
-        near = slice(max(0, position - 4), position + 4)
-        top = max([h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[near], mus[near], inv[near])] + always)
+        top = max([heads[k] - 0.5 * ((x - mus[k]) * inv[k]) ** 2
+                   for k in range(max(0, position - 4), min(len(mus), position + 4))] + always)
         # A narrow kernel farther than this from x falls below that bound less PRUNE_MARGIN (and the slack).
         reach = math.sqrt(2.0 * max(0.0, top_head - top + PRUNE_MARGIN + _BOUND_SLACK)) * widest
         low = bisect.bisect_left(mus, x - reach)
         high = bisect.bisect_right(mus, x + reach, low)
         window = slice(low, high)
-        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[window], mus[window], inv[window])] + always
+        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[window], mus[window], inv[window])]
+        terms.extend(always)  # (the terms' order does not matter: fsum below)
         top = max(terms)
         if top == _NEG_INF:
             return top
