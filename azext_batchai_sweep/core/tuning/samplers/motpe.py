@@ -22,6 +22,10 @@ The good group's size is 10% of the jobs that taught something (Optuna's ``defau
 uncapped) with several objectives, tpe.default_gamma (capped at 25) with one objective and constraints. With several
 objectives each parameter has its own pair of estimators (``multivariate=False``, Optuna's default there), with one
 objective and constraints one joint model (TPE's default).
+
+A sampler asked again (a run asks after every poll) keeps its 2-objective split (_Split): the new jobs are ranked
+with the points of the first fronts it kept, not with every job, and the fronts whose points are unchanged keep their
+order; it gives the split of all the jobs (tests/tuning/test_suggest_kept.py).
 """
 import bisect
 import itertools
