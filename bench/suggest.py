@@ -21,7 +21,7 @@ Each warm suggestion is checked to be the cold one (the run stops otherwise).
 ``--floor``: MOTPE's floor instead. A density sums every kernel term within e^-50 of its largest (parzen.py); the
 exact terms of one warm suggestion (24 candidates x 12 one-parameter densities) are counted, and the CPU time of
 summing them alone is measured (each term computed, the largest found, fsum of their exponentials: nothing else, the
-terms known in advance), beside the warm suggestion's own time.
+terms known in advance, the garbage collector paused), beside the warm suggestion's own time.
 """
 import argparse
 import dataclasses
@@ -154,16 +154,21 @@ def motpe_floor(jobs, repeat, new):
         terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in lines]
         top = max(terms)
         exact = [line for line, t in zip(lines, terms) if t >= top - parzen.PRUNE_MARGIN]
-        kept.append((exact, x, value))
+        kept.append((tuple(map(list, zip(*exact))), x, value))  # (heads, means, 1 / bandwidths): lists, as parzen's
 
     def sums():
         exp, fsum, log = math.exp, math.fsum, math.log
-        for exact, x, _ in kept:
-            terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in exact]
+        for (heads, mus, inv), x, _ in kept:
+            terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads, mus, inv)]
             top = max(terms)
             log(fsum([exp(t - top) for t in terms]))
-    floor = min(_cpu(sums) for _ in range(max(3, repeat)))
-    count = sum(len(exact) for exact, _, _ in kept)
+    import gc
+    gc.disable()  # the arithmetic alone: no collector pauses (the suggestions above had theirs)
+    try:
+        floor = min(_cpu(sums) for _ in range(max(3, repeat)))
+    finally:
+        gc.enable()
+    count = sum(len(exact[0]) for exact, _, _ in kept)
     print('{}: {} densities, {} exact terms ({:.0f} per density); summing them alone {:.1f} ms ({:.0f} ns a term); '
           'the warm suggestion {:.0f} ms (median of {})'.format(name, len(kept), count, count / len(kept),
                                                                 1000 * floor, 1e9 * floor / count,
