@@ -58,7 +58,7 @@ def test_a_split_kept_across_polls_is_the_whole_split(grid, share, monkeypatch):
         del sizes[:]
         found = split.select(indices, losses, size)
         assert found == motpe.pareto_select(losses, size), poll
-        assert sizes[0] == len(losses) or sizes[0] < share * len(losses), sizes  # whole, or the kept points and new ones
+        assert sizes[0] == len(losses) or sizes[0] < share * len(losses), sizes  # whole, or the kept and new points
     assert split.partial > 40 and 3 <= split.whole < 15, (split.partial, split.whole)
 
 
