@@ -1,6 +1,6 @@
 """Benchmark of one suggestion at many finished jobs: our TPE, MOTPE and BOHB's model beside Optuna's TPESampler.
 
-Usage: python bench/suggest.py [--jobs 10000] [--repeat 3] [--new 4] [--only tpe,motpe,bohb]
+Usage: python bench/suggest.py [--jobs 10000] [--repeat 3] [--new 4] [--only tpe,motpe,bohb] [--floor]
 
 For each case the same finished jobs (uniform random configurations, their values by the function) are given to
 ours and to Optuna (its trials added with ``study.add_trials``), and one suggestion is timed in CPU seconds
@@ -17,6 +17,11 @@ Cases: TPE on bench/tpe.py's branin (2 REAL), hartmann6 (6 REAL) and mixed (2 ca
 MOTPE on ZDT1 with 2 objectives and 6 variables (bench/mo.py's); BOHB's model (samplers/bohb.BudgetModel: TPE fitted
 at one budget) on hartmann6's jobs, all at that budget. Goal (issue 44): at most 50 ms each and at most 0.5x Optuna's.
 Each warm suggestion is checked to be the cold one (the run stops otherwise).
+
+``--floor``: MOTPE's floor instead. A density sums every kernel term within e^-50 of its largest (parzen.py); the
+exact terms of one warm suggestion (24 candidates x 12 one-parameter densities) are counted, and the CPU time of
+summing them alone is measured (each term computed, the largest found, fsum of their exponentials: nothing else, the
+terms known in advance, the garbage collector paused), beside the warm suggestion's own time.
 """
 import argparse
 import dataclasses
@@ -115,13 +120,72 @@ def _params(found):
     return found[0] if isinstance(found, tuple) else [s.params for s in found]
 
 
+def motpe_floor(jobs, repeat, new):
+    """Prints the exact terms of one warm MOTPE suggestion and the CPU time of summing them alone (see the module)."""
+    import math
+    from azext_batchai_sweep.core.tuning.samplers import parzen
+    (name, specs, values_of, make_ours, _), = cases(['motpe'])
+    trials = _trials(_history(specs, values_of, jobs))
+    earlier = trials[:len(trials) - new] + [dataclasses.replace(t, state='running', reports=(), metrics={})
+                                            for t in trials[len(trials) - new:]]
+    calls, original = [], parzen._Pruned._log_pdf_1d  # pylint: disable=protected-access
+
+    def recorded(self, point):
+        value = original(self, point)
+        calls.append((self, point[0], value))
+        return value
+    warm = []
+    for _ in range(repeat):
+        suggest = make_ours()
+        suggest(earlier)
+        warm.append(_cpu(lambda: suggest(trials)))  # noqa: B023
+    suggest(earlier)
+    parzen._Pruned._log_pdf_1d = recorded  # pylint: disable=protected-access
+    try:
+        suggest(trials)
+    finally:
+        parzen._Pruned._log_pdf_1d = original  # pylint: disable=protected-access
+    kept = []  # per density: the (log weight + constant, mean, 1 / bandwidth) of its exact terms, and x
+    for pruned, x, value in calls:
+        mus, heads, inv, _, _ = pruned._line  # pylint: disable=protected-access
+        always = [(pruned.estimator.log_weights[j] + pruned.kernels[0].consts[j], pruned.kernels[0].mus[j],
+                   pruned.kernels[0].inv[j]) for j in pruned.always]
+        lines = list(zip(heads, mus, inv)) + always
+        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in lines]
+        top = max(terms)
+        exact = [line for line, t in zip(lines, terms) if t >= top - parzen.PRUNE_MARGIN]
+        kept.append((tuple(map(list, zip(*exact))), x, value))  # (heads, means, 1 / bandwidths): lists, as parzen's
+
+    def sums():
+        exp, fsum, log = math.exp, math.fsum, math.log
+        for (heads, mus, inv), x, _ in kept:
+            terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads, mus, inv)]
+            top = max(terms)
+            log(fsum([exp(t - top) for t in terms]))
+    import gc
+    gc.disable()  # the arithmetic alone: no collector pauses (the suggestions above had theirs)
+    try:
+        floor = min(_cpu(sums) for _ in range(max(3, repeat)))
+    finally:
+        gc.enable()
+    count = sum(len(exact[0]) for exact, _, _ in kept)
+    print('{}: {} densities, {} exact terms ({:.0f} per density); summing them alone {:.1f} ms ({:.0f} ns a term); '
+          'the warm suggestion {:.0f} ms (median of {})'.format(name, len(kept), count, count / len(kept),
+                                                                1000 * floor, 1e9 * floor / count,
+                                                                1000 * statistics.median(warm), repeat))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--jobs', type=int, default=10000)
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--new', type=int, default=4, help='jobs finished since the warm sampler was last asked')
     parser.add_argument('--only', default='tpe,motpe,bohb')
+    parser.add_argument('--floor', action='store_true', help="MOTPE's exact terms and the time of summing them alone")
     args = parser.parse_args()
+    if args.floor:
+        motpe_floor(args.jobs, args.repeat, args.new)
+        return
     import optuna
     print('# {} finished jobs; Python {}, optuna {}, {} CPUs, load average {}, {}'.format(
         args.jobs, platform.python_version(), optuna.__version__, os.cpu_count(),

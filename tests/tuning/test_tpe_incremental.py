@@ -94,6 +94,7 @@ def test_motpe_warm_and_new_suggest_the_same():
         trials = [dataclasses.replace(t, reports=tuple(Report(1, (t.params['X'] + 5) / 15) for _ in t.reports))
                   for t in trials]
         assert warm.suggest(trials, 2) == MOTPESampler(specs, objectives, seed=2).suggest(trials, 2)
+    assert warm.split.partial > 10  # its split kept from one poll to the next (motpe._Split)
 
 
 def test_bohbs_model_warm_and_new_suggest_the_same():

@@ -8,10 +8,45 @@ INDEX, STATE, PARAMS, METRICS = (operator.attrgetter(name) for name in ('index',
 
 
 def differences(mine, theirs, common):
-    """The positions below ``common`` where two lists differ (==: equal values of other types are equal)."""
-    if mine[:common] == theirs[:common]:
+    """The positions below ``common`` where two lists differ (==: equal values of other types are equal; the same
+    object is equal to itself): from the first one on, compared one by one (those before it in C, first_difference)."""
+    start = first_difference(mine[:common], theirs[:common])
+    if start == common:
         return ()
-    return list(itertools.compress(range(common), map(operator.ne, mine, theirs)))
+    return [start] + list(itertools.compress(range(start + 1, common),
+                                             map(operator.ne, mine[start + 1:common], theirs[start + 1:common])))
+
+
+def first_difference(old, new):
+    """The first position where two lists differ (the shorter one's length when one starts the other; an item that is
+    the other's object counts as equal): slices compared in C, halving the stretch where they differ (lists of 10,000
+    jobs a poll later are the same objects but for a few, and comparing them one by one in Python was a tenth of a
+    MOTPE suggestion)."""
+    same, differs = 0, min(len(old), len(new))
+    if old[:differs] == new[:differs]:
+        return differs
+    while differs - same > 1:  # old[:same] == new[:same], and they differ before ``differs``
+        middle = (same + differs) // 2
+        if old[same:middle] == new[same:middle]:
+            same = middle
+        else:
+            differs = middle
+    return same
+
+
+def last_difference(old, new):
+    """How many items two lists share at their ends (first_difference of the reversed lists, without reversing)."""
+    count = min(len(old), len(new))
+    if count == 0 or old[len(old) - count:] == new[len(new) - count:]:
+        return count
+    same, differs = 0, count  # the last ``same`` items are equal, the last ``differs`` are not
+    while differs - same > 1:
+        middle = (same + differs) // 2
+        if old[len(old) - middle:len(old) - same] == new[len(new) - middle:len(new) - same]:
+            same = middle
+        else:
+            differs = middle
+    return same
 
 
 def value_types(params):

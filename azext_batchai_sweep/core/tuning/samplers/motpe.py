@@ -22,7 +22,12 @@ The good group's size is 10% of the jobs that taught something (Optuna's ``defau
 uncapped) with several objectives, tpe.default_gamma (capped at 25) with one objective and constraints. With several
 objectives each parameter has its own pair of estimators (``multivariate=False``, Optuna's default there), with one
 objective and constraints one joint model (TPE's default).
+
+A sampler asked again (a run asks after every poll) keeps its 2-objective split (_Split): the new jobs are ranked
+with the points of the first fronts it kept, not with every job, and the fronts whose points are unchanged keep their
+order; it gives the split of all the jobs (tests/tuning/test_suggest_kept.py).
 """
+import bisect
 import itertools
 import math
 import operator
@@ -88,21 +93,133 @@ def pareto_select(losses, size):
     they fit, the next cut by greedy hypervolume subset selection."""
     if size >= len(losses):
         return pareto_order(losses)
+    return _select_by_rank(losses, size, nondominated_ranks(losses))[0]
+
+
+def _select_by_rank(losses, size, ranks, memo=None):
+    """(pareto_select's indices, the rank of the front cut) from the points' non-domination ranks (size < the number
+    of points). ``memo`` ({(the front's points, how many of it): its order} of the last split, and the dict that
+    collects this one's): a front whose points are the last split's is ordered as it was, not computed again."""
+    rank = ranks.__getitem__
     chosen = []
-    for members in _fronts(losses):
-        if len(chosen) + len(members) <= size:
-            chosen.extend(members[k] for k in _front_order([losses[i] for i in members]))
-            continue
+    for cut, members in itertools.groupby(sorted(range(len(losses)), key=rank), key=rank):
+        members = list(members)
+        whole = len(chosen) + len(members) <= size
         points = [losses[i] for i in members]
-        if len(points[0]) == 1:
-            picked = sorted(range(len(points)), key=lambda k: (points[k], k))[:size - len(chosen)]
-        elif len(points[0]) > 2 and len(points) > _EXACT_CUT_POINTS:
-            picked = _by_box(points, reference_point(points))[:size - len(chosen)]
-        else:
-            picked = greedy_hypervolume_subset(points, size - len(chosen), reference_point(points))
+        wanted = len(members) if whole else size - len(chosen)
+        key = (tuple(points), wanted)
+        picked = None if memo is None else memo[0].get(key)
+        if picked is None:
+            picked = _front_order(points) if whole else _front_cut(points, wanted)
+        if memo is not None:
+            memo[1][key] = picked
         chosen.extend(members[k] for k in picked)
-        break
-    return chosen
+        if not whole:
+            return chosen, cut
+    return chosen, None
+
+
+def _front_cut(points, wanted):
+    """The ``wanted`` points of a front that does not fit whole, in the order chosen (pareto_select's cut)."""
+    if len(points[0]) == 1:
+        return sorted(range(len(points)), key=lambda k: (points[k], k))[:wanted]
+    if len(points[0]) > 2 and len(points) > _EXACT_CUT_POINTS:
+        return _by_box(points, reference_point(points))[:wanted]
+    return greedy_hypervolume_subset(points, wanted, reference_point(points))
+
+
+# An incremental split (_Split) keeps this many fronts past the one it cuts: it is computed whole again once the cut
+# reaches past them (at 10,000 random jobs of ZDT1, fronts of ~80 points, every ~2,000 jobs or so).
+_KEPT_FRONTS = 3
+
+
+class _Split:  # pylint: disable=too-few-public-methods
+    """pareto_select of a sampler's complete jobs, kept from one suggestion to the next (issue 44): a run asks after
+    every poll with the same jobs and a few more, and ranking and ordering 10,000 points each time was a quarter of a
+    suggestion. Two objectives, finite losses, only jobs added since the last split (else it is computed whole).
+
+    It keeps the points of rank <= ``limit`` (``kept``: every point that dominates one of them is among them) and a
+    staircase of the others (the front of rank limit + 1: every other point is dominated by or equal to one of its
+    points). Adding points only raises ranks. A new point dominated by or equal to a staircase point ranks past the
+    limit, and dominates no kept point (the staircase point would then dominate it, and it ranked past the limit
+    before). Every other new point, and every kept one, has all its dominators among the kept and those new points:
+    ranked among them alone, their ranks are the whole set's, and every point of rank <= limit is among them. So
+    when the front cut is within the limit, pareto_select of them is pareto_select of all (the same fronts, each in
+    index order); else the split is computed whole. A front whose points were the last split's keeps its order
+    (``memo``)."""
+
+    def __init__(self):
+        self.losses = None  # {job index: its losses} of the complete jobs the last split saw (None: not incremental)
+        self.kept = None  # [(job index, losses)] of the points of rank <= limit, by index
+        self.limit = None
+        self.stairs = None  # ([first objective], [second]) of the staircase, by the first (the second decreasing)
+        self.memo = {}
+        self.whole = self.partial = 0  # how many splits were computed whole, how many from the kept points (tests)
+
+    def select(self, indices, losses, size):
+        """pareto_select(losses, size) of the jobs ``indices`` (increasing) with these ``losses``."""
+        if size >= len(losses):
+            self.losses = None
+            return pareto_order(losses)
+        memo = (self.memo, {})
+        found = self._partial(indices, losses, size, memo) if self.losses is not None else None
+        if found is None:
+            found = self._whole(indices, losses, size, memo)
+        self.memo = memo[1]
+        return found
+
+    def _whole(self, indices, losses, size, memo):
+        self.whole += 1
+        ranks = nondominated_ranks(losses)
+        chosen, cut = _select_by_rank(losses, size, ranks, memo)
+        self.losses = None
+        if len(losses[0]) == 2 and all(map(math.isfinite, itertools.chain.from_iterable(losses))):
+            limit = cut + _KEPT_FRONTS
+            self._keep(indices, losses, ranks, limit, [p for p, r in zip(losses, ranks) if r == limit + 1])
+            self.losses = dict(zip(indices, losses))
+        return chosen
+
+    def _keep(self, indices, losses, ranks, limit, outside):
+        """Keeps the points of rank <= limit, and the staircase of the others (``outside``: the front of rank
+        limit + 1 of a whole split; a partial one's points past the limit, with the last staircase's)."""
+        self.limit = limit
+        self.kept = [(i, p) for i, p, r in zip(indices, losses, ranks) if r <= limit]
+        firsts, seconds, lowest = [], [], math.inf
+        for x, y in sorted(set(outside)):
+            if y < lowest:  # not dominated by (nor equal to) a point before it
+                firsts.append(x)
+                seconds.append(y)
+                lowest = y
+        self.stairs = (firsts, seconds)
+
+    def _partial(self, indices, losses, size, memo):
+        """The split from the kept points and the new ones, or None when it must be computed whole."""
+        old, new = self.losses, dict(zip(indices, losses))
+        if len(new) != len(indices) or not old.items() <= new.items():
+            return None  # a job left, or its losses changed
+        firsts, seconds = self.stairs
+        fresh = []
+        for index in sorted(new.keys() - old.keys()):
+            point = new[index]
+            if len(point) != 2 or not all(map(math.isfinite, point)):
+                return None
+            at = bisect.bisect_right(firsts, point[0])
+            if at and seconds[at - 1] <= point[1]:
+                continue  # dominated by or equal to a point past the limit: past it too
+            fresh.append((index, point))
+        points = sorted(self.kept + fresh)
+        if size >= len(points):
+            return None
+        ranks = nondominated_ranks([p for _, p in points])
+        chosen, cut = _select_by_rank([p for _, p in points], size, ranks, memo)
+        if cut > self.limit:
+            return None
+        self.partial += 1
+        subset = [i for i, _ in points]
+        self._keep(subset, [p for _, p in points], ranks, self.limit,
+                   [p for (_, p), r in zip(points, ranks) if r > self.limit] + list(zip(*self.stairs)))
+        self.losses = new
+        return [bisect.bisect_left(indices, subset[k]) for k in chosen]
 
 
 class MOTPESampler(TPESampler):
@@ -126,6 +243,7 @@ class MOTPESampler(TPESampler):
         kwargs.setdefault('local_share', None)
         super().__init__(specs, goal=objectives.goals[0], **kwargs)
         self.objectives = objectives
+        self.split = _Split()  # the complete jobs' split, kept from one suggestion to the next
 
     def score(self, trial):
         """(standing, key, losses): _COMPLETE with the losses of every objective, _PARTIAL with the first objective's
@@ -150,22 +268,24 @@ class MOTPESampler(TPESampler):
         return TPESampler.score_inputs_of(trials) + [([trial.metrics for trial in trials], True)]
 
     def _groups(self, history):  # pylint: disable=arguments-differ
-        n_good = self.gamma(len(history.scored))
-        by_standing = {_COMPLETE: [], _PARTIAL: [], _INFEASIBLE: []}
-        for index, (standing, key, losses), point in history.scored:
-            by_standing[standing].append((index, key, losses, point))
-        complete = by_standing[_COMPLETE]
-        ordered = [complete[k] for k in pareto_select([c[2] for c in complete], min(n_good, len(complete)))]
+        scored = history.scored
+        n_good = self.gamma(len(scored))
+        complete = [item for item in scored if item[1][0] == _COMPLETE]
+        chosen = self.split.select([item[0] for item in complete], [item[1][2] for item in complete],
+                                   min(n_good, len(complete)))
+        ordered = [complete[k] for k in chosen]
         for standing in (_PARTIAL, _INFEASIBLE):
-            ordered.extend(sorted(by_standing[standing], key=lambda item: (item[1], item[0]))[:n_good - len(ordered)])
+            if len(ordered) < n_good:
+                rest = [item for item in scored if item[1][0] == standing]
+                ordered.extend(sorted(rest, key=lambda item: (item[1][1], item[0]))[:n_good - len(ordered)])
         ordered = ordered[:n_good]
         good_indices = {item[0] for item in ordered}
-        good = sorted((item[0], rank, item[3]) for rank, item in enumerate(ordered))
-        bad = [(index, point) for index, _, point in history.scored if index not in good_indices]
-        if self.constant_liar:
+        good = sorted((item[0], rank, item[2]) for rank, item in enumerate(ordered))
+        bad = [item for item in scored if item[0] not in good_indices]  # the history's items: no new tuple each
+        if self.constant_liar and history.pending:
             bad.extend(history.pending)
-        bad.sort(key=operator.itemgetter(0))
-        return [g[2] for g in good], [g[1] for g in good], [b[1] for b in bad], [g[0] for g in good], \
+            bad.sort(key=operator.itemgetter(0))  # stable: two runs in index order are merged
+        return [g[2] for g in good], [g[1] for g in good], [b[-1] for b in bad], [g[0] for g in good], \
             [b[0] for b in bad]
 
     def _note(self, history):

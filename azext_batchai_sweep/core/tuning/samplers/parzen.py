@@ -31,6 +31,7 @@ import math
 import operator
 
 from . import _normal
+from .changes import first_difference, last_difference
 from .space import CATEGORICAL, STEPPED
 
 _NEG_INF = -math.inf
@@ -256,19 +257,14 @@ def _remove(mus, index, m, j):
             return
 
 
-def _first_difference(old, new):
-    """The first position where two sequences differ (the shorter one's length when one starts the other)."""
-    return next(itertools.compress(itertools.count(), map(operator.ne, old, new)), min(len(old), len(new)))
-
-
 def _changes(old_ids, old_points, ids, points):
     """(positions of the old observations removed, positions of the new ones added), an id whose point changed
     being both; None when there are more than _MOST_EDITS. Observations are compared by id and point (==); the ids
     increase. The lists usually share a long start and end: only what lies between is compared by id (between a
     job leaving the bad group and another joining it, the positions are shifted)."""
-    start = min(_first_difference(old_ids, ids), _first_difference(old_points, points))
+    start = min(first_difference(old_ids, ids), first_difference(old_points, points))
     room = min(len(old_ids), len(ids)) - start
-    end = min(_first_difference(old_ids[::-1], ids[::-1]), _first_difference(old_points[::-1], points[::-1]), room)
+    end = min(last_difference(old_ids, ids), last_difference(old_points, points), room)
     old_stop, stop = len(old_ids) - end, len(ids) - end
     before = dict(zip(old_ids[start:old_stop], old_points[start:old_stop]))
     after = dict(zip(ids[start:stop], points[start:stop]))
@@ -601,14 +597,15 @@ class _Pruned:
         always = [self.value(j, point, None) for j in self.always]
         # A few kernels right around the point: their largest term is a lower bound of the largest of all.
         position = bisect.bisect_left(mus, x)
-        near = slice(max(0, position - 4), position + 4)
-        top = max([h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[near], mus[near], inv[near])] + always)
+        top = max([heads[k] - 0.5 * ((x - mus[k]) * inv[k]) ** 2
+                   for k in range(max(0, position - 4), min(len(mus), position + 4))] + always)
         # A narrow kernel farther than this from x falls below that bound less PRUNE_MARGIN (and the slack).
         reach = math.sqrt(2.0 * max(0.0, top_head - top + PRUNE_MARGIN + _BOUND_SLACK)) * widest
         low = bisect.bisect_left(mus, x - reach)
         high = bisect.bisect_right(mus, x + reach, low)
         window = slice(low, high)
-        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[window], mus[window], inv[window])] + always
+        terms = [h - 0.5 * ((x - m) * i) ** 2 for h, m, i in zip(heads[window], mus[window], inv[window])]
+        terms.extend(always)  # (the terms' order does not matter: fsum below)
         top = max(terms)
         if top == _NEG_INF:
             return top

@@ -199,6 +199,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # {the items of a job's parameters: (its point,)}: a sweep asks after every poll with the same jobs and a few
         # more, and converting 10,000 jobs' parameters again each time was a fifth of a suggestion (issue 44).
         self.points_seen = {}
+        self.singles = {}  # {a point: its one-tuples, one per parameter} (_columns)
         # What the last suggestion read of each job (_History's records), and its Parzen estimators by role
         # ({(group, 'below'/'above'): estimator}): the next suggestion, a few jobs later, checks each job against
         # its record instead of reading it again, and edits the estimators where the observations differ
@@ -309,18 +310,42 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # The estimator never counts fewer than its own points: below the good group's size the share changes nothing.
         clip_count = None if self.good_floor_share is None else int(self.good_floor_share * scored_count)
         models = []
+        columns = None
+        if len(self.groups) > 1 and all(len(group) == 1 for group in self.groups):  # one model per parameter
+            columns = self._columns(good, bad)
         for group in self.groups:
             dims = [self.dims[d] for d in group]
-            whole = len(group) == len(self.dims)  # one joint model: the points as they are
             key = tuple(group)
-            below = ParzenEstimator(dims, good if whole else _projected(good, group), good_weights,
+            if columns is not None:
+                good_points, bad_points = columns[0][group[0]], columns[1][group[0]]
+            else:  # one joint model (the groups are the whole or one parameter each): the points as they are
+                good_points, bad_points = good, bad
+            below = ParzenEstimator(dims, good_points, good_weights,
                                     self.prior_weight, clip_count=clip_count, grid_floor=self.good_grid_floor,
                                     ids=ids[0], previous=self.model_cache.get((key, 'below')))
-            above = ParzenEstimator(dims, bad if whole else _projected(bad, group), bad_weights,
+            above = ParzenEstimator(dims, bad_points, bad_weights,
                                     self.prior_weight, ids=ids[1], previous=self.model_cache.get((key, 'above')))
             self.model_cache[key, 'below'], self.model_cache[key, 'above'] = below, above
             models.append((group, below, above))
         return models
+
+    def _columns(self, *groups):
+        """Each group's points projected on each parameter (one-tuples), ``[group][dimension]``; a point's one-tuples
+        are made once and kept (``singles``): the same objects a poll later, which the estimators compare with their
+        last ones by identity (one model per parameter: MOTPE's 10,000 jobs were 60,000 new tuples a suggestion, and
+        as many steps of the garbage collector's count)."""
+        singles = self.singles
+        if len(singles) > 2 * sum(map(len, groups)) + 64:  # points of jobs long gone: kept no longer
+            singles = self.singles = {}
+        found = []
+        for points in groups:
+            known = list(map(singles.get, points))
+            if None in known:
+                for k, point in enumerate(points):
+                    if known[k] is None:
+                        known[k] = singles[point] = tuple((x,) for x in point)
+            found.append([list(map(operator.itemgetter(d), known)) for d in range(len(self.dims))])
+        return found
 
     def _split(self, history):
         """The good observations' points and ranks (0: the best) and the bad observations' points, each in index order
@@ -442,12 +467,6 @@ def _log_ratio(models, point):
     """log l(x) - log g(x) of a whole configuration, summed over the models' parameter groups."""
     return sum(below.log_pdf(_project(point, group)) - above.log_pdf(_project(point, group))
                for group, below, above in models)
-
-
-def _projected(points, group):
-    """The points' coordinates in a one-parameter ``group`` (the only groups but the whole: ``self.groups``), as
-    one-tuples made in C."""
-    return list(zip(map(operator.itemgetter(group[0]), points)))
 
 
 def _project(point, group):

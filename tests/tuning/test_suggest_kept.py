@@ -1,0 +1,166 @@
+"""What the samplers keep across polls (issue 44): a run asks after every poll with the same jobs and a few more. The
+split of 2-objective jobs (core/tuning/samplers/motpe._Split) ranks the points it kept (those of the first fronts,
+up to a few past the cut) and the new ones, instead of all of them; one-parameter models project each point once;
+BOHB's model asks values_at again only of the jobs that changed. The rule: every split is pareto_select's of all
+the points (same indices, same order), with ties, repeats and points on the staircase it keeps; a job that leaves or
+whose losses change, a non-finite loss, 3 objectives: computed whole; and the work of a partial split is the kept
+points', not the number of jobs. Not timed (bench/suggest.py measures the time)."""
+import dataclasses
+import math
+import random
+
+import pytest
+
+from azext_batchai_sweep.core.spec.params import NumParamSpec
+from azext_batchai_sweep.core.tuning import pareto
+from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
+from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+
+def _point(rng, objectives=2, grid=None):
+    """A point near a ZDT1-like front, rounded to ``grid`` (ties and repeats) when given."""
+    x = rng.random()
+    values = [x, 1.0 - math.sqrt(x) + 2.0 * rng.random()] + [rng.random() for _ in range(objectives - 2)]
+    return tuple(round(v / grid) * grid for v in values) if grid else tuple(values)
+
+
+def _ranked_sizes(monkeypatch):
+    sizes = []
+    ranks = pareto.nondominated_ranks
+
+    def counted(points):
+        sizes.append(len(points))
+        return ranks(points)
+    monkeypatch.setattr(motpe, 'nondominated_ranks', counted)
+    return sizes
+
+
+@pytest.mark.parametrize('grid, share', [(None, 0.3), (0.05, 0.3), (0.2, 0.6)])  # 0.2: fronts of many repeats
+def test_a_split_kept_across_polls_is_the_whole_split(grid, share, monkeypatch):
+    rng = random.Random(7)
+    jobs = {index: _point(rng, grid=grid) for index in range(1500)}
+    split = motpe._Split()  # pylint: disable=protected-access
+    sizes = _ranked_sizes(monkeypatch)
+    for poll in range(60):
+        for _ in range(rng.randint(1, 6)):
+            jobs[max(jobs) + 1] = _point(rng, grid=grid) if rng.random() < 0.7 else rng.choice(list(jobs.values()))
+        if poll % 20 == 19:  # a job leaves (whole), or one's losses change (whole)
+            if poll % 40 == 19:
+                del jobs[rng.choice(list(jobs))]
+            else:
+                jobs[rng.choice(list(jobs))] = _point(rng, grid=grid)
+        indices = sorted(jobs)
+        losses = [jobs[i] for i in indices]
+        size = int(math.ceil(0.1 * len(losses)))
+        del sizes[:]
+        found = split.select(indices, losses, size)
+        assert found == motpe.pareto_select(losses, size), poll
+        assert sizes[0] == len(losses) or sizes[0] < share * len(losses), sizes  # whole, or the kept and new points
+    assert split.partial > 40 and 3 <= split.whole < 15, (split.partial, split.whole)
+
+
+def test_a_partial_split_ranks_the_kept_points_not_every_job(monkeypatch):
+    rng = random.Random(3)
+    indices = list(range(5000))
+    losses = [_point(rng) for _ in indices]
+    split = motpe._Split()  # pylint: disable=protected-access
+    sizes = _ranked_sizes(monkeypatch)
+    split.select(indices, losses, 500)
+    assert sizes == [5000] and split.whole == 1
+    kept = len(split.kept)
+    assert 500 < kept < 1000  # the fronts up to the cut and _KEPT_FRONTS more
+    for step in range(5):
+        indices.append(len(indices))
+        losses.append(_point(rng))
+        del sizes[:]
+        assert split.select(indices, losses, 500) == motpe.pareto_select(losses, 500)
+        assert len(sizes) == 2 and sizes[0] <= kept + step + 1  # (the second: pareto_select's own, here)
+    assert split.whole == 1 and split.partial == 5
+
+
+@pytest.mark.parametrize('change', ['three objectives', 'not finite', 'all fit'])
+def test_a_split_that_cannot_be_kept_is_computed_whole(change):
+    rng = random.Random(5)
+    objectives = 3 if change == 'three objectives' else 2
+    losses = [_point(rng, objectives) for _ in range(400)]
+    split = motpe._Split()  # pylint: disable=protected-access
+    for step in range(4):
+        point = _point(rng, objectives)
+        if change == 'not finite' and step == 1:  # (and then in every split: whole)
+            point = (math.inf, point[1])
+        losses.append(point)
+        size = len(losses) if change == 'all fit' else 40
+        assert split.select(list(range(len(losses))), losses, size) == motpe.pareto_select(losses, size)
+    assert split.partial == 0 and split.whole == (0 if change == 'all fit' else 4)  # (all fit: every point ordered)
+
+
+def test_one_parameter_models_project_each_point_once(monkeypatch):
+    """With one model per parameter (MOTPE's), a point's one-tuples are made once (tpe.TPESampler._columns): a poll
+    later the estimators get the same objects for the jobs they had, new ones only for the jobs new to the model, and
+    the suggestions are a new sampler's."""
+    monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)  # large estimators (they keep their points) from 40 kernels
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
+    objectives = Objectives([('a', 'min'), ('b', 'min')])
+    rng = random.Random(11)
+    trials = []
+
+    def add(count, state='succeeded'):
+        for _ in range(count):
+            params = {spec.name: rng.random() for spec in specs}
+            reports = (Report(1, params['X0']),) if state == 'succeeded' else ()
+            metrics = {'b': 1.0 - math.sqrt(params['X0']) + params['X1']} if state == 'succeeded' else {}
+            trials.append(Trial(name='j%d' % len(trials), index=len(trials), params=params, state=state,
+                                reports=reports, metrics=metrics))
+    add(600)
+    add(3, 'running')
+    sampler = MOTPESampler(specs, objectives, seed=4)
+    sampler.suggest(trials, 1)
+    before = {id(p) for (_, below, above) in sampler.models(trials) for e in (below, above) for p in e.points}
+    made = len(sampler.singles)
+    assert made == 603  # one entry per point, each three one-tuples
+    for _ in range(3):
+        trials[-1] = dataclasses.replace(trials[-1], state='succeeded', reports=(Report(1, 0.5),), metrics={'b': 0.4})
+        add(2)
+        assert sampler.suggest(trials, 1) == MOTPESampler(specs, objectives, seed=4).suggest(trials, 1)
+    after = [id(p) for (_, below, above) in sampler.models(trials) for e in (below, above) for p in e.points]
+    assert len(sampler.singles) == made + 6  # the new jobs' points only
+    assert sum(i not in before for i in after) == 6 * 3  # 6 new points in 3 parameters' estimators
+
+
+def test_bohbs_model_asks_values_at_again_only_of_the_jobs_that_changed():
+    """values_at answers from a job's state, stopped_early and reports: a job whose fields are the last suggestion's
+    is not asked again (bohb.BudgetModel._values), and the model suggests what a new one does."""
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(2)]
+    asked = []
+
+    def values_at(trial):
+        asked.append(trial.index)
+        return {1.0: trial.reports[0].value, 3.0: trial.last} if trial.state == 'succeeded' else {}
+    rng = random.Random(8)
+    trials = [Trial(name='j%d' % i, index=i, params={'X0': rng.random(), 'X1': rng.random()}, state='running')
+              for i in range(60)]
+
+    def finish(k):
+        value = trials[k].params['X0'] + trials[k].params['X1'] ** 2
+        trials[k] = dataclasses.replace(trials[k], state='succeeded', reports=(Report(1, value + 1), Report(3, value)))
+    for k in range(50):
+        finish(k)
+    model = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0)
+    model.suggest(trials, 'a')
+    assert sorted(asked) == list(range(60))
+    for step, k in enumerate([50, 53, 51]):
+        finish(k)
+        trials = [dataclasses.replace(t) for t in trials]  # a new poll: new objects, equal fields
+        trials.append(Trial(name='n%d' % step, index=len(trials), params={'X0': 0.5, 'X1': 0.5}, state='queued'))
+        del asked[:]
+        found = model.suggest(trials, 'b%d' % step)
+        assert sorted(asked) == [k, len(trials) - 1]  # the job that finished and the new one
+        new = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0).suggest(trials, 'b%d' % step)
+        assert found[0] == new[0] and repr(found[1]) == repr(new[1]) and found[1].budget is not None
+    trials[5] = dataclasses.replace(trials[5], stopped_early=True)
+    del asked[:]
+    model.suggest(trials, 'c')
+    assert asked == [5]
