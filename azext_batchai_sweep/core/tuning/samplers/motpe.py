@@ -79,8 +79,8 @@ def pareto_order(losses):
 def _front_order(points):
     """Indices of ``points``, one front (no point dominates another), by exclusive hypervolume contribution,
     largest first (ties: the earlier index): pareto_order of a front, whose ranks are all 0 (not computed again)."""
-    if len(points[0]) == 1 or len(points) == 1:
-        return sorted(range(len(points)), key=lambda k: (points[k], k))
+    if len(points[0]) == 1 or len(points) == 1:  # one objective: a front's points are equal, kept in index order
+        return list(range(len(points)))
     reference = reference_point(points)
     if len(points[0]) > 2 and len(points) > _EXACT_ORDER_POINTS:
         return _by_box(points, reference)
@@ -121,8 +121,8 @@ def _select_by_rank(losses, size, ranks, memo=None):
 
 def _front_cut(points, wanted):
     """The ``wanted`` points of a front that does not fit whole, in the order chosen (pareto_select's cut)."""
-    if len(points[0]) == 1:
-        return sorted(range(len(points)), key=lambda k: (points[k], k))[:wanted]
+    if len(points[0]) == 1:  # one objective: a front's points are equal, the first ones in index order
+        return list(range(wanted))
     if len(points[0]) > 2 and len(points) > _EXACT_CUT_POINTS:
         return _by_box(points, reference_point(points))[:wanted]
     return greedy_hypervolume_subset(points, wanted, reference_point(points))
@@ -277,7 +277,8 @@ class MOTPESampler(TPESampler):
         for standing in (_PARTIAL, _INFEASIBLE):
             if len(ordered) < n_good:
                 rest = [item for item in scored if item[1][0] == standing]
-                ordered.extend(sorted(rest, key=lambda item: (item[1][1], item[0]))[:n_good - len(ordered)])
+                # stable: ties in index order (the history's)
+                ordered.extend(sorted(rest, key=lambda item: item[1][1])[:n_good - len(ordered)])
         ordered = ordered[:n_good]
         good_indices = {item[0] for item in ordered}
         good = sorted((item[0], rank, item[2]) for rank, item in enumerate(ordered))
