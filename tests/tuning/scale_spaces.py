@@ -4,6 +4,8 @@ in a real sweep)."""
 import math
 
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.tuning import pareto
+from azext_batchai_sweep.core.tuning.samplers import motpe
 
 SPACES = {
     'continuous 2': [NumParamSpec('X', -5, 10, 'REAL', 'LINEAR'), NumParamSpec('Y', 0, 15, 'REAL', 'LINEAR')],
@@ -25,3 +27,15 @@ def objective(params):
         else:
             total += math.sin(3 * value) + 0.05 * value ** 2
     return total
+
+
+def ranked_sizes(monkeypatch):
+    """A list that gets the number of points of every non-domination ranking MOTPE's split asks for from now on."""
+    sizes = []
+    ranks = pareto.nondominated_ranks
+
+    def counted(points):
+        sizes.append(len(points))
+        return ranks(points)
+    monkeypatch.setattr(motpe, 'nondominated_ranks', counted)
+    return sizes

@@ -12,12 +12,13 @@ import random
 import pytest
 
 from azext_batchai_sweep.core.spec.params import NumParamSpec
-from azext_batchai_sweep.core.tuning import pareto
 from azext_batchai_sweep.core.tuning.objectives import Objectives
 from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+from .scale_spaces import ranked_sizes
 
 
 def _point(rng, objectives=2, grid=None):
@@ -27,23 +28,12 @@ def _point(rng, objectives=2, grid=None):
     return tuple(round(v / grid) * grid for v in values) if grid else tuple(values)
 
 
-def _ranked_sizes(monkeypatch):
-    sizes = []
-    ranks = pareto.nondominated_ranks
-
-    def counted(points):
-        sizes.append(len(points))
-        return ranks(points)
-    monkeypatch.setattr(motpe, 'nondominated_ranks', counted)
-    return sizes
-
-
 @pytest.mark.parametrize('grid, share', [(None, 0.3), (0.05, 0.3), (0.2, 0.6)])  # 0.2: fronts of many repeats
 def test_a_split_kept_across_polls_is_the_whole_split(grid, share, monkeypatch):
     rng = random.Random(7)
     jobs = {index: _point(rng, grid=grid) for index in range(1500)}
     split = motpe._Split()  # pylint: disable=protected-access
-    sizes = _ranked_sizes(monkeypatch)
+    sizes = ranked_sizes(monkeypatch)
     for poll in range(60):
         for _ in range(rng.randint(1, 6)):
             jobs[max(jobs) + 1] = _point(rng, grid=grid) if rng.random() < 0.7 else rng.choice(list(jobs.values()))
@@ -67,7 +57,7 @@ def test_a_partial_split_ranks_the_kept_points_not_every_job(monkeypatch):
     indices = list(range(5000))
     losses = [_point(rng) for _ in indices]
     split = motpe._Split()  # pylint: disable=protected-access
-    sizes = _ranked_sizes(monkeypatch)
+    sizes = ranked_sizes(monkeypatch)
     split.select(indices, losses, 500)
     assert sizes == [5000] and split.whole == 1
     kept = len(split.kept)

@@ -17,6 +17,8 @@ from azext_batchai_sweep.core.tuning.samplers import bohb, motpe, parzen, tpe
 from azext_batchai_sweep.core.tuning.samplers.space import dimensions
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
+from .scale_spaces import ranked_sizes
+
 SPECS = [NumParamSpec('X%d' % i, 0, 1, 'REAL', 'LINEAR') for i in range(3)]
 # The fields of a model view's job that the TPE and MOTPE read.
 READ = ('index', 'params', 'state', 'reports', 'stopped_early', 'metrics')
@@ -118,13 +120,8 @@ def test_a_split_ranks_its_points_once(monkeypatch):
     the order is the definition's: each front by exclusive contribution."""
     rng = random.Random(4)
     losses = [(rng.random(), rng.random()) for _ in range(600)] + [(0.5, 0.5)] * 3
-    calls = []
     ranks = pareto.nondominated_ranks
-
-    def counted(points):
-        calls.append(len(points))
-        return ranks(points)
-    monkeypatch.setattr(motpe, 'nondominated_ranks', counted)
+    calls = ranked_sizes(monkeypatch)
     chosen = motpe.pareto_select(losses, 120)
     assert calls == [len(losses)]
     by_rank = ranks(losses)

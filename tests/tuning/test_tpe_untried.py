@@ -5,7 +5,6 @@ rank weights off weighs the inherited good jobs by their ages alone.
 
 Written from mutation testing (issue 49): the fallback was exercised by a test that checked only that it ran."""
 import itertools
-import math
 import random
 
 import pytest

@@ -32,7 +32,6 @@ import itertools
 import math
 import operator
 
-from ..objectives import Objectives
 from ..pareto import box, contributions, greedy_hypervolume_subset, nondominated_ranks, reference_point
 from .tpe import TPESampler
 
