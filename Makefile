@@ -58,7 +58,7 @@ test-reliability: dev test-tools
 	$(BIN)/python -m pytest tests/reliability -m soak -s $(PYTEST_ARGS)
 
 # Mutation testing of the core (mutmut 3, scripts/mutate.py): each module's mutants against its own tests; kill
-# rates and survivors in docs/development.md. Long (hours for every module on 2 cores): MUTATE_MODULES='params
+# rates and survivors in docs/mutation-testing.md. Long (hours for every module on 2 cores): MUTATE_MODULES='params
 # store' runs some (`scripts/mutate.py --list` names them), MUTATE_CHILDREN=2 two mutants at once. Not in `make test`.
 MUTATE_STAMP := $(VENV)/.mutate-tools
 MUTATE_MODULES ?=

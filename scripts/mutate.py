@@ -5,7 +5,7 @@ an argument dropped...) and runs the module's own tests (its narrowest selection
 that no test kills is a behaviour no test checks, or an equivalent change. Each module runs in a folder of its own,
 build/mutate/<name>/ (a copy of the package and the tests: mutmut writes its mutants/ beside them), so that the
 modules' runs and the source tree never meet. Results: build/mutate/<name>/summary.json, and the figures printed;
-docs/development.md keeps the kill rates and the survivors with why each one is left.
+docs/mutation-testing.md keeps the kill rates and the survivors with why each one is left.
 
     python scripts/mutate.py                      # every module (hours on 2 cores)
     python scripts/mutate.py params store         # some of them

@@ -3,7 +3,7 @@ first node: its effects (the exit record, the job's output and exit code, job pr
 job's environment from its file, the plan written for launcher.py) checked without a cluster.
 
 Real Slurm runs the same scripts in tests/slurm/test_slurm_jobs.py and test_slurm_launch.py, but there the script
-is written in the service's process, which mutation testing cannot see (docs/development.md); here it is written
+is written in the service's process, which mutation testing cannot see (docs/mutation-testing.md); here it is written
 in the test's. Only the two Slurm commands the script's processes call on an allocation stand in for Slurm (no
 controller here), both on PATH for bash:
 - scontrol (launcher.slurm_nodes): `show hostnames LIST` a name per line, `show node --oneliner NAMES` a line of

@@ -1,5 +1,5 @@
 """Rules of the samplers (core/tuning/samplers/) that their other tests leave open, each on a case computed by hand:
-found by `make mutate` (docs/development.md, "Mutation testing")."""
+found by `make mutate` (docs/mutation-testing.md)."""
 import math
 import random
 from dataclasses import replace
