@@ -172,9 +172,20 @@ def test_the_job_runs_in_its_temp_folder_and_its_output_is_appended_not_replaced
     assert os.path.realpath(cwd) == os.path.realpath(temp) and os.path.isdir(temp)
 
 
-def test_a_job_reads_nothing_on_its_stdin(service):
-    service.submit('stdin', 'read line; echo "read: $? [$line]"')
-    job = service.wait('stdin')
+def test_a_job_reads_nothing_on_its_stdin_even_when_the_services_stdin_has_data(service):
+    """The service's fd 0 here is a pipe holding a line (as `... | az batchai local start` would give it; pytest
+    leaves /dev/null there, which a job inheriting it could not tell from its own /dev/null)."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'the service input\n')
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        service.submit('stdin', 'read line; echo "read: $? [$line]"')
+        job = service.wait('stdin')
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
     assert job.execution_state == 'succeeded'
     assert service.outputs('stdin')['stdout.txt'] == 'read: 1 []\n', 'stdin is /dev/null: read hits its end'
 
