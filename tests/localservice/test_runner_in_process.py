@@ -344,6 +344,25 @@ def test_the_wall_clock_fails_a_job_and_a_job_within_it_succeeds(service):
     assert quick.execution_state == 'succeeded' and _errors(quick) == []
 
 
+def test_a_job_terminated_before_its_process_starts_is_killed_as_it_starts(service, tmp_path, monkeypatch):
+    """The terminate request arrives while the job is being set up (running, no process yet: here at the moment the
+    runner reads its wall clock): its process is killed at once (SIGKILL), it never gets to run its command."""
+    ran = tmp_path / 'ran'
+    reads_wall_clock = runner_module.job_wall_clock
+
+    def terminated_meanwhile(spec):
+        service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
+                                            'early', polling=False)
+        return reads_wall_clock(spec)
+    monkeypatch.setattr(runner_module, 'job_wall_clock', terminated_meanwhile)
+    service.submit('early', 'sleep 1; touch {}'.format(ran))
+    job = service.wait('early', timeout=10)
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
+    assert _errors(job) == [('JobTerminated', 'The job was terminated by the user.')]
+    time.sleep(1.2)
+    assert not ran.exists(), 'the terminated job ran its command'
+
+
 def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
     service.submit('leaves', 'sleep 20 & echo $! > {}'.format(pid_file))
