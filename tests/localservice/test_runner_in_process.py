@@ -363,6 +363,29 @@ def test_a_job_terminated_before_its_process_starts_is_killed_as_it_starts(servi
     assert not ran.exists(), 'the terminated job ran its command'
 
 
+def test_a_store_error_recording_a_jobs_process_group_kills_the_group_and_fails_the_job(service, tmp_path):
+    """Another writer holds service.db's write lock (a real SQLite lock, taken here) when the job's command starts:
+    recording its process group fails ('database is locked', SQLite's 5 s busy timeout), so the runner kills the
+    group (none of it is left running unrecorded) and the job fails with that error."""
+    import sqlite3  # pylint: disable=import-outside-toplevel
+    prep_pid, main_pid, gate = tmp_path / 'prep.pid', tmp_path / 'main.pid', tmp_path / 'gate'
+    service.submit('locked', 'echo $$ > {}; sleep 20'.format(main_pid), job_preparation=models.JobPreparation(
+        command_line='echo $$ > {}; {}'.format(prep_pid, _until(gate))))
+    (prep,) = job_pids(prep_pid)
+    _wait_for(lambda: service.service.store.get(service.key('locked'))['pgid'] == prep, 'the preparation is unrecorded')
+    other = sqlite3.connect(os.path.join(service.info.data_dir, 'service.db'), isolation_level=None)
+    try:
+        other.execute('BEGIN EXCLUSIVE')
+        gate.touch()
+        (main,) = job_pids(main_pid)
+        _gone(main, timeout=8)
+    finally:
+        other.close()  # its transaction rolled back: the job's end can be recorded
+    job = service.wait('locked')
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    assert _errors(job) == [('JobStartFailed', 'database is locked')]
+
+
 def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
     service.submit('leaves', 'sleep 20 & echo $! > {}'.format(pid_file))
