@@ -753,8 +753,8 @@ def _fill(path):
             pass
 
 
-def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path, caplog):
-    caplog.set_level('INFO', logger=runner_module.__name__)
+def _small_disk(tmp_path):
+    """A 24 MB tmpfs mounted at tmp_path/disk (skipped without root, failed in CI); unmount it with umount -l."""
     where = tmp_path / 'disk'
     where.mkdir()
     if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', str(where)],
@@ -762,6 +762,12 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         if os.environ.get('CI') == 'true':
             pytest.fail('mounting a tmpfs failed (in CI this test must run)')
         pytest.skip('FULL-DISK TEST NOT RUN: it needs root to mount a tmpfs')
+    return where
+
+
+def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
+    where = _small_disk(tmp_path)
     started = None
     try:
         started = InProcess(str(where / 'data'), slots=1)
@@ -786,6 +792,37 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         assert store.get(started.key('a'))['state'] == 'succeeded'
         assert json.loads(store.get(started.key('a'))['body'])['properties']['executionInfo']['exitCode'] == 0
         assert started.wait('b').execution_state == 'succeeded'
+    finally:
+        if started is not None:
+            started.shutdown()
+        subprocess.run(['umount', '-l', str(where)], check=False)
+
+
+def test_a_full_disk_when_a_jobs_command_starts_lets_it_run_to_its_end(tmp_path):
+    """The disk fills while the job's preparation runs: its command's process group cannot be recorded (crash
+    recovery finds it by the job's marker anyway), yet the command runs to its end and the job succeeds, its end
+    recorded once there is room."""
+    where = _small_disk(tmp_path)
+    started = None
+    try:
+        started = InProcess(str(where / 'data'), slots=1)
+        store = started.service.store
+        prep_pid, gate, ran = tmp_path / 'prep.pid', tmp_path / 'gate', tmp_path / 'ran'
+        started.submit('a', 'sleep 0.3; touch {}'.format(ran), job_preparation=models.JobPreparation(
+            command_line='echo $$ > {}; {}'.format(prep_pid, _until(gate))))
+        (prep,) = job_pids(prep_pid)
+        _wait_for(lambda: store.get(started.key('a'))['pgid'] == prep, 'the preparation is unrecorded')
+        _fill(str(where / 'filler'))
+        _fill_store(store)
+        gate.touch()
+        _wait_for(started.runner.has_unrecorded, "a's end was not kept in memory")
+        a = started.get('a')
+        assert a.execution_state == 'succeeded' and a.execution_info.exit_code == 0 and _errors(a) == []
+        assert ran.exists(), 'the command did not run to its end'
+        assert store.get(started.key('a'))['pgid'] == prep, "the command's group was recorded on a full disk"
+        os.unlink(str(where / 'filler'))
+        _wait_for(lambda: not started.runner.has_unrecorded(), 'the kept end was never written', timeout=15)
+        assert store.get(started.key('a'))['state'] == 'succeeded'
     finally:
         if started is not None:
             started.shutdown()
