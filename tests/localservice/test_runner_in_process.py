@@ -598,13 +598,36 @@ def test_each_job_gets_its_own_gpus_and_a_job_needing_more_than_are_free_waits(t
         started.shutdown()
 
 
-def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpu(tmp_path):
-    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0, 1])
+@pytest.mark.parametrize('vm_size, gpus, expected', [
+    ('STANDARD_NC6', [0, 1], {'0': '[0]', '1': '[1]'}),
+    ('STANDARD_NC12', [0, 1, 2, 3], {'0': '[0,1]', '1': '[2,3]'}),
+])
+def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpus(tmp_path, vm_size, gpus, expected):
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=gpus)
     try:
-        started.submit_params('pair', _two_process_params(started, tmp_path))
+        cluster = started.cluster('gpus', 2, vm_size=vm_size)
+        started.submit_params('pair', _two_process_params(started, tmp_path, cluster))
         assert started.wait('pair').execution_state == 'succeeded'
         seen = {name: (tmp_path / 'two.py.out' / name).read_text().split()[1] for name in ('0', '1')}
-        assert seen == {'0': '[0]', '1': '[1]'}
+        assert seen == expected
+    finally:
+        started.shutdown()
+
+
+def test_the_ranks_of_a_two_node_mpi_gpu_job_see_all_of_its_gpus(tmp_path):
+    """One mpirun starts every rank (on this machine): each sees the job's GPUs of both nodes."""
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0, 1, 2, 3])
+    try:
+        out = tmp_path / 'out'
+        out.mkdir()
+        params = job_params(started.info, node_count=2, cluster_id=started.cluster('nc12', 2, 'STANDARD_NC12'))
+        params.custom_toolkit_settings = None
+        params.custom_mpi_settings = models.CustomMpiSettings(
+            command_line='echo "$CUDA_VISIBLE_DEVICES" > {}/$AZ_BATCHAI_TASK_INDEX'.format(out), process_count=2)
+        started.submit_params('mpi', params)
+        job = started.wait('mpi')
+        assert job.execution_state == 'succeeded', started.outputs('mpi')
+        assert {name: (out / name).read_text() for name in os.listdir(out)} == {'0': '0,1,2,3\n', '1': '0,1,2,3\n'}
     finally:
         started.shutdown()
 
