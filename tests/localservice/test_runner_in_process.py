@@ -491,6 +491,20 @@ def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_ou
     assert 'task 0\n' in outputs.values() and 'task 1\n' in outputs.values()
 
 
+def test_the_jobs_pythonpath_does_not_reach_the_launcher_of_its_processes(service, tmp_path):
+    """A job whose PYTHONPATH holds a module shadowing one the launcher imports (json; the job's own script does not
+    import it) still runs: the launcher runs isolated from the job's PYTHON* variables."""
+    shadow = tmp_path / 'shadow'
+    shadow.mkdir()
+    (shadow / 'json.py').write_text('raise SystemExit("the job\'s PYTHONPATH reached the launcher")\n')
+    params = _two_process_params(service, tmp_path)
+    params.environment_variables.append(models.EnvironmentVariable(name='PYTHONPATH', value=str(shadow)))
+    service.submit_params('shadowed', params)
+    job = service.wait('shadowed')
+    assert job.execution_state == 'succeeded' and job.execution_info.exit_code == 0
+    assert sorted(os.listdir(tmp_path / 'two.py.out')) == ['0', '1']
+
+
 def test_terminating_a_two_node_job_kills_both_processes(service, tmp_path):
     service.submit_params('pair', _two_process_params(service, tmp_path, hang='20'))
     service.wait('pair', ('running',))
