@@ -386,6 +386,18 @@ def test_a_store_error_recording_a_jobs_process_group_kills_the_group_and_fails_
     assert _errors(job) == [('JobStartFailed', 'database is locked')]
 
 
+def test_a_job_ignoring_sigterm_past_its_wall_clock_gets_one_sigterm_then_sigkill(service, tmp_path):
+    got = tmp_path / 'got'
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; i=0; while [ $i -lt 80 ]; do sleep 0.1; i=$((i + 1)); "
+                   'done'.format(got), constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT0.5S'))
+    started = time.monotonic()
+    job = service.wait('stubborn', timeout=15)
+    assert time.monotonic() - started < 6, 'not killed once the grace after its wall clock had passed'
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
+    assert [code for code, _ in _errors(job)] == ['MaxWallClockTimeExceeded']
+    assert got.read_text() == 'TERM\n', 'one SIGTERM when the wall clock passed, no more'
+
+
 def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
     service.submit('leaves', 'sleep 20 & echo $! > {}'.format(pid_file))
