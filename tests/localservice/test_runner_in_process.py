@@ -753,7 +753,9 @@ def test_a_job_whose_processes_need_mpirun_is_refused_when_none_is_on_the_path(s
         service.client.jobs.begin_create(service.info.resource_group, service.info.workspace, service.experiment,
                                          'mpi', params).result()
     assert refused.value.error.code == 'MpiNotInstalled'
-    assert refused.value.error.message.startswith('customMpiSettings with 2 processes runs them through mpirun')
+    assert refused.value.error.message == (
+        'customMpiSettings with 2 processes runs them through mpirun (as Batch AI did), and the local service finds '
+        'no mpirun on its PATH: install OpenMPI (Debian: apt-get install openmpi-bin).')
 
 
 def test_a_job_of_no_process_is_refused_with_launchers_words(service):
