@@ -676,9 +676,10 @@ def _orphan(marker):
                             stdin=subprocess.DEVNULL)
 
 
-def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(service, tmp_path):
+def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(service, tmp_path, caplog):
     """The rows a service killed mid-run left (running, terminating, deleting) and their processes, found by the
     jobs' markers, handled as the next start does."""
+    caplog.set_level('INFO', logger=runner_module.__name__)
     cluster = service.cluster('frozen', 0)  # its jobs stay queued: the test sets their states as a crash left them
     for name in ('was-running', 'was-terminating', 'was-deleting', 'was-queued'):
         service.submit(name, 'true', cluster_id=cluster)
@@ -702,9 +703,32 @@ def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(serv
         assert [c for c, _ in _errors(terminating)] == ['JobTerminated']
         assert store.get(service.key('was-deleting')) is None, 'a deletion under way is finished'
         assert service.get('was-queued').execution_state == 'queued'
+        assert sorted(r.getMessage() for r in caplog.records if r.getMessage().startswith('job ')) == [
+            'job {} failed (exit code None, crashed)'.format(service.key('was-running')),
+            'job {} failed (exit code None, terminated)'.format(service.key('was-terminating'))], \
+            'the ends recorded: none for the deleted job'
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_recovery_finishes_the_deletion_of_an_experiment_with_its_jobs(service):
+    """A service killed while it deleted an experiment (the experiment and its jobs marked deleting, as its delete
+    does first) left them stored: the next start deletes the experiment itself, not only its jobs."""
+    cluster = service.cluster('frozen', 0)
+    rg, ws = service.info.resource_group, service.info.workspace
+    service.client.experiments.begin_create(rg, ws, 'going').result()
+    service.client.jobs.begin_create(rg, ws, 'going', 'job', job_params(service.info, cluster_id=cluster),
+                                     polling=False)
+    experiment = resource_key(service.info.subscription, rg, ws, 'experiments', 'going')
+    service.service.store.set_state_below(experiment, 'deleting')
+    service.runner.recover()
+    assert service.service.store.get(experiment + '/jobs/job') is None
+    assert service.service.store.get(experiment) is None, 'the experiment outlived its deletion'
+    with pytest.raises(HttpResponseError) as gone:
+        service.client.experiments.get(rg, ws, 'going')
+    assert gone.value.status_code == 404
+    assert service.client.experiments.get(rg, ws, service.experiment).name == service.experiment
 
 
 def test_recovery_kills_every_group_carrying_the_marker_and_skips_a_row_without_one(service, caplog):
