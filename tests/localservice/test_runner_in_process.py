@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+import traceback
 import uuid
 
 import pytest
@@ -865,8 +866,14 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         os.unlink(str(where / 'filler'))
         _wait_for(lambda: not started.runner.has_unrecorded(), 'the kept end was never written', timeout=15)
         assert store.get(started.key('a'))['state'] == 'succeeded'
+        assert store.get(started.key('a'))['pgid'] is None, 'an ended job holds no process group'
         assert json.loads(store.get(started.key('a'))['body'])['properties']['executionInfo']['exitCode'] == 0
+        assert 'job {} succeeded (recorded now that the disk has room)'.format(started.key('a')) in [
+            r.getMessage() for r in caplog.records]
         assert started.wait('b').execution_state == 'succeeded'
+        # (the passes that could not record b's start logged their failure: those are expected)
+        failures = [''.join(traceback.format_exception(*r.exc_info)) for r in caplog.records if r.exc_info]
+        assert not [f for f in failures if '_record_unrecorded' in f], 'a full disk made writing the kept end fail'
     finally:
         if started is not None:
             started.shutdown()
