@@ -911,6 +911,32 @@ def test_a_full_disk_when_a_jobs_command_starts_lets_it_run_to_its_end(tmp_path)
         subprocess.run(['umount', '-l', str(where)], check=False)
 
 
+def test_a_job_whose_folders_cannot_be_written_on_a_full_disk_fails_saying_so(tmp_path, monkeypatch):
+    """The disk fills between the job's start being recorded and its folders and files being written (here: as the
+    runner reads the job's spec): the job fails with DiskFull, which says what to do, and no command runs."""
+    where = _small_disk(tmp_path)
+    started = None
+    try:
+        started = InProcess(str(where / 'data'), slots=1)
+        ran = tmp_path / 'ran'
+        reads_spec = runner_module.job_spec
+
+        def filled_meanwhile(row):
+            _fill(str(where / 'filler'))
+            return reads_spec(row)
+        monkeypatch.setattr(runner_module, 'job_spec', filled_meanwhile)
+        started.submit('a', 'touch {}'.format(ran))
+        _wait_for(lambda: started.get('a').execution_state == 'failed', 'the job did not fail')
+        a = started.get('a')
+        assert a.execution_info.exit_code is None and not ran.exists()
+        assert _errors(a) == [('DiskFull', runner_module.DISK_FULL_JOB_MESSAGE)]
+    finally:
+        (where / 'filler').unlink(missing_ok=True)
+        if started is not None:
+            started.shutdown()
+        subprocess.run(['umount', '-l', str(where)], check=False)
+
+
 def _fill_store(store):
     """Insert rows until SQLite says the disk is full (it may have room in its log after the file system fills)."""
     import sqlite3  # pylint: disable=import-outside-toplevel
