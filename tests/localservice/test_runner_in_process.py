@@ -406,7 +406,8 @@ def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_pat
     _gone(job_pids(pid_file)[0])
 
 
-def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
+def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     pid_file = tmp_path / 'pid'
     service.submit('doomed', 'echo $$ > {}; sleep 20'.format(pid_file))
     service.wait('doomed', ('running',))
@@ -417,6 +418,8 @@ def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
     _wait_for(lambda: service.service.store.get(service.key('doomed')) is None, 'the deleted job is still stored')
     time.sleep(0.3)  # its thread's end is not written back either
     assert service.service.store.get(service.key('doomed')) is None
+    assert not [r.getMessage() for r in caplog.records if r.getMessage().startswith('job ')], \
+        'a deleted job has no end recorded'
 
 
 def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
@@ -427,7 +430,9 @@ def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
     (pid,) = job_pids(pid_file)
     store = started.service.store
     key = started.key('running')
+    stopping = time.monotonic()
     started.runner.stop()
+    assert time.monotonic() - stopping < 5, 'stop() returns once its jobs are recorded (SIGTERM ends sleep at once)'
     _gone(pid)
     props = json.loads(store.get(key)['body'])['properties']
     assert props['executionState'] == 'failed'
@@ -547,7 +552,8 @@ def _counting_job(service, name, cluster, runs, gate):
     _wait_for(lambda: (runs / name).exists(), 'job {} did not start'.format(name))
 
 
-def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_start(service, tmp_path):
+def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_start(service, tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     cluster = service.cluster('shrinks', 2)
     runs, gate = tmp_path / 'runs', tmp_path / 'gate'
     runs.mkdir()
@@ -557,6 +563,9 @@ def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_s
     _wait_for(lambda: service.get('newer').execution_state == 'queued', 'the newer job was not requeued')
     queued = service.get('newer')
     assert queued.execution_info is None, "a requeued job's run is forgotten: it runs again from the start"
+    assert service.service.store.get(service.key('newer'))['pgid'] is None, 'a requeued job holds no process group'
+    assert 'job {} requeued: its cluster was resized'.format(service.key('newer')) in [
+        r.getMessage() for r in caplog.records]
     assert service.get('older').execution_state == 'running'
     _resize(service, 'shrinks', 2, 'requeue')
     _wait_for(lambda: (runs / 'newer').read_text() == 'run\nrun\n', 'the requeued job did not run again')
