@@ -477,6 +477,43 @@ def test_a_job_needing_more_slots_than_are_free_holds_the_jobs_behind_it(service
     assert behind.execution_info.start_time >= pair.execution_info.start_time
 
 
+def test_a_cluster_whose_queue_waits_for_slots_holds_up_no_other_clusters_jobs(service, tmp_path):
+    """Gang order is per cluster: the queue of a full cluster (made first, so looked at first) waits; the job of
+    another cluster starts."""
+    full, other = service.cluster('full', 1), service.cluster('other', 1)
+    gate = tmp_path / 'gate'
+    service.submit('holder', _until(gate), cluster_id=full)
+    service.wait('holder', ('running',))
+    service.submit('waiting', 'true', cluster_id=full)
+    service.submit('elsewhere', 'true', cluster_id=other)
+    try:
+        assert service.wait('elsewhere', timeout=5).execution_state == 'succeeded'
+        assert service.get('waiting').execution_state == 'queued'
+    finally:
+        gate.touch()
+    assert service.wait('waiting').execution_state == 'succeeded'
+
+
+def test_a_cluster_whose_queue_waits_for_gpus_holds_up_no_other_clusters_jobs(tmp_path):
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0])
+    try:
+        gpu = started.cluster('gpu', 2, vm_size='STANDARD_NC6')
+        cpu = started.cluster('cpu', 1, vm_size='STANDARD_D2_V2')  # no GPU
+        gate = tmp_path / 'gate'
+        started.submit('holder', _until(gate), cluster_id=gpu)
+        started.wait('holder', ('running',))
+        started.submit('waiting', 'true', cluster_id=gpu)
+        started.submit('elsewhere', 'true', cluster_id=cpu)
+        try:
+            assert started.wait('elsewhere', timeout=5).execution_state == 'succeeded'
+            assert started.get('waiting').execution_state == 'queued', 'two jobs on one GPU'
+        finally:
+            gate.touch()
+        assert started.wait('waiting').execution_state == 'succeeded'
+    finally:
+        started.shutdown()
+
+
 def _two_process_params(service, tmp_path, cluster_id=None, hang='0'):
     """A 2-node Caffe2 job (two processes, one per node, launched by launcher.py) writing each process's pid."""
     script = tmp_path / 'two.py'
