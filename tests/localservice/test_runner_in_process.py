@@ -345,23 +345,40 @@ def test_the_wall_clock_fails_a_job_and_a_job_within_it_succeeds(service):
     assert quick.execution_state == 'succeeded' and _errors(quick) == []
 
 
-def test_a_job_terminated_before_its_process_starts_is_killed_as_it_starts(service, tmp_path, monkeypatch):
-    """The terminate request arrives while the job is being set up (running, no process yet: here at the moment the
-    runner reads its wall clock): its process is killed at once (SIGKILL), it never gets to run its command."""
-    ran = tmp_path / 'ran'
+def _terminate_while_set_up(service, monkeypatch, name):
+    """Have job `name` terminated (through the API) while the runner sets it up, before its process starts: as the
+    runner reads its wall clock."""
     reads_wall_clock = runner_module.job_wall_clock
 
     def terminated_meanwhile(spec):
         service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
-                                            'early', polling=False)
+                                            name, polling=False)
         return reads_wall_clock(spec)
     monkeypatch.setattr(runner_module, 'job_wall_clock', terminated_meanwhile)
+
+
+def test_a_job_terminated_before_its_process_starts_is_killed_as_it_starts(service, tmp_path, monkeypatch):
+    """The terminate request arrives while the job is being set up (running, no process yet: here at the moment the
+    runner reads its wall clock): its process is killed at once (SIGKILL), it never gets to run its command."""
+    ran = tmp_path / 'ran'
+    _terminate_while_set_up(service, monkeypatch, 'early')
     service.submit('early', 'sleep 1; touch {}'.format(ran))
     job = service.wait('early', timeout=10)
     assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
     assert _errors(job) == [('JobTerminated', 'The job was terminated by the user.')]
     time.sleep(1.2)
     assert not ran.exists(), 'the terminated job ran its command'
+
+
+def test_a_job_terminated_while_set_up_whose_process_cannot_start_says_both(service, monkeypatch):
+    """Terminated during its set-up, then its process cannot start (no bash on the PATH its variables set): both
+    are said, the start failure and the terminate."""
+    _terminate_while_set_up(service, monkeypatch, 'early')
+    service.submit('early', 'true', environment_variables=[models.EnvironmentVariable(name='PATH',
+                                                                                      value='/nonexistent')])
+    job = service.wait('early', timeout=10)
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    assert [code for code, _ in _errors(job)] == ['JobStartFailed', 'JobTerminated']
 
 
 def test_a_store_error_recording_a_jobs_process_group_kills_the_group_and_fails_the_job(service, tmp_path):
