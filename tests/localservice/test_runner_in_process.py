@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+import traceback
 import uuid
 
 import pytest
@@ -172,9 +173,20 @@ def test_the_job_runs_in_its_temp_folder_and_its_output_is_appended_not_replaced
     assert os.path.realpath(cwd) == os.path.realpath(temp) and os.path.isdir(temp)
 
 
-def test_a_job_reads_nothing_on_its_stdin(service):
-    service.submit('stdin', 'read line; echo "read: $? [$line]"')
-    job = service.wait('stdin')
+def test_a_job_reads_nothing_on_its_stdin_even_when_the_services_stdin_has_data(service):
+    """The service's fd 0 here is a pipe holding a line (as `... | az batchai local start` would give it; pytest
+    leaves /dev/null there, which a job inheriting it could not tell from its own /dev/null)."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'the service input\n')
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        service.submit('stdin', 'read line; echo "read: $? [$line]"')
+        job = service.wait('stdin')
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
     assert job.execution_state == 'succeeded'
     assert service.outputs('stdin')['stdout.txt'] == 'read: 1 []\n', 'stdin is /dev/null: read hits its end'
 
@@ -333,6 +345,77 @@ def test_the_wall_clock_fails_a_job_and_a_job_within_it_succeeds(service):
     assert quick.execution_state == 'succeeded' and _errors(quick) == []
 
 
+def _terminate_while_set_up(service, monkeypatch, name):
+    """Have job `name` terminated (through the API) while the runner sets it up, before its process starts: as the
+    runner reads its wall clock."""
+    reads_wall_clock = runner_module.job_wall_clock
+
+    def terminated_meanwhile(spec):
+        service.client.jobs.begin_terminate(service.info.resource_group, service.info.workspace, service.experiment,
+                                            name, polling=False)
+        return reads_wall_clock(spec)
+    monkeypatch.setattr(runner_module, 'job_wall_clock', terminated_meanwhile)
+
+
+def test_a_job_terminated_before_its_process_starts_is_killed_as_it_starts(service, tmp_path, monkeypatch):
+    """The terminate request arrives while the job is being set up (running, no process yet: here at the moment the
+    runner reads its wall clock): its process is killed at once (SIGKILL), it never gets to run its command."""
+    ran = tmp_path / 'ran'
+    _terminate_while_set_up(service, monkeypatch, 'early')
+    service.submit('early', 'sleep 1; touch {}'.format(ran))
+    job = service.wait('early', timeout=10)
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
+    assert _errors(job) == [('JobTerminated', 'The job was terminated by the user.')]
+    time.sleep(1.2)
+    assert not ran.exists(), 'the terminated job ran its command'
+
+
+def test_a_job_terminated_while_set_up_whose_process_cannot_start_says_both(service, monkeypatch):
+    """Terminated during its set-up, then its process cannot start (no bash on the PATH its variables set): both
+    are said, the start failure and the terminate."""
+    _terminate_while_set_up(service, monkeypatch, 'early')
+    service.submit('early', 'true', environment_variables=[models.EnvironmentVariable(name='PATH',
+                                                                                      value='/nonexistent')])
+    job = service.wait('early', timeout=10)
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    assert [code for code, _ in _errors(job)] == ['JobStartFailed', 'JobTerminated']
+
+
+def test_a_store_error_recording_a_jobs_process_group_kills_the_group_and_fails_the_job(service, tmp_path):
+    """Another writer holds service.db's write lock (a real SQLite lock, taken here) when the job's command starts:
+    recording its process group fails ('database is locked', SQLite's 5 s busy timeout), so the runner kills the
+    group (none of it is left running unrecorded) and the job fails with that error."""
+    import sqlite3  # pylint: disable=import-outside-toplevel
+    prep_pid, main_pid, gate = tmp_path / 'prep.pid', tmp_path / 'main.pid', tmp_path / 'gate'
+    service.submit('locked', 'echo $$ > {}; sleep 20'.format(main_pid), job_preparation=models.JobPreparation(
+        command_line='echo $$ > {}; {}'.format(prep_pid, _until(gate))))
+    (prep,) = job_pids(prep_pid)
+    _wait_for(lambda: service.service.store.get(service.key('locked'))['pgid'] == prep, 'the preparation is unrecorded')
+    other = sqlite3.connect(os.path.join(service.info.data_dir, 'service.db'), isolation_level=None)
+    try:
+        other.execute('BEGIN EXCLUSIVE')
+        gate.touch()
+        (main,) = job_pids(main_pid)
+        _gone(main, timeout=8)
+    finally:
+        other.close()  # its transaction rolled back: the job's end can be recorded
+    job = service.wait('locked')
+    assert job.execution_state == 'failed' and job.execution_info.exit_code is None
+    assert _errors(job) == [('JobStartFailed', 'database is locked')]
+
+
+def test_a_job_ignoring_sigterm_past_its_wall_clock_gets_one_sigterm_then_sigkill(service, tmp_path):
+    got = tmp_path / 'got'
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; i=0; while [ $i -lt 80 ]; do sleep 0.1; i=$((i + 1)); "
+                   'done'.format(got), constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT0.5S'))
+    started = time.monotonic()
+    job = service.wait('stubborn', timeout=15)
+    assert time.monotonic() - started < 6, 'not killed once the grace after its wall clock had passed'
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
+    assert [code for code, _ in _errors(job)] == ['MaxWallClockTimeExceeded']
+    assert got.read_text() == 'TERM\n', 'one SIGTERM when the wall clock passed, no more'
+
+
 def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_path):
     pid_file = tmp_path / 'child.pid'
     service.submit('leaves', 'sleep 20 & echo $! > {}'.format(pid_file))
@@ -340,7 +423,8 @@ def test_a_background_child_left_by_a_finished_job_ends_with_it(service, tmp_pat
     _gone(job_pids(pid_file)[0])
 
 
-def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
+def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     pid_file = tmp_path / 'pid'
     service.submit('doomed', 'echo $$ > {}; sleep 20'.format(pid_file))
     service.wait('doomed', ('running',))
@@ -351,6 +435,8 @@ def test_deleting_a_running_job_kills_it_and_its_record_goes(service, tmp_path):
     _wait_for(lambda: service.service.store.get(service.key('doomed')) is None, 'the deleted job is still stored')
     time.sleep(0.3)  # its thread's end is not written back either
     assert service.service.store.get(service.key('doomed')) is None
+    assert not [r.getMessage() for r in caplog.records if r.getMessage().startswith('job ')], \
+        'a deleted job has no end recorded'
 
 
 def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
@@ -361,7 +447,9 @@ def test_stopping_the_service_fails_its_running_jobs_and_kills_them(tmp_path):
     (pid,) = job_pids(pid_file)
     store = started.service.store
     key = started.key('running')
+    stopping = time.monotonic()
     started.runner.stop()
+    assert time.monotonic() - stopping < 5, 'stop() returns once its jobs are recorded (SIGTERM ends sleep at once)'
     _gone(pid)
     props = json.loads(store.get(key)['body'])['properties']
     assert props['executionState'] == 'failed'
@@ -406,6 +494,43 @@ def test_a_job_needing_more_slots_than_are_free_holds_the_jobs_behind_it(service
     assert behind.execution_info.start_time >= pair.execution_info.start_time
 
 
+def test_a_cluster_whose_queue_waits_for_slots_holds_up_no_other_clusters_jobs(service, tmp_path):
+    """Gang order is per cluster: the queue of a full cluster (made first, so looked at first) waits; the job of
+    another cluster starts."""
+    full, other = service.cluster('full', 1), service.cluster('other', 1)
+    gate = tmp_path / 'gate'
+    service.submit('holder', _until(gate), cluster_id=full)
+    service.wait('holder', ('running',))
+    service.submit('waiting', 'true', cluster_id=full)
+    service.submit('elsewhere', 'true', cluster_id=other)
+    try:
+        assert service.wait('elsewhere', timeout=5).execution_state == 'succeeded'
+        assert service.get('waiting').execution_state == 'queued'
+    finally:
+        gate.touch()
+    assert service.wait('waiting').execution_state == 'succeeded'
+
+
+def test_a_cluster_whose_queue_waits_for_gpus_holds_up_no_other_clusters_jobs(tmp_path):
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0])
+    try:
+        gpu = started.cluster('gpu', 2, vm_size='STANDARD_NC6')
+        cpu = started.cluster('cpu', 1, vm_size='STANDARD_D2_V2')  # no GPU
+        gate = tmp_path / 'gate'
+        started.submit('holder', _until(gate), cluster_id=gpu)
+        started.wait('holder', ('running',))
+        started.submit('waiting', 'true', cluster_id=gpu)
+        started.submit('elsewhere', 'true', cluster_id=cpu)
+        try:
+            assert started.wait('elsewhere', timeout=5).execution_state == 'succeeded'
+            assert started.get('waiting').execution_state == 'queued', 'two jobs on one GPU'
+        finally:
+            gate.touch()
+        assert started.wait('waiting').execution_state == 'succeeded'
+    finally:
+        started.shutdown()
+
+
 def _two_process_params(service, tmp_path, cluster_id=None, hang='0'):
     """A 2-node Caffe2 job (two processes, one per node, launched by launcher.py) writing each process's pid."""
     script = tmp_path / 'two.py'
@@ -438,6 +563,20 @@ def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_ou
     assert 'task 0\n' in outputs.values() and 'task 1\n' in outputs.values()
 
 
+def test_the_jobs_pythonpath_does_not_reach_the_launcher_of_its_processes(service, tmp_path):
+    """A job whose PYTHONPATH holds a module shadowing one the launcher imports (json; the job's own script does not
+    import it) still runs: the launcher runs isolated from the job's PYTHON* variables."""
+    shadow = tmp_path / 'shadow'
+    shadow.mkdir()
+    (shadow / 'json.py').write_text('raise SystemExit("the job\'s PYTHONPATH reached the launcher")\n')
+    params = _two_process_params(service, tmp_path)
+    params.environment_variables.append(models.EnvironmentVariable(name='PYTHONPATH', value=str(shadow)))
+    service.submit_params('shadowed', params)
+    job = service.wait('shadowed')
+    assert job.execution_state == 'succeeded' and job.execution_info.exit_code == 0
+    assert sorted(os.listdir(tmp_path / 'two.py.out')) == ['0', '1']
+
+
 def test_terminating_a_two_node_job_kills_both_processes(service, tmp_path):
     service.submit_params('pair', _two_process_params(service, tmp_path, hang='20'))
     service.wait('pair', ('running',))
@@ -467,7 +606,8 @@ def _counting_job(service, name, cluster, runs, gate):
     _wait_for(lambda: (runs / name).exists(), 'job {} did not start'.format(name))
 
 
-def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_start(service, tmp_path):
+def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_start(service, tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
     cluster = service.cluster('shrinks', 2)
     runs, gate = tmp_path / 'runs', tmp_path / 'gate'
     runs.mkdir()
@@ -477,6 +617,9 @@ def test_a_shrinking_cluster_requeues_its_latest_job_which_runs_again_from_the_s
     _wait_for(lambda: service.get('newer').execution_state == 'queued', 'the newer job was not requeued')
     queued = service.get('newer')
     assert queued.execution_info is None, "a requeued job's run is forgotten: it runs again from the start"
+    assert service.service.store.get(service.key('newer'))['pgid'] is None, 'a requeued job holds no process group'
+    assert 'job {} requeued: its cluster was resized'.format(service.key('newer')) in [
+        r.getMessage() for r in caplog.records]
     assert service.get('older').execution_state == 'running'
     _resize(service, 'shrinks', 2, 'requeue')
     _wait_for(lambda: (runs / 'newer').read_text() == 'run\nrun\n', 'the requeued job did not run again')
@@ -545,13 +688,36 @@ def test_each_job_gets_its_own_gpus_and_a_job_needing_more_than_are_free_waits(t
         started.shutdown()
 
 
-def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpu(tmp_path):
-    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0, 1])
+@pytest.mark.parametrize('vm_size, gpus, expected', [
+    ('STANDARD_NC6', [0, 1], {'0': '[0]', '1': '[1]'}),
+    ('STANDARD_NC12', [0, 1, 2, 3], {'0': '[0,1]', '1': '[2,3]'}),
+])
+def test_each_node_of_a_two_node_gpu_job_sees_its_own_gpus(tmp_path, vm_size, gpus, expected):
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=gpus)
     try:
-        started.submit_params('pair', _two_process_params(started, tmp_path))
+        cluster = started.cluster('gpus', 2, vm_size=vm_size)
+        started.submit_params('pair', _two_process_params(started, tmp_path, cluster))
         assert started.wait('pair').execution_state == 'succeeded'
         seen = {name: (tmp_path / 'two.py.out' / name).read_text().split()[1] for name in ('0', '1')}
-        assert seen == {'0': '[0]', '1': '[1]'}
+        assert seen == expected
+    finally:
+        started.shutdown()
+
+
+def test_the_ranks_of_a_two_node_mpi_gpu_job_see_all_of_its_gpus(tmp_path):
+    """One mpirun starts every rank (on this machine): each sees the job's GPUs of both nodes."""
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0, 1, 2, 3])
+    try:
+        out = tmp_path / 'out'
+        out.mkdir()
+        params = job_params(started.info, node_count=2, cluster_id=started.cluster('nc12', 2, 'STANDARD_NC12'))
+        params.custom_toolkit_settings = None
+        params.custom_mpi_settings = models.CustomMpiSettings(
+            command_line='echo "$CUDA_VISIBLE_DEVICES" > {}/$AZ_BATCHAI_TASK_INDEX'.format(out), process_count=2)
+        started.submit_params('mpi', params)
+        job = started.wait('mpi')
+        assert job.execution_state == 'succeeded', started.outputs('mpi')
+        assert {name: (out / name).read_text() for name in os.listdir(out)} == {'0': '0,1,2,3\n', '1': '0,1,2,3\n'}
     finally:
         started.shutdown()
 
@@ -574,9 +740,10 @@ def _orphan(marker):
                             stdin=subprocess.DEVNULL)
 
 
-def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(service, tmp_path):
+def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(service, tmp_path, caplog):
     """The rows a service killed mid-run left (running, terminating, deleting) and their processes, found by the
     jobs' markers, handled as the next start does."""
+    caplog.set_level('INFO', logger=runner_module.__name__)
     cluster = service.cluster('frozen', 0)  # its jobs stay queued: the test sets their states as a crash left them
     for name in ('was-running', 'was-terminating', 'was-deleting', 'was-queued'):
         service.submit(name, 'true', cluster_id=cluster)
@@ -600,9 +767,32 @@ def test_recovery_kills_what_a_dead_service_left_running_and_fails_its_jobs(serv
         assert [c for c, _ in _errors(terminating)] == ['JobTerminated']
         assert store.get(service.key('was-deleting')) is None, 'a deletion under way is finished'
         assert service.get('was-queued').execution_state == 'queued'
+        assert sorted(r.getMessage() for r in caplog.records if r.getMessage().startswith('job ')) == [
+            'job {} failed (exit code None, crashed)'.format(service.key('was-running')),
+            'job {} failed (exit code None, terminated)'.format(service.key('was-terminating'))], \
+            'the ends recorded: none for the deleted job'
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_recovery_finishes_the_deletion_of_an_experiment_with_its_jobs(service):
+    """A service killed while it deleted an experiment (the experiment and its jobs marked deleting, as its delete
+    does first) left them stored: the next start deletes the experiment itself, not only its jobs."""
+    cluster = service.cluster('frozen', 0)
+    rg, ws = service.info.resource_group, service.info.workspace
+    service.client.experiments.begin_create(rg, ws, 'going').result()
+    service.client.jobs.begin_create(rg, ws, 'going', 'job', job_params(service.info, cluster_id=cluster),
+                                     polling=False)
+    experiment = resource_key(service.info.subscription, rg, ws, 'experiments', 'going')
+    service.service.store.set_state_below(experiment, 'deleting')
+    service.runner.recover()
+    assert service.service.store.get(experiment + '/jobs/job') is None
+    assert service.service.store.get(experiment) is None, 'the experiment outlived its deletion'
+    with pytest.raises(HttpResponseError) as gone:
+        service.client.experiments.get(rg, ws, 'going')
+    assert gone.value.status_code == 404
+    assert service.client.experiments.get(rg, ws, service.experiment).name == service.experiment
 
 
 def test_recovery_kills_every_group_carrying_the_marker_and_skips_a_row_without_one(service, caplog):
@@ -651,7 +841,9 @@ def test_a_job_whose_processes_need_mpirun_is_refused_when_none_is_on_the_path(s
         service.client.jobs.begin_create(service.info.resource_group, service.info.workspace, service.experiment,
                                          'mpi', params).result()
     assert refused.value.error.code == 'MpiNotInstalled'
-    assert refused.value.error.message.startswith('customMpiSettings with 2 processes runs them through mpirun')
+    assert refused.value.error.message == (
+        'customMpiSettings with 2 processes runs them through mpirun (as Batch AI did), and the local service finds '
+        'no mpirun on its PATH: install OpenMPI (Debian: apt-get install openmpi-bin).')
 
 
 def test_a_job_of_no_process_is_refused_with_launchers_words(service):
@@ -700,8 +892,8 @@ def _fill(path):
             pass
 
 
-def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path, caplog):
-    caplog.set_level('INFO', logger=runner_module.__name__)
+def _small_disk(tmp_path):
+    """A 24 MB tmpfs mounted at tmp_path/disk (skipped without root, failed in CI); unmount it with umount -l."""
     where = tmp_path / 'disk'
     where.mkdir()
     if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=24m', 'tmpfs', str(where)],
@@ -709,6 +901,12 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         if os.environ.get('CI') == 'true':
             pytest.fail('mounting a tmpfs failed (in CI this test must run)')
         pytest.skip('FULL-DISK TEST NOT RUN: it needs root to mount a tmpfs')
+    return where
+
+
+def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_is_room(tmp_path, caplog):
+    caplog.set_level('INFO', logger=runner_module.__name__)
+    where = _small_disk(tmp_path)
     started = None
     try:
         started = InProcess(str(where / 'data'), slots=1)
@@ -731,9 +929,72 @@ def test_a_job_ending_on_a_full_disk_is_answered_ended_and_recorded_once_there_i
         os.unlink(str(where / 'filler'))
         _wait_for(lambda: not started.runner.has_unrecorded(), 'the kept end was never written', timeout=15)
         assert store.get(started.key('a'))['state'] == 'succeeded'
+        assert store.get(started.key('a'))['pgid'] is None, 'an ended job holds no process group'
         assert json.loads(store.get(started.key('a'))['body'])['properties']['executionInfo']['exitCode'] == 0
+        assert 'job {} succeeded (recorded now that the disk has room)'.format(started.key('a')) in [
+            r.getMessage() for r in caplog.records]
         assert started.wait('b').execution_state == 'succeeded'
+        # (the passes that could not record b's start logged their failure: those are expected)
+        failures = [''.join(traceback.format_exception(*r.exc_info)) for r in caplog.records if r.exc_info]
+        assert not [f for f in failures if '_record_unrecorded' in f], 'a full disk made writing the kept end fail'
     finally:
+        if started is not None:
+            started.shutdown()
+        subprocess.run(['umount', '-l', str(where)], check=False)
+
+
+def test_a_full_disk_when_a_jobs_command_starts_lets_it_run_to_its_end(tmp_path):
+    """The disk fills while the job's preparation runs: its command's process group cannot be recorded (crash
+    recovery finds it by the job's marker anyway), yet the command runs to its end and the job succeeds, its end
+    recorded once there is room."""
+    where = _small_disk(tmp_path)
+    started = None
+    try:
+        started = InProcess(str(where / 'data'), slots=1)
+        store = started.service.store
+        prep_pid, gate, ran = tmp_path / 'prep.pid', tmp_path / 'gate', tmp_path / 'ran'
+        started.submit('a', 'sleep 0.3; touch {}'.format(ran), job_preparation=models.JobPreparation(
+            command_line='echo $$ > {}; {}'.format(prep_pid, _until(gate))))
+        (prep,) = job_pids(prep_pid)
+        _wait_for(lambda: store.get(started.key('a'))['pgid'] == prep, 'the preparation is unrecorded')
+        _fill(str(where / 'filler'))
+        _fill_store(store)
+        gate.touch()
+        _wait_for(started.runner.has_unrecorded, "a's end was not kept in memory")
+        a = started.get('a')
+        assert a.execution_state == 'succeeded' and a.execution_info.exit_code == 0 and _errors(a) == []
+        assert ran.exists(), 'the command did not run to its end'
+        assert store.get(started.key('a'))['pgid'] == prep, "the command's group was recorded on a full disk"
+        os.unlink(str(where / 'filler'))
+        _wait_for(lambda: not started.runner.has_unrecorded(), 'the kept end was never written', timeout=15)
+        assert store.get(started.key('a'))['state'] == 'succeeded'
+    finally:
+        if started is not None:
+            started.shutdown()
+        subprocess.run(['umount', '-l', str(where)], check=False)
+
+
+def test_a_job_whose_folders_cannot_be_written_on_a_full_disk_fails_saying_so(tmp_path, monkeypatch):
+    """The disk fills between the job's start being recorded and its folders and files being written (here: as the
+    runner reads the job's spec): the job fails with DiskFull, which says what to do, and no command runs."""
+    where = _small_disk(tmp_path)
+    started = None
+    try:
+        started = InProcess(str(where / 'data'), slots=1)
+        ran = tmp_path / 'ran'
+        reads_spec = runner_module.job_spec
+
+        def filled_meanwhile(row):
+            _fill(str(where / 'filler'))
+            return reads_spec(row)
+        monkeypatch.setattr(runner_module, 'job_spec', filled_meanwhile)
+        started.submit('a', 'touch {}'.format(ran))
+        _wait_for(lambda: started.get('a').execution_state == 'failed', 'the job did not fail')
+        a = started.get('a')
+        assert a.execution_info.exit_code is None and not ran.exists()
+        assert _errors(a) == [('DiskFull', runner_module.DISK_FULL_JOB_MESSAGE)]
+    finally:
+        (where / 'filler').unlink(missing_ok=True)
         if started is not None:
             started.shutdown()
         subprocess.run(['umount', '-l', str(where)], check=False)
