@@ -512,10 +512,11 @@ class _Pruned:
                 bucket = self.buckets.get(self._cell(previous.kernels, position))
                 if bucket is not None:
                     _remove(bucket[0], bucket[1], last[position], position)
-        self.sorted_index = [table[j] for j in self.sorted_index]
+        renumbered = table.__getitem__  # (the lists read in C)
+        self.sorted_index = list(map(renumbered, self.sorted_index))
         if self.buckets is not None:
             for _, index in self.buckets.values():
-                index[:] = [table[j] for j in index]
+                index[:] = map(renumbered, index)
         self.wide = [table[j] for j in self.wide if table[j] >= 0]
 
     @classmethod

@@ -101,7 +101,7 @@ _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
-_VALUE, _FIRST = operator.itemgetter(1), operator.itemgetter(0)
+_VALUE, _FIRST, _LAST = operator.itemgetter(1), operator.itemgetter(0), operator.itemgetter(-1)
 _REPORTS, _STOPPED = operator.attrgetter('reports'), operator.attrgetter('stopped_early')
 
 
@@ -369,8 +369,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         if self.constant_liar and pending:
             bad.extend((index, None, point) for index, point in history.pending)
         bad.sort(key=_FIRST)  # stable: two runs in index order are merged
-        return ([item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad],
-                [item[0] for item in good], [item[0] for item in bad])
+        return ([item[2] for item in good], [item[1] for item in good], list(map(_LAST, bad)),
+                [item[0] for item in good], list(map(_FIRST, bad)))
 
     def _ranked(self, scored):
         """Scored observations (index, value, point) in index order (a history's), best first, ties by index (a stable
