@@ -154,3 +154,94 @@ def test_bohbs_model_asks_values_at_again_only_of_the_jobs_that_changed():
     del asked[:]
     model.suggest(trials, 'c')
     assert asked == [5]
+
+
+def test_stepped_terms_are_computed_once_per_pair_and_grid_value(monkeypatch):
+    """A large estimator's stepped kernels share a few (mean, bandwidth) pairs: each kernel's pair number maps to its
+    own mean, bandwidth and log mass, also in an estimator edited from the last one (parzen._Numeric.updated), each
+    pair's term at a grid value is computed once however many points ask, and the densities are the whole mixture's
+    (the same floats)."""
+    from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
+    from azext_batchai_sweep.core.tuning.samplers import _normal
+    from azext_batchai_sweep.core.tuning.samplers.space import dimensions
+    specs = [DiscreteParamSpec('OPT', ['a', 'b', 'c']), NumParamSpec('LAYERS', 1, 20, 'INTEGER', 'LINEAR'),
+             NumParamSpec('UNITS', 1, 64, 'INTEGER', 'LOG'), NumParamSpec('LR', 1e-5, 1e-1, 'REAL', 'LOG'),
+             NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
+    dims = dimensions(specs)
+    rng = random.Random(4)
+
+    def point():
+        return tuple(dim.to_internal(spec.sample(rng)) for dim, spec in zip(dims, specs))
+    points = [point() for _ in range(3000)]
+    ids = list(range(3000))
+    weights = [1.0] * 3000
+    first = parzen.ParzenEstimator(dims, points, weights, ids=ids)
+    asked = [point() for _ in range(8)]
+    for p in asked:
+        first.log_pdf(p)
+    # a poll later: two observations gone, three new ones (one between the others), the estimator edited
+    points2 = points[:100] + points[101:2000] + [point()] + points[2000:2999] + [point(), point()]
+    ids2 = ids[:100] + ids[101:2000] + [2000.5] + ids[2000:2999] + [3000, 3001]
+    edited = parzen.ParzenEstimator(dims, points2, weights[:3002], ids=ids2, previous=first)
+    whole = parzen.ParzenEstimator(dims, points2, weights[:3002], prune=False)
+    calls = []
+    log_mass = _normal.log_mass
+
+    def counted(a, b):
+        calls.append((a, b))
+        return log_mass(a, b)
+    monkeypatch.setattr(_normal, 'log_mass', counted)
+    grid_values = set()
+    for k in range(40):
+        p = asked[k % 8] if k < 16 else point()
+        grid_values.update((d, p[d]) for d in (1, 2))
+        assert edited.log_pdf(p) == whole.log_pdf(p)
+    stepped = [edited.kernels[d] for d in (1, 2)]
+    for kernel in stepped:
+        assert kernel.classes is not None and len(kernel.classes) == len(points2) + 1
+        assert [kernel.pairs[c] for c in kernel.classes] == list(zip(kernel.mus, kernel.inv, kernel.log_norm))
+        assert len(kernel.pairs) < len(points2) / 5  # a few pairs for thousands of kernels
+    # whole.log_pdf's own terms: a list per grid value (add_terms); the edited estimator's: a pair's term per value
+    whole_calls = sum(len(kernel.mus) for kernel in (whole.kernels[1], whole.kernels[2])
+                      for _ in kernel._cells)  # pylint: disable=protected-access
+    room = sum(len(kernel.pairs) * len(kernel.rows) for kernel in stepped)
+    assert len(calls) - whole_calls <= room + 40 * 2 * len(edited._pruned.always)  # pylint: disable=protected-access
+    assert len(calls) - whole_calls < len(points2)  # fewer than one term a kernel over 40 points
+
+
+def test_bohbs_model_lists_the_parameters_types_once_a_suggestion(monkeypatch):
+    """BOHB's model view and its TPE's history read the same parameter dicts: their values' types are listed once a
+    suggestion (bohb.BudgetModel._view hands them on: tpe.TPESampler.typed_hint), and a hint of other dicts is not
+    taken (the suggestion is a new model's)."""
+    from azext_batchai_sweep.core.tuning.samplers import bohb, changes, tpe
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
+    listed = []
+
+    def counted(params):
+        listed.append(len(params))
+        return changes.value_types(params)
+    monkeypatch.setattr(bohb, 'value_types', counted)
+    monkeypatch.setattr(tpe, 'value_types', counted)
+    rng = random.Random(2)
+    trials = []
+    for i in range(80):
+        params = {s.name: rng.random() for s in specs}
+        trials.append(Trial(name='j%d' % i, index=i, params=params, state='succeeded',
+                            reports=(Report(1, sum(params.values())),)))
+
+    def values_at(trial):
+        return {1.0: trial.last} if trial.reports else {}
+    model = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0)
+    for step in range(3):
+        trials.append(Trial(name='n%d' % step, index=len(trials), params={s.name: 0.5 for s in specs},
+                            state='running'))
+        del listed[:]
+        found = model.suggest(trials, 'k%d' % step)
+        assert listed == [len(trials)]  # the view's, not the history's again
+        assert found[0] == BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0).suggest(trials, 'k%d' % step)[0]
+    sampler = tpe.TPESampler(specs, goal='min', seed=1)
+    copies = [dataclasses.replace(t, params=dict(t.params)) for t in trials]
+    sampler.typed_hint = ([t.params for t in trials], ([], []))  # other dicts (equal ones), a wrong answer
+    del listed[:]
+    assert sampler.suggest(copies, 1) == tpe.TPESampler(specs, goal='min', seed=1).suggest(copies, 1)
+    assert listed[0] == len(copies) and sampler.typed_hint is None

@@ -40,7 +40,7 @@ import random
 from ..bayesian_settings import DEFAULT_RANDOM_FRACTION
 from ..decision import fmt
 from ..objectives import Objectives
-from ..trial import Report, Trial
+from ..trial import PENDING_STATES, Report, Trial
 from .agreement import CurveBook, agreement
 from .motpe import MOTPESampler
 from .changes import INDEX as _INDEX, METRICS as _METRICS, PARAMS as _PARAMS, STATE as _STATE, differences, \
@@ -49,7 +49,7 @@ from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
 _SUGGESTED = '(suggested)'
-_STOPPED, _REPORTS = operator.attrgetter('stopped_early'), operator.attrgetter('reports')
+_STOPPED, _REPORTS, _PARENT = (operator.attrgetter(name) for name in ('stopped_early', 'reports', 'parent'))
 # The rank correlation with the highest budget that lets the model use a lower budget's results (agreement.py).
 # Measured in bench-mf's sweeps (tuning seeds), over the configurations that reached the top, which promotions have
 # already selected: faithful low fidelities rank at 0.95-1.00 with it (Hartmann-6, Borehole, Park 91 A), misleading
@@ -214,7 +214,9 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         kept = self._kept.setdefault(choice.budget, {'records': None, 'models': {}, 'dims': sampler.dims})
         # (the same dimension objects: an estimator is edited only from one over the same dimensions)
         sampler.trial_records, sampler.model_cache, sampler.dims = kept['records'], kept['models'], kept['dims']
-        suggestions = sampler.suggest(self._view(everyone, choice.budget, values), 1)
+        view = self._view(everyone, choice.budget, values, self._asked[0])
+        sampler.typed_hint = self._views[choice.budget][4]  # its history reads the same parameter dicts
+        suggestions = sampler.suggest(view, 1)
         kept['records'] = sampler.trial_records
         return (dict(suggestions[0].params) if suggestions else None), choice
 
@@ -251,14 +253,18 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
                 view.append(_replace(trial, state='failed', reports=()))
         return view
 
-    def _view(self, trials, budget, values):
+    def _view(self, trials, budget, values, asked=None):
         """model_view(trials, budget, values) as the TPE reads it, the last view's objects kept for the jobs whose
         index, parameters (and their types), metrics (with constraints) and standing at the budget (its value, whether
         it is pending, whether its constraints are known) are equal: a suggestion after each poll copies only the jobs
-        that changed (10,000 copies took ~60% of a warm suggestion)."""
+        that changed (10,000 copies took ~60% of a warm suggestion). ``asked``: _values' columns of these trials (their
+        indices and states, not read again)."""
         params = list(map(_PARAMS, trials))
-        columns = [list(map(_INDEX, trials)), params, [found.get(budget) for found in values],
-                   [trial.pending and trial.parent is None for trial in trials]]
+        indices, states = (asked[0], asked[1]) if asked else (list(map(_INDEX, trials)), list(map(_STATE, trials)))
+        # trial.pending and trial.parent is None, a column at a time (a property call a job was a tenth of a view)
+        pending = list(map(operator.and_, map(PENDING_STATES.__contains__, states),
+                           map(operator.is_, map(_PARENT, trials), itertools.repeat(None))))
+        columns = [indices, params, list(map(operator.methodcaller('get', budget), values)), pending]
         if self.constrained is not None:
             columns.append(list(map(_METRICS, trials)))
             columns.append(list(map(self._constraints_known, trials)))
@@ -281,7 +287,9 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
                 view[position] = made
             else:
                 view.append(made)
-        self._views = {budget: (columns, view, sizes, types)}
+        # (the parameter dicts' types, as value_types gives them: the TPE's history reads the same dicts, unchanged
+        # in between; tpe.TPESampler.typed_hint)
+        self._views = {budget: (columns, view, sizes, types, None if sizes is None else (params, (sizes, types)))}
         return [trial if kept is None else kept for trial, kept in zip(trials, view)]
 
     def _constraints_known(self, trial):

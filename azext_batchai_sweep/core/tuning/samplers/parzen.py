@@ -78,6 +78,13 @@ class _Numeric:
         # {(grid value, mean, 1 / bandwidth): a kernel's term}: many kernels of a grid share their mean and bandwidth
         # (and the estimators updated from this one share it: the term depends on nothing else).
         self.masses = {}
+        # A stepped kernel's term depends on its (mean, 1 / bandwidth) pair alone, and 10,000 kernels on a grid have a
+        # few hundred pairs: each kernel's pair's number (``classes``, made at the first point, edited by updated()),
+        # the pairs by number (``pairs``: (mean, 1 / bandwidth, log mass on the range)) and, per grid value, the
+        # pairs' terms by number (``rows``), so that a point's terms are two list look-ups a kernel, in C (a dict
+        # look-up keyed by a new (value, mean, bandwidth) tuple a kernel was most of a mixed suggestion's candidates).
+        # The pairs and rows are shared with the estimators updated from this one (numbers never change meaning).
+        self.classes, self.pair_ids, self.pairs, self.rows = None, {}, [], {}
         # (value, id) of the observations, sorted (ties in kernel order, as the bandwidths sort them): what an
         # estimator updated from this one (_Numeric.updated) edits instead of sorting again.
         self.ranked = None if ids is None else [(points[i], ids[i]) for i in order]
@@ -126,6 +133,16 @@ class _Numeric:
         for values, old in zip(lists, (self.mus, self.sigmas, self.inv, self.log_norm, self.consts)):
             values.append(old[-1])  # the prior kernel, the same at every size
         new.mus, new.sigmas, new.inv, new.log_norm, new.consts = lists
+        if self.classes is not None:  # edited as the lists were, the changed kernels' pairs numbered again
+            classes = self.classes[:-1]
+            for position, _, _ in reversed(removed):
+                del classes[position]
+            for position, _, _ in added:
+                classes.insert(position, None)
+            classes.append(self.classes[-1])
+            for position in changed:
+                classes[position] = new._pair_number(mus[position], inv[position], log_norm[position])
+            new.classes = classes
         new.ranked = ranked
         return new, changed
 
@@ -143,6 +160,34 @@ class _Numeric:
         if terms is None:
             terms = self._cells[x] = self._cell_terms(x)
         return [a + t for a, t in zip(acc, terms)]
+
+    def _pair_number(self, m, i, n):
+        number = self.pair_ids.get((m, i))
+        if number is None:
+            number = self.pair_ids[m, i] = len(self.pairs)
+            self.pairs.append((m, i, n))
+        return number
+
+    def stepped_terms(self, survivors, x, cell):
+        """The terms of the kernels ``survivors`` at the grid value x (whose cell is ``cell``), the floats _cell_terms
+        computes: each (mean, bandwidth) pair's computed once per grid value, kept."""
+        if len(self.pairs) > _MOST_MASSES:  # pairs of kernels long gone: numbered again
+            self.classes, self.pair_ids, self.pairs, self.rows = None, {}, [], {}
+        if self.classes is None:
+            number = self._pair_number
+            self.classes = list(map(number, self.mus, self.inv, self.log_norm))
+        row = self.rows.get(x)
+        if row is None:
+            if len(self.rows) * len(self.pairs) > _MOST_MASSES:
+                self.rows.clear()
+            row = self.rows[x] = []
+        if len(row) < len(self.pairs):  # pairs numbered since: their terms added
+            left, right = cell
+            log_mass = _normal.log_mass
+            row.extend(log_mass((left - m) * i, (right - m) * i) - n for m, i, n in self.pairs[len(row):])
+        if len(survivors) < 2:  # (itemgetter of one item gives it alone)
+            return [row[self.classes[j]] for j in survivors]
+        return list(operator.itemgetter(*operator.itemgetter(*survivors)(self.classes))(row))
 
     def cell(self, x):
         """The grid value's cell, [value - step/2, value + step/2] (in log coordinates for an integer LOG parameter)."""
@@ -467,10 +512,11 @@ class _Pruned:
                 bucket = self.buckets.get(self._cell(previous.kernels, position))
                 if bucket is not None:
                     _remove(bucket[0], bucket[1], last[position], position)
-        self.sorted_index = [table[j] for j in self.sorted_index]
+        renumbered = table.__getitem__  # (the lists read in C)
+        self.sorted_index = list(map(renumbered, self.sorted_index))
         if self.buckets is not None:
             for _, index in self.buckets.values():
-                index[:] = [table[j] for j in index]
+                index[:] = map(renumbered, index)
         self.wide = [table[j] for j in self.wide if table[j] >= 0]
 
     @classmethod
@@ -537,17 +583,7 @@ class _Pruned:
 
     def _stepped_terms(self, d, survivors, x, cells):
         """_term of each of ``survivors`` in the stepped dimension d, most of them found in the kernel's masses."""
-        kernel = self.kernels[d]
-        if x in kernel._cells:  # pylint: disable=protected-access
-            terms = kernel._cells[x]  # pylint: disable=protected-access
-            return [terms[j] for j in survivors]
-        masses, mus, inv = kernel.masses, kernel.mus, kernel.inv
-        terms = [masses.get((x, mus[j], inv[j])) for j in survivors]
-        if None in terms:
-            for k, j in enumerate(survivors):
-                if terms[k] is None:
-                    terms[k] = self._term(d, j, x, cells)
-        return terms
+        return self.kernels[d].stepped_terms(survivors, x, cells[d])
 
     def value(self, j, point, cells):
         """Kernel j's log term at point: add_terms' operations, in its order."""
@@ -677,8 +713,24 @@ class _Pruned:
             return {}
         survivors, partial = self._filter(survivors, point, cells, floor)
         if not self.in_order:  # the partial sums were added in another order: each term again, in order
-            partial = [self.value(j, point, cells) for j in survivors]
+            partial = self._in_order(survivors, point, cells)
         return zip(survivors, partial)
+
+    def _in_order(self, survivors, point, cells):
+        """value() of each of the narrow kernels ``survivors``: the same operations in the same order, a dimension at
+        a time."""
+        log_weights = self.estimator.log_weights
+        acc = [log_weights[j] for j in survivors]
+        for d, (kernel, x) in enumerate(zip(self.kernels, point)):
+            if isinstance(kernel, _Categorical):
+                observed, hit, miss = kernel.observed, kernel.log_hit, kernel.log_miss
+                acc = [a + (hit if observed[j] == x else miss) for a, j in zip(acc, survivors)]
+            elif kernel.dim.kind == STEPPED:
+                acc = [a + t for a, t in zip(acc, kernel.stepped_terms(survivors, x, cells[d]))]
+            else:
+                consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
+                acc = [a + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for a, j in zip(acc, survivors)]
+        return acc
 
     def _filter(self, survivors, point, cells, floor):
         """(the kernels whose partial sums, plus the bounds of the dimensions not added yet, still reach the floor,

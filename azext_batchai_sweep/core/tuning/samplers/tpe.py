@@ -101,7 +101,7 @@ _ENUMERATION_LIMIT = 100000
 _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
-_VALUE, _FIRST = operator.itemgetter(1), operator.itemgetter(0)
+_VALUE, _FIRST, _LAST = operator.itemgetter(1), operator.itemgetter(0), operator.itemgetter(-1)
 _REPORTS, _STOPPED = operator.attrgetter('reports'), operator.attrgetter('stopped_early')
 
 
@@ -207,6 +207,10 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # new sampler computes (tests/tuning/test_tpe_incremental.py).
         self.trial_records = None
         self.model_cache = {}
+        # (a list of parameter dicts, value_types of it) that a caller computed just before asking (BOHB's model view
+        # reads the same dicts): the next history takes it when its own dicts are those objects, in that order,
+        # instead of listing 60,000 values' types again; used once.
+        self.typed_hint = None
 
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
@@ -365,8 +369,8 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         if self.constant_liar and pending:
             bad.extend((index, None, point) for index, point in history.pending)
         bad.sort(key=_FIRST)  # stable: two runs in index order are merged
-        return ([item[2] for item in good], [item[1] for item in good], [item[-1] for item in bad],
-                [item[0] for item in good], [item[0] for item in bad])
+        return ([item[2] for item in good], [item[1] for item in good], list(map(_LAST, bad)),
+                [item[0] for item in good], list(map(_FIRST, bad)))
 
     def _ranked(self, scored):
         """Scored observations (index, value, point) in index order (a history's), best first, ties by index (a stable
@@ -512,7 +516,11 @@ class _History:
         new = _Readings(list(map(_INDEX, trials)), list(map(_STATE, trials)), list(map(_PARAMS, trials)),
                         sampler.score_inputs_of(trials))
         count, common = len(trials), min(len(trials), len(old.indices))
-        typed = value_types(new.params)
+        hint, sampler.typed_hint = sampler.typed_hint, None
+        if hint is not None and len(hint[0]) == len(new.params) and all(map(operator.is_, hint[0], new.params)):
+            typed = hint[1]
+        else:
+            typed = value_types(new.params)
         if typed is None:  # parameters that are not a dict: read every time
             new.sizes, new.types, common = (), (), 0
         else:
