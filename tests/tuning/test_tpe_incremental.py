@@ -242,6 +242,35 @@ def test_edits_at_either_end_of_the_observations_are_the_estimator_built_whole(c
     assert other.kernels[0].sigmas != whole.kernels[0].sigmas
 
 
+def test_an_estimator_of_other_settings_or_dimensions_is_built_whole_not_edited(monkeypatch):
+    """parzen.ParzenEstimator(previous=...) edits the previous kernels only when both have the same dimensions and
+    settings (prior weight, the ends' rule, bandwidth floor): here each differs in turn, and the result is the one
+    built whole."""
+    specs = SPACES['continuous 2']
+    dims = TPESampler(specs, goal='min').dims
+    other_dims = TPESampler(SPACES['continuous 6'][:2], goal='min').dims
+    rng = random.Random(5)
+    points = [tuple(dim.draw(rng) for dim in dims) for _ in range(150)]
+    ids = list(range(150))
+    previous = parzen.ParzenEstimator(dims, points, [1.0] * 150, ids=ids)
+    previous.log_pdf(points[0])
+    edited = []
+    monkeypatch.setattr(parzen._Numeric, 'updated', lambda *args: edited.append(1) or (_ for _ in ()).throw(
+        AssertionError('edited')))  # pylint: disable=protected-access
+    points2, ids2 = points[:-1] + [tuple(dim.draw(rng) for dim in dims)], ids[:-1] + [200]
+    for options in ({'prior_weight': 2.0}, {'consider_endpoints': True}, {'magic_clip': False}):
+        built = parzen.ParzenEstimator(dims, points2, [1.0] * 150, ids=ids2, previous=previous, **options)
+        whole = parzen.ParzenEstimator(dims, points2, [1.0] * 150, ids=ids2, **options)
+        assert [k.sigmas for k in built.kernels] == [k.sigmas for k in whole.kernels], options
+        assert built.log_pdf(points2[3]) == whole.log_pdf(points2[3])
+    moved = [tuple(other.low + (x - dim.low) / (dim.high - dim.low) * (other.high - other.low)
+                   for x, dim, other in zip(p, dims, other_dims)) for p in points2]
+    built = parzen.ParzenEstimator(other_dims, moved, [1.0] * 150, ids=ids2, previous=previous)
+    assert [k.sigmas for k in built.kernels] == [k.sigmas for k in
+                                                 parzen.ParzenEstimator(other_dims, moved, [1.0] * 150).kernels]
+    assert not edited
+
+
 def _fits_counted(monkeypatch):
     """A list that gets the number of kernels of every numeric estimator fitted from now on."""
     fitted = []
