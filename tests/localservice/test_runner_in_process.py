@@ -497,15 +497,19 @@ def test_a_job_needing_more_slots_than_are_free_holds_the_jobs_behind_it(service
 def test_a_cluster_whose_queue_waits_for_slots_holds_up_no_other_clusters_jobs(service, tmp_path):
     """Gang order is per cluster: the queue of a full cluster (made first, so looked at first) waits; the job of
     another cluster starts."""
-    full, other = service.cluster('full', 1), service.cluster('other', 1)
-    gate = tmp_path / 'gate'
+    _a_waiting_queue_holds_up_no_other_cluster(service, service.cluster('full', 1), service.cluster('other', 1),
+                                               tmp_path / 'gate')
+
+
+def _a_waiting_queue_holds_up_no_other_cluster(service, full, other, gate):
+    """A job holds `full`'s room until `gate` exists; the next job of `full` waits, a job of `other` runs."""
     service.submit('holder', _until(gate), cluster_id=full)
     service.wait('holder', ('running',))
     service.submit('waiting', 'true', cluster_id=full)
     service.submit('elsewhere', 'true', cluster_id=other)
     try:
         assert service.wait('elsewhere', timeout=5).execution_state == 'succeeded'
-        assert service.get('waiting').execution_state == 'queued'
+        assert service.get('waiting').execution_state == 'queued', 'the waiting job ran too soon'
     finally:
         gate.touch()
     assert service.wait('waiting').execution_state == 'succeeded'
@@ -514,19 +518,9 @@ def test_a_cluster_whose_queue_waits_for_slots_holds_up_no_other_clusters_jobs(s
 def test_a_cluster_whose_queue_waits_for_gpus_holds_up_no_other_clusters_jobs(tmp_path):
     started = InProcess(str(tmp_path / 'data'), slots=2, gpus=[0])
     try:
-        gpu = started.cluster('gpu', 2, vm_size='STANDARD_NC6')
+        gpu = started.cluster('gpu', 2, vm_size='STANDARD_NC6')  # two slots, one GPU: the second job waits
         cpu = started.cluster('cpu', 1, vm_size='STANDARD_D2_V2')  # no GPU
-        gate = tmp_path / 'gate'
-        started.submit('holder', _until(gate), cluster_id=gpu)
-        started.wait('holder', ('running',))
-        started.submit('waiting', 'true', cluster_id=gpu)
-        started.submit('elsewhere', 'true', cluster_id=cpu)
-        try:
-            assert started.wait('elsewhere', timeout=5).execution_state == 'succeeded'
-            assert started.get('waiting').execution_state == 'queued', 'two jobs on one GPU'
-        finally:
-            gate.touch()
-        assert started.wait('waiting').execution_state == 'succeeded'
+        _a_waiting_queue_holds_up_no_other_cluster(started, gpu, cpu, tmp_path / 'gate')
     finally:
         started.shutdown()
 
