@@ -43,13 +43,13 @@ from ..objectives import Objectives
 from ..trial import PENDING_STATES, Report, Trial
 from .agreement import CurveBook, agreement
 from .motpe import MOTPESampler
-from .changes import INDEX as _INDEX, METRICS as _METRICS, PARAMS as _PARAMS, STATE as _STATE, differences, \
-    value_types
+from .changes import (INDEX as _INDEX, METRICS as _METRICS, PARAMS as _PARAMS, REPORTS as _REPORTS, STATE as _STATE,
+                      STOPPED as _STOPPED, differences, value_types)
 from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
 _SUGGESTED = '(suggested)'
-_STOPPED, _REPORTS, _PARENT = (operator.attrgetter(name) for name in ('stopped_early', 'reports', 'parent'))
+_PARENT = operator.attrgetter('parent')
 # The rank correlation with the highest budget that lets the model use a lower budget's results (agreement.py).
 # Measured in bench-mf's sweeps (tuning seeds), over the configurations that reached the top, which promotions have
 # already selected: faithful low fidelities rank at 0.95-1.00 with it (Hartmann-6, Borehole, Park 91 A), misleading

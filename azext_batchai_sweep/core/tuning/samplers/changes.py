@@ -4,7 +4,8 @@ field's list with the last one, a list at a time, and read again only the jobs t
 import itertools
 import operator
 
-INDEX, STATE, PARAMS, METRICS = (operator.attrgetter(name) for name in ('index', 'state', 'params', 'metrics'))
+INDEX, STATE, PARAMS, METRICS, STOPPED, REPORTS = (operator.attrgetter(name) for name in (
+    'index', 'state', 'params', 'metrics', 'stopped_early', 'reports'))
 
 
 def differences(mine, theirs, common):

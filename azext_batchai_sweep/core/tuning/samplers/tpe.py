@@ -76,7 +76,8 @@ import operator
 import random
 
 from ..trial import PENDING_STATES, Sampler, Suggestion
-from .changes import INDEX as _INDEX, PARAMS as _PARAMS, STATE as _STATE, differences, value_types
+from .changes import (INDEX as _INDEX, PARAMS as _PARAMS, REPORTS as _REPORTS, STATE as _STATE, STOPPED as _STOPPED,
+                      differences, value_types)
 from .parzen import ParzenEstimator
 from .space import dimensions, space_size
 
@@ -102,7 +103,6 @@ _REJECTION_ROUNDS = 8
 # At most this many untried configurations are scored when the candidates drawn from l(x) were all tried.
 _SCORED_UNTRIED = 2000
 _VALUE, _FIRST, _LAST = operator.itemgetter(1), operator.itemgetter(0), operator.itemgetter(-1)
-_REPORTS, _STOPPED = operator.attrgetter('reports'), operator.attrgetter('stopped_early')
 
 
 def default_gamma(n):
