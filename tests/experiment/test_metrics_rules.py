@@ -306,3 +306,21 @@ def test_a_job_whose_log_cannot_be_read_keeps_its_row_with_the_error_and_a_warni
     assert all(row['error'] is None for row in rows if row['name'] != names[2])
     assert [r.getMessage() for r in caplog.records] == ['job {}: metric not read: {}'.format(
         names[2], describe_error(ConnectionResetError('connection reset by peer')))]
+
+
+@pytest.mark.parametrize('regex', [r'(\d*)$', r'([\d.]*)$', r'(?P<value>\d*\.?\d*)$'])
+def test_a_regex_for_the_number_ending_each_line_reads_it_though_re_finds_an_empty_match_after_it(regex):
+    # Python's re finds `(\d*)$` twice on the line `5`: `5`, then the empty match at the line's end. The line
+    # reads 5 (the empty match never replaces a line's value), read whole, in chunks, from its end and by `sweep run`
+    log = 'epoch one\n5\nloss: 7\n\n6\n'
+    expected = {'last': 6.0, 'first': 5.0, 'min': 5.0, 'max': 7.0, 'mean': 6.0}
+    for reduce, value in expected.items():
+        extractor = MetricExtractor(regex=regex, reduce=reduce)
+        assert extractor.extract_text(log) == value
+        assert extractor.extract_chunks(iter([log.encode()])) == value
+        assert extractor.extract_chunks(iter([bytes([b]) for b in log.encode()])) == value
+    data = log.encode()
+    assert MetricExtractor(regex=regex).extract_last_backwards(lambda start, end: data[start:end], len(data)) == 6.0
+    pattern = re.compile(regex, re.MULTILINE)
+    assert [m.group(1) for m in line_matches(pattern, log)] == ['', '5', '7', '', '6', '']
+    assert last_match(pattern, 'loss: 7').group(1) == '7'

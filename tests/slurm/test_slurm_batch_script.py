@@ -264,3 +264,19 @@ def test_an_mpi_job_runs_mpirun_in_the_script_over_the_jobs_host_file(tmp_path):
     assert sorted(ran.stdout.splitlines()) == ['rank 0 of 2', 'rank 1 of 2']
     with open(job.layout.host_file, encoding='utf-8') as f:
         assert f.read() == 'localhost slots=2\n'
+
+
+def test_a_job_whose_planned_variables_cannot_all_be_set_never_runs_and_leaves_no_record(tmp_path):
+    # The plan's variables (launcher.py's launch-env, sourced by the script) must all take, or the job would run with
+    # another master node than its plan's. Here the shell's startup file (BASH_ENV, read by a non-interactive bash
+    # such as sbatch's) made one of them read-only: sourcing the plan fails, and the script ends there.
+    job = _Job(tmp_path, _custom(MAIN))
+    startup = tmp_path / 'bash_env'
+    startup.write_text('readonly AZ_BATCHAI_MPI_MASTER_NODE=elsewhere\n')
+    ran = job.run(env={'CODE': '0', 'JOB_VAR': 'x', 'BASH_ENV': str(startup)})
+    assert ran.returncode == 1 and job.record() is None
+    assert 'AZ_BATCHAI_MPI_MASTER_NODE' in ran.stderr and 'readonly' in ran.stderr
+    assert ran.stdout == '' and not os.path.exists(job.layout.host_file + '.ran'), 'the job never ran'
+    # without the read-only variable, the same job runs on its planned master node
+    ran = job.run(env={'CODE': '0', 'JOB_VAR': 'x'})
+    assert ran.returncode == 0 and job.record() == ('main', 0) and ran.stdout.startswith('main on n1 of n1')

@@ -80,8 +80,10 @@ def katib_pattern_loose_bytes(metric_name):
 def line_matches(pattern, text, pos=0, endpos=None):
     """The one reading of a metric per line, for every consumer (metrics, `sweep run`'s reports and its other
     objectives and constraints, the report's curves): each line holding the pattern gives its **last** match (a line
-    ``acc=0.7 lat=1 lat=1e308`` reads lat 1e308), and a match that spans two lines does not count. Linear in the
-    text, however many matches a line holds."""
+    ``acc=0.7 lat=1 lat=1e308`` reads lat 1e308), and a match that spans two lines does not count. An empty match
+    never replaces a line's earlier match: `re` finds an empty match right after each match of a pattern like
+    ``([0-9]*)$``, so the line ``5`` holds ``5`` and then ``''``, and reads 5. Linear in the text, however many
+    matches a line holds."""
     newline = b'\n' if isinstance(text, bytes) else '\n'
     last, line_end = None, None  # the last match so far, and where its line ends
     for match in pattern.finditer(text, pos) if endpos is None else pattern.finditer(text, pos, endpos):
@@ -93,6 +95,8 @@ def line_matches(pattern, text, pos=0, endpos=None):
         if last is None:
             found = text.find(newline, match.end())
             line_end = found if found >= 0 else len(text)
+        elif match.end() == match.start():
+            continue  # an empty match after another on its line: the line reads the other (at worst, empty too)
         last = match
     if last is not None:
         yield last

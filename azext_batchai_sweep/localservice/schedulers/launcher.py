@@ -364,7 +364,10 @@ def slurm_nodes(nodelist):
 
 
 def _export_lines(variables):
-    return ''.join('export {}={}\n'.format(k, shlex.quote(v)) for k, v in sorted(variables.items()))
+    """The variables as bash exports joined by `&&`: sourcing the file fails when any of them does not take (a
+    sourced file's status is its last command's, so separate lines would hide all but the last)."""
+    lines = ['export {}={}'.format(k, shlex.quote(v)) for k, v in sorted(variables.items())]
+    return ' &&\n'.join(lines) + '\n' if lines else ''
 
 
 def main(argv=None):
