@@ -12,7 +12,7 @@ import random
 import pytest
 
 from azext_batchai_sweep.core.spec.params import NumParamSpec
-from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
@@ -354,3 +354,60 @@ def test_trials_in_index_order_are_not_sorted_again(monkeypatch):
     rng.shuffle(shuffled)
     assert tpe.TPESampler(specs, goal='min', seed=3).suggest(shuffled, 2) == found
     assert len(keys) == len(trials)
+
+
+def test_bohbs_view_tells_its_tpe_which_jobs_changed(monkeypatch):
+    """BOHB's model view compares the jobs' fields with the last view's (bohb.BudgetModel._view); its TPE's history,
+    read from the last view, is told the positions that differ and compares no field of its own (tpe._History._told),
+    and suggests what a new model does, over polls where jobs finish, fail, join and change parameters; a model with
+    constraints (MOTPE, which compares copies of the metrics) is not told."""
+    from azext_batchai_sweep.core.tuning.samplers import tpe
+    compared = []
+    inputs_of = tpe.TPESampler.score_inputs_of
+    monkeypatch.setattr(tpe.TPESampler, 'score_inputs_of',
+                        staticmethod(lambda trials: compared.append(len(trials)) or inputs_of(trials)))
+    polls = list(_polls_of_a_sweep(seed=4, start=300, steps=8))
+    model = BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0)
+    model.suggest(polls[0], 'k0')
+    told = 0
+    for step, trials in enumerate(polls[1:], start=1):
+        del compared[:]
+        params, choice = model.suggest(trials, 'k%d' % step)
+        told += not compared
+        assert params == BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0).suggest(
+            trials, 'k%d' % step)[0], step
+    assert told == len(polls) - 1
+    objectives = Objectives([('f', 'min')], [Constraint('c', maximum=0.5)])
+    constrained = BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0, objectives=objectives)
+    for step, trials in enumerate(polls[:3]):
+        del compared[:]
+        constrained.suggest(trials, 'c%d' % step)
+        assert compared  # its history compares the fields (its metrics' copies) itself
+
+
+SPECS_3 = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
+
+
+def _last_at_one(trial):
+    return {1.0: trial.last} if trial.reports else {}
+
+
+def _polls_of_a_sweep(seed, start, steps):
+    """The trials of each poll as a run hands them: a finished job keeps its Trial, a job that changed is a new one;
+    jobs finish, fail and join, and one job's parameters are read again (a new dict, 1.0 for 1.0)."""
+    rng = random.Random(seed)
+
+    def new(index):
+        return Trial(name='j%d' % index, index=index, params={s.name: rng.random() for s in SPECS_3}, state='running')
+    trials = [new(k) for k in range(start)]
+    for step in range(steps):
+        for k, trial in enumerate(trials):
+            if trial.state == 'running' and (step == 0 or rng.random() < 0.3):
+                value = sum(trial.params.values())
+                state = 'failed' if rng.random() < 0.05 else 'succeeded'
+                trials[k] = dataclasses.replace(trial, state=state, reports=(Report(1, value),),
+                                                metrics={'c': rng.random()})
+        trials.extend(new(len(trials)) for _ in range(rng.randint(1, 4)))
+        if step == 3:
+            trials[5] = dataclasses.replace(trials[5], params=dict(trials[5].params))
+        yield list(trials)

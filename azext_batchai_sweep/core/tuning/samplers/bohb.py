@@ -213,8 +213,14 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         # (the same dimension objects: an estimator is edited only from one over the same dimensions)
         sampler.trial_records, sampler.model_cache, sampler.dims = kept['records'], kept['models'], kept['dims']
         view = self._view(everyone, choice.budget, values, self._asked[0])
+        last, made, changed = self._views[choice.budget][2:]
+        if last is not None and kept.get('view') is last and self.constrained is None:
+            # Its history was read from the last view, which this one is but at ``changed``: the history reads
+            # those again without comparing the 10,000 jobs' fields a second time (tpe.TPESampler.view_changes; MOTPE
+            # compares copies of the metrics, which a caller may change in place: not told).
+            sampler.view_changes = (kept['records'], changed)
         suggestions = sampler.suggest(view, 1)
-        kept['records'] = sampler.trial_records
+        kept['records'], kept['view'] = sampler.trial_records, made
         return (dict(suggestions[0].params) if suggestions else None), choice
 
     def _values(self, everyone):
@@ -283,7 +289,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
                 view[position] = made
             else:
                 view.append(made)
-        self._views = {budget: (columns, view)}
+        # (what it was made of; the last view's token and this one's, and the positions where they differ)
+        self._views = {budget: (columns, view, old[3] if common else None, object(), sorted(changed))}
         return [trial if kept is None else kept for trial, kept in zip(trials, view)]
 
     def _constraints_known(self, trial):

@@ -205,6 +205,10 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # new sampler computes (tests/tuning/test_tpe_incremental.py).
         self.trial_records = None
         self.model_cache = {}
+        # (the trial_records it applies to, the positions of the trials that differ from those it read) when a caller
+        # knows which trials changed (BOHB's model view, a private copy a job: bohb.BudgetModel._view): the next
+        # history reads those again instead of comparing every trial's fields; used once.
+        self.view_changes = None
 
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
@@ -239,6 +243,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         if sorted(indices) != indices:
             ordered.sort(key=_INDEX)
             indices = [t.index for t in ordered]
+            self.view_changes = None  # (its positions are those of the trials as given)
         if self.inherited:
             return _History(self, self.inherited + ordered, [t.index for t in self.inherited] + indices)
         return _History(self, ordered, indices)
@@ -518,9 +523,15 @@ class _History:
         self.finite = sampler.size is not None
         self.total = len(trials)
         old = sampler.trial_records if isinstance(sampler.trial_records, _Readings) else _Readings()
+        told, sampler.view_changes = sampler.view_changes, None
+        count, common = len(trials), min(len(trials), len(old.indices))
+        if told is not None and told[0] is old and old.entries is not None:
+            self._told(sampler, trials, indices, old, common, told[1])
+            return
+        if old.states is None:  # the last history was told what changed (_told): its fields were not kept
+            old, common = _Readings(), 0
         # (columns by list comprehensions: a third of the instructions of map(attrgetter) over 10,000 trials)
         new = _Readings(indices, [t.state for t in trials], [t.params for t in trials], sampler.score_inputs_of(trials))
-        count, common = len(trials), min(len(trials), len(old.indices))
         if len(old.inputs) != len(new.inputs):
             common = 0
         changed = set()
@@ -548,7 +559,23 @@ class _History:
         new.entries = entries
         copies = iter(kept)
         new.inputs = [(next(copies)[1], True) if copied else (mine, False) for mine, copied in new.inputs]
-        sampler.trial_records = new
+        self._keep(sampler, new)
+
+    def _told(self, sampler, trials, indices, old, common, changed):
+        """The history when the caller told which trials differ from those the last one read (``changed``, below
+        ``common``; the trials from ``common`` on are new): the others' readings are the last ones. The fields are not
+        kept: the next history not told compares nothing, and reads every trial."""
+        entries = list(old.entries[:common])
+        for position in changed:
+            if position < common:
+                entries[position] = self._read(sampler, trials[position])
+        entries.extend(self._read(sampler, trials[position]) for position in range(common, len(trials)))
+        self._keep(sampler, _Readings(indices, None, None, (), entries))
+
+    def _keep(self, sampler, readings):
+        """Keeps the readings for the next history, and lists what they hold."""
+        sampler.trial_records = readings
+        entries = readings.entries
         self.scored = [e[1] for e in entries if e is not None and e[0] == _SCORED]  # (index, score, point)
         self.pending = [e[1] for e in entries if e is not None and e[0] == _PENDING]  # (index, point)
         # keys of every configuration a job has had (finite spaces only)
