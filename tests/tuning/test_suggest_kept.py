@@ -12,7 +12,7 @@ import random
 import pytest
 
 from azext_batchai_sweep.core.spec.params import NumParamSpec
-from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import motpe, parzen
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
@@ -209,39 +209,205 @@ def test_stepped_terms_are_computed_once_per_pair_and_grid_value(monkeypatch):
     assert len(calls) - whole_calls < len(points2)  # fewer than one term a kernel over 40 points
 
 
-def test_bohbs_model_lists_the_parameters_types_once_a_suggestion(monkeypatch):
-    """BOHB's model view and its TPE's history read the same parameter dicts: their values' types are listed once a
-    suggestion (bohb.BudgetModel._view hands them on: tpe.TPESampler.typed_hint), and a hint of other dicts is not
-    taken (the suggestion is a new model's)."""
+@pytest.mark.parametrize('sampler', ['tpe', 'bohb'])
+def test_the_types_of_parameter_values_are_listed_only_for_dicts_read_again(sampler, monkeypatch):
+    """A parameter dict that is the object a sampler read a poll earlier holds the same parameters (a job's
+    parameters never change; the loop reads a job it reads again into a new dict, and a finished job keeps its Trial):
+    only the values of other dicts have their types listed (tpe._History, bohb.BudgetModel._view), and a new dict of
+    equal values of another type (1 -> True) is read again, as a new sampler reads it."""
+    from azext_batchai_sweep.core.spec.params import DiscreteParamSpec
     from azext_batchai_sweep.core.tuning.samplers import bohb, changes, tpe
-    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
-    listed = []
+    listed = []  # a count per parameter dict whose values' types were listed
+    same_types = getattr(changes, 'same_types', None)  # (none before: see below)
 
-    def counted(params):
-        listed.append(len(params))
-        return changes.value_types(params)
-    monkeypatch.setattr(bohb, 'value_types', counted)
-    monkeypatch.setattr(tpe, 'value_types', counted)
-    rng = random.Random(2)
-    trials = []
-    for i in range(80):
-        params = {s.name: rng.random() for s in specs}
-        trials.append(Trial(name='j%d' % i, index=i, params=params, state='succeeded',
-                            reports=(Report(1, sum(params.values())),)))
+    def counted(mine, theirs):
+        listed.append(1)
+        return same_types(mine, theirs)
+    for module in (tpe, bohb):
+        monkeypatch.setattr(module, 'same_types', counted, raising=False)
+        # (the rule before: every dict's values listed at each suggestion)
+        monkeypatch.setattr(module, 'value_types', lambda params: listed.extend([1] * len(params)) or
+                            changes.value_types(params), raising=False)
+    specs = [NumParamSpec('N', 1, 5, 'INTEGER', 'LINEAR'), NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR'),
+             DiscreteParamSpec('C', ['a', 'b'])]
+    rng = random.Random(6)
+    trials = [Trial(name='j%d' % i, index=i, params={'N': rng.randint(1, 5), 'X': rng.random(), 'C': 'a'},
+                    state='succeeded', reports=(Report(1, rng.random()),)) for i in range(400)]
 
-    def values_at(trial):
-        return {1.0: trial.last} if trial.reports else {}
-    model = BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0)
-    for step in range(3):
-        trials.append(Trial(name='n%d' % step, index=len(trials), params={s.name: 0.5 for s in specs},
+    def make():
+        if sampler == 'tpe':
+            made = tpe.TPESampler(specs, goal='min', seed=2)
+            return lambda found: (made.suggest(found, 2), len(made._make_history(found).scored))
+        model = BudgetModel(specs, 'min', 2, lambda t: {1.0: t.last} if t.reports else {}, random_fraction=0.0)
+        return lambda found: model.suggest(found, 'k')[0]
+    warm = make()
+    warm(trials)
+    for step in range(4):
+        # a poll: a new job, and three jobs read again (new Trials, new dicts), one of them now True for 1
+        trials.append(Trial(name='n%d' % step, index=len(trials), params={'N': 2, 'X': 0.5, 'C': 'b'},
                             state='running'))
+        again = rng.sample([k for k, t in enumerate(trials[:400]) if t.params['N'] == 1], 3)
+        for k in again:
+            params = dict(trials[k].params, N=True) if k == again[0] else dict(trials[k].params)
+            trials[k] = dataclasses.replace(trials[k], params=params)
         del listed[:]
-        found = model.suggest(trials, 'k%d' % step)
-        assert listed == [len(trials)]  # the view's, not the history's again
-        assert found[0] == BudgetModel(specs, 'min', 3, values_at, random_fraction=0.0).suggest(trials, 'k%d' % step)[0]
-    sampler = tpe.TPESampler(specs, goal='min', seed=1)
-    copies = [dataclasses.replace(t, params=dict(t.params)) for t in trials]
-    sampler.typed_hint = ([t.params for t in trials], ([], []))  # other dicts (equal ones), a wrong answer
-    del listed[:]
-    assert sampler.suggest(copies, 1) == tpe.TPESampler(specs, goal='min', seed=1).suggest(copies, 1)
-    assert listed[0] == len(copies) and sampler.typed_hint is None
+        found = warm(trials)
+        assert len(listed) <= 2 * len(again), step  # (BOHB: its view's and its TPE's history's)
+        assert found == make()(trials), step
+    if sampler == 'tpe':  # (the jobs with True for N teach nothing: not an INTEGER's value)
+        assert found[1] == 400 - 4
+
+
+class _Id(int):
+    """A job index that counts how often it is compared or hashed one by one (in Python): the same objects in both
+    lists compare equal in C without asking."""
+    asked = [0]
+
+    def __eq__(self, other):
+        self.asked[0] += 1
+        return int(self) == other
+
+    def __lt__(self, other):
+        self.asked[0] += 1
+        return int(self) < other
+
+    def __hash__(self):
+        self.asked[0] += 1
+        return int(self)
+
+
+def test_an_estimators_changes_are_found_by_a_merge_not_job_by_job():
+    """parzen._changes: the observations removed and added (an id whose point changed: both) between two lists in id
+    order, as the sets of (id, point) tell them, with a job leaving in the middle (every position after it shifted),
+    one joining, one moved; the ids are looked at one by one only where the lists differ."""
+    rng = random.Random(3)
+    ids = [_Id(k) for k in range(3000)]
+    points = [(rng.random(), rng.random()) for _ in ids]
+    cases = [([1200], [], {}), ([], [(2500, 2499.5)], {}), ([700, 2900], [(100, 99.5)], {1500: (0.5, 0.5)}),
+             ([], [], {}), (list(range(400, 500)), [], {})]  # (the last: past _MOST_EDITS, None)
+    for leaving, joining, moved in cases:
+        new_ids, new_points = list(ids), list(points)
+        for k in sorted(leaving, reverse=True):
+            del new_ids[k], new_points[k]
+        for k, key in joining:
+            new_ids.insert(k, key)
+            new_points.insert(k, (0.25, 0.75))
+        for key, point in moved.items():
+            new_points[new_ids.index(key)] = point
+        _Id.asked[0] = 0
+        found = parzen._changes(ids, points, new_ids, new_points)  # pylint: disable=protected-access
+        if len(leaving) > parzen._MOST_EDITS:  # pylint: disable=protected-access
+            assert found is None
+            continue
+        # (a halving search a change: ~log2(3000) comparisons)
+        assert _Id.asked[0] <= 20 * (len(leaving) + len(joining) + len(moved) + 1), (leaving, _Id.asked[0])
+        before, after = set(zip(ids, points)), set(zip(new_ids, new_points))
+        removed, added = found
+        assert {(ids[k], points[k]) for k in removed} == before - after
+        assert {(new_ids[k], new_points[k]) for k in added} == after - before
+
+
+def test_an_estimator_of_the_same_observations_keeps_its_kernels(monkeypatch):
+    """An estimator whose observations are the last one's (most polls of a long sweep move no job between the
+    groups) keeps its kernels: no dimension is edited, and its densities are those of one built whole. The first
+    terms of a point (the kernels next to it) are summed once, not filtered first."""
+    monkeypatch.setattr(parzen, 'PRUNE_KERNELS', 40)
+    from azext_batchai_sweep.core.tuning.samplers.space import dimensions
+    dims = dimensions([NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)])
+    rng = random.Random(5)
+    points = [tuple(rng.random() for _ in dims) for _ in range(600)]
+    ids, weights = list(range(600)), [1.0] * 600
+    previous = parzen.ParzenEstimator(dims, points, weights, ids=ids)
+    probes = [tuple(rng.random() for _ in dims) for _ in range(12)]
+    for p in probes[:3]:
+        previous.log_pdf(p)
+    edits, filtered = [], []
+    updated, filter_ = parzen._Numeric.updated, parzen._Pruned._filter  # pylint: disable=protected-access
+    monkeypatch.setattr(parzen._Numeric, 'updated', lambda *a: edits.append(1) or updated(*a))
+    monkeypatch.setattr(parzen._Pruned, '_filter', lambda *a: filtered.append(1) or filter_(*a))
+    same = parzen.ParzenEstimator(dims, list(points), weights, ids=list(ids), previous=previous)
+    assert not edits and same.kernels == previous.kernels
+    whole = parzen.ParzenEstimator(dims, points, weights, prune=False)
+    assert [same.log_pdf(p) for p in probes] == [whole.log_pdf(p) for p in probes]
+    assert len(filtered) <= len(probes)  # one filtered box a point at most
+    points[300] = (0.5, 0.5, 0.5)  # one observation moved: its neighbours' kernels edited, in each dimension
+    moved = parzen.ParzenEstimator(dims, points, weights, ids=ids, previous=same)
+    assert len(edits) == len(dims)
+    assert [moved.log_pdf(p) for p in probes] == [parzen.ParzenEstimator(dims, points, weights, prune=False).log_pdf(p)
+                                                 for p in probes]
+
+
+def test_trials_in_index_order_are_not_sorted_again(monkeypatch):
+    """A run hands the sampler its trials in index order: the history reads their indices once, without sorting
+    them by a key; trials out of order are sorted, and suggest what the sorted ones do."""
+    from azext_batchai_sweep.core.tuning.samplers import tpe
+    keys = []
+    index = tpe._INDEX  # pylint: disable=protected-access
+    monkeypatch.setattr(tpe, '_INDEX', lambda trial: keys.append(1) or index(trial))
+    specs = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(2)]
+    rng = random.Random(1)
+    trials = [Trial(name='j%d' % i, index=i, params={s.name: rng.random() for s in specs}, state='succeeded',
+                    reports=(Report(1, rng.random()),)) for i in range(200)]
+    found = tpe.TPESampler(specs, goal='min', seed=3).suggest(trials, 2)
+    assert not keys
+    shuffled = list(trials)
+    rng.shuffle(shuffled)
+    assert tpe.TPESampler(specs, goal='min', seed=3).suggest(shuffled, 2) == found
+    assert len(keys) == len(trials)
+
+
+def test_bohbs_view_tells_its_tpe_which_jobs_changed(monkeypatch):
+    """BOHB's model view compares the jobs' fields with the last view's (bohb.BudgetModel._view); its TPE's history,
+    read from the last view, is told the positions that differ and compares no field of its own (tpe._History._told),
+    and suggests what a new model does, over polls where jobs finish, fail, join and change parameters; a model with
+    constraints (MOTPE, which compares copies of the metrics) is not told."""
+    from azext_batchai_sweep.core.tuning.samplers import tpe
+    compared = []
+    inputs_of = tpe.TPESampler.score_inputs_of
+    monkeypatch.setattr(tpe.TPESampler, 'score_inputs_of',
+                        staticmethod(lambda trials: compared.append(len(trials)) or inputs_of(trials)))
+    polls = list(_polls_of_a_sweep(seed=4, start=300, steps=8))
+    model = BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0)
+    model.suggest(polls[0], 'k0')
+    told = 0
+    for step, trials in enumerate(polls[1:], start=1):
+        del compared[:]
+        params, choice = model.suggest(trials, 'k%d' % step)
+        told += not compared
+        assert params == BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0).suggest(
+            trials, 'k%d' % step)[0], step
+    assert told == len(polls) - 1
+    objectives = Objectives([('f', 'min')], [Constraint('c', maximum=0.5)])
+    constrained = BudgetModel(SPECS_3, 'min', 1, _last_at_one, random_fraction=0.0, objectives=objectives)
+    for step, trials in enumerate(polls[:3]):
+        del compared[:]
+        constrained.suggest(trials, 'c%d' % step)
+        assert compared  # its history compares the fields (its metrics' copies) itself
+
+
+SPECS_3 = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
+
+
+def _last_at_one(trial):
+    return {1.0: trial.last} if trial.reports else {}
+
+
+def _polls_of_a_sweep(seed, start, steps):
+    """The trials of each poll as a run hands them: a finished job keeps its Trial, a job that changed is a new one;
+    jobs finish, fail and join, and one job's parameters are read again (a new dict, 1.0 for 1.0)."""
+    rng = random.Random(seed)
+
+    def new(index):
+        return Trial(name='j%d' % index, index=index, params={s.name: rng.random() for s in SPECS_3}, state='running')
+    trials = [new(k) for k in range(start)]
+    for step in range(steps):
+        for k, trial in enumerate(trials):
+            if trial.state == 'running' and (step == 0 or rng.random() < 0.3):
+                value = sum(trial.params.values())
+                state = 'failed' if rng.random() < 0.05 else 'succeeded'
+                trials[k] = dataclasses.replace(trial, state=state, reports=(Report(1, value),),
+                                                metrics={'c': rng.random()})
+        trials.extend(new(len(trials)) for _ in range(rng.randint(1, 4)))
+        if step == 3:
+            trials[5] = dataclasses.replace(trials[5], params=dict(trials[5].params))
+        yield list(trials)

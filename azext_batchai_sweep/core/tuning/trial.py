@@ -106,7 +106,9 @@ class Sampler:
     def suggest(self, trials, count):
         """Up to ``count`` new jobs; fewer (or none) when the sampler is exhausted.
 
-        :param trials: list of :class:`Trial`, in index order; pending ones are jobs still queued or running.
+        :param trials: list of :class:`Trial`, in index order; pending ones are jobs still queued or running. A
+            Trial's parameter dict is not changed in place once handed over (a job read again gets a new dict): a
+            sampler asked again takes the dict it read before for the same parameters (samplers/tpe.py's history).
         :param count: how many jobs the controller may submit now (the free concurrency and budget).
         :returns: list of :class:`Suggestion`.
         """

@@ -43,13 +43,11 @@ from ..objectives import Objectives
 from ..trial import PENDING_STATES, Report, Trial
 from .agreement import CurveBook, agreement
 from .motpe import MOTPESampler
-from .changes import (INDEX as _INDEX, METRICS as _METRICS, PARAMS as _PARAMS, REPORTS as _REPORTS, STATE as _STATE,
-                      STOPPED as _STOPPED, differences, value_types)
+from .changes import METRICS as _METRICS, differences, replaced, same_types
 from .tpe import TPESampler
 
 # A model-based suggestion's stand-in among the pending jobs of the suggestions after it in the same batch.
 _SUGGESTED = '(suggested)'
-_PARENT = operator.attrgetter('parent')
 # The rank correlation with the highest budget that lets the model use a lower budget's results (agreement.py).
 # Measured in bench-mf's sweeps (tuning seeds), over the configurations that reached the top, which promotions have
 # already selected: faithful low fidelities rank at 0.95-1.00 with it (Hartmann-6, Borehole, Park 91 A), misleading
@@ -215,17 +213,23 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         # (the same dimension objects: an estimator is edited only from one over the same dimensions)
         sampler.trial_records, sampler.model_cache, sampler.dims = kept['records'], kept['models'], kept['dims']
         view = self._view(everyone, choice.budget, values, self._asked[0])
-        sampler.typed_hint = self._views[choice.budget][4]  # its history reads the same parameter dicts
+        last, made, changed = self._views[choice.budget][2:]
+        if last is not None and kept.get('view') is last and self.constrained is None:
+            # Its history was read from the last view, which this one is but at ``changed``: the history reads
+            # those again without comparing the 10,000 jobs' fields a second time (tpe.TPESampler.view_changes; MOTPE
+            # compares copies of the metrics, which a caller may change in place: not told).
+            sampler.view_changes = (kept['records'], changed)
         suggestions = sampler.suggest(view, 1)
-        kept['records'] = sampler.trial_records
+        kept['records'], kept['view'] = sampler.trial_records, made
         return (dict(suggestions[0].params) if suggestions else None), choice
 
     def _values(self, everyone):
         """values_at of each job, asked again only of the jobs whose index, state, stopped_early or reports differ from
         the last suggestion's (the rest: the last answers, the same objects): a suggestion after each poll asked
         10,000 jobs, a third of a warm one. values_at answers from those fields alone (budget_values does)."""
-        columns = [list(map(_INDEX, everyone)), list(map(_STATE, everyone)), list(map(_STOPPED, everyone)),
-                   list(map(_REPORTS, everyone))]
+        # (list comprehensions: a third of the instructions of map(attrgetter) over 10,000 jobs)
+        columns = [[t.index for t in everyone], [t.state for t in everyone], [t.stopped_early for t in everyone],
+                   [t.reports for t in everyone]]
         old_columns, old_values = self._asked
         common = min(len(everyone), len(old_values))
         changed = set()
@@ -255,30 +259,28 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
 
     def _view(self, trials, budget, values, asked=None):
         """model_view(trials, budget, values) as the TPE reads it, the last view's objects kept for the jobs whose
-        index, parameters (and their types), metrics (with constraints) and standing at the budget (its value, whether
-        it is pending, whether its constraints are known) are equal: a suggestion after each poll copies only the jobs
-        that changed (10,000 copies took ~60% of a warm suggestion). ``asked``: _values' columns of these trials (their
-        indices and states, not read again)."""
-        params = list(map(_PARAMS, trials))
-        indices, states = (asked[0], asked[1]) if asked else (list(map(_INDEX, trials)), list(map(_STATE, trials)))
+        index, parameters, metrics (with constraints) and standing at the budget (its value, whether it is pending,
+        whether its constraints are known) are equal: a suggestion after each poll copies only the jobs that changed
+        (10,000 copies took ~60% of a warm suggestion). A parameter dict that is the last view's object holds the same
+        parameters; another is compared by value and by its values' types (1, 1.0, True: tpe._History). ``asked``:
+        _values' columns of these trials (their indices and states, not read again)."""
+        params = [t.params for t in trials]
+        indices, states = (asked[0], asked[1]) if asked else ([t.index for t in trials], [t.state for t in trials])
         # trial.pending and trial.parent is None, a column at a time (a property call a job was a tenth of a view)
-        pending = list(map(operator.and_, map(PENDING_STATES.__contains__, states),
-                           map(operator.is_, map(_PARENT, trials), itertools.repeat(None))))
+        pending = [state in PENDING_STATES and t.parent is None for t, state in zip(trials, states)]
         columns = [indices, params, list(map(operator.methodcaller('get', budget), values)), pending]
         if self.constrained is not None:
             columns.append(list(map(_METRICS, trials)))
             columns.append(list(map(self._constraints_known, trials)))
-        # equal values of other types (1, 1.0, True) are no reason to keep a view: the types compared too; parameters
-        # that are not a dict: every job copied
-        sizes, types = value_types(params) or (None, None)
         count, old = len(trials), self._views.get(budget)
-        common = 0 if old is None or sizes is None else min(count, len(old[2]))
-        if common and (sizes[:common] != old[2][:common]
-                       or types[:sizes[common - 1]] != old[3][:sizes[common - 1]]):
-            common = 0
+        common = 0 if old is None else min(count, len(old[1]))
         changed = set()
         for mine, theirs in zip(columns, old[0] if common else ()):
             changed.update(differences(mine, theirs, common))
+        if common:
+            theirs = old[0][1]
+            changed.update(position for position in replaced(params, theirs, common)
+                           if position not in changed and not same_types(params[position], theirs[position]))
         view = old[1][:common] if common else []
         for position in itertools.chain(sorted(changed), range(common, count)):
             made = self.model_view([trials[position]], budget, [values[position]])[0]
@@ -287,9 +289,8 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
                 view[position] = made
             else:
                 view.append(made)
-        # (the parameter dicts' types, as value_types gives them: the TPE's history reads the same dicts, unchanged
-        # in between; tpe.TPESampler.typed_hint)
-        self._views = {budget: (columns, view, sizes, types, None if sizes is None else (params, (sizes, types)))}
+        # (what it was made of; the last view's token and this one's, and the positions where they differ)
+        self._views = {budget: (columns, view, old[3] if common else None, object(), sorted(changed))}
         return [trial if kept is None else kept for trial, kept in zip(trials, view)]
 
     def _constraints_known(self, trial):

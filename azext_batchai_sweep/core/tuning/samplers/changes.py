@@ -35,26 +35,16 @@ def first_difference(old, new):
     return same
 
 
-def last_difference(old, new):
-    """How many items two lists share at their ends (first_difference of the reversed lists, without reversing)."""
-    count = min(len(old), len(new))
-    if count == 0 or old[len(old) - count:] == new[len(new) - count:]:
-        return count
-    same, differs = 0, count  # the last ``same`` items are equal, the last ``differs`` are not
-    while differs - same > 1:
-        middle = (same + differs) // 2
-        if old[len(old) - middle:len(old) - same] == new[len(new) - middle:len(new) - same]:
-            same = middle
-        else:
-            differs = middle
-    return same
+def replaced(mine, theirs, common):
+    """The positions below ``common`` where the two lists hold other objects, equal or not (differences() takes an
+    equal object for the same; this tells a job's parameters read into a new dict from the dict kept a poll ago)."""
+    return list(itertools.compress(range(common), map(operator.is_not, mine[:common], theirs[:common])))
 
 
-def value_types(params):
-    """(the count of values up to each job, the types of every job's values in order) of the jobs' parameter dicts,
-    which tell equal values of other types (1, 1.0, True) apart; None when a job's parameters are no dict."""
+def same_types(mine, theirs):
+    """Whether two equal parameter dicts hold values of the same types in the same order (1, 1.0 and True are equal
+    values that a sampler reads differently); False for parameters that are not a dict."""
     try:
-        return (list(itertools.accumulate(map(len, params))),
-                list(map(type, itertools.chain.from_iterable(map(dict.values, params)))))
-    except TypeError:
-        return None
+        return list(map(type, mine.values())) == list(map(type, theirs.values()))
+    except AttributeError:
+        return False

@@ -68,7 +68,6 @@ pending], 1). A sampler asked again (a run asks after every poll) keeps what it 
 it reads again only the jobs whose fields changed and edits the estimators where the observations differ, which
 gives the same floats, so a warm sampler suggests what a new one does (tests/tuning/test_tpe_incremental.py).
 """
-import bisect
 import heapq
 import itertools
 import math
@@ -76,8 +75,7 @@ import operator
 import random
 
 from ..trial import PENDING_STATES, Sampler, Suggestion
-from .changes import (INDEX as _INDEX, PARAMS as _PARAMS, REPORTS as _REPORTS, STATE as _STATE, STOPPED as _STOPPED,
-                      differences, value_types)
+from .changes import INDEX as _INDEX, differences, replaced, same_types
 from .parzen import ParzenEstimator
 from .space import dimensions, space_size
 
@@ -207,10 +205,10 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # new sampler computes (tests/tuning/test_tpe_incremental.py).
         self.trial_records = None
         self.model_cache = {}
-        # (a list of parameter dicts, value_types of it) that a caller computed just before asking (BOHB's model view
-        # reads the same dicts): the next history takes it when its own dicts are those objects, in that order,
-        # instead of listing 60,000 values' types again; used once.
-        self.typed_hint = None
+        # (the trial_records it applies to, the positions of the trials that differ from those it read) when a caller
+        # knows which trials changed (BOHB's model view, a private copy a job: bohb.BudgetModel._view): the next
+        # history reads those again instead of comparing every trial's fields; used once.
+        self.view_changes = None
 
     # -- the Sampler interface ----------------------------------------------------------------------------------
 
@@ -238,17 +236,25 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         return math.inf if self.count is None else self.count - total
 
     def _make_history(self, trials):
-        # Inherited jobs (warm start) come first: their indexes are negative.
-        return _History(self, self.inherited + sorted(trials, key=_INDEX))
+        # Inherited jobs (warm start) come first: their indexes are negative. A run's trials come in index order:
+        # sorted only when they are not (a key a trial for 10,000 at each poll was a twentieth of a suggestion).
+        ordered = list(trials)
+        indices = [t.index for t in ordered]
+        if sorted(indices) != indices:
+            ordered.sort(key=_INDEX)
+            indices = [t.index for t in ordered]
+            self.view_changes = None  # (its positions are those of the trials as given)
+        if self.inherited:
+            return _History(self, self.inherited + ordered, [t.index for t in self.inherited] + indices)
+        return _History(self, ordered, indices)
 
     @staticmethod
     def score_inputs_of(trials):
         """What score() reads of the trials besides their states (a job whose state and these are unchanged scores the
         same), compared with == (a later poll's equal values count as unchanged): [(a list of one field of each
         trial, whether the history keeps a copy of each value: a dict the caller may change)]; here stopped_early
-        and the last value."""
-        return [(list(map(_STOPPED, trials)), False), ([r[-1].value if r else None for r in map(_REPORTS, trials)],
-                                                       False)]
+        and the reports (the same tuple a poll later, compared by identity first)."""
+        return [([t.stopped_early for t in trials], False), ([t.reports for t in trials], False)]
 
     def score(self, trial):
         """What the model learns of a finished job (its objective as a float), or None when it taught nothing; the
@@ -494,56 +500,52 @@ class _Readings:  # pylint: disable=too-few-public-methods
     """What a history read of each trial, by position (a sampler's ``trial_records``): the fields compared, and what
     was made of them, (kind, the history's item, the tried key) or None (a job from another version of the file)."""
 
-    def __init__(self, indices=(), states=(), params=(), inputs=(), types=(), sizes=(), entries=()):
+    def __init__(self, indices=(), states=(), params=(), inputs=(), entries=()):
         self.indices, self.states, self.params = indices, states, params
         self.inputs = inputs  # [(a list of one field of each trial, whether it is kept as a copy)] (score_inputs_of)
-        self.types, self.sizes, self.entries = types, sizes, entries
+        self.entries = entries
 
 
 class _History:
     """The trials in the sampler's coordinates: scored observations, pending points, tried configurations.
 
     A run asks after every poll with the same jobs and a few more (issue 44): each trial's fields (index, state,
-    parameters, the types of their values, score_inputs) are compared with the last history's, a list at a time, and
-    only the trials that differ (or are new) are read again; the others' readings are the last ones."""
+    parameters, score_inputs) are compared with the last history's, a list at a time, and only the trials that differ
+    (or are new) are read again; the others' readings are the last ones. A parameter dict that is the object the last
+    history read holds the same parameters: a job's parameters never change, and a job read again is read into a new
+    dict (loop.trial_of; a finished job keeps its Trial and its dict). Only the dicts that are other objects are
+    compared, by value and by their values' types (1, 1.0 and True are equal and read differently): listing the types
+    of 10,000 jobs' values at each poll was a tenth of a suggestion."""
 
-    def __init__(self, sampler, trials):
+    def __init__(self, sampler, trials, indices):
         self.dims = sampler.dims
         self.memo = sampler.points_seen
         self.finite = sampler.size is not None
         self.total = len(trials)
         old = sampler.trial_records if isinstance(sampler.trial_records, _Readings) else _Readings()
-        new = _Readings(list(map(_INDEX, trials)), list(map(_STATE, trials)), list(map(_PARAMS, trials)),
-                        sampler.score_inputs_of(trials))
+        told, sampler.view_changes = sampler.view_changes, None
         count, common = len(trials), min(len(trials), len(old.indices))
-        hint, sampler.typed_hint = sampler.typed_hint, None
-        if hint is not None and len(hint[0]) == len(new.params) and all(map(operator.is_, hint[0], new.params)):
-            typed = hint[1]
-        else:
-            typed = value_types(new.params)
-        if typed is None:  # parameters that are not a dict: read every time
-            new.sizes, new.types, common = (), (), 0
-        else:
-            new.sizes, new.types = typed
+        if told is not None and told[0] is old and old.entries is not None:
+            self._told(sampler, trials, indices, old, common, told[1])
+            return
+        if old.states is None:  # the last history was told what changed (_told): its fields were not kept
+            old, common = _Readings(), 0
+        # (columns by list comprehensions: a third of the instructions of map(attrgetter) over 10,000 trials)
+        new = _Readings(indices, [t.state for t in trials], [t.params for t in trials], sampler.score_inputs_of(trials))
         if len(old.inputs) != len(new.inputs):
             common = 0
         changed = set()
         for mine, theirs in [(new.indices, old.indices), (new.states, old.states), (new.params, old.params)] + [
                 (mine, theirs) for (mine, _), (theirs, _) in zip(new.inputs, old.inputs)]:
             changed.update(differences(mine, theirs, common))
-        if common:  # equal values of other types (1, 1.0, True): from the first such trial on, all read again
-            first = common if new.sizes[:common] == old.sizes[:common] else next(
-                itertools.compress(itertools.count(), map(operator.ne, new.sizes, old.sizes)))
-            flat = new.sizes[first - 1] if first else 0  # the values of the trials before it
-            if new.types[:flat] != old.types[:flat]:
-                other = next(itertools.compress(itertools.count(), map(operator.is_not, new.types, old.types)))
-                first = min(first, bisect.bisect_right(new.sizes, other))
-            changed.update(range(first, common))
+        mine, theirs = new.params, old.params
+        changed.update(position for position in replaced(mine, theirs, common)
+                       if position not in changed and not same_types(mine[position], theirs[position]))
         entries = list(old.entries[:common])
-        # The parameters (and mutable inputs) are kept as copies, the equal ones' copies the last ones.
+        # The inputs a caller may change in place (a dict: MOTPE's metrics) are kept as copies, the equal ones' copies
+        # the last ones.
         theirs = [column for column, _ in old.inputs] if common else [()] * len(new.inputs)
-        kept = [(new.params, list(old.params[:common]))] + [
-            (mine, list(column[:common])) for (mine, copied), column in zip(new.inputs, theirs) if copied]
+        kept = [(mine, list(column[:common])) for (mine, copied), column in zip(new.inputs, theirs) if copied]
         for position in itertools.chain(sorted(changed), range(common, count)):
             entry = self._read(sampler, trials[position])
             if position < common:
@@ -554,10 +556,26 @@ class _History:
                 entries.append(entry)
                 for mine, copies in kept:
                     copies.append(_copy(mine[position]))
-        new.entries, new.params = entries, kept[0][1]
-        copies = iter(kept[1:])
+        new.entries = entries
+        copies = iter(kept)
         new.inputs = [(next(copies)[1], True) if copied else (mine, False) for mine, copied in new.inputs]
-        sampler.trial_records = new
+        self._keep(sampler, new)
+
+    def _told(self, sampler, trials, indices, old, common, changed):
+        """The history when the caller told which trials differ from those the last one read (``changed``, below
+        ``common``; the trials from ``common`` on are new): the others' readings are the last ones. The fields are not
+        kept: the next history not told compares nothing, and reads every trial."""
+        entries = list(old.entries[:common])
+        for position in changed:
+            if position < common:
+                entries[position] = self._read(sampler, trials[position])
+        entries.extend(self._read(sampler, trials[position]) for position in range(common, len(trials)))
+        self._keep(sampler, _Readings(indices, None, None, (), entries))
+
+    def _keep(self, sampler, readings):
+        """Keeps the readings for the next history, and lists what they hold."""
+        sampler.trial_records = readings
+        entries = readings.entries
         self.scored = [e[1] for e in entries if e is not None and e[0] == _SCORED]  # (index, score, point)
         self.pending = [e[1] for e in entries if e is not None and e[0] == _PENDING]  # (index, point)
         # keys of every configuration a job has had (finite spaces only)
