@@ -8,7 +8,7 @@ import math
 
 from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning import pareto
-from azext_batchai_sweep.core.tuning.objectives import Objectives
+from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import motpe
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler, pareto_order, pareto_select
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -141,3 +141,18 @@ def test_pending_jobs_are_not_bad_ones_without_the_constant_liar():
         alone = sampler._split(sampler._make_history(finished))
         assert with_pending[:2] == alone[:2]
         assert (len(with_pending[2]) - len(alone[2])) == (4 if liar else 0)
+
+
+def test_a_succeeded_job_stopped_early_is_judged_by_the_constraints_it_reported():
+    # A job the controller stopped that had already succeeded, or BOHB's view of a job at a rung before its
+    # constraints are known (bohb.model_view): state succeeded, stopped early. An unreported constraint is not broken.
+    objectives = Objectives([('a', 'min'), ('b', 'min')], [Constraint('mem', maximum=7)])
+    sampler = MOTPESampler(SPECS, objectives, seed=0)
+    unreported = _trial(0, 0.3, 0.4, stopped=True)
+    assert unreported.state == 'succeeded' and 'mem' not in unreported.metrics
+    assert sampler.score(unreported) == (motpe._PARTIAL, 0.3, None)
+    broken = _trial(1, 0.3, 0.4, stopped=True)
+    broken.metrics['mem'] = 9
+    assert sampler.score(broken)[:2] == (motpe._INFEASIBLE, 2.0)
+    finished = _trial(2, 0.3, 0.4)  # the same job not stopped: every constraint must be reported
+    assert sampler.score(finished)[0] == motpe._INFEASIBLE
