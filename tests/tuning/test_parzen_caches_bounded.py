@@ -1,7 +1,8 @@
 """A large Parzen estimator's caches of stepped terms (parzen._Numeric.stepped_terms' pairs and rows, _Pruned._term's
 masses) emptied when they pass their bound (_MOST_MASSES, made small here so that a test reaches it): the densities
-stay the whole mixture's, in an estimator and in the one edited from it. Written from mutation testing (issue 49):
-no test reached the bound, and emptying it wrongly went unseen."""
+stay the whole mixture's, in an estimator and in the one edited from it; and a large estimator without a continuous
+dimension (nothing to prune on) is evaluated whole. Written from mutation testing (issue 49): no test reached the
+bound, nor a large estimator of only stepped and categorical parameters."""
 import random
 
 from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
@@ -34,3 +35,19 @@ def test_stepped_caches_emptied_at_their_bound_give_the_whole_mixtures_density(m
     whole2 = parzen.ParzenEstimator(dims, points2, [1.0] * (count + 1), prune=False)
     for p in probes + [point() for _ in range(30)]:
         assert edited.log_pdf(p) == whole2.log_pdf(p)
+
+
+def test_a_large_estimator_without_a_continuous_dimension_gives_the_whole_mixtures_density():
+    # nothing to sort kernels on: every kernel is evaluated, at every point
+    specs = SPECS[:3]
+    dims = dimensions(specs)
+    rng = random.Random(2)
+
+    def point():
+        return tuple(dim.to_internal(spec.sample(rng)) for dim, spec in zip(dims, specs))
+    count = parzen.PRUNE_KERNELS + 20
+    points = [point() for _ in range(count)]
+    estimator = parzen.ParzenEstimator(dims, points, [1.0] * count)
+    whole = parzen.ParzenEstimator(dims, points, [1.0] * count, prune=False)
+    for p in [point() for _ in range(20)]:
+        assert estimator.log_pdf(p) == whole.log_pdf(p)
