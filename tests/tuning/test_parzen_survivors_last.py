@@ -1,0 +1,82 @@
+"""Rules the last survivors of the samplers-tpe mutation run (bench/mutation-samplers-tpe.md, "The 13 left") showed
+untested: a categorical kernel's draws follow its density; a prior weight of 0 (no smoothing) gives a categorical
+dimension the observed categories' frequencies; a large estimator's density is the whole mixture's where the first
+observation's kernel is the widest; a warm start's inherited jobs do not bring the local phase forward."""
+import math
+import random
+
+from azext_batchai_sweep.core.spec.params import DiscreteParamSpec, NumParamSpec
+from azext_batchai_sweep.core.tuning.samplers import parzen
+from azext_batchai_sweep.core.tuning.samplers.space import dimensions
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.simulation import warm_start
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+# pylint: disable=protected-access
+
+OPT = dimensions([DiscreteParamSpec('OPT', ['adam', 'sgd', 'rmsprop', 'lamb'])])
+
+
+def test_a_categorical_estimators_draws_follow_its_density():
+    """Each category is drawn as often as exp(log_pdf) says: an observation's kernel gives its own category the mass
+    (1 + fill) / (1 + 4 fill) (fill = prior_weight / kernels), each other one fill / (1 + 4 fill); a draw that always
+    returned the kernel's category (a hit share above 1) gives 'adam' 0.89 here instead of 0.70."""
+    for points, prior_weight in (([(0,)] * 5, 1.0), ([(0,), (0,), (1,), (3,)], 2.0)):
+        estimator = parzen.ParzenEstimator(OPT, points, [1.0] * len(points), prior_weight=prior_weight)
+        rng = random.Random(3)
+        drawn = estimator.sample(rng, 40000)
+        for c in range(4):
+            share = sum(1 for (x,) in drawn if x == c) / len(drawn)
+            assert abs(share - math.exp(estimator.log_pdf((c,)))) < 0.01, (points, c, share)
+        # the densities themselves, by hand (the first case): 5/6 of (7/6) / 1.5 + 1/6 of 1/4 for 'adam'
+        if prior_weight == 1.0:
+            assert math.isclose(math.exp(estimator.log_pdf((0,))), 5 / 6 * (7 / 6) / (5 / 3) + 1 / 24)
+            assert math.isclose(math.exp(estimator.log_pdf((2,))), 5 / 6 * (1 / 6) / (5 / 3) + 1 / 24)
+
+
+def test_no_prior_weight_gives_the_observed_categories_frequencies():
+    """prior_weight=0: no smoothing, no prior kernel; a category never observed has density 0 (log -inf), not an
+    error."""
+    points = [(0,), (0,), (1,)]
+    estimator = parzen.ParzenEstimator(OPT, points, [1.0] * len(points), prior_weight=0.0)
+    assert math.isclose(estimator.log_pdf((0,)), math.log(2 / 3))
+    assert math.isclose(estimator.log_pdf((1,)), math.log(1 / 3))
+    assert estimator.log_pdf((2,)) == -math.inf
+    assert all(x in (0, 1) for (x,) in estimator.sample(random.Random(1), 200))
+
+
+# ---- the local phase with a warm start ----------------------------------------------------------------------------
+
+GRID = [NumParamSpec('A', 0, 9, 'INTEGER', 'LINEAR'), NumParamSpec('B', 0, 9, 'INTEGER', 'LINEAR')]
+
+
+def _objective(params):
+    return (params['A'] - 7) ** 2 + (params['B'] - 2) ** 2
+
+
+def _sweep(sampler, jobs):
+    trials = []
+    for index in range(jobs):
+        params = sampler.suggest(trials, 1)[0].params
+        trials.append(Trial(name='j%d' % index, index=index, params=params, state='succeeded',
+                            reports=(Report(1.0, float(_objective(params))),)))
+    return trials
+
+
+def test_inherited_jobs_do_not_bring_the_local_phase_forward():
+    """The phase starts at local_share of this sweep's own count (0.7 x 20 = 14 jobs): 30 inherited jobs change the
+    model, not when the phase starts, so the first 14 suggestions are those of the same sampler without the phase."""
+    rng = random.Random(2)
+    configs = [{'A': rng.randrange(10), 'B': rng.randrange(10)} for _ in range(30)]
+    old = [Trial(name='o%d' % k, index=k, params=p, state='succeeded', reports=(Report(1.0, float(_objective(p))),))
+           for k, p in enumerate(configs)]
+    inherited, _ = warm_start({'old': old}, GRID)
+    assert len(inherited) >= 20
+    later_differ = []
+    for seed in range(4):
+        kwargs = dict(goal='min', seed=seed, count=20, startup_jobs=5, inherited=inherited)
+        with_phase = _sweep(TPESampler(GRID, **kwargs), 20)
+        without = _sweep(TPESampler(GRID, local_share=None, **kwargs), 20)
+        assert [t.params for t in with_phase[:14]] == [t.params for t in without[:14]]
+        later_differ.append([t.params for t in with_phase] != [t.params for t in without])
+    assert any(later_differ), 'the phase does start at 14'
