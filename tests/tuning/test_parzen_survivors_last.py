@@ -1,7 +1,8 @@
 """Rules the last survivors of the samplers-tpe mutation run (bench/mutation-samplers-tpe.md, "The 13 left") showed
 untested: a categorical kernel's draws follow its density; a prior weight of 0 (no smoothing) gives a categorical
 dimension the observed categories' frequencies; a large estimator's density is the whole mixture's where the first
-observation's kernel is the widest; a warm start's inherited jobs do not bring the local phase forward."""
+observation's kernel is the widest; a warm start's inherited jobs do not bring the local phase forward; among
+candidates of equal scores the first drawn is suggested."""
 import math
 import random
 
@@ -105,3 +106,22 @@ def test_inherited_jobs_do_not_bring_the_local_phase_forward():
         assert [t.params for t in with_phase[:14]] == [t.params for t in without[:14]]
         later_differ.append([t.params for t in with_phase] != [t.params for t in without])
     assert any(later_differ), 'the phase does start at 14'
+
+
+# ---- candidates of equal scores ----------------------------------------------------------------------------------
+
+def test_among_candidates_of_equal_scores_the_first_drawn_is_suggested():
+    """Categories no job has tried score alike (each estimator gives every unobserved category the same density), so
+    every untried candidate here ties: the first drawn wins (as Optuna's argmax), and drawing more candidates, which
+    extends the same stream of draws, cannot change the suggestion unless a strictly better one appears."""
+    values = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
+    specs = [DiscreteParamSpec('C', values)]
+    trials = [Trial(name='j%d' % k, index=k, params={'C': c}, state='succeeded', reports=(Report(1.0, float(k)),))
+              for k, c in enumerate(values[:4])]
+    picked = []
+    for seed in range(12):
+        few, many = (TPESampler(specs, 'max', seed=seed, startup_jobs=4, candidates=n).suggest(trials, 1)[0].params['C']
+                     for n in (24, 80))
+        assert few == many, seed
+        picked.append(few)
+    assert set(picked) == set(values[4:])  # (untried only, and not always the same one)
