@@ -90,7 +90,7 @@ MODULES = {
                       'tests/tuning/test_suggest_kept.py', 'tests/tuning/test_parzen_pruned_edges.py',
                       'tests/tuning/test_motpe_split_edges.py', 'tests/tuning/test_tpe_random_fallback.py',
                       'tests/tuning/test_parzen_caches_bounded.py', 'tests/tuning/test_parzen_line_gap.py',
-                      'tests/tuning/test_tpe_candidate_score.py']),
+                      'tests/tuning/test_tpe_candidate_score.py', 'tests/tuning/test_parzen_survivors_last.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
