@@ -13,13 +13,16 @@ SPECS = [DiscreteParamSpec('OPT', ['a', 'b', 'c']), NumParamSpec('LAYERS', 1, 20
          NumParamSpec('UNITS', 1, 64, 'INTEGER', 'LOG'), NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR')]
 
 
+def _space(specs, seed):
+    """(the dimensions of specs, a function drawing a random point of them in internal coordinates)"""
+    dims = dimensions(specs)
+    rng = random.Random(seed)
+    return dims, lambda: tuple(dim.to_internal(spec.sample(rng)) for dim, spec in zip(dims, specs))
+
+
 def test_stepped_caches_emptied_at_their_bound_give_the_whole_mixtures_density(monkeypatch):
     monkeypatch.setattr(parzen, '_MOST_MASSES', 40)
-    dims = dimensions(SPECS)
-    rng = random.Random(8)
-
-    def point():
-        return tuple(dim.to_internal(spec.sample(rng)) for dim, spec in zip(dims, SPECS))
+    dims, point = _space(SPECS, 8)
     count = parzen.PRUNE_KERNELS + 100
     points = [point() for _ in range(count)]
     ids = list(range(count))
@@ -39,12 +42,7 @@ def test_stepped_caches_emptied_at_their_bound_give_the_whole_mixtures_density(m
 
 def test_a_large_estimator_without_a_continuous_dimension_gives_the_whole_mixtures_density():
     # nothing to sort kernels on: every kernel is evaluated, at every point
-    specs = SPECS[:3]
-    dims = dimensions(specs)
-    rng = random.Random(2)
-
-    def point():
-        return tuple(dim.to_internal(spec.sample(rng)) for dim, spec in zip(dims, specs))
+    dims, point = _space(SPECS[:3], 2)
     count = parzen.PRUNE_KERNELS + 20
     points = [point() for _ in range(count)]
     estimator = parzen.ParzenEstimator(dims, points, [1.0] * count)
