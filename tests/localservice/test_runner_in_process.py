@@ -333,6 +333,48 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(service, tm
     _gone(pid)
 
 
+def _stop_while_started(service, monkeypatch, name, pid_file):
+    """Have job `name` terminated while its process is being started: its command already runs (it wrote its pid),
+    Popen has not returned to the runner yet. The moment of the stop (monotonic) is appended to the list returned."""
+    real_popen, stopped = subprocess.Popen, []
+
+    def started_then_stopped(args, **kwargs):
+        proc = real_popen(args, **kwargs)
+        if not stopped and list(args[:2]) == ['bash', '-c'] and str(pid_file) in args[2]:
+            job_pids(pid_file)
+            stopped.append(time.monotonic())
+            assert service.runner.kill(service.key(name), 'terminated', state='terminating')
+        return proc
+    monkeypatch.setattr(subprocess, 'Popen', started_then_stopped)
+    return stopped
+
+
+def test_a_job_stopped_while_its_process_starts_gets_sigterm_then_the_grace(service, tmp_path, monkeypatch):
+    """A stop that lands between the process's start and the runner learning its pid (seen on a loaded machine,
+    where it was a SIGKILL at once): the job gets the SIGTERM it would have got a moment later, SIGKILL only after
+    the grace."""
+    pid_file, got = tmp_path / 'pid', tmp_path / 'got'
+    stopped = _stop_while_started(service, monkeypatch, 'stubborn', pid_file)
+    service.submit('stubborn', "trap 'echo TERM >> {}' TERM; echo $$ > {}; i=0; "
+                   "while [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done".format(got, pid_file))
+    job = service.wait('stubborn', timeout=15)
+    assert stopped and time.monotonic() - stopped[0] >= runner_module.KILL_GRACE_SECONDS - 0.2
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -9
+    assert [code for code, _ in _errors(job)] == ['JobTerminated']
+    assert got.read_text().startswith('TERM\n'), 'the job was sent SIGTERM first'
+
+
+def test_a_job_stopped_while_its_process_starts_may_end_by_its_sigterm(service, tmp_path, monkeypatch):
+    """The same stop on a job that does not trap SIGTERM: it ends by that signal (-15) at once, not by a SIGKILL."""
+    pid_file = tmp_path / 'pid'
+    stopped = _stop_while_started(service, monkeypatch, 'plain', pid_file)
+    service.submit('plain', 'echo $$ > {}; sleep 20'.format(pid_file))
+    job = service.wait('plain', timeout=15)
+    assert stopped and time.monotonic() - stopped[0] < runner_module.KILL_GRACE_SECONDS
+    assert job.execution_state == 'failed' and job.execution_info.exit_code == -15
+    assert [code for code, _ in _errors(job)] == ['JobTerminated']
+
+
 def test_the_wall_clock_fails_a_job_and_a_job_within_it_succeeds(service):
     service.submit('slow', 'sleep 30', constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT0.5S'))
     service.submit('quick', 'sleep 0.2', constraints=models.JobBasePropertiesConstraints(max_wall_clock_time='PT20S'))

@@ -51,6 +51,10 @@ class _Running:
     proc: subprocess.Popen = None
     reason: str = None
     kill_at: float = None
+    # A step's process is being started (Popen has not returned): it may already run its command, so a stop asked
+    # meanwhile is a SIGTERM once its pid is known, as it would have been a moment later (term_due).
+    launching: bool = False
+    term_due: bool = False
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -178,6 +182,9 @@ class Runner(HeldJobsScheduler):
                 running.reason = reason
             running.kill_at = time.monotonic() + KILL_GRACE_SECONDS
             proc = running.proc
+            if running.launching:
+                running.term_due = True
+                return True
         if proc is not None:
             _signal_group(proc.pid, signal.SIGTERM)
         return True
@@ -321,13 +328,23 @@ class Runner(HeldJobsScheduler):
 
     def _run_step(self, key, line, env, cwd, out_path, err_path, deadline):
         """Run one bash command line as its own process group; return (exit code, stop reason or None)."""
-        with open(out_path, 'ab') as out, open(err_path, 'ab') as err:
-            proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
         with self._lock:
             running = self._held[key]
+            running.launching = True
+        try:
+            with open(out_path, 'ab') as out, open(err_path, 'ab') as err:
+                proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        except BaseException:
+            with self._lock:
+                running.launching = running.term_due = False
+            raise
+        with self._lock:
             running.proc = proc
-            stop_now = running.reason is not None
+            # Stopped before this step started: killed at once (its command never meant to run); stopped while it
+            # was being started: the SIGTERM it was due, its grace running from the stop.
+            stop_now = None if running.reason is None else (signal.SIGTERM if running.term_due else signal.SIGKILL)
+            running.launching = running.term_due = False
         try:
             self._store.update(key, pgid=proc.pid)
         except Exception as ex:  # pylint: disable=broad-except
@@ -335,7 +352,7 @@ class Runner(HeldJobsScheduler):
                 _signal_group(proc.pid, signal.SIGKILL)
                 raise
         if stop_now:
-            _signal_group(proc.pid, signal.SIGKILL)
+            _signal_group(proc.pid, stop_now)
         reason = None
         while True:
             try:
