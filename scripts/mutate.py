@@ -78,7 +78,8 @@ MODULES = {
                       ['tests/tuning/test_bohb.py', 'tests/tuning/test_combinations.py',
                        'tests/tuning/test_warm_start.py', 'tests/tuning/test_tpe_scale.py',
                        'tests/tuning/test_sampler_rules.py']),
-    'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe')],
+    # changes.py: the comparison of a poll's trials with the last poll's that TPE's history (and BOHB's view) edit by
+    'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe', 'changes')],
                      ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
                       'tests/tuning/test_tpe_scale.py', 'tests/tuning/test_tpe_jobs_to_run.py',
                       'tests/tuning/test_pareto.py', 'tests/tuning/test_hostile_reports.py',
