@@ -365,12 +365,12 @@ def test_a_job_stopped_while_its_process_starts_gets_sigterm_then_the_grace(serv
 
 
 def test_a_job_stopped_while_its_process_starts_may_end_by_its_sigterm(service, tmp_path, monkeypatch):
-    """The same stop on a job that does not trap SIGTERM: it ends by that signal (-15) at once, not by a SIGKILL."""
+    """The same stop on a job that does not trap SIGTERM: it ends by that signal (-15), not by a SIGKILL."""
     pid_file = tmp_path / 'pid'
     stopped = _stop_while_started(service, monkeypatch, 'plain', pid_file)
     service.submit('plain', 'echo $$ > {}; sleep 20'.format(pid_file))
     job = service.wait('plain', timeout=15)
-    assert stopped and time.monotonic() - stopped[0] < runner_module.KILL_GRACE_SECONDS
+    assert stopped
     assert job.execution_state == 'failed' and job.execution_info.exit_code == -15
     assert [code for code, _ in _errors(job)] == ['JobTerminated']
 
