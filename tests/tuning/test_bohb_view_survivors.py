@@ -7,6 +7,7 @@ import dataclasses
 import random
 
 from azext_batchai_sweep.core.spec.params import NumParamSpec
+from azext_batchai_sweep.core.tuning.objectives import Constraint, Objectives
 from azext_batchai_sweep.core.tuning.samplers import tpe
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -92,6 +93,37 @@ def test_parameters_read_again_as_values_of_another_type_are_viewed_as_read(monk
         assert _read(seen[0]) == _read(model.model_view(trials, choice.budget)), step
         assert found == BudgetModel(specs, 'min', 2, _values_at, random_fraction=0.0).suggest(
             trials, 'k%d' % step)[0], step
+
+
+def test_a_running_jobs_constraint_reported_after_its_rung_is_viewed_with_it(monkeypatch):
+    """With constraints, a job still running past rung 1 is in the view at rung 1 with the constraint metrics it has
+    logged so far (unknown ones not broken, motpe.py): when it logs a broken one, nothing else changed at rung 1 (its
+    value there, its parameters, its state), and the view, read by MOTPE, judges it infeasible as a new model's does."""
+    rng = random.Random(9)
+    trials = []
+    for k in range(40):
+        params = {s.name: rng.random() for s in SPECS}
+        value = sum(params.values())
+        running = k >= 30
+        trials.append(Trial(name='j%d' % k, index=k, params=params, state='running' if running else 'succeeded',
+                            reports=(Report(1, value + 1),) + (() if running else (Report(3, value),)),
+                            metrics={} if running else {'c': rng.random()}))
+    objectives = Objectives([('f', 'min')], [Constraint('c', maximum=0.5)])
+    at_one = ModelChoice(1.0, 40, 'rung 1')
+    seen = _views_handed_to_the_tpe(monkeypatch)
+
+    def model():
+        return BudgetModel(SPECS, 'min', 2, _values_at, random_fraction=0.0, objectives=objectives)
+    warm = model()
+    warm.suggest(trials, 'k0', choice=at_one)
+    # the best running jobs log a broken constraint (new Trials, as a poll reads them)
+    best = sorted(range(30, 40), key=lambda k: trials[k].reports[0].value)[:4]
+    trials = [dataclasses.replace(t, metrics={'c': 0.9}) if k in best else t for k, t in enumerate(trials)]
+    del seen[:]
+    found = warm.suggest(trials, 'k1', choice=at_one)[0]
+    assert _read(seen[0]) == _read(warm.model_view(trials, 1.0)) and [seen[0][k].metrics for k in best] == [
+        {'c': 0.9}] * 4
+    assert found == model().suggest(trials, 'k1', choice=at_one)[0]
 
 
 def _sweep(seed):
