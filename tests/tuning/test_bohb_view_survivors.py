@@ -1,7 +1,8 @@
 """BOHB's model view kept from one suggestion to the next (bohb.BudgetModel._view, its TPE's kept readings), in the
 cases samplers-bohb's mutation run found no test of (issue 49; bench/mutation-samplers-bohb.md): a job deleted from
-the service shifts the later jobs' positions, a model back at a budget after a suggestion at another one, and the
-work of one suggestion. The rule: the view the TPE is handed is model_view's of all the jobs, built whole, the
+the service shifts the later jobs' positions, a job read again with parameters of other types, a running job's
+constraint logged after its rung, a model back at a budget after a suggestion at another one, and the work of one
+suggestion. The rule: the view the TPE is handed is model_view's of all the jobs, built whole, the
 suggestion a new model's, and the jobs read again are those that changed since the model was last at that budget."""
 import dataclasses
 import random
