@@ -77,7 +77,10 @@ MODULES = {
     'samplers-bohb': (['core/tuning/samplers/{}.py'.format(f) for f in ('bohb', 'agreement')],
                       ['tests/tuning/test_bohb.py', 'tests/tuning/test_combinations.py',
                        'tests/tuning/test_warm_start.py', 'tests/tuning/test_tpe_scale.py',
-                       'tests/tuning/test_sampler_rules.py']),
+                       'tests/tuning/test_sampler_rules.py',
+                       # the model view kept from one suggestion to the next (values read again, TPE told what changed)
+                       'tests/tuning/test_suggest_kept.py', 'tests/tuning/test_suggest_share.py',
+                       'tests/tuning/test_tpe_incremental.py', 'tests/tuning/test_bohb_view_survivors.py']),
     # changes.py: the comparison of a poll's trials with the last poll's that TPE's history (and BOHB's view) edit by
     'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe', 'changes')],
                      ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
