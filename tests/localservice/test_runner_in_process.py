@@ -758,6 +758,23 @@ def test_the_ranks_of_a_two_node_mpi_gpu_job_see_all_of_its_gpus(tmp_path):
         started.shutdown()
 
 
+@pytest.mark.parametrize('gpus, count', [([0, 1], '1'), ([0], '1'), (None, '0')])
+def test_a_local_size_clusters_job_counts_one_gpu_when_the_service_has_some(tmp_path, gpus, count):
+    """A cluster of the LOCAL size (this machine's node): AZ_BATCHAI_NUM_GPUS is 1 when the service manages GPUs,
+    whatever their number (the node's share: one device), 0 when it manages none."""
+    started = InProcess(str(tmp_path / 'data'), slots=2, gpus=gpus)
+    try:
+        dump = tmp_path / 'env'
+        local = started.cluster('here', 1, vm_size='LOCAL')
+        started.submit('one', 'echo "$AZ_BATCHAI_NUM_GPUS" $CUDA_VISIBLE_DEVICES > {}'.format(dump), cluster_id=local)
+        assert started.wait('one').execution_state == 'succeeded', started.outputs('one')
+        seen = dump.read_text().split()
+        assert seen[0] == count and len(seen) == (2 if gpus else 1)
+        assert not gpus or int(seen[1]) in gpus, 'one of the managed devices'
+    finally:
+        started.shutdown()
+
+
 def test_without_gpus_managed_a_gpu_cluster_job_is_not_refused_and_sees_no_count(service, tmp_path):
     dump = tmp_path / 'env'
     nc12 = service.cluster('nc12', 1, vm_size='STANDARD_NC12')

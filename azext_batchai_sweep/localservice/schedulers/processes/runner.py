@@ -331,14 +331,10 @@ class Runner(HeldJobsScheduler):
         with self._lock:
             running = self._held[key]
             running.launching = True
-        try:
-            with open(out_path, 'ab') as out, open(err_path, 'ab') as err:
-                proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
-        except BaseException:
-            with self._lock:
-                running.launching = running.term_due = False
-            raise
+        # (a process that cannot start ends the job, so `launching` is not reset then: a stop has nothing to signal)
+        with open(out_path, 'ab') as out, open(err_path, 'ab') as err:
+            proc = subprocess.Popen(['bash', '-c', line], cwd=cwd, env=env, stdout=out, stderr=err,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
         with self._lock:
             running.proc = proc
             # Stopped before this step started: killed at once (its command never meant to run); stopped while it
