@@ -587,7 +587,13 @@ def _two_process_params(service, tmp_path, cluster_id=None, hang='0'):
     return params
 
 
-def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_output(service, tmp_path):
+def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_output(service, tmp_path,
+                                                                                     monkeypatch):
+    """...and what the service writes for it (the launch plan, the launcher's own output) stays in the job's folder
+    of its data dir: nothing lands in the service's working directory."""
+    cwd = tmp_path / 'service-cwd'
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
     service.submit_params('pair', _two_process_params(service, tmp_path))
     job = service.wait('pair')
     assert job.execution_state == 'succeeded' and job.execution_info.exit_code == 0
@@ -597,6 +603,7 @@ def test_a_two_node_job_runs_two_processes_through_the_launcher_each_with_its_ou
     assert len(pids) == 2, 'one process per node'
     outputs = service.outputs('pair')
     assert 'task 0\n' in outputs.values() and 'task 1\n' in outputs.values()
+    assert os.listdir(cwd) == [], 'the service wrote into its working directory'
 
 
 def test_the_jobs_pythonpath_does_not_reach_the_launcher_of_its_processes(service, tmp_path):
