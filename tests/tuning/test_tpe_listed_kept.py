@@ -45,7 +45,7 @@ def _poll(trials):
 
 def _same_as_new(sampler, trials):
     """The warm sampler's suggestion, lists and split are a new sampler's for the same trials."""
-    new = TPESampler(SPECS, goal='min', seed=1)
+    new = TPESampler(SPECS, goal=sampler.goal, seed=1)
     assert sampler.suggest(trials, 1) == new.suggest(trials, 1)
     assert sampler.trial_records.listed == new.trial_records.listed
     assert sampler.split_kept[1] == new.split_kept[1]
@@ -124,3 +124,55 @@ def test_bohbs_model_asked_again_splits_nothing_again(monkeypatch):
     new = BudgetModel(SPECS, 'min', 9, values_at=lambda t: {81.0: t.last} if t.reports else {},
                       random_fraction=0.0)
     assert again[0] == new.suggest(trials, 'b1')[0] and heaps == [1]
+
+
+def _whole_splits(monkeypatch):
+    """A list that gets 1 for every split computed over all of a history's scored items."""
+    splits = []
+    whole = TPESampler._split_whole  # pylint: disable=protected-access
+
+    def counted(self, scored, n_good):
+        splits.append(1)
+        return whole(self, scored, n_good)
+    monkeypatch.setattr(TPESampler, '_split_whole', counted)
+    return splits
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_jobs_finishing_after_the_last_split_edit_it(goal, monkeypatch):
+    """Jobs that finish after the last scored one (a run's polls): the split is the last one edited, a new sampler's,
+    whether the new jobs join the good group (one pushing the worst good job back among the bad), tie with a good
+    job, or stay bad."""
+    trials = _jobs(600, running=4)
+    sampler = TPESampler(SPECS, goal=goal, seed=1)
+    sampler.suggest(trials, 1)
+    sign = 1 if goal == 'min' else -1
+    best = sampler.split_kept[2][0]
+    tie = best[len(best) // 2][1]
+    splits = _whole_splits(monkeypatch)
+    for values in ([None, None], [sign * -1e9, None], [tie, tie], [None, sign * -2e9]):
+        done, running = trials[-4:-2], trials[-2:]
+        started = [dataclasses.replace(t, index=len(trials) + k, name='j%d' % (len(trials) + k))
+                   for k, t in enumerate(_jobs(2, running=2, seed=len(trials)))]
+        trials = _poll(trials[:-4] + [_done(t, v) for t, v in zip(done, values)] + running + started)
+        del splits[:]
+        _same_as_new(sampler, trials)
+        assert splits == [1]  # the new sampler's only
+    # A job in the middle gone: split whole.
+    trials = _poll(trials[:200] + trials[201:])
+    del splits[:]
+    _same_as_new(sampler, trials)
+    assert splits == [1, 1]
+
+
+def test_a_split_of_repeated_indices_is_not_edited(monkeypatch):
+    """Two jobs of one index (not a run's: its indices are unique) leave the items' order to their positions: the
+    split is computed whole."""
+    trials = _jobs(600, running=2)
+    trials[100] = dataclasses.replace(trials[100], index=99)
+    sampler = TPESampler(SPECS, goal='min', seed=1)
+    sampler.suggest(trials, 1)
+    splits = _whole_splits(monkeypatch)
+    trials = _poll(trials[:-2] + [_done(t) for t in trials[-2:]])
+    _same_as_new(sampler, trials)
+    assert splits == [1, 1]

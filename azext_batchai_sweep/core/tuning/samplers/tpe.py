@@ -366,35 +366,71 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
 
     def _groups(self, history, scored=None, pending=True):
         """_split's three lists, then the good and the bad observations' job indices. A history's split is kept
-        (``split_kept``) while its scored items are the same list object (_History._keep: no entry changed) and its
-        pending items are equal: a sampler asked again with the same jobs splits nothing again (the heap and the bad
-        group's lists over 10,000 jobs were a sixth of such a suggestion)."""
+        (``split_kept``): while its scored items are the same list object (_History._keep: no entry changed) and its
+        pending items are equal, it is the last one; when they are the last ones and a few more (jobs that finished
+        since), the n best are those of the last n best and the new ones (each other old item has n better before it),
+        and the bad group's scored items the last ones edited (the heap and the bad group's list over 10,000 jobs were
+        a sixth of a warm suggestion)."""
         whole = scored is None
         scored = history.scored if whole else scored
         n_good = self.gamma(len(scored))
         liar = self.constant_liar and pending
-        key = (scored, history.pending if liar else None, n_good, self.goal)
-        kept = self.split_kept
-        if whole and kept is not None and kept[0][0] is scored and kept[0][1:] == key[1:]:
+        key = (scored, list(history.pending) if liar else None, n_good, self.goal)
+        kept = self.split_kept if whole else None
+        if kept is not None and kept[0][0] is scored and kept[0][1:] == key[1:]:
             return kept[1]
-        found = self._split_whole(history, scored, n_good, liar)
+        split = None if kept is None else self._split_appended(history, scored, n_good, kept)
+        if split is None:
+            split = self._split_whole(scored, n_good)
+        best, bad_scored, _, _ = split
+        good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(best))
+        bad = list(bad_scored)
+        if liar:
+            bad.extend((index, None, point) for index, point in history.pending)
+            bad.sort(key=_FIRST)  # stable: two runs in index order are merged
+        found = ([item[2] for item in good], [item[1] for item in good], list(map(_LAST, bad)),
+                 [item[0] for item in good], list(map(_FIRST, bad)))
         if whole:
-            self.split_kept = ((scored, list(key[1]) if liar else None) + key[2:], found)
+            self.split_kept = (key, found, split)
         return found
 
-    def _split_whole(self, history, scored, n_good, liar):
-        """_groups' lists, computed."""
+    def _split_whole(self, scored, n_good):
+        """(the n_good best scored items, the others in index order, their indices, whether the items' indices are
+        unique)."""
         # A history's observations are in index order: the best by a heap (heapq's n best are the n first of a stable
         # sort, as _ranked sorts: ties by index), the others left in index order.
         best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
         good_indices = {item[0] for item in best}
         bad = [item for item in scored if item[0] not in good_indices]
-        good = sorted((index, rank, point) for rank, (index, _, point) in enumerate(best))
-        if liar:
-            bad.extend((index, None, point) for index, point in history.pending)
-        bad.sort(key=_FIRST)  # stable: two runs in index order are merged
-        return ([item[2] for item in good], [item[1] for item in good], list(map(_LAST, bad)),
-                [item[0] for item in good], list(map(_FIRST, bad)))
+        indices = list(map(_FIRST, bad))
+        return best, bad, indices, len(set(indices)) + len(good_indices) == len(scored)
+
+    def _split_appended(self, history, scored, n_good, kept):
+        """_split_whole's answer from the last one (``kept``) when ``scored`` is its scored items and a few more after
+        them (the history tells: ``scored_after``) and every index is unique (the items' order is their indices'); else
+        None."""
+        (last, _, last_good, goal), _, (best, bad, indices, unique) = kept
+        before, count = history.scored_after or (None, 0)
+        if not unique or before is not last or count != len(last) or n_good != last_good or goal != self.goal:
+            return None
+        new = scored[count:]
+        new_indices = [item[0] for item in new]
+        if new_indices != sorted(set(new_indices)) or (last and new and new_indices[0] <= last[-1][0]):
+            return None
+        ordered = sorted(best, key=_FIRST) + new  # (the last best in index order: their positions')
+        best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, ordered, key=_VALUE)
+        good_indices = {item[0] for item in best}
+        bad, indices = list(bad), list(indices)
+        for item in ordered[:len(ordered) - len(new)]:
+            if item[0] not in good_indices:  # back among the bad, at its index
+                at = bisect.bisect_left(indices, item[0])
+                bad.insert(at, item)
+                indices.insert(at, item[0])
+        for item in new:
+            if item[0] not in good_indices:
+                bad.append(item)
+                indices.append(item[0])
+        return best, bad, indices, True
 
     def _ranked(self, scored):
         """Scored observations (index, value, point) in index order (a history's), best first, ties by index (a stable
@@ -621,6 +657,8 @@ class _History:
             old_pending_at = old_pending_at[:m] + pending_at
         readings.listed = (old_scored, old_scored_at, old_pending, old_pending_at)
         self.scored = old_scored  # (never changed: a history's scored items are read only)
+        # (a list and a count: the scored items begin with that list's first ones, the same objects; TPESampler._groups)
+        self.scored_after = (listed[0], k)
         self.pending = list(old_pending)  # (add_pending appends to it)
         # keys of every configuration a job has had (finite spaces only)
         self.tried = {e[2] for e in entries if e is not None} if self.finite else set()
