@@ -209,9 +209,11 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
         sampler.points_seen = self._points_seen
         # The model at this budget is the last one's, a few jobs later: what it read of each job and its estimators
         # carry over (they depend on the jobs alone, not on the suggestion's seed; tpe.TPESampler.trial_records).
-        kept = self._kept.setdefault(choice.budget, {'records': None, 'models': {}, 'dims': sampler.dims})
+        kept = self._kept.setdefault(choice.budget, {'records': None, 'models': {}, 'dims': sampler.dims,
+                                                     'split': None})
         # (the same dimension objects: an estimator is edited only from one over the same dimensions)
         sampler.trial_records, sampler.model_cache, sampler.dims = kept['records'], kept['models'], kept['dims']
+        sampler.split_kept = kept['split']
         view = self._view(everyone, choice.budget, values, self._asked[0])
         last, made, changed = self._views[choice.budget][2:]
         if last is not None and kept.get('view') is last and self.constrained is None:
@@ -220,7 +222,7 @@ class BudgetModel:  # pylint: disable=too-many-instance-attributes
             # compares copies of the metrics, which a caller may change in place: not told).
             sampler.view_changes = (kept['records'], changed)
         suggestions = sampler.suggest(view, 1)
-        kept['records'], kept['view'] = sampler.trial_records, made
+        kept['records'], kept['view'], kept['split'] = sampler.trial_records, made, sampler.split_kept
         return (dict(suggestions[0].params) if suggestions else None), choice
 
     def _values(self, everyone):

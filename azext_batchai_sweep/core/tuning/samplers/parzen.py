@@ -634,8 +634,9 @@ class _Pruned:
         floor = max(values.values()) - PRUNE_MARGIN - _BOUND_SLACK
         room = self.max_log_weight + self.total_bound - floor
         if room > 0:
-            seen = set(near)
-            values.update(self._terms([j for j in self._box(point, room) if j not in seen], point, cells, floor))
+            # (the near kernels are in this box too: found again, the same floats; leaving them out cost a set look-up
+            # a kernel of the box, more than filtering the few of them again)
+            values.update(self._terms(self._box(point, room), point, cells, floor))
         # Every term within PRUNE_MARGIN of the largest of all (M) is among those found (each reaches the floor,
         # which is below M - PRUNE_MARGIN), and M is the largest found: the sum is over exactly those terms, in kernel
         # order, whichever kernels the boxes looked at (they differ between an estimator built whole and one updated
@@ -757,7 +758,10 @@ class _Pruned:
 
     def _filter(self, survivors, point, cells, floor):
         """(the kernels whose partial sums, plus the bounds of the dimensions not added yet, still reach the floor,
-        their sums); a continuous dimension's term and a categorical one's are added as add_terms adds them."""
+        their sums); when the dimensions are added in their own order (``in_order``) the sums are the terms, each
+        dimension's added as add_terms adds it; otherwise they are bounds only, and a continuous term's square is
+        ``z * z`` (within an ulp of add_terms' ``z ** 2``, which is glibc's pow, ~2.3x the cost; the floor's
+        _BOUND_SLACK covers far more than that rounding, as it covers the sums' other order)."""
         log_weights = self.estimator.log_weights
         partial = [log_weights[j] for j in survivors]
         rest = self.total_bound
@@ -769,9 +773,12 @@ class _Pruned:
                 partial = [p + (hit if observed[j] == x else miss) for p, j in zip(partial, survivors)]
             elif kernel.dim.kind == STEPPED:
                 partial = [p + t for p, t in zip(partial, self._stepped_terms(d, survivors, x, cells))]
-            else:
+            elif self.in_order:  # the partial sums are the terms: add_terms' operations
                 consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
                 partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
+            else:  # bounds only (the survivors' terms are computed again, in order): z * z, not z ** 2 (glibc's pow)
+                consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
+                partial = [p + consts[j] - 0.5 * (z := (x - mus[j]) * inv[j]) * z for p, j in zip(partial, survivors)]
             need = floor - rest
             kept = [p >= need for p in partial]
             if not all(kept):
