@@ -66,12 +66,13 @@ def test_motpe_scores_again_only_the_jobs_that_changed(extra, monkeypatch):
     sampler.suggest(trials, 1)
     assert sorted(scored) == list(range(250))
     for step in range(4):
-        trials = _poll(trials)
+        last, trials = trials, _poll(trials)
         finished = [250 + 2 * step, 251 + 2 * step]
         for k in finished:
             trials[k] = _finish(trials[k], extra)
         trials.append(_job(len(trials), rng))
-        if step == 2:  # the caller changes a job's metrics in place: the same Trial, the same dict
+        if step == 2:  # the caller changes a job's metrics in place: the Trial and dict the last suggestion read
+            trials[7] = last[7]
             trials[7].metrics['b'] = -5.0
             finished.append(7)
         del scored[:]
