@@ -3,7 +3,8 @@
 types (str, int, float, bool) their metrics hold, and a job whose metrics dict the caller changed in place is read
 again; a metric that becomes an equal value the sampler reads differently (Decimal('0.5') == 0.5, but only a float
 or an int is a number to it) is read again, as a new sampler reads it; and BOHB's model, whose TPE is told which
-jobs changed, learns from a job that joined already finished (a run that polled rarely, a resumed one)."""
+jobs changed, learns from a job that joined already finished (a run that polled rarely, a resumed one), and suggests
+what a new model does when its suggestions alternate between budgets (a history told, then one not told)."""
 import dataclasses
 import decimal
 import fractions
@@ -14,7 +15,7 @@ import pytest
 from azext_batchai_sweep.core.spec.params import NumParamSpec
 from azext_batchai_sweep.core.tuning.objectives import Objectives
 from azext_batchai_sweep.core.tuning.samplers import tpe
-from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
+from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
@@ -127,3 +128,27 @@ def test_bohbs_model_learns_from_jobs_that_joined_finished(monkeypatch):
         assert not compared  # told, not compared (the path of this rule)
         assert found[0] == BudgetModel(SPECS, 'min', 1, _last_at_one, random_fraction=0.0).suggest(
             trials, 'k%d' % step)[0], step
+
+
+def _two_budgets(trial):
+    return {1.0: trial.reports[0].value, 3.0: trial.last} if trial.state == 'succeeded' else {}
+
+
+def test_bohbs_model_at_alternating_budgets_suggests_what_a_new_one_does():
+    """The model keeps one view, of the last budget: back at a budget whose history was told what changed
+    (tpe._History._told keeps no fields), the history compares nothing and reads every job again."""
+    rng = random.Random(12)
+
+    def job(index):
+        params = {s.name: rng.random() for s in SPECS}
+        value = params['X0'] + params['X1'] ** 2
+        return Trial(name='j%d' % index, index=index, params=params, state='succeeded',
+                     reports=(Report(1, value + rng.random()), Report(3, value)))
+    trials = [job(k) for k in range(60)]
+    model = BudgetModel(SPECS, 'min', 1, _two_budgets, random_fraction=0.0)
+    for step, budget in enumerate([1.0, 1.0, 3.0, 1.0, 1.0, 3.0, 3.0, 1.0]):
+        trials = list(trials) + [job(len(trials))]
+        choice = ModelChoice(budget, 0, 'chosen by the test')
+        found = model.suggest(trials, 'k%d' % step, choice)[0]
+        assert found == BudgetModel(SPECS, 'min', 1, _two_budgets, random_fraction=0.0).suggest(
+            trials, 'k%d' % step, choice)[0], step
