@@ -1,0 +1,34 @@
+"""What a TPE suggestion says and takes, where mutation testing found it untested (issue 49): a random startup
+suggestion's note counts the jobs with an objective and the startup size; a batch of suggestions after jobs whose
+indices skip numbers (the history's pending suggestions are numbered after the trials' count, so one may share a
+job's index) is made whole, each pending one counted."""
+import random
+
+import pytest
+
+from azext_batchai_sweep.core.spec.params import NumParamSpec
+from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
+from azext_batchai_sweep.core.tuning.trial import Report, Trial
+
+SPECS = [NumParamSpec('X', 0.0, 1.0, 'REAL', 'LINEAR'), NumParamSpec('Y', 0.0, 1.0, 'REAL', 'LINEAR')]
+
+
+def _jobs(count, step=1, seed=1):
+    rng = random.Random(seed)
+    return [Trial(name='j%d' % k, index=step * k, params={'X': rng.random(), 'Y': rng.random()}, state='succeeded',
+                  reports=(Report(1, rng.random()),)) for k in range(count)]
+
+
+@pytest.mark.parametrize('done', [0, 3, 9])
+def test_a_startup_suggestions_note_counts_the_jobs_with_an_objective(done):
+    found = TPESampler(SPECS, goal='min', seed=2, startup_jobs=10).suggest(_jobs(done), 1)
+    assert found[0].note == 'bayesian: random startup job ({} of 10 with an objective)'.format(done)
+
+
+@pytest.mark.parametrize('step', [1, 2, 3])
+def test_a_batch_after_jobs_whose_indices_skip_numbers_is_made_whole(step):
+    found = TPESampler(SPECS, goal='min', seed=4).suggest(_jobs(40, step), 5)
+    assert [s.note for s in found] == ['bayesian: TPE over 40 jobs with an objective, {} pending'.format(k)
+                                       for k in range(5)]
+    assert all(0.0 <= s.params['X'] <= 1.0 and 0.0 <= s.params['Y'] <= 1.0 for s in found)
+    assert len({tuple(s.params.values()) for s in found}) == 5
