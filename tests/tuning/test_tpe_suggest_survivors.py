@@ -1,7 +1,9 @@
 """What a TPE suggestion says and takes, where mutation testing found it untested (issue 49): a random startup
 suggestion's note counts the jobs with an objective and the startup size; a batch of suggestions after jobs whose
 indices skip numbers (the history's pending suggestions are numbered after the trials' count, so one may share a
-job's index) is made whole, each pending one counted."""
+job's index) is made whole, each pending one counted; the bad group's weights are asked again only when its size
+changes."""
+import dataclasses
 import random
 
 import pytest
@@ -32,3 +34,26 @@ def test_a_batch_after_jobs_whose_indices_skip_numbers_is_made_whole(step):
                                        for k in range(5)]
     assert all(0.0 <= s.params['X'] <= 1.0 and 0.0 <= s.params['Y'] <= 1.0 for s in found)
     assert len({tuple(s.params.values()) for s in found}) == 5
+
+
+def test_the_bad_groups_weights_are_asked_again_only_when_its_size_changes():
+    """The weights of n observations depend on n alone: a sampler asked again after a poll that changed no job
+    (most polls of a long sweep) asks its weights function for the good group's only."""
+    from azext_batchai_sweep.core.tuning.samplers.tpe import default_weights
+    asked = []
+
+    def weights(n):
+        asked.append(n)
+        return default_weights(n)
+    sampler = TPESampler(SPECS, goal='min', seed=5, weights=weights)
+    jobs = _jobs(60)
+    sampler.suggest(jobs, 1)
+    assert sorted(asked) == [6, 54]  # the good group (10%) and the bad one
+    for _ in range(3):
+        del asked[:]
+        sampler.suggest(list(jobs), 1)
+        assert asked == [6]
+    jobs = jobs + [dataclasses.replace(job, index=60 + k) for k, job in enumerate(_jobs(2, seed=9))]
+    del asked[:]
+    sampler.suggest(jobs, 1)
+    assert sorted(asked) == [7, 55]  # two more jobs: both groups' sizes changed
