@@ -57,3 +57,15 @@ def test_the_bad_groups_weights_are_asked_again_only_when_its_size_changes():
     del asked[:]
     sampler.suggest(jobs, 1)
     assert sorted(asked) == [7, 55]  # two more jobs: both groups' sizes changed
+
+
+def test_the_bad_groups_weights_are_kept_for_its_last_size_only():
+    """Kept across suggestions, the weights are those of the bad group's last size: a sweep of 10,000 jobs would
+    otherwise keep a list for each size it went through (~50 million floats)."""
+    sampler = TPESampler(SPECS, goal='min', seed=6)
+    jobs = _jobs(60)
+    for step in range(5):
+        jobs = jobs + [dataclasses.replace(job, index=len(jobs) + k) for k, job in enumerate(_jobs(3, seed=step))]
+        sampler.suggest(jobs, 1)
+        kept = [key for key in sampler.model_cache if key[0] == 'weights']  # pylint: disable=no-member
+        assert kept == [('weights', len(jobs) - -(-len(jobs) // 10))], step  # the bad group: all but ceil(10%)
