@@ -69,3 +69,14 @@ def test_the_bad_groups_weights_are_kept_for_its_last_size_only():
         sampler.suggest(jobs, 1)
         kept = [key for key in sampler.model_cache if key[0] == 'weights']  # pylint: disable=no-member
         assert kept == [('weights', len(jobs) - -(-len(jobs) // 10))], step  # the bad group: all but ceil(10%)
+
+
+@pytest.mark.parametrize('prior_weight', [0.5, 3.0])
+def test_both_models_weigh_their_prior_by_the_samplers_prior_weight(prior_weight):
+    """l(x) and g(x) alike: the prior kernel's share of each mixture is prior_weight over it plus the observations'
+    weights (the good group's 6 and the bad group's 54 of 60 jobs, by default_weights)."""
+    from azext_batchai_sweep.core.tuning.samplers.tpe import default_weights
+    sampler = TPESampler(SPECS, goal='min', seed=7, prior_weight=prior_weight)
+    for _, below, above in sampler.models(_jobs(60)):
+        assert below.weights[-1] == pytest.approx(prior_weight / (sum(default_weights(6)) + prior_weight))
+        assert above.weights[-1] == pytest.approx(prior_weight / (sum(default_weights(54)) + prior_weight))
