@@ -14,6 +14,8 @@ from azext_batchai_sweep.core.tuning.samplers.space import dimensions
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
+from .helpers import CountedId
+
 # pylint: disable=protected-access
 
 
@@ -96,38 +98,23 @@ def test_the_previous_estimator_asked_again_builds_its_index_again(monkeypatch, 
     assert len(built) == 1 and not evaluated
 
 
-class _Id(int):
-    """A job index that counts how often it is compared one by one (in Python)."""
-    asked = [0]
-
-    def __eq__(self, other):
-        self.asked[0] += 1
-        return int(self) == other
-
-    def __lt__(self, other):
-        self.asked[0] += 1
-        return int(self) < other
-
-    __hash__ = int.__hash__
-
-
 @pytest.mark.parametrize('change', ['moved', 'left and joined'])
 def test_too_many_changes_are_given_up_on_past_the_most_edits(change):
     """parzen._changes answers None (the estimator built whole) once more than _MOST_EDITS observations differ,
     without walking the rest of the changes: 1,000 of 3,000 jobs moved (each removed and added), or 500 left and 500
     joined between them."""
     rng = random.Random(4)
-    ids = [_Id(2 * k) for k in range(3000)]
+    ids = [CountedId(2 * k) for k in range(3000)]
     points = [(rng.random(),) for _ in ids]
     new_ids, new_points = list(ids), list(points)
     for k in range(0, 3000, 3):
         if change == 'moved':
             new_points[k] = (rng.random(),)
         elif k % 2:
-            new_ids[k] = _Id(2 * k + 1)  # job 2k left, job 2k + 1 joined
-    _Id.asked[0] = 0
+            new_ids[k] = CountedId(2 * k + 1)  # job 2k left, job 2k + 1 joined
+    CountedId.asked[0] = 0
     assert parzen._changes(ids, points, new_ids, new_points) is None
     # (a moved job: 2 ids looked at; a job that left or joined: ~25, the halving search of the ids; walking all
     # 1,000 changes was ~2,000 and ~23,000)
     per_change = 2 if change == 'moved' else 30
-    assert _Id.asked[0] <= per_change * (parzen._MOST_EDITS + 2), _Id.asked[0]
+    assert CountedId.asked[0] <= per_change * (parzen._MOST_EDITS + 2), CountedId.asked[0]

@@ -18,6 +18,7 @@ from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel
 from azext_batchai_sweep.core.tuning.samplers.motpe import MOTPESampler
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
+from .helpers import CountedId
 from .scale_spaces import ranked_sizes
 
 
@@ -258,30 +259,12 @@ def test_the_types_of_parameter_values_are_listed_only_for_dicts_read_again(samp
         assert found[1] == 400 - 4
 
 
-class _Id(int):
-    """A job index that counts how often it is compared or hashed one by one (in Python): the same objects in both
-    lists compare equal in C without asking."""
-    asked = [0]
-
-    def __eq__(self, other):
-        self.asked[0] += 1
-        return int(self) == other
-
-    def __lt__(self, other):
-        self.asked[0] += 1
-        return int(self) < other
-
-    def __hash__(self):
-        self.asked[0] += 1
-        return int(self)
-
-
 def test_an_estimators_changes_are_found_by_a_merge_not_job_by_job():
     """parzen._changes: the observations removed and added (an id whose point changed: both) between two lists in id
     order, as the sets of (id, point) tell them, with a job leaving in the middle (every position after it shifted),
     one joining, one moved; the ids are looked at one by one only where the lists differ."""
     rng = random.Random(3)
-    ids = [_Id(k) for k in range(3000)]
+    ids = [CountedId(k) for k in range(3000)]
     points = [(rng.random(), rng.random()) for _ in ids]
     cases = [([1200], [], {}), ([], [(2500, 2499.5)], {}), ([700, 2900], [(100, 99.5)], {1500: (0.5, 0.5)}),
              ([], [], {}), (list(range(400, 500)), [], {})]  # (the last: past _MOST_EDITS, None)
@@ -294,13 +277,13 @@ def test_an_estimators_changes_are_found_by_a_merge_not_job_by_job():
             new_points.insert(k, (0.25, 0.75))
         for key, point in moved.items():
             new_points[new_ids.index(key)] = point
-        _Id.asked[0] = 0
+        CountedId.asked[0] = 0
         found = parzen._changes(ids, points, new_ids, new_points)  # pylint: disable=protected-access
         if len(leaving) > parzen._MOST_EDITS:  # pylint: disable=protected-access
             assert found is None
             continue
         # (a halving search a change: ~log2(3000) comparisons)
-        assert _Id.asked[0] <= 20 * (len(leaving) + len(joining) + len(moved) + 1), (leaving, _Id.asked[0])
+        assert CountedId.asked[0] <= 20 * (len(leaving) + len(joining) + len(moved) + 1), (leaving, CountedId.asked[0])
         before, after = set(zip(ids, points)), set(zip(new_ids, new_points))
         removed, added = found
         assert {(ids[k], points[k]) for k in removed} == before - after
