@@ -98,7 +98,7 @@ MODULES = {
                       'tests/tuning/test_tpe_history_survivors.py', 'tests/tuning/test_parzen_update_survivors.py',
                       'tests/tuning/test_changes_survivors.py', 'tests/tuning/test_parzen_log_pdf_survivors.py',
                       'tests/tuning/test_tpe_goal_refused.py', 'tests/tuning/test_normal_sample_ends.py',
-                      'tests/tuning/test_tpe_suggest_survivors.py']),
+                      'tests/tuning/test_tpe_suggest_survivors.py', 'tests/tuning/test_tpe_next_rounds.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
