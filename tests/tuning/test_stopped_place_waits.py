@@ -6,6 +6,9 @@ was sent, and a run under maxConcurrentJobs 3 had 4 jobs active at once (tests/t
 
 On the session's local service (processes scheduler), the controller in this process so that each poll is one call;
 bandit stops Q=1 at its first report (1 < 9 / 1.2). The order of events is read from the service's own times.
+Q=9 runs until the test has read its answers (a file the test writes at its end), not for a fixed time: under load
+a job that ended on a timer before Q=1 was stopped freed a place of its own, and Q=8 was created for it at once (the
+test then read Q=1 'terminating' beside Q=8, with no replacement involved).
 """
 import os
 import time
@@ -29,8 +32,10 @@ IGNORES = "trap '' TERM"
 def _run(service, client, directory, on_term):
     experiment = 'sw-' + uuid.uuid4().hex[:8]
     client.experiments.begin_create(service.resource_group, service.workspace, experiment).result()
+    # every job runs until the test ends (_release), at most 120 s
     command = ('if [ {{{{Q}}}} = 1 ]; then {}; fi; echo epoch=1 acc={{{{Q}}}}; '
-               'exec 3<> <(:); read -t 20 -u 3 || true').format(on_term)
+               'for i in $(seq 1200); do [ -e {} ] && break; sleep 0.1; done').format(
+                   on_term, os.path.join(directory, 'released'))
     path = os.path.join(directory, experiment + '.yaml')
     with open(path, 'w', encoding='utf-8') as f:
         f.write('\n'.join([
@@ -44,6 +49,14 @@ def _run(service, client, directory, on_term):
                         limits=Limits(max_concurrent_jobs=2), retry=RetrySettings(), parallel=4,
                         journal_path=os.path.join(directory, experiment + '.run.json'))
     return run, experiment
+
+
+@pytest.fixture
+def _release(tmp_path):
+    """Ends the jobs of the test once it has read them."""
+    yield
+    with open(os.path.join(str(tmp_path), 'released'), 'w', encoding='utf-8'):
+        pass
 
 
 def _jobs(service, client, experiment):
@@ -67,22 +80,25 @@ def _poll_until_stopped(run):
     return stopped[0]
 
 
-def test_the_replacement_is_created_once_the_stopped_job_has_ended(local_service, batchai_client, tmp_path):
+def test_the_replacement_is_created_once_the_stopped_job_has_ended(local_service, batchai_client, tmp_path,
+                                                                   _release):
     run, experiment = _run(local_service, batchai_client, str(tmp_path), CLEANS_UP)
     _poll_until_stopped(run)
     jobs = _jobs(local_service, batchai_client, experiment)
     assert set(jobs) == {'9', '1', '8'}, 'the place is filled at the poll that stops the job'
+    assert listing.state_of(jobs['9']) == 'running', 'Q=8 takes the place of Q=1, not of Q=9'
     assert listing.state_of(jobs['1']) == 'terminated'
     ended, created = jobs['1'].execution_info.end_time, jobs['8'].creation_time
     assert ended <= created, (ended, created)
 
 
 def test_a_job_that_ends_later_than_the_poll_waits_keeps_its_place_until_then(local_service, batchai_client,
-                                                                              tmp_path):
+                                                                              tmp_path, _release):
     run, experiment = _run(local_service, batchai_client, str(tmp_path), IGNORES)
     _poll_until_stopped(run)
     jobs = _jobs(local_service, batchai_client, experiment)
     assert set(jobs) == {'9', '1'} and listing.state_of(jobs['1']) == 'terminating'
+    assert listing.state_of(jobs['9']) == 'running'
     deadline = time.monotonic() + 30
     while '8' not in jobs:
         assert time.monotonic() < deadline
