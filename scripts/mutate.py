@@ -80,7 +80,8 @@ MODULES = {
                        'tests/tuning/test_sampler_rules.py',
                        # the model view kept from one suggestion to the next (values read again, TPE told what changed)
                        'tests/tuning/test_suggest_kept.py', 'tests/tuning/test_suggest_share.py',
-                       'tests/tuning/test_tpe_incremental.py', 'tests/tuning/test_bohb_view_survivors.py']),
+                       'tests/tuning/test_tpe_incremental.py', 'tests/tuning/test_bohb_view_survivors.py',
+                       'tests/tuning/test_tpe_listed_kept.py']),
     # changes.py: the comparison of a poll's trials with the last poll's that TPE's history (and BOHB's view) edit by
     'samplers-tpe': (['core/tuning/samplers/{}.py'.format(f) for f in ('tpe', 'parzen', '_normal', 'motpe', 'changes')],
                      ['tests/tuning/test_tpe.py', 'tests/tuning/test_tpe_oracle.py', 'tests/tuning/test_tpe_local.py',
@@ -98,7 +99,9 @@ MODULES = {
                       'tests/tuning/test_tpe_history_survivors.py', 'tests/tuning/test_parzen_update_survivors.py',
                       'tests/tuning/test_changes_survivors.py', 'tests/tuning/test_parzen_log_pdf_survivors.py',
                       'tests/tuning/test_tpe_goal_refused.py', 'tests/tuning/test_normal_sample_ends.py',
-                      'tests/tuning/test_tpe_suggest_survivors.py', 'tests/tuning/test_tpe_next_rounds.py']),
+                      'tests/tuning/test_tpe_suggest_survivors.py', 'tests/tuning/test_tpe_next_rounds.py',
+                      # what a poll lists and splits again (the kept split: counts of work)
+                      'tests/tuning/test_tpe_listed_kept.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',

@@ -44,11 +44,13 @@ def _poll(trials):
 
 
 def _same_as_new(sampler, trials):
-    """The warm sampler's suggestion, lists and split are a new sampler's for the same trials."""
-    new = TPESampler(SPECS, goal=sampler.goal, seed=1)
+    """The warm sampler's suggestion, lists and split are a new sampler's for the same trials: the groups, and the
+    split kept for the next edit (the n best, the bad items and their indices in index order)."""
+    new = TPESampler(SPECS, goal=sampler.goal, seed=1, constant_liar=sampler.constant_liar)
     assert sampler.suggest(trials, 1) == new.suggest(trials, 1)
     assert sampler.trial_records.listed == new.trial_records.listed
     assert sampler.split_kept[1] == new.split_kept[1]
+    assert sampler.split_kept[2] == new.split_kept[2]
 
 
 def _spans(monkeypatch):
@@ -176,3 +178,40 @@ def test_a_split_of_repeated_indices_is_not_edited(monkeypatch):
     trials = _poll(trials[:-2] + [_done(t) for t in trials[-2:]])
     _same_as_new(sampler, trials)
     assert splits == [1, 1]
+
+
+@pytest.mark.parametrize('repeat', ['the last scored index', 'one index twice'])
+def test_new_jobs_of_a_repeated_index_are_not_appended_to_the_split(repeat, monkeypatch):
+    """The jobs that finished since the last split repeat an index (the last scored job's, or one index twice among
+    them): their order is left to their positions, so the split is computed whole, as a new sampler computes it."""
+    trials = _jobs(600, running=2)
+    sampler = TPESampler(SPECS, goal='min', seed=1)
+    sampler.suggest(trials, 1)
+    last_scored = trials[-3].index
+    first, second = trials[-2:]
+    if repeat == 'the last scored index':
+        finished = [dataclasses.replace(first, index=last_scored), second]
+    else:
+        finished = [dataclasses.replace(first, index=second.index), second]
+    splits = _whole_splits(monkeypatch)
+    trials = _poll(trials[:-2] + [_done(t) for t in finished])
+    _same_as_new(sampler, trials)
+    assert splits == [1, 1]
+
+
+def test_without_the_constant_liar_jobs_that_start_split_nothing_again(monkeypatch):
+    """Without the constant liar the pending jobs are not among the bad: jobs that start (none finished) leave the
+    split as it was, not even edited."""
+    trials = _jobs(600, running=2)
+    sampler = TPESampler(SPECS, goal='min', seed=1, constant_liar=False)
+    sampler.suggest(trials, 1)
+    heaps = []
+    nsmallest = heapq.nsmallest
+    monkeypatch.setattr(heapq, 'nsmallest', lambda *args, **kwargs: heaps.append(1) or nsmallest(*args, **kwargs))
+    started = [dataclasses.replace(t, index=600 + k, name='j%d' % (600 + k))
+               for k, t in enumerate(_jobs(2, running=2, seed=600))]
+    trials = _poll(trials + started)
+    kept = sampler.split_kept
+    sampler.suggest(trials, 1)
+    assert heaps == [] and sampler.split_kept[2] is kept[2]
+    _same_as_new(sampler, trials)
