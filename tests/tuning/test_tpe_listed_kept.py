@@ -76,11 +76,12 @@ def test_a_poll_lists_the_entries_from_the_first_that_changed(monkeypatch):
     del spans[:]
     _same_as_new(sampler, trials)
     assert spans[:2] == [6, 6]
-    # A job in the middle reads another value: listed from it on.
-    trials = _poll(trials[:300] + [_done(trials[300], value=-1e9)] + trials[301:])
-    del spans[:]
-    _same_as_new(sampler, trials)
-    assert spans[:2] == [302, 302]
+    # A job in the middle reads another value: listed from it on; the second job (the first kept is the first).
+    for position in (300, 1):
+        trials = _poll(trials[:position] + [_done(trials[position], value=-1e9 - position)] + trials[position + 1:])
+        del spans[:]
+        _same_as_new(sampler, trials)
+        assert spans[:2] == [602 - position, 602 - position]
     # The last jobs gone (a shorter list), and the same jobs again: nothing listed.
     for trials in (trials[:590], _poll(trials[:590])):
         del spans[:]
