@@ -101,7 +101,8 @@ MODULES = {
                       'tests/tuning/test_tpe_goal_refused.py', 'tests/tuning/test_normal_sample_ends.py',
                       'tests/tuning/test_tpe_suggest_survivors.py', 'tests/tuning/test_tpe_next_rounds.py',
                       # what a poll lists and splits again (the kept split: counts of work)
-                      'tests/tuning/test_tpe_listed_kept.py']),
+                      'tests/tuning/test_tpe_listed_kept.py', 'tests/tuning/test_parzen_filter_survivors.py',
+                      'tests/tuning/test_tpe_defaults.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
