@@ -41,3 +41,10 @@ def test_a_narrow_far_cell_is_its_width_times_the_density_and_far_cells_stay_ord
 def test_the_log_density():
     for z in (0.0, 1.0, -2.5, 40.0):
         assert _normal.log_pdf(z) == pytest.approx(math.log(STANDARD.pdf(z)) if abs(z) < 30 else -0.5 * z * z + LOG_PHI)
+
+
+@pytest.mark.parametrize('a, b', [(0.0, 0.7), (0.3, 0.9), (0.5, 2.0), (0.999, 1.5), (0.1, 6.0), (1.0, 3.0)])
+def test_a_cell_and_its_mirror_image_have_the_same_log_mass_to_the_last_bit(a, b):
+    """P(a <= Z <= b) = P(-b <= Z <= -a): a cell in the upper half is mirrored into the lower one, where both ends'
+    masses come from the lower tail (no 1 - P close to 1), so the two give the same float."""
+    assert _normal.log_mass(a, b) == _normal.log_mass(-b, -a)
