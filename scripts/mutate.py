@@ -102,7 +102,8 @@ MODULES = {
                       'tests/tuning/test_tpe_suggest_survivors.py', 'tests/tuning/test_tpe_next_rounds.py',
                       # what a poll lists and splits again (the kept split: counts of work)
                       'tests/tuning/test_tpe_listed_kept.py', 'tests/tuning/test_parzen_filter_survivors.py',
-                      'tests/tuning/test_tpe_defaults.py', 'tests/tuning/test_parzen_previous_settings.py']),
+                      'tests/tuning/test_tpe_defaults.py', 'tests/tuning/test_parzen_previous_settings.py',
+                      'tests/tuning/test_tpe_point_memo.py']),
     'metrics': (['core/outputs/metrics.py'], ['tests/experiment/test_metrics_extractor.py',
                                               'tests/experiment/test_metrics_rules.py',
                                               'tests/experiment/test_metrics_retry_settings.py',
