@@ -14,6 +14,8 @@ from azext_batchai_sweep.core.spec.params import DictParamSpec, DiscreteParamSpe
 from azext_batchai_sweep.core.spec.substitution import ExternalValue
 from azext_batchai_sweep.core.tuning.controller import Controller, Limits
 from azext_batchai_sweep.core.tuning.policies import make_policy
+from azext_batchai_sweep.core.tuning.samplers import parzen
+from azext_batchai_sweep.core.tuning.samplers.space import dimensions
 from azext_batchai_sweep.core.tuning.samplers.tpe import TPESampler, default_weights, rank_weights
 from azext_batchai_sweep.core.tuning.simulation import simulate
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
@@ -456,6 +458,15 @@ def test_on_a_grid_the_good_groups_floor_stops_at_half_a_cell():
                                            good_grid_floor=None).models(trials)
     assert optuna_below.kernels[0].sigmas == optuna_no_limit.kernels[0].sigmas
     assert min(optuna_below.kernels[0].sigmas[:10]) == pytest.approx(6 / 12)
+
+
+@pytest.mark.parametrize('size', [6, 20, 50])
+def test_a_grids_floor_limit_is_exactly_its_share_of_a_cell(size):
+    """The floor's count stops where range / (count + 2) is grid_floor of a cell, exactly: for a good group of 5
+    kernels on one value of a grid of ``size`` values, counted as 500 jobs, the narrowest kernel is half a cell."""
+    [dim] = dimensions([NumParamSpec('A', 0, size - 1, 'INTEGER', 'LINEAR')])
+    estimator = parzen.ParzenEstimator([dim], [(2.0,)] * 5, [1.0] * 5, clip_count=500, grid_floor=0.5)
+    assert min(estimator.kernels[0].sigmas) == pytest.approx(0.5, rel=1e-12)
 
 
 def test_after_many_jobs_the_candidates_still_try_neighbouring_grid_values():
