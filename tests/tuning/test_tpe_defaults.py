@@ -35,6 +35,7 @@ def test_the_default_goal_counts_the_largest_objectives_as_good():
     """With one job far above the others, the default sampler's good group holds it (its objective is the best)."""
     trials = _trials()
     trials[7] = dataclasses.replace(trials[7], reports=(Report(1, 1e9),))
-    sampler = TPESampler(SPECS)
-    sampler.suggest(trials, 1)
-    assert 7 in sampler.split_kept[1][3]  # the good observations' job indices
+    [(_, below, above)] = TPESampler(SPECS).models(trials)
+    point = tuple(trials[7].params[spec.name] for spec in SPECS)  # (0..1 LINEAR: the coordinates are the values)
+    assert point in zip(*[kernel.mus for kernel in below.kernels])  # a kernel of l(x), the good jobs' density
+    assert point not in zip(*[kernel.mus for kernel in above.kernels])
