@@ -118,3 +118,29 @@ def test_too_many_changes_are_given_up_on_past_the_most_edits(change):
     # 1,000 changes was ~2,000 and ~23,000)
     per_change = 2 if change == 'moved' else 30
     assert CountedId.asked[0] <= per_change * (parzen._MOST_EDITS + 2), CountedId.asked[0]
+
+
+@pytest.mark.parametrize('where', ['moved inside', 'joined at the end'])
+def test_exactly_the_most_edits_are_edited_and_one_more_is_built_whole(where):
+    """_MOST_EDITS is the most edits an estimator takes from the previous one: at exactly that many it is edited,
+    one more and it is built whole. A moved observation is 2 edits (removed and added); a job that joined after the
+    others, 1."""
+    rng = random.Random(6)
+    ids = list(range(0, 2000, 2))
+    points = [(rng.random(),) for _ in ids]
+    for edits in (parzen._MOST_EDITS, parzen._MOST_EDITS + 1, parzen._MOST_EDITS + 2):
+        new_ids, new_points = list(ids), list(points)
+        if where == 'moved inside':
+            if edits % 2:
+                continue
+            for k in range(0, edits // 2 * 7, 7):
+                new_points[k] = (rng.random(),)
+        else:
+            new_ids += [2000 + k for k in range(edits)]
+            new_points += [(rng.random(),) for _ in range(edits)]
+        found = parzen._changes(ids, points, new_ids, new_points)
+        if edits > parzen._MOST_EDITS:
+            assert found is None, edits
+        else:
+            removed, added = found
+            assert len(removed) + len(added) == edits
