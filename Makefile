@@ -27,10 +27,10 @@ demo: dev bytecode
 bytecode: dev
 	$(BIN)/python -m compileall -q azext_batchai_sweep
 
-# The suite runs on every core (pytest-xdist, one worker per core: most of a test's time is waiting on az, the local
+# The suite runs on every core (pytest-xdist, two workers a core: most of a test's time is waiting on az, the local
 # service, Slurm) and in groups (tests/parallel.py) so that a module's or a shared fixture's tests stay on one worker.
 # `make test PYTEST_WORKERS=0` runs it serially in one process, as `python -m pytest` does (docs/development.md).
-PYTEST_WORKERS ?= auto
+PYTEST_WORKERS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 1) )))
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 # The slowest tests, printed at the end of every run: where make test's time goes, in each CI log.
 PYTEST_DURATIONS = --durations=25
