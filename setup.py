@@ -12,7 +12,7 @@ old package needed, with lower bounds only (7.0.0b1 is the Batch AI SDK az ships
 """
 from setuptools import setup, find_packages
 
-VERSION = '0.10.3'
+VERSION = '0.10.4'
 
 CLASSIFIERS = [
     'Development Status :: 4 - Beta',
