@@ -216,3 +216,17 @@ def test_without_the_constant_liar_jobs_that_start_split_nothing_again(monkeypat
     sampler.suggest(trials, 1)
     assert heaps == [] and sampler.split_kept[2] is kept[2]
     _same_as_new(sampler, trials)
+
+
+@pytest.mark.parametrize('goal', ['min', 'max'])
+def test_two_jobs_of_one_index_are_two_observations_one_good_one_bad(goal):
+    """A caller's trials may repeat an index (a run's never do): the best job and the worst share one, and each is
+    still an observation of its own, the best in l(x) and the worst in g(x); none is left out of both."""
+    sign = 1 if goal == 'min' else -1
+    trials = _jobs(100, running=0)
+    trials[50] = _done(trials[50], value=sign * -1e9)
+    trials[51] = dataclasses.replace(_done(trials[51], value=sign * 1e9), index=50)
+    [(_, below, above)] = TPESampler(SPECS, goal=goal, seed=1).models(trials)
+    assert (len(below.weights) - 1) + (len(above.weights) - 1) == 100  # (each has a prior kernel besides)
+    worst = tuple(trials[51].params[spec.name] for spec in SPECS)  # (0..1 LINEAR: the coordinates are the values)
+    assert worst in zip(*[kernel.mus for kernel in above.kernels])

@@ -400,10 +400,12 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         # A history's observations are in index order: the best by a heap (heapq's n best are the n first of a stable
         # sort, as _ranked sorts: ties by index), the others left in index order.
         best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
-        good_indices = {item[0] for item in best}
-        bad = [item for item in scored if item[0] not in good_indices]
+        # The bad are the items not chosen, told apart by identity: two jobs of one index (not a run's, whose indices
+        # are unique; a caller's) are two observations, one good and one bad when so ranked.
+        chosen = set(map(id, best))
+        bad = [item for item in scored if id(item) not in chosen]
         indices = list(map(_FIRST, bad))
-        return best, bad, indices, len(set(indices)) + len(good_indices) == len(scored)
+        return best, bad, indices, len(set(map(_FIRST, best)).union(indices)) == len(scored)
 
     def _split_appended(self, history, scored, n_good, kept):
         """_split_whole's answer from the last one (``kept``) when ``scored`` is its scored items and a few more after
