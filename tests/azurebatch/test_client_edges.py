@@ -165,6 +165,20 @@ def test_without_the_generated_operations_tasks_are_added_and_listed_by_the_publ
         for r in lists)
 
 
+@pytest.mark.parametrize('status', [429])
+def test_without_the_generated_operations_a_refused_add_is_retried_by_the_clients_rules(double, api, public_only,
+                                                                                        status):
+    """The public add gives up on a throttled request with one CreateTasksError for the whole add (a server error it
+    sends again itself): the client raises the request's own error, which its rules retry (the SDK's own retry
+    policy is off, as for every request)."""
+    # pylint: disable=redefined-outer-name,unused-argument
+    double.faults.throttle(count=1, retry_after=0, status=status, method='POST', path=ADD)
+    assert api.add_tasks('j', [_task('a'), _task('b')]) == {'a': None, 'b': None}
+    assert api.calls['add_task_collection'] == 2  # retried by the client's rules, not inside the SDK
+    with double.account.lock:
+        assert sorted(double.account.jobs['j'].tasks) == ['a', 'b']
+
+
 def test_without_the_generated_operations_autoscale_goes_by_the_public_one(double, api, public_only):
     # pylint: disable=redefined-outer-name,unused-argument
     formula = '$TargetDedicatedNodes = 2;'

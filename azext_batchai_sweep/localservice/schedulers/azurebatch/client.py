@@ -82,8 +82,22 @@ def _add_collection(client, job_id, body):
         from azure.batch._operations._operations import (  # pylint: disable=import-outside-toplevel
             BatchClientOperationsMixin as Generated)
     except ImportError:  # another SDK layout: the public operation, which also takes the REST JSON tasks
-        return client.create_task_collection(job_id, body['value'], **NO_SDK_RETRY)
+        return _add_collection_public(client, job_id, body)
     return Generated.create_task_collection(client, job_id, body, **NO_SDK_RETRY)
+
+
+def _add_collection_public(client, job_id, body):
+    """The public operation gives up on a request it does not retry itself (a 429: throttled) with one
+    CreateTasksError for the whole add; the request's own error is raised instead, so that the client's rules retry
+    it as they retry every other request (Retry-After, the backoff, the retry settings' limit)."""
+    from azure.core.exceptions import HttpResponseError  # pylint: disable=import-outside-toplevel
+    try:
+        return client.create_task_collection(job_id, body['value'], **NO_SDK_RETRY)
+    except HttpResponseError as exc:
+        errors = getattr(exc, 'errors', None)
+        if errors and not getattr(exc, 'failure_tasks', None) and isinstance(errors[0], HttpResponseError):
+            raise errors[0] from exc
+        raise
 
 
 def _enable_autoscale(client, pool_id, body):
