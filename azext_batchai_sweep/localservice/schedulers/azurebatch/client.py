@@ -94,10 +94,10 @@ def _add_collection_public(client, job_id, body):
     try:
         return client.create_task_collection(job_id, body['value'], **NO_SDK_RETRY)
     except HttpResponseError as exc:
-        errors = getattr(exc, 'errors', None)
-        if errors and not getattr(exc, 'failure_tasks', None) and isinstance(errors[0], HttpResponseError):
-            raise errors[0] from exc
-        raise
+        errors = getattr(exc, 'errors', None)  # (CreateTasksError's: each request's own; one request here)
+        if not errors:
+            raise  # only tasks Batch refused (the public add raises for those too): the add fails whole, as before
+        raise errors[0] from exc
 
 
 def _enable_autoscale(client, pool_id, body):
