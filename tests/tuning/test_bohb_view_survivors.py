@@ -13,9 +13,8 @@ from azext_batchai_sweep.core.tuning.samplers import tpe
 from azext_batchai_sweep.core.tuning.samplers.bohb import BudgetModel, ModelChoice
 from azext_batchai_sweep.core.tuning.trial import Report, Trial
 
-SPECS = [NumParamSpec('X%d' % i, 0.0, 1.0, 'REAL', 'LINEAR') for i in range(3)]
-# The fields of a view's job the TPE reads, with the types of the parameters' values (1 and 1.0 read differently).
-READ = ('index', 'params', 'state', 'reports', 'stopped_early', 'metrics')
+# (the view's fields the TPE reads: compared below with the types of the parameters' values, 1 and 1.0 read apart)
+from .test_suggest_share import READ, SPECS
 
 
 def _values_at(trial):
