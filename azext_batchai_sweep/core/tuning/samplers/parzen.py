@@ -773,12 +773,13 @@ class _Pruned:
                 partial = [p + (hit if observed[j] == x else miss) for p, j in zip(partial, survivors)]
             elif kernel.dim.kind == STEPPED:
                 partial = [p + t for p, t in zip(partial, self._stepped_terms(d, survivors, x, cells))]
-            elif self.in_order:  # the partial sums are the terms: add_terms' operations
+            else:
                 consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
-                partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
-            else:  # bounds only (the survivors' terms are computed again, in order): z * z, not z ** 2 (glibc's pow)
-                consts, mus, inv = kernel.consts, kernel.mus, kernel.inv
-                partial = [p + consts[j] - 0.5 * (z := (x - mus[j]) * inv[j]) * z for p, j in zip(partial, survivors)]
+                if self.in_order:  # the partial sums are the terms: add_terms' operations
+                    partial = [p + consts[j] - 0.5 * ((x - mus[j]) * inv[j]) ** 2 for p, j in zip(partial, survivors)]
+                else:  # bounds only (the terms are computed again, in order): z * z, not z ** 2 (glibc's pow)
+                    partial = [p + consts[j] - 0.5 * (z := (x - mus[j]) * inv[j]) * z
+                               for p, j in zip(partial, survivors)]
             need = floor - rest
             kept = [p >= need for p in partial]
             if not all(kept):

@@ -397,15 +397,19 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
     def _split_whole(self, scored, n_good):
         """(the n_good best scored items, the others in index order, their indices, whether the items' indices are
         unique)."""
-        # A history's observations are in index order: the best by a heap (heapq's n best are the n first of a stable
-        # sort, as _ranked sorts: ties by index), the others left in index order.
-        best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, scored, key=_VALUE)
+        # A history's observations are in index order: the best by a heap (_best), the others left in index order.
+        best = self._best(n_good, scored)
         # The bad are the items not chosen, told apart by identity: two jobs of one index (not a run's, whose indices
         # are unique; a caller's) are two observations, one good and one bad when so ranked.
         chosen = set(map(id, best))
         bad = [item for item in scored if id(item) not in chosen]
         indices = list(map(_FIRST, bad))
         return best, bad, indices, len(set(map(_FIRST, best)).union(indices)) == len(scored)
+
+    def _best(self, n_good, items):
+        """The n_good best of ``items`` (in index order), best first: heapq's n best are the n first of a stable sort,
+        as _ranked sorts (ties by index)."""
+        return (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, items, key=_VALUE)
 
     def _split_appended(self, history, scored, n_good, kept):
         """_split_whole's answer from the last one (``kept``) when ``scored`` is its scored items and a few more after
@@ -420,7 +424,7 @@ class TPESampler(Sampler):  # pylint: disable=too-many-instance-attributes
         if new_indices != sorted(set(new_indices)) or (last and new and new_indices[0] <= last[-1][0]):
             return None
         ordered = sorted(best, key=_FIRST) + new  # (the last best in index order: their positions')
-        best = (heapq.nlargest if self.goal == 'max' else heapq.nsmallest)(n_good, ordered, key=_VALUE)
+        best = self._best(n_good, ordered)
         good_indices = {item[0] for item in best}
         bad, indices = list(bad), list(indices)
         for item in ordered[:len(ordered) - len(new)]:
@@ -631,11 +635,9 @@ class _History:
         kept: the next history not told compares nothing, and reads every trial."""
         entries = list(old.entries[:common])
         for position in changed:
-            if position < common:
-                entries[position] = self._read(sampler, trials[position])
+            entries[position] = self._read(sampler, trials[position])
         entries.extend(self._read(sampler, trials[position]) for position in range(common, len(trials)))
-        self._keep(sampler, _Readings(indices, None, None, (), entries), old,
-                   min([p for p in changed if p < common], default=common))
+        self._keep(sampler, _Readings(indices, None, None, (), entries), old, min(changed, default=common))
 
     def _keep(self, sampler, readings, old, first):
         """Keeps the readings for the next history, and lists what they hold. The entries before ``first`` are the
